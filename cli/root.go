@@ -1,0 +1,144 @@
+// Package cli holds airlock's command line: one cmd_<name>.go file per command.
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+)
+
+// Exit codes of DESIGN §9.
+const (
+	ExitOK          = 0
+	ExitFailure     = 1
+	ExitUsage       = 2
+	ExitAirlock     = 125
+	ExitNotExec     = 126
+	ExitNotFound    = 127
+	ExitInterrupted = 130
+)
+
+// globalOptions are the flags every command accepts (§9).
+type globalOptions struct {
+	quiet    bool
+	file     string
+	logLevel string
+}
+
+// app carries the global options and the streams of one invocation, so tests
+// can run commands in-process with their own streams.
+type app struct {
+	opts   globalOptions
+	stdin  io.Reader
+	stdout io.Writer
+	stderr io.Writer
+	getenv func(string) (string, bool)
+}
+
+// exitError carries an exit code up to Main; its message, when not empty, is
+// printed on stderr.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit status %d", e.code)
+	}
+	return e.err.Error()
+}
+
+func (e *exitError) Unwrap() error { return e.err }
+
+// withCode wraps err so that Main exits with code.
+func withCode(code int, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &exitError{code: code, err: err}
+}
+
+// exitCode returns the exit code a command with no message should end with.
+func exitCode(code int) error { return &exitError{code: code} }
+
+// commandFactories lists the constructors of the top-level commands; each
+// cmd_<name>.go file adds its own in an init function.
+var commandFactories []func(*app) *cobra.Command
+
+func addCommand(f func(*app) *cobra.Command) { commandFactories = append(commandFactories, f) }
+
+func newRootCommand(a *app) *cobra.Command {
+	root := &cobra.Command{
+		Use:           "airlock",
+		Short:         "Declarative Docker sandboxes from sandbox.toml",
+		Long:          "airlock turns the sandbox.toml of a project into a Docker sandbox: an interactive shell (airlock up)\nor a CI job (airlock run -- CMD), with sidecar daemons and service containers running beside it.",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetIn(a.stdin)
+	root.SetOut(a.stdout)
+	root.SetErr(a.stderr)
+	pf := root.PersistentFlags()
+	pf.BoolVarP(&a.opts.quiet, "quiet", "q", false, "print less: no progress, no shutdown lines")
+	pf.StringVar(&a.opts.file, "file", "", "path of the sandbox.toml to use (default: the nearest one above the current directory)")
+	pf.StringVar(&a.opts.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return withCode(ExitUsage, fmt.Errorf("%w\nSee '%s --help'.", err, c.CommandPath()))
+	})
+	for _, f := range commandFactories {
+		root.AddCommand(f(a))
+	}
+	return root
+}
+
+// Main runs airlock with args and returns the process exit code.
+func Main(args []string) int {
+	return run(args, os.Stdin, os.Stdout, os.Stderr, os.LookupEnv)
+}
+
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) (string, bool)) int {
+	a := &app{stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv}
+	root := newRootCommand(a)
+	root.SetArgs(args)
+	err := root.Execute()
+	if err == nil {
+		return ExitOK
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		if ee.err != nil {
+			printError(stderr, ee.err)
+		}
+		return ee.code
+	}
+	printError(stderr, err)
+	if isUsageError(err) {
+		return ExitUsage
+	}
+	return ExitFailure
+}
+
+func printError(w io.Writer, err error) {
+	msg := err.Error()
+	if !strings.HasPrefix(msg, "config error:") {
+		msg = "airlock: " + msg
+	}
+	fmt.Fprintln(w, msg)
+}
+
+// isUsageError recognises cobra's own argument errors, which it returns
+// without a type of their own.
+func isUsageError(err error) bool {
+	msg := err.Error()
+	for _, p := range []string{"unknown command", "unknown flag", "unknown shorthand flag", "accepts ", "requires at least", "requires at most", "flag needs an argument", "invalid argument"} {
+		if strings.Contains(msg, p) {
+			return true
+		}
+	}
+	return false
+}

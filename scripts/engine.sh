@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Makes sure a Docker Engine answers on /var/run/docker.sock (or $DOCKER_HOST).
+# On a fresh Debian machine it installs docker.io and busybox-static (test images are
+# built from the static busybox), starts dockerd in the background with its log in
+# $AIRLOCK_DOCKERD_LOG (default /var/log/airlock-dockerd.log) and waits for it.
+set -euo pipefail
+
+log=${AIRLOCK_DOCKERD_LOG:-/var/log/airlock-dockerd.log}
+sock=/var/run/docker.sock
+
+need_pkgs=()
+command -v dockerd >/dev/null 2>&1 || need_pkgs+=(docker.io)
+command -v docker >/dev/null 2>&1 || need_pkgs+=(docker.io)
+[ -x /bin/busybox ] && /bin/busybox --list 2>/dev/null | grep -qx httpd || need_pkgs+=(busybox-static)
+if [ ${#need_pkgs[@]} -gt 0 ]; then
+  if [ "$(id -u)" != 0 ]; then
+    echo "engine.sh: missing ${need_pkgs[*]}; run as root or install them" >&2
+    exit 1
+  fi
+  echo "engine.sh: installing ${need_pkgs[*]}" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq >/dev/null
+  apt-get install -y -qq "${need_pkgs[@]}" >/dev/null
+fi
+
+ping_engine() {
+  if [ -n "${DOCKER_HOST:-}" ]; then docker version >/dev/null 2>&1; return; fi
+  if command -v curl >/dev/null 2>&1; then
+    [ -S "$sock" ] && curl -fsS --max-time 2 --unix-socket "$sock" http://localhost/_ping >/dev/null 2>&1
+  else
+    [ -S "$sock" ] && timeout 5 docker version >/dev/null 2>&1
+  fi
+}
+
+if ping_engine; then
+  exit 0
+fi
+if [ -n "${DOCKER_HOST:-}" ]; then
+  echo "engine.sh: DOCKER_HOST=$DOCKER_HOST does not answer" >&2
+  exit 1
+fi
+
+if ! pgrep -x dockerd >/dev/null 2>&1; then
+  echo "engine.sh: starting dockerd (log: $log)" >&2
+  mkdir -p "$(dirname "$log")"
+  nohup dockerd >>"$log" 2>&1 </dev/null &
+fi
+for _ in $(seq 1 120); do
+  if ping_engine; then
+    echo "engine.sh: Docker Engine ready" >&2
+    exit 0
+  fi
+  sleep 0.5
+done
+echo "engine.sh: dockerd did not answer within 60 s; last lines of $log:" >&2
+tail -n 20 "$log" >&2 || true
+exit 1
