@@ -1,0 +1,101 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/airlock-dev/airlock/manifest"
+	"github.com/airlock-dev/airlock/paths"
+	"github.com/airlock-dev/airlock/presets"
+)
+
+// configError marks err as a manifest problem: exit code 2 and a "config error:" prefix
+// on every line.
+func configError(err error) error {
+	lines := strings.Split(err.Error(), "\n")
+	for i, l := range lines {
+		lines[i] = "config error: " + l
+	}
+	return withCode(ExitUsage, errors.New(strings.Join(lines, "\n")))
+}
+
+// manifestFile finds the sandbox.toml to use: --file, else the nearest one above the cwd.
+func (a *app) manifestFile() (string, error) {
+	if a.opts.file != "" {
+		st, err := os.Stat(a.opts.file)
+		if err != nil {
+			return "", withCode(ExitUsage, fmt.Errorf("cannot use --file %s: %w", a.opts.file, err))
+		}
+		if st.IsDir() {
+			return filepath.Join(a.opts.file, manifest.FileName), nil
+		}
+		return a.opts.file, nil
+	}
+	cwd, err := os.Getwd()
+	if err != nil {
+		return "", fmt.Errorf("cannot find the current directory: %w", err)
+	}
+	f, err := manifest.FindFile(cwd)
+	if errors.Is(err, manifest.ErrNoManifest) {
+		return "", withCode(ExitUsage, fmt.Errorf("%w (run 'airlock init' to write one, or pass --file)", err))
+	}
+	return f, err
+}
+
+func (a *app) paths() (*paths.Paths, error) { return paths.FromEnv(a.getenv) }
+
+// loader returns a manifest loader for this user.
+func (a *app) loader() (*manifest.Loader, error) {
+	p, err := a.paths()
+	if err != nil {
+		return nil, err
+	}
+	return &manifest.Loader{
+		UserPresetsDir: p.UserPresets(),
+		Builtin:        presets.FS,
+		Getenv:         a.getenv,
+		Display:        displayPath,
+	}, nil
+}
+
+// loadManifest resolves the project's manifest; manifest problems become config errors.
+func (a *app) loadManifest() (*manifest.Resolved, error) {
+	file, err := a.manifestFile()
+	if err != nil {
+		return nil, err
+	}
+	l, err := a.loader()
+	if err != nil {
+		return nil, err
+	}
+	r, err := l.Load(file)
+	if err != nil {
+		if manifest.IsConfigError(err) {
+			return nil, configError(err)
+		}
+		return nil, withCode(ExitUsage, err)
+	}
+	return r, nil
+}
+
+// warnPrivileged prints the warning line of DESIGN §6 when the sandbox is privileged.
+func (a *app) warnPrivileged(r *manifest.Resolved) {
+	if r.Sandbox.Privileged {
+		fmt.Fprintln(a.stderr, "warning: sandbox.privileged = true: the sandbox has full access to the host's devices and kernel")
+	}
+}
+
+// displayPath shows p relative to the current directory when it is below it.
+func displayPath(p string) string {
+	cwd, err := os.Getwd()
+	if err != nil {
+		return p
+	}
+	if rel, err := filepath.Rel(cwd, p); err == nil && !strings.HasPrefix(rel, "..") {
+		return rel
+	}
+	return p
+}

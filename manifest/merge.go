@@ -1,0 +1,86 @@
+package manifest
+
+// origin records which layer set a key, so errors and `config --layers` can name it.
+type origin struct {
+	layer *layer // nil for a default
+	path  []string
+}
+
+// Label is the layer's name, or "default".
+func (o origin) Label() string {
+	if o.layer == nil {
+		return "default"
+	}
+	return o.layer.name
+}
+
+// unionKeys are the top-level arrays that accumulate across layers instead of
+// being replaced (DESIGN §4).
+var unionKeys = map[string]bool{"presets": true, "tools": true}
+
+// readyKinds are the keys of a ready table of which only one may be set: a layer
+// that sets one replaces any other a lower layer set.
+var readyKinds = []string{"tcp", "http", "cmd", "log"}
+
+// merge lays src over dst: tables merge key by key, a scalar or an array in src
+// replaces dst's, except the union keys, whose items are appended without duplicates.
+func merge(dst, src map[string]any, prefix []string, l *layer, origins map[string]origin) {
+	if isReadyTable(prefix) && hasAnyKey(src, readyKinds) {
+		for _, k := range readyKinds {
+			delete(dst, k)
+		}
+	}
+	for k, sv := range src {
+		path := append(append([]string{}, prefix...), k)
+		if sm, ok := sv.(map[string]any); ok {
+			dm, ok := dst[k].(map[string]any)
+			if !ok {
+				dm = map[string]any{}
+				dst[k] = dm
+			}
+			if _, seen := origins[keyPath(path...)]; !seen {
+				origins[keyPath(path...)] = origin{layer: l, path: path}
+			}
+			merge(dm, sm, path, l, origins)
+			continue
+		}
+		if len(prefix) == 0 && unionKeys[k] {
+			dst[k] = union(dst[k], sv)
+		} else {
+			dst[k] = sv
+		}
+		origins[keyPath(path...)] = origin{layer: l, path: path}
+	}
+}
+
+func isReadyTable(path []string) bool {
+	return len(path) == 3 && path[0] == "daemons" && path[2] == "ready"
+}
+
+func hasAnyKey(m map[string]any, keys []string) bool {
+	for _, k := range keys {
+		if _, ok := m[k]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+func union(a, b any) any {
+	as, _ := a.([]any)
+	bs, _ := b.([]any)
+	out := append([]any{}, as...)
+	for _, v := range bs {
+		dup := false
+		for _, w := range out {
+			if v == w {
+				dup = true
+				break
+			}
+		}
+		if !dup {
+			out = append(out, v)
+		}
+	}
+	return out
+}

@@ -1,0 +1,133 @@
+// Package manifest decodes sandbox.toml and its layers (presets, sandbox.local.toml),
+// merges them, applies defaults, substitutes ${VAR} references and validates the
+// result into a Resolved manifest. It is a pure model: no Docker, no processes.
+package manifest
+
+// Manifest is the schema of sandbox.toml, of sandbox.local.toml and of every preset.
+// Field tags carry the TOML key names, which are also the names used in every output
+// (JSON included).
+type Manifest struct {
+	Presets  []string           `toml:"presets" json:"presets"`
+	Tools    []string           `toml:"tools" json:"tools"`
+	Sandbox  Sandbox            `toml:"sandbox" json:"sandbox"`
+	Env      map[string]string  `toml:"env" json:"env,omitempty"`
+	Mounts   map[string]Mount   `toml:"mounts" json:"mounts,omitempty"`
+	Copies   map[string]Copy    `toml:"copies" json:"copies,omitempty"`
+	Daemons  map[string]Daemon  `toml:"daemons" json:"daemons,omitempty"`
+	Services map[string]Service `toml:"services" json:"services,omitempty"`
+}
+
+// Sandbox is the [sandbox] table: the primary container.
+type Sandbox struct {
+	Image        string   `toml:"image" json:"image,omitempty"`
+	Build        *Build   `toml:"build" json:"build,omitempty"`
+	Workdir      string   `toml:"workdir" json:"workdir"`
+	User         string   `toml:"user" json:"user"`
+	Shell        []string `toml:"shell" json:"shell"`
+	Harden       bool     `toml:"harden" json:"harden"`
+	Privileged   bool     `toml:"privileged" json:"privileged"`
+	Network      string   `toml:"network" json:"network"`
+	ReadyTimeout string   `toml:"ready_timeout" json:"ready_timeout"`
+	CPUs         float64  `toml:"cpus" json:"cpus"`
+	Memory       string   `toml:"memory" json:"memory"`
+}
+
+// Build is [sandbox.build]: an image built from a context directory.
+type Build struct {
+	Context    string            `toml:"context" json:"context"`
+	Dockerfile string            `toml:"dockerfile" json:"dockerfile"`
+	Args       map[string]string `toml:"args,omitempty" json:"args,omitempty"`
+}
+
+// Mount is one [mounts.<name>] entry: a bind mount from the host.
+type Mount struct {
+	Enabled     bool   `toml:"enabled" json:"enabled"`
+	Source      string `toml:"source" json:"source"`
+	Target      string `toml:"target" json:"target"`
+	ReadOnly    bool   `toml:"read_only" json:"read_only"`
+	Missing     string `toml:"missing" json:"missing"`
+	CreateMode  string `toml:"create_mode" json:"create_mode"`
+	FileContent string `toml:"file_content" json:"file_content"`
+}
+
+// Copy is one [copies.<name>] entry: a host file or tree copied in before start.
+type Copy struct {
+	Enabled bool     `toml:"enabled" json:"enabled"`
+	Source  string   `toml:"source" json:"source"`
+	Target  string   `toml:"target" json:"target"`
+	Exclude []string `toml:"exclude" json:"exclude"`
+}
+
+// Daemon is one [daemons.<name>] entry: a sidecar process run by the supervisor.
+type Daemon struct {
+	Enabled     bool              `toml:"enabled" json:"enabled"`
+	Command     []string          `toml:"command" json:"command"`
+	Cwd         string            `toml:"cwd" json:"cwd"`
+	Signal      string            `toml:"signal" json:"signal"`
+	Timeout     int               `toml:"timeout" json:"timeout"`
+	Restart     string            `toml:"restart" json:"restart"`
+	MaxRestarts int               `toml:"max_restarts" json:"max_restarts"`
+	Harden      bool              `toml:"harden" json:"harden"`
+	After       []string          `toml:"after" json:"after"`
+	Ready       *Ready            `toml:"ready" json:"ready,omitempty"`
+	Env         map[string]string `toml:"env" json:"env,omitempty"`
+}
+
+// Ready is a daemon's readiness check: exactly one of TCP, HTTP, Cmd or Log.
+type Ready struct {
+	TCP     string   `toml:"tcp,omitempty" json:"tcp,omitempty"`
+	HTTP    string   `toml:"http,omitempty" json:"http,omitempty"`
+	Cmd     []string `toml:"cmd,omitempty" json:"cmd,omitempty"`
+	Log     string   `toml:"log,omitempty" json:"log,omitempty"`
+	Timeout string   `toml:"timeout" json:"timeout"`
+}
+
+// Kind names the check that is set ("tcp", "http", "cmd" or "log"), or "" when none is.
+func (r *Ready) Kind() string {
+	switch {
+	case r == nil:
+		return ""
+	case r.TCP != "":
+		return "tcp"
+	case r.HTTP != "":
+		return "http"
+	case len(r.Cmd) > 0:
+		return "cmd"
+	case r.Log != "":
+		return "log"
+	}
+	return ""
+}
+
+// Service is one [services.<name>] entry: a sibling container on the sandbox network.
+type Service struct {
+	Enabled     bool              `toml:"enabled" json:"enabled"`
+	Image       string            `toml:"image" json:"image"`
+	Command     []string          `toml:"command" json:"command"`
+	Required    bool              `toml:"required" json:"required"`
+	Env         map[string]string `toml:"env" json:"env,omitempty"`
+	Healthcheck *Healthcheck      `toml:"healthcheck" json:"healthcheck,omitempty"`
+}
+
+// Healthcheck is a service's health probe, run by the Engine inside the service container.
+type Healthcheck struct {
+	Cmd      []string `toml:"cmd" json:"cmd"`
+	Interval string   `toml:"interval" json:"interval"`
+	Timeout  string   `toml:"timeout" json:"timeout"`
+	Retries  int      `toml:"retries" json:"retries"`
+}
+
+// Signals are the daemon stop signals a manifest may name (DESIGN §3).
+var Signals = []string{"SIGTERM", "SIGINT", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2", "SIGKILL"}
+
+// Tools are the builtin tools a manifest may list (DESIGN §7).
+var Tools = []string{"git", "ssh-agent", "claude", "codex", "go-cache", "npm-cache", "uv-cache", "apt-cache"}
+
+// MissingModes are the values of mounts.*.missing.
+var MissingModes = []string{"fail", "warn", "ignore", "create-dir", "create-file"}
+
+// RestartPolicies are the values of daemons.*.restart.
+var RestartPolicies = []string{"always", "on-failure"}
+
+// Networks are the values of sandbox.network.
+var Networks = []string{"bridge", "none", "host"}

@@ -1,0 +1,141 @@
+package manifest
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/BurntSushi/toml"
+)
+
+// Mask replaces every value that came from the vault in output.
+const Mask = "********"
+
+// Masked returns a copy of the manifest in which every value substituted from the
+// vault is replaced by Mask. Values from the host environment are shown: the user
+// already holds them (DESIGN §5).
+func (r *Resolved) Masked() Manifest {
+	m := r.Manifest
+	mask := func(path []string, v string) string {
+		if r.Sources[keyPath(path...)] == Vault {
+			return Mask
+		}
+		return v
+	}
+	maskEnv := func(prefix []string, env map[string]string) map[string]string {
+		if env == nil {
+			return nil
+		}
+		out := make(map[string]string, len(env))
+		for k, v := range env {
+			out[k] = mask(append(append([]string{}, prefix...), k), v)
+		}
+		return out
+	}
+	m.Sandbox.Image = mask([]string{"sandbox", "image"}, m.Sandbox.Image)
+	m.Env = maskEnv([]string{"env"}, m.Env)
+	m.Mounts = maps.Clone(m.Mounts)
+	for n, e := range m.Mounts {
+		e.Source = mask([]string{"mounts", n, "source"}, e.Source)
+		m.Mounts[n] = e
+	}
+	m.Copies = maps.Clone(m.Copies)
+	for n, e := range m.Copies {
+		e.Source = mask([]string{"copies", n, "source"}, e.Source)
+		m.Copies[n] = e
+	}
+	m.Daemons = maps.Clone(m.Daemons)
+	for n, e := range m.Daemons {
+		e.Env = maskEnv([]string{"daemons", n, "env"}, e.Env)
+		m.Daemons[n] = e
+	}
+	m.Services = maps.Clone(m.Services)
+	for n, e := range m.Services {
+		e.Env = maskEnv([]string{"services", n, "env"}, e.Env)
+		m.Services[n] = e
+	}
+	return m
+}
+
+// TOML renders the masked manifest as TOML.
+func (r *Resolved) TOML() ([]byte, error) {
+	var b bytes.Buffer
+	enc := toml.NewEncoder(&b)
+	enc.Indent = ""
+	if err := enc.Encode(r.Masked()); err != nil {
+		return nil, fmt.Errorf("cannot encode the manifest as TOML: %w", err)
+	}
+	return b.Bytes(), nil
+}
+
+// JSON renders the masked manifest as indented JSON with the TOML key names.
+func (r *Resolved) JSON() ([]byte, error) {
+	b, err := json.MarshalIndent(r.Masked(), "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("cannot encode the manifest as JSON: %w", err)
+	}
+	return append(b, '\n'), nil
+}
+
+// Setting is one value of the resolved manifest and the layer that set it.
+type Setting struct {
+	Key   string `json:"key"`
+	Value string `json:"value"` // as a TOML value, masked when secret
+	Layer string `json:"layer"` // "sandbox.toml:12", "preset redis:3" or "default"
+}
+
+// Settings lists every value of the resolved manifest with its layer, sorted by key.
+func (r *Resolved) Settings() []Setting {
+	b, _ := json.Marshal(r.Masked())
+	var tree map[string]any
+	_ = json.Unmarshal(b, &tree)
+	var out []Setting
+	var walk func(path []string, v any)
+	walk = func(path []string, v any) {
+		if m, ok := v.(map[string]any); ok {
+			for _, k := range sortedKeys(m) {
+				walk(append(append([]string{}, path...), k), m[k])
+			}
+			return
+		}
+		s := Setting{Key: keyPath(path...), Value: tomlValue(v), Layer: "default"}
+		if o, ok := r.origins[s.Key]; ok && o.layer != nil {
+			s.Layer = o.layer.name
+			if line := o.layer.lines.line(path); line > 0 {
+				s.Layer += ":" + strconv.Itoa(line)
+			}
+		}
+		out = append(out, s)
+	}
+	walk(nil, tree)
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out
+}
+
+// tomlValue writes a JSON-decoded value as a TOML value.
+func tomlValue(v any) string {
+	switch x := v.(type) {
+	case string:
+		return strconv.Quote(x)
+	case bool:
+		return strconv.FormatBool(x)
+	case float64:
+		if x == float64(int64(x)) {
+			return strconv.FormatInt(int64(x), 10)
+		}
+		return strconv.FormatFloat(x, 'g', -1, 64)
+	case []any:
+		parts := make([]string, len(x))
+		for i, e := range x {
+			parts[i] = tomlValue(e)
+		}
+		return "[" + strings.Join(parts, ", ") + "]"
+	case nil:
+		return `""`
+	}
+	return fmt.Sprint(v)
+}

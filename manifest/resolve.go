@@ -1,0 +1,121 @@
+package manifest
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+)
+
+// resolve merges the stack, drops disabled entries, applies defaults, validates,
+// then substitutes.
+func resolve(stack []*layer, sub *substituter) (*Resolved, error) {
+	data := map[string]any{}
+	origins := map[string]origin{}
+	for _, l := range stack {
+		merge(data, l.raw, nil, l, origins)
+	}
+	errs := dropDisabled(data, origins)
+	applyDefaults(data, origins)
+	var m Manifest
+	if err := fromTables(data, &m); err != nil {
+		return nil, err
+	}
+	errs = append(errs, validate(&m, origins)...)
+	if err := errs.orNil(); err != nil {
+		return nil, err
+	}
+	sources, errs := substitute(&m, sub, origins)
+	if err := errs.orNil(); err != nil {
+		return nil, err
+	}
+	if m.Sandbox.Image == "" && m.Sandbox.Build == nil {
+		return nil, locate(origins, []string{"sandbox", "image"}, "is empty after substitution")
+	}
+	r := &Resolved{Manifest: m, Sources: sources, origins: origins}
+	for _, l := range stack {
+		r.Layers = append(r.Layers, LayerInfo{Name: l.name, Builtin: l.builtin})
+	}
+	return r, nil
+}
+
+// fromTables decodes merged tables into the typed model. The layers were decoded
+// strictly one by one, so the types already match.
+func fromTables(data map[string]any, m *Manifest) error {
+	b, err := json.Marshal(data)
+	if err != nil {
+		return fmt.Errorf("cannot encode the merged manifest: %w", err)
+	}
+	if err := json.Unmarshal(b, m); err != nil {
+		return fmt.Errorf("cannot decode the merged manifest: %w", err)
+	}
+	return nil
+}
+
+// locate builds an *Error for path, naming the layer and line that set it (or
+// its nearest parent that a layer set).
+func locate(origins map[string]origin, path []string, msg string) *Error {
+	e := &Error{Key: keyPath(path...), Msg: msg}
+	for n := len(path); n > 0; n-- {
+		o, ok := origins[keyPath(path[:n]...)]
+		if !ok || o.layer == nil {
+			continue
+		}
+		e.File = o.layer.name
+		e.Line = o.layer.lines.line(path)
+		break
+	}
+	return e
+}
+
+// substitute expands ${VAR} in the places DESIGN §5 lists and records where each
+// substituted value came from.
+func substitute(m *Manifest, sub *substituter, origins map[string]origin) (map[string]Source, Errors) {
+	sources := map[string]Source{}
+	var errs Errors
+	do := func(path []string, v *string) {
+		out, src, err := sub.expand(*v)
+		if err != nil {
+			errs = append(errs, locate(origins, path, err.Error()))
+			return
+		}
+		*v = out
+		if src != Literal {
+			sources[keyPath(path...)] = src
+		}
+	}
+	env := func(prefix []string, vars map[string]string) {
+		for _, k := range sortedKeys(vars) {
+			v := vars[k]
+			do(append(append([]string{}, prefix...), k), &v)
+			vars[k] = v
+		}
+	}
+	do([]string{"sandbox", "image"}, &m.Sandbox.Image)
+	env([]string{"env"}, m.Env)
+	for _, name := range sortedKeys(m.Mounts) {
+		e := m.Mounts[name]
+		do([]string{"mounts", name, "source"}, &e.Source)
+		m.Mounts[name] = e
+	}
+	for _, name := range sortedKeys(m.Copies) {
+		e := m.Copies[name]
+		do([]string{"copies", name, "source"}, &e.Source)
+		m.Copies[name] = e
+	}
+	for _, name := range sortedKeys(m.Daemons) {
+		env([]string{"daemons", name, "env"}, m.Daemons[name].Env)
+	}
+	for _, name := range sortedKeys(m.Services) {
+		env([]string{"services", name, "env"}, m.Services[name].Env)
+	}
+	return sources, errs
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
