@@ -1,0 +1,80 @@
+package manifest
+
+// Field documents one key of sandbox.toml. The table drives `airlock schema` and
+// is checked against docs/manifest.md, so the three never drift apart.
+type Field struct {
+	Key     string   // key path; <name> stands for an entry name
+	Type    string   // string, boolean, integer, number, array of strings, table
+	Default string   // as TOML, "" when there is none
+	Enum    []string // allowed values, when the set is closed
+	Doc     string
+}
+
+// Fields lists every key of the manifest in the order the manual presents them.
+var Fields = []Field{
+	{Key: "presets", Type: "array of strings", Default: "[]", Doc: "Presets to layer below this file: a built-in name, a user preset name, or a path (contains / or ends in .toml, relative to the naming file). Union across layers."},
+	{Key: "tools", Type: "array of strings", Default: "[]", Enum: Tools, Doc: "Builtin tools: shortcuts that become mounts and environment. Union across layers."},
+
+	{Key: "sandbox", Type: "table", Doc: "The primary container."},
+	{Key: "sandbox.image", Type: "string", Doc: "Image of the primary container; required unless sandbox.build is given. ${VAR} substitution applies."},
+	{Key: "sandbox.build", Type: "table", Doc: "Build the image through the Engine API instead of using sandbox.image; the result is tagged by a hash of its context and reused while the context is unchanged."},
+	{Key: "sandbox.build.context", Type: "string", Default: `"."`, Doc: "Build context directory, relative to the project dir."},
+	{Key: "sandbox.build.dockerfile", Type: "string", Default: `"Dockerfile"`, Doc: "Dockerfile path inside the context."},
+	{Key: "sandbox.build.args", Type: "table of strings", Doc: "Build arguments (ARG values)."},
+	{Key: "sandbox.workdir", Type: "string", Default: `""`, Doc: "Working directory of the main command; empty means the project dir, which is bind-mounted at its own host path."},
+	{Key: "sandbox.user", Type: "string", Default: `""`, Doc: "User of the sandbox (name, uid or uid:gid); empty means the image's USER, resolved as Docker does."},
+	{Key: "sandbox.shell", Type: "array of strings", Default: "[]", Doc: "Shell argv for `airlock up`; empty means the image's SHELL environment variable, else /bin/sh."},
+	{Key: "sandbox.harden", Type: "boolean", Default: "true", Doc: "Run the main process with no_new_privs and Docker's default capability set."},
+	{Key: "sandbox.privileged", Type: "boolean", Default: "false", Doc: "Run the sandbox privileged (what dockerd needs). airlock config and airlock up print a warning when it is on."},
+	{Key: "sandbox.network", Type: "string", Default: `"bridge"`, Enum: Networks, Doc: "Network mode of the primary container. bridge gives the sandbox its own network, shared with its services."},
+	{Key: "sandbox.ready_timeout", Type: "duration", Default: `"60s"`, Doc: "Longest wait for daemons and required services to be ready."},
+	{Key: "sandbox.cpus", Type: "number", Default: "0.0", Doc: "CPU limit; 0 means none."},
+	{Key: "sandbox.memory", Type: "string", Default: `""`, Doc: "Memory limit such as \"512m\" or \"2g\"; empty means none."},
+
+	{Key: "env", Type: "table of strings", Doc: "Environment of the main command and of `airlock exec`, over the image's. ${VAR} substitution applies. Daemons do not get it."},
+
+	{Key: "mounts.<name>", Type: "table", Doc: "A bind mount from the host."},
+	{Key: "mounts.<name>.enabled", Type: "boolean", Default: "true", Doc: "false turns off a mount a lower layer defined."},
+	{Key: "mounts.<name>.source", Type: "string", Doc: "Host path; ~ is the host home, a relative path starts at the project dir. Required. ${VAR} substitution applies."},
+	{Key: "mounts.<name>.target", Type: "string", Doc: "Path inside the sandbox: absolute, or ~/… for the sandbox user's home. Required; unique across mounts and copies."},
+	{Key: "mounts.<name>.read_only", Type: "boolean", Default: "false", Doc: "Mount read-only inside the sandbox."},
+	{Key: "mounts.<name>.missing", Type: "string", Default: `"fail"`, Enum: MissingModes, Doc: "What to do when the source does not exist: fail (config error before anything is created), warn or ignore (skip the mount), create-dir or create-file (create it on the host)."},
+	{Key: "mounts.<name>.create_mode", Type: "string", Default: `"755" with create-dir, "644" with create-file, else ""`, Doc: "Octal mode of a source created by missing = create-dir or create-file."},
+	{Key: "mounts.<name>.file_content", Type: "string", Default: `""`, Doc: "Content of a source file created by missing = create-file."},
+
+	{Key: "copies.<name>", Type: "table", Doc: "A host file or tree copied into the sandbox before start (no live link), owned by the sandbox user."},
+	{Key: "copies.<name>.enabled", Type: "boolean", Default: "true", Doc: "false turns off a copy a lower layer defined."},
+	{Key: "copies.<name>.source", Type: "string", Doc: "Host path, as for mounts. Required. ${VAR} substitution applies."},
+	{Key: "copies.<name>.target", Type: "string", Doc: "Absolute path inside the sandbox (or ~/…). Required; unique across mounts and copies."},
+	{Key: "copies.<name>.exclude", Type: "array of strings", Default: "[]", Doc: "Glob patterns (path.Match syntax) of files and folders not to copy, matched against each base name and each path relative to the source."},
+
+	{Key: "daemons.<name>", Type: "table", Doc: "A sidecar process the supervisor runs inside the sandbox before the main command."},
+	{Key: "daemons.<name>.enabled", Type: "boolean", Default: "true", Doc: "false turns off a daemon a lower layer (a preset) defined."},
+	{Key: "daemons.<name>.command", Type: "array of strings", Doc: "argv; argv[0] is looked up on PATH. Required. Not substituted: use the daemon's env."},
+	{Key: "daemons.<name>.cwd", Type: "string", Default: `"/"`, Doc: "Working directory (absolute)."},
+	{Key: "daemons.<name>.signal", Type: "string", Default: `"SIGTERM"`, Enum: Signals, Doc: "Signal sent to the daemon's process group at shutdown."},
+	{Key: "daemons.<name>.timeout", Type: "integer", Default: "10", Doc: "Seconds to wait after the signal before SIGKILL of the whole process group; 0 waits forever."},
+	{Key: "daemons.<name>.restart", Type: "string", Default: `"always"`, Enum: RestartPolicies, Doc: "always restarts after any exit; on-failure after a non-zero exit or death by a signal. Restart n waits n seconds first."},
+	{Key: "daemons.<name>.max_restarts", Type: "integer", Default: "10", Doc: "Restarts after the first launch (N allows N+1 launches); 0 means no limit. The count resets after a run that lasted 60 s."},
+	{Key: "daemons.<name>.harden", Type: "boolean", Default: "true", Doc: "Run the daemon with no_new_privs; false for e.g. dockerd."},
+	{Key: "daemons.<name>.after", Type: "array of strings", Default: "[]", Doc: "Daemons that must be ready (or started, if they have no ready check) before this one starts."},
+	{Key: "daemons.<name>.ready", Type: "table", Doc: "Readiness check: exactly one of tcp, http, cmd or log. The main command starts only when every check passed."},
+	{Key: "daemons.<name>.ready.tcp", Type: "string", Doc: "host:port that accepts a TCP connection when the daemon is ready."},
+	{Key: "daemons.<name>.ready.http", Type: "string", Doc: "http(s) URL that answers with a 2xx or 3xx status when the daemon is ready."},
+	{Key: "daemons.<name>.ready.cmd", Type: "array of strings", Doc: "argv that exits 0 when the daemon is ready."},
+	{Key: "daemons.<name>.ready.log", Type: "string", Doc: "Regular expression (Go syntax) matched against the daemon's output."},
+	{Key: "daemons.<name>.ready.timeout", Type: "duration", Default: `"30s"`, Doc: "How long the check may take before the sandbox fails (exit 125)."},
+	{Key: "daemons.<name>.env", Type: "table of strings", Doc: "The daemon's own environment, over the image's (it does not get [env]). ${VAR} substitution applies."},
+
+	{Key: "services.<name>", Type: "table", Doc: "A sibling container on the sandbox's network, reachable by its name."},
+	{Key: "services.<name>.enabled", Type: "boolean", Default: "true", Doc: "false turns off a service a lower layer defined."},
+	{Key: "services.<name>.image", Type: "string", Doc: "Image of the service container. Required."},
+	{Key: "services.<name>.command", Type: "array of strings", Default: "[]", Doc: "Command of the service container; empty means the image's."},
+	{Key: "services.<name>.required", Type: "boolean", Default: "true", Doc: "Required services must be healthy before the sandbox is ready; optional ones start in parallel and report their first result as an event."},
+	{Key: "services.<name>.env", Type: "table of strings", Doc: "Environment of the service container. ${VAR} substitution applies."},
+	{Key: "services.<name>.healthcheck", Type: "table", Doc: "Health probe run by the Engine inside the service container; without one a service is healthy once running."},
+	{Key: "services.<name>.healthcheck.cmd", Type: "array of strings", Doc: "argv of the probe (exit 0 = healthy). Required in a healthcheck."},
+	{Key: "services.<name>.healthcheck.interval", Type: "duration", Default: `"1s"`, Doc: "Time between probes."},
+	{Key: "services.<name>.healthcheck.timeout", Type: "duration", Default: `"3s"`, Doc: "Longest time one probe may take."},
+	{Key: "services.<name>.healthcheck.retries", Type: "integer", Default: "30", Doc: "Consecutive failures before the service is unhealthy."},
+}
