@@ -1,5 +1,10 @@
 package manifest
 
+import (
+	"fmt"
+	"strings"
+)
+
 // Field documents one key of sandbox.toml. The table drives `airlock schema` and
 // is checked against docs/manifest.md, so the three never drift apart.
 type Field struct {
@@ -77,4 +82,24 @@ var Fields = []Field{
 	{Key: "services.<name>.healthcheck.interval", Type: "duration", Default: `"1s"`, Doc: "Time between probes."},
 	{Key: "services.<name>.healthcheck.timeout", Type: "duration", Default: `"3s"`, Doc: "Longest time one probe may take."},
 	{Key: "services.<name>.healthcheck.retries", Type: "integer", Default: "30", Doc: "Consecutive failures before the service is unhealthy."},
+}
+
+// FieldsMarkdown renders the field table as the key reference of docs/manifest.md.
+func FieldsMarkdown() string {
+	var b strings.Builder
+	b.WriteString("| key | type | default | meaning |\n|---|---|---|---|\n")
+	for _, f := range Fields {
+		def := f.Default
+		if def == "" {
+			def = "—"
+		} else {
+			def = "`" + def + "`"
+		}
+		doc := f.Doc
+		if len(f.Enum) > 0 {
+			doc += " One of: " + "`" + strings.Join(f.Enum, "`, `") + "`."
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", f.Key, f.Type, def, strings.ReplaceAll(doc, "|", `\|`))
+	}
+	return b.String()
 }
