@@ -1,0 +1,213 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
+
+	"github.com/airlock-dev/airlock/sandbox"
+)
+
+func init() { addCommand(newRunCommand) }
+
+type runOptions struct {
+	keep    bool
+	id      string
+	labels  []string
+	env     []string
+	workdir string
+}
+
+func newRunCommand(a *app) *cobra.Command {
+	var o runOptions
+	cmd := &cobra.Command{
+		Use:   "run [flags] -- CMD [ARG...]",
+		Short: "Run CMD in a fresh sandbox and exit with its code; nothing is left behind",
+		Long: "run creates a fresh sandbox from the project's manifest, starts its services and daemons, runs CMD\n" +
+			"with stdout and stderr streamed apart (a TTY only when stdin and stdout are terminals), shuts the\n" +
+			"daemons down, removes every object of the sandbox and exits with CMD's exit code.",
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.run(cmd.Context(), o, args)
+		},
+	}
+	cmd.Flags().SetInterspersed(false)
+	f := cmd.Flags()
+	f.BoolVar(&o.keep, "keep", false, "leave the stopped sandbox for `airlock logs` and `airlock rm`")
+	f.StringVar(&o.id, "id", "", "sandbox ID (default: a new UUID)")
+	f.StringArrayVar(&o.labels, "label", nil, "label KEY=VALUE on the sandbox (repeatable)")
+	f.StringArrayVarP(&o.env, "env", "e", nil, "environment NAME=VALUE (or NAME, from the host) for CMD (repeatable)")
+	f.StringVarP(&o.workdir, "workdir", "w", "", "working directory of CMD inside the sandbox")
+	return cmd
+}
+
+// signals the CLI forwards to the sandbox's main command (DESIGN §6).
+var forwardedSignals = []os.Signal{unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT, unix.SIGUSR1, unix.SIGUSR2}
+
+func (a *app) run(parent context.Context, o runOptions, args []string) error {
+	if parent == nil {
+		parent = context.Background()
+	}
+	r, err := a.loadManifest()
+	if err != nil {
+		return err
+	}
+	env, err := a.parseEnvFlags(o.env)
+	if err != nil {
+		return err
+	}
+	labels, err := parseLabels(o.labels)
+	if err != nil {
+		return err
+	}
+	a.warnPrivileged(r)
+
+	// Setup: a signal cancels it, everything made is removed, exit 130.
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, forwardedSignals...)
+	defer signal.Stop(sigs)
+	ctx, cancel := context.WithCancel(parent)
+	defer cancel()
+	var interrupted os.Signal
+	setupDone := make(chan struct{})
+	go func() {
+		select {
+		case s := <-sigs:
+			interrupted = s
+			cancel()
+		case <-setupDone:
+		}
+	}()
+
+	rt, closeRT, err := a.runtime(ctx)
+	if err != nil {
+		return err
+	}
+	defer closeRT()
+	tty := isTerminal(a.stdin) && isTerminal(a.stdout)
+	req := &sandbox.Request{
+		ID: o.id, Manifest: r, Kind: sandbox.KindRun, Command: args, Env: env, Workdir: o.workdir,
+		TTY: tty, Stdin: tty || forwardsStdin(a.stdin), Labels: labels,
+		CLIPid: os.Getpid(), CLIStart: processStart(os.Getpid()),
+	}
+	sb, err := rt.Create(ctx, req)
+	if err != nil {
+		close(setupDone)
+		if interrupted != nil {
+			return interruptedDuringSetup(interrupted)
+		}
+		return sandboxError(err)
+	}
+	cleanup := func() {
+		if o.keep {
+			if !a.opts.quiet {
+				fmt.Fprintf(a.stderr, "airlock: kept sandbox %s (airlock logs %s; airlock rm %s)\n", sb.ID, sb.ID, sb.ID)
+			}
+			return
+		}
+		cctx, ccancel := context.WithTimeout(context.WithoutCancel(parent), 60*time.Second)
+		defer ccancel()
+		if err := rt.Remove(cctx, sb.ID); err != nil {
+			fmt.Fprintf(a.stderr, "airlock: %v\n", err)
+		}
+	}
+	defer cleanup()
+
+	streams := sandbox.Streams{Stdout: a.stdout, Stderr: a.stderr}
+	if req.Stdin {
+		streams.Stdin = a.stdin
+	}
+	waitCtx, waitCancel := context.WithCancel(context.WithoutCancel(parent))
+	defer waitCancel()
+	codes, waitErrs := rt.WaitExit(waitCtx, sb)
+	output, err := rt.Attach(waitCtx, sb, streams)
+	if err != nil {
+		close(setupDone)
+		return sandboxError(err)
+	}
+	restore := func() {}
+	if tty {
+		restore = rawTerminal(a.stdin)
+	}
+	defer restore()
+	if err := rt.Start(ctx, sb); err != nil {
+		close(setupDone)
+		restore()
+		if interrupted != nil {
+			return interruptedDuringSetup(interrupted)
+		}
+		return sandboxError(err)
+	}
+	close(setupDone)
+	if interrupted != nil {
+		restore()
+		return interruptedDuringSetup(interrupted)
+	}
+	if tty {
+		followResize(waitCtx, a.stdout, func(h, w uint) { _ = rt.Resize(waitCtx, sb, h, w) })
+	}
+
+	// Running: signals go to the supervisor, which forwards them to CMD.
+	for {
+		select {
+		case s := <-sigs:
+			if sig, ok := s.(syscall.Signal); ok {
+				_ = rt.Kill(waitCtx, sb, strconv.Itoa(int(sig)))
+			}
+		case code := <-codes:
+			waitOutput(output)
+			restore()
+			if code != 0 {
+				return exitCode(code)
+			}
+			return nil
+		case err := <-waitErrs:
+			restore()
+			return sandboxError(err)
+		}
+	}
+}
+
+// waitOutput lets the attach stream drain after the container exited.
+func waitOutput(output <-chan error) {
+	select {
+	case <-output:
+	case <-time.After(5 * time.Second):
+	}
+}
+
+func interruptedDuringSetup(s os.Signal) error {
+	code := ExitInterrupted
+	if sig, ok := s.(syscall.Signal); ok && sig != syscall.SIGINT {
+		code = 128 + int(sig)
+	}
+	return withCode(code, errors.New("interrupted during setup; nothing was left behind"))
+}
+
+// processStart returns the start time of a process (field 22 of /proc/PID/stat, in
+// clock ticks since boot), so that a reused PID is not mistaken for it.
+func processStart(pid int) string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return ""
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return ""
+	}
+	fields := strings.Fields(s[i+1:])
+	if len(fields) < 20 {
+		return ""
+	}
+	return fields[19]
+}

@@ -1,0 +1,115 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"golang.org/x/term"
+
+	"github.com/airlock-dev/airlock/sandbox"
+)
+
+// runtime connects to the Engine and returns the sandbox runtime for this user.
+func (a *app) runtime(ctx context.Context) (*sandbox.Runtime, func(), error) {
+	p, err := a.paths()
+	if err != nil {
+		return nil, nil, err
+	}
+	cli, err := sandbox.Connect(ctx)
+	if err != nil {
+		return nil, nil, sandboxError(err)
+	}
+	bin, ok := a.getenv("AIRLOCK_SUPERVISOR_BINARY")
+	if !ok || bin == "" {
+		if bin, err = os.Executable(); err != nil {
+			cli.Close()
+			return nil, nil, withCode(ExitAirlock, fmt.Errorf("cannot find the airlock binary: %w", err))
+		}
+	}
+	rt := &sandbox.Runtime{
+		Engine: cli, Paths: p, Progress: a.stderr, ProgressTTY: isTerminal(a.stderr),
+		Quiet: a.opts.quiet, Binary: bin, BuildID: BuildID, Getenv: a.getenv,
+	}
+	return rt, func() { cli.Close() }, nil
+}
+
+// sandboxError maps runtime errors to exit codes (DESIGN §9).
+func sandboxError(err error) error {
+	if err == nil {
+		return nil
+	}
+	var se *sandbox.Error
+	if errors.As(err, &se) {
+		if se.Code == ExitUsage {
+			return configError(se.Err)
+		}
+		return withCode(se.Code, err)
+	}
+	if errors.Is(err, sandbox.ErrNotFound) {
+		return withCode(ExitFailure, err)
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return err
+	}
+	return withCode(ExitAirlock, err)
+}
+
+func isTerminal(v any) bool {
+	f, ok := v.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// forwardsStdin reports whether stdin carries input worth forwarding: a terminal,
+// a pipe or a file, but not /dev/null or another character device.
+func forwardsStdin(r io.Reader) bool {
+	f, ok := r.(*os.File)
+	if !ok {
+		return r != nil
+	}
+	st, err := f.Stat()
+	if err != nil {
+		return false
+	}
+	if term.IsTerminal(int(f.Fd())) {
+		return true
+	}
+	return st.Mode()&os.ModeCharDevice == 0
+}
+
+// parseEnvFlags turns -e K=V (or -e K, taken from the host environment) into K=V.
+func (a *app) parseEnvFlags(vals []string) ([]string, error) {
+	var out []string
+	for _, v := range vals {
+		k, val, hasVal := strings.Cut(v, "=")
+		if k == "" || strings.ContainsAny(k, "\x00") {
+			return nil, withCode(ExitUsage, fmt.Errorf("invalid -e %q: use NAME=VALUE or NAME", v))
+		}
+		if !hasVal {
+			hv, ok := a.getenv(k)
+			if !ok {
+				continue
+			}
+			val = hv
+		}
+		out = append(out, k+"="+val)
+	}
+	return out, nil
+}
+
+// parseLabels turns K=V flags into a map.
+func parseLabels(vals []string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, v := range vals {
+		k, val, ok := strings.Cut(v, "=")
+		if !ok || k == "" || strings.HasPrefix(k, "dev.airlock") {
+			return nil, withCode(ExitUsage, fmt.Errorf("invalid --label %q: use KEY=VALUE (dev.airlock.* is reserved)", v))
+		}
+		out[k] = val
+	}
+	return out, nil
+}

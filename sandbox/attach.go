@@ -1,0 +1,64 @@
+package sandbox
+
+import (
+	"context"
+	"io"
+
+	"github.com/docker/docker/api/types"
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/pkg/stdcopy"
+)
+
+// Streams are the CLI's end of a sandbox's terminal I/O. Stdin nil means none.
+type Streams struct {
+	Stdin  io.Reader
+	Stdout io.Writer
+	Stderr io.Writer
+}
+
+// Attach connects streams to the primary container. Attach before Start so no output
+// is lost. The returned channel yields once the output has been copied to the end.
+// Without a TTY, stdout and stderr stay apart.
+func (rt *Runtime) Attach(ctx context.Context, sb *Sandbox, s Streams) (<-chan error, error) {
+	resp, err := rt.Engine.ContainerAttach(ctx, sb.PrimaryID, container.AttachOptions{
+		Stream: true, Stdin: s.Stdin != nil, Stdout: true, Stderr: true,
+	})
+	if err != nil {
+		return nil, failed("cannot attach to the sandbox: %v", err)
+	}
+	return pump(resp, sb.TTY, s), nil
+}
+
+// pump copies the hijacked connection's output to the streams, and stdin to it
+// (closing its write side at EOF so the process sees end of input).
+func pump(resp types.HijackedResponse, tty bool, s Streams) <-chan error {
+	done := make(chan error, 1)
+	if s.Stdin != nil {
+		go func() {
+			_, _ = io.Copy(resp.Conn, s.Stdin)
+			_ = resp.CloseWrite()
+		}()
+	}
+	go func() {
+		var err error
+		if tty {
+			_, err = io.Copy(s.Stdout, resp.Reader)
+		} else {
+			_, err = stdcopy.StdCopy(s.Stdout, s.Stderr, resp.Reader)
+		}
+		resp.Close()
+		done <- err
+	}()
+	return done
+}
+
+// Resize sets the primary's terminal size.
+func (rt *Runtime) Resize(ctx context.Context, sb *Sandbox, height, width uint) error {
+	return rt.Engine.ContainerResize(ctx, sb.PrimaryID, container.ResizeOptions{Height: height, Width: width})
+}
+
+// Kill sends a signal to the primary's PID 1, the supervisor, which forwards it to
+// the main command.
+func (rt *Runtime) Kill(ctx context.Context, sb *Sandbox, signal string) error {
+	return rt.Engine.ContainerKill(ctx, sb.PrimaryID, signal)
+}

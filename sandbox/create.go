@@ -1,0 +1,464 @@
+package sandbox
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/mount"
+	"github.com/docker/docker/api/types/network"
+
+	"github.com/airlock-dev/airlock/manifest"
+	"github.com/airlock-dev/airlock/supervisor"
+)
+
+// Request asks for a new sandbox.
+type Request struct {
+	ID       string // "" for a new UUIDv4
+	Manifest *manifest.Resolved
+	Kind     string   // KindRun or KindUp
+	Command  []string // the main command (run); nil for an up sandbox, whose main process idles
+	Env      []string // K=V from -e, over [env]
+	Workdir  string   // -w, over sandbox.workdir
+	TTY      bool     // allocate a terminal for the main command
+	Stdin    bool     // keep stdin open for the main command
+	Labels   map[string]string
+	// CLIPid and CLIStart identify the CLI process of a run sandbox, for the reaper.
+	CLIPid   int
+	CLIStart string
+}
+
+// Sandbox is a created sandbox.
+type Sandbox struct {
+	ID        string
+	Name      string
+	Project   string
+	Kind      string
+	PlanHash  string
+	Network   string // "" when the sandbox has no network of its own
+	PrimaryID string
+	Services  map[string]string // service name → container ID
+	StateDir  string
+	TTY       bool
+
+	manifest *manifest.Resolved
+}
+
+// StateDir is the host folder of a sandbox's logs, spec and status stream.
+func (rt *Runtime) StateDir(id string) string { return rt.Paths.SandboxDir(id) }
+
+// PlanHash identifies what a manifest asks for, without revealing any substituted
+// value: vault values are masked before hashing.
+func PlanHash(r *manifest.Resolved, imageID string) string {
+	b, _ := json.Marshal(struct {
+		M       manifest.Manifest
+		Dir     string
+		ImageID string
+	}{r.Masked(), r.ProjectDir, imageID})
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:])[:16]
+}
+
+// Create makes every object of a sandbox (network, service containers, primary
+// container with its copies) without starting anything. On failure it removes what
+// it made. Host-side problems (a missing mount source) are found before any object exists.
+func (rt *Runtime) Create(ctx context.Context, req *Request) (sb *Sandbox, err error) {
+	r := req.Manifest
+	if req.ID == "" {
+		req.ID = NewID()
+	} else if !IDPattern.MatchString(req.ID) {
+		return nil, configErr("invalid sandbox ID %q (it must match %s)", req.ID, IDPattern)
+	}
+	if len(r.Services) > 0 && r.Sandbox.Network != "bridge" {
+		return nil, configErr("services need sandbox.network = \"bridge\", not %q", r.Sandbox.Network)
+	}
+	hp, err := rt.planHost(r)
+	if err != nil {
+		return nil, err
+	}
+	for _, w := range hp.Warnings {
+		rt.notice("warning: %s", w)
+	}
+	if existing, _ := rt.Engine.ContainerInspect(ctx, objectName(req.ID)); existing.ContainerJSONBase != nil {
+		return nil, configErr("sandbox %s already exists", req.ID)
+	}
+	imageRef, img, err := rt.image(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	for name, s := range r.Services {
+		if _, err := rt.ensureImage(ctx, s.Image); err != nil {
+			return nil, fmt.Errorf("services.%s: %w", name, err)
+		}
+	}
+	vol, err := rt.supervisorVolume(ctx, imageRef)
+	if err != nil {
+		return nil, err
+	}
+	userSpec := r.Sandbox.User
+	if userSpec == "" && img.Config != nil {
+		userSpec = img.Config.User
+	}
+	needAccounts := len(r.Copies) > 0 || hasHomeTarget(hp.Binds)
+	u, err := rt.resolveUser(ctx, imageRef, userSpec, needAccounts)
+	if err != nil {
+		return nil, err
+	}
+
+	sb = &Sandbox{
+		ID: req.ID, Name: objectName(req.ID), Project: r.ProjectDir, Kind: req.Kind,
+		PlanHash: PlanHash(r, img.ID), Services: map[string]string{}, StateDir: rt.StateDir(req.ID),
+		TTY: req.TTY, manifest: r,
+	}
+	defer func() {
+		if err != nil {
+			if rmErr := rt.Remove(context.WithoutCancel(ctx), sb.ID); rmErr != nil {
+				err = fmt.Errorf("%w (and cleaning up: %v)", err, rmErr)
+			}
+		}
+	}()
+	labels := map[string]string{}
+	for k, v := range req.Labels {
+		labels[k] = v
+	}
+	labels[LabelSandbox] = sb.ID
+	labels[LabelProject] = sb.Project
+	labels[LabelPlanHash] = sb.PlanHash
+	labels[LabelKind] = req.Kind
+	if err := rt.writeState(sb, req, r, hp, u); err != nil {
+		return sb, err
+	}
+	if r.Sandbox.Network == "bridge" {
+		nl := copyLabels(labels, LabelRole, "network")
+		resp, err := rt.Engine.NetworkCreate(ctx, sb.Name, network.CreateOptions{Driver: "bridge", Labels: nl})
+		if err != nil {
+			return sb, failed("cannot create network %s: %v", sb.Name, err)
+		}
+		_ = resp
+		sb.Network = sb.Name
+	}
+	if err := rt.createServices(ctx, sb, r, labels); err != nil {
+		return sb, err
+	}
+
+	cfg, host, netcfg, err := rt.primaryConfig(sb, req, r, hp, u, imageRef, vol, labels)
+	if err != nil {
+		return sb, err
+	}
+	c, err := rt.Engine.ContainerCreate(ctx, cfg, host, netcfg, nil, sb.Name)
+	if err != nil {
+		return sb, failed("cannot create the sandbox container: %v", err)
+	}
+	sb.PrimaryID = c.ID
+	if err := rt.copyIn(ctx, c.ID, r, u); err != nil {
+		return sb, err
+	}
+	return sb, nil
+}
+
+// image returns the sandbox image: built from [sandbox.build], or sandbox.image
+// (pulled when missing).
+func (rt *Runtime) image(ctx context.Context, r *manifest.Resolved) (string, imageInspect, error) {
+	if r.Sandbox.Build != nil {
+		ref, err := rt.build(ctx, r)
+		if err != nil {
+			return "", imageInspect{}, err
+		}
+		img, err := rt.Engine.ImageInspect(ctx, ref)
+		if err != nil {
+			return "", imageInspect{}, failed("cannot inspect the built image %s: %v", ref, err)
+		}
+		return ref, img, nil
+	}
+	img, err := rt.ensureImage(ctx, r.Sandbox.Image)
+	return r.Sandbox.Image, img, err
+}
+
+func hasHomeTarget(binds []bind) bool {
+	for _, b := range binds {
+		if strings.HasPrefix(b.Target, "~") {
+			return true
+		}
+	}
+	return false
+}
+
+func copyLabels(labels map[string]string, kv ...string) map[string]string {
+	out := make(map[string]string, len(labels)+len(kv)/2)
+	for k, v := range labels {
+		out[k] = v
+	}
+	for i := 0; i+1 < len(kv); i += 2 {
+		out[kv[i]] = kv[i+1]
+	}
+	return out
+}
+
+// workdir is -w, else sandbox.workdir, else the project dir.
+func workdir(req *Request, r *manifest.Resolved) string {
+	switch {
+	case req.Workdir != "":
+		return req.Workdir
+	case r.Sandbox.Workdir != "":
+		return r.Sandbox.Workdir
+	}
+	return r.ProjectDir
+}
+
+// hardenAll reports whether the whole container may get no-new-privileges: only when
+// the main process and every daemon are hardened (DESIGN §6).
+func hardenAll(r *manifest.Resolved) bool {
+	if !r.Sandbox.Harden {
+		return false
+	}
+	for _, d := range r.Daemons {
+		if !d.Harden {
+			return false
+		}
+	}
+	return true
+}
+
+func (rt *Runtime) primaryConfig(sb *Sandbox, req *Request, r *manifest.Resolved, hp *hostPlan, u sandboxUser, imageRef, vol string, labels map[string]string) (*container.Config, *container.HostConfig, *network.NetworkingConfig, error) {
+	daemons := strconv.Itoa(len(r.Daemons))
+	cfg := &container.Config{
+		Image:      imageRef,
+		Entrypoint: []string{SupervisorIn, "supervise", "--spec", SpecIn, "--secrets", SecretsIn},
+		Cmd:        []string{},
+		User:       u.Spec,
+		WorkingDir: workdir(req, r),
+		Tty:        req.TTY,
+		OpenStdin:  req.Stdin || req.TTY,
+		StdinOnce:  req.Stdin || req.TTY,
+		Labels:     copyLabels(labels, LabelRole, "primary", LabelDaemons, daemons),
+		Hostname:   hostname(sb.ID),
+	}
+	if req.CLIPid > 0 {
+		cfg.Labels[LabelCLIPid] = strconv.Itoa(req.CLIPid)
+		cfg.Labels[LabelCLIStart] = req.CLIStart
+	}
+	host := &container.HostConfig{
+		Privileged: r.Sandbox.Privileged,
+		Mounts: []mount.Mount{
+			{Type: mount.TypeBind, Source: r.ProjectDir, Target: r.ProjectDir},
+			{Type: mount.TypeBind, Source: sb.StateDir, Target: StateMount},
+			{Type: mount.TypeVolume, Source: vol, Target: BinMount, ReadOnly: true},
+		},
+	}
+	for _, b := range hp.Binds {
+		host.Mounts = append(host.Mounts, mount.Mount{Type: mount.TypeBind, Source: b.Source, Target: inHome(b.Target, u.Home), ReadOnly: b.ReadOnly})
+	}
+	if hardenAll(r) {
+		host.SecurityOpt = []string{"no-new-privileges"}
+	}
+	if r.Sandbox.CPUs > 0 {
+		host.NanoCPUs = int64(r.Sandbox.CPUs * 1e9)
+	}
+	if r.Sandbox.Memory != "" {
+		n, err := manifest.ParseMemory(r.Sandbox.Memory)
+		if err != nil {
+			return nil, nil, nil, configErr("sandbox.memory: %v", err)
+		}
+		host.Memory = n
+	}
+	var netcfg *network.NetworkingConfig
+	switch r.Sandbox.Network {
+	case "bridge":
+		host.NetworkMode = container.NetworkMode(sb.Network)
+		netcfg = &network.NetworkingConfig{EndpointsConfig: map[string]*network.EndpointSettings{sb.Network: {}}}
+	default:
+		host.NetworkMode = container.NetworkMode(r.Sandbox.Network)
+	}
+	return cfg, host, netcfg, nil
+}
+
+// hostname is the sandbox's host name: a DNS label made from its ID.
+func hostname(id string) string {
+	h := strings.ToLower(strings.Map(func(r rune) rune {
+		if (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || (r >= '0' && r <= '9') || r == '-' {
+			return r
+		}
+		return '-'
+	}, id))
+	if len(h) > 63 {
+		h = h[:63]
+	}
+	return strings.Trim(h, "-")
+}
+
+// writeState creates the per-sandbox state dir with the supervisor spec, owned by
+// the sandbox user so that the supervisor can write its logs and status there.
+func (rt *Runtime) writeState(sb *Sandbox, req *Request, r *manifest.Resolved, hp *hostPlan, u sandboxUser) error {
+	if err := os.MkdirAll(filepath.Join(sb.StateDir, "daemons"), 0o755); err != nil {
+		return failed("cannot create the state dir %s: %v", sb.StateDir, err)
+	}
+	spec := buildSpec(req, r, hp)
+	b, err := json.MarshalIndent(spec, "", "  ")
+	if err != nil {
+		return failed("cannot encode the supervisor spec: %v", err)
+	}
+	if err := os.WriteFile(filepath.Join(sb.StateDir, "spec.json"), b, 0o644); err != nil {
+		return failed("cannot write the supervisor spec: %v", err)
+	}
+	meta, _ := json.Marshal(stateMeta{UID: u.UID, GID: u.GID, TTY: req.TTY})
+	if err := os.WriteFile(filepath.Join(sb.StateDir, "sandbox.json"), meta, 0o644); err != nil {
+		return failed("cannot write the sandbox record: %v", err)
+	}
+	return chownTree(sb.StateDir, u)
+}
+
+// stateMeta is what the host keeps about a sandbox beside its spec.
+type stateMeta struct {
+	UID int  `json:"uid"`
+	GID int  `json:"gid"`
+	TTY bool `json:"tty"`
+}
+
+func chownTree(dir string, u sandboxUser) error {
+	if os.Geteuid() != 0 || (u.UID == 0 && u.GID == 0) {
+		if os.Geteuid() != 0 && u.UID != os.Geteuid() {
+			// Not root: let the sandbox user write its logs anyway.
+			return filepath.Walk(dir, func(p string, info os.FileInfo, err error) error {
+				if err == nil && info.IsDir() {
+					err = os.Chmod(p, 0o777)
+				}
+				return err
+			})
+		}
+		return nil
+	}
+	return filepath.Walk(dir, func(p string, info os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(p, u.UID, u.GID)
+	})
+}
+
+// buildSpec turns the manifest into the supervisor's spec. Substituted values are
+// not written: the spec refers to them by key path, and they reach the supervisor
+// through the secrets file (see writeSecrets).
+func buildSpec(req *Request, r *manifest.Resolved, hp *hostPlan) *supervisor.Spec {
+	harden := r.Sandbox.Harden
+	spec := &supervisor.Spec{
+		Version:    supervisor.SpecVersion,
+		LogDir:     LogsIn,
+		StatusFile: StatusIn,
+		Main: supervisor.Main{
+			Argv:   req.Command,
+			Cwd:    workdir(req, r),
+			Harden: &harden,
+		},
+	}
+	spec.Main.Env = envEntries([]string{"env"}, r.Env, r.Sources)
+	for _, kv := range hp.Env {
+		k, v, _ := strings.Cut(kv, "=")
+		spec.Main.Env = append(spec.Main.Env, supervisor.EnvEntry{Name: k, Value: &v})
+	}
+	for _, kv := range req.Env {
+		k, v, _ := strings.Cut(kv, "=")
+		spec.Main.Env = append(spec.Main.Env, supervisor.EnvEntry{Name: k, Value: &v})
+	}
+	for _, name := range sortedNames(r.Daemons) {
+		d := r.Daemons[name]
+		timeout, maxRestarts, dh := d.Timeout, d.MaxRestarts, d.Harden
+		sd := &supervisor.Daemon{
+			Name: name, Command: d.Command, Cwd: d.Cwd, Signal: d.Signal, Timeout: &timeout,
+			Restart: d.Restart, MaxRestarts: &maxRestarts, Harden: &dh, After: d.After,
+			Env: envEntries([]string{"daemons", name, "env"}, d.Env, r.Sources),
+		}
+		if d.Ready != nil {
+			sd.Ready = &supervisor.Ready{TCP: d.Ready.TCP, HTTP: d.Ready.HTTP, Cmd: d.Ready.Cmd, Log: d.Ready.Log, Timeout: d.Ready.Timeout}
+		}
+		spec.Daemons = append(spec.Daemons, sd)
+	}
+	return spec
+}
+
+// envKey is the key path of an env entry, as in Resolved.Sources.
+func envKey(prefix []string, name string) string {
+	parts := append(append([]string{}, prefix...), name)
+	var b strings.Builder
+	for i, p := range parts {
+		if i > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(tomlKey(p))
+	}
+	return b.String()
+}
+
+func tomlKey(s string) string {
+	for _, c := range s {
+		if !(c == '_' || c == '-' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) {
+			return strconv.Quote(s)
+		}
+	}
+	return s
+}
+
+func envEntries(prefix []string, env map[string]string, sources map[string]manifest.Source) []supervisor.EnvEntry {
+	var out []supervisor.EnvEntry
+	for _, k := range sortedEnvKeys(env) {
+		key := envKey(prefix, k)
+		if sources[key] != manifest.Literal {
+			out = append(out, supervisor.EnvEntry{Name: k, Secret: key})
+			continue
+		}
+		v := env[k]
+		out = append(out, supervisor.EnvEntry{Name: k, Value: &v})
+	}
+	return out
+}
+
+// secretValues returns the substituted values the supervisor needs, by key path.
+func secretValues(r *manifest.Resolved) map[string]string {
+	out := map[string]string{}
+	add := func(prefix []string, env map[string]string) {
+		for k, v := range env {
+			key := envKey(prefix, k)
+			if r.Sources[key] != manifest.Literal {
+				out[key] = v
+			}
+		}
+	}
+	add([]string{"env"}, r.Env)
+	for name, d := range r.Daemons {
+		add([]string{"daemons", name, "env"}, d.Env)
+	}
+	return out
+}
+
+// writeSecrets writes the substituted values for the supervisor, which reads the
+// file once at start and deletes it. Written before every start of the container.
+func (rt *Runtime) writeSecrets(sb *Sandbox) error {
+	if sb.manifest == nil {
+		return errors.New("cannot start a sandbox without its manifest")
+	}
+	b, _ := json.Marshal(secretValues(sb.manifest))
+	p := filepath.Join(sb.StateDir, "secrets.json")
+	tmp := p + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		return failed("cannot write the sandbox's secrets file: %v", err)
+	}
+	var meta stateMeta
+	if mb, err := os.ReadFile(filepath.Join(sb.StateDir, "sandbox.json")); err == nil {
+		_ = json.Unmarshal(mb, &meta)
+	}
+	if os.Geteuid() == 0 {
+		_ = os.Chown(tmp, meta.UID, meta.GID)
+	}
+	if err := os.Rename(tmp, p); err != nil {
+		os.Remove(tmp)
+		return failed("cannot write the sandbox's secrets file: %v", err)
+	}
+	return nil
+}

@@ -1,0 +1,74 @@
+package sandbox
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/docker/docker/api/types/container"
+)
+
+// ExecRequest runs a command in a running sandbox.
+type ExecRequest struct {
+	Cmd     []string
+	Env     []string // K=V from -e
+	Workdir string
+	TTY     bool
+	Stdin   bool
+}
+
+// Exec is a started exec: Wait for its exit code after its output ends.
+type Exec struct {
+	ID   string
+	Done <-chan error
+	rt   *Runtime
+}
+
+// Exec starts a command in the sandbox through `airlock supervise exec`, which
+// gives it the sandbox's [env] (substituted values included) from the spec, so the
+// exec's own configuration holds only what the caller passed with -e.
+func (rt *Runtime) Exec(ctx context.Context, sb *Sandbox, req ExecRequest, s Streams) (*Exec, error) {
+	argv := []string{SupervisorIn, "supervise", "exec", "--spec", SpecIn}
+	for _, e := range req.Env {
+		argv = append(argv, "-e", e)
+	}
+	if req.Workdir != "" {
+		argv = append(argv, "-w", req.Workdir)
+	}
+	argv = append(append(argv, "--"), req.Cmd...)
+	resp, err := rt.Engine.ContainerExecCreate(ctx, sb.PrimaryID, container.ExecOptions{
+		Cmd: argv, Tty: req.TTY, AttachStdin: req.Stdin, AttachStdout: true, AttachStderr: true,
+		WorkingDir: req.Workdir,
+	})
+	if err != nil {
+		if strings.Contains(err.Error(), "is not running") {
+			return nil, failed("sandbox %s is not running (start it with `airlock up -d`)", sb.ID)
+		}
+		return nil, failed("cannot create the exec: %v", err)
+	}
+	hj, err := rt.Engine.ContainerExecAttach(ctx, resp.ID, container.ExecAttachOptions{Tty: req.TTY})
+	if err != nil {
+		return nil, failed("cannot attach to the exec: %v", err)
+	}
+	if !req.Stdin {
+		s.Stdin = nil
+	}
+	return &Exec{ID: resp.ID, Done: pump(hj, req.TTY, s), rt: rt}, nil
+}
+
+// ExitCode returns the exit code of a finished exec.
+func (e *Exec) ExitCode(ctx context.Context) (int, error) {
+	in, err := e.rt.Engine.ContainerExecInspect(ctx, e.ID)
+	if err != nil {
+		return 0, failed("cannot inspect the exec: %v", err)
+	}
+	if in.Running {
+		return 0, fmt.Errorf("cannot read the exit code: exec %s still runs", e.ID)
+	}
+	return in.ExitCode, nil
+}
+
+// ResizeExec sets an exec's terminal size.
+func (e *Exec) Resize(ctx context.Context, height, width uint) error {
+	return e.rt.Engine.ContainerExecResize(ctx, e.ID, container.ResizeOptions{Height: height, Width: width})
+}

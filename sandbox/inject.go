@@ -1,0 +1,134 @@
+package sandbox
+
+import (
+	"archive/tar"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/mount"
+	"github.com/docker/docker/api/types/volume"
+	"golang.org/x/sys/unix"
+)
+
+// The supervisor reaches every sandbox through a Docker volume that holds the airlock
+// binary, keyed by the binary's identity and mounted read-only at /airlock/bin. The
+// volume is filled once through the Engine API (a helper container that is created,
+// never started, receives the file by CopyToContainer and is removed), so the same
+// path works for a remote Engine. A marker in the data dir, keyed by the volume's
+// creation time, says the volume is complete; a volume removed behind airlock's back
+// is filled again.
+
+const (
+	labelSupervisorKey = "dev.airlock.supervisor"
+	completeMarker     = ".complete"
+)
+
+// supervisorKey identifies the binary: build ID, size and modification time.
+func (rt *Runtime) supervisorKey() (string, error) {
+	st, err := os.Stat(rt.Binary)
+	if err != nil {
+		return "", failed("cannot find the airlock binary to inject (%s): %v", rt.Binary, err)
+	}
+	h := sha256.Sum256([]byte(fmt.Sprintf("%s|%d|%d", rt.BuildID, st.Size(), st.ModTime().UnixNano())))
+	return hex.EncodeToString(h[:8]), nil
+}
+
+// supervisorVolume returns the name of a complete supervisor volume, filling it when needed.
+func (rt *Runtime) supervisorVolume(ctx context.Context, imageRef string) (string, error) {
+	key, err := rt.supervisorKey()
+	if err != nil {
+		return "", err
+	}
+	name := "airlock-supervisor-" + key
+	marker := filepath.Join(rt.Paths.DataDir, "supervisor", name)
+	v, err := rt.Engine.VolumeInspect(ctx, name)
+	if err == nil {
+		if b, err := os.ReadFile(marker); err == nil && strings.TrimSpace(string(b)) == v.CreatedAt {
+			return name, nil
+		}
+	} else if !cerrdefs.IsNotFound(err) {
+		return "", failed("cannot inspect volume %s: %v", name, err)
+	}
+	if err := os.MkdirAll(filepath.Dir(marker), 0o700); err != nil {
+		return "", failed("cannot create %s: %v", filepath.Dir(marker), err)
+	}
+	// One filler at a time per user; others wait and then find the marker.
+	lock, err := os.OpenFile(marker+".lock", os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return "", failed("cannot lock %s: %v", marker, err)
+	}
+	defer lock.Close()
+	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX); err != nil {
+		return "", failed("cannot lock %s: %v", marker, err)
+	}
+	defer unix.Flock(int(lock.Fd()), unix.LOCK_UN)
+	v, err = rt.Engine.VolumeInspect(ctx, name)
+	if err == nil {
+		if b, err := os.ReadFile(marker); err == nil && strings.TrimSpace(string(b)) == v.CreatedAt {
+			return name, nil
+		}
+	}
+	v, err = rt.Engine.VolumeCreate(ctx, volume.CreateOptions{Name: name, Labels: map[string]string{labelSupervisorKey: key}})
+	if err != nil {
+		return "", failed("cannot create volume %s: %v", name, err)
+	}
+	if err := rt.fillVolume(ctx, name, imageRef); err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(marker, []byte(v.CreatedAt+"\n"), 0o600); err != nil {
+		return "", failed("cannot write %s: %v", marker, err)
+	}
+	return name, nil
+}
+
+func (rt *Runtime) fillVolume(ctx context.Context, name, imageRef string) error {
+	c, err := rt.Engine.ContainerCreate(ctx, &container.Config{
+		Image:      imageRef,
+		Entrypoint: []string{"/nonexistent"},
+		Labels:     map[string]string{LabelRole: "helper"},
+	}, &container.HostConfig{
+		NetworkMode: "none",
+		Mounts:      []mount.Mount{{Type: mount.TypeVolume, Source: name, Target: "/fill"}},
+	}, nil, nil, "")
+	if err != nil {
+		return failed("cannot fill volume %s: %v", name, err)
+	}
+	defer rt.Engine.ContainerRemove(context.WithoutCancel(ctx), c.ID, container.RemoveOptions{Force: true})
+	f, err := os.Open(rt.Binary)
+	if err != nil {
+		return failed("cannot read %s: %v", rt.Binary, err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return failed("cannot read %s: %v", rt.Binary, err)
+	}
+	pr, pw := io.Pipe()
+	go func() {
+		tw := tar.NewWriter(pw)
+		err := tw.WriteHeader(&tar.Header{Name: "airlock", Mode: 0o555, Size: st.Size(), ModTime: st.ModTime(), Typeflag: tar.TypeReg})
+		if err == nil {
+			_, err = io.Copy(tw, f)
+		}
+		if err == nil {
+			err = tw.WriteHeader(&tar.Header{Name: completeMarker, Mode: 0o444, Typeflag: tar.TypeReg, ModTime: st.ModTime()})
+		}
+		if err == nil {
+			err = tw.Close()
+		}
+		pw.CloseWithError(err)
+	}()
+	if err := rt.Engine.CopyToContainer(ctx, c.ID, "/fill", pr, container.CopyToContainerOptions{}); err != nil {
+		pr.CloseWithError(err)
+		return failed("cannot copy the supervisor into volume %s: %v", name, err)
+	}
+	return nil
+}

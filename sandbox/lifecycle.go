@@ -1,0 +1,267 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/network"
+	"github.com/docker/docker/api/types/volume"
+
+	"github.com/airlock-dev/airlock/manifest"
+)
+
+// ErrNotFound is returned for a sandbox ID with no primary container.
+var ErrNotFound = errors.New("no such sandbox")
+
+// Start starts the services (waiting for the required ones) and then the primary
+// container. The supervisor inside waits for the daemons before the main command.
+func (rt *Runtime) Start(ctx context.Context, sb *Sandbox) error {
+	if err := rt.writeSecrets(sb); err != nil {
+		return err
+	}
+	if err := rt.startServices(ctx, sb); err != nil {
+		return err
+	}
+	if err := rt.Engine.ContainerStart(ctx, sb.PrimaryID, container.StartOptions{}); err != nil {
+		return failed("cannot start the sandbox container: %v", err)
+	}
+	return nil
+}
+
+// WaitExit waits for the primary container to exit and returns its exit code.
+// Register it before Start so that a fast exit is not missed.
+func (rt *Runtime) WaitExit(ctx context.Context, sb *Sandbox) (<-chan int, <-chan error) {
+	codes := make(chan int, 1)
+	errs := make(chan error, 1)
+	wc, ec := rt.Engine.ContainerWait(ctx, sb.PrimaryID, container.WaitConditionNextExit)
+	go func() {
+		select {
+		case w := <-wc:
+			if w.Error != nil && w.Error.Message != "" {
+				errs <- failed("cannot wait for the sandbox: %s", w.Error.Message)
+				return
+			}
+			codes <- int(w.StatusCode)
+		case err := <-ec:
+			errs <- err
+		}
+	}()
+	return codes, errs
+}
+
+// Stop stops a sandbox: the primary (its supervisor shuts the daemons down within
+// their timeouts) and the services.
+func (rt *Runtime) Stop(ctx context.Context, id string) error {
+	objs, err := rt.objects(ctx, id)
+	if err != nil {
+		return err
+	}
+	if objs.primary == nil {
+		return fmt.Errorf("%w: %s", ErrNotFound, id)
+	}
+	timeout := stopTimeout(objs.primary.Labels)
+	if err := rt.Engine.ContainerStop(ctx, objs.primary.ID, container.StopOptions{Timeout: &timeout}); err != nil && !cerrdefs.IsNotFound(err) {
+		return failed("cannot stop sandbox %s: %v", id, err)
+	}
+	for _, s := range objs.services {
+		if err := rt.Engine.ContainerStop(ctx, s.ID, container.StopOptions{}); err != nil && !cerrdefs.IsNotFound(err) {
+			return failed("cannot stop service %s of sandbox %s: %v", s.Labels[LabelService], id, err)
+		}
+	}
+	return nil
+}
+
+// stopTimeout gives the supervisor time for the longest daemon timeout plus margin.
+func stopTimeout(labels map[string]string) int {
+	if t, err := strconv.Atoi(labels["dev.airlock.stop-timeout"]); err == nil {
+		return t
+	}
+	return 30
+}
+
+// Remove removes every object labelled with the sandbox ID (containers, network)
+// and its state dir. Removing what does not exist is not an error.
+func (rt *Runtime) Remove(ctx context.Context, id string) error {
+	objs, err := rt.objects(ctx, id)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, c := range append(objs.services, objs.all...) {
+		if err := rt.Engine.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true, RemoveVolumes: true}); err != nil && !cerrdefs.IsNotFound(err) {
+			errs = append(errs, err)
+		}
+	}
+	nets, err := rt.Engine.NetworkList(ctx, network.ListOptions{Filters: filters.NewArgs(filters.Arg("label", LabelSandbox+"="+id))})
+	if err != nil {
+		errs = append(errs, err)
+	}
+	for _, n := range nets {
+		if err := rt.Engine.NetworkRemove(ctx, n.ID); err != nil && !cerrdefs.IsNotFound(err) {
+			errs = append(errs, err)
+		}
+	}
+	vols, err := rt.Engine.VolumeList(ctx, volume.ListOptions{Filters: filters.NewArgs(filters.Arg("label", LabelSandbox+"="+id))})
+	if err == nil {
+		for _, v := range vols.Volumes {
+			if err := rt.Engine.VolumeRemove(ctx, v.Name, true); err != nil && !cerrdefs.IsNotFound(err) {
+				errs = append(errs, err)
+			}
+		}
+	}
+	if err := os.RemoveAll(rt.StateDir(id)); err != nil {
+		errs = append(errs, err)
+	}
+	if len(errs) > 0 {
+		return failed("cannot remove sandbox %s: %v", id, errors.Join(errs...))
+	}
+	return nil
+}
+
+type sandboxObjects struct {
+	primary  *container.Summary
+	services []container.Summary
+	all      []container.Summary // every container of the sandbox, primary included
+}
+
+func (rt *Runtime) objects(ctx context.Context, id string) (*sandboxObjects, error) {
+	list, err := rt.Engine.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", LabelSandbox+"="+id))})
+	if err != nil {
+		return nil, failed("cannot list the containers of sandbox %s: %v", id, err)
+	}
+	objs := &sandboxObjects{}
+	for i := range list {
+		c := list[i]
+		switch c.Labels[LabelRole] {
+		case "primary":
+			objs.primary = &c
+			objs.all = append(objs.all, c)
+		case "service":
+			objs.services = append(objs.services, c)
+		default:
+			objs.all = append(objs.all, c)
+		}
+	}
+	return objs, nil
+}
+
+// Info describes one sandbox for ps and the CLI.
+type Info struct {
+	ID        string            `json:"id"`
+	State     string            `json:"state"` // running, stopped, created, …
+	Kind      string            `json:"kind"`
+	Project   string            `json:"project"`
+	CreatedAt time.Time         `json:"created_at"`
+	Labels    map[string]string `json:"labels"`
+	Daemons   DaemonCount       `json:"daemons"`
+	PlanHash  string            `json:"plan_hash"`
+	Image     string            `json:"image"`
+	Container string            `json:"container"`
+}
+
+// DaemonCount is how many daemons are up out of how many the sandbox declares.
+type DaemonCount struct {
+	Up    int `json:"up"`
+	Total int `json:"total"`
+}
+
+// List returns the sandboxes whose primary carries every given label; only running
+// ones unless all.
+func (rt *Runtime) List(ctx context.Context, labels map[string]string, all bool) ([]Info, error) {
+	args := filters.NewArgs(filters.Arg("label", LabelRole+"=primary"), filters.Arg("label", LabelSandbox))
+	for k, v := range labels {
+		args.Add("label", k+"="+v)
+	}
+	list, err := rt.Engine.ContainerList(ctx, container.ListOptions{All: all, Filters: args})
+	if err != nil {
+		return nil, failed("cannot list sandboxes: %v", err)
+	}
+	out := make([]Info, 0, len(list))
+	for _, c := range list {
+		out = append(out, rt.info(c))
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].CreatedAt.Before(out[j].CreatedAt) })
+	return out, nil
+}
+
+func (rt *Runtime) info(c container.Summary) Info {
+	in := Info{
+		ID: c.Labels[LabelSandbox], Kind: c.Labels[LabelKind], Project: c.Labels[LabelProject],
+		CreatedAt: time.Unix(c.Created, 0).UTC(), PlanHash: c.Labels[LabelPlanHash], Image: c.Image,
+		Container: c.ID, Labels: userLabels(c.Labels),
+	}
+	switch c.State {
+	case "running":
+		in.State = "running"
+	case "exited", "dead":
+		in.State = "stopped"
+	default:
+		in.State = c.State
+	}
+	in.Daemons.Total, _ = strconv.Atoi(c.Labels[LabelDaemons])
+	if in.State == "running" {
+		in.Daemons.Up = DaemonsUp(rt.StateDir(in.ID), in.Daemons.Total)
+	}
+	return in
+}
+
+// userLabels drops airlock's own labels.
+func userLabels(labels map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range labels {
+		if len(k) < 11 || k[:11] != "dev.airlock" {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// Get returns the sandbox with this ID (its primary must exist).
+func (rt *Runtime) Get(ctx context.Context, id string) (*Info, error) {
+	objs, err := rt.objects(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if objs.primary == nil {
+		return nil, fmt.Errorf("%w: %s", ErrNotFound, id)
+	}
+	in := rt.info(*objs.primary)
+	return &in, nil
+}
+
+// Open returns a handle on an existing sandbox, to start it again with the manifest
+// it was made from.
+func (rt *Runtime) Open(ctx context.Context, id string, r *manifest.Resolved) (*Sandbox, error) {
+	objs, err := rt.objects(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if objs.primary == nil {
+		return nil, fmt.Errorf("%w: %s", ErrNotFound, id)
+	}
+	p := objs.primary
+	sb := &Sandbox{
+		ID: id, Name: objectName(id), Project: p.Labels[LabelProject], Kind: p.Labels[LabelKind],
+		PlanHash: p.Labels[LabelPlanHash], PrimaryID: p.ID, Services: map[string]string{},
+		StateDir: rt.StateDir(id), manifest: r,
+	}
+	for _, s := range objs.services {
+		sb.Services[s.Labels[LabelService]] = s.ID
+	}
+	if _, err := rt.Engine.NetworkInspect(ctx, sb.Name, network.InspectOptions{}); err == nil {
+		sb.Network = sb.Name
+	}
+	ci, err := rt.Engine.ContainerInspect(ctx, p.ID)
+	if err == nil && ci.Config != nil {
+		sb.TTY = ci.Config.Tty
+	}
+	return sb, nil
+}

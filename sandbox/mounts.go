@@ -1,0 +1,207 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/airlock-dev/airlock/manifest"
+)
+
+// bind is one bind mount resolved on the host. Target may still start with ~,
+// which resolve() replaces with the sandbox user's home.
+type bind struct {
+	Name     string // mounts.<name> or tools.<tool>
+	Source   string
+	Target   string
+	ReadOnly bool
+}
+
+// hostPlan is what the host side of a manifest gives the container: bind mounts and
+// environment from mounts and tools, with warnings for what was skipped.
+type hostPlan struct {
+	Binds    []bind
+	Env      []string
+	Warnings []string
+}
+
+// expandHost resolves ~ (the host home) and relative paths (from the project dir).
+func (rt *Runtime) expandHost(p, projectDir string) string {
+	if p == "~" || strings.HasPrefix(p, "~/") {
+		home := rt.getenv("HOME")
+		if home == "" {
+			home, _ = os.UserHomeDir()
+		}
+		return filepath.Join(home, strings.TrimPrefix(p, "~"))
+	}
+	if !filepath.IsAbs(p) {
+		return filepath.Join(projectDir, p)
+	}
+	return filepath.Clean(p)
+}
+
+// planHost handles every mount's missing mode and every tool. It runs before any
+// Docker object exists, so a missing source with missing = "fail" is a config error
+// that leaves nothing behind.
+func (rt *Runtime) planHost(r *manifest.Resolved) (*hostPlan, error) {
+	hp := &hostPlan{}
+	for _, name := range sortedNames(r.Mounts) {
+		m := r.Mounts[name]
+		src := rt.expandHost(m.Source, r.ProjectDir)
+		key := "mounts." + name
+		_, err := os.Stat(src)
+		switch {
+		case err == nil:
+		case !errors.Is(err, fs.ErrNotExist):
+			return nil, configErr("%s.source: cannot use %s: %v", key, src, err)
+		default:
+			switch m.Missing {
+			case "fail":
+				return nil, configErr("%s.source: %s does not exist (set missing = \"warn\", \"ignore\", \"create-dir\" or \"create-file\" to allow that)", key, src)
+			case "warn":
+				hp.Warnings = append(hp.Warnings, fmt.Sprintf("%s: %s does not exist; not mounted", key, src))
+				continue
+			case "ignore":
+				continue
+			case "create-dir", "create-file":
+				if err := createSource(src, m); err != nil {
+					return nil, failed("%s: %v", key, err)
+				}
+			}
+		}
+		hp.Binds = append(hp.Binds, bind{Name: key, Source: src, Target: m.Target, ReadOnly: m.ReadOnly})
+	}
+	for _, t := range r.Tools {
+		rt.planTool(t, hp)
+	}
+	hp.Binds = dedupBinds(hp.Binds)
+	return hp, nil
+}
+
+func createSource(src string, m manifest.Mount) error {
+	mode, err := strconv.ParseUint(m.CreateMode, 8, 32)
+	if err != nil {
+		return fmt.Errorf("invalid create_mode %q", m.CreateMode)
+	}
+	if m.Missing == "create-dir" {
+		if err := os.MkdirAll(src, os.FileMode(mode)); err != nil {
+			return fmt.Errorf("cannot create %s: %w", src, err)
+		}
+		return os.Chmod(src, os.FileMode(mode))
+	}
+	if err := os.MkdirAll(filepath.Dir(src), 0o755); err != nil {
+		return fmt.Errorf("cannot create %s: %w", filepath.Dir(src), err)
+	}
+	if err := os.WriteFile(src, []byte(m.FileContent), os.FileMode(mode)); err != nil {
+		return fmt.Errorf("cannot create %s: %w", src, err)
+	}
+	return os.Chmod(src, os.FileMode(mode))
+}
+
+// cacheRoot is where tool caches are mounted inside the sandbox, independent of the user.
+const cacheRoot = "/var/cache/airlock"
+
+// planTool adds a builtin tool's mounts and environment (DESIGN §7). Caches are
+// created on the host when missing; missing credentials are skipped with a warning.
+func (rt *Runtime) planTool(tool string, hp *hostPlan) {
+	home := rt.expandHost("~", "/")
+	envOr := func(k, def string) string {
+		if v := rt.getenv(k); v != "" {
+			return v
+		}
+		return def
+	}
+	cred := func(src, target string, ro bool) {
+		if _, err := os.Stat(src); err != nil {
+			hp.Warnings = append(hp.Warnings, fmt.Sprintf("tools.%s: %s does not exist; skipped", tool, src))
+			return
+		}
+		hp.Binds = append(hp.Binds, bind{Name: "tools." + tool, Source: src, Target: target, ReadOnly: ro})
+	}
+	cache := func(src, target, envName string) {
+		if err := os.MkdirAll(src, 0o755); err != nil {
+			hp.Warnings = append(hp.Warnings, fmt.Sprintf("tools.%s: cannot create %s: %v; skipped", tool, src, err))
+			return
+		}
+		hp.Binds = append(hp.Binds, bind{Name: "tools." + tool, Source: src, Target: target})
+		if envName != "" {
+			hp.Env = append(hp.Env, envName+"="+target)
+		}
+	}
+	switch tool {
+	case "git":
+		cred(filepath.Join(home, ".gitconfig"), "~/.gitconfig", true)
+		cred(filepath.Join(home, ".config", "gh"), "~/.config/gh", true)
+	case "ssh-agent":
+		sock := rt.getenv("SSH_AUTH_SOCK")
+		if sock == "" {
+			hp.Warnings = append(hp.Warnings, "tools.ssh-agent: SSH_AUTH_SOCK is not set; skipped")
+			return
+		}
+		const target = "/run/airlock/ssh-agent.sock"
+		before := len(hp.Binds)
+		cred(sock, target, false)
+		if len(hp.Binds) > before {
+			hp.Env = append(hp.Env, "SSH_AUTH_SOCK="+target)
+		}
+	case "claude":
+		cred(filepath.Join(home, ".claude"), "~/.claude", false)
+	case "codex":
+		cred(filepath.Join(home, ".codex"), "~/.codex", false)
+		cred(filepath.Join(home, ".agents"), "~/.agents", false)
+	case "go-cache":
+		cache(envOr("GOCACHE", filepath.Join(home, ".cache", "go-build")), cacheRoot+"/go-build", "GOCACHE")
+		gopath := envOr("GOPATH", filepath.Join(home, "go"))
+		cache(envOr("GOMODCACHE", filepath.Join(strings.Split(gopath, ":")[0], "pkg", "mod")), cacheRoot+"/go-mod", "GOMODCACHE")
+	case "npm-cache":
+		cache(filepath.Join(home, ".npm"), cacheRoot+"/npm", "npm_config_cache")
+	case "uv-cache":
+		cache(envOr("UV_CACHE_DIR", filepath.Join(home, ".cache", "uv")), cacheRoot+"/uv", "UV_CACHE_DIR")
+	case "apt-cache":
+		cache(filepath.Join(home, ".cache", "airlock", "apt"), "/var/cache/apt/archives", "")
+	}
+}
+
+// dedupBinds keeps the first bind of every target (a tool and a mount of the same
+// target are one mount).
+func dedupBinds(binds []bind) []bind {
+	seen := map[string]bool{}
+	out := binds[:0]
+	for _, b := range binds {
+		key := b.Target
+		if strings.HasPrefix(key, "/") {
+			key = path.Clean(key)
+		}
+		if seen[key] {
+			continue
+		}
+		seen[key] = true
+		out = append(out, b)
+	}
+	return out
+}
+
+// inHome replaces a leading ~ of a container path with the sandbox user's home.
+func inHome(p, home string) string {
+	if p == "~" {
+		return home
+	}
+	if strings.HasPrefix(p, "~/") {
+		return path.Join(home, p[2:])
+	}
+	return p
+}
+
+func sortedNames[V any](m map[string]V) []string {
+	names := make([]string, 0, len(m))
+	for k := range m {
+		names = append(names, k)
+	}
+	sortStrings(names)
+	return names
+}

@@ -1,0 +1,122 @@
+package sandbox
+
+import (
+	"archive/tar"
+	"bufio"
+	"context"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/docker/docker/api/types/container"
+)
+
+// sandboxUser is the user the sandbox runs as, resolved as Docker does: the
+// manifest's user, else the image's USER, else root.
+type sandboxUser struct {
+	Spec string // what Docker gets as Config.User
+	UID  int
+	GID  int
+	Home string
+}
+
+// resolveUser resolves spec ("name", "uid", "name:group", "uid:gid" or "") against
+// the image's /etc/passwd and /etc/group, read from a container that is created and
+// removed without being started. The files are read only when needed: for a name,
+// or when the caller needs the numeric ids or the home directory.
+func (rt *Runtime) resolveUser(ctx context.Context, imageRef, spec string, need bool) (sandboxUser, error) {
+	u := sandboxUser{Spec: spec, Home: "/root"}
+	name, group, _ := strings.Cut(spec, ":")
+	uid, uidErr := strconv.Atoi(name)
+	if spec == "" || name == "root" || (uidErr == nil && uid == 0 && group == "") {
+		return u, nil
+	}
+	if uidErr == nil && !need && (group == "" || isNumber(group)) {
+		u.UID, u.GID = uid, uid
+		if group != "" {
+			u.GID, _ = strconv.Atoi(group)
+		}
+		u.Home = "/"
+		return u, nil
+	}
+	passwd, groups, err := rt.readAccounts(ctx, imageRef)
+	if err != nil {
+		return u, err
+	}
+	found := false
+	for _, e := range passwd {
+		if (uidErr == nil && e[2] == name) || (uidErr != nil && e[0] == name) {
+			u.UID, _ = strconv.Atoi(e[2])
+			u.GID, _ = strconv.Atoi(e[3])
+			u.Home = e[5]
+			found = true
+			break
+		}
+	}
+	switch {
+	case found:
+	case uidErr == nil:
+		u.UID, u.GID, u.Home = uid, uid, "/"
+	default:
+		return u, configErr("sandbox.user: user %q is not in the image's /etc/passwd", name)
+	}
+	if group != "" {
+		if gid, err := strconv.Atoi(group); err == nil {
+			u.GID = gid
+		} else {
+			ok := false
+			for _, g := range groups {
+				if g[0] == group {
+					u.GID, _ = strconv.Atoi(g[2])
+					ok = true
+				}
+			}
+			if !ok {
+				return u, configErr("sandbox.user: group %q is not in the image's /etc/group", group)
+			}
+		}
+	}
+	if u.Home == "" {
+		u.Home = "/"
+	}
+	return u, nil
+}
+
+func isNumber(s string) bool { _, err := strconv.Atoi(s); return err == nil }
+
+// readAccounts reads /etc/passwd and /etc/group of an image; a missing file reads as empty.
+func (rt *Runtime) readAccounts(ctx context.Context, imageRef string) (passwd, group [][]string, err error) {
+	c, err := rt.Engine.ContainerCreate(ctx, &container.Config{
+		Image:      imageRef,
+		Entrypoint: []string{"/nonexistent"},
+		Labels:     map[string]string{LabelRole: "helper"},
+	}, &container.HostConfig{NetworkMode: "none"}, nil, nil, "")
+	if err != nil {
+		return nil, nil, failed("cannot read the accounts of image %s: %v", imageRef, err)
+	}
+	defer rt.Engine.ContainerRemove(context.WithoutCancel(ctx), c.ID, container.RemoveOptions{Force: true})
+	read := func(p string) [][]string {
+		rc, _, err := rt.Engine.CopyFromContainer(ctx, c.ID, p)
+		if err != nil {
+			return nil
+		}
+		defer rc.Close()
+		tr := tar.NewReader(rc)
+		if _, err := tr.Next(); err != nil {
+			return nil
+		}
+		var rows [][]string
+		sc := bufio.NewScanner(io.LimitReader(tr, 4<<20))
+		for sc.Scan() {
+			f := strings.Split(sc.Text(), ":")
+			if len(f) >= 3 && !strings.HasPrefix(f[0], "#") {
+				for len(f) < 7 {
+					f = append(f, "")
+				}
+				rows = append(rows, f)
+			}
+		}
+		return rows
+	}
+	return read("/etc/passwd"), read("/etc/group"), nil
+}
