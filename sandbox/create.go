@@ -241,6 +241,7 @@ func (rt *Runtime) primaryConfig(sb *Sandbox, req *Request, r *manifest.Resolved
 		Labels:     copyLabels(labels, LabelRole, "primary", LabelDaemons, daemons),
 		Hostname:   hostname(sb.ID),
 	}
+	cfg.Labels[labelStopTimeout] = strconv.Itoa(stopSeconds(r))
 	if req.CLIPid > 0 {
 		cfg.Labels[LabelCLIPid] = strconv.Itoa(req.CLIPid)
 		cfg.Labels[LabelCLIStart] = req.CLIStart
@@ -278,6 +279,20 @@ func (rt *Runtime) primaryConfig(sb *Sandbox, req *Request, r *manifest.Resolved
 		host.NetworkMode = container.NetworkMode(r.Sandbox.Network)
 	}
 	return cfg, host, netcfg, nil
+}
+
+// stopSeconds is how long `stop` waits for the supervisor: the longest daemon
+// timeout plus a margin (an hour when a daemon waits forever).
+func stopSeconds(r *manifest.Resolved) int {
+	longest := 0
+	for _, d := range r.Daemons {
+		t := d.Timeout
+		if t == 0 {
+			t = 3600
+		}
+		longest = max(longest, t)
+	}
+	return longest + 5
 }
 
 // hostname is the sandbox's host name: a DNS label made from its ID.
@@ -461,4 +476,14 @@ func (rt *Runtime) writeSecrets(sb *Sandbox) error {
 		return failed("cannot write the sandbox's secrets file: %v", err)
 	}
 	return nil
+}
+
+// PlanHashFor returns the plan hash a sandbox made from r now would carry (the
+// image is built or pulled when missing).
+func (rt *Runtime) PlanHashFor(ctx context.Context, r *manifest.Resolved) (string, error) {
+	_, img, err := rt.image(ctx, r)
+	if err != nil {
+		return "", err
+	}
+	return PlanHash(r, img.ID), nil
 }

@@ -31,6 +31,8 @@ const (
 	// LabelCLIPid and LabelCLIStart identify the CLI process that owns a run sandbox.
 	LabelCLIPid   = "dev.airlock.cli-pid"
 	LabelCLIStart = "dev.airlock.cli-start"
+	// labelStopTimeout is how long stop waits before SIGKILL, in seconds.
+	labelStopTimeout = "dev.airlock.stop-timeout"
 )
 
 // Kinds of sandbox.

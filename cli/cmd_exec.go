@@ -1,0 +1,81 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/airlock-dev/airlock/sandbox"
+)
+
+func init() { addCommand(newExecCommand) }
+
+func newExecCommand(a *app) *cobra.Command {
+	var env []string
+	var workdir string
+	var tty bool
+	cmd := &cobra.Command{
+		Use:   "exec [-e K=V] [-w DIR] [-t] [SANDBOX] -- CMD [ARG...]",
+		Short: "Run CMD in a running sandbox (default: this project's)",
+		Long: "exec runs CMD in a running sandbox with the sandbox's [env] and exits with CMD's code. Without\n" +
+			"SANDBOX it uses this project's sandbox (airlock up). A TTY is used when stdin and stdout are terminals.",
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id := ""
+			if dash := cmd.ArgsLenAtDash(); dash == 1 {
+				id, args = args[0], args[1:]
+			} else if dash > 1 {
+				return withCode(ExitUsage, fmt.Errorf("give at most one SANDBOX before --"))
+			}
+			if len(args) == 0 {
+				return withCode(ExitUsage, fmt.Errorf("give the command after --"))
+			}
+			envs, err := a.parseEnvFlags(env)
+			if err != nil {
+				return err
+			}
+			ctx := context.Background()
+			rt, closeRT, err := a.runtime(ctx)
+			if err != nil {
+				return err
+			}
+			defer closeRT()
+			var ids []string
+			if id != "" {
+				ids = []string{id}
+			}
+			list, err := a.targets(ctx, rt, ids, nil)
+			if err != nil {
+				return err
+			}
+			sb, err := rt.Open(ctx, list[0].ID, nil)
+			if err != nil {
+				return sandboxError(err)
+			}
+			if list[0].State != "running" {
+				return withCode(ExitFailure, fmt.Errorf("sandbox %s is %s (start it with `airlock up -d`)", sb.ID, list[0].State))
+			}
+			useTTY := isTerminal(a.stdin) && isTerminal(a.stdout)
+			if tty && !useTTY {
+				return withCode(ExitUsage, fmt.Errorf("-t needs stdin and stdout to be terminals"))
+			}
+			code, err := a.execInteractive(ctx, rt, sb, sandbox.ExecRequest{
+				Cmd: args, Env: envs, Workdir: workdir, TTY: useTTY, Stdin: useTTY || forwardsStdin(a.stdin),
+			})
+			if err != nil {
+				return sandboxError(err)
+			}
+			if code != 0 {
+				return exitCode(code)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().SetInterspersed(false)
+	f := cmd.Flags()
+	f.StringArrayVarP(&env, "env", "e", nil, "environment NAME=VALUE (or NAME, from the host) (repeatable)")
+	f.StringVarP(&workdir, "workdir", "w", "", "working directory inside the sandbox")
+	f.BoolVarP(&tty, "tty", "t", false, "require a terminal (the default when stdin and stdout are terminals)")
+	return cmd
+}

@@ -1,0 +1,81 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+)
+
+func init() { addCommand(newPsCommand) }
+
+func newPsCommand(a *app) *cobra.Command {
+	var all, asJSON bool
+	var labels []string
+	cmd := &cobra.Command{
+		Use:   "ps",
+		Short: "List sandboxes with state, project, age and daemons up/total",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := context.Background()
+			want, err := parseLabels(labels)
+			if err != nil {
+				return err
+			}
+			rt, closeRT, err := a.runtime(ctx)
+			if err != nil {
+				return err
+			}
+			defer closeRT()
+			list, err := rt.List(ctx, want, all)
+			if err != nil {
+				return sandboxError(err)
+			}
+			if asJSON {
+				b, err := json.MarshalIndent(list, "", "  ")
+				if err != nil {
+					return err
+				}
+				fmt.Fprintln(a.stdout, string(b))
+				return nil
+			}
+			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "ID\tSTATE\tKIND\tPROJECT\tAGE\tDAEMONS\tLABELS")
+			for _, s := range list {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d/%d\t%s\n", s.ID, s.State, s.Kind, s.Project, age(time.Since(s.CreatedAt)), s.Daemons.Up, s.Daemons.Total, labelList(s.Labels))
+			}
+			return tw.Flush()
+		},
+	}
+	f := cmd.Flags()
+	f.BoolVarP(&all, "all", "a", false, "include stopped sandboxes")
+	f.BoolVar(&asJSON, "json", false, "print a JSON array")
+	f.StringArrayVar(&labels, "label", nil, "only sandboxes with label KEY=VALUE (repeatable, all must match)")
+	return cmd
+}
+
+func age(d time.Duration) string {
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh", int(d.Hours()))
+	}
+	return fmt.Sprintf("%dd", int(d.Hours()/24))
+}
+
+func labelList(m map[string]string) string {
+	var parts []string
+	for k, v := range m {
+		parts = append(parts, k+"="+v)
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ",")
+}
