@@ -3,7 +3,10 @@ package manifest
 import (
 	"errors"
 	"fmt"
+	"math"
+	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -22,6 +25,7 @@ type layer struct {
 
 var typeErrRE = regexp.MustCompile(`^toml: (?:line (\d+) )?\(last key "((?:[^"\\]|\\.)*)"\): (.*)$`)
 var badTypeRE = regexp.MustCompile(`incompatible types: TOML value has type ([\w.\[\]]+); destination has type ([\w.\[\]]+)`)
+var mismatchRE = regexp.MustCompile(`^type mismatch for [\w.\[\]*]+: expected (\w+) but found ([\w.\[\]]+)$`)
 
 // decodeLayer decodes one file strictly: bad TOML, wrong types and unknown keys are
 // errors naming the file, the line and the key path.
@@ -29,17 +33,16 @@ func decodeLayer(name string, data []byte) (*layer, error) {
 	src := string(data)
 	l := &layer{name: name, lines: scanKeyLines(src)}
 	if _, err := toml.Decode(src, &l.raw); err != nil {
-		return nil, l.tomlError(err)
+		return nil, l.tomlError(err, src)
 	}
 	var m Manifest
 	md, err := toml.Decode(src, &m)
 	if err != nil {
-		return nil, l.tomlError(err)
+		return nil, l.tomlError(err, src)
 	}
-	var errs Errors
-	var reported []toml.Key
+	errs, reported := l.schemaErrors(l.raw, reflect.TypeOf(m), nil)
 	for _, k := range md.Undecoded() {
-		if under(k, reported) {
+		if under(k, reported) || slices.ContainsFunc(reported, func(r toml.Key) bool { return r.String() == k.String() }) {
 			continue
 		}
 		reported = append(reported, k)
@@ -48,8 +51,64 @@ func decodeLayer(name string, data []byte) (*layer, error) {
 	if err := errs.orNil(); err != nil {
 		return nil, err
 	}
+	if math.IsNaN(m.Sandbox.CPUs) || math.IsInf(m.Sandbox.CPUs, 0) {
+		k := []string{"sandbox", "cpus"}
+		return nil, &Error{File: name, Line: l.lines.line(k), Key: keyPath(k...), Msg: fmt.Sprintf("must be a finite number, got %g", m.Sandbox.CPUs)}
+	}
 	l.presets = m.Presets
 	return l, nil
+}
+
+// schemaErrors reports what BurntSushi/toml lets through: it matches struct fields
+// case-insensitively (so `Command` counts as decoded, but TOML keys are
+// case-sensitive and the merge works on the raw tables), and it accepts an empty
+// array where a table belongs. t is the struct type raw decodes into.
+func (l *layer) schemaErrors(raw map[string]any, t reflect.Type, path []string) (errs Errors, keys []toml.Key) {
+	for _, k := range sortedKeys(raw) {
+		var ft reflect.Type
+		for i := 0; i < t.NumField(); i++ {
+			if tag, _, _ := strings.Cut(t.Field(i).Tag.Get("toml"), ","); tag == k {
+				ft = t.Field(i).Type
+				break
+			}
+		}
+		p := append(append([]string{}, path...), k)
+		if ft == nil {
+			keys = append(keys, toml.Key(p))
+			errs = append(errs, &Error{File: l.name, Line: l.lines.line(p), Key: keyPath(p...), Msg: unknownKeyMsg(p)})
+			continue
+		}
+		for ft.Kind() == reflect.Pointer {
+			ft = ft.Elem()
+		}
+		if ft.Kind() != reflect.Struct && ft.Kind() != reflect.Map {
+			continue
+		}
+		sub, ok := raw[k].(map[string]any)
+		if !ok {
+			keys = append(keys, toml.Key(p))
+			errs = append(errs, &Error{File: l.name, Line: l.lines.line(p), Key: keyPath(p...), Msg: "wrong type: expected a table, got an array"})
+			continue
+		}
+		switch {
+		case ft.Kind() == reflect.Struct:
+			e, k := l.schemaErrors(sub, ft, p)
+			errs, keys = append(errs, e...), append(keys, k...)
+		case ft.Elem().Kind() == reflect.Struct:
+			for _, name := range sortedKeys(sub) {
+				ep := append(append([]string{}, p...), name)
+				e, ok := sub[name].(map[string]any)
+				if !ok {
+					keys = append(keys, toml.Key(ep))
+					errs = append(errs, &Error{File: l.name, Line: l.lines.line(ep), Key: keyPath(ep...), Msg: "wrong type: expected a table, got an array"})
+					continue
+				}
+				e2, k2 := l.schemaErrors(e, ft.Elem(), ep)
+				errs, keys = append(errs, e2...), append(keys, k2...)
+			}
+		}
+	}
+	return errs, keys
 }
 
 func under(k toml.Key, parents []toml.Key) bool {
@@ -61,7 +120,7 @@ func under(k toml.Key, parents []toml.Key) bool {
 	return false
 }
 
-func unknownKeyMsg(k toml.Key) string {
+func unknownKeyMsg(k []string) string {
 	if len(k) == 1 {
 		return fmt.Sprintf("unknown key (top-level keys are presets, tools, sandbox, env, mounts, copies, daemons, services)")
 	}
@@ -69,10 +128,16 @@ func unknownKeyMsg(k toml.Key) string {
 }
 
 // tomlError turns a BurntSushi/toml error into an *Error of this layer.
-func (l *layer) tomlError(err error) error {
+func (l *layer) tomlError(err error, src string) error {
 	var pe toml.ParseError
 	if errors.As(err, &pe) {
-		e := &Error{File: l.name, Line: pe.Position.Line, Msg: friendlyTOML(pe.Message)}
+		line := pe.Position.Line
+		if s := pe.Position.Start; s > 0 && s <= len(src) {
+			// The parser counts a newline it stopped at as the next line
+			// ("[env\n" is an error on line 1, not 2); the offset is exact.
+			line = 1 + strings.Count(src[:s], "\n")
+		}
+		e := &Error{File: l.name, Line: line, Msg: friendlyTOML(pe.Message)}
 		if pe.LastKey != "" && strings.Contains(pe.Message, "incompatible types") {
 			e.Key = pe.LastKey
 		}
@@ -94,6 +159,9 @@ func friendlyTOML(msg string) string {
 	if m := badTypeRE.FindStringSubmatch(msg); m != nil {
 		return fmt.Sprintf("wrong type: expected %s, got %s", tomlTypeName(m[2]), tomlTypeName(m[1]))
 	}
+	if m := mismatchRE.FindStringSubmatch(msg); m != nil {
+		return fmt.Sprintf("wrong type: expected %s, got %s", tomlTypeName(m[1]), tomlTypeName(m[2]))
+	}
 	return msg
 }
 
@@ -103,7 +171,9 @@ func tomlTypeName(t string) string {
 		return "an integer"
 	case strings.HasPrefix(t, "float"):
 		return "a number"
-	case t == "bool":
+	case t == "time.Time":
+		return "a date-time"
+	case t == "bool" || t == "boolean":
 		return "a boolean"
 	case t == "string":
 		return "a string"

@@ -1,6 +1,7 @@
 package manifest
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -66,9 +67,7 @@ func (es Errors) orNil() error {
 
 // IsConfigError reports whether err is a manifest problem (the CLI's exit code 2).
 func IsConfigError(err error) bool {
-	switch err.(type) {
-	case *Error, Errors:
-		return true
-	}
-	return false
+	var e *Error
+	var es Errors
+	return errors.As(err, &e) || errors.As(err, &es)
 }

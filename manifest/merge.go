@@ -29,6 +29,8 @@ func merge(dst, src map[string]any, prefix []string, l *layer, origins map[strin
 		for _, k := range readyKinds {
 			delete(dst, k)
 		}
+		// The check is now this layer's: errors about it (two kinds, none) name it.
+		origins[keyPath(prefix...)] = origin{layer: l, path: prefix}
 	}
 	for k, sv := range src {
 		path := append(append([]string{}, prefix...), k)

@@ -66,6 +66,7 @@ func (v *validator) sandbox(s *Sandbox) {
 		if s.Build.Dockerfile == "" {
 			v.errorf([]string{"sandbox", "build", "dockerfile"}, "must not be empty")
 		}
+		v.env([]string{"sandbox", "build", "args"}, s.Build.Args)
 	}
 	if s.Workdir != "" && !path.IsAbs(s.Workdir) {
 		v.errorf(p("workdir"), "must be an absolute path, got %q", s.Workdir)
