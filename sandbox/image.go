@@ -3,13 +3,16 @@ package sandbox
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"sort"
 	"strings"
+	"unicode/utf8"
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/image"
+	"github.com/docker/go-units"
 )
 
 type imageInspect = image.InspectResponse
@@ -33,17 +36,19 @@ func (rt *Runtime) ensureImage(ctx context.Context, ref string) (image.InspectRe
 	return img, nil
 }
 
+// jsonProgress is the progressDetail of a pull or build message.
+type jsonProgress struct {
+	Current int64 `json:"current"`
+	Total   int64 `json:"total"`
+}
+
 // pullMessage is one line of the Engine's pull progress stream.
 type pullMessage struct {
-	ID             string `json:"id"`
-	Status         string `json:"status"`
-	Progress       string `json:"progress"`
-	ProgressDetail struct {
-		Current int64 `json:"current"`
-		Total   int64 `json:"total"`
-	} `json:"progressDetail"`
-	Error       string `json:"error"`
-	ErrorDetail struct {
+	ID             string        `json:"id"`
+	Status         string        `json:"status"`
+	ProgressDetail *jsonProgress `json:"progressDetail"`
+	Error          string        `json:"error"`
+	ErrorDetail    *struct {
 		Message string `json:"message"`
 	} `json:"errorDetail"`
 }
@@ -52,72 +57,111 @@ func (rt *Runtime) pull(ctx context.Context, ref string) error {
 	rt.notice("pulling image %s", ref)
 	rc, err := rt.Engine.ImagePull(ctx, ref, image.PullOptions{})
 	if err != nil {
-		return failed("image %s is not available locally and cannot be pulled: %v", ref, err)
+		return failed("cannot pull image %s, which is not available locally: %v", ref, err)
 	}
 	defer rc.Close()
-	p := newProgress(rt.Progress, rt.ProgressTTY && !rt.Quiet, rt.Quiet)
+	p := newProgress(rt.Progress, rt.ProgressTTY, rt.Quiet)
 	defer p.done()
 	dec := json.NewDecoder(rc)
 	for {
 		var m pullMessage
-		if err := dec.Decode(&m); err == io.EOF {
+		if err := dec.Decode(&m); errors.Is(err, io.EOF) {
 			return nil
 		} else if err != nil {
 			return failed("cannot pull image %s: %v", ref, err)
 		}
-		if m.Error != "" {
-			return failed("image %s is not available locally and cannot be pulled: %s", ref, m.Error)
+		msg := m.Error
+		if m.ErrorDetail != nil && m.ErrorDetail.Message != "" {
+			msg = m.ErrorDetail.Message
 		}
-		p.update(m.ID, m.Status, m.Progress)
+		if msg != "" {
+			return failed("cannot pull image %s, which is not available locally: %s", ref, strings.TrimSpace(msg))
+		}
+		p.update(m.ID, m.Status, m.ProgressDetail)
 	}
 }
 
-// progress shows one line per layer: redrawn in place on a terminal, printed as
-// plain lines (status changes only) otherwise.
+// progressWidth bounds a line drawn on a terminal: a line that wraps would break
+// the cursor arithmetic of the redraw.
+const progressWidth = 79
+
+// progress shows pull progress. On a terminal it keeps one line per layer (status
+// and bytes) and redraws that block in place; a message without a layer is printed
+// below the block, which then stays as it is. Otherwise it prints plain lines, one per layer status change
+// ("a1b2c3d4e5f6: Pull complete"), and messages without a layer as they come.
 type progress struct {
-	w      io.Writer
-	tty    bool
-	quiet  bool
-	order  []string
-	lines  map[string]string
-	drawn  int
-	plain  map[string]string
-	global []string
+	w     io.Writer
+	tty   bool
+	quiet bool
+	order []string          // layer IDs, first seen first
+	lines map[string]string // layer ID → its rendered line
+	drawn int               // lines of the block on screen, below which the cursor is
 }
 
 func newProgress(w io.Writer, tty, quiet bool) *progress {
-	return &progress{w: w, tty: tty, quiet: quiet || w == nil, lines: map[string]string{}, plain: map[string]string{}}
+	return &progress{w: w, tty: tty, quiet: quiet || w == nil, lines: map[string]string{}}
 }
 
-func (p *progress) update(id, status, bar string) {
-	if p.quiet {
-		return
-	}
-	if id == "" {
-		fmt.Fprintf(p.w, "%s\n", status)
+func (p *progress) update(id, status string, detail *jsonProgress) {
+	status = strings.TrimSpace(status)
+	if p.quiet || status == "" {
 		return
 	}
 	if !p.tty {
-		if p.plain[id] != status {
-			p.plain[id] = status
+		if id == "" {
+			fmt.Fprintln(p.w, status)
+			return
+		}
+		if p.lines[id] != status {
+			p.lines[id] = status
 			fmt.Fprintf(p.w, "%s: %s\n", id, status)
 		}
 		return
 	}
-	if _, ok := p.lines[id]; !ok {
+	if id == "" {
+		// Below the block, which stays as it is; later layer lines start a new one.
+		// Never redrawn, so never clipped.
+		fmt.Fprintf(p.w, "%s\n", status)
+		p.order, p.lines, p.drawn = nil, map[string]string{}, 0
+		return
+	}
+	line := id + ": " + status
+	if detail != nil && detail.Total > 0 {
+		line += fmt.Sprintf(" %s/%s", units.HumanSize(float64(detail.Current)), units.HumanSize(float64(detail.Total)))
+	} else if detail != nil && detail.Current > 0 {
+		line += " " + units.HumanSize(float64(detail.Current))
+	}
+	line = clip(line)
+	old, seen := p.lines[id]
+	if seen && old == line {
+		return
+	}
+	if !seen {
 		p.order = append(p.order, id)
 	}
-	p.lines[id] = strings.TrimSpace(status + " " + bar)
+	p.lines[id] = line
+	// Redraw the block from its first line, in one write: no half-drawn block.
+	var b strings.Builder
 	if p.drawn > 0 {
-		fmt.Fprintf(p.w, "\x1b[%dA", p.drawn)
+		fmt.Fprintf(&b, "\r\x1b[%dA", p.drawn)
 	}
 	for _, l := range p.order {
-		fmt.Fprintf(p.w, "\x1b[2K%s: %s\n", l, p.lines[l])
+		fmt.Fprintf(&b, "\x1b[2K%s\n", p.lines[l])
 	}
 	p.drawn = len(p.order)
+	io.WriteString(p.w, b.String())
 }
 
+// done ends the display; the block stays as last drawn, the cursor below it.
 func (p *progress) done() {}
+
+func clip(s string) string {
+	if utf8.RuneCountInString(s) <= progressWidth {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:progressWidth-1]) + "…"
+}
 
 // sortedEnvKeys returns the keys of an env map in order.
 func sortedEnvKeys(m map[string]string) []string {

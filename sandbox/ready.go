@@ -107,4 +107,3 @@ func (rt *Runtime) PrimaryState(ctx context.Context, sb *Sandbox) (string, error
 	}
 	return ci.State.Status, nil
 }
-

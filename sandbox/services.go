@@ -1,18 +1,393 @@
 package sandbox
 
 import (
+	"bytes"
 	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/network"
+	"github.com/docker/docker/pkg/stdcopy"
 
 	"github.com/airlock-dev/airlock/manifest"
 )
 
+// Services (DESIGN §7) are sibling containers on the sandbox network, reachable by
+// their name. Required services gate Start: each must be healthy (running, for a
+// service without a healthcheck) within sandbox.ready_timeout. Optional ones start
+// alongside and report their first result as a notice, in the background.
+
+const (
+	// servicePollInterval is how often a starting service's state is inspected.
+	servicePollInterval = 50 * time.Millisecond
+	// serviceLogLines is how many of its last log lines a failed service shows.
+	serviceLogLines = 20
+	// defaultReadyTimeout applies when sandbox.ready_timeout is empty (the manifest
+	// defaults it to 60s, so only a hand-made Resolved lacks it).
+	defaultReadyTimeout = 60 * time.Second
+)
+
+// serviceName is the Docker name of a service container.
+func serviceName(sandboxID, service string) string {
+	return objectName(sandboxID) + "-" + service
+}
+
 // createServices creates one container per service on the sandbox network.
 func (rt *Runtime) createServices(ctx context.Context, sb *Sandbox, r *manifest.Resolved, labels map[string]string) error {
-	if len(r.Services) > 0 {
-		return failed("services are not supported yet")
+	if len(r.Services) == 0 {
+		return nil
+	}
+	if sb.Network == "" {
+		return configErr("services need sandbox.network = \"bridge\", not %q", r.Sandbox.Network)
+	}
+	for _, name := range sortedNames(r.Services) {
+		// A resolved manifest holds enabled entries only.
+		cfg, err := serviceConfig(name, r.Services[name], copyLabels(labels, LabelRole, "service", LabelService, name))
+		if err != nil {
+			return err
+		}
+		host := &container.HostConfig{NetworkMode: container.NetworkMode(sb.Network)}
+		netcfg := &network.NetworkingConfig{EndpointsConfig: map[string]*network.EndpointSettings{
+			sb.Network: {Aliases: []string{name}},
+		}}
+		c, err := rt.Engine.ContainerCreate(ctx, cfg, host, netcfg, nil, serviceName(sb.ID, name))
+		if err != nil {
+			return failed("cannot create service %s: %v", name, err)
+		}
+		sb.Services[name] = c.ID
 	}
 	return nil
 }
 
+// serviceConfig is the container config of one service.
+func serviceConfig(name string, s manifest.Service, labels map[string]string) (*container.Config, error) {
+	cfg := &container.Config{Image: s.Image, Labels: labels}
+	if len(name) <= 63 { // a host name's limit
+		cfg.Hostname = name
+	}
+	if len(s.Command) > 0 {
+		cfg.Cmd = append([]string(nil), s.Command...)
+	}
+	// TODO(secrets issue): substituted service env values (host environment or vault)
+	// sit in the container config, so `docker inspect` shows them; DESIGN §5 wants them
+	// to travel a private path like the primary's.
+	for _, k := range sortedEnvKeys(s.Env) {
+		cfg.Env = append(cfg.Env, k+"="+s.Env[k])
+	}
+	if h := s.Healthcheck; h != nil && len(h.Cmd) > 0 {
+		hc := &container.HealthConfig{Test: append([]string{"CMD"}, h.Cmd...), Retries: h.Retries}
+		for _, d := range []struct {
+			key string
+			val string
+			dst *time.Duration
+		}{{"interval", h.Interval, &hc.Interval}, {"timeout", h.Timeout, &hc.Timeout}} {
+			if d.val == "" {
+				continue
+			}
+			v, err := time.ParseDuration(d.val)
+			if err != nil || v < 0 {
+				return nil, configErr("services.%s.healthcheck.%s: invalid duration %q", tomlKey(name), d.key, d.val)
+			}
+			// The Engine refuses intervals and timeouts below 1ms (0 means its default).
+			if v > 0 && v < time.Millisecond {
+				v = time.Millisecond
+			}
+			*d.dst = v
+		}
+		cfg.Healthcheck = hc
+	}
+	return cfg, nil
+}
+
+// readyTimeout is sandbox.ready_timeout of the sandbox's manifest.
+func readyTimeout(r *manifest.Resolved) (time.Duration, error) {
+	if r == nil || r.Sandbox.ReadyTimeout == "" {
+		return defaultReadyTimeout, nil
+	}
+	d, err := time.ParseDuration(r.Sandbox.ReadyTimeout)
+	if err != nil || d <= 0 {
+		return 0, configErr("sandbox.ready_timeout: invalid duration %q", r.Sandbox.ReadyTimeout)
+	}
+	return d, nil
+}
+
 // startServices starts the service containers and waits for the required ones.
-func (rt *Runtime) startServices(ctx context.Context, sb *Sandbox) error { return nil }
+func (rt *Runtime) startServices(ctx context.Context, sb *Sandbox) error {
+	if len(sb.Services) == 0 {
+		return nil
+	}
+	timeout, err := readyTimeout(sb.manifest)
+	if err != nil {
+		return err
+	}
+	names := sortedNames(sb.Services)
+	var declared map[string]manifest.Service
+	if sb.manifest != nil {
+		declared = sb.manifest.Services
+	}
+	// A service the manifest no longer names (a sandbox opened with a newer
+	// manifest) is required, as services are by default.
+	required := func(name string) bool {
+		s, known := declared[name]
+		return !known || s.Required
+	}
+
+	// Start them all at once: a slow one does not hold the others back.
+	errs := make([]error, len(names))
+	var wg sync.WaitGroup
+	for i, name := range names {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := rt.Engine.ContainerStart(ctx, sb.Services[name], container.StartOptions{}); err != nil {
+				errs[i] = fmt.Errorf("cannot start service %s: %v", name, err)
+			}
+		}()
+	}
+	wg.Wait()
+	var startErrs []error
+	started := names[:0:0]
+	for i, name := range names {
+		switch {
+		case errs[i] == nil:
+			started = append(started, name)
+		case required(name):
+			startErrs = append(startErrs, errs[i])
+		default:
+			rt.notice("optional service %s failed: %v", name, errs[i])
+		}
+	}
+	if len(startErrs) > 0 {
+		return &Error{Code: 125, Err: errors.Join(startErrs...)}
+	}
+	deadline := time.Now().Add(timeout)
+	timeoutText := timeout.String()
+	if sb.manifest != nil && sb.manifest.Sandbox.ReadyTimeout != "" {
+		timeoutText = sb.manifest.Sandbox.ReadyTimeout
+	}
+
+	var gating []*serviceWatch
+	for _, name := range started {
+		w := &serviceWatch{rt: rt, name: name, id: sb.Services[name], primary: sb.PrimaryID, timeout: timeoutText, deadline: deadline}
+		if s, ok := declared[name]; ok && s.Healthcheck != nil {
+			w.probe = strings.Join(s.Healthcheck.Cmd, " ")
+		}
+		if required(name) {
+			gating = append(gating, w)
+			continue
+		}
+		go w.report(ctx)
+	}
+	return rt.waitServices(ctx, gating)
+}
+
+// serviceWatch follows one starting service until it is ready or failed.
+type serviceWatch struct {
+	rt       *Runtime
+	name, id string
+	primary  string // the sandbox's primary container
+	probe    string // the healthcheck's argv, for messages
+	timeout  string // sandbox.ready_timeout, for messages
+	deadline time.Time
+}
+
+// serviceState is what one inspection of a starting service says.
+type serviceState int
+
+const (
+	servicePending serviceState = iota
+	serviceReady
+	serviceFailed
+)
+
+// check inspects the service once. A failure comes with its reason (without the
+// log lines, which fail adds).
+func (w *serviceWatch) check(ctx context.Context) (serviceState, string, error) {
+	ci, err := w.rt.Engine.ContainerInspect(ctx, w.id)
+	if err != nil {
+		return servicePending, "", err
+	}
+	st := ci.State
+	if st == nil {
+		return servicePending, "", nil
+	}
+	if w.probe == "" && ci.Config != nil && ci.Config.Healthcheck != nil && len(ci.Config.Healthcheck.Test) > 1 {
+		w.probe = strings.Join(ci.Config.Healthcheck.Test[1:], " ")
+	}
+	switch {
+	case st.Status == container.StateExited || st.Status == container.StateDead:
+		how := fmt.Sprintf("exited with code %d", st.ExitCode)
+		if st.OOMKilled {
+			how = "was killed for lack of memory"
+		}
+		if st.Health != nil {
+			return serviceFailed, fmt.Sprintf("service %s %s before it was healthy", w.name, how), nil
+		}
+		return serviceFailed, fmt.Sprintf("service %s %s", w.name, how), nil
+	case !st.Running:
+		return servicePending, "", nil
+	case st.Health == nil:
+		return serviceReady, "", nil
+	}
+	switch st.Health.Status {
+	case container.Healthy:
+		return serviceReady, "", nil
+	case container.Unhealthy:
+		msg := fmt.Sprintf("service %s is unhealthy (healthcheck %s failed %d times", w.name, w.probe, st.Health.FailingStreak)
+		if n := len(st.Health.Log); n > 0 && st.Health.Log[n-1] != nil {
+			if out := strings.TrimSpace(st.Health.Log[n-1].Output); out != "" {
+				msg += ": " + firstLine(out)
+			}
+		}
+		return serviceFailed, msg + ")", nil
+	}
+	return servicePending, "", nil
+}
+
+// timedOut is the reason given when the service is not ready by the deadline.
+func (w *serviceWatch) timedOut() string {
+	if w.probe != "" {
+		return fmt.Sprintf("service %s is not healthy after %s (healthcheck %s)", w.name, w.timeout, w.probe)
+	}
+	return fmt.Sprintf("service %s is not running after %s", w.name, w.timeout)
+}
+
+// fail is the error of a failed required service: the reason and its last log lines.
+func (w *serviceWatch) fail(ctx context.Context, reason string) error {
+	logs := w.rt.serviceLogs(ctx, w.id)
+	if logs == "" {
+		return failed("%s; it logged nothing", reason)
+	}
+	return failed("%s; last log lines:\n%s", reason, logs)
+}
+
+// waitServices waits until every watched service is ready, and fails with the first
+// that fails or is not ready by its deadline.
+func (rt *Runtime) waitServices(ctx context.Context, watches []*serviceWatch) error {
+	if len(watches) == 0 {
+		return nil
+	}
+	tick := time.NewTicker(servicePollInterval)
+	defer tick.Stop()
+	pending := watches
+	for {
+		next := pending[:0]
+		for _, w := range pending {
+			state, reason, err := w.check(ctx)
+			switch {
+			case err != nil && ctx.Err() != nil:
+				return ctx.Err()
+			case err != nil && cerrdefs.IsNotFound(err):
+				return failed("service %s is gone (its container %.12s was removed)", w.name, w.id)
+			case err != nil:
+				return failed("cannot inspect service %s: %v", w.name, err)
+			case state == serviceFailed:
+				return w.fail(ctx, reason)
+			case state == servicePending && !time.Now().Before(w.deadline):
+				return w.fail(ctx, w.timedOut())
+			case state == servicePending:
+				next = append(next, w)
+			}
+		}
+		pending = next
+		if len(pending) == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
+}
+
+// report follows an optional service in the background and reports its first
+// result as a notice. It ends with ctx, by the deadline at the latest, and quietly
+// when the container disappears (the sandbox was removed meanwhile).
+func (w *serviceWatch) report(ctx context.Context) {
+	tick := time.NewTicker(servicePollInterval)
+	defer tick.Stop()
+	for {
+		state, reason, err := w.check(ctx)
+		switch {
+		case err != nil && (ctx.Err() != nil || cerrdefs.IsNotFound(err)):
+			return
+		case err != nil:
+			w.rt.notice("optional service %s: cannot inspect it: %v", w.name, err)
+			return
+		case state == serviceReady:
+			w.rt.notice("optional service %s is ready", w.name)
+			return
+		case state == serviceFailed:
+			if w.rt.primaryEnded(ctx, w.primary) {
+				return // stopped with the sandbox, not a failure of its own
+			}
+			w.rt.notice("optional service %s failed: %v", w.name, w.fail(ctx, reason))
+			return
+		case !time.Now().Before(w.deadline):
+			if w.rt.primaryEnded(ctx, w.primary) {
+				return
+			}
+			w.rt.notice("optional service %s failed: %v", w.name, w.fail(ctx, w.timedOut()))
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// primaryEnded reports whether the sandbox's primary container has run and exited,
+// or is gone: the sandbox is shutting down.
+func (rt *Runtime) primaryEnded(ctx context.Context, id string) bool {
+	if id == "" {
+		return false
+	}
+	ci, err := rt.Engine.ContainerInspect(ctx, id)
+	if err != nil {
+		return cerrdefs.IsNotFound(err) || ctx.Err() != nil
+	}
+	return ci.State != nil && (ci.State.Status == container.StateExited || ci.State.Status == container.StateDead || ci.State.Status == container.StateRemoving)
+}
+
+// serviceLogs returns the last log lines of a service container, stdout and stderr
+// interleaved, each indented.
+func (rt *Runtime) serviceLogs(ctx context.Context, id string) string {
+	rc, err := rt.Engine.ContainerLogs(ctx, id, container.LogsOptions{
+		ShowStdout: true, ShowStderr: true, Tail: fmt.Sprint(serviceLogLines),
+	})
+	if err != nil {
+		return "  (cannot read its logs: " + err.Error() + ")"
+	}
+	defer rc.Close()
+	var buf bytes.Buffer
+	// Service containers never have a TTY, so the stream is multiplexed.
+	if _, err := stdcopy.StdCopy(&buf, &buf, rc); err != nil && buf.Len() == 0 {
+		return "  (cannot read its logs: " + err.Error() + ")"
+	}
+	lines := strings.Split(strings.TrimRight(buf.String(), "\n"), "\n")
+	if len(lines) > serviceLogLines {
+		lines = lines[len(lines)-serviceLogLines:]
+	}
+	var out []string
+	for _, l := range lines {
+		if l = strings.TrimRight(l, "\r"); l != "" || len(out) > 0 {
+			out = append(out, "  "+l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}

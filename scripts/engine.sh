@@ -11,6 +11,7 @@ sock=/var/run/docker.sock
 need_pkgs=()
 command -v dockerd >/dev/null 2>&1 || need_pkgs+=(docker.io)
 command -v docker >/dev/null 2>&1 || need_pkgs+=(docker.io)
+command -v docker-registry >/dev/null 2>&1 || need_pkgs+=(docker-registry)
 [ -x /bin/busybox ] && /bin/busybox --list 2>/dev/null | grep -qx httpd || need_pkgs+=(busybox-static)
 if [ ${#need_pkgs[@]} -gt 0 ]; then
   if [ "$(id -u)" != 0 ]; then

@@ -1,0 +1,58 @@
+package cli
+
+import (
+	"errors"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/airlock-dev/airlock/supervisor"
+)
+
+func init() { addCommand(newSuperviseCommand) }
+
+// newSuperviseCommand is the hidden in-container supervisor (DESIGN §6): PID 1
+// of every sandbox, run by the runtime, not by people.
+func newSuperviseCommand(a *app) *cobra.Command {
+	var (
+		specPath    string
+		secretsPath string
+		backoffUnit time.Duration
+		resetAfter  time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:    "supervise --spec PATH [--secrets PATH]",
+		Short:  "Run the sandbox's daemons and main command as PID 1 from a spec file",
+		Long:   "supervise runs inside a sandbox as PID 1: it starts the daemons of the spec file, waits for their\nready checks, runs the main command in the foreground and shuts the daemons down when it exits.\nSee docs/supervisor.md.",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if specPath == "" {
+				return withCode(ExitUsage, errors.New("cannot supervise: --spec is required"))
+			}
+			code, err := supervisor.Run(supervisor.Options{
+				SpecPath:    specPath,
+				SecretsPath: secretsPath,
+				Quiet:       a.opts.quiet,
+				Messages:    a.stderr,
+				BackoffUnit: backoffUnit,
+				ResetAfter:  resetAfter,
+			})
+			if err != nil {
+				return withCode(code, err)
+			}
+			if code != ExitOK {
+				return exitCode(code)
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&specPath, "spec", "", "path of the supervisor spec file (JSON, see docs/supervisor.md)")
+	f.StringVar(&secretsPath, "secrets", "", "path of the secrets file (JSON object); read once, then deleted")
+	f.DurationVar(&backoffUnit, "backoff-unit", time.Second, "restart delay unit (for tests)")
+	f.DurationVar(&resetAfter, "reset-after", supervisor.DefaultResetAfter, "run length that resets the restart count (for tests)")
+	_ = f.MarkHidden("backoff-unit")
+	_ = f.MarkHidden("reset-after")
+	return cmd
+}

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Supervisor benchmarks (issue 3), run by `make bench` through scripts/bench.sh:
+#   (a) a daemon's port opening -> the main command starting   (target <= 50 ms)
+#   (b) shutdown of five daemons that ignore SIGTERM, timeout 2 (target <= 2.3 s)
+#   (c) the supervisor's RSS with five daemons running          (target <= 15 MB)
+# Runs `airlock supervise` on the host (no Docker needed) and records the figures in
+# docs/benchmarks.md under "## Supervisor" (other sections are left alone).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+GO=${GO:-go}
+[ -x bin/airlock ] || make build
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+"$GO" build -o "$tmp/benchsupervisor" ./internal/benchsupervisor
+"$tmp/benchsupervisor" -airlock bin/airlock -doc docs/benchmarks.md -command "scripts/bench-supervisor.sh" "$@"

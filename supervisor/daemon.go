@@ -1,0 +1,257 @@
+package supervisor
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// daemonRun is one daemon while the supervisor runs: its launches, restarts,
+// readiness and shutdown. Its goroutine (run) ends only when stop is called.
+type daemonRun struct {
+	spec    *Daemon
+	env     []string
+	sig     syscall.Signal
+	timeout time.Duration
+	unit    time.Duration
+	reset   time.Duration
+	deps    []*daemonRun
+
+	stdout, stderr         *os.File
+	stdoutPath, stderrPath string
+	devnull                *os.File
+
+	r      *reaper
+	status *statusWriter
+
+	ctx    context.Context // cancelled by stop
+	cancel context.CancelFunc
+
+	started  chan struct{} // closed at the first launch attempt
+	ready    chan struct{} // closed when the ready check passed (only with a check)
+	finished chan struct{} // closed when no further launch will happen
+	closeFin sync.Once
+
+	readyResults chan<- readyResult // where the ready watcher reports
+	results      chan<- stopResult  // where run reports its end
+	watchers     sync.WaitGroup
+}
+
+// stopResult is how a daemon ended at shutdown.
+type stopResult struct {
+	name   string
+	killed bool
+}
+
+// openLogs creates the daemon's log folder and truncates its two log files.
+func (d *daemonRun) openLogs(root string) error {
+	dir := filepath.Join(root, d.spec.Name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("cannot create the log folder of daemon %s: %w", d.spec.Name, err)
+	}
+	d.stdoutPath = filepath.Join(dir, "stdout.log")
+	d.stderrPath = filepath.Join(dir, "stderr.log")
+	var err error
+	if d.stdout, err = openLog(d.stdoutPath); err != nil {
+		return fmt.Errorf("cannot open the log of daemon %s: %w", d.spec.Name, err)
+	}
+	if d.stderr, err = openLog(d.stderrPath); err != nil {
+		return fmt.Errorf("cannot open the log of daemon %s: %w", d.spec.Name, err)
+	}
+	return nil
+}
+
+func openLog(path string) (*os.File, error) {
+	return os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|os.O_APPEND, 0o644)
+}
+
+func (d *daemonRun) closeLogs() {
+	for _, f := range []*os.File{d.stdout, d.stderr} {
+		if f != nil {
+			_ = f.Close()
+		}
+	}
+}
+
+// gate is what a daemon naming this one in `after` waits for: readiness when
+// it has a ready check, else its first launch.
+func (d *daemonRun) gate() <-chan struct{} {
+	if d.spec.Ready != nil {
+		return d.ready
+	}
+	return d.started
+}
+
+func (d *daemonRun) stop() { d.cancel() }
+
+func (d *daemonRun) markFinished() { d.closeFin.Do(func() { close(d.finished) }) }
+
+func (d *daemonRun) proc(argv []string, stdout, stderr *os.File) proc {
+	return proc{
+		argv:   argv,
+		env:    d.env,
+		dir:    d.spec.Cwd,
+		files:  []uintptr{d.devnull.Fd(), stdout.Fd(), stderr.Fd()},
+		user:   d.spec.User,
+		harden: *d.spec.Harden,
+	}
+}
+
+// run waits for the daemon's `after` daemons, then launches it and restarts
+// it by its policy until stop is called.
+func (d *daemonRun) run() {
+	name := d.spec.Name
+	for _, dep := range d.deps {
+		select {
+		case <-dep.gate():
+		case <-d.ctx.Done():
+			d.end(false, nil)
+			return
+		}
+	}
+	rs := newRestarter(d.spec.Restart, *d.spec.MaxRestarts, d.unit, d.reset)
+	for launch := 1; ; launch++ {
+		began := time.Now()
+		pid, ch, err := d.r.start(d.proc(d.spec.Command, d.stdout, d.stderr))
+		if launch == 1 {
+			close(d.started)
+			if d.spec.Ready != nil {
+				d.watchers.Add(1)
+				go d.watchReady()
+			}
+		}
+		var st exitStatus
+		if err != nil {
+			fmt.Fprintf(d.stderr, "airlock: cannot start daemon %s: %v\n", name, err)
+		} else {
+			d.status.emit(StatusEvent{Kind: KindDaemonStarted, Daemon: name, PID: pid})
+			select {
+			case ws := <-ch:
+				st = fromWaitStatus(ws)
+			case <-d.ctx.Done():
+				killed, st := d.terminate(pid, ch)
+				d.end(killed, &exitAt{pid: pid, st: st})
+				return
+			}
+		}
+		dec, attempt, delay := rs.next(st, err != nil, time.Since(began))
+		ev := StatusEvent{Kind: KindDaemonExited, Daemon: name, Reason: decisionReason(dec, d.spec.Restart)}
+		if err != nil {
+			ev.Reason = "cannot start: " + err.Error() + "; " + ev.Reason
+		} else {
+			ev.PID = pid
+			setStatusFields(&ev, st)
+		}
+		d.status.emit(ev)
+		switch dec {
+		case decideDone:
+			d.markFinished()
+			<-d.ctx.Done()
+			d.end(false, nil)
+			return
+		case decideGiveUp:
+			d.status.emit(StatusEvent{Kind: KindDaemonGaveUp, Daemon: name, Attempt: launch,
+				Reason: fmt.Sprintf("max_restarts %d reached after %d launches", *d.spec.MaxRestarts, launch)})
+			d.markFinished()
+			<-d.ctx.Done()
+			d.end(false, nil)
+			return
+		}
+		ms := delay.Milliseconds()
+		d.status.emit(StatusEvent{Kind: KindDaemonRestarting, Daemon: name, Attempt: attempt, DelayMS: &ms})
+		t := time.NewTimer(delay)
+		select {
+		case <-t.C:
+		case <-d.ctx.Done():
+			t.Stop()
+			d.end(false, nil)
+			return
+		}
+	}
+}
+
+func decisionReason(dec decision, policy string) string {
+	switch dec {
+	case decideRestart:
+		return "restarting (restart = " + policy + ")"
+	case decideGiveUp:
+		return "giving up (max_restarts reached)"
+	}
+	return "not restarted (restart = " + policy + ")"
+}
+
+func setStatusFields(ev *StatusEvent, st exitStatus) {
+	if st.signaled() {
+		ev.Signal = signalName(st.signal)
+	} else {
+		ev.ExitCode = ptr(st.code)
+	}
+}
+
+type exitAt struct {
+	pid int
+	st  exitStatus
+}
+
+// end reports the daemon's end at shutdown: an event and a stopResult.
+func (d *daemonRun) end(killed bool, last *exitAt) {
+	d.markFinished()
+	ev := StatusEvent{Kind: KindDaemonStopped, Daemon: d.spec.Name, Reason: "shut down"}
+	if killed {
+		ev.Kind, ev.Reason = KindDaemonKilled, fmt.Sprintf("still running %ds after %s", *d.spec.Timeout, d.spec.Signal)
+	}
+	if last != nil {
+		ev.PID = last.pid
+		setStatusFields(&ev, last.st)
+	}
+	d.watchers.Wait()
+	d.status.emit(ev)
+	d.results <- stopResult{name: d.spec.Name, killed: killed}
+}
+
+// terminate stops a running launch: its signal to the whole process group,
+// then, after timeout (0 = never), SIGKILL to the group. The launch counts as
+// shut down when its leader and every other process of its group are gone
+// before the timeout.
+func (d *daemonRun) terminate(pgid int, ch <-chan unix.WaitStatus) (killed bool, st exitStatus) {
+	killGroup(pgid, d.sig)
+	var deadline <-chan time.Time
+	if d.timeout > 0 {
+		t := time.NewTimer(d.timeout)
+		defer t.Stop()
+		deadline = t.C
+	}
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	leaderDone := false
+	for {
+		select {
+		case ws := <-ch:
+			st, leaderDone, ch = fromWaitStatus(ws), true, nil
+			if !groupAlive(pgid) {
+				return false, st
+			}
+		case <-tick.C:
+			if leaderDone && !groupAlive(pgid) {
+				return false, st
+			}
+		case <-deadline:
+			killGroup(pgid, unix.SIGKILL)
+			if !leaderDone {
+				st = fromWaitStatus(<-ch)
+			}
+			// SIGKILL cannot be caught; give the rest of the group a moment
+			// to be gone (and reaped) before reporting.
+			for i := 0; i < 100 && groupAlive(pgid); i++ {
+				time.Sleep(5 * time.Millisecond)
+			}
+			return true, st
+		}
+	}
+}

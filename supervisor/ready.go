@@ -1,0 +1,255 @@
+package supervisor
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"regexp"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Poll intervals of the ready checks: short, so that the main command starts
+// within a few milliseconds of a daemon becoming ready. A cmd check spawns a
+// process per try, so it polls a little less often.
+const (
+	pollInterval    = 10 * time.Millisecond
+	cmdPollInterval = 20 * time.Millisecond
+	maxTryTimeout   = 5 * time.Second
+	maxLogLine      = 64 << 10
+)
+
+// readyResult is what a ready watcher reports: nil err when the check passed.
+type readyResult struct {
+	name string
+	err  error
+}
+
+// checker runs one try of a ready check; ok reports a pass.
+type checker interface {
+	try(ctx context.Context) (ok bool)
+}
+
+// watchReady polls the daemon's ready check from its first launch until it
+// passes, its timeout passes, the daemon will not run again, or stop.
+func (d *daemonRun) watchReady() {
+	defer d.watchers.Done()
+	r := d.spec.Ready
+	timeout := r.timeout()
+	deadline := time.Now().Add(timeout)
+	c, interval := d.newChecker()
+	if lc, ok := c.(*logChecker); ok {
+		defer lc.close()
+	}
+	fail := func(msg string) {
+		d.readyResults <- readyResult{name: d.spec.Name, err: fmt.Errorf("daemon %s %s (%s); see %s", d.spec.Name, msg, r.describe(), d.stderrPath)}
+	}
+	pass := func() {
+		d.status.emit(StatusEvent{Kind: KindDaemonReady, Daemon: d.spec.Name})
+		close(d.ready)
+		d.readyResults <- readyResult{name: d.spec.Name}
+	}
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		ctx, cancel := context.WithDeadline(d.ctx, minTime(deadline, time.Now().Add(maxTryTimeout)))
+		ok := c.try(ctx)
+		cancel()
+		if d.ctx.Err() != nil {
+			return
+		}
+		if ok {
+			pass()
+			return
+		}
+		if !time.Now().Before(deadline) {
+			fail("not ready after " + r.Timeout)
+			return
+		}
+		select {
+		case <-d.ctx.Done():
+			return
+		case <-d.finished:
+			// No further launch: one last try, then give up at once.
+			ctx, cancel := context.WithTimeout(d.ctx, time.Second)
+			ok := c.try(ctx)
+			cancel()
+			if d.ctx.Err() != nil {
+				return
+			}
+			if ok {
+				pass()
+				return
+			}
+			fail("exited before it was ready")
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}
+
+func (d *daemonRun) newChecker() (checker, time.Duration) {
+	r := d.spec.Ready
+	switch {
+	case r.TCP != "":
+		return tcpChecker(r.TCP), pollInterval
+	case r.HTTP != "":
+		return newHTTPChecker(r.HTTP), pollInterval
+	case len(r.Cmd) > 0:
+		return &cmdChecker{d: d}, cmdPollInterval
+	default:
+		return &logChecker{re: regexp.MustCompile(r.Log), paths: []string{d.stdoutPath, d.stderrPath}}, pollInterval
+	}
+}
+
+// tcpChecker passes when a TCP connection to the address opens.
+type tcpChecker string
+
+func (c tcpChecker) try(ctx context.Context) bool {
+	var dialer net.Dialer
+	conn, err := dialer.DialContext(ctx, "tcp", string(c))
+	if err != nil {
+		return false
+	}
+	_ = conn.Close()
+	return true
+}
+
+// httpChecker passes on a 2xx or 3xx answer to a GET (redirects not followed,
+// no proxy, no kept connections).
+type httpChecker struct {
+	url    string
+	client *http.Client
+}
+
+func newHTTPChecker(url string) *httpChecker {
+	return &httpChecker{url: url, client: &http.Client{
+		Transport: &http.Transport{DisableKeepAlives: true, Proxy: nil},
+		CheckRedirect: func(*http.Request, []*http.Request) error {
+			return http.ErrUseLastResponse
+		},
+	}}
+}
+
+func (c *httpChecker) try(ctx context.Context) bool {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.url, nil)
+	if err != nil {
+		return false
+	}
+	resp, err := c.client.Do(req)
+	if err != nil {
+		return false
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	_ = resp.Body.Close()
+	return resp.StatusCode >= 200 && resp.StatusCode < 400
+}
+
+// cmdChecker passes when its command exits 0. It runs with the daemon's env,
+// cwd, user and harden setting, output discarded, and is killed (its whole
+// process group) when the try's time is up.
+type cmdChecker struct{ d *daemonRun }
+
+func (c *cmdChecker) try(ctx context.Context) bool {
+	d := c.d
+	pid, ch, err := d.r.start(d.proc(d.spec.Ready.Cmd, d.devnull, d.devnull))
+	if err != nil {
+		return false
+	}
+	select {
+	case ws := <-ch:
+		return ws.Exited() && ws.ExitStatus() == 0
+	case <-ctx.Done():
+		killGroup(pid, unix.SIGKILL)
+		<-ch
+		return false
+	}
+}
+
+// logChecker passes when a complete line of the daemon's stdout or stderr log
+// (this sandbox's output: the logs are truncated at start) matches the regex.
+// It reads only what was appended since its last try.
+type logChecker struct {
+	re    *regexp.Regexp
+	paths []string
+	files []*os.File
+	tails [][]byte // partial last line of each file
+}
+
+func (c *logChecker) try(context.Context) bool {
+	if c.files == nil {
+		c.files = make([]*os.File, len(c.paths))
+		c.tails = make([][]byte, len(c.paths))
+	}
+	buf := make([]byte, 32<<10)
+	for i, p := range c.paths {
+		if c.files[i] == nil {
+			f, err := os.Open(p)
+			if err != nil {
+				continue
+			}
+			c.files[i] = f
+		}
+		for {
+			n, err := c.files[i].Read(buf)
+			if n > 0 && c.scan(i, buf[:n]) {
+				return true
+			}
+			if err != nil || n == 0 {
+				if err != nil && !errors.Is(err, io.EOF) {
+					_ = c.files[i].Close()
+					c.files[i] = nil
+				}
+				break
+			}
+		}
+	}
+	return false
+}
+
+// scan adds data to file i's pending text and matches each complete line.
+func (c *logChecker) scan(i int, data []byte) bool {
+	tail := append(c.tails[i], data...)
+	for {
+		nl := bytes.IndexByte(tail, '\n')
+		if nl < 0 {
+			break
+		}
+		line := tail[:nl]
+		tail = tail[nl+1:]
+		if c.re.Match(line) {
+			c.tails[i] = nil
+			return true
+		}
+	}
+	if len(tail) > maxLogLine {
+		// An endless line: match what there is, keep its end only.
+		if c.re.Match(tail) {
+			return true
+		}
+		tail = tail[len(tail)-maxLogLine/2:]
+	}
+	c.tails[i] = append([]byte(nil), tail...)
+	return false
+}
+
+func (c *logChecker) close() {
+	for _, f := range c.files {
+		if f != nil {
+			_ = f.Close()
+		}
+	}
+}

@@ -1,0 +1,92 @@
+package supervisor
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+)
+
+// Event kinds of the status stream.
+const (
+	KindDaemonStarted    = "daemon.started"
+	KindDaemonReady      = "daemon.ready"
+	KindDaemonExited     = "daemon.exited"
+	KindDaemonRestarting = "daemon.restarting"
+	KindDaemonGaveUp     = "daemon.gave_up"
+	KindDaemonStopped    = "daemon.stopped"
+	KindDaemonKilled     = "daemon.killed"
+	KindSupervisorReady  = "supervisor.ready"
+	KindSupervisorFailed = "supervisor.failed"
+	KindMainExited       = "main.exited"
+)
+
+// StatusEvent is one line of the status stream.
+type StatusEvent struct {
+	Time     time.Time `json:"time"`
+	Kind     string    `json:"kind"`
+	Daemon   string    `json:"daemon,omitempty"`
+	PID      int       `json:"pid,omitempty"`
+	ExitCode *int      `json:"exit_code,omitempty"`
+	Signal   string    `json:"signal,omitempty"`
+	Attempt  int       `json:"attempt,omitempty"`
+	DelayMS  *int64    `json:"delay_ms,omitempty"`
+	Reason   string    `json:"reason,omitempty"`
+}
+
+// MarshalJSON writes the time as RFC3339Nano in UTC.
+func (e StatusEvent) MarshalJSON() ([]byte, error) {
+	type plain StatusEvent
+	return json.Marshal(struct {
+		Time string `json:"time"`
+		plain
+	}{e.Time.UTC().Format(time.RFC3339Nano), plain(e)})
+}
+
+// statusWriter appends events to the status stream, one JSON line each.
+type statusWriter struct {
+	mu  sync.Mutex
+	w   io.Writer
+	c   io.Closer
+	now func() time.Time
+}
+
+// openStatus creates (truncating) the status stream file.
+func openStatus(path string) (*statusWriter, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, fmt.Errorf("cannot create the status stream's folder: %w", err)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("cannot open the status stream: %w", err)
+	}
+	return &statusWriter{w: f, c: f, now: time.Now}, nil
+}
+
+// emit writes e with the current time; a write error is dropped, since the
+// stream is a report and the sandbox must not fail over it.
+func (s *statusWriter) emit(e StatusEvent) {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e.Time = s.now()
+	b, err := json.Marshal(e)
+	if err != nil {
+		return
+	}
+	_, _ = s.w.Write(append(b, '\n'))
+}
+
+func (s *statusWriter) close() {
+	if s == nil || s.c == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_ = s.c.Close()
+}

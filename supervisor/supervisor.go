@@ -1,0 +1,255 @@
+// Package supervisor runs the sandbox's daemons and main command as PID 1
+// from a spec file.
+package supervisor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Options are the inputs of Run besides the spec file.
+type Options struct {
+	SpecPath    string
+	SecretsPath string // "" for none
+	Quiet       bool   // or'ed with the spec's quiet
+
+	// Stdin, Stdout and Stderr are the supervisor's standard files; the main
+	// command inherits them. Nil means os.Stdin, os.Stdout and os.Stderr.
+	Stdin, Stdout, Stderr *os.File
+	// Messages receives the shutdown lines and warnings; nil means Stderr.
+	Messages io.Writer
+
+	// Environ is the image env every process starts from; nil means
+	// os.Environ().
+	Environ []string
+	// BackoffUnit is the restart delay unit (default one second: restart n
+	// waits n units) and ResetAfter the run length that resets the attempt
+	// count (default 60 s). Tests change them.
+	BackoffUnit time.Duration
+	ResetAfter  time.Duration
+}
+
+// supervisor is one Run.
+type supervisor struct {
+	spec    *Spec
+	daemons []*daemonRun
+	results chan stopResult
+	status  *statusWriter
+	msgs    io.Writer
+	tty     bool
+	color   bool
+	quiet   bool
+}
+
+// Run supervises one sandbox and returns the exit code the process ends
+// with: the main command's (128+N after signal N), or 125/126/127 with an
+// error to print when the start failed.
+func Run(o Options) (int, error) {
+	o.defaults()
+	// Catch the forwarded signals first, so a SIGTERM during the start
+	// aborts it cleanly instead of killing the supervisor.
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, forwardedSignals...)
+	defer signal.Stop(sigs)
+
+	// Read (and delete) the secrets file before anything else can fail, so
+	// it never outlives the start.
+	secrets, warn, secretsErr := LoadSecrets(o.SecretsPath)
+	if warn != nil {
+		fmt.Fprintf(o.Messages, "airlock: warning: %v\n", warn)
+	}
+	spec, err := LoadSpec(o.SpecPath)
+	if err != nil {
+		return ExitAirlock, err
+	}
+	s := &supervisor{
+		spec:    spec,
+		results: make(chan stopResult, len(spec.Daemons)),
+		msgs:    o.Messages,
+		quiet:   o.Quiet || spec.Quiet,
+	}
+	s.tty = isTerminal(o.Stderr) && o.Messages == io.Writer(o.Stderr)
+	s.color = s.tty && os.Getenv("NO_COLOR") == ""
+
+	r, err := startReaper()
+	if err != nil {
+		return ExitAirlock, err
+	}
+	defer r.close()
+	devnull, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
+	if err != nil {
+		return ExitAirlock, fmt.Errorf("cannot open %s: %w", os.DevNull, err)
+	}
+	defer devnull.Close()
+	if s.status, err = openStatus(spec.StatusFile); err != nil {
+		return ExitAirlock, err
+	}
+	defer s.status.close()
+
+	readyResults := make(chan readyResult, len(spec.Daemons))
+	mainEnv, err := s.prepare(o, r, devnull, secrets, secretsErr, readyResults)
+	secrets.forget() // every process env is resolved; drop the values
+	if err != nil {
+		for _, d := range s.daemons {
+			d.closeLogs()
+		}
+		s.status.emit(StatusEvent{Kind: KindSupervisorFailed, Reason: err.Error()})
+		return ExitAirlock, err
+	}
+
+	for _, d := range s.daemons {
+		go d.run()
+	}
+	if code, err := s.awaitReady(readyResults, sigs); err != nil || code != 0 {
+		if err != nil {
+			s.status.emit(StatusEvent{Kind: KindSupervisorFailed, Reason: err.Error()})
+		}
+		s.stopAll()
+		s.collect()
+		return code, err
+	}
+
+	m, err := startMain(r, &spec.Main, mainEnv, o.Stdin, o.Stdout, o.Stderr)
+	if err != nil {
+		s.status.emit(StatusEvent{Kind: KindSupervisorFailed, Reason: err.Error()})
+		s.stopAll()
+		s.collect()
+		var me *mainStartError
+		if errors.As(err, &me) {
+			return me.code, me.err
+		}
+		return ExitAirlock, err
+	}
+	s.status.emit(StatusEvent{Kind: KindSupervisorReady, PID: m.pid})
+	st := s.awaitMain(m, sigs)
+	ev := StatusEvent{Kind: KindMainExited, PID: m.pid, ExitCode: ptr(st.shellCode())}
+	if st.signaled() {
+		ev.Signal = signalName(st.signal)
+	}
+	s.status.emit(ev)
+	s.stopAll()
+	m.reclaimTerminal()
+	s.collect()
+	return st.shellCode(), nil
+}
+
+func (o *Options) defaults() {
+	if o.Stdin == nil {
+		o.Stdin = os.Stdin
+	}
+	if o.Stdout == nil {
+		o.Stdout = os.Stdout
+	}
+	if o.Stderr == nil {
+		o.Stderr = os.Stderr
+	}
+	if o.Messages == nil {
+		o.Messages = o.Stderr
+	}
+	if o.Environ == nil {
+		o.Environ = os.Environ()
+	}
+	if o.BackoffUnit <= 0 {
+		o.BackoffUnit = time.Second
+	}
+	if o.ResetAfter <= 0 {
+		o.ResetAfter = DefaultResetAfter
+	}
+}
+
+// prepare resolves the env of the main command and of each daemon, and
+// opens the daemons' logs.
+func (s *supervisor) prepare(o Options, r *reaper, devnull *os.File, secrets *Secrets, secretsErr error, readyResults chan readyResult) ([]string, error) {
+	if secretsErr != nil {
+		return nil, secretsErr
+	}
+	mainEnv, err := resolveEnv("the main command", o.Environ, s.spec.Main.Env, secrets)
+	if err != nil {
+		return nil, err
+	}
+	byName := map[string]*daemonRun{}
+	for _, ds := range s.spec.Daemons {
+		env, err := resolveEnv("daemon "+ds.Name, o.Environ, ds.Env, secrets)
+		if err != nil {
+			return nil, err
+		}
+		sig, _ := signalByName(ds.Signal)
+		ctx, cancel := context.WithCancel(context.Background())
+		d := &daemonRun{
+			spec: ds, env: env, sig: sig,
+			timeout: time.Duration(*ds.Timeout) * time.Second,
+			unit:    o.BackoffUnit,
+			reset:   o.ResetAfter,
+			devnull: devnull, r: r, status: s.status,
+			ctx: ctx, cancel: cancel,
+			started:      make(chan struct{}),
+			ready:        make(chan struct{}),
+			finished:     make(chan struct{}),
+			readyResults: readyResults,
+			results:      s.results,
+		}
+		s.daemons = append(s.daemons, d)
+		byName[ds.Name] = d
+		if err := d.openLogs(s.spec.LogDir); err != nil {
+			return nil, err
+		}
+	}
+	for _, d := range s.daemons {
+		for _, a := range d.spec.After {
+			d.deps = append(d.deps, byName[a])
+		}
+	}
+	return mainEnv, nil
+}
+
+// awaitReady waits until every daemon with a ready check passed it. A failed
+// check gives 125 and its error; a terminating signal gives 128+N.
+func (s *supervisor) awaitReady(results <-chan readyResult, sigs <-chan os.Signal) (int, error) {
+	pending := 0
+	for _, d := range s.spec.Daemons {
+		if d.Ready != nil {
+			pending++
+		}
+	}
+	for pending > 0 {
+		select {
+		case r := <-results:
+			if r.err != nil {
+				return ExitAirlock, r.err
+			}
+			pending--
+		case sig := <-sigs:
+			if terminatingSignals[sig] {
+				return 128 + int(sig.(unix.Signal)), nil
+			}
+		}
+	}
+	return 0, nil
+}
+
+// awaitMain forwards signals to the main command until it exits.
+func (s *supervisor) awaitMain(m *mainProc, sigs <-chan os.Signal) exitStatus {
+	for {
+		select {
+		case ws := <-m.ch:
+			return fromWaitStatus(ws)
+		case sig := <-sigs:
+			m.forward(sig)
+		}
+	}
+}
+
+func isTerminal(f *os.File) bool {
+	if f == nil {
+		return false
+	}
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
+}
