@@ -54,5 +54,36 @@ func newSuperviseCommand(a *app) *cobra.Command {
 	f.DurationVar(&resetAfter, "reset-after", supervisor.DefaultResetAfter, "run length that resets the restart count (for tests)")
 	_ = f.MarkHidden("backoff-unit")
 	_ = f.MarkHidden("reset-after")
+	cmd.AddCommand(newSuperviseExecCommand(a))
+	return cmd
+}
+
+// newSuperviseExecCommand runs a command inside a running sandbox the way the
+// sandbox runs its main command; `airlock exec` and `airlock up` call it through
+// the Engine's exec API.
+func newSuperviseExecCommand(a *app) *cobra.Command {
+	var (
+		specPath string
+		env      []string
+		workdir  string
+	)
+	cmd := &cobra.Command{
+		Use:    "exec --spec PATH [-e K=V] [-w DIR] -- CMD [ARG...]",
+		Short:  "Replace this process with CMD, with the sandbox's environment",
+		Hidden: true,
+		Args:   cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if specPath == "" {
+				return withCode(ExitUsage, errors.New("cannot exec: --spec is required"))
+			}
+			code, err := supervisor.Exec(supervisor.ExecOptions{SpecPath: specPath, Env: env, Workdir: workdir, Argv: args})
+			return withCode(code, err)
+		},
+	}
+	cmd.Flags().SetInterspersed(false)
+	f := cmd.Flags()
+	f.StringVar(&specPath, "spec", "", "path of the supervisor spec file")
+	f.StringArrayVarP(&env, "env", "e", nil, "environment NAME=VALUE over the sandbox's (repeatable)")
+	f.StringVarP(&workdir, "workdir", "w", "", "working directory (default: the main command's)")
 	return cmd
 }

@@ -248,6 +248,7 @@ func (rt *Runtime) primaryConfig(sb *Sandbox, req *Request, r *manifest.Resolved
 	}
 	host := &container.HostConfig{
 		Privileged: r.Sandbox.Privileged,
+		Tmpfs:      map[string]string{RunMount: "mode=1777,size=16m"},
 		Mounts: []mount.Mount{
 			{Type: mount.TypeBind, Source: r.ProjectDir, Target: r.ProjectDir},
 			{Type: mount.TypeBind, Source: sb.StateDir, Target: StateMount},
@@ -364,9 +365,10 @@ func chownTree(dir string, u sandboxUser) error {
 func buildSpec(req *Request, r *manifest.Resolved, hp *hostPlan) *supervisor.Spec {
 	harden := r.Sandbox.Harden
 	spec := &supervisor.Spec{
-		Version:    supervisor.SpecVersion,
-		LogDir:     LogsIn,
-		StatusFile: StatusIn,
+		Version:     supervisor.SpecVersion,
+		LogDir:      LogsIn,
+		StatusFile:  StatusIn,
+		ExecEnvFile: ExecEnvIn,
 		Main: supervisor.Main{
 			Argv:   req.Command,
 			Cwd:    workdir(req, r),

@@ -50,6 +50,8 @@ const (
 	SecretsIn    = StateMount + "/secrets.json" // substituted values, deleted once read
 	StatusIn     = StateMount + "/status.jsonl"
 	LogsIn       = StateMount + "/daemons"
+	RunMount     = StateMount + "/run" // a tmpfs: the exec environment lives here
+	ExecEnvIn    = RunMount + "/env.json"
 )
 
 // ErrEngineUnreachable is returned when no Docker Engine answers.

@@ -43,12 +43,16 @@ const maxSpecSize = 4 << 20
 // Spec is the supervisor's input, written by the runtime as JSON. See
 // docs/supervisor.md for every field.
 type Spec struct {
-	Version    int       `json:"version"`
-	LogDir     string    `json:"log_dir,omitempty"`
-	StatusFile string    `json:"status_file,omitempty"`
-	Quiet      bool      `json:"quiet,omitempty"`
-	Main       Main      `json:"main"`
-	Daemons    []*Daemon `json:"daemons,omitempty"`
+	Version    int    `json:"version"`
+	LogDir     string `json:"log_dir,omitempty"`
+	StatusFile string `json:"status_file,omitempty"`
+	Quiet      bool   `json:"quiet,omitempty"`
+	// ExecEnvFile, when set, is where the supervisor writes the main command's
+	// resolved environment (mode 0600) for `supervise exec`; it belongs on a
+	// tmpfs, and is removed when the supervisor exits.
+	ExecEnvFile string    `json:"exec_env_file,omitempty"`
+	Main        Main      `json:"main"`
+	Daemons     []*Daemon `json:"daemons,omitempty"`
 }
 
 // Main is the main command: the foreground process whose exit ends the sandbox.
@@ -183,8 +187,8 @@ func (s *Spec) applyDefaults() {
 // Validate checks a defaulted spec; the first problem found is returned as a
 // "cannot …" error naming the field.
 func (s *Spec) Validate() error {
-	if len(s.Main.Argv) == 0 || s.Main.Argv[0] == "" {
-		return errors.New("cannot use spec: main.argv is empty")
+	if len(s.Main.Argv) > 0 && s.Main.Argv[0] == "" {
+		return errors.New("cannot use spec: main.argv[0] is empty")
 	}
 	if err := validateEnv("main.env", s.Main.Env); err != nil {
 		return err

@@ -116,6 +116,21 @@ func Run(o Options) (int, error) {
 		return code, err
 	}
 
+	if spec.ExecEnvFile != "" {
+		if err := writeExecEnv(spec.ExecEnvFile, mainEnv); err != nil {
+			fmt.Fprintf(o.Messages, "airlock: warning: %v\n", err)
+		}
+		defer os.Remove(spec.ExecEnvFile)
+	}
+	if len(spec.Main.Argv) == 0 {
+		// An idle sandbox (airlock up): no main command; run until stopped.
+		s.status.emit(StatusEvent{Kind: KindSupervisorReady})
+		code := s.idle(sigs)
+		s.stopAll()
+		s.collect()
+		return code, nil
+	}
+
 	m, err := startMain(r, &spec.Main, mainEnv, o.Stdin, o.Stdout, o.Stderr)
 	if err != nil {
 		s.status.emit(StatusEvent{Kind: KindSupervisorFailed, Reason: err.Error()})
@@ -232,6 +247,17 @@ func (s *supervisor) awaitReady(results <-chan readyResult, sigs <-chan os.Signa
 		}
 	}
 	return 0, nil
+}
+
+// idle waits for a terminating signal (docker stop sends SIGTERM) and returns
+// the exit code of an orderly stop: 0.
+func (s *supervisor) idle(sigs <-chan os.Signal) int {
+	for sig := range sigs {
+		if terminatingSignals[sig] {
+			return 0
+		}
+	}
+	return 0
 }
 
 // awaitMain forwards signals to the main command until it exits.

@@ -1,0 +1,115 @@
+package supervisor
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// maxExecEnvSize bounds the exec env file the exec side reads.
+const maxExecEnvSize = 4 << 20
+
+// writeExecEnv writes env for `supervise exec`, atomically and readable only by
+// the sandbox user.
+func writeExecEnv(path string, env []string) error {
+	b, err := json.Marshal(env)
+	if err != nil {
+		return fmt.Errorf("cannot encode the exec environment: %w", err)
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		return fmt.Errorf("cannot write the exec environment: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("cannot write the exec environment: %w", err)
+	}
+	return nil
+}
+
+// ExecOptions are the inputs of Exec (`airlock supervise exec`).
+type ExecOptions struct {
+	SpecPath string
+	Env      []string // K=V, over the sandbox's main environment
+	Workdir  string   // "" for the spec's main cwd
+	Argv     []string
+}
+
+// Exec replaces the current process with argv, run the way the sandbox runs its
+// main command: the main command's environment (written by the supervisor to the
+// spec's exec_env_file, so substituted values never enter the exec's own
+// configuration), its working directory and its hardening. It returns only on
+// failure, with 127 (not found), 126 (not executable) or 125.
+func Exec(o ExecOptions) (int, error) {
+	if len(o.Argv) == 0 || o.Argv[0] == "" {
+		return ExitAirlock, errors.New("cannot exec: no command given")
+	}
+	spec, err := LoadSpec(o.SpecPath)
+	if err != nil {
+		return ExitAirlock, err
+	}
+	env := os.Environ()
+	if spec.ExecEnvFile != "" {
+		f, err := os.Open(spec.ExecEnvFile)
+		if err == nil {
+			var saved []string
+			err = json.NewDecoder(io.LimitReader(f, maxExecEnvSize)).Decode(&saved)
+			f.Close()
+			if err != nil {
+				return ExitAirlock, fmt.Errorf("cannot read the sandbox environment: %w", err)
+			}
+			env = saved
+		}
+	}
+	for _, kv := range o.Env {
+		if k, _, ok := strings.Cut(kv, "="); ok && k != "" {
+			env = setEnv(env, kv)
+		}
+	}
+	dir := o.Workdir
+	if dir == "" {
+		dir = spec.Main.Cwd
+	}
+	if dir != "" {
+		if err := os.Chdir(dir); err != nil {
+			return ExitAirlock, fmt.Errorf("cannot use working directory %s: %w", dir, err)
+		}
+	}
+	path, err := lookPath(o.Argv[0], env)
+	if err != nil {
+		code := ExitNotExec
+		if errors.Is(err, errNotFound) {
+			code = ExitNotFound
+		}
+		return code, fmt.Errorf("cannot run %s: %w", o.Argv[0], err)
+	}
+	if spec.Main.Harden == nil || *spec.Main.Harden {
+		if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+			return ExitAirlock, fmt.Errorf("cannot set no_new_privs: %w", err)
+		}
+	}
+	err = syscall.Exec(path, o.Argv, env)
+	code := ExitNotExec
+	if errors.Is(err, syscall.ENOENT) {
+		code = ExitNotFound
+	}
+	return code, fmt.Errorf("cannot run %s: %w", o.Argv[0], err)
+}
+
+// setEnv sets K=V in env, replacing an earlier K.
+func setEnv(env []string, kv string) []string {
+	k, _, _ := strings.Cut(kv, "=")
+	out := env[:0:0]
+	for _, e := range env {
+		if ek, _, _ := strings.Cut(e, "="); ek != k {
+			out = append(out, e)
+		}
+	}
+	return append(out, kv)
+}
