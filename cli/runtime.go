@@ -34,6 +34,9 @@ func (a *app) runtime(ctx context.Context) (*sandbox.Runtime, func(), error) {
 		Engine: cli, Paths: p, Progress: a.stderr, ProgressTTY: isTerminal(a.stderr),
 		Quiet: a.opts.quiet, Binary: bin, BuildID: BuildID, Getenv: a.getenv,
 	}
+	if a.opts.logLevel == "debug" {
+		rt.Trace = a.stderr
+	}
 	return rt, func() { cli.Close() }, nil
 }
 

@@ -80,7 +80,9 @@ func (rt *Runtime) Create(ctx context.Context, req *Request) (sb *Sandbox, err e
 	if len(r.Services) > 0 && r.Sandbox.Network != "bridge" {
 		return nil, configErr("services need sandbox.network = \"bridge\", not %q", r.Sandbox.Network)
 	}
+	done := rt.step("host plan")
 	hp, err := rt.planHost(r)
+	done()
 	if err != nil {
 		return nil, err
 	}
@@ -90,7 +92,9 @@ func (rt *Runtime) Create(ctx context.Context, req *Request) (sb *Sandbox, err e
 	if existing, _ := rt.Engine.ContainerInspect(ctx, objectName(req.ID)); existing.ContainerJSONBase != nil {
 		return nil, configErr("sandbox %s already exists", req.ID)
 	}
+	done = rt.step("image")
 	imageRef, img, err := rt.image(ctx, r)
+	done()
 	if err != nil {
 		return nil, err
 	}
@@ -99,7 +103,9 @@ func (rt *Runtime) Create(ctx context.Context, req *Request) (sb *Sandbox, err e
 			return nil, fmt.Errorf("services.%s: %w", name, err)
 		}
 	}
+	done = rt.step("supervisor volume")
 	vol, err := rt.supervisorVolume(ctx, imageRef)
+	done()
 	if err != nil {
 		return nil, err
 	}
@@ -136,6 +142,7 @@ func (rt *Runtime) Create(ctx context.Context, req *Request) (sb *Sandbox, err e
 	if err := rt.writeState(sb, req, r, hp, u); err != nil {
 		return sb, err
 	}
+	done = rt.step("network")
 	if r.Sandbox.Network == "bridge" {
 		nl := copyLabels(labels, LabelRole, "network")
 		resp, err := rt.Engine.NetworkCreate(ctx, sb.Name, network.CreateOptions{Driver: "bridge", Labels: nl})
@@ -145,6 +152,7 @@ func (rt *Runtime) Create(ctx context.Context, req *Request) (sb *Sandbox, err e
 		_ = resp
 		sb.Network = sb.Name
 	}
+	done()
 	if err := rt.createServices(ctx, sb, r, labels); err != nil {
 		return sb, err
 	}
@@ -153,7 +161,9 @@ func (rt *Runtime) Create(ctx context.Context, req *Request) (sb *Sandbox, err e
 	if err != nil {
 		return sb, err
 	}
+	done = rt.step("container create")
 	c, err := rt.Engine.ContainerCreate(ctx, cfg, host, netcfg, nil, sb.Name)
+	done()
 	if err != nil {
 		return sb, failed("cannot create the sandbox container: %v", err)
 	}

@@ -13,7 +13,6 @@ import (
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/network"
-	"github.com/docker/docker/api/types/volume"
 
 	"github.com/airlock-dev/airlock/manifest"
 )
@@ -30,6 +29,7 @@ func (rt *Runtime) Start(ctx context.Context, sb *Sandbox) error {
 	if err := rt.startServices(ctx, sb); err != nil {
 		return err
 	}
+	defer rt.step("container start")()
 	if err := rt.Engine.ContainerStart(ctx, sb.PrimaryID, container.StartOptions{}); err != nil {
 		return failed("cannot start the sandbox container: %v", err)
 	}
@@ -90,6 +90,7 @@ func stopTimeout(labels map[string]string) int {
 // Remove removes every object labelled with the sandbox ID (containers, network)
 // and its state dir. Removing what does not exist is not an error.
 func (rt *Runtime) Remove(ctx context.Context, id string) error {
+	defer rt.step("remove")()
 	objs, err := rt.objects(ctx, id)
 	if err != nil {
 		return err
@@ -107,14 +108,6 @@ func (rt *Runtime) Remove(ctx context.Context, id string) error {
 	for _, n := range nets {
 		if err := rt.Engine.NetworkRemove(ctx, n.ID); err != nil && !cerrdefs.IsNotFound(err) {
 			errs = append(errs, err)
-		}
-	}
-	vols, err := rt.Engine.VolumeList(ctx, volume.ListOptions{Filters: filters.NewArgs(filters.Arg("label", LabelSandbox+"="+id))})
-	if err == nil {
-		for _, v := range vols.Volumes {
-			if err := rt.Engine.VolumeRemove(ctx, v.Name, true); err != nil && !cerrdefs.IsNotFound(err) {
-				errs = append(errs, err)
-			}
 		}
 	}
 	if err := os.RemoveAll(rt.StateDir(id)); err != nil {

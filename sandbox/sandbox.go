@@ -87,6 +87,8 @@ type Runtime struct {
 	Binary string
 	// BuildID identifies Binary (the supervisor volume is keyed by it).
 	BuildID string
+	// Trace, when set, receives the duration of each step (--log-level debug).
+	Trace io.Writer
 	// Getenv is the host environment (for ~, $SSH_AUTH_SOCK, …).
 	Getenv func(string) (string, bool)
 }
@@ -112,6 +114,17 @@ func (rt *Runtime) notice(format string, args ...any) {
 		return
 	}
 	fmt.Fprintf(rt.Progress, "airlock: "+format+"\n", args...)
+}
+
+// step returns a function that traces the time since step was called.
+func (rt *Runtime) step(name string) func() {
+	if rt.Trace == nil {
+		return func() {}
+	}
+	start := time.Now()
+	return func() {
+		fmt.Fprintf(rt.Trace, "airlock: debug: %s took %s\n", name, time.Since(start).Round(time.Millisecond))
+	}
 }
 
 func (rt *Runtime) getenv(k string) string {

@@ -7,6 +7,8 @@
 package main
 
 import (
+	"github.com/airlock-dev/airlock/internal/benchdoc"
+
 	"encoding/json"
 	"errors"
 	"flag"
@@ -16,7 +18,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -339,64 +340,16 @@ func procField(status, name string) int {
 	return 0
 }
 
-// writeSection replaces (or appends) the "## Supervisor" section of doc,
-// leaving every other section as it is.
+// writeSection replaces (or appends) the "## Supervisor" section of doc.
 func writeSection(doc, command string, rows [][3]string) error {
-	var b strings.Builder
-	b.WriteString("## Supervisor\n\n")
-	host, _ := os.Hostname()
-	kernel, _ := os.ReadFile("/proc/sys/kernel/osrelease")
-	fmt.Fprintf(&b, "Recorded %s by `%s` on the host (no Docker), %d CPUs, Linux %s, %s; host %s.\n\n",
-		time.Now().UTC().Format("2006-01-02 15:04 MST"), command, runtime.NumCPU(), strings.TrimSpace(string(kernel)), runtime.Version(), host)
-	b.WriteString("| measure | result | target |\n|---|---|---|\n")
+	var rs []benchdoc.Row
 	for _, r := range rows {
-		t := r[2]
-		if t == "" {
-			t = "–"
-		}
-		fmt.Fprintf(&b, "| %s | %s | %s |\n", r[0], r[1], t)
+		rs = append(rs, benchdoc.Row{Measure: r[0], Result: r[1], Target: r[2]})
 	}
-	b.WriteString("\nReadiness is a `tcp` check polled every 10 ms; the main command's start is the time its own process\n" +
+	host, _ := os.Hostname()
+	intro := fmt.Sprintf("By `%s` on the host (no Docker), %s; host %s.", command, benchdoc.Machine(), host)
+	notes := "Readiness is a `tcp` check polled every 10 ms; the main command's start is the time its own process\n" +
 		"first ran. Shutdown is from the main command's exit to the supervisor's exit, with each daemon trapping\n" +
-		"SIGTERM so that it is SIGKILLed after its 2 s timeout. RSS is read from /proc while five `sleep` daemons run.\n")
-	section := b.String()
-
-	old, err := os.ReadFile(doc)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return err
-	}
-	text := string(old)
-	if text == "" {
-		text = "# Benchmarks\n\nFigures recorded by `make bench`; each section is written by its own script.\n"
-	}
-	lines := strings.SplitAfter(text, "\n")
-	start, end := -1, len(lines)
-	for i, l := range lines {
-		if strings.TrimRight(l, "\n") == "## Supervisor" {
-			start = i
-			continue
-		}
-		if start >= 0 && strings.HasPrefix(l, "## ") {
-			end = i
-			break
-		}
-	}
-	var out string
-	if start < 0 {
-		out = strings.TrimRight(text, "\n") + "\n\n" + section
-	} else {
-		rest := strings.Join(lines[end:], "")
-		if rest != "" {
-			section += "\n"
-		}
-		out = strings.Join(lines[:start], "") + section + rest
-	}
-	if err := os.MkdirAll(filepath.Dir(doc), 0o755); err != nil {
-		return err
-	}
-	tmp := doc + ".tmp"
-	if err := os.WriteFile(tmp, []byte(out), 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, doc)
+		"SIGTERM so that it is SIGKILLed after its 2 s timeout. RSS is read from /proc while five `sleep` daemons run."
+	return benchdoc.Write(doc, "Supervisor", intro, rs, notes)
 }

@@ -1,0 +1,80 @@
+// Package benchdoc writes one section of docs/benchmarks.md, leaving the others alone.
+package benchdoc
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+)
+
+// Row is one measure: what, the figure, and the target ("" for none).
+type Row struct{ Measure, Result, Target string }
+
+// Machine describes where the figures were taken.
+func Machine() string {
+	kernel, _ := os.ReadFile("/proc/sys/kernel/osrelease")
+	return fmt.Sprintf("%d CPUs, Linux %s, %s", runtime.NumCPU(), strings.TrimSpace(string(kernel)), runtime.Version())
+}
+
+// Write replaces (or appends) the "## title" section of doc with a table of rows
+// between intro and notes.
+func Write(doc, title, intro string, rows []Row, notes string) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "## %s\n\n", title)
+	fmt.Fprintf(&b, "Recorded %s. %s\n\n", time.Now().UTC().Format("2006-01-02 15:04 MST"), intro)
+	b.WriteString("| measure | result | target |\n|---|---|---|\n")
+	for _, r := range rows {
+		t := r.Target
+		if t == "" {
+			t = "–"
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s |\n", r.Measure, r.Result, t)
+	}
+	if notes != "" {
+		b.WriteString("\n" + strings.TrimRight(notes, "\n") + "\n")
+	}
+	section := b.String()
+
+	old, err := os.ReadFile(doc)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	text := string(old)
+	if text == "" {
+		text = "# Benchmarks\n\nFigures recorded by `make bench`; each section is written by its own script.\n"
+	}
+	lines := strings.SplitAfter(text, "\n")
+	start, end := -1, len(lines)
+	for i, l := range lines {
+		if strings.TrimRight(l, "\n") == "## "+title {
+			start = i
+			continue
+		}
+		if start >= 0 && strings.HasPrefix(l, "## ") {
+			end = i
+			break
+		}
+	}
+	var out string
+	if start < 0 {
+		out = strings.TrimRight(text, "\n") + "\n\n" + section
+	} else {
+		rest := strings.Join(lines[end:], "")
+		if rest != "" {
+			section += "\n"
+		}
+		out = strings.Join(lines[:start], "") + section + rest
+	}
+	if err := os.MkdirAll(filepath.Dir(doc), 0o755); err != nil {
+		return err
+	}
+	tmp := doc + ".tmp"
+	if err := os.WriteFile(tmp, []byte(out), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, doc)
+}

@@ -1,0 +1,145 @@
+// Command benchruntime measures airlock's sandbox runtime against the docker CLI in
+// the same run, on the same locally built busybox image: `airlock run -- true`
+// against `docker run --rm IMAGE true`, and `airlock exec -- true` against
+// `docker exec CONTAINER true`. It prints medians and ratios and records them in
+// docs/benchmarks.md under "## Runtime". scripts/bench-runtime.sh runs it.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/airlock-dev/airlock/internal/benchdoc"
+	"github.com/airlock-dev/airlock/internal/testenv"
+)
+
+func main() {
+	airlock := flag.String("airlock", "bin/airlock", "the airlock binary")
+	runs := flag.Int("runs", 10, "runs of each command")
+	doc := flag.String("doc", "docs/benchmarks.md", "where to record the figures (\"\" for nowhere)")
+	command := flag.String("command", "scripts/bench-runtime.sh", "the command named in the record")
+	flag.Parse()
+	if err := bench(*airlock, *runs, *doc, *command); err != nil {
+		fmt.Fprintln(os.Stderr, "benchruntime:", err)
+		os.Exit(1)
+	}
+}
+
+func bench(airlock string, runs int, doc, command string) error {
+	airlock, _ = filepath.Abs(airlock)
+	ctx := context.Background()
+	cli, err := testenv.NewClient(ctx)
+	if err != nil {
+		return err
+	}
+	defer cli.Close()
+	image, err := testenv.BuildBusyboxImage(ctx, cli)
+	if err != nil {
+		return err
+	}
+	home, err := os.MkdirTemp("", "airlock-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(home)
+	project := filepath.Join(home, "project")
+	if err := os.MkdirAll(project, 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(project, "sandbox.toml"), []byte(fmt.Sprintf("[sandbox]\nimage = %q\n", image)), 0o644); err != nil {
+		return err
+	}
+	env := append(os.Environ(), "XDG_DATA_HOME="+filepath.Join(home, "data"), "XDG_CONFIG_HOME="+filepath.Join(home, "config"), "XDG_RUNTIME_DIR="+filepath.Join(home, "run"))
+	timed := func(name string, args ...string) (time.Duration, error) {
+		c := exec.Command(name, args...)
+		c.Dir, c.Env = project, env
+		start := time.Now()
+		out, err := c.CombinedOutput()
+		if err != nil {
+			return 0, fmt.Errorf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
+		}
+		return time.Since(start), nil
+	}
+	// Warm up both paths (the supervisor volume is filled once per binary).
+	if _, err := timed(airlock, "run", "--", "true"); err != nil {
+		return err
+	}
+	if _, err := timed("docker", "run", "--rm", image, "true"); err != nil {
+		return err
+	}
+	var dockerRun, airlockRun []time.Duration
+	for i := 0; i < runs; i++ {
+		d, err := timed("docker", "run", "--rm", image, "true")
+		if err != nil {
+			return err
+		}
+		dockerRun = append(dockerRun, d)
+		a, err := timed(airlock, "run", "--", "true")
+		if err != nil {
+			return err
+		}
+		airlockRun = append(airlockRun, a)
+	}
+
+	up := exec.Command(airlock, "up", "-d")
+	up.Dir, up.Env = project, env
+	out, err := up.Output()
+	if err != nil {
+		return fmt.Errorf("airlock up -d: %v", err)
+	}
+	id := strings.TrimSpace(string(out))
+	defer func() {
+		down := exec.Command(airlock, "down")
+		down.Dir, down.Env = project, env
+		_ = down.Run()
+	}()
+	var dockerExec, airlockExec []time.Duration
+	for i := 0; i < runs; i++ {
+		d, err := timed("docker", "exec", "airlock-"+id, "true")
+		if err != nil {
+			return err
+		}
+		dockerExec = append(dockerExec, d)
+		a, err := timed(airlock, "exec", "--", "true")
+		if err != nil {
+			return err
+		}
+		airlockExec = append(airlockExec, a)
+	}
+
+	dr, ar, de, ae := median(dockerRun), median(airlockRun), median(dockerExec), median(airlockExec)
+	rows := []benchdoc.Row{
+		{Measure: "`docker run --rm IMAGE true` (median of " + fmt.Sprint(runs) + ")", Result: ms(dr)},
+		{Measure: "`airlock run -- true` (median)", Result: ms(ar)},
+		{Measure: "run ratio airlock / docker", Result: fmt.Sprintf("%.2f×", float64(ar)/float64(dr))},
+		{Measure: "`docker exec CONTAINER true` (median)", Result: ms(de)},
+		{Measure: "`airlock exec -- true` (median)", Result: ms(ae)},
+		{Measure: "exec ratio airlock / docker", Result: fmt.Sprintf("%.2f×", float64(ae)/float64(de))},
+	}
+	for _, r := range rows {
+		fmt.Printf("%-50s %s\n", r.Measure, r.Result)
+	}
+	if doc == "" {
+		return nil
+	}
+	intro := fmt.Sprintf("By `%s` against the Docker Engine on this machine, %s; image: the local busybox test image; runs interleaved.", command, benchdoc.Machine())
+	notes := "`airlock run` does more than `docker run`: it resolves the manifest, creates a dedicated network,\n" +
+		"injects the supervisor (a cached volume), and removes the container, network and state dir afterwards.\n" +
+		"`airlock exec` goes through `airlock supervise exec` inside the sandbox to apply the sandbox's environment."
+	return benchdoc.Write(doc, "Runtime", intro, rows, notes)
+}
+
+func median(ds []time.Duration) time.Duration {
+	s := append([]time.Duration(nil), ds...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	return s[len(s)/2]
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.0f ms", float64(d)/float64(time.Millisecond)) }
