@@ -262,6 +262,7 @@ func (rt *Runtime) primaryConfig(sb *Sandbox, req *Request, r *manifest.Resolved
 		Mounts: []mount.Mount{
 			{Type: mount.TypeBind, Source: r.ProjectDir, Target: r.ProjectDir},
 			{Type: mount.TypeBind, Source: sb.StateDir, Target: StateMount},
+			{Type: mount.TypeBind, Source: rt.Paths.SecretDir(sb.ID), Target: SecretMount},
 			{Type: mount.TypeVolume, Source: vol, Target: BinMount, ReadOnly: true},
 		},
 	}
@@ -325,6 +326,12 @@ func hostname(id string) string {
 func (rt *Runtime) writeState(sb *Sandbox, req *Request, r *manifest.Resolved, hp *hostPlan, u sandboxUser) error {
 	if err := os.MkdirAll(filepath.Join(sb.StateDir, "daemons"), 0o755); err != nil {
 		return failed("cannot create the state dir %s: %v", sb.StateDir, err)
+	}
+	if err := os.MkdirAll(rt.Paths.SecretDir(sb.ID), 0o700); err != nil {
+		return failed("cannot create the secret dir: %v", err)
+	}
+	if os.Geteuid() == 0 {
+		_ = os.Chown(rt.Paths.SecretDir(sb.ID), u.UID, u.GID)
 	}
 	spec := buildSpec(req, r, hp)
 	b, err := json.MarshalIndent(spec, "", "  ")
@@ -464,14 +471,19 @@ func secretValues(r *manifest.Resolved) map[string]string {
 	return out
 }
 
-// writeSecrets writes the substituted values for the supervisor, which reads the
-// file once at start and deletes it. Written before every start of the container.
+// writeSecrets writes the substituted values for the supervisor into the sandbox's
+// in-memory secret dir; the supervisor reads the file once at start and deletes it.
+// Written before every start of the container.
 func (rt *Runtime) writeSecrets(sb *Sandbox) error {
 	if sb.manifest == nil {
 		return errors.New("cannot start a sandbox without its manifest")
 	}
 	b, _ := json.Marshal(secretValues(sb.manifest))
-	p := filepath.Join(sb.StateDir, "secrets.json")
+	dir := rt.Paths.SecretDir(sb.ID)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return failed("cannot create the secret dir: %v", err)
+	}
+	p := filepath.Join(dir, "secrets.json")
 	tmp := p + ".tmp"
 	if err := os.WriteFile(tmp, b, 0o600); err != nil {
 		return failed("cannot write the sandbox's secrets file: %v", err)

@@ -110,6 +110,9 @@ func (rt *Runtime) Remove(ctx context.Context, id string) error {
 			errs = append(errs, err)
 		}
 	}
+	if err := os.RemoveAll(rt.Paths.SecretDir(id)); err != nil {
+		errs = append(errs, err)
+	}
 	if err := os.RemoveAll(rt.StateDir(id)); err != nil {
 		errs = append(errs, err)
 	}

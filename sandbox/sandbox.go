@@ -43,11 +43,12 @@ const (
 
 // Paths inside the primary container.
 const (
-	StateMount   = "/airlock"                   // the per-sandbox state dir
-	BinMount     = "/airlock/bin"               // the injected supervisor (read-only)
-	SupervisorIn = BinMount + "/airlock"        // its path
-	SpecIn       = StateMount + "/spec.json"    // the supervisor spec
-	SecretsIn    = StateMount + "/secrets.json" // substituted values, deleted once read
+	StateMount   = "/airlock"                    // the per-sandbox state dir
+	BinMount     = "/airlock/bin"                // the injected supervisor (read-only)
+	SupervisorIn = BinMount + "/airlock"         // its path
+	SpecIn       = StateMount + "/spec.json"     // the supervisor spec
+	SecretMount  = StateMount + "/secret"        // the host's in-memory secret dir
+	SecretsIn    = SecretMount + "/secrets.json" // substituted values, deleted once read
 	StatusIn     = StateMount + "/status.jsonl"
 	LogsIn       = StateMount + "/daemons"
 	RunMount     = StateMount + "/run" // a tmpfs: the exec environment lives here
