@@ -57,6 +57,7 @@ func (a *app) loader() (*manifest.Loader, error) {
 		UserPresetsDir: p.UserPresets(),
 		Builtin:        presets.FS,
 		Getenv:         a.getenv,
+		Vault:          a.vaultLookup(p),
 		Display:        displayPath,
 	}, nil
 }

@@ -139,3 +139,71 @@ func tomlValue(v any) string {
 	}
 	return fmt.Sprint(v)
 }
+
+// Redacted returns a copy of the manifest in which every substituted value (from
+// the host environment or the vault) is replaced by Mask, and those values by key
+// path: what a record may keep, and what must travel privately.
+func (r *Resolved) Redacted() (Manifest, map[string]string) {
+	values := map[string]string{}
+	m := r.Manifest
+	hide := func(path []string, v string) string {
+		key := keyPath(path...)
+		if r.Sources[key] == Literal {
+			return v
+		}
+		values[key] = v
+		return Mask
+	}
+	walkSubstituted(&m, hide)
+	return m, values
+}
+
+// Restore builds a Resolved from a redacted manifest and the values Redacted
+// took out of it. It serves the control daemon, which receives both from the CLI.
+func Restore(m Manifest, file, projectDir string, sources map[string]Source, values map[string]string) *Resolved {
+	fill := func(path []string, v string) string {
+		if val, ok := values[keyPath(path...)]; ok {
+			return val
+		}
+		return v
+	}
+	walkSubstituted(&m, fill)
+	return &Resolved{Manifest: m, File: file, ProjectDir: projectDir, Sources: sources, origins: map[string]origin{}}
+}
+
+// walkSubstituted calls f on every value substitution applies to, with its key
+// path, replacing it with f's result. Maps are copied, not changed in place.
+func walkSubstituted(m *Manifest, f func(path []string, v string) string) {
+	env := func(prefix []string, vars map[string]string) map[string]string {
+		if vars == nil {
+			return nil
+		}
+		out := make(map[string]string, len(vars))
+		for k, v := range vars {
+			out[k] = f(append(append([]string{}, prefix...), k), v)
+		}
+		return out
+	}
+	m.Sandbox.Image = f([]string{"sandbox", "image"}, m.Sandbox.Image)
+	m.Env = env([]string{"env"}, m.Env)
+	m.Mounts = maps.Clone(m.Mounts)
+	for n, e := range m.Mounts {
+		e.Source = f([]string{"mounts", n, "source"}, e.Source)
+		m.Mounts[n] = e
+	}
+	m.Copies = maps.Clone(m.Copies)
+	for n, e := range m.Copies {
+		e.Source = f([]string{"copies", n, "source"}, e.Source)
+		m.Copies[n] = e
+	}
+	m.Daemons = maps.Clone(m.Daemons)
+	for n, e := range m.Daemons {
+		e.Env = env([]string{"daemons", n, "env"}, e.Env)
+		m.Daemons[n] = e
+	}
+	m.Services = maps.Clone(m.Services)
+	for n, e := range m.Services {
+		e.Env = env([]string{"services", n, "env"}, e.Env)
+		m.Services[n] = e
+	}
+}

@@ -1,0 +1,175 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/airlock-dev/airlock/client"
+	"github.com/airlock-dev/airlock/control"
+	"github.com/airlock-dev/airlock/control/store"
+	"github.com/airlock-dev/airlock/userconfig"
+)
+
+func init() { addCommand(newDaemonCommand) }
+
+func newDaemonCommand(a *app) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "daemon",
+		Short: "The control daemon: start, stop, status, run",
+		Long: "The control daemon owns Docker lifecycle work, keeps sandbox IDs and their ordered events in\n" +
+			"$XDG_DATA_HOME/airlock/ids.db, reaps leaked sandboxes and stops idle ones. Every command that\n" +
+			"needs it starts it; a daemon of another build is replaced without stopping any sandbox.",
+		Args: cobra.NoArgs,
+	}
+	var d daemonArgs
+	flags := func(c *cobra.Command) {
+		c.Flags().StringVar(&d.host, "host", "", "also listen on TCP at this host")
+		c.Flags().IntVar(&d.port, "port", 7777, "TCP port (with --host)")
+		c.Flags().StringVar(&d.token, "token", "", "token TCP clients must send (Authorization: Bearer or Token)")
+		c.Flags().BoolVar(&d.noToken, "no-token", false, "accept TCP clients without a token")
+	}
+	start := &cobra.Command{
+		Use:   "start",
+		Short: "Start the daemon in the background (no-op when a daemon of this build runs)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			p, err := a.paths()
+			if err != nil {
+				return err
+			}
+			c := client.New(p.Socket())
+			if h, err := c.Health(context.Background()); err == nil {
+				if h.BuildID == BuildID {
+					fmt.Fprintf(a.stdout, "Daemon running (PID %d, build %s, logs: %s)\n", h.PID, h.BuildID, h.LogPath)
+					return nil
+				}
+				fmt.Fprintf(a.stderr, "daemon outdated (build %s -> %s), restarting...\n", h.BuildID, BuildID)
+				if err := stopDaemon(p, h.PID); err != nil {
+					return withCode(ExitAirlock, err)
+				}
+			}
+			if err := a.startDaemon(context.Background(), p, d); err != nil {
+				return err
+			}
+			h, err := c.Health(context.Background())
+			if err != nil {
+				return withCode(ExitAirlock, err)
+			}
+			fmt.Fprintf(a.stdout, "Daemon running (PID %d, build %s, logs: %s)\n", h.PID, h.BuildID, h.LogPath)
+			return nil
+		},
+	}
+	flags(start)
+	run := &cobra.Command{
+		Use:   "run",
+		Short: "Run the daemon in the foreground (for systemd)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.runDaemon(d)
+		},
+	}
+	flags(run)
+	stop := &cobra.Command{
+		Use:   "stop",
+		Short: "Stop the daemon (SIGTERM, then SIGKILL after 5 s); sandboxes keep running",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			p, err := a.paths()
+			if err != nil {
+				return err
+			}
+			st, ok := control.ReadState(p)
+			if h, err := client.New(p.Socket()).Health(context.Background()); err == nil {
+				st.PID, ok = h.PID, true
+			}
+			if !ok {
+				fmt.Fprintln(a.stdout, "Daemon not running")
+				return nil
+			}
+			if err := stopDaemon(p, st.PID); err != nil {
+				return withCode(ExitAirlock, err)
+			}
+			fmt.Fprintf(a.stdout, "Daemon stopped (PID %d)\n", st.PID)
+			return nil
+		},
+	}
+	status := &cobra.Command{
+		Use:   "status",
+		Short: "Print whether the daemon runs, its PID, build and log",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			p, err := a.paths()
+			if err != nil {
+				return err
+			}
+			h, err := client.New(p.Socket()).Health(context.Background())
+			if err != nil {
+				fmt.Fprintf(a.stdout, "Daemon not running (logs: %s)\n", control.LogFile(p))
+				return exitCode(ExitFailure)
+			}
+			line := fmt.Sprintf("Daemon running (PID %d, build %s, logs: %s)", h.PID, h.BuildID, h.LogPath)
+			if h.BuildID != BuildID {
+				line += " [outdated, restart recommended]"
+			}
+			fmt.Fprintln(a.stdout, line)
+			return nil
+		},
+	}
+	cmd.AddCommand(start, run, stop, status)
+	return cmd
+}
+
+// runDaemon is `airlock daemon run`: the daemon in the foreground until SIGTERM.
+func (a *app) runDaemon(d daemonArgs) error {
+	p, err := a.paths()
+	if err != nil {
+		return err
+	}
+	home, _ := a.getenv("HOME")
+	cfg, err := userconfig.LoadWithHome(p.UserConfig(), home)
+	if err != nil {
+		return configError(err)
+	}
+	level := cfg.Runtime.LogLevel
+	if a.opts.logLevel != "" && a.opts.logLevel != "info" {
+		level = a.opts.logLevel
+	}
+	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer cancel()
+	rt, closeRT, err := a.runtime(ctx)
+	if err != nil {
+		return err
+	}
+	defer closeRT()
+	rt.Progress, rt.Quiet = nil, true
+	openService := func() (*control.Service, error) {
+		st, err := store.Open(p.Store())
+		if err != nil {
+			return nil, err
+		}
+		return control.NewService(st, rt, control.Config{
+			IdleTTL: cfg.Runtime.IdleTTL, EventRetentionTTL: cfg.Runtime.EventRetentionTTL,
+			ExecOutputRoot: cfg.Artifacts.ExecOutputRoot, ExecOutputTemplate: cfg.Artifacts.ExecOutputTemplate,
+		}), nil
+	}
+	logCopy := a.stderr
+	if v, _ := a.getenv("AIRLOCK_DAEMON_BACKGROUND"); v == "1" {
+		logCopy = nil // stderr is the log file already
+	}
+	err = control.Run(ctx, control.Options{
+		Paths: p, Version: Version, BuildID: BuildID, Host: d.host, Port: d.port, Token: d.token, NoToken: d.noToken,
+		LogLevel: level, Stderr: logCopy, Service: openService,
+	})
+	if errors.Is(err, control.ErrAlreadyRunning) {
+		return withCode(ExitFailure, err)
+	}
+	if err != nil {
+		return withCode(ExitAirlock, err)
+	}
+	return nil
+}

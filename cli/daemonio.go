@@ -1,0 +1,73 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/airlock-dev/airlock/client"
+	"github.com/airlock-dev/airlock/manifest"
+)
+
+// wireManifest splits a resolved manifest into what the daemon may keep (every
+// substituted value masked) and the substituted values, which travel beside it
+// and stay in the daemon's memory.
+func wireManifest(r *manifest.Resolved) (*client.Manifest, map[string]string, error) {
+	m, values := r.Redacted()
+	b, err := json.Marshal(m)
+	if err != nil {
+		return nil, nil, fmt.Errorf("cannot encode the manifest: %w", err)
+	}
+	sources := map[string]string{}
+	for k, v := range r.Sources {
+		if v != manifest.Literal {
+			sources[k] = v.String()
+		}
+	}
+	return &client.Manifest{File: r.File, ProjectDir: r.ProjectDir, Resolved: b, Sources: sources}, values, nil
+}
+
+// failure turns a sandbox.failed event into the CLI's error and exit code.
+func failure(ev client.Event) error {
+	code := ExitAirlock
+	if c, err := strconv.Atoi(ev.Extra["exit_code"]); err == nil && c != 0 {
+		code = c
+	}
+	if code == ExitUsage {
+		return configError(errors.New(ev.Reason))
+	}
+	return withCode(code, errors.New(ev.Reason))
+}
+
+// apiFailure maps a daemon API error to an exit code.
+func apiFailure(err error) error {
+	var ce *client.Error
+	if errors.As(err, &ce) {
+		switch ce.Reason {
+		case client.ReasonConfig, client.ReasonInvalidID, client.ReasonIDAlreadyUsed, client.ReasonInvalidRequest, client.ReasonBadCursor:
+			return withCode(ExitUsage, errors.New(ce.Message))
+		case client.ReasonSandboxNotFound, client.ReasonInvalidState, client.ReasonExecNotFound:
+			return withCode(ExitFailure, errors.New(ce.Message))
+		}
+		return withCode(ExitAirlock, errors.New(ce.Message))
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return err
+	}
+	return withCode(ExitAirlock, err)
+}
+
+// waitCreated follows a new sandbox's events until it is created (or fails).
+func waitCreated(ctx context.Context, c *client.Client, id string) (string, error) {
+	ev, err := c.WaitEvent(ctx, id, 0, "sandbox.created", "sandbox.failed")
+	if err != nil {
+		return "", apiFailure(err)
+	}
+	if ev.Kind == "sandbox.failed" {
+		return "", failure(ev)
+	}
+	return ev.Extra["container"], nil
+}

@@ -1,0 +1,169 @@
+// Package client is the public Go client of the airlock control daemon's API:
+// create, inspect, list, stop, resume and delete sandboxes, run execs, and read
+// their ordered event history with a sequence cursor.
+package client
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// Sandbox states (DESIGN §8).
+const (
+	StatePending  = "pending"
+	StateReady    = "ready"
+	StateStopped  = "stopped"
+	StateFailed   = "failed"
+	StateDeleting = "deleting"
+	StateDeleted  = "deleted"
+)
+
+// Sandbox is a sandbox record as the daemon keeps it.
+type Sandbox struct {
+	ID        string            `json:"id"`
+	State     string            `json:"state"`
+	Kind      string            `json:"kind"`
+	Project   string            `json:"project"`
+	Labels    map[string]string `json:"labels"`
+	CreatedAt time.Time         `json:"created_at"`
+	UpdatedAt time.Time         `json:"updated_at"`
+	Reason    string            `json:"reason,omitempty"`
+	Daemons   DaemonCount       `json:"daemons"`
+	LastSeq   uint64            `json:"last_seq"`
+	Container string            `json:"container_id,omitempty"`
+}
+
+// DaemonCount is how many daemons are up out of how many the sandbox declares.
+type DaemonCount struct {
+	Up    int `json:"up"`
+	Total int `json:"total"`
+}
+
+// Event is one entry of a sandbox's ordered history.
+type Event struct {
+	SandboxID string            `json:"sandbox_id"`
+	Sequence  uint64            `json:"sequence"`
+	Kind      string            `json:"kind"`
+	Time      time.Time         `json:"time"`
+	State     string            `json:"state"`
+	Daemon    string            `json:"daemon,omitempty"`
+	Service   string            `json:"service,omitempty"`
+	ExecID    string            `json:"exec_id,omitempty"`
+	Reason    string            `json:"reason,omitempty"`
+	Signal    string            `json:"signal,omitempty"`
+	ExitCode  *int              `json:"exit_code,omitempty"`
+	Attempt   int               `json:"attempt,omitempty"`
+	DelayMS   *int64            `json:"delay_ms,omitempty"`
+	PID       int               `json:"pid,omitempty"`
+	Extra     map[string]string `json:"extra,omitempty"`
+}
+
+// CreateRequest asks the daemon for a new sandbox. Manifest is the resolved
+// manifest as `airlock config --json` prints it plus where it came from; Secrets
+// holds the substituted values by key path, kept in the daemon's memory only.
+type CreateRequest struct {
+	ID       string            `json:"id,omitempty"`
+	Kind     string            `json:"kind"` // run or up
+	Manifest *Manifest         `json:"manifest"`
+	Secrets  map[string]string `json:"secrets,omitempty"`
+	Command  []string          `json:"command,omitempty"`
+	Env      []string          `json:"env,omitempty"`
+	Workdir  string            `json:"workdir,omitempty"`
+	TTY      bool              `json:"tty,omitempty"`
+	Stdin    bool              `json:"stdin,omitempty"`
+	Labels   map[string]string `json:"labels,omitempty"`
+	// Start starts the sandbox once created; without it the sandbox waits in
+	// state pending for Resume (so a CLI can attach before the main command runs).
+	Start bool `json:"start"`
+	// CLIPid and CLIStart identify the CLI process that owns a run sandbox.
+	CLIPid   int    `json:"cli_pid,omitempty"`
+	CLIStart string `json:"cli_start,omitempty"`
+}
+
+// Manifest is a resolved manifest on the wire.
+type Manifest struct {
+	File       string            `json:"file"`
+	ProjectDir string            `json:"project_dir"`
+	Resolved   json.RawMessage   `json:"resolved"` // manifest.Manifest with secret values blanked
+	Sources    map[string]string `json:"sources,omitempty"`
+}
+
+// ResumeRequest starts a stopped (or created) sandbox again.
+type ResumeRequest struct {
+	Secrets map[string]string `json:"secrets,omitempty"`
+}
+
+// ExecRequest runs a command in a ready sandbox; its output goes to files.
+type ExecRequest struct {
+	ID      string   `json:"id,omitempty"`
+	Cmd     []string `json:"cmd"`
+	Env     []string `json:"env,omitempty"`
+	Workdir string   `json:"workdir,omitempty"`
+	// Interactive records an exec the caller runs itself (streaming straight
+	// to the Engine); the caller reports its end with FinishExec.
+	Interactive bool `json:"interactive,omitempty"`
+}
+
+// FinishRequest reports the end of an interactive exec.
+type FinishRequest struct {
+	ExitCode int `json:"exit_code"`
+}
+
+// Exec is a recorded exec.
+type Exec struct {
+	ID         string     `json:"id"`
+	SandboxID  string     `json:"sandbox_id"`
+	Cmd        []string   `json:"cmd"`
+	StartedAt  time.Time  `json:"started_at"`
+	FinishedAt *time.Time `json:"finished_at,omitempty"`
+	ExitCode   *int       `json:"exit_code,omitempty"`
+	Stdout     string     `json:"stdout_path"`
+	Stderr     string     `json:"stderr_path"`
+}
+
+// Health is what the daemon says about itself.
+type Health struct {
+	PID     int    `json:"pid"`
+	BuildID string `json:"build_id"`
+	Version string `json:"version"`
+	LogPath string `json:"log_path"`
+}
+
+// Error reasons of the API: stable, machine-readable.
+const (
+	ReasonSandboxNotFound = "sandbox_not_found"
+	ReasonExecNotFound    = "exec_not_found"
+	ReasonIDAlreadyUsed   = "id_already_used"
+	ReasonInvalidID       = "invalid_id"
+	ReasonInvalidState    = "invalid_state"
+	ReasonInvalidRequest  = "invalid_request"
+	ReasonBadCursor       = "bad_cursor"
+	ReasonUnauthorized    = "unauthorized"
+	ReasonInternal        = "internal"
+	ReasonConfig          = "config_error"
+	ReasonEngine          = "engine_error"
+)
+
+// Error is an API error.
+type Error struct {
+	Status  int    `json:"-"`
+	Reason  string `json:"reason"`
+	Message string `json:"message"`
+}
+
+func (e *Error) Error() string { return fmt.Sprintf("%s (%s)", e.Message, e.Reason) }
+
+// Is makes errors.Is(err, &client.Error{Reason: r}) match by reason.
+func (e *Error) Is(target error) bool {
+	t, ok := target.(*Error)
+	return ok && t.Reason == e.Reason
+}
+
+// Sentinels for errors.Is.
+var (
+	ErrSandboxNotFound = &Error{Reason: ReasonSandboxNotFound}
+	ErrIDAlreadyUsed   = &Error{Reason: ReasonIDAlreadyUsed}
+	ErrInvalidState    = &Error{Reason: ReasonInvalidState}
+	ErrBadCursor       = &Error{Reason: ReasonBadCursor}
+)

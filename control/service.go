@@ -1,0 +1,616 @@
+package control
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/airlock-dev/airlock/client"
+	"github.com/airlock-dev/airlock/control/store"
+	"github.com/airlock-dev/airlock/manifest"
+	"github.com/airlock-dev/airlock/sandbox"
+)
+
+// Config are the daemon's settings from the user's config.toml (DESIGN §8).
+type Config struct {
+	IdleTTL            time.Duration
+	EventRetentionTTL  time.Duration
+	ExecOutputRoot     string
+	ExecOutputTemplate string // "{sandbox_id}/{exec_id}"
+	// ReapInterval is how often the reaper looks (default 2 s).
+	ReapInterval time.Duration
+}
+
+// Service runs the daemon's operations: every Docker lifecycle call goes through
+// it, and every transition is an event in the store before it is visible.
+type Service struct {
+	store *store.Store
+	rt    *sandbox.Runtime
+	cfg   Config
+	log   *slog.Logger
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu       sync.Mutex
+	live     map[string]*live // sandboxes with work or watchers in this daemon
+	attached map[string]int
+	active   map[string]time.Time // last time a client or exec used a sandbox
+}
+
+// live is what the daemon holds in memory for a sandbox: never persisted.
+type live struct {
+	mu       sync.Mutex // serialises lifecycle operations of one sandbox
+	resolved *manifest.Resolved
+	handle   *sandbox.Sandbox
+	stopping string // reason of a requested stop or delete
+	oom      bool
+	tailing  bool
+	execs    int
+
+	ingestMu sync.Mutex // guards offset: the status stream read so far
+	offset   int64
+}
+
+// NewService returns a service over an open store and a runtime.
+func NewService(st *store.Store, rt *sandbox.Runtime, cfg Config) *Service {
+	if cfg.ReapInterval <= 0 {
+		cfg.ReapInterval = 2 * time.Second
+	}
+	if cfg.ExecOutputTemplate == "" {
+		cfg.ExecOutputTemplate = "{sandbox_id}/{exec_id}"
+	}
+	return &Service{store: st, rt: rt, cfg: cfg, log: slog.New(slog.DiscardHandler),
+		live: map[string]*live{}, attached: map[string]int{}, active: map[string]time.Time{}}
+}
+
+func (s *Service) start(ctx context.Context) error {
+	s.ctx, s.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	s.recover()
+	s.wg.Add(2)
+	go func() { defer s.wg.Done(); s.watchEngine() }()
+	go func() { defer s.wg.Done(); s.reap() }()
+	return nil
+}
+
+func (s *Service) stop() {
+	s.cancel()
+	s.wg.Wait()
+	_ = s.store.Close()
+}
+
+func (s *Service) liveOf(id string) *live {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l, ok := s.live[id]
+	if !ok {
+		l = &live{}
+		s.live[id] = l
+	}
+	return l
+}
+
+func (s *Service) touch(id string) {
+	s.mu.Lock()
+	s.active[id] = time.Now()
+	s.mu.Unlock()
+}
+
+// apiError maps store and runtime errors to API errors with stable reasons.
+func apiError(err error) error {
+	var ce *client.Error
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &ce):
+		return ce
+	case errors.Is(err, store.ErrNotFound):
+		return &client.Error{Reason: client.ReasonSandboxNotFound, Message: err.Error()}
+	case errors.Is(err, store.ErrExecNotFound):
+		return &client.Error{Reason: client.ReasonExecNotFound, Message: err.Error()}
+	case errors.Is(err, store.ErrIDUsed):
+		return &client.Error{Reason: client.ReasonIDAlreadyUsed, Message: err.Error()}
+	case errors.Is(err, store.ErrInvalidID):
+		return &client.Error{Reason: client.ReasonInvalidID, Message: err.Error()}
+	case errors.Is(err, store.ErrInvalidState):
+		return &client.Error{Reason: client.ReasonInvalidState, Message: err.Error()}
+	case errors.Is(err, store.ErrBadCursor):
+		return &client.Error{Reason: client.ReasonBadCursor, Message: err.Error()}
+	}
+	var se *sandbox.Error
+	if errors.As(err, &se) && se.Code == 2 {
+		return &client.Error{Reason: client.ReasonConfig, Message: err.Error()}
+	}
+	return &client.Error{Status: http.StatusInternalServerError, Reason: client.ReasonInternal, Message: err.Error()}
+}
+
+// record turns a store record into the API's view.
+func (s *Service) record(sb store.Sandbox) *client.Sandbox {
+	out := &client.Sandbox{ID: sb.ID, State: sb.State, Kind: sb.Kind, Project: sb.Project, Labels: sb.Labels,
+		CreatedAt: sb.CreatedAt, UpdatedAt: sb.UpdatedAt, Reason: sb.Reason, LastSeq: sb.LastSeq, Container: sb.ContainerID}
+	if out.Labels == nil {
+		out.Labels = map[string]string{}
+	}
+	var plan manifest.Manifest
+	if json.Unmarshal(sb.Plan, &plan) == nil {
+		out.Daemons.Total = len(plan.Daemons)
+	}
+	if sb.State == store.StateReady {
+		out.Daemons.Up = sandbox.DaemonsUp(s.rt.StateDir(sb.ID), out.Daemons.Total)
+	}
+	return out
+}
+
+func toClientEvent(e store.Event) client.Event {
+	return client.Event{SandboxID: e.SandboxID, Sequence: e.Sequence, Kind: e.Kind, Time: e.Time, State: e.State,
+		Daemon: e.Daemon, Service: e.Service, ExecID: e.ExecID, Reason: e.Reason, Signal: e.Signal,
+		ExitCode: e.ExitCode, Attempt: e.Attempt, DelayMS: e.DelayMS, PID: e.PID, Extra: e.Extra}
+}
+
+// emit appends an event, logging a failure (the sandbox may have been purged).
+func (s *Service) emit(id string, ev store.Event, state string) (store.Event, error) {
+	ev, err := s.store.Append(id, ev, state)
+	if err != nil {
+		s.log.Warn("cannot record event", "sandbox", id, "kind", ev.Kind, "error", err.Error())
+		return ev, err
+	}
+	s.log.Info("event", "sandbox", id, "sequence", ev.Sequence, "kind", ev.Kind, "state", ev.State, "reason", ev.Reason)
+	return ev, nil
+}
+
+// Create accepts a sandbox: its ID is reserved and the pending record and the
+// sandbox.accepted event are written before the call returns; the Docker work
+// continues in the background.
+func (s *Service) Create(_ context.Context, req *client.CreateRequest) (*client.Sandbox, error) {
+	if req.Manifest == nil {
+		return nil, &client.Error{Reason: client.ReasonInvalidRequest, Message: "a manifest is required"}
+	}
+	if req.Kind != sandbox.KindRun && req.Kind != sandbox.KindUp {
+		return nil, &client.Error{Reason: client.ReasonInvalidRequest, Message: fmt.Sprintf("kind must be %q or %q", sandbox.KindRun, sandbox.KindUp)}
+	}
+	var m manifest.Manifest
+	if err := json.Unmarshal(req.Manifest.Resolved, &m); err != nil {
+		return nil, &client.Error{Reason: client.ReasonInvalidRequest, Message: "cannot decode the manifest: " + err.Error()}
+	}
+	sources := map[string]manifest.Source{}
+	for k, v := range req.Manifest.Sources {
+		switch v {
+		case "host":
+			sources[k] = manifest.Host
+		case "vault":
+			sources[k] = manifest.Vault
+		}
+	}
+	resolved := manifest.Restore(m, req.Manifest.File, req.Manifest.ProjectDir, sources, req.Secrets)
+	labels := map[string]string{}
+	for k, v := range req.Labels {
+		labels[k] = v
+	}
+	rec, _, err := s.store.CreateSandbox(store.Sandbox{
+		ID: req.ID, Kind: req.Kind, Project: req.Manifest.ProjectDir, Labels: labels,
+		Plan: req.Manifest.Resolved, CLIPid: req.CLIPid, CLIStart: req.CLIStart,
+	}, store.Event{Kind: "sandbox.accepted"})
+	if err != nil {
+		return nil, apiError(err)
+	}
+	l := s.liveOf(rec.ID)
+	l.resolved = resolved
+	s.touch(rec.ID)
+	sreq := &sandbox.Request{ID: rec.ID, Manifest: resolved, Kind: req.Kind, Command: req.Command, Env: req.Env,
+		Workdir: req.Workdir, TTY: req.TTY, Stdin: req.Stdin, Labels: labels, CLIPid: req.CLIPid, CLIStart: req.CLIStart}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		s.prepare(rec.ID, sreq, req.Start)
+	}()
+	return s.record(rec), nil
+}
+
+func (s *Service) prepare(id string, req *sandbox.Request, start bool) {
+	l := s.liveOf(id)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	s.emit(id, store.Event{Kind: "sandbox.preparing"}, "")
+	sb, err := s.rt.Create(s.ctx, req)
+	if err != nil {
+		s.emit(id, store.Event{Kind: "sandbox.failed", Reason: err.Error(), Extra: exitExtra(err)}, store.StateFailed)
+		return
+	}
+	l.handle = sb
+	_, _ = s.store.Update(id, func(r *store.Sandbox) error { r.ContainerID = sb.PrimaryID; return nil })
+	s.emit(id, store.Event{Kind: "sandbox.created", Extra: map[string]string{"container": sb.PrimaryID}}, "")
+	if start {
+		s.startLocked(id, l)
+	}
+}
+
+// exitExtra carries the exit code a runtime error maps to (2 or 125).
+func exitExtra(err error) map[string]string {
+	var se *sandbox.Error
+	if errors.As(err, &se) {
+		return map[string]string{"exit_code": fmt.Sprint(se.Code)}
+	}
+	return map[string]string{"exit_code": "125"}
+}
+
+// startLocked starts the sandbox; l.mu is held.
+func (s *Service) startLocked(id string, l *live) {
+	if l.handle == nil {
+		h, err := s.rt.Open(s.ctx, id, l.resolved)
+		if err != nil {
+			s.emit(id, store.Event{Kind: "sandbox.failed", Reason: err.Error()}, store.StateFailed)
+			return
+		}
+		l.handle = h
+	}
+	l.stopping, l.oom = "", false
+	s.startTail(id, l)
+	if err := s.rt.Start(s.ctx, l.handle); err != nil {
+		s.emit(id, store.Event{Kind: "sandbox.failed", Reason: err.Error(), Extra: exitExtra(err)}, store.StateFailed)
+		return
+	}
+	s.emit(id, store.Event{Kind: "sandbox.started"}, "")
+}
+
+// Get returns a sandbox record.
+func (s *Service) Get(id string) (*client.Sandbox, error) {
+	rec, err := s.store.Get(id)
+	if err != nil {
+		return nil, apiError(err)
+	}
+	return s.record(rec), nil
+}
+
+// List returns the sandboxes with every label, deleted ones left out.
+func (s *Service) List(labels map[string]string) ([]client.Sandbox, error) {
+	recs, err := s.store.List(store.Filter{Labels: labels})
+	if err != nil {
+		return nil, apiError(err)
+	}
+	out := make([]client.Sandbox, 0, len(recs))
+	for _, r := range recs {
+		out = append(out, *s.record(r))
+	}
+	return out, nil
+}
+
+// Stop stops a sandbox; reason is "" for a user's request.
+func (s *Service) Stop(id, reason string) (*client.Sandbox, error) {
+	rec, err := s.store.Get(id)
+	if err != nil {
+		return nil, apiError(err)
+	}
+	if rec.State == store.StateStopped {
+		return s.record(rec), nil
+	}
+	if rec.State != store.StateReady && rec.State != store.StatePending {
+		return nil, &client.Error{Reason: client.ReasonInvalidState, Message: fmt.Sprintf("sandbox %s is %s", id, rec.State)}
+	}
+	if reason == "" {
+		reason = "stopped"
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		l := s.liveOf(id)
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		l.stopping = reason
+		if err := s.rt.Stop(s.ctx, id); err != nil {
+			s.log.Warn("cannot stop", "sandbox", id, "error", err.Error())
+		}
+		s.markStopped(id, reason, nil)
+	}()
+	return s.record(rec), nil
+}
+
+// markStopped records sandbox.stopped once, whichever of the stop request and
+// the Engine's die event comes first.
+func (s *Service) markStopped(id, reason string, exitCode *int) {
+	rec, err := s.store.Get(id)
+	if err != nil || (rec.State != store.StateReady && rec.State != store.StatePending) {
+		return
+	}
+	s.emit(id, store.Event{Kind: "sandbox.stopped", Reason: reason, ExitCode: exitCode}, store.StateStopped)
+}
+
+// Resume starts a created, stopped or failed sandbox.
+func (s *Service) Resume(id string, req *client.ResumeRequest) (*client.Sandbox, error) {
+	rec, err := s.store.Get(id)
+	if err != nil {
+		return nil, apiError(err)
+	}
+	switch rec.State {
+	case store.StatePending, store.StateStopped, store.StateFailed:
+	default:
+		return nil, &client.Error{Reason: client.ReasonInvalidState, Message: fmt.Sprintf("sandbox %s is %s", id, rec.State)}
+	}
+	l := s.liveOf(id)
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if l.resolved == nil {
+			var m manifest.Manifest
+			_ = json.Unmarshal(rec.Plan, &m)
+			l.resolved = manifest.Restore(m, filepath.Join(rec.Project, manifest.FileName), rec.Project, nil, nil)
+		}
+		if req != nil && len(req.Secrets) > 0 {
+			l.resolved = manifest.Restore(l.resolved.Manifest, l.resolved.File, l.resolved.ProjectDir, l.resolved.Sources, req.Secrets)
+		}
+		if l.handle != nil {
+			l.handle = nil // reopen with the current manifest
+		}
+		s.startLocked(id, l)
+	}()
+	return s.record(rec), nil
+}
+
+// Delete stops and removes a sandbox: deleting, then deleted.
+func (s *Service) Delete(id string) (*client.Sandbox, error) {
+	return s.delete(id, "")
+}
+
+func (s *Service) delete(id, reason string) (*client.Sandbox, error) {
+	rec, err := s.store.Get(id)
+	if err != nil {
+		return nil, apiError(err)
+	}
+	if rec.State == store.StateDeleted || rec.State == store.StateDeleting {
+		return s.record(rec), nil
+	}
+	ev, err := s.emit(id, store.Event{Kind: "sandbox.deleting", Reason: reason}, store.StateDeleting)
+	if err != nil {
+		return nil, apiError(err)
+	}
+	rec.State, rec.LastSeq = ev.State, ev.Sequence
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		s.finishDelete(id, reason)
+	}()
+	return s.record(rec), nil
+}
+
+func (s *Service) finishDelete(id, reason string) {
+	l := s.liveOf(id)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.stopping = "deleted"
+	if err := s.rt.Remove(s.ctx, id); err != nil {
+		s.log.Warn("cannot remove", "sandbox", id, "error", err.Error())
+		return
+	}
+	s.emit(id, store.Event{Kind: "sandbox.deleted", Reason: reason}, store.StateDeleted)
+	s.mu.Lock()
+	delete(s.live, id)
+	delete(s.active, id)
+	s.mu.Unlock()
+}
+
+// Subscribe returns the events after from and, with follow, the live ones.
+func (s *Service) Subscribe(id string, from uint64, follow bool) ([]client.Event, <-chan client.Event, func(), error) {
+	if !follow {
+		evs, err := s.store.Events(id, from)
+		if err != nil {
+			return nil, nil, nil, apiError(err)
+		}
+		out := make([]client.Event, len(evs))
+		for i, e := range evs {
+			out[i] = toClientEvent(e)
+		}
+		return out, nil, func() {}, nil
+	}
+	backlog, live, cancel, err := s.store.Subscribe(id, from)
+	if err != nil {
+		return nil, nil, nil, apiError(err)
+	}
+	out := make([]client.Event, len(backlog))
+	for i, e := range backlog {
+		out[i] = toClientEvent(e)
+	}
+	ch := make(chan client.Event, 16)
+	done := make(chan struct{})
+	go func() {
+		defer close(ch)
+		for {
+			select {
+			case e, ok := <-live:
+				if !ok {
+					return
+				}
+				select {
+				case ch <- toClientEvent(e):
+				case <-done:
+					return
+				}
+			case <-done:
+				return
+			case <-s.ctx.Done():
+				return
+			}
+		}
+	}()
+	var once sync.Once
+	return out, ch, func() { once.Do(func() { close(done); cancel() }) }, nil
+}
+
+// Attach counts a client attached to a sandbox until release is called.
+func (s *Service) Attach(id string) (func(), error) {
+	if _, err := s.store.Get(id); err != nil {
+		return nil, apiError(err)
+	}
+	s.mu.Lock()
+	s.attached[id]++
+	s.mu.Unlock()
+	return func() {
+		s.mu.Lock()
+		s.attached[id]--
+		s.active[id] = time.Now()
+		s.mu.Unlock()
+	}, nil
+}
+
+// execPaths returns the output files of an exec (DESIGN §2).
+func (s *Service) execPaths(id, execID string) (string, string) {
+	rel := strings.NewReplacer("{sandbox_id}", id, "{exec_id}", execID).Replace(s.cfg.ExecOutputTemplate)
+	base := filepath.Join(s.cfg.ExecOutputRoot, rel)
+	return base + ".stdout.log", base + ".stderr.log"
+}
+
+// Exec runs a command in a ready sandbox with its output in files; with
+// req.ID set by the CLI for an interactive exec, see RecordExec instead.
+func (s *Service) Exec(id string, req *client.ExecRequest) (*client.Exec, error) {
+	rec, err := s.store.Get(id)
+	if err != nil {
+		return nil, apiError(err)
+	}
+	if rec.State != store.StateReady {
+		return nil, &client.Error{Reason: client.ReasonInvalidState, Message: fmt.Sprintf("sandbox %s is %s, not ready", id, rec.State)}
+	}
+	if len(req.Cmd) == 0 {
+		return nil, &client.Error{Reason: client.ReasonInvalidRequest, Message: "cmd is required"}
+	}
+	execID := req.ID
+	if execID == "" {
+		execID = store.NewID()
+	}
+	stdoutPath, stderrPath := s.execPaths(id, execID)
+	ex, err := s.store.CreateExec(store.Exec{ID: execID, SandboxID: id, Cmd: req.Cmd, StartedAt: time.Now(), StdoutPath: stdoutPath, StderrPath: stderrPath})
+	if err != nil {
+		return nil, apiError(err)
+	}
+	s.emit(id, store.Event{Kind: "exec.started", ExecID: execID}, "")
+	l := s.liveOf(id)
+	s.mu.Lock()
+	l.execs++
+	s.mu.Unlock()
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		code := s.runExec(id, l, req, stdoutPath, stderrPath)
+		_, _ = s.store.FinishExec(id, execID, code, time.Now())
+		s.emit(id, store.Event{Kind: "exec.finished", ExecID: execID, ExitCode: &code}, "")
+		s.mu.Lock()
+		l.execs--
+		s.active[id] = time.Now()
+		s.mu.Unlock()
+	}()
+	return toClientExec(ex), nil
+}
+
+func (s *Service) runExec(id string, l *live, req *client.ExecRequest, stdoutPath, stderrPath string) int {
+	if err := os.MkdirAll(filepath.Dir(stdoutPath), 0o700); err != nil {
+		return 125
+	}
+	outf, err := os.OpenFile(stdoutPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	if err != nil {
+		return 125
+	}
+	defer outf.Close()
+	errf, err := os.OpenFile(stderrPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	if err != nil {
+		return 125
+	}
+	defer errf.Close()
+	h := l.handle
+	if h == nil {
+		if h, err = s.rt.Open(s.ctx, id, l.resolved); err != nil {
+			fmt.Fprintln(errf, "airlock:", err)
+			return 125
+		}
+	}
+	ex, err := s.rt.Exec(s.ctx, h, sandbox.ExecRequest{Cmd: req.Cmd, Env: req.Env, Workdir: req.Workdir}, sandbox.Streams{Stdout: outf, Stderr: errf})
+	if err != nil {
+		fmt.Fprintln(errf, "airlock:", err)
+		return 125
+	}
+	<-ex.Done
+	for i := 0; i < 500; i++ {
+		code, err := ex.ExitCode(s.ctx)
+		if err == nil {
+			return code
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return 125
+}
+
+// RecordExec records an exec the CLI runs itself (airlock exec streams straight to
+// the Engine): exec.started now, exec.finished when FinishExec is called.
+func (s *Service) RecordExec(id string, req *client.ExecRequest) (*client.Exec, error) {
+	rec, err := s.store.Get(id)
+	if err != nil {
+		return nil, apiError(err)
+	}
+	if rec.State != store.StateReady {
+		return nil, &client.Error{Reason: client.ReasonInvalidState, Message: fmt.Sprintf("sandbox %s is %s, not ready", id, rec.State)}
+	}
+	execID := req.ID
+	if execID == "" {
+		execID = store.NewID()
+	}
+	ex, err := s.store.CreateExec(store.Exec{ID: execID, SandboxID: id, Cmd: req.Cmd, StartedAt: time.Now()})
+	if err != nil {
+		return nil, apiError(err)
+	}
+	s.emit(id, store.Event{Kind: "exec.started", ExecID: execID}, "")
+	s.mu.Lock()
+	s.liveOf0(id).execs++
+	s.mu.Unlock()
+	return toClientExec(ex), nil
+}
+
+// liveOf0 is liveOf with s.mu held.
+func (s *Service) liveOf0(id string) *live {
+	l, ok := s.live[id]
+	if !ok {
+		l = &live{}
+		s.live[id] = l
+	}
+	return l
+}
+
+// FinishExec records the end of an exec the CLI ran.
+func (s *Service) FinishExec(id, execID string, code int) (*client.Exec, error) {
+	ex, err := s.store.FinishExec(id, execID, code, time.Now())
+	if err != nil {
+		return nil, apiError(err)
+	}
+	s.emit(id, store.Event{Kind: "exec.finished", ExecID: execID, ExitCode: &code}, "")
+	s.mu.Lock()
+	if l := s.liveOf0(id); l.execs > 0 {
+		l.execs--
+	}
+	s.active[id] = time.Now()
+	s.mu.Unlock()
+	return toClientExec(ex), nil
+}
+
+// GetExec returns an exec record.
+func (s *Service) GetExec(id, execID string) (*client.Exec, error) {
+	ex, err := s.store.GetExec(id, execID)
+	if err != nil {
+		return nil, apiError(err)
+	}
+	return toClientExec(ex), nil
+}
+
+func toClientExec(e store.Exec) *client.Exec {
+	out := &client.Exec{ID: e.ID, SandboxID: e.SandboxID, Cmd: e.Cmd, StartedAt: e.StartedAt, ExitCode: e.ExitCode, Stdout: e.StdoutPath, Stderr: e.StderrPath}
+	if !e.FinishedAt.IsZero() {
+		t := e.FinishedAt
+		out.FinishedAt = &t
+	}
+	return out
+}

@@ -1,0 +1,317 @@
+package control
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/docker/docker/api/types/events"
+	"github.com/docker/docker/api/types/filters"
+
+	"github.com/airlock-dev/airlock/control/store"
+	"github.com/airlock-dev/airlock/sandbox"
+	"github.com/airlock-dev/airlock/supervisor"
+)
+
+// recover reconciles the store with Docker when the daemon starts (DESIGN §8):
+// running primaries stay (or become) ready, missing or exited ones of a ready
+// sandbox become failed, pending ones fail, deleting ones finish.
+func (s *Service) recover() {
+	recs, err := s.store.List(store.Filter{})
+	if err != nil {
+		s.log.Error("cannot list sandboxes for recovery", "error", err.Error())
+		return
+	}
+	for _, rec := range recs {
+		id := rec.ID
+		switch rec.State {
+		case store.StatePending:
+			s.emit(id, store.Event{Kind: "sandbox.failed", Reason: "the daemon restarted while the sandbox was being created"}, store.StateFailed)
+			s.wg.Add(1)
+			go func() { defer s.wg.Done(); _ = s.rt.Remove(s.ctx, id) }()
+		case store.StateDeleting:
+			s.wg.Add(1)
+			go func() { defer s.wg.Done(); s.finishDelete(id, rec.Reason) }()
+		case store.StateReady, store.StateStopped, store.StateFailed:
+			in, err := s.rt.Get(s.ctx, id)
+			switch {
+			case err != nil && rec.State != store.StateFailed:
+				s.emit(id, store.Event{Kind: "sandbox.failed", Reason: "its container is missing"}, store.StateFailed)
+			case err != nil:
+			case in.State == "running":
+				if rec.State != store.StateReady {
+					s.emit(id, store.Event{Kind: "sandbox.ready", Reason: "found running"}, store.StateReady)
+				}
+				l := s.liveOf(id)
+				l.mu.Lock()
+				s.startTailAt(id, l, true)
+				l.mu.Unlock()
+			case rec.State == store.StateReady:
+				s.emit(id, store.Event{Kind: "sandbox.failed", Reason: "its container exited while the daemon was down"}, store.StateFailed)
+			}
+		}
+	}
+	if n, err := s.store.Purge(time.Now().Add(-s.retention())); err == nil && n > 0 {
+		s.log.Info("purged deleted sandboxes", "count", n)
+	}
+}
+
+func (s *Service) retention() time.Duration {
+	if s.cfg.EventRetentionTTL > 0 {
+		return s.cfg.EventRetentionTTL
+	}
+	return 168 * time.Hour
+}
+
+// startTail follows the supervisor's status stream from its start.
+func (s *Service) startTail(id string, l *live) { s.startTailAt(id, l, false) }
+
+// startTailAt ingests the supervisor's status stream into the sandbox's events,
+// from the end of the file when atEnd (a daemon that restarted has seen the rest).
+// The stream is untrusted input: it is decoded and validated by the supervisor's
+// reader, and only known kinds become events.
+func (s *Service) startTailAt(id string, l *live, atEnd bool) {
+	if l.tailing {
+		return
+	}
+	l.tailing = true
+	path := filepath.Join(s.rt.StateDir(id), "status.jsonl")
+	l.ingestMu.Lock()
+	l.offset = 0
+	if atEnd {
+		if st, err := os.Stat(path); err == nil {
+			l.offset = st.Size()
+		}
+	}
+	l.ingestMu.Unlock()
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		defer func() { l.mu.Lock(); l.tailing = false; l.mu.Unlock() }()
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-s.ctx.Done():
+				return
+			case <-tick.C:
+			}
+			rec, err := s.store.Get(id)
+			if err != nil || rec.State == store.StateDeleted || rec.State == store.StateDeleting {
+				return
+			}
+			s.ingestLive(id, l)
+			if rec.State == store.StateStopped || rec.State == store.StateFailed {
+				s.ingestLive(id, l)
+				return
+			}
+		}
+	}()
+}
+
+// ingestLive ingests what is new in the sandbox's status stream.
+func (s *Service) ingestLive(id string, l *live) {
+	l.ingestMu.Lock()
+	defer l.ingestMu.Unlock()
+	l.offset = s.ingest(id, filepath.Join(s.rt.StateDir(id), "status.jsonl"), l.offset)
+}
+
+// ingest reads complete lines from offset and records them; it returns the new offset.
+func (s *Service) ingest(id, path string, offset int64) int64 {
+	f, err := os.Open(path)
+	if err != nil {
+		return offset
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return offset
+	}
+	if st.Size() < offset {
+		offset = 0 // truncated: the sandbox started again
+	}
+	if st.Size() == offset {
+		return offset
+	}
+	buf := make([]byte, st.Size()-offset)
+	n, _ := f.ReadAt(buf, offset)
+	buf = buf[:n]
+	end := strings.LastIndexByte(string(buf), '\n')
+	if end < 0 {
+		return offset
+	}
+	dec := supervisor.NewStatusDecoder(strings.NewReader(string(buf[:end+1])))
+	for {
+		ev, err := dec.Next()
+		if err != nil {
+			break
+		}
+		s.ingestOne(id, ev)
+	}
+	return offset + int64(end+1)
+}
+
+func (s *Service) ingestOne(id string, ev supervisor.StatusEvent) {
+	out := store.Event{Kind: ev.Kind, Daemon: ev.Daemon, PID: ev.PID, Reason: ev.Reason, Signal: ev.Signal, ExitCode: ev.ExitCode}
+	out.Attempt = ev.Attempt
+	out.DelayMS = ev.DelayMS
+	switch ev.Kind {
+	case supervisor.KindDaemonStarted, supervisor.KindDaemonReady, supervisor.KindDaemonExited, supervisor.KindDaemonRestarting,
+		supervisor.KindDaemonGaveUp, supervisor.KindDaemonStopped, supervisor.KindDaemonKilled:
+		s.emit(id, out, "")
+	case supervisor.KindSupervisorReady:
+		s.emit(id, store.Event{Kind: "sandbox.ready"}, store.StateReady)
+		s.touch(id)
+	case supervisor.KindSupervisorFailed:
+		s.emit(id, store.Event{Kind: "sandbox.failed", Reason: ev.Reason, Extra: map[string]string{"exit_code": "125"}}, store.StateFailed)
+	case supervisor.KindMainExited:
+		out.Kind = "main.exited"
+		s.emit(id, out, "")
+	}
+}
+
+// watchEngine records deaths and OOM kills of primaries while the daemon runs.
+func (s *Service) watchEngine() {
+	for s.ctx.Err() == nil {
+		args := filters.NewArgs(filters.Arg("type", "container"), filters.Arg("label", sandbox.LabelRole+"=primary"),
+			filters.Arg("event", "die"), filters.Arg("event", "oom"))
+		msgs, errs := s.rt.Engine.Events(s.ctx, events.ListOptions{Filters: args})
+	loop:
+		for {
+			select {
+			case <-s.ctx.Done():
+				return
+			case err := <-errs:
+				if err != nil && s.ctx.Err() == nil {
+					s.log.Warn("engine events ended; watching again", "error", err.Error())
+					select {
+					case <-time.After(time.Second):
+					case <-s.ctx.Done():
+						return
+					}
+				}
+				break loop
+			case m := <-msgs:
+				s.onEngineEvent(m)
+			}
+		}
+	}
+}
+
+func (s *Service) onEngineEvent(m events.Message) {
+	id := m.Actor.Attributes[sandbox.LabelSandbox]
+	if id == "" {
+		return
+	}
+	l := s.liveOf(id)
+	switch m.Action {
+	case events.ActionOOM:
+		l.oom = true
+	case events.ActionDie:
+		code, err := strconv.Atoi(m.Actor.Attributes["exitCode"])
+		var codep *int
+		if err == nil {
+			codep = &code
+		}
+		// Let the status stream's last lines in first.
+		s.ingestLive(id, l)
+		rec, gerr := s.store.Get(id)
+		if gerr != nil {
+			return
+		}
+		switch {
+		case l.oom:
+			if rec.State == store.StateReady || rec.State == store.StatePending {
+				s.emit(id, store.Event{Kind: "sandbox.failed", Reason: "oom_killed", ExitCode: codep}, store.StateFailed)
+			}
+		case l.stopping != "":
+			s.markStopped(id, l.stopping, codep)
+		default:
+			s.markStopped(id, "exited", codep)
+		}
+	}
+}
+
+// reap stops idle sandboxes, removes run sandboxes whose CLI is gone, and purges
+// old history.
+func (s *Service) reap() {
+	tick := time.NewTicker(s.cfg.ReapInterval)
+	defer tick.Stop()
+	lastPurge := time.Now()
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-tick.C:
+		}
+		recs, err := s.store.List(store.Filter{})
+		if err != nil {
+			continue
+		}
+		for _, rec := range recs {
+			switch {
+			case rec.Kind == sandbox.KindRun && rec.CLIPid > 0 && rec.State != store.StateDeleting && !processAlive(rec.CLIPid, rec.CLIStart):
+				s.log.Info("reaping a run sandbox whose CLI is gone", "sandbox", rec.ID, "cli_pid", rec.CLIPid)
+				_, _ = s.delete(rec.ID, "cli_gone")
+			case rec.State == store.StateReady && rec.Kind == sandbox.KindUp && s.idle(rec.ID):
+				s.log.Info("stopping an idle sandbox", "sandbox", rec.ID, "idle_ttl", s.cfg.IdleTTL.String())
+				_, _ = s.Stop(rec.ID, "idle_ttl")
+			}
+		}
+		if time.Since(lastPurge) > time.Minute {
+			lastPurge = time.Now()
+			_, _ = s.store.Purge(time.Now().Add(-s.retention()))
+		}
+	}
+}
+
+// idle reports whether no client is attached, no exec runs, and nothing used the
+// sandbox for idle_ttl.
+func (s *Service) idle(id string) bool {
+	if s.cfg.IdleTTL <= 0 {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.attached[id] > 0 {
+		return false
+	}
+	if l, ok := s.live[id]; ok && l.execs > 0 {
+		return false
+	}
+	last, ok := s.active[id]
+	if !ok {
+		s.active[id] = time.Now()
+		return false
+	}
+	return time.Since(last) > s.cfg.IdleTTL
+}
+
+// processAlive reports whether pid runs and started at start (field 22 of
+// /proc/PID/stat), so that a reused pid is not mistaken for the CLI.
+func processAlive(pid int, start string) bool {
+	if err := syscall.Kill(pid, 0); err != nil && err != syscall.EPERM {
+		return false
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	st := string(b)
+	i := strings.LastIndexByte(st, ')')
+	if i < 0 {
+		return false
+	}
+	f := strings.Fields(st[i+1:])
+	if len(f) < 20 {
+		return false
+	}
+	if f[0] == "Z" {
+		return false
+	}
+	return start == "" || f[19] == start
+}

@@ -1,0 +1,456 @@
+// Package userconfig reads and validates the user's config.toml (DESIGN §8):
+// the control daemon's runtime settings, where exec output goes, and the
+// vault's storage.
+package userconfig
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/BurntSushi/toml"
+
+	"github.com/airlock-dev/airlock/paths"
+)
+
+// Placeholders of artifacts.exec_output_template.
+const (
+	SandboxIDPlaceholder = "{sandbox_id}"
+	ExecIDPlaceholder    = "{exec_id}"
+)
+
+// Defaults of DESIGN §8.
+const (
+	DefaultIdleTTL            = 30 * time.Minute
+	DefaultEventRetentionTTL  = 168 * time.Hour
+	DefaultLogLevel           = "info"
+	DefaultExecOutputTemplate = SandboxIDPlaceholder + "/" + ExecIDPlaceholder
+	DefaultVaultStorage       = "encrypted-file"
+)
+
+// Config is a validated config.toml.
+type Config struct {
+	// File is the path it was read from (also when it does not exist).
+	File string
+	// Exists is false when File was missing and every value is a default.
+	Exists bool
+
+	Runtime   Runtime
+	Artifacts Artifacts
+	Vault     Vault
+}
+
+// Runtime is [runtime].
+type Runtime struct {
+	IdleTTL           time.Duration // idle_ttl: a ready sandbox unused this long is stopped
+	EventRetentionTTL time.Duration // event_retention_ttl: deleted sandboxes' history is purged after this
+	LogLevel          string        // log_level: debug | info | warn | error
+	StateRoot         string        // state_root: "" = $XDG_DATA_HOME/airlock; absolute after Load
+}
+
+// Artifacts is [artifacts].
+type Artifacts struct {
+	ExecOutputRoot     string // exec_output_root: "" = <state root>/exec-output; absolute after Load
+	ExecOutputTemplate string // exec_output_template
+}
+
+// Vault is [vault].
+type Vault struct {
+	Storage string // storage: encrypted-file | file | disabled
+}
+
+// Default returns the configuration used when config.toml does not exist.
+func Default() *Config {
+	return &Config{
+		Runtime: Runtime{
+			IdleTTL:           DefaultIdleTTL,
+			EventRetentionTTL: DefaultEventRetentionTTL,
+			LogLevel:          DefaultLogLevel,
+		},
+		Artifacts: Artifacts{ExecOutputTemplate: DefaultExecOutputTemplate},
+		Vault:     Vault{Storage: DefaultVaultStorage},
+	}
+}
+
+// Error is one problem in config.toml, located by file, line and key.
+type Error struct {
+	File string
+	Line int // 0 when unknown
+	Key  string
+	Msg  string
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString(e.File)
+	if e.Line > 0 {
+		fmt.Fprintf(&b, ":%d", e.Line)
+	}
+	b.WriteString(": ")
+	if e.Key != "" {
+		b.WriteString(e.Key + ": ")
+	}
+	b.WriteString(e.Msg)
+	return b.String()
+}
+
+// Errors is every problem found, in file order.
+type Errors []*Error
+
+func (es Errors) Error() string {
+	s := make([]string, len(es))
+	for i, e := range es {
+		s[i] = e.Error()
+	}
+	return strings.Join(s, "\n")
+}
+
+// IsConfigError reports whether err is a problem with config.toml's content
+// (the CLI's exit code 2), as opposed to a failure to read it.
+func IsConfigError(err error) bool {
+	var e *Error
+	var es Errors
+	return errors.As(err, &e) || errors.As(err, &es)
+}
+
+// file is config.toml as written; every value is optional.
+type file struct {
+	Runtime *struct {
+		IdleTTL           *string `toml:"idle_ttl"`
+		EventRetentionTTL *string `toml:"event_retention_ttl"`
+		LogLevel          *string `toml:"log_level"`
+		StateRoot         *string `toml:"state_root"`
+	} `toml:"runtime"`
+	Artifacts *struct {
+		ExecOutputRoot     *string `toml:"exec_output_root"`
+		ExecOutputTemplate *string `toml:"exec_output_template"`
+	} `toml:"artifacts"`
+	Vault *struct {
+		Storage *string `toml:"storage"`
+	} `toml:"vault"`
+}
+
+// Load reads and validates the config.toml at path. A missing file gives the
+// defaults. A leading ~ in state_root and exec_output_root is the user's home
+// (os.UserHomeDir).
+func Load(path string) (*Config, error) {
+	home, _ := os.UserHomeDir()
+	return LoadWithHome(path, home)
+}
+
+// LoadWithHome is Load with the home directory given (the CLI passes its $HOME,
+// so tests stay hermetic).
+func LoadWithHome(path, home string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		c := Default()
+		c.File = path
+		return c, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cannot read the user config %s: %w", path, err)
+	}
+	return Parse(path, data, home)
+}
+
+// Parse validates config.toml content; name is used in errors, home expands ~.
+func Parse(name string, data []byte, home string) (*Config, error) {
+	src := string(data)
+	lines := scanKeyLines(src)
+	var f file
+	md, err := toml.Decode(src, &f)
+	if err != nil {
+		return nil, tomlError(name, src, err)
+	}
+	var errs Errors
+	add := func(key, msg string) {
+		errs = append(errs, &Error{File: name, Line: lines[key], Key: key, Msg: msg})
+	}
+	var reported []string
+	for _, k := range md.Undecoded() {
+		key := k.String()
+		if slices.ContainsFunc(reported, func(r string) bool { return strings.HasPrefix(key, r+".") }) {
+			continue
+		}
+		reported = append(reported, key)
+		if len(k) == 1 {
+			add(key, "unknown key (the tables are runtime, artifacts and vault)")
+		} else {
+			add(key, "unknown key")
+		}
+	}
+	c := Default()
+	c.File, c.Exists = name, true
+	duration := func(key string, v *string, dst *time.Duration) {
+		if v == nil {
+			return
+		}
+		d, err := time.ParseDuration(*v)
+		switch {
+		case err != nil:
+			add(key, fmt.Sprintf("invalid duration %q (use Go durations such as \"30m\", \"168h\")", *v))
+		case d <= 0:
+			add(key, fmt.Sprintf("must be a positive duration, got %q", *v))
+		default:
+			*dst = d
+		}
+	}
+	dir := func(key string, v *string, dst *string) {
+		if v == nil || *v == "" {
+			return
+		}
+		p := *v
+		if p == "~" || strings.HasPrefix(p, "~/") {
+			if home == "" {
+				add(key, "cannot expand ~: the home directory is unknown")
+				return
+			}
+			p = filepath.Join(home, p[1:])
+		}
+		if !filepath.IsAbs(p) {
+			add(key, fmt.Sprintf("must be an absolute path (or start with ~/), got %q", *v))
+			return
+		}
+		*dst = filepath.Clean(p)
+	}
+	if r := f.Runtime; r != nil {
+		duration("runtime.idle_ttl", r.IdleTTL, &c.Runtime.IdleTTL)
+		duration("runtime.event_retention_ttl", r.EventRetentionTTL, &c.Runtime.EventRetentionTTL)
+		if r.LogLevel != nil {
+			switch *r.LogLevel {
+			case "debug", "info", "warn", "error":
+				c.Runtime.LogLevel = *r.LogLevel
+			default:
+				add("runtime.log_level", fmt.Sprintf("unknown log level %q (want debug, info, warn or error)", *r.LogLevel))
+			}
+		}
+		dir("runtime.state_root", r.StateRoot, &c.Runtime.StateRoot)
+	}
+	if a := f.Artifacts; a != nil {
+		dir("artifacts.exec_output_root", a.ExecOutputRoot, &c.Artifacts.ExecOutputRoot)
+		if a.ExecOutputTemplate != nil {
+			if err := checkTemplate(*a.ExecOutputTemplate); err != nil {
+				add("artifacts.exec_output_template", err.Error())
+			} else {
+				c.Artifacts.ExecOutputTemplate = *a.ExecOutputTemplate
+			}
+		}
+	}
+	if v := f.Vault; v != nil && v.Storage != nil {
+		switch *v.Storage {
+		case "encrypted-file", "file", "disabled":
+			c.Vault.Storage = *v.Storage
+		default:
+			add("vault.storage", fmt.Sprintf("unknown storage %q (want encrypted-file, file or disabled)", *v.Storage))
+		}
+	}
+	if len(errs) > 0 {
+		sort.SliceStable(errs, func(i, j int) bool { return errs[i].Line < errs[j].Line })
+		return nil, errs
+	}
+	return c, nil
+}
+
+var placeholderRE = regexp.MustCompile(`\{[^{}]*\}`)
+
+// checkTemplate validates artifacts.exec_output_template: a relative path with
+// both placeholders, no other placeholder, and no ".." element.
+func checkTemplate(t string) error {
+	switch {
+	case t == "":
+		return errors.New("must not be empty")
+	case !strings.Contains(t, SandboxIDPlaceholder) || !strings.Contains(t, ExecIDPlaceholder):
+		return fmt.Errorf("must contain both %s and %s, got %q", SandboxIDPlaceholder, ExecIDPlaceholder, t)
+	case strings.HasPrefix(t, "/"):
+		return fmt.Errorf("must be relative to exec_output_root, got %q", t)
+	case strings.ContainsAny(t, "\\\x00"):
+		return fmt.Errorf("must not contain a backslash or NUL, got %q", t)
+	}
+	for _, el := range strings.Split(t, "/") {
+		if el == ".." {
+			return fmt.Errorf("must not contain \"..\", got %q", t)
+		}
+	}
+	for _, p := range placeholderRE.FindAllString(t, -1) {
+		if p != SandboxIDPlaceholder && p != ExecIDPlaceholder {
+			return fmt.Errorf("unknown placeholder %s (known: %s, %s)", p, SandboxIDPlaceholder, ExecIDPlaceholder)
+		}
+	}
+	return nil
+}
+
+// SlogLevel returns runtime.log_level as a slog level.
+func (c *Config) SlogLevel() slog.Level {
+	switch c.Runtime.LogLevel {
+	case "debug":
+		return slog.LevelDebug
+	case "warn":
+		return slog.LevelWarn
+	case "error":
+		return slog.LevelError
+	}
+	return slog.LevelInfo
+}
+
+// StateDir is runtime.state_root, or $XDG_DATA_HOME/airlock when it is empty.
+func (c *Config) StateDir(p *paths.Paths) string {
+	if c.Runtime.StateRoot != "" {
+		return c.Runtime.StateRoot
+	}
+	return p.DataDir
+}
+
+// ExecOutputRoot is artifacts.exec_output_root, or <StateDir>/exec-output
+// (by default $XDG_DATA_HOME/airlock/exec-output) when it is empty.
+func (c *Config) ExecOutputRoot(p *paths.Paths) string {
+	if c.Artifacts.ExecOutputRoot != "" {
+		return c.Artifacts.ExecOutputRoot
+	}
+	return filepath.Join(c.StateDir(p), "exec-output")
+}
+
+// ExecOutputBase returns the path, without the ".stdout.log" / ".stderr.log"
+// suffix, of one exec's output files: the root joined with the template
+// expanded. The IDs must be valid airlock IDs (no "/"); an ID that would
+// escape the root is refused.
+func (c *Config) ExecOutputBase(p *paths.Paths, sandboxID, execID string) (string, error) {
+	for _, id := range []string{sandboxID, execID} {
+		if id == "" || id == "." || id == ".." || strings.ContainsAny(id, "/\\\x00") {
+			return "", fmt.Errorf("invalid ID %q for an exec output path", id)
+		}
+	}
+	t := c.Artifacts.ExecOutputTemplate
+	if t == "" {
+		t = DefaultExecOutputTemplate
+	}
+	rel := strings.NewReplacer(SandboxIDPlaceholder, sandboxID, ExecIDPlaceholder, execID).Replace(t)
+	root := c.ExecOutputRoot(p)
+	full := filepath.Join(root, rel)
+	if r, err := filepath.Rel(root, full); err != nil || r == "." || strings.HasPrefix(r, "..") {
+		return "", fmt.Errorf("exec output path %s is outside %s", full, root)
+	}
+	return full, nil
+}
+
+// ExecOutputFiles returns the stdout and stderr log files of one exec.
+func (c *Config) ExecOutputFiles(p *paths.Paths, sandboxID, execID string) (stdout, stderr string, err error) {
+	base, err := c.ExecOutputBase(p, sandboxID, execID)
+	if err != nil {
+		return "", "", err
+	}
+	return base + ".stdout.log", base + ".stderr.log", nil
+}
+
+var (
+	typeErrRE  = regexp.MustCompile(`^toml: (?:line (\d+) )?\(last key "((?:[^"\\]|\\.)*)"\): (.*)$`)
+	badTypeRE  = regexp.MustCompile(`incompatible types: TOML value has type ([\w.\[\]]+); destination has type ([\w.\[\]*]+)`)
+	mismatchRE = regexp.MustCompile(`^type mismatch for .+: expected (\w+) but found ([\w.\[\]]+)$`)
+)
+
+// tomlError turns a BurntSushi/toml error into an *Error naming file, line and key.
+func tomlError(name, src string, err error) error {
+	var pe toml.ParseError
+	if errors.As(err, &pe) {
+		line := pe.Position.Line
+		if s := pe.Position.Start; s > 0 && s <= len(src) {
+			line = 1 + strings.Count(src[:s], "\n")
+		}
+		return &Error{File: name, Line: line, Key: pe.LastKey, Msg: "invalid TOML: " + pe.Message}
+	}
+	if m := typeErrRE.FindStringSubmatch(err.Error()); m != nil {
+		key := m[2]
+		line := scanKeyLines(src)[key]
+		msg := m[3]
+		if t := badTypeRE.FindStringSubmatch(msg); t != nil {
+			msg = fmt.Sprintf("wrong type: expected %s, got %s", describeGo(t[2]), describeTOML(t[1]))
+		} else if t := mismatchRE.FindStringSubmatch(msg); t != nil {
+			msg = fmt.Sprintf("wrong type: expected %s, got %s", describeGo(t[1]), describeTOML(t[2]))
+		}
+		return &Error{File: name, Line: line, Key: key, Msg: msg}
+	}
+	return &Error{File: name, Msg: err.Error()}
+}
+
+func describeGo(t string) string {
+	t = strings.TrimLeft(t, "*")
+	switch {
+	case t == "string":
+		return "a string"
+	case strings.HasPrefix(t, "struct") || t == "map" || t == "table":
+		return "a table"
+	}
+	return t
+}
+
+func describeTOML(t string) string {
+	switch strings.ToLower(t) {
+	case "integer", "int64":
+		return "an integer"
+	case "float", "float64":
+		return "a float"
+	case "bool":
+		return "a boolean"
+	case "string":
+		return "a string"
+	case "[]interface {}", "array", "slice":
+		return "an array"
+	case "map[string]interface {}", "hash", "table":
+		return "a table"
+	case "time.time", "datetime":
+		return "a date-time"
+	}
+	return t
+}
+
+// scanKeyLines maps "table.key" to the line that sets it, and "table" to its
+// header's line, for error messages. It understands the simple shapes a
+// config.toml has: [table] headers and key = value lines.
+func scanKeyLines(src string) map[string]int {
+	out := map[string]int{}
+	table := ""
+	for i, raw := range strings.Split(src, "\n") {
+		l := strings.TrimSpace(raw)
+		if l == "" || l[0] == '#' {
+			continue
+		}
+		if strings.HasPrefix(l, "[") {
+			end := strings.Index(l, "]")
+			if end < 0 {
+				continue
+			}
+			table = normKey(strings.Trim(l[:end], "[]"))
+			if _, ok := out[table]; !ok {
+				out[table] = i + 1
+			}
+			continue
+		}
+		eq := strings.Index(l, "=")
+		if eq <= 0 {
+			continue
+		}
+		k := normKey(l[:eq])
+		if table != "" {
+			k = table + "." + k
+		}
+		if _, ok := out[k]; !ok {
+			out[k] = i + 1
+		}
+	}
+	return out
+}
+
+func normKey(k string) string {
+	parts := strings.Split(k, ".")
+	for i, p := range parts {
+		parts[i] = strings.Trim(strings.TrimSpace(p), `"'`)
+	}
+	return strings.Join(parts, ".")
+}
