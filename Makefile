@@ -3,8 +3,9 @@ SHELL := /bin/bash
 GO ?= go
 PKG := github.com/airlock-dev/airlock
 VERSION ?= 0.1.0-dev
-# Build ID: the git short hash (with -dirty for uncommitted changes), else version+timestamp.
-BUILD_ID ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo "$(VERSION)+$$(date -u +%Y%m%d%H%M%S)")
+# Build ID: the git short hash (plus -dirty.<time> for uncommitted changes, so a rebuilt
+# binary replaces a running daemon), else version+timestamp outside a git checkout.
+BUILD_ID ?= $(shell h=$$(git rev-parse --short HEAD 2>/dev/null) && { git diff --quiet HEAD -- 2>/dev/null && echo $$h || echo $$h-dirty.$$(date -u +%H%M%S); } || echo "$(VERSION)+$$(date -u +%Y%m%d%H%M%S)")
 LDFLAGS := -s -w -X $(PKG)/cli.Version=$(VERSION) -X $(PKG)/cli.BuildID=$(BUILD_ID)
 
 .PHONY: all build test lint bench demo engine clean

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/airlock-dev/airlock/client"
 	"github.com/airlock-dev/airlock/sandbox"
 )
 
@@ -36,31 +37,35 @@ func newExecCommand(a *app) *cobra.Command {
 				return err
 			}
 			ctx := context.Background()
+			c, err := a.daemonClient(ctx)
+			if err != nil {
+				return err
+			}
+			var ids []string
+			if id != "" {
+				ids = []string{id}
+			}
+			list, err := a.targets(ctx, c, ids, nil)
+			if err != nil {
+				return err
+			}
+			if list[0].State != client.StateReady {
+				return withCode(ExitFailure, fmt.Errorf("sandbox %s is %s (start it with `airlock up -d`)", list[0].ID, list[0].State))
+			}
 			rt, closeRT, err := a.runtime(ctx)
 			if err != nil {
 				return err
 			}
 			defer closeRT()
-			var ids []string
-			if id != "" {
-				ids = []string{id}
-			}
-			list, err := a.targets(ctx, rt, ids, nil)
-			if err != nil {
-				return err
-			}
 			sb, err := rt.Open(ctx, list[0].ID, nil)
 			if err != nil {
 				return sandboxError(err)
-			}
-			if list[0].State != "running" {
-				return withCode(ExitFailure, fmt.Errorf("sandbox %s is %s (start it with `airlock up -d`)", sb.ID, list[0].State))
 			}
 			useTTY := isTerminal(a.stdin) && isTerminal(a.stdout)
 			if tty && !useTTY {
 				return withCode(ExitUsage, fmt.Errorf("-t needs stdin and stdout to be terminals"))
 			}
-			code, err := a.execInteractive(ctx, rt, sb, sandbox.ExecRequest{
+			code, err := a.execRecorded(ctx, c, rt, sb, sandbox.ExecRequest{
 				Cmd: args, Env: envs, Workdir: workdir, TTY: useTTY, Stdin: useTTY || forwardsStdin(a.stdin),
 			})
 			if err != nil {

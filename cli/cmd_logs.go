@@ -49,32 +49,38 @@ func newLogsCommand(a *app) *cobra.Command {
 func (a *app) logs(args []string, o logsOptions) error {
 	ctx, cancel := signal.NotifyContext(context.Background(), unix.SIGINT, unix.SIGTERM)
 	defer cancel()
-	rt, closeRT, err := a.runtime(ctx)
+	c, err := a.daemonClient(ctx)
 	if err != nil {
 		return err
 	}
-	defer closeRT()
+	p, err := a.paths()
+	if err != nil {
+		return err
+	}
 	var id, daemon string
 	switch len(args) {
 	case 2:
 		id, daemon = args[0], args[1]
 	case 1:
-		if in, perr := a.projectSandbox(ctx, rt); perr == nil && in != nil && isDaemonDir(rt.StateDir(in.ID), args[0]) {
+		if in, perr := a.projectSandbox(ctx, c); perr == nil && in != nil && isDaemonDir(p.SandboxDir(in.ID), args[0]) {
 			id, daemon = in.ID, args[0]
 		} else {
 			id = args[0]
 		}
 	default:
-		list, err := a.targets(ctx, rt, nil, nil)
+		list, err := a.targets(ctx, c, nil, nil)
 		if err != nil {
 			return err
 		}
 		id = list[0].ID
 	}
-	if _, err := rt.Get(ctx, id); err != nil {
-		return sandboxError(err)
+	if sb, err := c.Get(ctx, id); err != nil {
+		return apiFailure(err)
+	} else if sb.State == "deleted" {
+		return withCode(ExitFailure, fmt.Errorf("sandbox %s was deleted; its logs are gone", id))
 	}
-	dir := filepath.Join(rt.StateDir(id), "daemons")
+	stateDir := p.SandboxDir(id)
+	dir := filepath.Join(stateDir, "daemons")
 	names := []string{daemon}
 	if daemon == "" {
 		entries, _ := os.ReadDir(dir)
@@ -85,7 +91,7 @@ func (a *app) logs(args []string, o logsOptions) error {
 			}
 		}
 		sort.Strings(names)
-	} else if !isDaemonDir(rt.StateDir(id), daemon) {
+	} else if !isDaemonDir(stateDir, daemon) {
 		return withCode(ExitFailure, fmt.Errorf("sandbox %s has no daemon %q", id, daemon))
 	}
 	file := "stdout.log"
@@ -104,8 +110,8 @@ func (a *app) logs(args []string, o logsOptions) error {
 		go func() {
 			defer wg.Done()
 			tailFile(ctx, path, prefix, o, out, func() bool {
-				in, err := rt.Get(ctx, id)
-				return err == nil && in.State == "running"
+				in, err := c.Get(ctx, id)
+				return err == nil && (in.State == "ready" || in.State == "pending")
 			})
 		}()
 	}

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/airlock-dev/airlock/client"
 )
 
 func init() { addCommand(newPsCommand) }
@@ -20,6 +22,7 @@ func newPsCommand(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "ps",
 		Short: "List sandboxes with state, project, age and daemons up/total",
+		Long:  "ps lists the sandboxes the daemon knows: pending and ready ones, and with -a stopped and failed ones too.",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := context.Background()
@@ -27,17 +30,22 @@ func newPsCommand(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			rt, closeRT, err := a.runtime(ctx)
+			c, err := a.daemonClient(ctx)
 			if err != nil {
 				return err
 			}
-			defer closeRT()
-			list, err := rt.List(ctx, want, all)
+			list, err := c.List(ctx, want)
 			if err != nil {
-				return sandboxError(err)
+				return apiFailure(err)
+			}
+			shown := []client.Sandbox{}
+			for _, s := range list {
+				if all || s.State == client.StatePending || s.State == client.StateReady {
+					shown = append(shown, s)
+				}
 			}
 			if asJSON {
-				b, err := json.MarshalIndent(list, "", "  ")
+				b, err := json.MarshalIndent(shown, "", "  ")
 				if err != nil {
 					return err
 				}
@@ -46,14 +54,14 @@ func newPsCommand(a *app) *cobra.Command {
 			}
 			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "ID\tSTATE\tKIND\tPROJECT\tAGE\tDAEMONS\tLABELS")
-			for _, s := range list {
+			for _, s := range shown {
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d/%d\t%s\n", s.ID, s.State, s.Kind, s.Project, age(time.Since(s.CreatedAt)), s.Daemons.Up, s.Daemons.Total, labelList(s.Labels))
 			}
 			return tw.Flush()
 		},
 	}
 	f := cmd.Flags()
-	f.BoolVarP(&all, "all", "a", false, "include stopped sandboxes")
+	f.BoolVarP(&all, "all", "a", false, "include stopped and failed sandboxes")
 	f.BoolVar(&asJSON, "json", false, "print a JSON array")
 	f.StringArrayVar(&labels, "label", nil, "only sandboxes with label KEY=VALUE (repeatable, all must match)")
 	return cmd

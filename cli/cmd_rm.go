@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
+
+	"github.com/airlock-dev/airlock/client"
 )
 
 func init() { addCommand(newRmCommand) }
@@ -15,7 +17,7 @@ func newRmCommand(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "rm [-f] [SANDBOX]",
 		Short: "Remove this project's sandbox, a named one, or every one matching --label",
-		Long:  "rm removes everything of a sandbox: containers, network and state dir. A running sandbox is\nrefused unless -f, which stops it first.",
+		Long:  "rm removes everything of a sandbox: containers, network and state dir. A running sandbox is\nrefused unless -f, which stops it first. The sandbox's ID stays reserved.",
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.remove(args, labels, force, false)
@@ -29,26 +31,23 @@ func newRmCommand(a *app) *cobra.Command {
 // remove is rm, and down when stop is set.
 func (a *app) remove(args, labels []string, force, stop bool) error {
 	ctx := context.Background()
-	rt, closeRT, err := a.runtime(ctx)
+	c, err := a.daemonClient(ctx)
 	if err != nil {
 		return err
 	}
-	defer closeRT()
-	list, err := a.targets(ctx, rt, args, labels)
+	list, err := a.targets(ctx, c, args, labels)
 	if err != nil {
 		return err
 	}
 	for _, s := range list {
-		if s.State == "running" {
-			if !force && !stop {
-				return withCode(ExitFailure, fmt.Errorf("sandbox %s is running: stop it first (airlock stop %s) or use rm -f", s.ID, s.ID))
-			}
-			if err := rt.Stop(ctx, s.ID); err != nil {
-				return sandboxError(err)
-			}
+		if (s.State == client.StateReady || s.State == client.StatePending) && !force && !stop {
+			return withCode(ExitFailure, fmt.Errorf("sandbox %s is running: stop it first (airlock stop %s) or use rm -f", s.ID, s.ID))
 		}
-		if err := rt.Remove(ctx, s.ID); err != nil {
-			return sandboxError(err)
+		if _, err := c.Delete(ctx, s.ID); err != nil {
+			return apiFailure(err)
+		}
+		if _, _, err := c.WaitState(ctx, s.ID, client.StateDeleted); err != nil {
+			return apiFailure(err)
 		}
 		if !a.opts.quiet {
 			fmt.Fprintf(a.stdout, "removed %s\n", s.ID)

@@ -8,12 +8,14 @@ import (
 	"os/signal"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
+	"github.com/airlock-dev/airlock/client"
 	"github.com/airlock-dev/airlock/sandbox"
 )
 
@@ -79,6 +81,8 @@ func (a *app) run(parent context.Context, o runOptions, args []string) error {
 	defer cancel()
 	var interrupted os.Signal
 	setupDone := make(chan struct{})
+	endSetup := sync.OnceFunc(func() { close(setupDone) })
+	defer endSetup()
 	go func() {
 		select {
 		case s := <-sigs:
@@ -87,43 +91,69 @@ func (a *app) run(parent context.Context, o runOptions, args []string) error {
 		case <-setupDone:
 		}
 	}()
-
-	rt, closeRT, err := a.runtime(ctx)
-	if err != nil {
-		return err
-	}
-	defer closeRT()
-	tty := isTerminal(a.stdin) && isTerminal(a.stdout)
-	req := &sandbox.Request{
-		ID: o.id, Manifest: r, Kind: sandbox.KindRun, Command: args, Env: env, Workdir: o.workdir,
-		TTY: tty, Stdin: tty || forwardsStdin(a.stdin), Labels: labels,
-		CLIPid: os.Getpid(), CLIStart: processStart(os.Getpid()),
-	}
-	sb, err := rt.Create(ctx, req)
-	if err != nil {
-		close(setupDone)
+	setupErr := func(err error) error {
 		if interrupted != nil {
 			return interruptedDuringSetup(interrupted)
 		}
-		return sandboxError(err)
+		return err
 	}
-	cleanup := func() {
+
+	rt, closeRT, err := a.runtime(ctx)
+	if err != nil {
+		return setupErr(err)
+	}
+	defer closeRT()
+	if err := rt.Prepare(ctx, r); err != nil {
+		return setupErr(sandboxError(err))
+	}
+	c, err := a.daemonClient(ctx)
+	if err != nil {
+		return setupErr(err)
+	}
+	wm, secretValues, err := wireManifest(r)
+	if err != nil {
+		return err
+	}
+	tty := isTerminal(a.stdin) && isTerminal(a.stdout)
+	stdin := tty || forwardsStdin(a.stdin)
+	rec, err := c.Create(ctx, &client.CreateRequest{
+		ID: o.id, Kind: sandbox.KindRun, Manifest: wm, Secrets: secretValues, Command: args, Env: env,
+		Workdir: o.workdir, TTY: tty, Stdin: stdin, Labels: labels,
+		CLIPid: os.Getpid(), CLIStart: processStart(os.Getpid()),
+	})
+	if err != nil {
+		return setupErr(apiFailure(err))
+	}
+	id := rec.ID
+	defer func() {
+		bg, bcancel := context.WithTimeout(context.WithoutCancel(parent), 2*time.Minute)
+		defer bcancel()
 		if o.keep {
-			if !a.opts.quiet {
-				fmt.Fprintf(a.stderr, "airlock: kept sandbox %s (airlock logs %s; airlock rm %s)\n", sb.ID, sb.ID, sb.ID)
+			if cur, err := c.Get(bg, id); err == nil && cur.State != client.StateFailed {
+				if !a.opts.quiet {
+					fmt.Fprintf(a.stderr, "airlock: kept sandbox %s (airlock logs %s; airlock rm %s)\n", id, id, id)
+				}
+				return
 			}
+		}
+		if _, err := c.Delete(bg, id); err != nil {
+			fmt.Fprintf(a.stderr, "airlock: %v\n", err)
 			return
 		}
-		cctx, ccancel := context.WithTimeout(context.WithoutCancel(parent), 60*time.Second)
-		defer ccancel()
-		if err := rt.Remove(cctx, sb.ID); err != nil {
-			fmt.Fprintf(a.stderr, "airlock: %v\n", err)
+		if _, _, err := c.WaitState(bg, id, client.StateDeleted); err != nil {
+			fmt.Fprintf(a.stderr, "airlock: cannot confirm sandbox %s was removed: %v\n", id, err)
 		}
+	}()
+	if _, err := waitCreated(ctx, c, id); err != nil {
+		return setupErr(err)
 	}
-	defer cleanup()
+	sb, err := rt.Open(ctx, id, r)
+	if err != nil {
+		return setupErr(sandboxError(err))
+	}
 
 	streams := sandbox.Streams{Stdout: a.stdout, Stderr: a.stderr}
-	if req.Stdin {
+	if stdin {
 		streams.Stdin = a.stdin
 	}
 	waitCtx, waitCancel := context.WithCancel(context.WithoutCancel(parent))
@@ -131,23 +161,32 @@ func (a *app) run(parent context.Context, o runOptions, args []string) error {
 	codes, waitErrs := rt.WaitExit(waitCtx, sb)
 	output, err := rt.Attach(waitCtx, sb, streams)
 	if err != nil {
-		close(setupDone)
-		return sandboxError(err)
+		return setupErr(sandboxError(err))
 	}
+	before, err := c.Get(ctx, id)
+	if err != nil {
+		return setupErr(apiFailure(err))
+	}
+	failed := make(chan client.Event, 1)
+	go func() {
+		if ev, err := c.WaitEvent(waitCtx, id, before.LastSeq, "sandbox.failed"); err == nil {
+			failed <- ev
+		}
+	}()
 	restore := func() {}
 	if tty {
 		restore = rawTerminal(a.stdin)
 	}
 	defer restore()
-	if err := rt.Start(ctx, sb); err != nil {
-		close(setupDone)
+	if _, err := c.Resume(ctx, id, nil); err != nil {
 		restore()
-		if interrupted != nil {
-			return interruptedDuringSetup(interrupted)
-		}
-		return sandboxError(err)
+		return setupErr(apiFailure(err))
 	}
-	close(setupDone)
+	if _, err := c.WaitEvent(ctx, id, before.LastSeq, "sandbox.started", "sandbox.failed"); err != nil {
+		restore()
+		return setupErr(apiFailure(err))
+	}
+	endSetup()
 	if interrupted != nil {
 		restore()
 		return interruptedDuringSetup(interrupted)
@@ -163,6 +202,9 @@ func (a *app) run(parent context.Context, o runOptions, args []string) error {
 			if sig, ok := s.(syscall.Signal); ok {
 				_ = rt.Kill(waitCtx, sb, strconv.Itoa(int(sig)))
 			}
+		case ev := <-failed:
+			restore()
+			return failure(ev)
 		case code := <-codes:
 			waitOutput(output)
 			restore()

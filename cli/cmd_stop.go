@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
+
+	"github.com/airlock-dev/airlock/client"
 )
 
 func init() { addCommand(newStopCommand) }
@@ -18,18 +20,17 @@ func newStopCommand(a *app) *cobra.Command {
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := context.Background()
-			rt, closeRT, err := a.runtime(ctx)
+			c, err := a.daemonClient(ctx)
 			if err != nil {
 				return err
 			}
-			defer closeRT()
-			list, err := a.targets(ctx, rt, args, labels)
+			list, err := a.targets(ctx, c, args, labels)
 			if err != nil {
 				return err
 			}
 			for _, s := range list {
-				if err := rt.Stop(ctx, s.ID); err != nil {
-					return sandboxError(err)
+				if err := stopSandbox(ctx, c, s); err != nil {
+					return err
 				}
 				if !a.opts.quiet {
 					fmt.Fprintf(a.stdout, "stopped %s\n", s.ID)
@@ -40,4 +41,18 @@ func newStopCommand(a *app) *cobra.Command {
 	}
 	cmd.Flags().StringArrayVar(&labels, "label", nil, "every sandbox with label KEY=VALUE (repeatable, all must match)")
 	return cmd
+}
+
+// stopSandbox asks the daemon to stop a sandbox and waits until it is stopped.
+func stopSandbox(ctx context.Context, c *client.Client, s client.Sandbox) error {
+	if s.State != client.StateReady && s.State != client.StatePending {
+		return nil
+	}
+	if _, err := c.Stop(ctx, s.ID); err != nil {
+		return apiFailure(err)
+	}
+	if _, _, err := c.WaitState(ctx, s.ID, client.StateStopped, client.StateFailed, client.StateDeleted); err != nil {
+		return apiFailure(err)
+	}
+	return nil
 }

@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/airlock-dev/airlock/client"
 	"github.com/airlock-dev/airlock/manifest"
 	"github.com/airlock-dev/airlock/sandbox"
 )
@@ -48,13 +50,8 @@ func (a *app) up(detach bool, id string) error {
 	defer cancel()
 	var interrupted os.Signal
 	setupDone := make(chan struct{})
-	defer func() {
-		select {
-		case <-setupDone:
-		default:
-			close(setupDone)
-		}
-	}()
+	endSetup := sync.OnceFunc(func() { close(setupDone) })
+	defer endSetup()
 	go func() {
 		select {
 		case s := <-sigs:
@@ -68,53 +65,74 @@ func (a *app) up(detach bool, id string) error {
 		return err
 	}
 	defer closeRT()
-
-	sb, created, err := a.upSandbox(ctx, rt, r, id)
+	c, err := a.daemonClient(ctx)
 	if err != nil {
+		return err
+	}
+	if err := rt.Prepare(ctx, r); err != nil {
 		if interrupted != nil {
 			return interruptedDuringSetup(interrupted)
 		}
 		return sandboxError(err)
 	}
-	started := time.Now()
-	if err := rt.Start(ctx, sb); err == nil {
-		err = rt.WaitReady(ctx, sb, started)
+	sbID, created, from, err := a.upSandbox(ctx, c, rt, r, id)
+	if err == nil {
+		var ev client.Event
+		ev, err = c.WaitEvent(ctx, sbID, from, "sandbox.ready", "sandbox.failed", "sandbox.stopped")
+		switch {
+		case err != nil:
+			err = apiFailure(err)
+		case ev.Kind == "sandbox.failed":
+			err = failure(ev)
+		case ev.Kind == "sandbox.stopped":
+			err = withCode(ExitAirlock, fmt.Errorf("sandbox %s stopped before it was ready: %s", sbID, ev.Reason))
+		}
 		if err != nil {
-			_ = rt.Stop(context.WithoutCancel(ctx), sb.ID)
+			bg := context.Background()
+			if cur, gerr := c.Get(bg, sbID); gerr == nil && (cur.State == client.StateReady || cur.State == client.StatePending) {
+				_ = stopSandbox(bg, c, *cur)
+			}
 		}
-		if err != nil && interrupted == nil {
-			return sandboxError(err)
-		}
-	} else if interrupted == nil {
-		if created {
-			_ = rt.Remove(context.WithoutCancel(ctx), sb.ID)
-		}
-		return sandboxError(err)
 	}
 	if interrupted != nil {
-		_ = rt.Stop(context.WithoutCancel(ctx), sb.ID)
-		if created {
-			_ = rt.Remove(context.WithoutCancel(ctx), sb.ID)
+		bg := context.Background()
+		if sbID != "" {
+			if cur, gerr := c.Get(bg, sbID); gerr == nil {
+				_ = stopSandbox(bg, c, *cur)
+			}
+			if created {
+				_, _ = c.Delete(bg, sbID)
+				_, _, _ = c.WaitState(bg, sbID, client.StateDeleted)
+			}
 		}
 		return interruptedDuringSetup(interrupted)
 	}
-	close(setupDone)
+	if err != nil {
+		return err
+	}
+	endSetup()
 	signal.Stop(sigs)
 	if detach {
-		fmt.Fprintln(a.stdout, sb.ID)
+		fmt.Fprintln(a.stdout, sbID)
 		return nil
 	}
+	sb, err := rt.Open(context.Background(), sbID, r)
+	if err != nil {
+		return sandboxError(err)
+	}
 	tty := isTerminal(a.stdin) && isTerminal(a.stdout)
-	code, err := a.execInteractive(context.Background(), rt, sb, sandbox.ExecRequest{
-		Cmd: rt.Shell(ctx, sb), TTY: tty, Stdin: tty || forwardsStdin(a.stdin),
+	code, err := a.execRecorded(context.Background(), c, rt, sb, sandbox.ExecRequest{
+		Cmd: rt.Shell(context.Background(), sb), TTY: tty, Stdin: tty || forwardsStdin(a.stdin),
 	})
 	stopCtx, stopCancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer stopCancel()
-	if serr := rt.Stop(stopCtx, sb.ID); serr != nil && err == nil {
-		err = serr
+	if cur, gerr := c.Get(stopCtx, sbID); gerr == nil {
+		if serr := stopSandbox(stopCtx, c, *cur); serr != nil && err == nil {
+			err = serr
+		}
 	}
 	if err != nil {
-		return sandboxError(err)
+		return err
 	}
 	if code != 0 {
 		return exitCode(code)
@@ -122,35 +140,49 @@ func (a *app) up(detach bool, id string) error {
 	return nil
 }
 
-// upSandbox returns the project's sandbox ready to start: the stopped one, or a new
-// one (replacing a stopped one whose plan changed). A running one is refused.
-func (a *app) upSandbox(ctx context.Context, rt *sandbox.Runtime, r *manifest.Resolved, id string) (*sandbox.Sandbox, bool, error) {
-	existing, err := a.projectSandbox(ctx, rt)
+// upSandbox asks the daemon for the project's sandbox: the stopped one started
+// again, or a new one (replacing a stopped one whose plan changed). A running one
+// is refused.
+func (a *app) upSandbox(ctx context.Context, c *client.Client, rt *sandbox.Runtime, r *manifest.Resolved, id string) (sbID string, created bool, from uint64, err error) {
+	wm, secretValues, werr := wireManifest(r)
+	if werr != nil {
+		return "", false, 0, werr
+	}
+	existing, err := a.projectSandbox(ctx, c)
 	if err != nil {
-		return nil, false, err
+		return "", false, 0, err
 	}
 	if existing != nil {
-		if existing.State == "running" {
-			return nil, false, withCode(ExitFailure, fmt.Errorf("sandbox %s is already running for %s; run commands in it with `airlock exec -- CMD` (or stop it with `airlock stop`)", existing.ID, existing.Project))
+		if existing.State == client.StateReady || existing.State == client.StatePending {
+			return "", false, 0, withCode(ExitFailure, fmt.Errorf("sandbox %s is already running for %s; run commands in it with `airlock exec -- CMD` (or stop it with `airlock stop`)", existing.ID, existing.Project))
 		}
 		if id != "" && id != existing.ID {
-			return nil, false, withCode(ExitUsage, fmt.Errorf("the project already has sandbox %s; remove it (airlock rm) to use --id %s", existing.ID, id))
+			return "", false, 0, withCode(ExitUsage, fmt.Errorf("the project already has sandbox %s; remove it (airlock rm) to use --id %s", existing.ID, id))
 		}
 		hash, err := rt.PlanHashFor(ctx, r)
 		if err != nil {
-			return nil, false, err
+			return "", false, 0, sandboxError(err)
 		}
-		if hash == existing.PlanHash {
-			sb, err := rt.Open(ctx, existing.ID, r)
-			return sb, false, err
+		info, ierr := rt.Get(ctx, existing.ID)
+		if ierr == nil && hash == info.PlanHash {
+			if _, err := c.Resume(ctx, existing.ID, &client.ResumeRequest{Secrets: secretValues}); err != nil {
+				return "", false, 0, apiFailure(err)
+			}
+			return existing.ID, false, existing.LastSeq, nil
 		}
 		if !a.opts.quiet {
 			fmt.Fprintf(a.stderr, "airlock: the manifest changed since sandbox %s was created; recreating it (changes to its filesystem are lost)\n", existing.ID)
 		}
-		if err := rt.Remove(ctx, existing.ID); err != nil {
-			return nil, false, err
+		if _, err := c.Delete(ctx, existing.ID); err != nil {
+			return "", false, 0, apiFailure(err)
+		}
+		if _, _, err := c.WaitState(ctx, existing.ID, client.StateDeleted); err != nil {
+			return "", false, 0, apiFailure(err)
 		}
 	}
-	sb, err := rt.Create(ctx, &sandbox.Request{ID: id, Manifest: r, Kind: sandbox.KindUp})
-	return sb, true, err
+	rec, err := c.Create(ctx, &client.CreateRequest{ID: id, Kind: sandbox.KindUp, Manifest: wm, Secrets: secretValues, Start: true})
+	if err != nil {
+		return "", false, 0, apiFailure(err)
+	}
+	return rec.ID, true, 0, nil
 }

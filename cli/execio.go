@@ -2,12 +2,35 @@ package cli
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/signal"
 	"time"
 
+	"github.com/airlock-dev/airlock/client"
 	"github.com/airlock-dev/airlock/sandbox"
 )
+
+// execRecorded is execInteractive recorded by the daemon: exec.started before, and
+// exec.finished with the exit code after; a client is attached meanwhile.
+func (a *app) execRecorded(ctx context.Context, c *client.Client, rt *sandbox.Runtime, sb *sandbox.Sandbox, req sandbox.ExecRequest) (int, error) {
+	ex, err := c.Exec(ctx, sb.ID, &client.ExecRequest{Cmd: req.Cmd, Env: req.Env, Workdir: req.Workdir, Interactive: true})
+	if err != nil {
+		return 0, apiFailure(err)
+	}
+	release, err := c.Attach(ctx, sb.ID)
+	if err == nil {
+		defer release()
+	}
+	code, err := a.execInteractive(ctx, rt, sb, req)
+	if err != nil {
+		code = ExitAirlock
+	}
+	if _, ferr := c.FinishExec(context.WithoutCancel(ctx), sb.ID, ex.ID, code); ferr != nil && err == nil {
+		fmt.Fprintf(a.stderr, "airlock: cannot record the end of exec %s: %v\n", ex.ID, ferr)
+	}
+	return code, err
+}
 
 // execInteractive runs cmd in a running sandbox with the CLI's terminal or pipes and
 // returns its exit code. With a TTY the terminal is in raw mode for the duration

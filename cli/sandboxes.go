@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 
-	"github.com/airlock-dev/airlock/manifest"
+	"github.com/airlock-dev/airlock/client"
 	"github.com/airlock-dev/airlock/sandbox"
 )
 
@@ -23,24 +23,28 @@ func (a *app) projectDir() (string, error) {
 }
 
 // projectSandbox returns the project's `up` sandbox, or nil when it has none.
-func (a *app) projectSandbox(ctx context.Context, rt *sandbox.Runtime) (*sandbox.Info, error) {
+func (a *app) projectSandbox(ctx context.Context, c *client.Client) (*client.Sandbox, error) {
 	dir, err := a.projectDir()
 	if err != nil {
 		return nil, err
 	}
-	list, err := rt.List(ctx, map[string]string{sandbox.LabelProject: dir, sandbox.LabelKind: sandbox.KindUp}, true)
+	list, err := c.List(ctx, nil)
 	if err != nil {
-		return nil, sandboxError(err)
+		return nil, apiFailure(err)
 	}
-	if len(list) == 0 {
-		return nil, nil
+	var found *client.Sandbox
+	for i := range list {
+		s := list[i]
+		if s.Project == dir && s.Kind == sandbox.KindUp && s.State != client.StateDeleting {
+			found = &s
+		}
 	}
-	return &list[len(list)-1], nil
+	return found, nil
 }
 
 // targets resolves the sandboxes a lifecycle command acts on: the named one, every
 // one matching all labels, or the project's.
-func (a *app) targets(ctx context.Context, rt *sandbox.Runtime, args []string, labelFlags []string) ([]sandbox.Info, error) {
+func (a *app) targets(ctx context.Context, c *client.Client, args []string, labelFlags []string) ([]client.Sandbox, error) {
 	if len(labelFlags) > 0 {
 		if len(args) > 0 {
 			return nil, withCode(ExitUsage, fmt.Errorf("give a sandbox or --label, not both"))
@@ -49,33 +53,29 @@ func (a *app) targets(ctx context.Context, rt *sandbox.Runtime, args []string, l
 		if err != nil {
 			return nil, err
 		}
-		list, err := rt.List(ctx, labels, true)
-		return list, sandboxError(err)
+		list, err := c.List(ctx, labels)
+		if err != nil {
+			return nil, apiFailure(err)
+		}
+		return list, nil
 	}
 	if len(args) > 0 {
-		in, err := rt.Get(ctx, args[0])
+		sb, err := c.Get(ctx, args[0])
 		if err != nil {
-			return nil, sandboxError(err)
+			return nil, apiFailure(err)
 		}
-		return []sandbox.Info{*in}, nil
+		if sb.State == client.StateDeleted {
+			return nil, withCode(ExitFailure, fmt.Errorf("sandbox %s was deleted", sb.ID))
+		}
+		return []client.Sandbox{*sb}, nil
 	}
-	in, err := a.projectSandbox(ctx, rt)
+	sb, err := a.projectSandbox(ctx, c)
 	if err != nil {
 		return nil, err
 	}
-	if in == nil {
+	if sb == nil {
 		dir, _ := a.projectDir()
 		return nil, withCode(ExitFailure, fmt.Errorf("no sandbox for the project %s (start one with `airlock up`)", dir))
 	}
-	return []sandbox.Info{*in}, nil
-}
-
-// resolvedFor loads the manifest of a sandbox's project (for starting it again).
-func (a *app) resolvedFor(project string) (*manifest.Resolved, error) {
-	saved := a.opts.file
-	if saved == "" {
-		a.opts.file = filepath.Join(project, manifest.FileName)
-		defer func() { a.opts.file = "" }()
-	}
-	return a.loadManifest()
+	return []client.Sandbox{*sb}, nil
 }

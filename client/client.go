@@ -294,3 +294,15 @@ func IsNotRunning(err error) bool {
 	var ne *net.OpError
 	return errors.As(err, &ne) || strings.Contains(fmt.Sprint(err), "cannot reach the airlock daemon")
 }
+
+// Attach tells the daemon a client is attached to the sandbox (so it is not idle)
+// until release is called.
+func (c *Client) Attach(ctx context.Context, id string) (release func(), err error) {
+	actx, cancel := context.WithCancel(ctx)
+	resp, err := c.send(actx, http.MethodGet, "/v1/sandboxes/"+url.PathEscape(id)+"/attach", nil)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	return func() { cancel(); resp.Body.Close() }, nil
+}

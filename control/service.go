@@ -54,11 +54,11 @@ type live struct {
 	handle   *sandbox.Sandbox
 	stopping string // reason of a requested stop or delete
 	oom      bool
-	tailing  bool
 	execs    int
 
-	ingestMu sync.Mutex // guards offset: the status stream read so far
-	offset   int64
+	ingestMu sync.Mutex // guards offset and tailGen
+	offset   int64      // the status stream read so far
+	tailGen  int        // the follower that owns the stream; older ones stop
 }
 
 // NewService returns a service over an open store and a runtime.

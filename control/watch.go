@@ -75,12 +75,10 @@ func (s *Service) startTail(id string, l *live) { s.startTailAt(id, l, false) }
 // The stream is untrusted input: it is decoded and validated by the supervisor's
 // reader, and only known kinds become events.
 func (s *Service) startTailAt(id string, l *live, atEnd bool) {
-	if l.tailing {
-		return
-	}
-	l.tailing = true
 	path := filepath.Join(s.rt.StateDir(id), "status.jsonl")
 	l.ingestMu.Lock()
+	l.tailGen++
+	gen := l.tailGen
 	l.offset = 0
 	if atEnd {
 		if st, err := os.Stat(path); err == nil {
@@ -88,10 +86,14 @@ func (s *Service) startTailAt(id string, l *live, atEnd bool) {
 		}
 	}
 	l.ingestMu.Unlock()
+	current := func() bool {
+		l.ingestMu.Lock()
+		defer l.ingestMu.Unlock()
+		return l.tailGen == gen
+	}
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		defer func() { l.mu.Lock(); l.tailing = false; l.mu.Unlock() }()
 		tick := time.NewTicker(50 * time.Millisecond)
 		defer tick.Stop()
 		for {
@@ -100,14 +102,19 @@ func (s *Service) startTailAt(id string, l *live, atEnd bool) {
 				return
 			case <-tick.C:
 			}
+			if !current() {
+				return // a newer start follows the stream now
+			}
 			rec, err := s.store.Get(id)
 			if err != nil || rec.State == store.StateDeleted || rec.State == store.StateDeleting {
 				return
 			}
 			s.ingestLive(id, l)
+			// A stopped sandbox may start again (resume); look less often.
 			if rec.State == store.StateStopped || rec.State == store.StateFailed {
-				s.ingestLive(id, l)
-				return
+				tick.Reset(time.Second)
+			} else {
+				tick.Reset(50 * time.Millisecond)
 			}
 		}
 	}()
@@ -262,6 +269,7 @@ func (s *Service) reap() {
 				_, _ = s.Stop(rec.ID, "idle_ttl")
 			}
 		}
+		s.reapOrphans()
 		if time.Since(lastPurge) > time.Minute {
 			lastPurge = time.Now()
 			_, _ = s.store.Purge(time.Now().Add(-s.retention()))
@@ -314,4 +322,24 @@ func processAlive(pid int, start string) bool {
 		return false
 	}
 	return start == "" || f[19] == start
+}
+
+// reapOrphans removes run sandboxes the store does not know (made before the
+// daemon existed, or by a daemon whose store was lost) whose CLI is gone.
+func (s *Service) reapOrphans() {
+	list, err := s.rt.List(s.ctx, map[string]string{sandbox.LabelKind: sandbox.KindRun}, true)
+	if err != nil {
+		return
+	}
+	for _, in := range list {
+		if _, err := s.store.Get(in.ID); err == nil {
+			continue
+		}
+		pid, _ := strconv.Atoi(in.CLIPid)
+		if pid <= 0 || processAlive(pid, in.CLIStart) {
+			continue
+		}
+		s.log.Info("removing an unknown run sandbox whose CLI is gone", "sandbox", in.ID, "cli_pid", pid)
+		_ = s.rt.Remove(s.ctx, in.ID)
+	}
 }

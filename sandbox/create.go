@@ -511,3 +511,25 @@ func (rt *Runtime) PlanHashFor(ctx context.Context, r *manifest.Resolved) (strin
 	}
 	return PlanHash(r, img.ID), nil
 }
+
+// Prepare does the host-side and image work of a future Create where its output can
+// be seen: mount sources are checked (a missing one with missing = "fail" is a config
+// error), warnings printed, and the images pulled with progress or built.
+func (rt *Runtime) Prepare(ctx context.Context, r *manifest.Resolved) error {
+	hp, err := rt.planHost(r)
+	if err != nil {
+		return err
+	}
+	for _, w := range hp.Warnings {
+		rt.notice("warning: %s", w)
+	}
+	if _, _, err := rt.image(ctx, r); err != nil {
+		return err
+	}
+	for name, s := range r.Services {
+		if _, err := rt.ensureImage(ctx, s.Image); err != nil {
+			return fmt.Errorf("services.%s: %w", name, err)
+		}
+	}
+	return nil
+}

@@ -161,6 +161,8 @@ type Info struct {
 	PlanHash  string            `json:"plan_hash"`
 	Image     string            `json:"image"`
 	Container string            `json:"container"`
+	CLIPid    string            `json:"-"`
+	CLIStart  string            `json:"-"`
 }
 
 // DaemonCount is how many daemons are up out of how many the sandbox declares.
@@ -193,6 +195,7 @@ func (rt *Runtime) info(c container.Summary) Info {
 		ID: c.Labels[LabelSandbox], Kind: c.Labels[LabelKind], Project: c.Labels[LabelProject],
 		CreatedAt: time.Unix(c.Created, 0).UTC(), PlanHash: c.Labels[LabelPlanHash], Image: c.Image,
 		Container: c.ID, Labels: userLabels(c.Labels),
+		CLIPid: c.Labels[LabelCLIPid], CLIStart: c.Labels[LabelCLIStart],
 	}
 	switch c.State {
 	case "running":

@@ -1,0 +1,96 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/airlock-dev/airlock/client"
+)
+
+func init() { addCommand(newEventsCommand) }
+
+func newEventsCommand(a *app) *cobra.Command {
+	var from uint64
+	var follow, asJSON bool
+	cmd := &cobra.Command{
+		Use:   "events [SANDBOX]",
+		Short: "Print a sandbox's ordered event history (default: this project's)",
+		Long: "events prints the events of a sandbox after sequence --from (0: all), one a line; -f keeps following\n" +
+			"live with no gap or duplicate; --json prints one JSON object a line with sandbox_id, sequence, kind,\n" +
+			"time, state and the kind's details.",
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+			defer cancel()
+			c, err := a.daemonClient(ctx)
+			if err != nil {
+				return err
+			}
+			list, err := a.targets(ctx, c, args, nil)
+			if err != nil {
+				return err
+			}
+			st, err := c.Events(ctx, list[0].ID, from, follow)
+			if err != nil {
+				return apiFailure(err)
+			}
+			defer st.Close()
+			enc := json.NewEncoder(a.stdout)
+			for {
+				ev, err := st.Next()
+				if errors.Is(err, io.EOF) || ctx.Err() != nil {
+					return nil
+				}
+				if err != nil {
+					return withCode(ExitFailure, err)
+				}
+				if asJSON {
+					_ = enc.Encode(ev)
+					continue
+				}
+				fmt.Fprintln(a.stdout, eventLine(ev))
+			}
+		},
+	}
+	f := cmd.Flags()
+	f.Uint64Var(&from, "from", 0, "print the events after this sequence number")
+	f.BoolVarP(&follow, "follow", "f", false, "keep printing new events")
+	f.BoolVar(&asJSON, "json", false, "print one JSON object a line")
+	return cmd
+}
+
+// eventLine renders an event for people: sequence, time, kind, state, details.
+func eventLine(ev client.Event) string {
+	var d []string
+	add := func(k, v string) {
+		if v != "" {
+			d = append(d, k+"="+v)
+		}
+	}
+	add("daemon", ev.Daemon)
+	add("service", ev.Service)
+	add("exec", ev.ExecID)
+	if ev.PID != 0 {
+		add("pid", fmt.Sprint(ev.PID))
+	}
+	if ev.ExitCode != nil {
+		add("exit_code", fmt.Sprint(*ev.ExitCode))
+	}
+	add("signal", ev.Signal)
+	if ev.Attempt != 0 {
+		add("attempt", fmt.Sprint(ev.Attempt))
+	}
+	if ev.DelayMS != nil {
+		add("delay_ms", fmt.Sprint(*ev.DelayMS))
+	}
+	add("reason", ev.Reason)
+	return fmt.Sprintf("%4d  %s  %-18s %-8s %s", ev.Sequence, ev.Time.Local().Format("15:04:05.000"), ev.Kind, ev.State, strings.Join(d, " "))
+}
