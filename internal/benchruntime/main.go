@@ -14,8 +14,11 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/airlock-dev/airlock/client"
 	"github.com/airlock-dev/airlock/internal/benchdoc"
 	"github.com/airlock-dev/airlock/internal/testenv"
 )
@@ -67,6 +70,11 @@ func bench(airlock string, runs int, doc, command string) error {
 		}
 		return time.Since(start), nil
 	}
+	defer func() {
+		stop := exec.Command(airlock, "daemon", "stop")
+		stop.Dir, stop.Env = project, env
+		_ = stop.Run()
+	}()
 	// Warm up both paths (the supervisor volume is filled once per binary).
 	if _, err := timed(airlock, "run", "--", "true"); err != nil {
 		return err
@@ -114,6 +122,26 @@ func bench(airlock string, runs int, doc, command string) error {
 		airlockExec = append(airlockExec, a)
 	}
 
+	// Control-daemon throughput: concurrent GET /v1/sandboxes/{id} for 2 s.
+	socket := filepath.Join(home, "run", "airlock", "airlockd.sock")
+	c := client.New(socket)
+	var n atomic.Int64
+	deadline := time.Now().Add(2 * time.Second)
+	var wg sync.WaitGroup
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for time.Now().Before(deadline) {
+				if _, err := c.Get(ctx, id); err == nil {
+					n.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	throughput := float64(n.Load()) / 2
+
 	dr, ar, de, ae := median(dockerRun), median(airlockRun), median(dockerExec), median(airlockExec)
 	rows := []benchdoc.Row{
 		{Measure: "`docker run --rm IMAGE true` (median of " + fmt.Sprint(runs) + ")", Result: ms(dr)},
@@ -122,6 +150,7 @@ func bench(airlock string, runs int, doc, command string) error {
 		{Measure: "`docker exec CONTAINER true` (median)", Result: ms(de)},
 		{Measure: "`airlock exec -- true` (median)", Result: ms(ae)},
 		{Measure: "exec ratio airlock / docker", Result: fmt.Sprintf("%.2f×", float64(ae)/float64(de))},
+		{Measure: "control daemon: `GET /v1/sandboxes/{id}`, 8 concurrent clients", Result: fmt.Sprintf("%.0f requests/s", throughput)},
 	}
 	for _, r := range rows {
 		fmt.Printf("%-50s %s\n", r.Measure, r.Result)
@@ -132,7 +161,9 @@ func bench(airlock string, runs int, doc, command string) error {
 	intro := fmt.Sprintf("By `%s` against the Docker Engine on this machine, %s; image: the local busybox test image; runs interleaved.", command, benchdoc.Machine())
 	notes := "`airlock run` does more than `docker run`: it resolves the manifest, creates a dedicated network,\n" +
 		"injects the supervisor (a cached volume), and removes the container, network and state dir afterwards.\n" +
-		"`airlock exec` goes through `airlock supervise exec` inside the sandbox to apply the sandbox's environment."
+		"`airlock exec` goes through `airlock supervise exec` inside the sandbox to apply the sandbox's environment,\n" +
+		"and is recorded by the control daemon (exec.started / exec.finished). Both go through the control daemon,\n" +
+		"which is running (warm) during the measured runs."
 	return benchdoc.Write(doc, "Runtime", intro, rows, notes)
 }
 
