@@ -203,6 +203,16 @@ func (a *app) run(parent context.Context, o runOptions, args []string) error {
 				_ = rt.Kill(waitCtx, sb, strconv.Itoa(int(sig)))
 			}
 		case ev := <-failed:
+			// The supervisor failing to run CMD (126, 127) or a daemon not
+			// getting ready (125) also ends the container: its code wins, and
+			// the supervisor already said why on stderr.
+			select {
+			case code := <-codes:
+				waitOutput(output)
+				restore()
+				return exitCode(code)
+			case <-time.After(3 * time.Second):
+			}
 			restore()
 			return failure(ev)
 		case code := <-codes:

@@ -56,6 +56,8 @@ type live struct {
 	oom      bool
 	execs    int
 
+	cancelOp context.CancelFunc // cancels the create or start in progress (guarded by Service.mu)
+
 	ingestMu sync.Mutex // guards offset and tailGen
 	offset   int64      // the status stream read so far
 	tailGen  int        // the follower that owns the stream; older ones stop
@@ -97,6 +99,25 @@ func (s *Service) liveOf(id string) *live {
 		s.live[id] = l
 	}
 	return l
+}
+
+// beginOp returns the context of a create or start of l, which stop and delete
+// can cancel (they would otherwise wait for it, e.g. for a service's ready_timeout).
+func (s *Service) beginOp(l *live) context.Context {
+	ctx, cancel := context.WithCancel(s.ctx)
+	s.mu.Lock()
+	l.cancelOp = cancel
+	s.mu.Unlock()
+	return ctx
+}
+
+// interrupt cancels the create or start of l in progress, if any.
+func (s *Service) interrupt(l *live) {
+	s.mu.Lock()
+	if l.cancelOp != nil {
+		l.cancelOp()
+	}
+	s.mu.Unlock()
 }
 
 func (s *Service) touch(id string) {
@@ -220,7 +241,8 @@ func (s *Service) prepare(id string, req *sandbox.Request, start bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	s.emit(id, store.Event{Kind: "sandbox.preparing"}, "")
-	sb, err := s.rt.Create(s.ctx, req)
+	ctx := s.beginOp(l)
+	sb, err := s.rt.Create(ctx, req)
 	if err != nil {
 		s.emit(id, store.Event{Kind: "sandbox.failed", Reason: err.Error(), Extra: exitExtra(err)}, store.StateFailed)
 		return
@@ -229,7 +251,7 @@ func (s *Service) prepare(id string, req *sandbox.Request, start bool) {
 	_, _ = s.store.Update(id, func(r *store.Sandbox) error { r.ContainerID = sb.PrimaryID; return nil })
 	s.emit(id, store.Event{Kind: "sandbox.created", Extra: map[string]string{"container": sb.PrimaryID}}, "")
 	if start {
-		s.startLocked(id, l)
+		s.startLocked(ctx, id, l)
 	}
 }
 
@@ -243,9 +265,9 @@ func exitExtra(err error) map[string]string {
 }
 
 // startLocked starts the sandbox; l.mu is held.
-func (s *Service) startLocked(id string, l *live) {
+func (s *Service) startLocked(ctx context.Context, id string, l *live) {
 	if l.handle == nil {
-		h, err := s.rt.Open(s.ctx, id, l.resolved)
+		h, err := s.rt.Open(ctx, id, l.resolved)
 		if err != nil {
 			s.emit(id, store.Event{Kind: "sandbox.failed", Reason: err.Error()}, store.StateFailed)
 			return
@@ -254,7 +276,7 @@ func (s *Service) startLocked(id string, l *live) {
 	}
 	l.stopping, l.oom = "", false
 	s.startTail(id, l)
-	if err := s.rt.Start(s.ctx, l.handle); err != nil {
+	if err := s.rt.Start(ctx, l.handle); err != nil {
 		s.emit(id, store.Event{Kind: "sandbox.failed", Reason: err.Error(), Extra: exitExtra(err)}, store.StateFailed)
 		return
 	}
@@ -302,6 +324,7 @@ func (s *Service) Stop(id, reason string) (*client.Sandbox, error) {
 	go func() {
 		defer s.wg.Done()
 		l := s.liveOf(id)
+		s.interrupt(l)
 		l.mu.Lock()
 		defer l.mu.Unlock()
 		l.stopping = reason
@@ -351,7 +374,7 @@ func (s *Service) Resume(id string, req *client.ResumeRequest) (*client.Sandbox,
 		if l.handle != nil {
 			l.handle = nil // reopen with the current manifest
 		}
-		s.startLocked(id, l)
+		s.startLocked(s.beginOp(l), id, l)
 	}()
 	return s.record(rec), nil
 }
@@ -384,6 +407,7 @@ func (s *Service) delete(id, reason string) (*client.Sandbox, error) {
 
 func (s *Service) finishDelete(id, reason string) {
 	l := s.liveOf(id)
+	s.interrupt(l)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.stopping = "deleted"

@@ -9,9 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 
-	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/mount"
 	"github.com/docker/docker/api/types/volume"
@@ -22,9 +20,10 @@ import (
 // binary, keyed by the binary's identity and mounted read-only at /airlock/bin. The
 // volume is filled once through the Engine API (a helper container that is created,
 // never started, receives the file by CopyToContainer and is removed), so the same
-// path works for a remote Engine. A marker in the data dir, keyed by the volume's
-// creation time, says the volume is complete; a volume removed behind airlock's back
-// is filled again.
+// path works for a remote Engine. Completion is recorded on the Engine itself: a
+// second, empty volume "<name>-ok" is created only after the fill succeeded. A volume
+// with its -ok companion is never filled again (others may be running from it); one
+// without it is (re)filled under a host-wide lock.
 
 const (
 	labelSupervisorKey = "dev.airlock.supervisor"
@@ -48,45 +47,48 @@ func (rt *Runtime) supervisorVolume(ctx context.Context, imageRef string) (strin
 		return "", err
 	}
 	name := "airlock-supervisor-" + key
-	marker := filepath.Join(rt.Paths.DataDir, "supervisor", name)
-	v, err := rt.Engine.VolumeInspect(ctx, name)
-	if err == nil {
-		if b, err := os.ReadFile(marker); err == nil && strings.TrimSpace(string(b)) == v.CreatedAt {
-			return name, nil
-		}
-	} else if !cerrdefs.IsNotFound(err) {
-		return "", failed("cannot inspect volume %s: %v", name, err)
+	if rt.volumeComplete(ctx, name) {
+		return name, nil
 	}
-	if err := os.MkdirAll(filepath.Dir(marker), 0o700); err != nil {
-		return "", failed("cannot create %s: %v", filepath.Dir(marker), err)
-	}
-	// One filler at a time per user; others wait and then find the marker.
-	lock, err := os.OpenFile(marker+".lock", os.O_CREATE|os.O_RDWR, 0o600)
+	// One filler at a time on this host, whatever the user's data dir.
+	lockPath := filepath.Join(os.TempDir(), name+".lock")
+	lock, err := os.OpenFile(lockPath, os.O_CREATE|os.O_RDWR, 0o666)
 	if err != nil {
-		return "", failed("cannot lock %s: %v", marker, err)
+		return "", failed("cannot lock %s: %v", lockPath, err)
 	}
 	defer lock.Close()
 	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX); err != nil {
-		return "", failed("cannot lock %s: %v", marker, err)
+		return "", failed("cannot lock %s: %v", lockPath, err)
 	}
 	defer unix.Flock(int(lock.Fd()), unix.LOCK_UN)
-	v, err = rt.Engine.VolumeInspect(ctx, name)
-	if err == nil {
-		if b, err := os.ReadFile(marker); err == nil && strings.TrimSpace(string(b)) == v.CreatedAt {
-			return name, nil
-		}
+	if rt.volumeComplete(ctx, name) {
+		return name, nil
 	}
-	v, err = rt.Engine.VolumeCreate(ctx, volume.CreateOptions{Name: name, Labels: map[string]string{labelSupervisorKey: key}})
-	if err != nil {
+	_ = rt.Engine.VolumeRemove(ctx, name+"-ok", true)
+	if _, err := rt.Engine.VolumeCreate(ctx, volume.CreateOptions{Name: name, Labels: map[string]string{labelSupervisorKey: key}}); err != nil {
 		return "", failed("cannot create volume %s: %v", name, err)
 	}
 	if err := rt.fillVolume(ctx, name, imageRef); err != nil {
 		return "", err
 	}
-	if err := os.WriteFile(marker, []byte(v.CreatedAt+"\n"), 0o600); err != nil {
-		return "", failed("cannot write %s: %v", marker, err)
+	if _, err := rt.Engine.VolumeCreate(ctx, volume.CreateOptions{Name: name + "-ok", Labels: map[string]string{labelSupervisorKey: key}}); err != nil {
+		return "", failed("cannot create volume %s-ok: %v", name, err)
 	}
 	return name, nil
+}
+
+// volumeComplete reports whether the volume and its -ok companion exist, the
+// companion made after the volume.
+func (rt *Runtime) volumeComplete(ctx context.Context, name string) bool {
+	v, err := rt.Engine.VolumeInspect(ctx, name)
+	if err != nil {
+		return false
+	}
+	ok, err := rt.Engine.VolumeInspect(ctx, name+"-ok")
+	if err != nil {
+		return false
+	}
+	return ok.CreatedAt >= v.CreatedAt
 }
 
 func (rt *Runtime) fillVolume(ctx context.Context, name, imageRef string) error {

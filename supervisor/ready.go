@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"regexp"
+	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -48,7 +49,11 @@ func (d *daemonRun) watchReady() {
 		defer lc.close()
 	}
 	fail := func(msg string) {
-		d.readyResults <- readyResult{name: d.spec.Name, err: fmt.Errorf("daemon %s %s (%s); see %s", d.spec.Name, msg, r.describe(), d.stderrPath)}
+		err := fmt.Errorf("daemon %s %s (%s); see %s", d.spec.Name, msg, r.describe(), d.stderrPath)
+		if tail := lastLines(d.stderrPath, 5); tail != "" {
+			err = fmt.Errorf("%w; its last stderr lines:\n%s", err, tail)
+		}
+		d.readyResults <- readyResult{name: d.spec.Name, err: err}
 	}
 	pass := func() {
 		d.status.emit(StatusEvent{Kind: KindDaemonReady, Daemon: d.spec.Name})
@@ -252,4 +257,36 @@ func (c *logChecker) close() {
 			_ = f.Close()
 		}
 	}
+}
+
+// lastLines returns the last n lines of a log, indented, for an error message
+// (the log may be gone from the host once a run sandbox is removed).
+func lastLines(path string, n int) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	const max = 4096
+	st, err := f.Stat()
+	if err != nil {
+		return ""
+	}
+	off := st.Size() - max
+	if off < 0 {
+		off = 0
+	}
+	buf := make([]byte, st.Size()-off)
+	k, _ := f.ReadAt(buf, off)
+	lines := strings.Split(strings.TrimRight(string(buf[:k]), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	if len(lines) == 1 && lines[0] == "" {
+		return ""
+	}
+	for i, l := range lines {
+		lines[i] = "  " + l
+	}
+	return strings.Join(lines, "\n")
 }

@@ -1,0 +1,90 @@
+package e2e
+
+import (
+	"context"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// demoImage is the image the examples name; tests tag the busybox test image so.
+const demoImage = "airlock-demo/busybox:latest"
+
+// exampleEnv copies examples/<name> into a fresh project dir.
+func exampleEnv(t *testing.T, name string) *env {
+	t.Helper()
+	e := newEnv(t, "")
+	src := filepath.Join("..", "examples", name)
+	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		dst := filepath.Join(e.project, rel)
+		if d.IsDir() {
+			return os.MkdirAll(dst, 0o755)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(dst, b, 0o644)
+	})
+	if err != nil {
+		t.Fatalf("cannot copy example %s: %v", name, err)
+	}
+	return e
+}
+
+// tagDemoImage makes airlock-demo/busybox:latest, the examples' image.
+func tagDemoImage(t *testing.T, e *env) {
+	t.Helper()
+	if err := e.cli.ImageTag(context.Background(), e.image, demoImage); err != nil {
+		t.Fatalf("cannot tag %s as %s: %v", e.image, demoImage, err)
+	}
+}
+
+func TestExampleHello(t *testing.T) {
+	limit(t)
+	e := exampleEnv(t, "hello")
+	tagDemoImage(t, e)
+	want, err := os.ReadFile(filepath.Join("..", "examples", "hello", "site", "index.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := e.run("run", "--", "wget", "-qO-", "http://127.0.0.1:8080/")
+	if r.code != 0 || r.stdout != string(want) {
+		t.Errorf("want the page %q and exit 0, got %s", want, r)
+	}
+	e.assertClean()
+}
+
+func TestExampleServices(t *testing.T) {
+	limit(t)
+	e := exampleEnv(t, "services")
+	tagDemoImage(t, e)
+	r := e.run("run", "--", "wget", "-qO-", "http://web:8080/")
+	if r.code != 0 || r.stdout != "<h1>hello from the web service</h1>\n" {
+		t.Errorf("want the web service's page and exit 0, got %s", r)
+	}
+	e.assertClean()
+}
+
+// TestExampleRedisCI checks the manifest only: its image needs a registry to build.
+func TestExampleRedisCI(t *testing.T) {
+	limit(t)
+	e := exampleEnv(t, "redis-ci")
+	e.mustRun("validate")
+	r := e.mustRun("config")
+	contains(t, "airlock config", r.stdout, "[daemons.redis]", "redis-server", "REDIS_URL", "airlock-demo/redis-ci:latest")
+	mk, err := os.ReadFile(filepath.Join(e.project, "Makefile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(mk), "redis-cli ping") {
+		t.Errorf("the Makefile's test target does not ping redis")
+	}
+	e.assertClean()
+}

@@ -1,0 +1,457 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+const plainManifest = `
+[sandbox]
+image = "{{image}}"
+`
+
+// TestRunStreamsAndExitCodes: stdout and stderr apart, and the main command's
+// exit code, 126 and 127 included (DESIGN §9).
+func TestRunStreamsAndExitCodes(t *testing.T) {
+	limit(t)
+	e := newEnv(t, plainManifest)
+
+	r := e.run("run", "--", "sh", "-c", "echo out; echo err >&2")
+	if r.code != 0 || r.stdout != "out\n" {
+		t.Errorf("streams: want exit 0 and stdout %q, got %s", "out\n", r)
+	}
+	contains(t, "stderr", r.stderr, "err")
+	e.assertClean()
+
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		msg  string
+	}{
+		{"exit0", []string{"true"}, 0, ""},
+		{"exit7", []string{"sh", "-c", "exit 7"}, 7, ""},
+		{"notfound", []string{"nonexistent-cmd"}, 127, "nonexistent-cmd"},
+		{"notexec", []string{"/etc/passwd"}, 126, "/etc/passwd"},
+		{"sigterm", []string{"sh", "-c", "kill -TERM $$"}, 143, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := e.run(append([]string{"run", "--"}, tc.args...)...)
+			if r.code != tc.code {
+				t.Errorf("want exit %d, got %s", tc.code, r)
+			}
+			if tc.msg != "" {
+				contains(t, "stderr", r.stderr, tc.msg)
+			}
+			e.assertClean()
+		})
+	}
+}
+
+// TestRunDaemonReadyGatesMain: the main command starts only once the daemon's ready
+// check passes, so its first request succeeds.
+func TestRunDaemonReadyGatesMain(t *testing.T) {
+	limit(t)
+	e := newEnv(t, `
+[sandbox]
+image = "{{image}}"
+
+[daemons.web]
+# starts listening a second late: only the ready check makes the first wget succeed
+command = ["sh", "-c", "sleep 1; exec httpd -f -p 127.0.0.1:8080 -h {{project}}/www"]
+ready = { tcp = "127.0.0.1:8080", timeout = "20s" }
+`)
+	e.writeFile("www/index.html", "page-from-daemon\n")
+	r := e.run("run", "--", "wget", "-qO-", "http://127.0.0.1:8080/")
+	if r.code != 0 || r.stdout != "page-from-daemon\n" {
+		t.Errorf("want the page and exit 0, got %s", r)
+	}
+	e.assertClean()
+}
+
+// TestRunDaemonNeverReady: 125 naming the daemon and its log.
+func TestRunDaemonNeverReady(t *testing.T) {
+	limit(t)
+	e := newEnv(t, `
+[sandbox]
+image = "{{image}}"
+
+[daemons.stuck]
+command = ["sleep", "300"]
+timeout = 1
+ready = { cmd = ["false"], timeout = "2s" }
+`)
+	r := e.run("run", "--", "echo", "main-ran")
+	if r.code != 125 {
+		t.Errorf("want exit 125, got %s", r)
+	}
+	if strings.Contains(r.stdout, "main-ran") {
+		t.Errorf("the main command ran although its daemon was not ready: %s", r)
+	}
+	contains(t, "stderr", r.stderr, "stuck", "daemons/stuck/", ".log")
+	e.assertClean()
+}
+
+// TestRunEnvWorkdir: -e, -w and [env] (a host variable substituted) reach the main
+// command; the substituted value is not in the container's configuration; daemons
+// do not get [env].
+func TestRunEnvWorkdir(t *testing.T) {
+	limit(t)
+	e := newEnv(t, `
+[sandbox]
+image = "{{image}}"
+
+[env]
+FROM_HOST = "${E2E_HOST_VAR}"
+LITERAL = "lit-value"
+
+[daemons.d]
+command = ["sh", "-c", "echo \"daemon FROM_HOST=[$FROM_HOST] LITERAL=[$LITERAL] OWN=[$OWN]\"; echo daemon-ready; exec sleep 300"]
+timeout = 1
+ready = { log = "daemon-ready", timeout = "10s" }
+[daemons.d.env]
+OWN = "own-value"
+`)
+	secret := uniq("host-secret")
+	id := uniq("envtest")
+	r := e.runEnv([]string{"E2E_HOST_VAR=" + secret}, "run", "--keep", "--id", id, "-e", "K=V", "-e", "LITERAL=over", "-w", "/tmp",
+		"--", "sh", "-c", `echo "$FROM_HOST|$LITERAL|$K|$(pwd)"`)
+	if want := secret + "|over|V|/tmp\n"; r.code != 0 || r.stdout != want {
+		t.Errorf("want stdout %q and exit 0, got %s", want, r)
+	}
+
+	// The kept sandbox's configuration must not hold the substituted value.
+	ci, err := e.cli.ContainerInspect(context.Background(), "airlock-"+id)
+	if err != nil {
+		t.Fatalf("cannot inspect the kept sandbox: %v", err)
+	}
+	b, _ := json.Marshal(ci)
+	if strings.Contains(string(b), secret) {
+		t.Errorf("docker inspect of the sandbox shows the substituted value %q:\n%v", secret, ci.Config.Env)
+	}
+	if !strings.Contains(string(b), "lit-value") && !fileTreeContains(e.stateDir(id), "lit-value") {
+		t.Errorf("the literal [env] value is neither in the container config nor the spec")
+	}
+	if fileTreeContains(e.stateDir(id), secret) {
+		t.Errorf("a file in the state dir %s holds the substituted value", e.stateDir(id))
+	}
+
+	logs := e.mustRun("logs", id, "d")
+	contains(t, "daemon log", logs.stdout, "FROM_HOST=[] LITERAL=[] OWN=[own-value]")
+
+	e.mustRun("rm", id)
+	e.assertClean()
+}
+
+func fileTreeContains(dir, s string) bool {
+	found := false
+	_ = filepath.Walk(dir, func(p string, info os.FileInfo, err error) error {
+		if err == nil && info.Mode().IsRegular() {
+			if b, err := os.ReadFile(p); err == nil && strings.Contains(string(b), s) {
+				found = true
+			}
+		}
+		return nil
+	})
+	return found
+}
+
+// TestRunKeepPsLogsRm: --keep leaves a stopped sandbox that ps lists and logs reads;
+// rm by ID or by label removes everything; --id is the ID, a bad one is refused.
+func TestRunKeepPsLogsRm(t *testing.T) {
+	limit(t)
+	e := newEnv(t, `
+[sandbox]
+image = "{{image}}"
+
+[daemons.greeter]
+command = ["sh", "-c", "echo hello-from-greeter; exec sleep 300"]
+timeout = 1
+ready = { log = "hello-from-greeter", timeout = "10s" }
+`)
+	team := uniq("x")
+	id := uniq("myid-123")
+	r := e.run("run", "--keep", "--id", id, "--label", "team="+team, "--", "true")
+	if r.code != 0 {
+		t.Fatalf("run --keep: %s", r)
+	}
+	contains(t, "stderr", r.stderr, id)
+
+	ps := e.ps()
+	if len(ps) != 1 {
+		t.Fatalf("ps -a --json lists %d sandboxes of the project, want 1: %+v", len(ps), ps)
+	}
+	p := ps[0]
+	if p.ID != id || p.State != "stopped" || p.Project != e.project || p.CreatedAt == nil || p.Daemons == nil || p.Labels["team"] != team {
+		t.Errorf("ps -a --json entry = %+v (daemons %+v), want id %s, state stopped, project %s, created_at, daemons, labels team=%s", p, p.Daemons, id, e.project, team)
+	}
+	if p.Daemons != nil && p.Daemons.Total != 1 {
+		t.Errorf("daemons total = %d, want 1", p.Daemons.Total)
+	}
+	if p.CreatedAt != nil && time.Since(*p.CreatedAt) > 10*time.Minute {
+		t.Errorf("created_at = %v, not recent", p.CreatedAt)
+	}
+	// ps filters by label too.
+	lr := e.mustRun("ps", "-a", "--json", "--label", "team="+team)
+	contains(t, "ps --label", lr.stdout, id)
+
+	logs := e.mustRun("logs", id, "greeter")
+	if logs.stdout != "hello-from-greeter\n" {
+		t.Errorf("logs %s greeter = %q, want %q", id, logs.stdout, "hello-from-greeter\n")
+	}
+
+	e.mustRun("rm", id)
+	e.assertClean()
+
+	// By label.
+	r = e.run("run", "--keep", "--label", "team="+team, "--", "true")
+	if r.code != 0 {
+		t.Fatalf("run --keep: %s", r)
+	}
+	if len(e.ps()) != 1 {
+		t.Fatalf("want one kept sandbox")
+	}
+	e.mustRun("rm", "--label", "team="+team)
+	if ps := e.ps(); len(ps) != 0 {
+		t.Errorf("after rm --label, ps lists %+v", ps)
+	}
+	e.assertClean()
+
+	// A bad ID: usage error, nothing made.
+	r = e.run("run", "--id", "b@d id", "--", "true")
+	if r.code != 2 {
+		t.Errorf("run --id 'b@d id': want exit 2, got %s", r)
+	}
+	e.assertClean()
+}
+
+// TestRunMissingMountFails: a missing source with missing = "fail" is a config
+// error naming the key, before any object exists.
+func TestRunMissingMountFails(t *testing.T) {
+	limit(t)
+	e := newEnv(t, `
+[sandbox]
+image = "{{image}}"
+
+[mounts.data]
+source = "./not-there"
+target = "/data"
+missing = "fail"
+`)
+	r := e.run("run", "--", "true")
+	if r.code != 2 || !strings.HasPrefix(r.stderr, "config error:") {
+		t.Errorf("want exit 2 and a stderr starting with 'config error:', got %s", r)
+	}
+	contains(t, "stderr", r.stderr, "mounts.data")
+	e.assertClean()
+	if _, err := os.Stat(filepath.Join(e.project, "not-there")); err == nil {
+		t.Errorf("the missing source was created")
+	}
+}
+
+// TestRunMountsAndCopies: create-dir, read_only, ~ in a source, and copies with
+// exclude owned by the sandbox user.
+func TestRunMountsAndCopies(t *testing.T) {
+	limit(t)
+	e := newEnv(t, `
+[sandbox]
+image = "{{image}}"
+user = "nobody"
+
+[mounts.made]
+source = "./made"
+target = "/made"
+missing = "create-dir"
+create_mode = "777"
+
+[mounts.ro]
+source = "./rodir"
+target = "/ro"
+read_only = true
+
+[mounts.home]
+source = "~/hdata"
+target = "/hdata"
+
+[copies.seed]
+source = "./seed"
+target = "/seed"
+exclude = [".git", "*.tmp"]
+`)
+	e.writeFile("rodir/existing", "ro\n")
+	if err := os.Chmod(filepath.Join(e.project, "rodir"), 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(e.home, "hdata"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(e.home, "hdata", "file"), []byte("from-home\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e.writeFile("seed/a.txt", "a\n")
+	e.writeFile("seed/sub/c.txt", "c\n")
+	e.writeFile("seed/b.tmp", "tmp\n")
+	e.writeFile("seed/.git/config", "git\n")
+
+	script := `set -e
+echo made > /made/f
+cat /hdata/file
+cat /ro/existing
+if echo x > /ro/new 2>/dev/null; then echo ro-writable; else echo ro-refused; fi
+find /seed | sort
+stat -c '%u %n' /seed /seed/a.txt /seed/sub /seed/sub/c.txt
+id -u`
+	r := e.run("run", "--", "sh", "-c", script)
+	want := `from-home
+ro
+ro-refused
+/seed
+/seed/a.txt
+/seed/sub
+/seed/sub/c.txt
+65534 /seed
+65534 /seed/a.txt
+65534 /seed/sub
+65534 /seed/sub/c.txt
+65534
+`
+	if r.code != 0 || r.stdout != want {
+		t.Errorf("want exit 0 and stdout\n%s\ngot %s", want, r)
+	}
+	if b, err := os.ReadFile(filepath.Join(e.project, "made", "f")); err != nil || string(b) != "made\n" {
+		t.Errorf("the create-dir mount: host file made/f = %q, %v", b, err)
+	}
+	if _, err := os.Stat(filepath.Join(e.project, "rodir", "new")); err == nil {
+		t.Errorf("a file was written through the read-only mount")
+	}
+	e.assertClean()
+}
+
+// TestRunMissingImage: 125 naming the image, nothing left.
+func TestRunMissingImage(t *testing.T) {
+	limit(t)
+	e := newEnv(t, `
+[sandbox]
+image = "airlock-nonexistent/image:nope"
+`)
+	r := e.run("run", "--", "true")
+	if r.code != 125 {
+		t.Errorf("want exit 125, got %s", r)
+	}
+	contains(t, "stderr", r.stderr, "airlock-nonexistent/image:nope")
+	e.assertClean()
+}
+
+// TestRunEngineUnreachable: 125 with how to start the Engine, nothing created.
+func TestRunEngineUnreachable(t *testing.T) {
+	limit(t)
+	e := newEnv(t, plainManifest)
+	r := e.runEnv([]string{"DOCKER_HOST=unix:///nonexistent.sock"}, "run", "--", "true")
+	if r.code != 125 {
+		t.Errorf("want exit 125, got %s", r)
+	}
+	contains(t, "stderr", r.stderr, "Docker Engine", "/nonexistent.sock", "start it")
+	e.assertClean()
+}
+
+// TestRunInterrupts: Ctrl-C during setup gives 130, during the run the main
+// command gets it (130); SIGTERM during the run gives 143; nothing is left.
+func TestRunInterrupts(t *testing.T) {
+	limit(t)
+	t.Run("setup-service", func(t *testing.T) {
+		e := newEnv(t, `
+[sandbox]
+image = "{{image}}"
+ready_timeout = "60s"
+
+[services.slow]
+image = "{{image}}"
+command = ["sleep", "300"]
+required = true
+healthcheck = { cmd = ["false"], interval = "1s", retries = 100 }
+`)
+		p := e.start("run", "--", "echo", "main-ran")
+		eventually(t, time.Minute, "the service container to run", func() bool { return e.runningContainer("service") })
+		p.signal(t, syscall.SIGINT)
+		r := p.wait(t, time.Minute)
+		if r.code != 130 || strings.Contains(r.stdout, "main-ran") {
+			t.Errorf("SIGINT while a required service is pending: want exit 130, got %s", r)
+		}
+		e.assertClean()
+	})
+	t.Run("setup-daemon", func(t *testing.T) {
+		e := newEnv(t, `
+[sandbox]
+image = "{{image}}"
+
+[daemons.slow]
+command = ["sleep", "300"]
+timeout = 1
+ready = { cmd = ["sh", "-c", "test -e {{project}}/never"], timeout = "30s" }
+`)
+		p := e.start("run", "--", "echo", "main-ran")
+		eventually(t, time.Minute, "the sandbox to run", func() bool { return e.runningContainer("primary") })
+		p.signal(t, syscall.SIGINT)
+		r := p.wait(t, time.Minute)
+		if r.code != 130 || strings.Contains(r.stdout, "main-ran") {
+			t.Errorf("SIGINT while a daemon is not ready: want exit 130, got %s", r)
+		}
+		e.assertClean()
+	})
+	for _, tc := range []struct {
+		name string
+		sig  syscall.Signal
+		code int
+	}{{"run-sigint", syscall.SIGINT, 130}, {"run-sigterm", syscall.SIGTERM, 143}} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, plainManifest)
+			p := e.start("run", "--", "sh", "-c", "touch started; exec sleep 30")
+			eventually(t, time.Minute, "the main command to start", func() bool {
+				_, err := os.Stat(filepath.Join(e.project, "started"))
+				return err == nil
+			})
+			start := time.Now()
+			p.signal(t, tc.sig)
+			r := p.wait(t, time.Minute)
+			if r.code != tc.code {
+				t.Errorf("%v during the run: want exit %d, got %s", tc.sig, tc.code, r)
+			}
+			if d := time.Since(start); d > 20*time.Second {
+				t.Errorf("the CLI took %v to end after %v", d, tc.sig)
+			}
+			e.assertClean()
+		})
+	}
+}
+
+// TestRunRequiredServiceUnhealthy: 125 naming the service, with its last log lines.
+func TestRunRequiredServiceUnhealthy(t *testing.T) {
+	limit(t)
+	e := newEnv(t, `
+[sandbox]
+image = "{{image}}"
+ready_timeout = "5s"
+
+[services.db]
+image = "{{image}}"
+command = ["sh", "-c", "echo db-log-line-1; echo db-log-line-2; exec sleep 300"]
+required = true
+healthcheck = { cmd = ["false"], interval = "200ms", timeout = "1s", retries = 2 }
+`)
+	start := time.Now()
+	r := e.run("run", "--", "echo", "main-ran")
+	if r.code != 125 || strings.Contains(r.stdout, "main-ran") {
+		t.Errorf("want exit 125 without the main command, got %s", r)
+	}
+	contains(t, "stderr", r.stderr, "service db", "db-log-line-2")
+	if d := time.Since(start); d > 30*time.Second {
+		t.Errorf("took %v with ready_timeout 5s", d)
+	}
+	e.assertClean()
+}
