@@ -33,7 +33,7 @@ func TestParseSpecErrors(t *testing.T) {
 		"trailing":       {`{"version":1,` + main + `} {}`, "trailing data"},
 		"unknown field":  {`{"version":1,` + main + `,"extra":true}`, `unknown field "extra"`},
 		"version":        {`{` + main + `}`, "cannot use spec version 0"},
-		"no argv":        {`{"version":1,"main":{}}`, "main.argv is empty"},
+		"empty argv0":    {`{"version":1,"main":{"argv":[""]}}`, "main.argv[0] is empty"},
 		"bad name":       {`{"version":1,` + main + `,"daemons":[{"name":"a b","command":["x"]}]}`, "not a valid daemon name"},
 		"twice":          {`{"version":1,` + main + `,"daemons":[{"name":"a","command":["x"]},{"name":"a","command":["y"]}]}`, "daemon a is defined twice"},
 		"no command":     {`{"version":1,` + main + `,"daemons":[{"name":"a"}]}`, "daemons.a.command is empty"},
