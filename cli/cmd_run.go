@@ -5,10 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/signal"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -74,29 +72,9 @@ func (a *app) run(parent context.Context, o runOptions, args []string) error {
 	a.warnPrivileged(r)
 
 	// Setup: a signal cancels it, everything made is removed, exit 130.
-	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, forwardedSignals...)
-	defer signal.Stop(sigs)
-	ctx, cancel := context.WithCancel(parent)
-	defer cancel()
-	var interrupted os.Signal
-	setupDone := make(chan struct{})
-	endSetup := sync.OnceFunc(func() { close(setupDone) })
-	defer endSetup()
-	go func() {
-		select {
-		case s := <-sigs:
-			interrupted = s
-			cancel()
-		case <-setupDone:
-		}
-	}()
-	setupErr := func(err error) error {
-		if interrupted != nil {
-			return interruptedDuringSetup(interrupted)
-		}
-		return err
-	}
+	su := newSetup(parent)
+	defer su.close()
+	ctx, sigs, setupErr := su.ctx, su.sigs, su.err
 
 	rt, closeRT, err := a.runtime(ctx)
 	if err != nil {
@@ -186,10 +164,10 @@ func (a *app) run(parent context.Context, o runOptions, args []string) error {
 		restore()
 		return setupErr(apiFailure(err))
 	}
-	endSetup()
-	if interrupted != nil {
+	su.end()
+	if sig := su.interrupted(); sig != nil {
 		restore()
-		return interruptedDuringSetup(interrupted)
+		return interruptedDuringSetup(sig)
 	}
 	if tty {
 		followResize(waitCtx, a.stdout, func(h, w uint) { _ = rt.Resize(waitCtx, sb, h, w) })

@@ -3,9 +3,6 @@ package cli
 import (
 	"context"
 	"fmt"
-	"os"
-	"os/signal"
-	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -43,23 +40,9 @@ func (a *app) up(detach bool, id string) error {
 		return err
 	}
 	a.warnPrivileged(r)
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, forwardedSignals...)
-	defer signal.Stop(sigs)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var interrupted os.Signal
-	setupDone := make(chan struct{})
-	endSetup := sync.OnceFunc(func() { close(setupDone) })
-	defer endSetup()
-	go func() {
-		select {
-		case s := <-sigs:
-			interrupted = s
-			cancel()
-		case <-setupDone:
-		}
-	}()
+	su := newSetup(context.Background())
+	defer su.close()
+	ctx := su.ctx
 	rt, closeRT, err := a.runtime(ctx)
 	if err != nil {
 		return err
@@ -70,10 +53,7 @@ func (a *app) up(detach bool, id string) error {
 		return err
 	}
 	if err := rt.Prepare(ctx, r); err != nil {
-		if interrupted != nil {
-			return interruptedDuringSetup(interrupted)
-		}
-		return sandboxError(err)
+		return su.err(sandboxError(err))
 	}
 	sbID, created, from, err := a.upSandbox(ctx, c, rt, r, id)
 	if err == nil {
@@ -94,7 +74,7 @@ func (a *app) up(detach bool, id string) error {
 			}
 		}
 	}
-	if interrupted != nil {
+	if interrupted := su.interrupted(); interrupted != nil {
 		bg := context.Background()
 		if sbID != "" {
 			if cur, gerr := c.Get(bg, sbID); gerr == nil {
@@ -110,8 +90,7 @@ func (a *app) up(detach bool, id string) error {
 	if err != nil {
 		return err
 	}
-	endSetup()
-	signal.Stop(sigs)
+	su.close()
 	if detach {
 		fmt.Fprintln(a.stdout, sbID)
 		return nil

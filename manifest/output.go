@@ -20,44 +20,12 @@ const Mask = "********"
 // already holds them (DESIGN §5).
 func (r *Resolved) Masked() Manifest {
 	m := r.Manifest
-	mask := func(path []string, v string) string {
+	walkSubstituted(&m, func(path []string, v string) string {
 		if r.Sources[keyPath(path...)] == Vault {
 			return Mask
 		}
 		return v
-	}
-	maskEnv := func(prefix []string, env map[string]string) map[string]string {
-		if env == nil {
-			return nil
-		}
-		out := make(map[string]string, len(env))
-		for k, v := range env {
-			out[k] = mask(append(append([]string{}, prefix...), k), v)
-		}
-		return out
-	}
-	m.Sandbox.Image = mask([]string{"sandbox", "image"}, m.Sandbox.Image)
-	m.Env = maskEnv([]string{"env"}, m.Env)
-	m.Mounts = maps.Clone(m.Mounts)
-	for n, e := range m.Mounts {
-		e.Source = mask([]string{"mounts", n, "source"}, e.Source)
-		m.Mounts[n] = e
-	}
-	m.Copies = maps.Clone(m.Copies)
-	for n, e := range m.Copies {
-		e.Source = mask([]string{"copies", n, "source"}, e.Source)
-		m.Copies[n] = e
-	}
-	m.Daemons = maps.Clone(m.Daemons)
-	for n, e := range m.Daemons {
-		e.Env = maskEnv([]string{"daemons", n, "env"}, e.Env)
-		m.Daemons[n] = e
-	}
-	m.Services = maps.Clone(m.Services)
-	for n, e := range m.Services {
-		e.Env = maskEnv([]string{"services", n, "env"}, e.Env)
-		m.Services[n] = e
-	}
+	})
 	return m
 }
 
