@@ -343,22 +343,7 @@ func (p *proc) wait(t *testing.T, timeout time.Duration) result {
 	return r
 }
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+type syncBuffer = testenv.SyncBuffer
 
 // eventually polls cond until it holds or the deadline passes.
 func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {

@@ -1,7 +1,6 @@
 package sandbox
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -63,30 +62,7 @@ func airlockBinary(t testing.TB) string {
 	return testBin.path
 }
 
-// syncBuffer is a bytes.Buffer safe for concurrent use: background notices write
-// to it while the test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-func (s *syncBuffer) Reset() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.b.Reset()
-}
+type syncBuffer = testenv.SyncBuffer
 
 // testRig is a Runtime over hermetic paths, with its progress captured.
 type testRig struct {
