@@ -154,7 +154,7 @@ func (a *app) runDaemon(d daemonArgs) error {
 		}
 		return control.NewService(st, rt, control.Config{
 			IdleTTL: cfg.Runtime.IdleTTL, EventRetentionTTL: cfg.Runtime.EventRetentionTTL,
-			ExecOutputRoot: cfg.Artifacts.ExecOutputRoot, ExecOutputTemplate: cfg.Artifacts.ExecOutputTemplate,
+			ExecOutputRoot: cfg.ExecOutputRoot(p), ExecOutputTemplate: cfg.Artifacts.ExecOutputTemplate,
 		}), nil
 	}
 	logCopy := a.stderr

@@ -10,6 +10,7 @@ import (
 	"github.com/airlock-dev/airlock/manifest"
 	"github.com/airlock-dev/airlock/paths"
 	"github.com/airlock-dev/airlock/presets"
+	"github.com/airlock-dev/airlock/userconfig"
 )
 
 // configError marks err as a manifest problem: exit code 2 and a "config error:" prefix
@@ -45,7 +46,20 @@ func (a *app) manifestFile() (string, error) {
 	return f, err
 }
 
-func (a *app) paths() (*paths.Paths, error) { return paths.FromEnv(a.getenv) }
+// paths returns this user's file locations; runtime.state_root from config.toml
+// moves the daemon's state (a config.toml that does not load is reported by the
+// commands that read it, such as airlock daemon run).
+func (a *app) paths() (*paths.Paths, error) {
+	p, err := paths.FromEnv(a.getenv)
+	if err != nil {
+		return nil, err
+	}
+	home, _ := a.getenv("HOME")
+	if cfg, err := userconfig.LoadWithHome(p.UserConfig(), home); err == nil && cfg.Runtime.StateRoot != "" {
+		p.StateRoot = cfg.Runtime.StateRoot
+	}
+	return p, nil
+}
 
 // loader returns a manifest loader for this user.
 func (a *app) loader() (*manifest.Loader, error) {

@@ -13,6 +13,10 @@ type Paths struct {
 	DataDir    string // $XDG_DATA_HOME/airlock
 	RuntimeDir string // $XDG_RUNTIME_DIR/airlock, else /tmp/airlock-<uid>
 
+	// StateRoot holds ids.db, daemon/ and sandboxes/ (runtime.state_root in
+	// config.toml); it defaults to DataDir. The vault stays in DataDir.
+	StateRoot string
+
 	secretRoot string // "" for RuntimeDir/secrets
 }
 
@@ -40,6 +44,7 @@ func FromEnv(getenv func(string) (string, bool)) (*Paths, error) {
 		ConfigDir: filepath.Join(or("XDG_CONFIG_HOME", filepath.Join(home, ".config")), "airlock"),
 		DataDir:   filepath.Join(or("XDG_DATA_HOME", filepath.Join(home, ".local", "share")), "airlock"),
 	}
+	p.StateRoot = p.DataDir
 	if rt := get("XDG_RUNTIME_DIR"); rt != "" && filepath.IsAbs(rt) {
 		p.RuntimeDir = filepath.Join(rt, "airlock")
 	} else {
@@ -64,13 +69,13 @@ func (p *Paths) Socket() string { return filepath.Join(p.RuntimeDir, "airlockd.s
 func (p *Paths) Lock() string { return filepath.Join(p.RuntimeDir, "airlockd.lock") }
 
 // Store is the bbolt database of IDs and events.
-func (p *Paths) Store() string { return filepath.Join(p.DataDir, "ids.db") }
+func (p *Paths) Store() string { return filepath.Join(p.StateRoot, "ids.db") }
 
 // DaemonDir holds airlockd.pid, airlockd.version and airlockd.log.
-func (p *Paths) DaemonDir() string { return filepath.Join(p.DataDir, "daemon") }
+func (p *Paths) DaemonDir() string { return filepath.Join(p.StateRoot, "daemon") }
 
 // SandboxDir is the per-sandbox state folder (daemon logs, supervisor status).
-func (p *Paths) SandboxDir(id string) string { return filepath.Join(p.DataDir, "sandboxes", id) }
+func (p *Paths) SandboxDir(id string) string { return filepath.Join(p.StateRoot, "sandboxes", id) }
 
 // SecretDir is where a sandbox's substituted values wait for its supervisor: a
 // folder in memory ($XDG_RUNTIME_DIR is a tmpfs on systemd machines; without it,
