@@ -107,24 +107,33 @@ func Run(ctx context.Context, o Options) error {
 	srv := &server{opts: o, log: log, svc: svc, started: time.Now()}
 	hs := &http.Server{Handler: srv.routes(false), ReadHeaderTimeout: 10 * time.Second}
 	errs := make(chan error, 2)
-	go func() { errs <- hs.Serve(ul) }()
 	var ts *http.Server
+	var tl net.Listener
 	if o.Host != "" {
-		tl, err := net.Listen("tcp", net.JoinHostPort(o.Host, strconv.Itoa(o.Port)))
+		tl, err = net.Listen("tcp", net.JoinHostPort(o.Host, strconv.Itoa(o.Port)))
 		if err != nil {
-			hs.Close()
+			ul.Close()
 			return fmt.Errorf("cannot listen on %s:%d: %w", o.Host, o.Port, err)
 		}
 		ts = &http.Server{Handler: srv.routes(true), ReadHeaderTimeout: 10 * time.Second}
-		go func() { errs <- ts.Serve(tl) }()
-		log.Info("listening", "tcp", tl.Addr().String(), "token", !o.NoToken)
 	}
+	// Recovery reconciles the store with Docker before any request is served, so
+	// that no client sees the state of before the restart (connections made
+	// meanwhile wait in the listeners' backlog).
 	if svc != nil {
 		if err := svc.start(ctx); err != nil {
-			hs.Close()
+			ul.Close()
+			if tl != nil {
+				tl.Close()
+			}
 			return err
 		}
 		defer svc.stop()
+	}
+	go func() { errs <- hs.Serve(ul) }()
+	if ts != nil {
+		go func() { errs <- ts.Serve(tl) }()
+		log.Info("listening", "tcp", tl.Addr().String(), "token", !o.NoToken)
 	}
 	log.Info("daemon started", "pid", os.Getpid(), "build", o.BuildID, "version", o.Version, "socket", sock)
 	select {

@@ -10,6 +10,8 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -44,14 +46,6 @@ var (
 	tmpRoot        string
 )
 
-// markers holds the supervisor volume's "complete" markers of the first data dir
-// that filled it; later data dirs get a copy, so the shared volume is filled once
-// (not again under the feet of running sandboxes).
-var markers struct {
-	mu   sync.Mutex
-	vols map[string]bool
-}
-
 func TestMain(m *testing.M) { os.Exit(testMain(m)) }
 
 func testMain(m *testing.M) int {
@@ -75,30 +69,29 @@ func testMain(m *testing.M) int {
 			return 1
 		}
 	}
-	if err := os.MkdirAll(filepath.Join(dir, "markers"), 0o700); err != nil {
-		fmt.Fprintln(os.Stderr, "control tests:", err)
-		return 1
-	}
 	code := m.Run()
 	removeSupervisorVolumes()
 	return code
 }
 
 // removeSupervisorVolumes removes the supervisor volumes of the test binaries
-// (best effort: one still in use by a leftover stays).
+// (best effort: one still in use by a leftover stays). Their names derive from
+// the binary as sandbox.Runtime.supervisorKey does.
 func removeSupervisorVolumes() {
-	markers.mu.Lock()
-	defer markers.mu.Unlock()
-	if len(markers.vols) == 0 {
-		return
-	}
 	cli, err := testenv.NewClient(context.Background())
 	if err != nil {
 		return
 	}
 	defer cli.Close()
-	for v := range markers.vols {
-		_ = cli.VolumeRemove(context.Background(), v, false)
+	for _, b := range []struct{ bin, id string }{{binA, buildA}, {binB, buildB}} {
+		st, err := os.Stat(b.bin)
+		if err != nil {
+			continue
+		}
+		h := sha256.Sum256([]byte(fmt.Sprintf("%s|%d|%d", b.id, st.Size(), st.ModTime().UnixNano())))
+		name := "airlock-supervisor-" + hex.EncodeToString(h[:8])
+		_ = cli.VolumeRemove(context.Background(), name, false)
+		_ = cli.VolumeRemove(context.Background(), name+"-ok", false)
 	}
 }
 
@@ -141,11 +134,7 @@ func newEnv(t *testing.T) *env {
 	}
 	e.paths = p
 	e.writeManifest(upManifest)
-	e.seedSupervisor()
-	t.Cleanup(func() {
-		e.saveMarkers()
-		forceRemove(e.docker, e.project)
-	})
+	t.Cleanup(func() { forceRemove(e.docker, e.project) })
 	return e
 }
 
@@ -229,50 +218,6 @@ func (e *env) wire() (*client.Manifest, map[string]string) {
 func (e *env) upRequest(id string) *client.CreateRequest {
 	wm, secrets := e.wire()
 	return &client.CreateRequest{ID: id, Kind: "up", Manifest: wm, Secrets: secrets, Start: true}
-}
-
-func (e *env) seedSupervisor() {
-	e.t.Helper()
-	src := filepath.Join(tmpRoot, "markers")
-	dst := filepath.Join(e.data, "airlock", "supervisor")
-	if err := os.MkdirAll(dst, 0o700); err != nil {
-		e.t.Fatal(err)
-	}
-	markers.mu.Lock()
-	defer markers.mu.Unlock()
-	copyMarkers(src, dst)
-}
-
-func (e *env) saveMarkers() {
-	markers.mu.Lock()
-	defer markers.mu.Unlock()
-	src := filepath.Join(e.data, "airlock", "supervisor")
-	copyMarkers(src, filepath.Join(tmpRoot, "markers"))
-	entries, _ := os.ReadDir(src)
-	for _, en := range entries {
-		if !strings.HasSuffix(en.Name(), ".lock") {
-			if markers.vols == nil {
-				markers.vols = map[string]bool{}
-			}
-			markers.vols[en.Name()] = true
-		}
-	}
-}
-
-// copyMarkers copies the markers of src that dst lacks.
-func copyMarkers(src, dst string) {
-	entries, _ := os.ReadDir(src)
-	for _, en := range entries {
-		if strings.HasSuffix(en.Name(), ".lock") {
-			continue
-		}
-		if _, err := os.Stat(filepath.Join(dst, en.Name())); err == nil {
-			continue
-		}
-		if b, err := os.ReadFile(filepath.Join(src, en.Name())); err == nil {
-			_ = os.WriteFile(filepath.Join(dst, en.Name()), b, 0o600)
-		}
-	}
 }
 
 // daemon is an `airlock daemon run` subprocess.
@@ -424,6 +369,19 @@ func waitReady(t *testing.T, c *client.Client, id string) *client.Sandbox {
 	return sb
 }
 
+// waitNext waits for the first of sandbox.ready, sandbox.failed, sandbox.stopped
+// after from and fails unless it is want.
+func waitNext(t *testing.T, c *client.Client, id string, from uint64, want string) client.Event {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	ev, err := c.WaitEvent(ctx, id, from, "sandbox.ready", "sandbox.failed", "sandbox.stopped", "sandbox.deleted")
+	if err != nil || ev.Kind != want {
+		t.Fatalf("sandbox %s: after %d got %s (%s) %v, want %s\nevents:\n%s", id, from, ev.Kind, ev.Reason, err, want, dumpEvents(c, id))
+	}
+	return ev
+}
+
 // allEvents returns the whole history of a sandbox.
 func allEvents(t *testing.T, c *client.Client, id string) []client.Event {
 	t.Helper()
@@ -561,6 +519,9 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// uniq returns s with a random suffix.
+func uniq(s string) string { return s + "-" + strings.ToLower(rand.Text()[:8]) }
 
 // procStart returns field 22 of /proc/PID/stat (the start time).
 func procStart(t *testing.T, pid int) string {

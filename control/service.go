@@ -52,8 +52,8 @@ type live struct {
 	mu       sync.Mutex // serialises lifecycle operations of one sandbox
 	resolved *manifest.Resolved
 	handle   *sandbox.Sandbox
-	stopping string // reason of a requested stop or delete
-	oom      bool
+	stopping string // reason of a requested stop or delete (guarded by Service.mu)
+	oom      bool   // the Engine reported an OOM kill (guarded by Service.mu)
 	execs    int
 
 	cancelOp context.CancelFunc // cancels the create or start in progress (guarded by Service.mu)
@@ -70,6 +70,11 @@ func NewService(st *store.Store, rt *sandbox.Runtime, cfg Config) *Service {
 	}
 	if cfg.ExecOutputTemplate == "" {
 		cfg.ExecOutputTemplate = "{sandbox_id}/{exec_id}"
+	}
+	if cfg.ExecOutputRoot == "" && rt != nil && rt.Paths != nil {
+		// The default of artifacts.exec_output_root (DESIGN §2); a relative root
+		// would put the output in the daemon's working directory.
+		cfg.ExecOutputRoot = filepath.Join(rt.Paths.DataDir, "exec-output")
 	}
 	return &Service{store: st, rt: rt, cfg: cfg, log: slog.New(slog.DiscardHandler),
 		live: map[string]*live{}, attached: map[string]int{}, active: map[string]time.Time{}}
@@ -118,6 +123,14 @@ func (s *Service) interrupt(l *live) {
 		l.cancelOp()
 	}
 	s.mu.Unlock()
+}
+
+// setFlags changes l.stopping and l.oom, which the Engine watcher reads; both are
+// guarded by s.mu.
+func (s *Service) setFlags(l *live, f func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f()
 }
 
 func (s *Service) touch(id string) {
@@ -274,8 +287,16 @@ func (s *Service) startLocked(ctx context.Context, id string, l *live) {
 		}
 		l.handle = h
 	}
-	l.stopping, l.oom = "", false
+	s.setFlags(l, func() { l.stopping, l.oom = "", false })
+	// Until the supervisor truncates its status stream at start, the file holds
+	// the previous run's lines: they must not be ingested again (a stale
+	// supervisor.ready would announce a resumed sandbox ready too early).
+	_ = os.Remove(filepath.Join(s.rt.StateDir(id), "status.jsonl"))
 	s.startTail(id, l)
+	// The status stream is ingested only once sandbox.started is recorded, so the
+	// supervisor's daemon.* events never come before it.
+	l.ingestMu.Lock()
+	defer l.ingestMu.Unlock()
 	if err := s.rt.Start(ctx, l.handle); err != nil {
 		s.emit(id, store.Event{Kind: "sandbox.failed", Reason: err.Error(), Extra: exitExtra(err)}, store.StateFailed)
 		return
@@ -327,7 +348,7 @@ func (s *Service) Stop(id, reason string) (*client.Sandbox, error) {
 		s.interrupt(l)
 		l.mu.Lock()
 		defer l.mu.Unlock()
-		l.stopping = reason
+		s.setFlags(l, func() { l.stopping = reason })
 		if err := s.rt.Stop(s.ctx, id); err != nil {
 			s.log.Warn("cannot stop", "sandbox", id, "error", err.Error())
 		}
@@ -410,7 +431,7 @@ func (s *Service) finishDelete(id, reason string) {
 	s.interrupt(l)
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.stopping = "deleted"
+	s.setFlags(l, func() { l.stopping = "deleted" })
 	if err := s.rt.Remove(s.ctx, id); err != nil {
 		s.log.Warn("cannot remove", "sandbox", id, "error", err.Error())
 		return

@@ -217,7 +217,7 @@ func (s *Service) onEngineEvent(m events.Message) {
 	l := s.liveOf(id)
 	switch m.Action {
 	case events.ActionOOM:
-		l.oom = true
+		s.setFlags(l, func() { l.oom = true })
 	case events.ActionDie:
 		code, err := strconv.Atoi(m.Actor.Attributes["exitCode"])
 		var codep *int
@@ -230,13 +230,16 @@ func (s *Service) onEngineEvent(m events.Message) {
 		if gerr != nil {
 			return
 		}
+		s.mu.Lock()
+		oom, stopping := l.oom, l.stopping
+		s.mu.Unlock()
 		switch {
-		case l.oom:
+		case oom:
 			if rec.State == store.StateReady || rec.State == store.StatePending {
 				s.emit(id, store.Event{Kind: "sandbox.failed", Reason: "oom_killed", ExitCode: codep}, store.StateFailed)
 			}
-		case l.stopping != "":
-			s.markStopped(id, l.stopping, codep)
+		case stopping != "":
+			s.markStopped(id, stopping, codep)
 		default:
 			s.markStopped(id, "exited", codep)
 		}

@@ -1,0 +1,125 @@
+package control_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/airlock-dev/airlock/client"
+	"github.com/airlock-dev/airlock/control"
+	"github.com/airlock-dev/airlock/control/store"
+	"github.com/airlock-dev/airlock/internal/testenv"
+	"github.com/airlock-dev/airlock/sandbox"
+)
+
+// TestInProcess runs the daemon in the test process (so -race sees its code)
+// through a lifecycle with concurrent execs, followers, an Engine kill, stop,
+// resume and delete.
+func TestInProcess(t *testing.T) {
+	e := newEnv(t)
+	rt := &sandbox.Runtime{Engine: e.docker, Paths: e.paths, Quiet: true, Binary: binA, BuildID: buildA, Getenv: e.getenv}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- control.Run(ctx, control.Options{Paths: e.paths, Version: "test", BuildID: "inproc", LogLevel: "debug",
+			Service: func() (*control.Service, error) {
+				st, err := store.Open(e.paths.Store())
+				if err != nil {
+					return nil, err
+				}
+				return control.NewService(st, rt, control.Config{IdleTTL: time.Hour, ReapInterval: 100 * time.Millisecond}), nil
+			}})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("control.Run: %v", err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Errorf("control.Run did not return within 30 s of its context's end")
+		}
+	})
+	c := client.New(e.paths.Socket())
+	eventually(t, 20*time.Second, "the in-process daemon", func() bool {
+		h, err := c.Health(context.Background())
+		return err == nil && h.BuildID == "inproc"
+	})
+	tctx := ctxT(t, 2*time.Minute)
+	sb, err := c.Create(tctx, e.upRequest(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := sb.ID
+	// A follower from the start sees every event once, in order.
+	var wg sync.WaitGroup
+	var followed []client.Event
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		st, err := c.Events(tctx, id, 0, true)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer st.Close()
+		for {
+			ev, err := st.Next()
+			if err != nil {
+				t.Errorf("follow: %v", err)
+				return
+			}
+			followed = append(followed, ev)
+			if ev.Kind == "sandbox.deleted" {
+				return
+			}
+		}
+	}()
+	waitReady(t, c, id)
+	var execs sync.WaitGroup
+	for i := 0; i < 6; i++ {
+		execs.Add(1)
+		go func() {
+			defer execs.Done()
+			ex, err := c.Exec(tctx, id, &client.ExecRequest{Cmd: []string{"sh", "-c", "echo hi"}})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if got, err := c.WaitExec(tctx, id, ex.ID); err != nil || got.ExitCode == nil || *got.ExitCode != 0 {
+				t.Errorf("exec: %+v %v", got, err)
+			}
+		}()
+		_, _ = c.List(tctx, nil)
+	}
+	execs.Wait()
+	last, err := c.Get(tctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.docker.ContainerKill(tctx, "airlock-"+id, "SIGKILL"); err != nil {
+		t.Fatal(err)
+	}
+	waitNext(t, c, id, last.LastSeq, "sandbox.stopped")
+	rs, err := c.Resume(tctx, id, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitNext(t, c, id, rs.LastSeq, "sandbox.ready")
+	if _, err := c.Stop(tctx, id); err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, c, id, 30*time.Second, client.StateStopped)
+	if _, err := c.Delete(tctx, id); err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, c, id, 30*time.Second, client.StateDeleted)
+	wg.Wait()
+	assertContiguous(t, "followed", followed, 0)
+	if all := allEvents(t, c, id); len(all) != len(followed) {
+		t.Errorf("followed %d events, the history has %d", len(followed), len(all))
+	}
+	testenv.AssertNoLeftovers(t, e.docker, labelProject, e.project)
+}
