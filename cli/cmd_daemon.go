@@ -12,6 +12,7 @@ import (
 	"github.com/airlock-dev/airlock/client"
 	"github.com/airlock-dev/airlock/control"
 	"github.com/airlock-dev/airlock/control/store"
+	"github.com/airlock-dev/airlock/secrets"
 	"github.com/airlock-dev/airlock/userconfig"
 )
 
@@ -147,6 +148,7 @@ func (a *app) runDaemon(d daemonArgs) error {
 	}
 	defer closeRT()
 	rt.Progress, rt.Quiet = nil, true
+	redactor := secrets.NewRedactor()
 	openService := func() (*control.Service, error) {
 		st, err := store.Open(p.Store())
 		if err != nil {
@@ -155,6 +157,7 @@ func (a *app) runDaemon(d daemonArgs) error {
 		return control.NewService(st, rt, control.Config{
 			IdleTTL: cfg.Runtime.IdleTTL, EventRetentionTTL: cfg.Runtime.EventRetentionTTL,
 			ExecOutputRoot: cfg.ExecOutputRoot(p), ExecOutputTemplate: cfg.Artifacts.ExecOutputTemplate,
+			Redactor: redactor,
 		}), nil
 	}
 	logCopy := a.stderr
@@ -163,7 +166,7 @@ func (a *app) runDaemon(d daemonArgs) error {
 	}
 	err = control.Run(ctx, control.Options{
 		Paths: p, Version: Version, BuildID: BuildID, Host: d.host, Port: d.port, Token: d.token, NoToken: d.noToken,
-		LogLevel: level, Stderr: logCopy, Service: openService,
+		LogLevel: level, Stderr: logCopy, Service: openService, Redactor: redactor,
 	})
 	if errors.Is(err, control.ErrAlreadyRunning) {
 		return withCode(ExitFailure, err)

@@ -93,6 +93,10 @@ func (a *app) loadManifest() (*manifest.Resolved, error) {
 		}
 		return nil, withCode(ExitUsage, err)
 	}
+	_, values := r.Redacted()
+	for _, v := range values {
+		a.redactor.Add(v)
+	}
 	return r, nil
 }
 

@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/airlock-dev/airlock/secrets"
 )
 
 // Exit codes of DESIGN §9.
@@ -37,6 +39,8 @@ type app struct {
 	stdout io.Writer
 	stderr io.Writer
 	getenv func(string) (string, bool)
+	// redactor masks the manifest's substituted values in airlock's own messages.
+	redactor *secrets.Redactor
 }
 
 // exitError carries an exit code up to Main; its message, when not empty, is
@@ -102,7 +106,7 @@ func Main(args []string) int {
 }
 
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) (string, bool)) int {
-	a := &app{stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv}
+	a := &app{stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv, redactor: secrets.NewRedactor()}
 	root := newRootCommand(a)
 	root.SetArgs(args)
 	err := root.Execute()
@@ -112,11 +116,11 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(s
 	var ee *exitError
 	if errors.As(err, &ee) {
 		if ee.err != nil {
-			printError(stderr, ee.err)
+			printError(a.redactor.Writer(stderr), ee.err)
 		}
 		return ee.code
 	}
-	printError(stderr, err)
+	printError(a.redactor.Writer(stderr), err)
 	if isUsageError(err) {
 		return ExitUsage
 	}

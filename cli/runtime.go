@@ -31,7 +31,7 @@ func (a *app) runtime(ctx context.Context) (*sandbox.Runtime, func(), error) {
 		}
 	}
 	rt := &sandbox.Runtime{
-		Engine: cli, Paths: p, Progress: a.stderr, ProgressTTY: isTerminal(a.stderr),
+		Engine: cli, Paths: p, Progress: a.redactor.Writer(a.stderr), ProgressTTY: isTerminal(a.stderr),
 		Quiet: a.opts.quiet, Binary: bin, BuildID: BuildID, Getenv: a.getenv,
 	}
 	if a.opts.logLevel == "debug" {

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/paths"
+	"github.com/airlock-dev/airlock/secrets"
 )
 
 // Options configure a daemon.
@@ -34,6 +35,8 @@ type Options struct {
 	LogLevel string
 	// Stderr, when set, receives the log lines too (airlock daemon run).
 	Stderr io.Writer
+	// Redactor masks known secret values in the log.
+	Redactor *secrets.Redactor
 	// Service opens the service that runs the API's operations, once the lock is
 	// held; nil serves only health (tests).
 	Service func() (*Service, error)
@@ -69,6 +72,9 @@ func Run(ctx context.Context, o Options) error {
 	var w io.Writer = logf
 	if o.Stderr != nil {
 		w = io.MultiWriter(logf, o.Stderr)
+	}
+	if o.Redactor != nil {
+		w = o.Redactor.Writer(w)
 	}
 	log := slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: parseLevel(o.LogLevel)}))
 	var svc *Service

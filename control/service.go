@@ -17,6 +17,7 @@ import (
 	"github.com/airlock-dev/airlock/control/store"
 	"github.com/airlock-dev/airlock/manifest"
 	"github.com/airlock-dev/airlock/sandbox"
+	"github.com/airlock-dev/airlock/secrets"
 )
 
 // Config are the daemon's settings from the user's config.toml (DESIGN §8).
@@ -27,6 +28,9 @@ type Config struct {
 	ExecOutputTemplate string // "{sandbox_id}/{exec_id}"
 	// ReapInterval is how often the reaper looks (default 2 s).
 	ReapInterval time.Duration
+	// Redactor masks the secret values the daemon holds in its log and in event
+	// reasons; nil for a new one.
+	Redactor *secrets.Redactor
 }
 
 // Service runs the daemon's operations: every Docker lifecycle call goes through
@@ -55,6 +59,7 @@ type live struct {
 	stopping string // reason of a requested stop or delete (guarded by Service.mu)
 	oom      bool   // the Engine reported an OOM kill (guarded by Service.mu)
 	execs    int
+	secrets  []string // the substituted values this sandbox holds (redacted from logs)
 
 	cancelOp context.CancelFunc // cancels the create or start in progress (guarded by Service.mu)
 
@@ -67,6 +72,9 @@ type live struct {
 func NewService(st *store.Store, rt *sandbox.Runtime, cfg Config) *Service {
 	if cfg.ReapInterval <= 0 {
 		cfg.ReapInterval = 2 * time.Second
+	}
+	if cfg.Redactor == nil {
+		cfg.Redactor = secrets.NewRedactor()
 	}
 	if cfg.ExecOutputTemplate == "" {
 		cfg.ExecOutputTemplate = "{sandbox_id}/{exec_id}"
@@ -104,6 +112,19 @@ func (s *Service) liveOf(id string) *live {
 		s.live[id] = l
 	}
 	return l
+}
+
+// holdSecrets makes values the secrets the daemon masks for l, replacing the
+// ones l held before (nil forgets them).
+func (s *Service) holdSecrets(l *live, values map[string]string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.cfg.Redactor.Remove(l.secrets...)
+	l.secrets = l.secrets[:0]
+	for _, v := range values {
+		l.secrets = append(l.secrets, v)
+	}
+	s.cfg.Redactor.Add(l.secrets...)
 }
 
 // beginOp returns the context of a create or start of l, which stop and delete
@@ -192,6 +213,7 @@ func toClientEvent(e store.Event) client.Event {
 
 // emit appends an event, logging a failure (the sandbox may have been purged).
 func (s *Service) emit(id string, ev store.Event, state string) (store.Event, error) {
+	ev.Reason = string(s.cfg.Redactor.Redact([]byte(ev.Reason)))
 	ev, err := s.store.Append(id, ev, state)
 	if err != nil {
 		s.log.Warn("cannot record event", "sandbox", id, "kind", ev.Kind, "error", err.Error())
@@ -238,6 +260,7 @@ func (s *Service) Create(_ context.Context, req *client.CreateRequest) (*client.
 	}
 	l := s.liveOf(rec.ID)
 	l.resolved = resolved
+	s.holdSecrets(l, req.Secrets)
 	s.touch(rec.ID)
 	sreq := &sandbox.Request{ID: rec.ID, Manifest: resolved, Kind: req.Kind, Command: req.Command, Env: req.Env,
 		Workdir: req.Workdir, TTY: req.TTY, Stdin: req.Stdin, Labels: labels, CLIPid: req.CLIPid, CLIStart: req.CLIStart}
@@ -390,6 +413,7 @@ func (s *Service) Resume(id string, req *client.ResumeRequest) (*client.Sandbox,
 			l.resolved = manifest.Restore(m, filepath.Join(rec.Project, manifest.FileName), rec.Project, nil, nil)
 		}
 		if req != nil && len(req.Secrets) > 0 {
+			s.holdSecrets(l, req.Secrets)
 			l.resolved = manifest.Restore(l.resolved.Manifest, l.resolved.File, l.resolved.ProjectDir, l.resolved.Sources, req.Secrets)
 		}
 		if l.handle != nil {
@@ -437,6 +461,7 @@ func (s *Service) finishDelete(id, reason string) {
 		return
 	}
 	s.emit(id, store.Event{Kind: "sandbox.deleted", Reason: reason}, store.StateDeleted)
+	s.holdSecrets(l, nil)
 	s.mu.Lock()
 	delete(s.live, id)
 	delete(s.active, id)

@@ -555,3 +555,17 @@ func TestDefaultKDFOpenTime(t *testing.T) {
 		t.Fatalf("opening the vault took %v", d)
 	}
 }
+
+func TestRedactor(t *testing.T) {
+	r := NewRedactor()
+	var out strings.Builder
+	w := r.Writer(&out)
+	r.Add("s3cret-value", "abc", "s3cret")
+	fmt.Fprintln(w, "token=s3cret-value short=abc part=s3cret")
+	r.Remove("s3cret-value")
+	fmt.Fprintln(w, "token=s3cret-value")
+	want := "token=******** short=abc part=********\ntoken=********-value\n"
+	if out.String() != want {
+		t.Fatalf("got %q, want %q", out.String(), want)
+	}
+}

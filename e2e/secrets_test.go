@@ -1,0 +1,111 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+)
+
+// TestVaultSecretNeverLeaks: a secret stored in the vault reaches the main command
+// (and airlock exec) and the daemon that declared it, and nothing else: not docker
+// inspect of any container or exec, the store file, the daemon's log, the events,
+// airlock config, the per-sandbox state dir, or the in-memory secret dir once read
+// (DESIGN §5, the secrets issue).
+func TestVaultSecretNeverLeaks(t *testing.T) {
+	limit(t)
+	const value = "vault-s3cret-Zq81x"
+	e := newEnv(t, `
+[sandbox]
+image = "{{image}}"
+
+[env]
+TOKEN = "${VAULT_TOK}"
+PLAIN = "literal-value"
+
+[daemons.user]
+command = ["sh", "-c", "echo \"$DTOK\" > /tmp/dtok; exec sleep 1000"]
+env = { DTOK = "${VAULT_TOK}" }
+ready = { cmd = ["test", "-s", "/tmp/dtok"], timeout = "10s" }
+`)
+	e.extra = append(e.extra, "AIRLOCK_VAULT_PASSPHRASE=correct horse battery")
+
+	ctx, cancel := context.WithTimeout(context.Background(), cmdTimeout)
+	defer cancel()
+	set := e.command(ctx, "secrets", "set", "VAULT_TOK", "--stdin")
+	set.Stdin = strings.NewReader(value + "\n")
+	if out, err := set.CombinedOutput(); err != nil {
+		t.Fatalf("secrets set: %v\n%s", err, out)
+	}
+
+	id := strings.TrimSpace(e.mustRun("up", "-d").stdout)
+	r := e.mustRun("exec", "--", "sh", "-c", "echo main=$TOKEN; echo daemon=$(cat /tmp/dtok)")
+	if !strings.Contains(r.stdout, "main="+value) || !strings.Contains(r.stdout, "daemon="+value) {
+		t.Fatalf("the secret did not reach the processes that declared it: %s", r)
+	}
+
+	leak := func(where string, b []byte) {
+		t.Helper()
+		if bytes.Contains(b, []byte(value)) {
+			t.Errorf("the secret leaked into %s", where)
+		}
+	}
+	// docker inspect of every container and exec of the sandbox.
+	list, err := e.cli.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", labelProject+"="+e.project))})
+	if err != nil || len(list) == 0 {
+		t.Fatalf("cannot list the sandbox's containers: %v (%d)", err, len(list))
+	}
+	for _, c := range list {
+		in, raw, err := e.cli.ContainerInspectWithRaw(ctx, c.ID, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		leak("docker inspect "+c.Names[0], raw)
+		for _, ex := range in.ExecIDs {
+			if xi, err := e.cli.ContainerExecInspect(ctx, ex); err == nil {
+				b, _ := json.Marshal(xi)
+				leak("docker inspect of exec "+ex, b)
+			}
+		}
+	}
+	// airlock config in every form.
+	for _, args := range [][]string{{"config"}, {"config", "--json"}, {"config", "--layers"}} {
+		r := e.mustRun(args...)
+		leak("airlock "+strings.Join(args, " "), []byte(r.stdout+r.stderr))
+		contains(t, "airlock "+strings.Join(args, " "), r.stdout, "********")
+	}
+	// The events.
+	r = e.mustRun("events", id, "--json")
+	leak("the events", []byte(r.stdout))
+	// The store file and the daemon's log.
+	for _, p := range []string{filepath.Join(e.data, "airlock", "ids.db"), filepath.Join(e.data, "airlock", "daemon", "airlockd.log")} {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		leak(p, b)
+	}
+	// Every file airlock wrote for the sandbox: its state dir, and the in-memory
+	// secret dir, whose file the supervisor deleted once read.
+	for _, root := range []string{e.stateDir(id), filepath.Join(e.runtime, "airlock", "secrets", id)} {
+		_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+			if err == nil && d.Type().IsRegular() {
+				b, _ := os.ReadFile(p)
+				leak(p, b)
+			}
+			return nil
+		})
+	}
+	entries, _ := os.ReadDir(filepath.Join(e.runtime, "airlock", "secrets", id))
+	if len(entries) != 0 {
+		t.Errorf("the secrets file outlived the start: %v", entries)
+	}
+	e.mustRun("down")
+}
