@@ -54,7 +54,7 @@ func newSuperviseCommand(a *app) *cobra.Command {
 	f.DurationVar(&resetAfter, "reset-after", supervisor.DefaultResetAfter, "run length that resets the restart count (for tests)")
 	_ = f.MarkHidden("backoff-unit")
 	_ = f.MarkHidden("reset-after")
-	cmd.AddCommand(newSuperviseExecCommand(a))
+	cmd.AddCommand(newSuperviseExecCommand(a), newSuperviseWrapCommand())
 	return cmd
 }
 
@@ -85,5 +85,28 @@ func newSuperviseExecCommand(a *app) *cobra.Command {
 	f.StringVar(&specPath, "spec", "", "path of the supervisor spec file")
 	f.StringArrayVarP(&env, "env", "e", nil, "environment NAME=VALUE over the sandbox's (repeatable)")
 	f.StringVarP(&workdir, "workdir", "w", "", "working directory (default: the main command's)")
+	return cmd
+}
+
+// newSuperviseWrapCommand starts a service container's command with its
+// substituted env values from a secrets file (see supervisor.Wrap).
+func newSuperviseWrapCommand() *cobra.Command {
+	var (
+		secretsPath string
+		env         []string
+	)
+	cmd := &cobra.Command{
+		Use:    "wrap --secrets PATH [--env NAME=key]... -- CMD [ARG...]",
+		Short:  "Replace this process with CMD, with env values from a secrets file",
+		Hidden: true,
+		Args:   cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			code, err := supervisor.Wrap(supervisor.WrapOptions{SecretsPath: secretsPath, Env: env, Argv: args})
+			return withCode(code, err)
+		},
+	}
+	cmd.Flags().SetInterspersed(false)
+	cmd.Flags().StringVar(&secretsPath, "secrets", "", "the secrets file (read once, then deleted)")
+	cmd.Flags().StringArrayVar(&env, "env", nil, "NAME=key: set NAME to the file's value for key (repeatable)")
 	return cmd
 }

@@ -15,8 +15,8 @@ import (
 )
 
 // TestVaultSecretNeverLeaks: a secret stored in the vault reaches the main command
-// (and airlock exec) and the daemon that declared it, and nothing else: not docker
-// inspect of any container or exec, the store file, the daemon's log, the events,
+// (and airlock exec), the daemon and the service that declared it, and nothing else: not docker
+// inspect of any container (the service's included) or exec, the store file, the daemon's log, the events,
 // airlock config, the per-sandbox state dir, or the in-memory secret dir once read
 // (DESIGN §5, the secrets issue).
 func TestVaultSecretNeverLeaks(t *testing.T) {
@@ -34,6 +34,11 @@ PLAIN = "literal-value"
 command = ["sh", "-c", "echo \"$DTOK\" > /tmp/dtok; exec sleep 1000"]
 env = { DTOK = "${VAULT_TOK}" }
 ready = { cmd = ["test", "-s", "/tmp/dtok"], timeout = "10s" }
+
+[services.svc]
+image = "{{image}}"
+command = ["sh", "-c", "mkdir -p /www && echo \"$SVCTOK\" > /www/t && exec httpd -f -p 80 -h /www"]
+env = { SVCTOK = "${VAULT_TOK}", SVCPLAIN = "plain" }
 `)
 	e.extra = append(e.extra, "AIRLOCK_VAULT_PASSPHRASE=correct horse battery")
 
@@ -46,8 +51,8 @@ ready = { cmd = ["test", "-s", "/tmp/dtok"], timeout = "10s" }
 	}
 
 	id := strings.TrimSpace(e.mustRun("up", "-d").stdout)
-	r := e.mustRun("exec", "--", "sh", "-c", "echo main=$TOKEN; echo daemon=$(cat /tmp/dtok)")
-	if !strings.Contains(r.stdout, "main="+value) || !strings.Contains(r.stdout, "daemon="+value) {
+	r := e.mustRun("exec", "--", "sh", "-c", "echo main=$TOKEN; echo daemon=$(cat /tmp/dtok); for i in 1 2 3 4 5 6 7 8 9 10; do wget -qO- http://svc/t && break; sleep 0.2; done | sed 's/^/service=/'")
+	if !strings.Contains(r.stdout, "main="+value) || !strings.Contains(r.stdout, "daemon="+value) || !strings.Contains(r.stdout, "service="+value) {
 		t.Fatalf("the secret did not reach the processes that declared it: %s", r)
 	}
 
@@ -103,9 +108,15 @@ ready = { cmd = ["test", "-s", "/tmp/dtok"], timeout = "10s" }
 			return nil
 		})
 	}
-	entries, _ := os.ReadDir(filepath.Join(e.runtime, "airlock", "secrets", id))
-	if len(entries) != 0 {
-		t.Errorf("the secrets file outlived the start: %v", entries)
+	var left []string
+	_ = filepath.WalkDir(filepath.Join(e.runtime, "airlock", "secrets", id), func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			left = append(left, p)
+		}
+		return nil
+	})
+	if len(left) != 0 {
+		t.Errorf("secrets files outlived the start: %v", left)
 	}
 	e.mustRun("down")
 }

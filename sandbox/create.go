@@ -49,7 +49,8 @@ type Sandbox struct {
 	StateDir  string
 	TTY       bool
 
-	manifest *manifest.Resolved
+	manifest         *manifest.Resolved
+	supervisorVolume string
 }
 
 // StateDir is the host folder of a sandbox's logs, spec and status stream.
@@ -122,7 +123,7 @@ func (rt *Runtime) Create(ctx context.Context, req *Request) (sb *Sandbox, err e
 	sb = &Sandbox{
 		ID: req.ID, Name: objectName(req.ID), Project: r.ProjectDir, Kind: req.Kind,
 		PlanHash: PlanHash(r, img.ID), Services: map[string]string{}, StateDir: rt.StateDir(req.ID),
-		TTY: req.TTY, manifest: r,
+		TTY: req.TTY, manifest: r, supervisorVolume: vol,
 	}
 	defer func() {
 		if err != nil {

@@ -26,6 +26,9 @@ func (rt *Runtime) Start(ctx context.Context, sb *Sandbox) error {
 	if err := rt.writeSecrets(sb); err != nil {
 		return err
 	}
+	if err := rt.writeServiceSecrets(sb); err != nil {
+		return err
+	}
 	if err := rt.startServices(ctx, sb); err != nil {
 		return err
 	}

@@ -3,8 +3,12 @@ package sandbox
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/docker/docker/api/types/mount"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -47,11 +51,17 @@ func (rt *Runtime) createServices(ctx context.Context, sb *Sandbox, r *manifest.
 	}
 	for _, name := range sortedNames(r.Services) {
 		// A resolved manifest holds enabled entries only.
-		cfg, err := serviceConfig(name, r.Services[name], copyLabels(labels, LabelRole, "service", LabelService, name))
+		secretEnv := serviceSecretEnv(name, r)
+		cfg, err := serviceConfig(name, r.Services[name], copyLabels(labels, LabelRole, "service", LabelService, name), secretEnv)
 		if err != nil {
 			return err
 		}
 		host := &container.HostConfig{NetworkMode: container.NetworkMode(sb.Network)}
+		if len(secretEnv) > 0 {
+			if err := rt.wrapService(ctx, sb, name, r.Services[name], cfg, host, secretEnv); err != nil {
+				return err
+			}
+		}
 		netcfg := &network.NetworkingConfig{EndpointsConfig: map[string]*network.EndpointSettings{
 			sb.Network: {Aliases: []string{name}},
 		}}
@@ -65,7 +75,7 @@ func (rt *Runtime) createServices(ctx context.Context, sb *Sandbox, r *manifest.
 }
 
 // serviceConfig is the container config of one service.
-func serviceConfig(name string, s manifest.Service, labels map[string]string) (*container.Config, error) {
+func serviceConfig(name string, s manifest.Service, labels map[string]string, secretEnv map[string]string) (*container.Config, error) {
 	cfg := &container.Config{Image: s.Image, Labels: labels}
 	if len(name) <= 63 { // a host name's limit
 		cfg.Hostname = name
@@ -73,11 +83,12 @@ func serviceConfig(name string, s manifest.Service, labels map[string]string) (*
 	if len(s.Command) > 0 {
 		cfg.Cmd = append([]string(nil), s.Command...)
 	}
-	// TODO(secrets issue): substituted service env values (host environment or vault)
-	// sit in the container config, so `docker inspect` shows them; DESIGN §5 wants them
-	// to travel a private path like the primary's.
+	// Only literal values sit in the container config; substituted ones (host
+	// environment or vault) reach the service through wrapService.
 	for _, k := range sortedEnvKeys(s.Env) {
-		cfg.Env = append(cfg.Env, k+"="+s.Env[k])
+		if _, secret := secretEnv[k]; !secret {
+			cfg.Env = append(cfg.Env, k+"="+s.Env[k])
+		}
 	}
 	if h := s.Healthcheck; h != nil && len(h.Cmd) > 0 {
 		hc := &container.HealthConfig{Test: append([]string{"CMD"}, h.Cmd...), Retries: h.Retries}
@@ -390,4 +401,94 @@ func firstLine(s string) string {
 		return s[:i]
 	}
 	return s
+}
+
+// serviceSecretEnv maps a service's substituted env names to their key paths.
+func serviceSecretEnv(name string, r *manifest.Resolved) map[string]string {
+	out := map[string]string{}
+	for k := range r.Services[name].Env {
+		key := envKey([]string{"services", name, "env"}, k)
+		if r.Sources[key] != manifest.Literal {
+			out[k] = key
+		}
+	}
+	return out
+}
+
+// serviceSecretDir is the host folder of a service's substituted values.
+func (rt *Runtime) serviceSecretDir(id, service string) string {
+	return filepath.Join(rt.Paths.SecretDir(id), "service-"+service)
+}
+
+// wrapService makes a service with substituted env values start through
+// `airlock supervise wrap`, from the injected supervisor volume: it reads the values
+// from a file in the service's in-memory secret dir (deleting it), sets them, and
+// execs the image's entrypoint and command. The container config keeps only names
+// and key paths, so docker inspect never shows a value.
+func (rt *Runtime) wrapService(ctx context.Context, sb *Sandbox, name string, s manifest.Service, cfg *container.Config, host *container.HostConfig, secretEnv map[string]string) error {
+	img, err := rt.Engine.ImageInspect(ctx, s.Image)
+	if err != nil {
+		return failed("cannot inspect the image of service %s: %v", name, err)
+	}
+	var argv []string
+	if img.Config != nil {
+		argv = append(argv, img.Config.Entrypoint...)
+	}
+	switch {
+	case len(s.Command) > 0:
+		argv = append(argv, s.Command...)
+	case img.Config != nil:
+		argv = append(argv, img.Config.Cmd...)
+	}
+	if len(argv) == 0 {
+		return configErr("services.%s: the image %s has no entrypoint or command; set command", tomlKey(name), s.Image)
+	}
+	entry := []string{SupervisorIn, "supervise", "wrap", "--secrets", SecretMount + "/secrets.json"}
+	for _, k := range sortedEnvKeys(secretEnv) {
+		entry = append(entry, "--env", k+"="+secretEnv[k])
+	}
+	cfg.Entrypoint = append(append(entry, "--"), argv...)
+	cfg.Cmd = []string{}
+	dir := rt.serviceSecretDir(sb.ID, name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return failed("cannot create the secret dir of service %s: %v", name, err)
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		return failed("cannot create the secret dir of service %s: %v", name, err)
+	}
+	host.Mounts = append(host.Mounts,
+		mount.Mount{Type: mount.TypeVolume, Source: sb.supervisorVolume, Target: BinMount, ReadOnly: true},
+		mount.Mount{Type: mount.TypeBind, Source: dir, Target: SecretMount},
+	)
+	return nil
+}
+
+// writeServiceSecrets writes each wrapped service's values (before every start).
+func (rt *Runtime) writeServiceSecrets(sb *Sandbox) error {
+	r := sb.manifest
+	for name := range r.Services {
+		secretEnv := serviceSecretEnv(name, r)
+		if len(secretEnv) == 0 {
+			continue
+		}
+		values := map[string]string{}
+		for k, key := range secretEnv {
+			values[key] = r.Services[name].Env[k]
+		}
+		b, _ := json.Marshal(values)
+		dir := rt.serviceSecretDir(sb.ID, name)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return failed("cannot write the secrets of service %s: %v", name, err)
+		}
+		tmp := filepath.Join(dir, ".secrets.json.tmp")
+		// Readable by the service's user, whoever it is: the folder is mounted
+		// into that service only, and its parent on the host is private (0700).
+		if err := os.WriteFile(tmp, b, 0o644); err != nil {
+			return failed("cannot write the secrets of service %s: %v", name, err)
+		}
+		if err := os.Rename(tmp, filepath.Join(dir, "secrets.json")); err != nil {
+			return failed("cannot write the secrets of service %s: %v", name, err)
+		}
+	}
+	return nil
 }

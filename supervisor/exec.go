@@ -113,3 +113,50 @@ func setEnv(env []string, kv string) []string {
 	}
 	return append(out, kv)
 }
+
+// WrapOptions are the inputs of Wrap (`airlock supervise wrap`).
+type WrapOptions struct {
+	SecretsPath string
+	Env         []string // NAME=key: NAME gets the secrets file's value for key
+	Argv        []string
+}
+
+// Wrap starts a service container's own command with substituted env values that
+// must not sit in the container's configuration: it reads them from the secrets
+// file (and deletes it), sets them over its environment and replaces itself with
+// argv. It returns only on failure (125, 126, 127); messages name keys, never values.
+func Wrap(o WrapOptions) (int, error) {
+	if len(o.Argv) == 0 || o.Argv[0] == "" {
+		return ExitAirlock, errors.New("cannot wrap: no command given")
+	}
+	secrets, warn, err := LoadSecrets(o.SecretsPath)
+	if warn != nil {
+		fmt.Fprintf(os.Stderr, "airlock: warning: %v\n", warn)
+	}
+	if err != nil {
+		return ExitAirlock, err
+	}
+	env := os.Environ()
+	for _, e := range o.Env {
+		name, key, ok := strings.Cut(e, "=")
+		if !ok || name == "" || key == "" {
+			return ExitAirlock, fmt.Errorf("cannot wrap: --env %q is not NAME=key", e)
+		}
+		v, ok := secrets.values[key]
+		if !ok {
+			return ExitAirlock, fmt.Errorf("cannot wrap: the secrets file has no %s", key)
+		}
+		env = setEnv(env, name+"="+v)
+	}
+	secrets.forget()
+	path, err := lookPath(o.Argv[0], env)
+	if err != nil {
+		code := ExitNotExec
+		if errors.Is(err, errNotFound) {
+			code = ExitNotFound
+		}
+		return code, fmt.Errorf("cannot run %s: %w", o.Argv[0], err)
+	}
+	err = syscall.Exec(path, o.Argv, env)
+	return ExitNotExec, fmt.Errorf("cannot run %s: %w", o.Argv[0], err)
+}
