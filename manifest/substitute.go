@@ -1,6 +1,7 @@
 package manifest
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 )
@@ -10,6 +11,9 @@ import (
 type Lookup interface {
 	Lookup(name string) (value string, ok bool, err error)
 }
+
+// ErrVaultDisabled is what a Lookup's error wraps when the user disabled the vault.
+var ErrVaultDisabled = errors.New("the vault is disabled")
 
 // Source tells where a value came from.
 type Source int
@@ -106,6 +110,9 @@ func (s *substituter) lookup(name string) (string, Source, error) {
 	}
 	v, ok, err := s.vault.Lookup(name)
 	if err != nil {
+		if errors.Is(err, ErrVaultDisabled) {
+			return "", Literal, fmt.Errorf("%s is not set and the vault is disabled", name)
+		}
 		return "", Literal, fmt.Errorf("%s is not set and the vault cannot be read: %w", name, err)
 	}
 	if !ok {

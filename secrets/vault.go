@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/airlock-dev/airlock/manifest"
 	"os"
 	"slices"
 	"sort"
@@ -39,7 +40,7 @@ func ParseStorage(s string) (Storage, error) {
 }
 
 // ErrDisabled is returned by Open, and by Lookup, when the storage is disabled.
-var ErrDisabled = errors.New(`the vault is disabled ([vault] storage = "disabled" in the user config)`)
+var ErrDisabled = fmt.Errorf(`%w ([vault] storage = "disabled" in the user config)`, manifest.ErrVaultDisabled)
 
 // Options say where the vault is and how to unlock it.
 type Options struct {
