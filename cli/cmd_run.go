@@ -96,7 +96,7 @@ func (a *app) run(parent context.Context, o runOptions, args []string) error {
 	stdin := tty || forwardsStdin(a.stdin)
 	rec, err := c.Create(ctx, &client.CreateRequest{
 		ID: o.id, Kind: sandbox.KindRun, Manifest: wm, Secrets: secretValues, Command: args, Env: env,
-		Workdir: o.workdir, TTY: tty, Stdin: stdin, Labels: labels,
+		Workdir: o.workdir, TTY: tty, Stdin: stdin, Labels: labels, Quiet: a.opts.quiet,
 		CLIPid: os.Getpid(), CLIStart: processStart(os.Getpid()),
 	})
 	if err != nil {

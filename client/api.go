@@ -73,6 +73,8 @@ type CreateRequest struct {
 	TTY      bool              `json:"tty,omitempty"`
 	Stdin    bool              `json:"stdin,omitempty"`
 	Labels   map[string]string `json:"labels,omitempty"`
+	// Quiet silences the supervisor's shutdown lines (the CLI's -q).
+	Quiet bool `json:"quiet,omitempty"`
 	// Start starts the sandbox once created; without it the sandbox waits in
 	// state pending for Resume (so a CLI can attach before the main command runs).
 	Start bool `json:"start"`

@@ -263,7 +263,7 @@ func (s *Service) Create(_ context.Context, req *client.CreateRequest) (*client.
 	s.holdSecrets(l, req.Secrets)
 	s.touch(rec.ID)
 	sreq := &sandbox.Request{ID: rec.ID, Manifest: resolved, Kind: req.Kind, Command: req.Command, Env: req.Env,
-		Workdir: req.Workdir, TTY: req.TTY, Stdin: req.Stdin, Labels: labels, CLIPid: req.CLIPid, CLIStart: req.CLIStart}
+		Workdir: req.Workdir, TTY: req.TTY, Stdin: req.Stdin, Labels: labels, Quiet: req.Quiet, CLIPid: req.CLIPid, CLIStart: req.CLIStart}
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()

@@ -31,6 +31,7 @@ type Request struct {
 	TTY      bool     // allocate a terminal for the main command
 	Stdin    bool     // keep stdin open for the main command
 	Labels   map[string]string
+	Quiet    bool // no shutdown lines from the supervisor
 	// CLIPid and CLIStart identify the CLI process of a run sandbox, for the reaper.
 	CLIPid   int
 	CLIStart string
@@ -387,6 +388,7 @@ func buildSpec(req *Request, r *manifest.Resolved, hp *hostPlan) *supervisor.Spe
 		LogDir:      LogsIn,
 		StatusFile:  StatusIn,
 		ExecEnvFile: ExecEnvIn,
+		Quiet:       req.Quiet,
 		Main: supervisor.Main{
 			Argv:   req.Command,
 			Cwd:    workdir(req, r),
