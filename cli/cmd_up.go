@@ -105,9 +105,20 @@ func (a *app) up(detach bool, id string) error {
 	})
 	stopCtx, stopCancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer stopCancel()
+	var shutdownLines <-chan error
+	if !a.opts.quiet {
+		// Show the supervisor's shutdown lines (✔ daemon web: shut down).
+		shutdownLines = rt.FollowStderr(stopCtx, sb, time.Now(), a.stderr)
+	}
 	if cur, gerr := c.Get(stopCtx, sbID); gerr == nil {
 		if serr := stopSandbox(stopCtx, c, *cur); serr != nil && err == nil {
 			err = serr
+		}
+	}
+	if shutdownLines != nil {
+		select {
+		case <-shutdownLines:
+		case <-time.After(2 * time.Second):
 		}
 	}
 	if err != nil {

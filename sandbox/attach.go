@@ -3,6 +3,8 @@ package sandbox
 import (
 	"context"
 	"io"
+	"strconv"
+	"time"
 
 	"github.com/docker/docker/api/types"
 	"github.com/docker/docker/api/types/container"
@@ -61,4 +63,29 @@ func (rt *Runtime) Resize(ctx context.Context, sb *Sandbox, height, width uint) 
 // the main command.
 func (rt *Runtime) Kill(ctx context.Context, sb *Sandbox, signal string) error {
 	return rt.Engine.ContainerKill(ctx, sb.PrimaryID, signal)
+}
+
+// FollowStderr copies the primary's stderr written from since on (the supervisor's
+// shutdown lines, when the sandbox is stopped) to w until the container stops or
+// ctx ends.
+func (rt *Runtime) FollowStderr(ctx context.Context, sb *Sandbox, since time.Time, w io.Writer) <-chan error {
+	done := make(chan error, 1)
+	rc, err := rt.Engine.ContainerLogs(ctx, sb.PrimaryID, container.LogsOptions{
+		ShowStderr: true, Follow: true, Since: strconv.FormatInt(since.Unix(), 10),
+	})
+	if err != nil {
+		done <- err
+		return done
+	}
+	go func() {
+		defer rc.Close()
+		var err error
+		if sb.TTY {
+			_, err = io.Copy(w, rc)
+		} else {
+			_, err = stdcopy.StdCopy(io.Discard, w, rc)
+		}
+		done <- err
+	}()
+	return done
 }
