@@ -60,12 +60,8 @@ func testMain(m *testing.M) int {
 	buildA, buildB = "ctla-"+suffix, "ctlb-"+suffix
 	binA, binB = filepath.Join(dir, "airlock-a"), filepath.Join(dir, "airlock-b")
 	for _, b := range []struct{ bin, id string }{{binA, buildA}, {binB, buildB}} {
-		cmd := exec.Command("go", "build", "-trimpath",
-			"-ldflags", "-X github.com/airlock-dev/airlock/cli.BuildID="+b.id, "-o", b.bin, "./cmd/airlock")
-		cmd.Dir = ".."
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			fmt.Fprintf(os.Stderr, "control tests: cannot build airlock: %v\n%s", err, out)
+		if err := testenv.BuildAirlock(b.bin, b.id); err != nil {
+			fmt.Fprintln(os.Stderr, "control tests:", err)
 			return 1
 		}
 	}

@@ -76,13 +76,8 @@ func testMain(m *testing.M) int {
 		return m.Run()
 	}
 	airlockBin = filepath.Join(dir, "airlock")
-	build := exec.Command("go", "build", "-trimpath",
-		"-ldflags", "-X github.com/airlock-dev/airlock/cli.BuildID=e2e-"+rand.Text()[:8],
-		"-o", airlockBin, "./cmd/airlock")
-	build.Dir = ".."
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "e2e: cannot build airlock: %v\n%s", err, out)
+	if err := testenv.BuildAirlock(airlockBin, "e2e-"+rand.Text()[:8]); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
 		return 1
 	}
 	return m.Run()

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -47,11 +46,7 @@ func airlockBinary(t testing.TB) string {
 	t.Helper()
 	testBin.once.Do(func() {
 		out := filepath.Join(testBin.dir, "airlock")
-		cmd := exec.Command("go", "build", "-o", out, "./cmd/airlock")
-		cmd.Dir = ".." // the module root
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if b, err := cmd.CombinedOutput(); err != nil {
-			testBin.err = fmt.Errorf("cannot build the airlock binary: %v\n%s", err, b)
+		if testBin.err = testenv.BuildAirlock(out, ""); testBin.err != nil {
 			return
 		}
 		testBin.path = out
