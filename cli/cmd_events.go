@@ -34,11 +34,18 @@ func newEventsCommand(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			list, err := a.targets(ctx, c, args, nil)
-			if err != nil {
-				return err
+			// A deleted sandbox's history stays readable until it is purged.
+			var id string
+			if len(args) == 1 {
+				id = args[0]
+			} else {
+				list, err := a.targets(ctx, c, nil, nil)
+				if err != nil {
+					return err
+				}
+				id = list[0].ID
 			}
-			st, err := c.Events(ctx, list[0].ID, from, follow)
+			st, err := c.Events(ctx, id, from, follow)
 			if err != nil {
 				return apiFailure(err)
 			}

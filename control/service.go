@@ -84,8 +84,16 @@ func NewService(st *store.Store, rt *sandbox.Runtime, cfg Config) *Service {
 		// would put the output in the daemon's working directory.
 		cfg.ExecOutputRoot = filepath.Join(rt.Paths.DataDir, "exec-output")
 	}
-	return &Service{store: st, rt: rt, cfg: cfg, log: slog.New(slog.DiscardHandler),
+	s := &Service{store: st, rt: rt, cfg: cfg, log: slog.New(slog.DiscardHandler),
 		live: map[string]*live{}, attached: map[string]int{}, active: map[string]time.Time{}}
+	rt.OnService = func(id, service string, ready bool, detail string) {
+		if ready {
+			s.emit(id, store.Event{Kind: "service.ready", Service: service}, "")
+		} else {
+			s.emit(id, store.Event{Kind: "service.failed", Service: service, Reason: detail}, "")
+		}
+	}
+	return s
 }
 
 func (s *Service) start(ctx context.Context) error {

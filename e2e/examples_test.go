@@ -65,11 +65,17 @@ func TestExampleServices(t *testing.T) {
 	limit(t)
 	e := exampleEnv(t, "services")
 	tagDemoImage(t, e)
-	r := e.run("run", "--", "wget", "-qO-", "http://web:8080/")
+	id := uniq("services")
+	r := e.run("run", "--id", id, "--", "wget", "-qO-", "http://web:8080/")
 	if r.code != 0 || r.stdout != "<h1>hello from the web service</h1>\n" {
 		t.Errorf("want the web service's page and exit 0, got %s", r)
 	}
 	e.assertClean()
+	// The history outlives the sandbox: service.ready came before sandbox.ready.
+	ev := e.mustRun("events", id).stdout
+	if i, j := strings.Index(ev, "service.ready"), strings.Index(ev, "sandbox.ready"); i < 0 || j < i || !strings.Contains(ev, "sandbox.deleted") {
+		t.Errorf("events of the run lack service.ready before sandbox.ready, or sandbox.deleted:\n%s", ev)
+	}
 }
 
 // TestExampleRedisCI checks the manifest only: its image needs a registry to build.

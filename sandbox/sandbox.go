@@ -88,6 +88,9 @@ type Runtime struct {
 	Binary string
 	// BuildID identifies Binary (the supervisor volume is keyed by it).
 	BuildID string
+	// OnService, when set, hears each service's first result: ready, or failed
+	// with why (the control daemon records service.ready / service.failed).
+	OnService func(sandboxID, service string, ready bool, detail string)
 	// Trace, when set, receives the duration of each step (--log-level debug).
 	Trace io.Writer
 	// Getenv is the host environment (for ~, $SSH_AUTH_SOCK, …).

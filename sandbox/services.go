@@ -171,6 +171,7 @@ func (rt *Runtime) startServices(ctx context.Context, sb *Sandbox) error {
 			startErrs = append(startErrs, errs[i])
 		default:
 			rt.notice("optional service %s failed: %v", name, errs[i])
+			rt.serviceResult(sb.ID, name, false, errs[i].Error())
 		}
 	}
 	if len(startErrs) > 0 {
@@ -184,7 +185,7 @@ func (rt *Runtime) startServices(ctx context.Context, sb *Sandbox) error {
 
 	var gating []*serviceWatch
 	for _, name := range started {
-		w := &serviceWatch{rt: rt, name: name, id: sb.Services[name], primary: sb.PrimaryID, timeout: timeoutText, deadline: deadline}
+		w := &serviceWatch{rt: rt, sandbox: sb.ID, name: name, id: sb.Services[name], primary: sb.PrimaryID, timeout: timeoutText, deadline: deadline}
 		if s, ok := declared[name]; ok && s.Healthcheck != nil {
 			w.probe = strings.Join(s.Healthcheck.Cmd, " ")
 		}
@@ -199,6 +200,7 @@ func (rt *Runtime) startServices(ctx context.Context, sb *Sandbox) error {
 
 // serviceWatch follows one starting service until it is ready or failed.
 type serviceWatch struct {
+	sandbox  string
 	rt       *Runtime
 	name, id string
 	primary  string // the sandbox's primary container
@@ -298,11 +300,17 @@ func (rt *Runtime) waitServices(ctx context.Context, watches []*serviceWatch) er
 			case err != nil:
 				return failed("cannot inspect service %s: %v", w.name, err)
 			case state == serviceFailed:
-				return w.fail(ctx, reason)
+				err := w.fail(ctx, reason)
+				rt.serviceResult(w.sandbox, w.name, false, err.Error())
+				return err
 			case state == servicePending && !time.Now().Before(w.deadline):
-				return w.fail(ctx, w.timedOut())
+				err := w.fail(ctx, w.timedOut())
+				rt.serviceResult(w.sandbox, w.name, false, err.Error())
+				return err
 			case state == servicePending:
 				next = append(next, w)
+			default:
+				rt.serviceResult(w.sandbox, w.name, true, "")
 			}
 		}
 		pending = next
@@ -333,18 +341,23 @@ func (w *serviceWatch) report(ctx context.Context) {
 			return
 		case state == serviceReady:
 			w.rt.notice("optional service %s is ready", w.name)
+			w.rt.serviceResult(w.sandbox, w.name, true, "")
 			return
 		case state == serviceFailed:
 			if w.rt.primaryEnded(ctx, w.primary) {
 				return // stopped with the sandbox, not a failure of its own
 			}
-			w.rt.notice("optional service %s failed: %v", w.name, w.fail(ctx, reason))
+			err := w.fail(ctx, reason)
+			w.rt.notice("optional service %s failed: %v", w.name, err)
+			w.rt.serviceResult(w.sandbox, w.name, false, err.Error())
 			return
 		case !time.Now().Before(w.deadline):
 			if w.rt.primaryEnded(ctx, w.primary) {
 				return
 			}
-			w.rt.notice("optional service %s failed: %v", w.name, w.fail(ctx, w.timedOut()))
+			err := w.fail(ctx, w.timedOut())
+			w.rt.notice("optional service %s failed: %v", w.name, err)
+			w.rt.serviceResult(w.sandbox, w.name, false, err.Error())
 			return
 		}
 		select {
@@ -491,4 +504,11 @@ func (rt *Runtime) writeServiceSecrets(sb *Sandbox) error {
 		}
 	}
 	return nil
+}
+
+// serviceResult reports a service's first result to OnService, if set.
+func (rt *Runtime) serviceResult(sandboxID, service string, ready bool, detail string) {
+	if rt.OnService != nil {
+		rt.OnService(sandboxID, service, ready, detail)
+	}
 }
