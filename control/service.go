@@ -245,23 +245,14 @@ func (s *Service) Create(_ context.Context, req *client.CreateRequest) (*client.
 	if err := json.Unmarshal(req.Manifest.Resolved, &m); err != nil {
 		return nil, &client.Error{Reason: client.ReasonInvalidRequest, Message: "cannot decode the manifest: " + err.Error()}
 	}
-	sources := map[string]manifest.Source{}
-	for k, v := range req.Manifest.Sources {
-		switch v {
-		case "host":
-			sources[k] = manifest.Host
-		case "vault":
-			sources[k] = manifest.Vault
-		}
-	}
-	resolved := manifest.Restore(m, req.Manifest.File, req.Manifest.ProjectDir, sources, req.Secrets)
+	resolved := manifest.Restore(m, req.Manifest.File, req.Manifest.ProjectDir, toSources(req.Manifest.Sources), req.Secrets)
 	labels := map[string]string{}
 	for k, v := range req.Labels {
 		labels[k] = v
 	}
 	rec, _, err := s.store.CreateSandbox(store.Sandbox{
 		ID: req.ID, Kind: req.Kind, Project: req.Manifest.ProjectDir, Labels: labels,
-		Plan: req.Manifest.Resolved, CLIPid: req.CLIPid, CLIStart: req.CLIStart,
+		Plan: req.Manifest.Resolved, Sources: req.Manifest.Sources, CLIPid: req.CLIPid, CLIStart: req.CLIStart,
 	}, store.Event{Kind: "sandbox.accepted"})
 	if err != nil {
 		return nil, apiError(err)
@@ -418,7 +409,9 @@ func (s *Service) Resume(id string, req *client.ResumeRequest) (*client.Sandbox,
 		if l.resolved == nil {
 			var m manifest.Manifest
 			_ = json.Unmarshal(rec.Plan, &m)
-			l.resolved = manifest.Restore(m, filepath.Join(rec.Project, manifest.FileName), rec.Project, nil, nil)
+			// A daemon that restarted knows the plan and which of its values were
+			// substituted, not the values: the caller resends them (airlock up does).
+			l.resolved = manifest.Restore(m, filepath.Join(rec.Project, manifest.FileName), rec.Project, toSources(rec.Sources), nil)
 		}
 		if req != nil && len(req.Secrets) > 0 {
 			s.holdSecrets(l, req.Secrets)
@@ -689,6 +682,20 @@ func toClientExec(e store.Exec) *client.Exec {
 	if !e.FinishedAt.IsZero() {
 		t := e.FinishedAt
 		out.FinishedAt = &t
+	}
+	return out
+}
+
+// toSources reads the wire form of a manifest's Sources.
+func toSources(in map[string]string) map[string]manifest.Source {
+	out := map[string]manifest.Source{}
+	for k, v := range in {
+		switch v {
+		case "host":
+			out[k] = manifest.Host
+		case "vault":
+			out[k] = manifest.Vault
+		}
 	}
 	return out
 }

@@ -120,3 +120,27 @@ env = { SVCTOK = "${VAULT_TOK}", SVCPLAIN = "plain" }
 	}
 	e.mustRun("down")
 }
+
+// TestResumeAfterDaemonRestart: a stopped up sandbox whose [env] has substituted
+// values starts again after the control daemon restarted (it never stored the
+// values; airlock up resends them) and the main environment has them again.
+func TestResumeAfterDaemonRestart(t *testing.T) {
+	limit(t)
+	e := newEnv(t, `
+[sandbox]
+image = "{{image}}"
+
+[env]
+TOKEN = "${HOST_TOKEN}"
+`)
+	e.extra = append(e.extra, "HOST_TOKEN=host-t0ken-value")
+	e.mustRun("up", "-d")
+	e.mustRun("stop")
+	e.stopControlDaemon()
+	e.mustRun("up", "-d")
+	r := e.mustRun("exec", "--", "sh", "-c", "echo token=$TOKEN")
+	if !strings.Contains(r.stdout, "token=host-t0ken-value") {
+		t.Fatalf("after a daemon restart the sandbox lost its substituted env: %s", r)
+	}
+	e.mustRun("down")
+}

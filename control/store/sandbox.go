@@ -64,13 +64,16 @@ func CanTransition(from, to string) bool {
 // Sandbox is a sandbox record. Plan must not hold secret values (the caller
 // guarantees it); it is stored as given.
 type Sandbox struct {
-	ID          string            `json:"id"`
-	State       string            `json:"state"`
-	Kind        string            `json:"kind,omitempty"` // "up", "run", "api", … (free-form)
-	Project     string            `json:"project,omitempty"`
-	Owner       string            `json:"owner,omitempty"`
-	Labels      map[string]string `json:"labels,omitempty"`
-	Plan        json.RawMessage   `json:"plan,omitempty"`
+	ID      string            `json:"id"`
+	State   string            `json:"state"`
+	Kind    string            `json:"kind,omitempty"` // "up", "run", "api", … (free-form)
+	Project string            `json:"project,omitempty"`
+	Owner   string            `json:"owner,omitempty"`
+	Labels  map[string]string `json:"labels,omitempty"`
+	Plan    json.RawMessage   `json:"plan,omitempty"`
+	// Sources names the plan's substituted values by key path ("host" or
+	// "vault"); the values themselves are never stored.
+	Sources     map[string]string `json:"sources,omitempty"`
 	ContainerID string            `json:"container_id,omitempty"`
 	CreatedAt   time.Time         `json:"created_at"`
 	UpdatedAt   time.Time         `json:"updated_at"`
