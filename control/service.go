@@ -60,6 +60,7 @@ type live struct {
 	oom      bool   // the Engine reported an OOM kill (guarded by Service.mu)
 	execs    int
 	secrets  []string // the substituted values this sandbox holds (redacted from logs)
+	deleting bool     // a removal is in progress (guarded by Service.mu)
 
 	cancelOp context.CancelFunc // cancels the create or start in progress (guarded by Service.mu)
 
@@ -453,12 +454,34 @@ func (s *Service) delete(id, reason string) (*client.Sandbox, error) {
 
 func (s *Service) finishDelete(id, reason string) {
 	l := s.liveOf(id)
+	s.mu.Lock()
+	if l.deleting {
+		s.mu.Unlock()
+		return
+	}
+	l.deleting = true
+	s.mu.Unlock()
+	defer s.setFlags(l, func() { l.deleting = false })
 	s.interrupt(l)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	s.setFlags(l, func() { l.stopping = "deleted" })
-	if err := s.rt.Remove(s.ctx, id); err != nil {
-		s.log.Warn("cannot remove", "sandbox", id, "error", err.Error())
+	// A removal can race the Engine's own work (a create being undone, a
+	// container still stopping): try again a few times before leaving it to the
+	// reaper, which retries sandboxes stuck in deleting.
+	var err error
+	for attempt := 1; attempt <= 5; attempt++ {
+		if err = s.rt.Remove(s.ctx, id); err == nil {
+			break
+		}
+		s.log.Warn("cannot remove", "sandbox", id, "attempt", attempt, "error", err.Error())
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-time.After(time.Duration(attempt) * 200 * time.Millisecond):
+		}
+	}
+	if err != nil {
 		return
 	}
 	s.emit(id, store.Event{Kind: "sandbox.deleted", Reason: reason}, store.StateDeleted)

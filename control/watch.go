@@ -239,7 +239,8 @@ func (s *Service) onEngineEvent(m events.Message) {
 				s.emit(id, store.Event{Kind: "sandbox.failed", Reason: "oom_killed", ExitCode: codep}, store.StateFailed)
 			}
 		case stopping != "":
-			s.markStopped(id, stopping, codep)
+			// A requested stop or delete records its own end once the Engine
+			// confirms the container stopped (its state may lag this event).
 		default:
 			s.markStopped(id, "exited", codep)
 		}
@@ -267,6 +268,10 @@ func (s *Service) reap() {
 			case rec.Kind == sandbox.KindRun && rec.CLIPid > 0 && rec.State != store.StateDeleting && !processAlive(rec.CLIPid, rec.CLIStart):
 				s.log.Info("reaping a run sandbox whose CLI is gone", "sandbox", rec.ID, "cli_pid", rec.CLIPid)
 				_, _ = s.delete(rec.ID, "cli_gone")
+			case rec.State == store.StateDeleting && time.Since(rec.UpdatedAt) > 10*time.Second:
+				id, reason := rec.ID, rec.Reason
+				s.wg.Add(1)
+				go func() { defer s.wg.Done(); s.finishDelete(id, reason) }()
 			case rec.State == store.StateReady && rec.Kind == sandbox.KindUp && s.idle(rec.ID):
 				s.log.Info("stopping an idle sandbox", "sandbox", rec.ID, "idle_ttl", s.cfg.IdleTTL.String())
 				_, _ = s.Stop(rec.ID, "idle_ttl")

@@ -363,7 +363,9 @@ command = `+webCommand+`
 image = "{{busybox}}"
 command = `+webCommand+`
 `)
-	sb := g.create(ctx, r, "wget", "-qO-", "http://web/")
+	// The main command outlives the reports: an optional service's failure seen
+	// after the primary ended is not reported (it is the sandbox's teardown).
+	sb := g.create(ctx, r, "sh", "-c", "wget -qO- http://web/; sleep 8")
 	// Cancelling the Start context ends the background reports.
 	startCtx, cancelStart := context.WithCancel(ctx)
 	defer cancelStart()
@@ -381,6 +383,11 @@ command = `+webCommand+`
 	if elapsed := time.Since(start); elapsed > 4*time.Second {
 		t.Errorf("Start took %v: it waited for an optional service (ready_timeout 5s)", elapsed)
 	}
+	waitFor(t, 30*time.Second, "the optional services' reports", func() bool {
+		p := g.progress.String()
+		return strings.Contains(p, "optional service flaky failed") && strings.Contains(p, "optional service side is ready") &&
+			strings.Contains(p, "optional service missing failed: cannot start service missing")
+	})
 	select {
 	case code := <-codes:
 		<-output
@@ -392,11 +399,6 @@ command = `+webCommand+`
 	case <-ctx.Done():
 		t.Fatal(ctx.Err())
 	}
-	waitFor(t, 30*time.Second, "the optional services' reports", func() bool {
-		p := g.progress.String()
-		return strings.Contains(p, "optional service flaky failed") && strings.Contains(p, "optional service side is ready") &&
-			strings.Contains(p, "optional service missing failed: cannot start service missing")
-	})
 	p := g.progress.String()
 	for _, w := range []string{"service flaky exited with code 1", "flaky-died"} {
 		if !strings.Contains(p, w) {
