@@ -48,7 +48,7 @@ func (s *Service) recover() {
 				}
 				l := s.liveOf(id)
 				l.mu.Lock()
-				s.startTailAt(id, l, true)
+				s.startTailAt(id, l, s.recordedOffset(id))
 				l.mu.Unlock()
 			case rec.State == store.StateReady:
 				s.emit(id, store.Event{Kind: "sandbox.failed", Reason: "its container exited while the daemon was down"}, store.StateFailed)
@@ -68,23 +68,18 @@ func (s *Service) retention() time.Duration {
 }
 
 // startTail follows the supervisor's status stream from its start.
-func (s *Service) startTail(id string, l *live) { s.startTailAt(id, l, false) }
+func (s *Service) startTail(id string, l *live) { s.startTailAt(id, l, 0) }
 
-// startTailAt ingests the supervisor's status stream into the sandbox's events,
-// from the end of the file when atEnd (a daemon that restarted has seen the rest).
+// startTailAt ingests the supervisor's status stream into the sandbox's events from
+// offset: 0 for a fresh start, the recorded offset for a daemon that restarted, so
+// the transitions that happened while no daemon ran are recorded too, once.
 // The stream is untrusted input: it is decoded and validated by the supervisor's
 // reader, and only known kinds become events.
-func (s *Service) startTailAt(id string, l *live, atEnd bool) {
-	path := filepath.Join(s.rt.StateDir(id), "status.jsonl")
+func (s *Service) startTailAt(id string, l *live, offset int64) {
 	l.ingestMu.Lock()
 	l.tailGen++
 	gen := l.tailGen
-	l.offset = 0
-	if atEnd {
-		if st, err := os.Stat(path); err == nil {
-			l.offset = st.Size()
-		}
-	}
+	l.offset = offset
 	l.ingestMu.Unlock()
 	current := func() bool {
 		l.ingestMu.Lock()
@@ -127,6 +122,26 @@ func (s *Service) ingestLive(id string, l *live) {
 	l.offset = s.ingest(id, filepath.Join(s.rt.StateDir(id), "status.jsonl"), l.offset)
 }
 
+// recordedOffset is how much of the status stream the sandbox's events already
+// hold: each ingested event carries the offset after its line, written in the
+// same transaction, so a restarted daemon records every line exactly once. A
+// sandbox.started resets it: the supervisor starts a new stream.
+func (s *Service) recordedOffset(id string) int64 {
+	evs, err := s.store.Events(id, 0)
+	if err != nil {
+		return 0
+	}
+	for i := len(evs) - 1; i >= 0; i-- {
+		switch {
+		case evs[i].StatusOffset > 0:
+			return evs[i].StatusOffset
+		case evs[i].Kind == "sandbox.started":
+			return 0
+		}
+	}
+	return 0
+}
+
 // ingest reads complete lines from offset and records them; it returns the new offset.
 func (s *Service) ingest(id, path string, offset int64) int64 {
 	f, err := os.Open(path)
@@ -151,19 +166,23 @@ func (s *Service) ingest(id, path string, offset int64) int64 {
 	if end < 0 {
 		return offset
 	}
-	dec := supervisor.NewStatusDecoder(strings.NewReader(string(buf[:end+1])))
-	for {
-		ev, err := dec.Next()
-		if err != nil {
-			break
+	pos := offset
+	for _, line := range strings.SplitAfter(string(buf[:end+1]), "\n") {
+		if line == "" {
+			continue
 		}
-		s.ingestOne(id, ev)
+		pos += int64(len(line))
+		ev, err := supervisor.NewStatusDecoder(strings.NewReader(line)).Next()
+		if err == nil {
+			s.ingestOne(id, ev, pos)
+		}
 	}
 	return offset + int64(end+1)
 }
 
-func (s *Service) ingestOne(id string, ev supervisor.StatusEvent) {
-	out := store.Event{Kind: ev.Kind, Daemon: ev.Daemon, PID: ev.PID, Reason: ev.Reason, Signal: ev.Signal, ExitCode: ev.ExitCode}
+// ingestOne records one status event; after is the stream offset past its line.
+func (s *Service) ingestOne(id string, ev supervisor.StatusEvent, after int64) {
+	out := store.Event{Kind: ev.Kind, Daemon: ev.Daemon, PID: ev.PID, Reason: ev.Reason, Signal: ev.Signal, ExitCode: ev.ExitCode, StatusOffset: after}
 	out.Attempt = ev.Attempt
 	out.DelayMS = ev.DelayMS
 	switch ev.Kind {
@@ -171,10 +190,10 @@ func (s *Service) ingestOne(id string, ev supervisor.StatusEvent) {
 		supervisor.KindDaemonGaveUp, supervisor.KindDaemonStopped, supervisor.KindDaemonKilled:
 		s.emit(id, out, "")
 	case supervisor.KindSupervisorReady:
-		s.emit(id, store.Event{Kind: "sandbox.ready"}, store.StateReady)
+		s.emit(id, store.Event{Kind: "sandbox.ready", StatusOffset: after}, store.StateReady)
 		s.touch(id)
 	case supervisor.KindSupervisorFailed:
-		s.emit(id, store.Event{Kind: "sandbox.failed", Reason: ev.Reason, Extra: map[string]string{"exit_code": "125"}}, store.StateFailed)
+		s.emit(id, store.Event{Kind: "sandbox.failed", Reason: ev.Reason, Extra: map[string]string{"exit_code": "125"}, StatusOffset: after}, store.StateFailed)
 	case supervisor.KindMainExited:
 		out.Kind = "main.exited"
 		s.emit(id, out, "")

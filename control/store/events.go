@@ -31,9 +31,12 @@ type Event struct {
 	Attempt  int  `json:"attempt,omitempty"`
 	// DelayMS is a pointer, as in the supervisor's status stream, so that
 	// a zero delay is printed.
-	DelayMS *int64            `json:"delay_ms,omitempty"`
-	PID     int               `json:"pid,omitempty"`
-	Extra   map[string]string `json:"extra,omitempty"`
+	DelayMS *int64 `json:"delay_ms,omitempty"`
+	PID     int    `json:"pid,omitempty"`
+	// StatusOffset, on an event ingested from the supervisor's status stream, is
+	// the stream offset past its line (kept with the event, not shown by the API).
+	StatusOffset int64             `json:"status_offset,omitempty"`
+	Extra        map[string]string `json:"extra,omitempty"`
 }
 
 func (e Event) clone() Event {

@@ -1,0 +1,77 @@
+package control_test
+
+import (
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestStatusReplayAfterRestart: transitions a sandbox's supervisor reports while
+// no daemon runs are recorded once the daemon is back, and lines recorded before
+// the crash are not recorded twice.
+func TestStatusReplayAfterRestart(t *testing.T) {
+	e := newEnv(t)
+	flag := filepath.Join(e.project, "crash-now")
+	e.writeManifest(`
+[sandbox]
+image = "{{image}}"
+
+[daemons.worker]
+command = ["sh", "-c", "while [ ! -e ` + flag + ` ]; do sleep 0.05; done; rm -f ` + flag + `; exit 3"]
+restart = "on-failure"
+max_restarts = 1
+`)
+	d := e.startDaemon(binA)
+	c := d.client
+	ctx := ctxT(t, 2*time.Minute)
+	sb, err := c.Create(ctx, e.upRequest(uniq("replay")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ready := waitReady(t, c, sb.ID)
+	d.stop(t, syscall.SIGKILL)
+
+	// While no daemon runs, the worker exits with 3 and is restarted.
+	if err := os.WriteFile(flag, nil, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	status := filepath.Join(e.paths.SandboxDir(sb.ID), "status.jsonl")
+	eventually(t, 30*time.Second, "the supervisor to restart the worker", func() bool {
+		b, _ := os.ReadFile(status)
+		return countSubstr(string(b), `"daemon.started"`) >= 2
+	})
+
+	d = e.startDaemon(binA)
+	c = d.client
+	eventually(t, 30*time.Second, "the worker's restart to be recorded", func() bool {
+		return indexOf(allEvents(t, c, sb.ID), "daemon.restarting") >= 0
+	})
+	evs := allEvents(t, c, sb.ID)
+	if evs[len(evs)-1].Sequence <= ready.LastSeq {
+		t.Fatalf("no event after the restart:\n%s", dumpEvents(c, sb.ID))
+	}
+	assertContiguous(t, "events", evs, 0)
+	counts := map[string]int{}
+	for _, ev := range evs {
+		counts[ev.Kind]++
+	}
+	if counts["sandbox.ready"] != 1 || counts["daemon.exited"] != 1 || counts["daemon.started"] != 2 {
+		t.Fatalf("want one sandbox.ready, one daemon.exited and two daemon.started, got %v:\n%s", counts, dumpEvents(c, sb.ID))
+	}
+	if _, err := c.Delete(ctx, sb.ID); err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, c, sb.ID, time.Minute, "deleted")
+}
+
+func countSubstr(s, sub string) int {
+	n := 0
+	for i := 0; i+len(sub) <= len(s); i++ {
+		if s[i:i+len(sub)] == sub {
+			n++
+		}
+	}
+	return n
+}
