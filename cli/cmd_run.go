@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -14,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/airlock-dev/airlock/client"
+	"github.com/airlock-dev/airlock/control"
 	"github.com/airlock-dev/airlock/sandbox"
 )
 
@@ -223,21 +223,9 @@ func interruptedDuringSetup(s os.Signal) error {
 	return withCode(code, errors.New("interrupted during setup; nothing was left behind"))
 }
 
-// processStart returns the start time of a process (field 22 of /proc/PID/stat, in
-// clock ticks since boot), so that a reused PID is not mistaken for it.
+// processStart returns a process's start time, which tells the reaper a reused pid
+// from this CLI.
 func processStart(pid int) string {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return ""
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return ""
-	}
-	fields := strings.Fields(s[i+1:])
-	if len(fields) < 20 {
-		return ""
-	}
-	return fields[19]
+	_, start, _ := control.ProcessState(pid)
+	return start
 }

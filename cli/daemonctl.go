@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"strings"
 	"syscall"
 	"time"
 
@@ -144,15 +143,8 @@ func stopDaemon(p *paths.Paths, pid int) error {
 }
 
 func isZombie(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return true
-	}
-	s := string(b)
-	if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) {
-		return s[i+2] == 'Z'
-	}
-	return false
+	state, _, ok := control.ProcessState(pid)
+	return !ok || state == "Z"
 }
 
 // environ returns the environment for the daemon child: the process's, with the

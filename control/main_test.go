@@ -32,6 +32,7 @@ import (
 	dockerclient "github.com/docker/docker/client"
 
 	"github.com/airlock-dev/airlock/client"
+	"github.com/airlock-dev/airlock/control"
 	"github.com/airlock-dev/airlock/internal/testenv"
 	"github.com/airlock-dev/airlock/manifest"
 	"github.com/airlock-dev/airlock/paths"
@@ -522,11 +523,9 @@ func uniq(s string) string { return s + "-" + strings.ToLower(rand.Text()[:8]) }
 // procStart returns field 22 of /proc/PID/stat (the start time).
 func procStart(t *testing.T, pid int) string {
 	t.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		t.Fatal(err)
+	_, start, ok := control.ProcessState(pid)
+	if !ok {
+		t.Fatalf("no process %d", pid)
 	}
-	s := string(b)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	return f[19]
+	return start
 }

@@ -9,17 +9,15 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/airlock-dev/airlock/client"
 )
 
 // server maps the HTTP/JSON API onto the Service.
 type server struct {
-	opts    Options
-	log     *slog.Logger
-	svc     *Service
-	started time.Time
+	opts Options
+	log  *slog.Logger
+	svc  *Service
 }
 
 func (s *server) routes(tcp bool) http.Handler {

@@ -1,7 +1,6 @@
 package control
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -332,23 +331,8 @@ func processAlive(pid int, start string) bool {
 	if err := syscall.Kill(pid, 0); err != nil && err != syscall.EPERM {
 		return false
 	}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	st := string(b)
-	i := strings.LastIndexByte(st, ')')
-	if i < 0 {
-		return false
-	}
-	f := strings.Fields(st[i+1:])
-	if len(f) < 20 {
-		return false
-	}
-	if f[0] == "Z" {
-		return false
-	}
-	return start == "" || f[19] == start
+	state, started, ok := ProcessState(pid)
+	return ok && state != "Z" && (start == "" || started == start)
 }
 
 // reapOrphans removes run sandboxes the store does not know (made before the

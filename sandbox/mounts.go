@@ -7,6 +7,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -202,6 +203,6 @@ func sortedNames[V any](m map[string]V) []string {
 	for k := range m {
 		names = append(names, k)
 	}
-	sortStrings(names)
+	sort.Strings(names)
 	return names
 }

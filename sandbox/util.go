@@ -4,10 +4,7 @@ import (
 	"crypto/rand"
 	"fmt"
 	"regexp"
-	"sort"
 )
-
-func sortStrings(s []string) { sort.Strings(s) }
 
 // IDPattern is what a caller-chosen sandbox ID must match (DESIGN §8).
 var IDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{2,198}[A-Za-z0-9]$`)
