@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -12,6 +13,8 @@ import (
 	"github.com/airlock-dev/airlock/client"
 	"github.com/airlock-dev/airlock/control"
 	"github.com/airlock-dev/airlock/control/store"
+	"github.com/airlock-dev/airlock/engine"
+	"github.com/airlock-dev/airlock/sandbox"
 	"github.com/airlock-dev/airlock/secrets"
 	"github.com/airlock-dev/airlock/userconfig"
 )
@@ -118,6 +121,16 @@ func newDaemonCommand(a *app) *cobra.Command {
 				line += " [outdated, restart recommended]"
 			}
 			fmt.Fprintln(a.stdout, line)
+			// The Engine a new sandbox goes to (as the docker CLI chooses), and
+			// the ones the daemon serves sandboxes on.
+			if ep, err := engine.Resolve(a.getenv); err == nil {
+				fmt.Fprintf(a.stdout, "Engine: %s\n", ep)
+			} else {
+				fmt.Fprintf(a.stdout, "Engine: %v\n", err)
+			}
+			if len(h.Engines) > 0 {
+				fmt.Fprintf(a.stdout, "Serving sandboxes on: %s\n", strings.Join(h.Engines, ", "))
+			}
 			return nil
 		},
 	}
@@ -148,6 +161,17 @@ func (a *app) runDaemon(d daemonArgs) error {
 	}
 	defer closeRT()
 	rt.Progress, rt.Quiet = nil, true
+	// Sandboxes created on another Engine (DOCKER_HOST, a docker context) are
+	// served on it.
+	openEngine := func(ep engine.Endpoint) (*sandbox.Runtime, error) {
+		cli, err := ep.Open()
+		if err != nil {
+			return nil, err
+		}
+		ort := sandbox.NewRuntime(ep, cli, p)
+		ort.Binary, ort.BuildID, ort.Getenv, ort.Quiet = rt.Binary, rt.BuildID, rt.Getenv, true
+		return ort, nil
+	}
 	redactor := secrets.NewRedactor()
 	openService := func() (*control.Service, error) {
 		st, err := store.Open(p.Store())
@@ -157,7 +181,7 @@ func (a *app) runDaemon(d daemonArgs) error {
 		return control.NewService(st, rt, control.Config{
 			IdleTTL: cfg.Runtime.IdleTTL, EventRetentionTTL: cfg.Runtime.EventRetentionTTL,
 			ExecOutputRoot: cfg.ExecOutputRoot(p), ExecOutputTemplate: cfg.Artifacts.ExecOutputTemplate,
-			Redactor: redactor,
+			Redactor: redactor, OpenEngine: openEngine,
 		}), nil
 	}
 	logCopy := a.stderr

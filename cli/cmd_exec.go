@@ -52,7 +52,7 @@ func newExecCommand(a *app) *cobra.Command {
 			if list[0].State != client.StateReady {
 				return withCode(ExitFailure, fmt.Errorf("sandbox %s is %s (start it with `airlock up -d`)", list[0].ID, list[0].State))
 			}
-			rt, closeRT, err := a.runtime(ctx)
+			rt, closeRT, err := a.runtimeFor(ctx, &list[0])
 			if err != nil {
 				return err
 			}

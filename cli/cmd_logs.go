@@ -1,20 +1,18 @@
 package cli
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"os/signal"
-	"path/filepath"
-	"sort"
+	"slices"
 	"sync"
-	"time"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
+
+	"github.com/airlock-dev/airlock/sandbox"
 )
 
 func init() { addCommand(newLogsCommand) }
@@ -53,16 +51,12 @@ func (a *app) logs(args []string, o logsOptions) error {
 	if err != nil {
 		return err
 	}
-	p, err := a.paths()
-	if err != nil {
-		return err
-	}
 	var id, daemon string
 	switch len(args) {
 	case 2:
 		id, daemon = args[0], args[1]
 	case 1:
-		if in, perr := a.projectSandbox(ctx, c); perr == nil && in != nil && isDaemonDir(p.SandboxDir(in.ID), args[0]) {
+		if in, perr := a.projectSandbox(ctx, c); perr == nil && in != nil && slices.Contains(in.DaemonNames, args[0]) {
 			id, daemon = in.ID, args[0]
 		} else {
 			id = args[0]
@@ -74,30 +68,28 @@ func (a *app) logs(args []string, o logsOptions) error {
 		}
 		id = list[0].ID
 	}
-	if sb, err := c.Get(ctx, id); err != nil {
+	sb, err := c.Get(ctx, id)
+	if err != nil {
 		return apiFailure(err)
-	} else if sb.State == "deleted" {
+	}
+	if sb.State == "deleted" || sb.State == "deleting" {
 		return withCode(ExitFailure, fmt.Errorf("sandbox %s was deleted; its logs are gone", id))
 	}
-	stateDir := p.SandboxDir(id)
-	dir := filepath.Join(stateDir, "daemons")
-	names := []string{daemon}
-	if daemon == "" {
-		entries, _ := os.ReadDir(dir)
-		names = names[:0]
-		for _, e := range entries {
-			if e.IsDir() {
-				names = append(names, e.Name())
-			}
+	names := sb.DaemonNames
+	if daemon != "" {
+		if !slices.Contains(sb.DaemonNames, daemon) {
+			return withCode(ExitFailure, fmt.Errorf("sandbox %s has no daemon %q", id, daemon))
 		}
-		sort.Strings(names)
-	} else if !isDaemonDir(stateDir, daemon) {
-		return withCode(ExitFailure, fmt.Errorf("sandbox %s has no daemon %q", id, daemon))
+		names = []string{daemon}
 	}
-	file := "stdout.log"
-	if o.stderr {
-		file = "stderr.log"
+	if sb.Container == "" || len(names) == 0 {
+		return nil
 	}
+	rt, closeRT, err := a.runtimeFor(ctx, sb)
+	if err != nil {
+		return err
+	}
+	defer closeRT()
 	out := &lockedWriter{w: a.stdout}
 	var wg sync.WaitGroup
 	for _, n := range names {
@@ -105,23 +97,14 @@ func (a *app) logs(args []string, o logsOptions) error {
 		if daemon == "" && len(names) > 1 {
 			prefix = n + " | "
 		}
-		path := filepath.Join(dir, n, file)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			tailFile(ctx, path, prefix, o, out, func() bool {
-				in, err := c.Get(ctx, id)
-				return err == nil && (in.State == "ready" || in.State == "pending")
-			})
+			tailLog(ctx, rt, sb.Container, sandbox.DaemonLog(n, o.stderr), prefix, o, out)
 		}()
 	}
 	wg.Wait()
 	return nil
-}
-
-func isDaemonDir(stateDir, name string) bool {
-	st, err := os.Stat(filepath.Join(stateDir, "daemons", name))
-	return err == nil && st.IsDir() && filepath.Base(name) == name
 }
 
 type lockedWriter struct {
@@ -135,71 +118,91 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	return l.w.Write(p)
 }
 
-// tailFile prints the last lines of path and, with follow, what is appended to it
-// (starting over when the file is truncated at a sandbox restart) until running()
-// says the sandbox stopped or ctx ends.
-func tailFile(ctx context.Context, path, prefix string, o logsOptions, w io.Writer, running func() bool) {
-	data, _ := os.ReadFile(path)
-	offset := int64(len(data))
-	lines := bytes.SplitAfter(data, []byte("\n"))
-	if len(lines) > 0 && len(lines[len(lines)-1]) == 0 {
-		lines = lines[:len(lines)-1]
+// tailLog prints the last lines of a daemon's log, read from the sandbox through
+// the Engine API and, with follow, what is appended to it until the sandbox stops
+// or ctx ends.
+func tailLog(ctx context.Context, rt *sandbox.Runtime, containerID, file, prefix string, o logsOptions, w io.Writer) {
+	lw := &linePrefixer{w: w, prefix: prefix}
+	var last *lastLines
+	var dst io.Writer = lw
+	if o.lines >= 0 {
+		last = &lastLines{n: o.lines}
+		dst = last
 	}
-	partial := []byte{}
-	if len(lines) > 0 && !bytes.HasSuffix(lines[len(lines)-1], []byte("\n")) {
-		partial = lines[len(lines)-1]
-		lines = lines[:len(lines)-1]
+	offset, _ := rt.CopyFile(ctx, containerID, file, 0, dst)
+	if last != nil {
+		last.flush(lw)
 	}
-	if o.lines >= 0 && len(lines) > o.lines {
-		lines = lines[len(lines)-o.lines:]
-	}
-	for _, l := range lines {
-		fmt.Fprintf(w, "%s%s", prefix, l)
-	}
-	if !o.follow {
-		if len(partial) > 0 {
-			fmt.Fprintf(w, "%s%s\n", prefix, partial)
+	if o.follow {
+		if rc, err := rt.FollowFile(ctx, containerID, file, offset); err == nil {
+			_, _ = io.Copy(lw, rc)
+			rc.Close()
 		}
-		return
 	}
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	lastCheck := time.Now()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
+	lw.finish()
+}
+
+// linePrefixer writes whole lines, each with a prefix; finish ends a last partial line.
+type linePrefixer struct {
+	w       io.Writer
+	prefix  string
+	partial []byte
+}
+
+func (l *linePrefixer) Write(p []byte) (int, error) {
+	n := len(p)
+	for len(p) > 0 {
+		i := bytes.IndexByte(p, '\n')
+		if i < 0 {
+			l.partial = append(l.partial, p...)
+			break
 		}
-		f, err := os.Open(path)
-		if err == nil {
-			st, _ := f.Stat()
-			if st != nil && st.Size() < offset {
-				offset, partial = 0, partial[:0]
+		l.partial = append(l.partial, p[:i+1]...)
+		if _, err := fmt.Fprintf(l.w, "%s%s", l.prefix, l.partial); err != nil {
+			return n, err
+		}
+		l.partial = l.partial[:0]
+		p = p[i+1:]
+	}
+	return n, nil
+}
+
+func (l *linePrefixer) finish() {
+	if len(l.partial) > 0 {
+		fmt.Fprintf(l.w, "%s%s\n", l.prefix, l.partial)
+		l.partial = l.partial[:0]
+	}
+}
+
+// lastLines keeps the last n lines written to it.
+type lastLines struct {
+	n       int
+	lines   [][]byte
+	partial []byte
+}
+
+func (l *lastLines) Write(p []byte) (int, error) {
+	for _, b := range bytes.SplitAfter(p, []byte("\n")) {
+		if len(b) == 0 {
+			continue
+		}
+		l.partial = append(l.partial, b...)
+		if b[len(b)-1] == '\n' {
+			l.lines = append(l.lines, l.partial)
+			l.partial = nil
+			if len(l.lines) > l.n {
+				l.lines = l.lines[len(l.lines)-l.n:]
 			}
-			if _, err := f.Seek(offset, io.SeekStart); err == nil {
-				r := bufio.NewReader(f)
-				for {
-					chunk, err := r.ReadBytes('\n')
-					offset += int64(len(chunk))
-					partial = append(partial, chunk...)
-					if err != nil {
-						break
-					}
-					fmt.Fprintf(w, "%s%s", prefix, partial)
-					partial = partial[:0]
-				}
-			}
-			f.Close()
 		}
-		if time.Since(lastCheck) > time.Second {
-			lastCheck = time.Now()
-			if !running() {
-				if len(partial) > 0 {
-					fmt.Fprintf(w, "%s%s\n", prefix, partial)
-				}
-				return
-			}
-		}
+	}
+	return len(p), nil
+}
+
+func (l *lastLines) flush(w io.Writer) {
+	for _, line := range l.lines {
+		_, _ = w.Write(line)
+	}
+	if len(l.partial) > 0 {
+		_, _ = w.Write(l.partial)
 	}
 }

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -14,6 +16,7 @@ import (
 
 	"github.com/airlock-dev/airlock/client"
 	"github.com/airlock-dev/airlock/control"
+	"github.com/airlock-dev/airlock/manifest"
 	"github.com/airlock-dev/airlock/sandbox"
 )
 
@@ -25,6 +28,7 @@ type runOptions struct {
 	labels  []string
 	env     []string
 	workdir string
+	outputs []string
 }
 
 func newRunCommand(a *app) *cobra.Command {
@@ -47,6 +51,7 @@ func newRunCommand(a *app) *cobra.Command {
 	f.StringArrayVar(&o.labels, "label", nil, "label KEY=VALUE on the sandbox (repeatable)")
 	f.StringArrayVarP(&o.env, "env", "e", nil, "environment NAME=VALUE (or NAME, from the host) for CMD (repeatable)")
 	f.StringVarP(&o.workdir, "workdir", "w", "", "working directory of CMD inside the sandbox")
+	f.StringArrayVar(&o.outputs, "output", nil, "copy this project path back to the host after CMD exits, when the project was copied in (repeatable)")
 	return cmd
 }
 
@@ -68,6 +73,11 @@ func (a *app) run(parent context.Context, o runOptions, args []string) error {
 	labels, err := parseLabels(o.labels)
 	if err != nil {
 		return err
+	}
+	for _, out := range o.outputs {
+		if c := filepath.ToSlash(filepath.Clean(out)); out == "" || filepath.IsAbs(out) || c == ".." || strings.HasPrefix(c, "../") {
+			return withCode(ExitUsage, fmt.Errorf("invalid --output %q: use a path inside the project dir", out))
+		}
 	}
 	a.warnPrivileged(r)
 
@@ -94,10 +104,16 @@ func (a *app) run(parent context.Context, o runOptions, args []string) error {
 	}
 	tty := isTerminal(a.stdin) && isTerminal(a.stdout)
 	stdin := tty || forwardsStdin(a.stdin)
+	// A run sandbox is reaped when its CLI is gone, unless it is kept: then it
+	// stays until `airlock rm`.
+	cliPid, cliStart := os.Getpid(), processStart(os.Getpid())
+	if o.keep {
+		cliPid, cliStart = 0, ""
+	}
 	rec, err := c.Create(ctx, &client.CreateRequest{
 		ID: o.id, Kind: sandbox.KindRun, Manifest: wm, Secrets: secretValues, Command: args, Env: env,
 		Workdir: o.workdir, TTY: tty, Stdin: stdin, Labels: labels, Quiet: a.opts.quiet,
-		CLIPid: os.Getpid(), CLIStart: processStart(os.Getpid()),
+		CLIPid: cliPid, CLIStart: cliStart, Engine: wireEngine(rt),
 	})
 	if err != nil {
 		return setupErr(apiFailure(err))
@@ -107,6 +123,9 @@ func (a *app) run(parent context.Context, o runOptions, args []string) error {
 		bg, bcancel := context.WithTimeout(context.WithoutCancel(parent), 2*time.Minute)
 		defer bcancel()
 		if o.keep {
+			// The daemon records the stop (and the supervisor's last reports)
+			// before the sandbox is announced kept.
+			_, _, _ = c.WaitState(bg, id, client.StateStopped, client.StateFailed)
 			if cur, err := c.Get(bg, id); err == nil && cur.State != client.StateFailed {
 				if !a.opts.quiet {
 					fmt.Fprintf(a.stderr, "airlock: kept sandbox %s (airlock logs %s; airlock rm %s)\n", id, id, id)
@@ -188,6 +207,9 @@ func (a *app) run(parent context.Context, o runOptions, args []string) error {
 			case code := <-codes:
 				waitOutput(output)
 				restore()
+				if err := a.copyOutputs(rt, sb, r, o.outputs); err != nil {
+					return err
+				}
 				return exitCode(code)
 			case <-time.After(3 * time.Second):
 			}
@@ -196,6 +218,9 @@ func (a *app) run(parent context.Context, o runOptions, args []string) error {
 		case code := <-codes:
 			waitOutput(output)
 			restore()
+			if err := a.copyOutputs(rt, sb, r, o.outputs); err != nil {
+				return err
+			}
 			if code != 0 {
 				return exitCode(code)
 			}
@@ -228,4 +253,24 @@ func interruptedDuringSetup(s os.Signal) error {
 func processStart(pid int) string {
 	_, start, _ := control.ProcessState(pid)
 	return start
+}
+
+// copyOutputs copies each --output path from a sandbox whose project was copied in
+// back into the project dir (with a bind-mounted project the files are there already).
+func (a *app) copyOutputs(rt *sandbox.Runtime, sb *sandbox.Sandbox, r *manifest.Resolved, outputs []string) error {
+	if len(outputs) == 0 || !rt.ProjectCopied(r) {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	for _, out := range outputs {
+		warnings, err := rt.CopyOut(ctx, sb.PrimaryID, r.ProjectDir, out)
+		for _, w := range warnings {
+			fmt.Fprintf(a.stderr, "airlock: warning: %s\n", w)
+		}
+		if err != nil {
+			return sandboxError(err)
+		}
+	}
+	return nil
 }

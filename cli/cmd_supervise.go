@@ -1,8 +1,12 @@
 package cli
 
 import (
+	"context"
 	"errors"
+	"os/signal"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/spf13/cobra"
 
@@ -54,7 +58,7 @@ func newSuperviseCommand(a *app) *cobra.Command {
 	f.DurationVar(&resetAfter, "reset-after", supervisor.DefaultResetAfter, "run length that resets the restart count (for tests)")
 	_ = f.MarkHidden("backoff-unit")
 	_ = f.MarkHidden("reset-after")
-	cmd.AddCommand(newSuperviseExecCommand(a), newSuperviseWrapCommand())
+	cmd.AddCommand(newSuperviseExecCommand(a), newSuperviseWrapCommand(), newSuperviseDeliverCommand(), newSuperviseTailCommand())
 	return cmd
 }
 
@@ -93,20 +97,73 @@ func newSuperviseExecCommand(a *app) *cobra.Command {
 func newSuperviseWrapCommand() *cobra.Command {
 	var (
 		secretsPath string
+		socket      string
 		env         []string
 	)
 	cmd := &cobra.Command{
-		Use:    "wrap --secrets PATH [--env NAME=key]... -- CMD [ARG...]",
-		Short:  "Replace this process with CMD, with env values from a secrets file",
+		Use:    "wrap (--socket PATH | --secrets PATH) [--env NAME=key]... -- CMD [ARG...]",
+		Short:  "Replace this process with CMD, with env values delivered to a socket (or read from a file)",
 		Hidden: true,
 		Args:   cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			code, err := supervisor.Wrap(supervisor.WrapOptions{SecretsPath: secretsPath, Env: env, Argv: args})
+			code, err := supervisor.Wrap(supervisor.WrapOptions{SecretsPath: secretsPath, Socket: socket, Env: env, Argv: args})
 			return withCode(code, err)
 		},
 	}
 	cmd.Flags().SetInterspersed(false)
 	cmd.Flags().StringVar(&secretsPath, "secrets", "", "the secrets file (read once, then deleted)")
+	cmd.Flags().StringVar(&socket, "socket", "", "wait for the values on this unix socket (airlock supervise deliver)")
 	cmd.Flags().StringArrayVar(&env, "env", nil, "NAME=key: set NAME to the file's value for key (repeatable)")
+	return cmd
+}
+
+// newSuperviseDeliverCommand hands secret values (a JSON object on stdin) to the
+// process waiting for them on a socket inside the container; the host runs it as
+// a non-TTY exec, so the values cross the Engine API only.
+func newSuperviseDeliverCommand() *cobra.Command {
+	var socket string
+	cmd := &cobra.Command{
+		Use:    "deliver --socket PATH < values.json",
+		Short:  "Deliver secret values from stdin to the sandbox's supervisor",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if socket == "" {
+				return withCode(ExitUsage, errors.New("cannot deliver: --socket is required"))
+			}
+			if err := supervisor.Deliver(socket, cmd.InOrStdin(), 10*time.Second); err != nil {
+				return withCode(ExitAirlock, err)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&socket, "socket", "", "the receiver's unix socket")
+	return cmd
+}
+
+// newSuperviseTailCommand prints a file of the sandbox's state (the status stream,
+// a daemon log) from an offset, and with --follow what is appended; the host reads
+// it through the Engine's exec API.
+func newSuperviseTailCommand() *cobra.Command {
+	var (
+		from   int64
+		follow bool
+	)
+	cmd := &cobra.Command{
+		Use:    "tail [--from N] [--follow] FILE",
+		Short:  "Print a regular file from a byte offset, following appends",
+		Hidden: true,
+		Args:   cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx, cancel := signal.NotifyContext(context.Background(), unix.SIGTERM, unix.SIGINT, unix.SIGHUP)
+			defer cancel()
+			if err := supervisor.Tail(ctx, supervisor.TailOptions{Path: args[0], From: from, Follow: follow, Out: cmd.OutOrStdout()}); err != nil {
+				return withCode(ExitAirlock, err)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().Int64Var(&from, "from", 0, "byte offset to start at")
+	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing what is appended")
 	return cmd
 }

@@ -170,7 +170,7 @@ func (a *app) upSandbox(ctx context.Context, c *client.Client, rt *sandbox.Runti
 			return "", false, 0, apiFailure(err)
 		}
 	}
-	rec, err := c.Create(ctx, &client.CreateRequest{ID: id, Kind: sandbox.KindUp, Manifest: wm, Secrets: secretValues, Start: true})
+	rec, err := c.Create(ctx, &client.CreateRequest{ID: id, Kind: sandbox.KindUp, Manifest: wm, Secrets: secretValues, Start: true, Engine: wireEngine(rt)})
 	if err != nil {
 		return "", false, 0, apiFailure(err)
 	}

@@ -8,8 +8,12 @@ import (
 	"os"
 	"strings"
 
+	dockerclient "github.com/docker/docker/client"
 	"golang.org/x/term"
 
+	"github.com/airlock-dev/airlock/client"
+	"github.com/airlock-dev/airlock/engine"
+	"github.com/airlock-dev/airlock/paths"
 	"github.com/airlock-dev/airlock/sandbox"
 )
 
@@ -19,10 +23,16 @@ func (a *app) runtime(ctx context.Context) (*sandbox.Runtime, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	cli, err := sandbox.Connect(ctx)
+	cli, ep, err := sandbox.Connect(ctx, a.getenv)
 	if err != nil {
 		return nil, nil, sandboxError(err)
 	}
+	return a.newRuntime(p, cli, ep)
+}
+
+// newRuntime is the sandbox runtime over an open Engine client.
+func (a *app) newRuntime(p *paths.Paths, cli *dockerclient.Client, ep engine.Endpoint) (*sandbox.Runtime, func(), error) {
+	var err error
 	bin, ok := a.getenv("AIRLOCK_SUPERVISOR_BINARY")
 	if !ok || bin == "" {
 		if bin, err = os.Executable(); err != nil {
@@ -30,10 +40,9 @@ func (a *app) runtime(ctx context.Context) (*sandbox.Runtime, func(), error) {
 			return nil, nil, withCode(ExitAirlock, fmt.Errorf("cannot find the airlock binary: %w", err))
 		}
 	}
-	rt := &sandbox.Runtime{
-		Engine: cli, Paths: p, Progress: a.redactor.Writer(a.stderr), ProgressTTY: isTerminal(a.stderr),
-		Quiet: a.opts.quiet, Binary: bin, BuildID: BuildID, Getenv: a.getenv,
-	}
+	rt := sandbox.NewRuntime(ep, cli, p)
+	rt.Progress, rt.ProgressTTY = a.redactor.Writer(a.stderr), isTerminal(a.stderr)
+	rt.Quiet, rt.Binary, rt.BuildID, rt.Getenv = a.opts.quiet, bin, BuildID, a.getenv
 	if a.opts.logLevel == "debug" {
 		rt.Trace = a.stderr
 	}
@@ -115,4 +124,28 @@ func parseLabels(vals []string) (map[string]string, error) {
 		out[k] = val
 	}
 	return out, nil
+}
+
+// runtimeFor returns the runtime of the Engine a sandbox runs on (the CLI's own
+// choice when the daemon did not record one).
+func (a *app) runtimeFor(ctx context.Context, sb *client.Sandbox) (*sandbox.Runtime, func(), error) {
+	if sb == nil || sb.Engine == nil {
+		return a.runtime(ctx)
+	}
+	p, err := a.paths()
+	if err != nil {
+		return nil, nil, err
+	}
+	ep := engine.Endpoint(*sb.Engine)
+	cli, err := ep.Connect(ctx)
+	if err != nil {
+		return nil, nil, withCode(ExitAirlock, err)
+	}
+	return a.newRuntime(p, cli, ep)
+}
+
+// wireEngine is the Engine of rt as the daemon's API carries it.
+func wireEngine(rt *sandbox.Runtime) *client.Engine {
+	e := client.Engine(rt.Endpoint)
+	return &e
 }

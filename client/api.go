@@ -32,6 +32,22 @@ type Sandbox struct {
 	Daemons   DaemonCount       `json:"daemons"`
 	LastSeq   uint64            `json:"last_seq"`
 	Container string            `json:"container_id,omitempty"`
+	// DaemonNames are the sandbox's enabled daemons, sorted.
+	DaemonNames []string `json:"daemon_names,omitempty"`
+	// Engine is the Docker Engine the sandbox runs on.
+	Engine *Engine `json:"engine,omitempty"`
+}
+
+// Engine says how to reach a Docker Engine: its host and, for TCP with TLS, the
+// paths of the client's certificate files (on the daemon's host).
+type Engine struct {
+	Context       string `json:"context,omitempty"`
+	Host          string `json:"host"`
+	TLSCA         string `json:"tls_ca,omitempty"`
+	TLSCert       string `json:"tls_cert,omitempty"`
+	TLSKey        string `json:"tls_key,omitempty"`
+	TLSVerify     bool   `json:"tls_verify,omitempty"`
+	SkipTLSVerify bool   `json:"skip_tls_verify,omitempty"`
 }
 
 // DaemonCount is how many daemons are up out of how many the sandbox declares.
@@ -75,6 +91,8 @@ type CreateRequest struct {
 	Labels   map[string]string `json:"labels,omitempty"`
 	// Quiet silences the supervisor's shutdown lines (the CLI's -q).
 	Quiet bool `json:"quiet,omitempty"`
+	// Engine is the Docker Engine to create the sandbox on; nil for the daemon's own.
+	Engine *Engine `json:"engine,omitempty"`
 	// Start starts the sandbox once created; without it the sandbox waits in
 	// state pending for Resume (so a CLI can attach before the main command runs).
 	Start bool `json:"start"`
@@ -130,6 +148,8 @@ type Health struct {
 	BuildID string `json:"build_id"`
 	Version string `json:"version"`
 	LogPath string `json:"log_path"`
+	// Engines are the Docker Engines the daemon serves sandboxes on, its own first.
+	Engines []string `json:"engines,omitempty"`
 }
 
 // Error reasons of the API: stable, machine-readable.

@@ -65,12 +65,14 @@ func TestSingleton(t *testing.T) {
 	}
 
 	logPath := filepath.Join(daemonDir, "airlockd.log")
+	// The first line as DESIGN §8 gives it, then the Engine in use (§7).
+	engineLines := "Engine: unix:///var/run/docker.sock\nServing sandboxes on: unix:///var/run/docker.sock\n"
 	r := e.run(binA, "daemon", "status")
-	if want := fmt.Sprintf("Daemon running (PID %d, build %s, logs: %s)\n", d.pid, buildA, logPath); r.code != 0 || r.stdout != want {
+	if want := fmt.Sprintf("Daemon running (PID %d, build %s, logs: %s)\n", d.pid, buildA, logPath) + engineLines; r.code != 0 || r.stdout != want {
 		t.Errorf("daemon status = %q, want %q\n%s", r.stdout, want, r)
 	}
 	r = e.run(binB, "daemon", "status")
-	if want := fmt.Sprintf("Daemon running (PID %d, build %s, logs: %s) [outdated, restart recommended]\n", d.pid, buildA, logPath); r.code != 0 || r.stdout != want {
+	if want := fmt.Sprintf("Daemon running (PID %d, build %s, logs: %s) [outdated, restart recommended]\n", d.pid, buildA, logPath) + engineLines; r.code != 0 || r.stdout != want {
 		t.Errorf("daemon status of another build = %q, want %q\n%s", r.stdout, want, r)
 	}
 

@@ -6,6 +6,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/airlock-dev/airlock/internal/testenv"
+	"github.com/airlock-dev/airlock/sandbox"
 )
 
 // TestStatusReplayAfterRestart: transitions a sandbox's supervisor reports while
@@ -37,10 +40,10 @@ max_restarts = 1
 	if err := os.WriteFile(flag, nil, 0o666); err != nil {
 		t.Fatal(err)
 	}
-	status := filepath.Join(e.paths.SandboxDir(sb.ID), "status.jsonl")
+	// The status stream lives in the sandbox: read it through the Engine.
 	eventually(t, 30*time.Second, "the supervisor to restart the worker", func() bool {
-		b, _ := os.ReadFile(status)
-		return countSubstr(string(b), `"daemon.started"`) >= 2
+		b := testenv.ReadContainerFile(ctx, e.docker, "airlock-"+sb.ID, sandbox.StatusIn)
+		return countSubstr(b, `"daemon.started"`) >= 2
 	})
 
 	d = e.startDaemon(binA)

@@ -93,7 +93,13 @@ func statusOf(reason string) int {
 }
 
 func (s *server) health(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, client.Health{PID: os.Getpid(), BuildID: s.opts.BuildID, Version: s.opts.Version, LogPath: LogFile(s.opts.Paths)})
+	h := client.Health{PID: os.Getpid(), BuildID: s.opts.BuildID, Version: s.opts.Version, LogPath: LogFile(s.opts.Paths)}
+	if s.svc != nil {
+		for _, rt := range s.svc.runtimes() {
+			h.Engines = append(h.Engines, rt.Endpoint.String())
+		}
+	}
+	writeJSON(w, http.StatusOK, h)
 }
 
 func decode(r *http.Request, v any) error {

@@ -6,15 +6,18 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/airlock-dev/airlock/client"
 	"github.com/airlock-dev/airlock/control/store"
+	"github.com/airlock-dev/airlock/engine"
 	"github.com/airlock-dev/airlock/manifest"
 	"github.com/airlock-dev/airlock/sandbox"
 	"github.com/airlock-dev/airlock/secrets"
@@ -31,6 +34,9 @@ type Config struct {
 	// Redactor masks the secret values the daemon holds in its log and in event
 	// reasons; nil for a new one.
 	Redactor *secrets.Redactor
+	// OpenEngine returns a runtime for another Engine than the daemon's own (a
+	// sandbox created with DOCKER_HOST or a docker context); nil serves only its own.
+	OpenEngine func(engine.Endpoint) (*sandbox.Runtime, error)
 }
 
 // Service runs the daemon's operations: every Docker lifecycle call goes through
@@ -48,7 +54,8 @@ type Service struct {
 	mu       sync.Mutex
 	live     map[string]*live // sandboxes with work or watchers in this daemon
 	attached map[string]int
-	active   map[string]time.Time // last time a client or exec used a sandbox
+	active   map[string]time.Time        // last time a client or exec used a sandbox
+	engines  map[string]*sandbox.Runtime // other Engines than rt's, by endpoint key
 }
 
 // live is what the daemon holds in memory for a sandbox: never persisted.
@@ -66,6 +73,8 @@ type live struct {
 
 	ingestMu sync.Mutex // guards offset and tailGen
 	offset   int64      // the status stream read so far
+	offsetOK bool       // offset is known (else it comes from the recorded events)
+	starting bool       // a start is in progress: the stream is read only once it is recorded
 	tailGen  int        // the follower that owns the stream; older ones stop
 }
 
@@ -86,7 +95,7 @@ func NewService(st *store.Store, rt *sandbox.Runtime, cfg Config) *Service {
 		cfg.ExecOutputRoot = filepath.Join(rt.Paths.DataDir, "exec-output")
 	}
 	s := &Service{store: st, rt: rt, cfg: cfg, log: slog.New(slog.DiscardHandler),
-		live: map[string]*live{}, attached: map[string]int{}, active: map[string]time.Time{}}
+		live: map[string]*live{}, attached: map[string]int{}, active: map[string]time.Time{}, engines: map[string]*sandbox.Runtime{}}
 	rt.OnService = func(id, service string, ready bool, detail string) {
 		if ready {
 			s.emit(id, store.Event{Kind: "service.ready", Service: service}, "")
@@ -101,7 +110,7 @@ func (s *Service) start(ctx context.Context) error {
 	s.ctx, s.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	s.recover()
 	s.wg.Add(2)
-	go func() { defer s.wg.Done(); s.watchEngine() }()
+	go func() { defer s.wg.Done(); s.watchEngine(s.rt) }()
 	go func() { defer s.wg.Done(); s.reap() }()
 	return nil
 }
@@ -201,15 +210,19 @@ func apiError(err error) error {
 func (s *Service) record(sb store.Sandbox) *client.Sandbox {
 	out := &client.Sandbox{ID: sb.ID, State: sb.State, Kind: sb.Kind, Project: sb.Project, Labels: sb.Labels,
 		CreatedAt: sb.CreatedAt, UpdatedAt: sb.UpdatedAt, Reason: sb.Reason, LastSeq: sb.LastSeq, Container: sb.ContainerID}
+	ep := s.endpointOf(sb)
+	ce := client.Engine(ep)
+	out.Engine = &ce
 	if out.Labels == nil {
 		out.Labels = map[string]string{}
 	}
 	var plan manifest.Manifest
 	if json.Unmarshal(sb.Plan, &plan) == nil {
 		out.Daemons.Total = len(plan.Daemons)
+		out.DaemonNames = slices.Sorted(maps.Keys(plan.Daemons))
 	}
 	if sb.State == store.StateReady {
-		out.Daemons.Up = sandbox.DaemonsUp(s.rt.StateDir(sb.ID), out.Daemons.Total)
+		out.Daemons.Up = s.daemonsUp(sb.ID, out.Daemons.Total)
 	}
 	return out
 }
@@ -251,8 +264,12 @@ func (s *Service) Create(_ context.Context, req *client.CreateRequest) (*client.
 	for k, v := range req.Labels {
 		labels[k] = v
 	}
+	var eng json.RawMessage
+	if req.Engine != nil {
+		eng, _ = json.Marshal(req.Engine)
+	}
 	rec, _, err := s.store.CreateSandbox(store.Sandbox{
-		ID: req.ID, Kind: req.Kind, Project: req.Manifest.ProjectDir, Labels: labels,
+		ID: req.ID, Kind: req.Kind, Project: req.Manifest.ProjectDir, Labels: labels, Engine: eng,
 		Plan: req.Manifest.Resolved, Sources: req.Manifest.Sources, CLIPid: req.CLIPid, CLIStart: req.CLIStart,
 	}, store.Event{Kind: "sandbox.accepted"})
 	if err != nil {
@@ -278,7 +295,7 @@ func (s *Service) prepare(id string, req *sandbox.Request, start bool) {
 	defer l.mu.Unlock()
 	s.emit(id, store.Event{Kind: "sandbox.preparing"}, "")
 	ctx := s.beginOp(l)
-	sb, err := s.rt.Create(ctx, req)
+	sb, err := s.rtOf(id).Create(ctx, req)
 	if err != nil {
 		s.emit(id, store.Event{Kind: "sandbox.failed", Reason: err.Error(), Extra: exitExtra(err)}, store.StateFailed)
 		return
@@ -303,7 +320,7 @@ func exitExtra(err error) map[string]string {
 // startLocked starts the sandbox; l.mu is held.
 func (s *Service) startLocked(ctx context.Context, id string, l *live) {
 	if l.handle == nil {
-		h, err := s.rt.Open(ctx, id, l.resolved)
+		h, err := s.rtOf(id).Open(ctx, id, l.resolved)
 		if err != nil {
 			s.emit(id, store.Event{Kind: "sandbox.failed", Reason: err.Error()}, store.StateFailed)
 			return
@@ -311,20 +328,25 @@ func (s *Service) startLocked(ctx context.Context, id string, l *live) {
 		l.handle = h
 	}
 	s.setFlags(l, func() { l.stopping, l.oom = "", false })
-	// Until the supervisor truncates its status stream at start, the file holds
-	// the previous run's lines: they must not be ingested again (a stale
-	// supervisor.ready would announce a resumed sandbox ready too early).
-	_ = os.Remove(filepath.Join(s.rt.StateDir(id), "status.jsonl"))
-	s.startTail(id, l)
 	// The status stream is ingested only once sandbox.started is recorded, so the
-	// supervisor's daemon.* events never come before it.
+	// supervisor's daemon.* events never come before it; the runtime empties the
+	// stream before every start, so the previous run's lines are never read again.
 	l.ingestMu.Lock()
-	defer l.ingestMu.Unlock()
-	if err := s.rt.Start(ctx, l.handle); err != nil {
+	l.tailGen++ // a follower of the previous run stops
+	l.offset, l.offsetOK, l.starting = 0, true, true
+	l.ingestMu.Unlock()
+	err := s.rtOf(id).Start(ctx, l.handle)
+	l.ingestMu.Lock()
+	l.starting = false
+	if err != nil {
+		l.ingestMu.Unlock()
 		s.emit(id, store.Event{Kind: "sandbox.failed", Reason: err.Error(), Extra: exitExtra(err)}, store.StateFailed)
 		return
 	}
 	s.emit(id, store.Event{Kind: "sandbox.started"}, "")
+	gen := l.tailGen
+	l.ingestMu.Unlock()
+	s.spawnFollower(id, l, gen)
 }
 
 // Get returns a sandbox record.
@@ -372,7 +394,7 @@ func (s *Service) Stop(id, reason string) (*client.Sandbox, error) {
 		l.mu.Lock()
 		defer l.mu.Unlock()
 		s.setFlags(l, func() { l.stopping = reason })
-		if err := s.rt.Stop(s.ctx, id); err != nil {
+		if err := s.rtOf(id).Stop(s.ctx, id); err != nil {
 			s.log.Warn("cannot stop", "sandbox", id, "error", err.Error())
 		}
 		s.markStopped(id, reason, nil)
@@ -439,6 +461,10 @@ func (s *Service) delete(id, reason string) (*client.Sandbox, error) {
 	if rec.State == store.StateDeleted || rec.State == store.StateDeleting {
 		return s.record(rec), nil
 	}
+	if rec.ContainerID != "" {
+		// What the supervisor reported so far comes before the deletion.
+		s.catchUp(id, s.liveOf(id))
+	}
 	ev, err := s.emit(id, store.Event{Kind: "sandbox.deleting", Reason: reason}, store.StateDeleting)
 	if err != nil {
 		return nil, apiError(err)
@@ -471,7 +497,7 @@ func (s *Service) finishDelete(id, reason string) {
 	// reaper, which retries sandboxes stuck in deleting.
 	var err error
 	for attempt := 1; attempt <= 5; attempt++ {
-		if err = s.rt.Remove(s.ctx, id); err == nil {
+		if err = s.rtOf(id).Remove(s.ctx, id); err == nil {
 			break
 		}
 		s.log.Warn("cannot remove", "sandbox", id, "attempt", attempt, "error", err.Error())
@@ -619,12 +645,12 @@ func (s *Service) runExec(id string, l *live, req *client.ExecRequest, stdoutPat
 	defer errf.Close()
 	h := l.handle
 	if h == nil {
-		if h, err = s.rt.Open(s.ctx, id, l.resolved); err != nil {
+		if h, err = s.rtOf(id).Open(s.ctx, id, l.resolved); err != nil {
 			fmt.Fprintln(errf, "airlock:", err)
 			return 125
 		}
 	}
-	ex, err := s.rt.Exec(s.ctx, h, sandbox.ExecRequest{Cmd: req.Cmd, Env: req.Env, Workdir: req.Workdir}, sandbox.Streams{Stdout: outf, Stderr: errf})
+	ex, err := s.rtOf(id).Exec(s.ctx, h, sandbox.ExecRequest{Cmd: req.Cmd, Env: req.Env, Workdir: req.Workdir}, sandbox.Streams{Stdout: outf, Stderr: errf})
 	if err != nil {
 		fmt.Fprintln(errf, "airlock:", err)
 		return 125

@@ -1,10 +1,7 @@
 package control
 
 import (
-	"os"
-	"path/filepath"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -13,7 +10,6 @@ import (
 
 	"github.com/airlock-dev/airlock/control/store"
 	"github.com/airlock-dev/airlock/sandbox"
-	"github.com/airlock-dev/airlock/supervisor"
 )
 
 // recover reconciles the store with Docker when the daemon starts (DESIGN §8):
@@ -31,12 +27,12 @@ func (s *Service) recover() {
 		case store.StatePending:
 			s.emit(id, store.Event{Kind: "sandbox.failed", Reason: "the daemon restarted while the sandbox was being created"}, store.StateFailed)
 			s.wg.Add(1)
-			go func() { defer s.wg.Done(); _ = s.rt.Remove(s.ctx, id) }()
+			go func() { defer s.wg.Done(); _ = s.rtOf(id).Remove(s.ctx, id) }()
 		case store.StateDeleting:
 			s.wg.Add(1)
 			go func() { defer s.wg.Done(); s.finishDelete(id, rec.Reason) }()
 		case store.StateReady, store.StateStopped, store.StateFailed:
-			in, err := s.rt.Get(s.ctx, id)
+			in, err := s.rtOf(id).Get(s.ctx, id)
 			switch {
 			case err != nil && rec.State != store.StateFailed:
 				s.emit(id, store.Event{Kind: "sandbox.failed", Reason: "its container is missing"}, store.StateFailed)
@@ -50,7 +46,12 @@ func (s *Service) recover() {
 				s.startTailAt(id, l, s.recordedOffset(id))
 				l.mu.Unlock()
 			case rec.State == store.StateReady:
-				s.emit(id, store.Event{Kind: "sandbox.failed", Reason: "its container exited while the daemon was down"}, store.StateFailed)
+				// Record what the supervisor reported while no daemon ran, in order.
+				l := s.liveOf(id)
+				s.catchUp(id, l)
+				if cur, err := s.store.Get(id); err == nil && cur.State == store.StateReady {
+					s.emit(id, store.Event{Kind: "sandbox.failed", Reason: "its container exited while the daemon was down"}, store.StateFailed)
+				}
 			}
 		}
 	}
@@ -66,145 +67,13 @@ func (s *Service) retention() time.Duration {
 	return 168 * time.Hour
 }
 
-// startTail follows the supervisor's status stream from its start.
-func (s *Service) startTail(id string, l *live) { s.startTailAt(id, l, 0) }
-
-// startTailAt ingests the supervisor's status stream into the sandbox's events from
-// offset: 0 for a fresh start, the recorded offset for a daemon that restarted, so
-// the transitions that happened while no daemon ran are recorded too, once.
-// The stream is untrusted input: it is decoded and validated by the supervisor's
-// reader, and only known kinds become events.
-func (s *Service) startTailAt(id string, l *live, offset int64) {
-	l.ingestMu.Lock()
-	l.tailGen++
-	gen := l.tailGen
-	l.offset = offset
-	l.ingestMu.Unlock()
-	current := func() bool {
-		l.ingestMu.Lock()
-		defer l.ingestMu.Unlock()
-		return l.tailGen == gen
-	}
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		tick := time.NewTicker(50 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-s.ctx.Done():
-				return
-			case <-tick.C:
-			}
-			if !current() {
-				return // a newer start follows the stream now
-			}
-			rec, err := s.store.Get(id)
-			if err != nil || rec.State == store.StateDeleted || rec.State == store.StateDeleting {
-				return
-			}
-			s.ingestLive(id, l)
-			// A stopped sandbox may start again (resume); look less often.
-			if rec.State == store.StateStopped || rec.State == store.StateFailed {
-				tick.Reset(time.Second)
-			} else {
-				tick.Reset(50 * time.Millisecond)
-			}
-		}
-	}()
-}
-
-// ingestLive ingests what is new in the sandbox's status stream.
-func (s *Service) ingestLive(id string, l *live) {
-	l.ingestMu.Lock()
-	defer l.ingestMu.Unlock()
-	l.offset = s.ingest(id, filepath.Join(s.rt.StateDir(id), "status.jsonl"), l.offset)
-}
-
-// recordedOffset is how much of the status stream the sandbox's events already
-// hold: each ingested event carries the offset after its line, written in the
-// same transaction, so a restarted daemon records every line exactly once. A
-// sandbox.started resets it: the supervisor starts a new stream.
-func (s *Service) recordedOffset(id string) int64 {
-	evs, err := s.store.Events(id, 0)
-	if err != nil {
-		return 0
-	}
-	for i := len(evs) - 1; i >= 0; i-- {
-		switch {
-		case evs[i].StatusOffset > 0:
-			return evs[i].StatusOffset
-		case evs[i].Kind == "sandbox.started":
-			return 0
-		}
-	}
-	return 0
-}
-
-// ingest reads complete lines from offset and records them; it returns the new offset.
-func (s *Service) ingest(id, path string, offset int64) int64 {
-	f, err := os.Open(path)
-	if err != nil {
-		return offset
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return offset
-	}
-	if st.Size() < offset {
-		offset = 0 // truncated: the sandbox started again
-	}
-	if st.Size() == offset {
-		return offset
-	}
-	buf := make([]byte, st.Size()-offset)
-	n, _ := f.ReadAt(buf, offset)
-	buf = buf[:n]
-	end := strings.LastIndexByte(string(buf), '\n')
-	if end < 0 {
-		return offset
-	}
-	pos := offset
-	for _, line := range strings.SplitAfter(string(buf[:end+1]), "\n") {
-		if line == "" {
-			continue
-		}
-		pos += int64(len(line))
-		ev, err := supervisor.NewStatusDecoder(strings.NewReader(line)).Next()
-		if err == nil {
-			s.ingestOne(id, ev, pos)
-		}
-	}
-	return offset + int64(end+1)
-}
-
-// ingestOne records one status event; after is the stream offset past its line.
-func (s *Service) ingestOne(id string, ev supervisor.StatusEvent, after int64) {
-	out := store.Event{Kind: ev.Kind, Daemon: ev.Daemon, PID: ev.PID, Reason: ev.Reason, Signal: ev.Signal, ExitCode: ev.ExitCode, StatusOffset: after}
-	out.Attempt = ev.Attempt
-	out.DelayMS = ev.DelayMS
-	switch ev.Kind {
-	case supervisor.KindDaemonStarted, supervisor.KindDaemonReady, supervisor.KindDaemonExited, supervisor.KindDaemonRestarting,
-		supervisor.KindDaemonGaveUp, supervisor.KindDaemonStopped, supervisor.KindDaemonKilled:
-		s.emit(id, out, "")
-	case supervisor.KindSupervisorReady:
-		s.emit(id, store.Event{Kind: "sandbox.ready", StatusOffset: after}, store.StateReady)
-		s.touch(id)
-	case supervisor.KindSupervisorFailed:
-		s.emit(id, store.Event{Kind: "sandbox.failed", Reason: ev.Reason, Extra: map[string]string{"exit_code": "125"}, StatusOffset: after}, store.StateFailed)
-	case supervisor.KindMainExited:
-		out.Kind = "main.exited"
-		s.emit(id, out, "")
-	}
-}
-
-// watchEngine records deaths and OOM kills of primaries while the daemon runs.
-func (s *Service) watchEngine() {
+// watchEngine records deaths and OOM kills of primaries on one Engine while the
+// daemon runs.
+func (s *Service) watchEngine(rt *sandbox.Runtime) {
 	for s.ctx.Err() == nil {
 		args := filters.NewArgs(filters.Arg("type", "container"), filters.Arg("label", sandbox.LabelRole+"=primary"),
 			filters.Arg("event", "die"), filters.Arg("event", "oom"))
-		msgs, errs := s.rt.Engine.Events(s.ctx, events.ListOptions{Filters: args})
+		msgs, errs := rt.Engine.Events(s.ctx, events.ListOptions{Filters: args})
 	loop:
 		for {
 			select {
@@ -338,7 +207,13 @@ func processAlive(pid int, start string) bool {
 // reapOrphans removes run sandboxes the store does not know (made before the
 // daemon existed, or by a daemon whose store was lost) whose CLI is gone.
 func (s *Service) reapOrphans() {
-	list, err := s.rt.List(s.ctx, map[string]string{sandbox.LabelKind: sandbox.KindRun}, true)
+	for _, rt := range s.runtimes() {
+		s.reapOrphansOn(rt)
+	}
+}
+
+func (s *Service) reapOrphansOn(rt *sandbox.Runtime) {
+	list, err := rt.List(s.ctx, map[string]string{sandbox.LabelKind: sandbox.KindRun}, true)
 	if err != nil {
 		return
 	}
@@ -351,6 +226,6 @@ func (s *Service) reapOrphans() {
 			continue
 		}
 		s.log.Info("removing an unknown run sandbox whose CLI is gone", "sandbox", in.ID, "cli_pid", pid)
-		_ = s.rt.Remove(s.ctx, in.ID)
+		_ = rt.Remove(s.ctx, in.ID)
 	}
 }

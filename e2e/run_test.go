@@ -9,6 +9,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/airlock-dev/airlock/internal/testenv"
+	"github.com/airlock-dev/airlock/sandbox"
 )
 
 const plainManifest = `
@@ -135,11 +138,15 @@ OWN = "own-value"
 	if strings.Contains(string(b), secret) {
 		t.Errorf("docker inspect of the sandbox shows the substituted value %q:\n%v", secret, ci.Config.Env)
 	}
-	if !strings.Contains(string(b), "lit-value") && !fileTreeContains(e.stateDir(id), "lit-value") {
-		t.Errorf("the literal [env] value is neither in the container config nor the spec")
+	spec := testenv.ReadContainerFile(context.Background(), e.cli, "airlock-"+id, sandbox.SpecIn)
+	if !strings.Contains(string(b), "lit-value") && !strings.Contains(spec, "lit-value") {
+		t.Errorf("the literal [env] value is neither in the container config nor the spec:\n%s", spec)
 	}
-	if fileTreeContains(e.stateDir(id), secret) {
-		t.Errorf("a file in the state dir %s holds the substituted value", e.stateDir(id))
+	if strings.Contains(spec, secret) {
+		t.Errorf("the spec uploaded into the sandbox holds the substituted value")
+	}
+	if fileTreeContains(e.data, secret) || fileTreeContains(e.runtime, secret) {
+		t.Errorf("a file airlock wrote on the host holds the substituted value")
 	}
 
 	logs := e.mustRun("logs", id, "d")
@@ -356,7 +363,7 @@ func TestRunEngineUnreachable(t *testing.T) {
 	if r.code != 125 {
 		t.Errorf("want exit 125, got %s", r)
 	}
-	contains(t, "stderr", r.stderr, "Docker Engine", "/nonexistent.sock", "start it")
+	contains(t, "stderr", r.stderr, "Docker Engine", "/nonexistent.sock", "start Docker")
 	e.assertClean()
 }
 

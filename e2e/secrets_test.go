@@ -17,8 +17,8 @@ import (
 // TestVaultSecretNeverLeaks: a secret stored in the vault reaches the main command
 // (and airlock exec), the daemon and the service that declared it, and nothing else: not docker
 // inspect of any container (the service's included) or exec, the store file, the daemon's log, the events,
-// airlock config, the per-sandbox state dir, or the in-memory secret dir once read
-// (DESIGN §5, the secrets issue).
+// airlock config, any file airlock wrote on the host, or the Engine's disk: the
+// containers' writable layers and volumes (DESIGN §5, §7).
 func TestVaultSecretNeverLeaks(t *testing.T) {
 	limit(t)
 	const value = "vault-s3cret-Zq81x"
@@ -97,26 +97,38 @@ env = { SVCTOK = "${VAULT_TOK}", SVCPLAIN = "plain" }
 		}
 		leak(p, b)
 	}
-	// Every file airlock wrote for the sandbox: its state dir, and the in-memory
-	// secret dir, whose file the supervisor deleted once read.
-	for _, root := range []string{e.stateDir(id), filepath.Join(e.runtime, "airlock", "secrets", id)} {
+	// Every file airlock wrote on the host (data and runtime dirs), and the
+	// Engine's disk: each container's writable layer (the status stream and the
+	// daemon logs live there) and the volumes it mounts.
+	roots := []string{e.data, e.runtime}
+	for _, c := range list {
+		in, err := e.cli.ContainerInspect(ctx, c.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if in.GraphDriver.Data["UpperDir"] == "" {
+			t.Errorf("cannot find the writable layer of %s on the Engine's disk (driver %s)", c.Names[0], in.GraphDriver.Name)
+		}
+		roots = append(roots, in.GraphDriver.Data["UpperDir"])
+		for _, m := range in.Mounts {
+			if m.Type == "volume" {
+				roots = append(roots, m.Source)
+			}
+		}
+	}
+	files := 0
+	for _, root := range roots {
 		_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 			if err == nil && d.Type().IsRegular() {
+				files++
 				b, _ := os.ReadFile(p)
 				leak(p, b)
 			}
 			return nil
 		})
 	}
-	var left []string
-	_ = filepath.WalkDir(filepath.Join(e.runtime, "airlock", "secrets", id), func(p string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() {
-			left = append(left, p)
-		}
-		return nil
-	})
-	if len(left) != 0 {
-		t.Errorf("secrets files outlived the start: %v", left)
+	if files == 0 {
+		t.Errorf("no file found to check under %v", roots)
 	}
 	e.mustRun("down")
 }

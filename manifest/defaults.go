@@ -62,6 +62,7 @@ func applyDefaults(data map[string]any, origins map[string]origin) {
 	set(sb, sp, "harden", true)
 	set(sb, sp, "privileged", false)
 	set(sb, sp, "network", "bridge")
+	set(sb, sp, "project", "auto")
 	set(sb, sp, "ready_timeout", "60s")
 	set(sb, sp, "cpus", 0.0)
 	set(sb, sp, "memory", "")

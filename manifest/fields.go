@@ -31,6 +31,7 @@ var Fields = []Field{
 	{Key: "sandbox.shell", Type: "array of strings", Default: "[]", Doc: "Shell argv for `airlock up`; empty means the image's SHELL environment variable, else /bin/sh."},
 	{Key: "sandbox.harden", Type: "boolean", Default: "true", Doc: "Run the main process with no_new_privs and Docker's default capability set."},
 	{Key: "sandbox.privileged", Type: "boolean", Default: "false", Doc: "Run the sandbox privileged (what dockerd needs). airlock config and airlock up print a warning when it is on."},
+	{Key: "sandbox.project", Type: "string", Default: `"auto"`, Enum: ProjectModes, Doc: "How the project dir reaches the Engine: bind (mounted at its host path), copy (copied in through the Engine API, .airlockignore honoured) or auto (bind on a local Engine, copy on a remote one)."},
 	{Key: "sandbox.network", Type: "string", Default: `"bridge"`, Enum: Networks, Doc: "Network mode of the primary container. bridge gives the sandbox its own network, shared with its services."},
 	{Key: "sandbox.ready_timeout", Type: "duration", Default: `"60s"`, Doc: "Longest wait for daemons and required services to be ready."},
 	{Key: "sandbox.cpus", Type: "number", Default: "0.0", Doc: "CPU limit; 0 means none."},

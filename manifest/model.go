@@ -27,6 +27,7 @@ type Sandbox struct {
 	Harden       bool     `toml:"harden" json:"harden"`
 	Privileged   bool     `toml:"privileged" json:"privileged"`
 	Network      string   `toml:"network" json:"network"`
+	Project      string   `toml:"project" json:"project"`
 	ReadyTimeout string   `toml:"ready_timeout" json:"ready_timeout"`
 	CPUs         float64  `toml:"cpus" json:"cpus"`
 	Memory       string   `toml:"memory" json:"memory"`
@@ -131,3 +132,7 @@ var RestartPolicies = []string{"always", "on-failure"}
 
 // Networks are the values of sandbox.network.
 var Networks = []string{"bridge", "none", "host"}
+
+// ProjectModes are the values of sandbox.project: how the project dir reaches the
+// Engine (auto: bind on a local Engine, copy on a remote one).
+var ProjectModes = []string{"auto", "bind", "copy"}

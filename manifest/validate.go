@@ -74,6 +74,9 @@ func (v *validator) sandbox(s *Sandbox) {
 	if len(s.Shell) > 0 && s.Shell[0] == "" {
 		v.errorf(p("shell"), "the first element (the program) must not be empty")
 	}
+	if !slices.Contains(ProjectModes, s.Project) {
+		v.errorf(p("project"), "unknown project mode %q (use one of %s)", s.Project, strings.Join(ProjectModes, ", "))
+	}
 	if !slices.Contains(Networks, s.Network) {
 		v.errorf(p("network"), "unknown network %q (use one of %s)", s.Network, strings.Join(Networks, ", "))
 	}

@@ -387,12 +387,16 @@ type ignorePattern struct {
 	negate bool
 }
 
-func readDockerignore(dir string) (*dockerignore, error) {
-	b, err := os.ReadFile(filepath.Join(dir, ".dockerignore"))
+func readDockerignore(dir string) (*dockerignore, error) { return readIgnoreFile(dir, ".dockerignore") }
+
+// readIgnoreFile reads a file of .dockerignore syntax in dir; a missing one leaves
+// nothing out.
+func readIgnoreFile(dir, name string) (*dockerignore, error) {
+	b, err := os.ReadFile(filepath.Join(dir, name))
 	if errors.Is(err, fs.ErrNotExist) {
 		return &dockerignore{}, nil
 	} else if err != nil {
-		return nil, failed("cannot read %s: %v", filepath.Join(dir, ".dockerignore"), err)
+		return nil, failed("cannot read %s: %v", filepath.Join(dir, name), err)
 	}
 	return parseDockerignore(string(b)), nil
 }

@@ -58,13 +58,22 @@ func excluded(rel string, patterns []string) bool {
 // writeTree writes src as a tar archive whose entries sit under target, owned by u.
 func writeTree(w io.Writer, src, target string, exclude []string, u sandboxUser) error {
 	tw := tar.NewWriter(w)
-	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+	if err := writeTreeTo(tw, src, target, func(rel string) bool { return excluded(rel, exclude) }, u); err != nil {
+		return err
+	}
+	return tw.Close()
+}
+
+// writeTreeTo writes src's entries under target to tw, leaving out the relative
+// slash paths skip reports (and everything below a skipped directory).
+func writeTreeTo(tw *tar.Writer, src, target string, skip func(rel string) bool, u sandboxUser) error {
+	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
 		rel, _ := filepath.Rel(src, p)
 		rel = filepath.ToSlash(rel)
-		if rel != "." && excluded(rel, exclude) {
+		if rel != "." && skip(rel) {
 			if d.IsDir() {
 				return filepath.SkipDir
 			}
@@ -108,8 +117,4 @@ func writeTree(w io.Writer, src, target string, exclude []string, u sandboxUser)
 		}
 		return nil
 	})
-	if err != nil {
-		return err
-	}
-	return tw.Close()
 }

@@ -5,10 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -47,15 +44,12 @@ type Sandbox struct {
 	Network   string // "" when the sandbox has no network of its own
 	PrimaryID string
 	Services  map[string]string // service name → container ID
-	StateDir  string
 	TTY       bool
 
 	manifest         *manifest.Resolved
 	supervisorVolume string
+	fresh            bool // created by this runtime and never started: its status stream is empty
 }
-
-// StateDir is the host folder of a sandbox's logs, spec and status stream.
-func (rt *Runtime) StateDir(id string) string { return rt.Paths.SandboxDir(id) }
 
 // PlanHash identifies what a manifest asks for, without revealing any substituted
 // value: vault values are masked before hashing.
@@ -123,8 +117,8 @@ func (rt *Runtime) Create(ctx context.Context, req *Request) (sb *Sandbox, err e
 
 	sb = &Sandbox{
 		ID: req.ID, Name: objectName(req.ID), Project: r.ProjectDir, Kind: req.Kind,
-		PlanHash: PlanHash(r, img.ID), Services: map[string]string{}, StateDir: rt.StateDir(req.ID),
-		TTY: req.TTY, manifest: r, supervisorVolume: vol,
+		PlanHash: PlanHash(r, img.ID), Services: map[string]string{},
+		TTY: req.TTY, manifest: r, supervisorVolume: vol, fresh: true,
 	}
 	defer func() {
 		if err != nil {
@@ -141,9 +135,6 @@ func (rt *Runtime) Create(ctx context.Context, req *Request) (sb *Sandbox, err e
 	labels[LabelProject] = sb.Project
 	labels[LabelPlanHash] = sb.PlanHash
 	labels[LabelKind] = req.Kind
-	if err := rt.writeState(sb, req, r, hp, u); err != nil {
-		return sb, err
-	}
 	done = rt.step("network")
 	if r.Sandbox.Network == "bridge" {
 		nl := copyLabels(labels, LabelRole, "network")
@@ -170,6 +161,16 @@ func (rt *Runtime) Create(ctx context.Context, req *Request) (sb *Sandbox, err e
 		return sb, failed("cannot create the sandbox container: %v", err)
 	}
 	sb.PrimaryID = c.ID
+	done = rt.step("copy-in")
+	defer done()
+	if err := rt.uploadState(ctx, c.ID, buildSpec(req, r, hp), u); err != nil {
+		return sb, err
+	}
+	if rt.projectMode(r) == "copy" {
+		if err := rt.copyProject(ctx, c.ID, r.ProjectDir, u); err != nil {
+			return sb, err
+		}
+	}
 	if err := rt.copyIn(ctx, c.ID, r, u); err != nil {
 		return sb, err
 	}
@@ -243,7 +244,7 @@ func (rt *Runtime) primaryConfig(sb *Sandbox, req *Request, r *manifest.Resolved
 	daemons := strconv.Itoa(len(r.Daemons))
 	cfg := &container.Config{
 		Image:      imageRef,
-		Entrypoint: []string{SupervisorIn, "supervise", "--spec", SpecIn, "--secrets", SecretsIn},
+		Entrypoint: []string{SupervisorIn, "supervise", "--spec", SpecIn},
 		Cmd:        []string{},
 		User:       u.Spec,
 		WorkingDir: workdir(req, r),
@@ -262,11 +263,11 @@ func (rt *Runtime) primaryConfig(sb *Sandbox, req *Request, r *manifest.Resolved
 		Privileged: r.Sandbox.Privileged,
 		Tmpfs:      map[string]string{RunMount: "mode=1777,size=16m"},
 		Mounts: []mount.Mount{
-			{Type: mount.TypeBind, Source: r.ProjectDir, Target: r.ProjectDir},
-			{Type: mount.TypeBind, Source: sb.StateDir, Target: StateMount},
-			{Type: mount.TypeBind, Source: rt.Paths.SecretDir(sb.ID), Target: SecretMount},
 			{Type: mount.TypeVolume, Source: vol, Target: BinMount, ReadOnly: true},
 		},
+	}
+	if rt.projectMode(r) == "bind" {
+		host.Mounts = append(host.Mounts, mount.Mount{Type: mount.TypeBind, Source: r.ProjectDir, Target: r.ProjectDir})
 	}
 	for _, b := range hp.Binds {
 		host.Mounts = append(host.Mounts, mount.Mount{Type: mount.TypeBind, Source: b.Source, Target: inHome(b.Target, u.Home), ReadOnly: b.ReadOnly})
@@ -323,72 +324,18 @@ func hostname(id string) string {
 	return strings.Trim(h, "-")
 }
 
-// writeState creates the per-sandbox state dir with the supervisor spec, owned by
-// the sandbox user so that the supervisor can write its logs and status there.
-func (rt *Runtime) writeState(sb *Sandbox, req *Request, r *manifest.Resolved, hp *hostPlan, u sandboxUser) error {
-	if err := os.MkdirAll(filepath.Join(sb.StateDir, "daemons"), 0o755); err != nil {
-		return failed("cannot create the state dir %s: %v", sb.StateDir, err)
-	}
-	if err := os.MkdirAll(rt.Paths.SecretDir(sb.ID), 0o700); err != nil {
-		return failed("cannot create the secret dir: %v", err)
-	}
-	if os.Geteuid() == 0 {
-		_ = os.Chown(rt.Paths.SecretDir(sb.ID), u.UID, u.GID)
-	}
-	spec := buildSpec(req, r, hp)
-	b, err := json.MarshalIndent(spec, "", "  ")
-	if err != nil {
-		return failed("cannot encode the supervisor spec: %v", err)
-	}
-	if err := os.WriteFile(filepath.Join(sb.StateDir, "spec.json"), b, 0o644); err != nil {
-		return failed("cannot write the supervisor spec: %v", err)
-	}
-	meta, _ := json.Marshal(stateMeta{UID: u.UID, GID: u.GID, TTY: req.TTY})
-	if err := os.WriteFile(filepath.Join(sb.StateDir, "sandbox.json"), meta, 0o644); err != nil {
-		return failed("cannot write the sandbox record: %v", err)
-	}
-	return chownTree(sb.StateDir, u)
-}
-
-// stateMeta is what the host keeps about a sandbox beside its spec.
-type stateMeta struct {
-	UID int  `json:"uid"`
-	GID int  `json:"gid"`
-	TTY bool `json:"tty"`
-}
-
-func chownTree(dir string, u sandboxUser) error {
-	if os.Geteuid() != 0 || (u.UID == 0 && u.GID == 0) {
-		if os.Geteuid() != 0 && u.UID != os.Geteuid() {
-			// Not root: let the sandbox user write its logs anyway.
-			return filepath.Walk(dir, func(p string, info os.FileInfo, err error) error {
-				if err == nil && info.IsDir() {
-					err = os.Chmod(p, 0o777)
-				}
-				return err
-			})
-		}
-		return nil
-	}
-	return filepath.Walk(dir, func(p string, info os.FileInfo, err error) error {
-		if err != nil {
-			return err
-		}
-		return os.Lchown(p, u.UID, u.GID)
-	})
-}
-
 // buildSpec turns the manifest into the supervisor's spec. Substituted values are
 // not written: the spec refers to them by key path, and they reach the supervisor
-// through the secrets file (see writeSecrets).
+// through the Engine API (see deliverSecrets).
 func buildSpec(req *Request, r *manifest.Resolved, hp *hostPlan) *supervisor.Spec {
 	harden := r.Sandbox.Harden
 	spec := &supervisor.Spec{
-		Version:     supervisor.SpecVersion,
-		LogDir:      LogsIn,
-		StatusFile:  StatusIn,
-		ExecEnvFile: ExecEnvIn,
-		Quiet:       req.Quiet,
+		Version:       supervisor.SpecVersion,
+		LogDir:        LogsIn,
+		StatusFile:    StatusIn,
+		ExecEnvFile:   ExecEnvIn,
+		SecretsSocket: SecretsSocketIn,
+		Quiet:         req.Quiet,
 		Main: supervisor.Main{
 			Argv:   req.Command,
 			Cwd:    workdir(req, r),
@@ -472,37 +419,6 @@ func secretValues(r *manifest.Resolved) map[string]string {
 		add([]string{"daemons", name, "env"}, d.Env)
 	}
 	return out
-}
-
-// writeSecrets writes the substituted values for the supervisor into the sandbox's
-// in-memory secret dir; the supervisor reads the file once at start and deletes it.
-// Written before every start of the container.
-func (rt *Runtime) writeSecrets(sb *Sandbox) error {
-	if sb.manifest == nil {
-		return errors.New("cannot start a sandbox without its manifest")
-	}
-	b, _ := json.Marshal(secretValues(sb.manifest))
-	dir := rt.Paths.SecretDir(sb.ID)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return failed("cannot create the secret dir: %v", err)
-	}
-	p := filepath.Join(dir, "secrets.json")
-	tmp := p + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
-		return failed("cannot write the sandbox's secrets file: %v", err)
-	}
-	var meta stateMeta
-	if mb, err := os.ReadFile(filepath.Join(sb.StateDir, "sandbox.json")); err == nil {
-		_ = json.Unmarshal(mb, &meta)
-	}
-	if os.Geteuid() == 0 {
-		_ = os.Chown(tmp, meta.UID, meta.GID)
-	}
-	if err := os.Rename(tmp, p); err != nil {
-		os.Remove(tmp)
-		return failed("cannot write the sandbox's secrets file: %v", err)
-	}
-	return nil
 }
 
 // PlanHashFor returns the plan hash a sandbox made from r now would carry (the

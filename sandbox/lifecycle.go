@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"sort"
 	"strconv"
 	"time"
@@ -22,19 +21,31 @@ var ErrNotFound = errors.New("no such sandbox")
 
 // Start starts the services (waiting for the required ones) and then the primary
 // container. The supervisor inside waits for the daemons before the main command.
+// Substituted values are delivered through the Engine API once the container runs
+// (the supervisor waits for them before it starts anything).
 func (rt *Runtime) Start(ctx context.Context, sb *Sandbox) error {
-	if err := rt.writeSecrets(sb); err != nil {
-		return err
-	}
-	if err := rt.writeServiceSecrets(sb); err != nil {
-		return err
+	if sb.manifest == nil {
+		return errors.New("cannot start a sandbox without its manifest")
 	}
 	if err := rt.startServices(ctx, sb); err != nil {
 		return err
 	}
-	defer rt.step("container start")()
+	if !sb.fresh {
+		if err := rt.resetStatus(ctx, sb.PrimaryID); err != nil {
+			return err
+		}
+	}
+	done := rt.step("container start")
 	if err := rt.Engine.ContainerStart(ctx, sb.PrimaryID, container.StartOptions{}); err != nil {
 		return failed("cannot start the sandbox container: %v", err)
+	}
+	done()
+	sb.fresh = false
+	if values := secretValues(sb.manifest); len(values) > 0 {
+		defer rt.step("secrets delivery")()
+		if err := rt.deliverSecrets(ctx, sb.PrimaryID, values); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -112,12 +123,6 @@ func (rt *Runtime) Remove(ctx context.Context, id string) error {
 		if err := rt.Engine.NetworkRemove(ctx, n.ID); err != nil && !cerrdefs.IsNotFound(err) {
 			errs = append(errs, err)
 		}
-	}
-	if err := os.RemoveAll(rt.Paths.SecretDir(id)); err != nil {
-		errs = append(errs, err)
-	}
-	if err := os.RemoveAll(rt.StateDir(id)); err != nil {
-		errs = append(errs, err)
 	}
 	if len(errs) > 0 {
 		return failed("cannot remove sandbox %s: %v", id, errors.Join(errs...))
@@ -209,9 +214,6 @@ func (rt *Runtime) info(c container.Summary) Info {
 		in.State = c.State
 	}
 	in.Daemons.Total, _ = strconv.Atoi(c.Labels[LabelDaemons])
-	if in.State == "running" {
-		in.Daemons.Up = DaemonsUp(rt.StateDir(in.ID), in.Daemons.Total)
-	}
 	return in
 }
 
@@ -253,7 +255,7 @@ func (rt *Runtime) Open(ctx context.Context, id string, r *manifest.Resolved) (*
 	sb := &Sandbox{
 		ID: id, Name: objectName(id), Project: p.Labels[LabelProject], Kind: p.Labels[LabelKind],
 		PlanHash: p.Labels[LabelPlanHash], PrimaryID: p.ID, Services: map[string]string{},
-		StateDir: rt.StateDir(id), manifest: r,
+		manifest: r,
 	}
 	for _, s := range objs.services {
 		sb.Services[s.Labels[LabelService]] = s.ID
@@ -266,4 +268,11 @@ func (rt *Runtime) Open(ctx context.Context, id string, r *manifest.Resolved) (*
 		sb.TTY = ci.Config.Tty
 	}
 	return sb, nil
+}
+
+// Running reports whether a container runs (false when it is gone or the Engine
+// cannot say).
+func (rt *Runtime) Running(ctx context.Context, containerID string) bool {
+	ci, err := rt.Engine.ContainerInspect(ctx, containerID)
+	return err == nil && ci.State != nil && ci.State.Running
 }

@@ -55,6 +55,13 @@ func (rt *Runtime) planHost(r *manifest.Resolved) (*hostPlan, error) {
 		m := r.Mounts[name]
 		src := rt.expandHost(m.Source, r.ProjectDir)
 		key := "mounts." + name
+		if rt.Remote {
+			// A remote Engine cannot see this host's files (DESIGN §7).
+			if m.Missing == "ignore" {
+				continue
+			}
+			return nil, configErr("%s.source: %s is a path on this host, and the Engine at %s cannot see it (use [copies.%s] to copy it in, or missing = \"ignore\" to skip the mount on a remote Engine)", key, src, rt.EngineName, tomlKey(name))
+		}
 		_, err := os.Stat(src)
 		switch {
 		case err == nil:
@@ -78,6 +85,10 @@ func (rt *Runtime) planHost(r *manifest.Resolved) (*hostPlan, error) {
 		hp.Binds = append(hp.Binds, bind{Name: key, Source: src, Target: m.Target, ReadOnly: m.ReadOnly})
 	}
 	for _, t := range r.Tools {
+		if rt.Remote {
+			hp.Warnings = append(hp.Warnings, fmt.Sprintf("tools.%s: skipped: the Engine at %s cannot see this host's files", t, rt.EngineName))
+			continue
+		}
 		rt.planTool(t, hp)
 	}
 	hp.Binds = dedupBinds(hp.Binds)

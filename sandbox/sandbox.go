@@ -5,13 +5,13 @@ package sandbox
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"time"
 
 	"github.com/docker/docker/client"
 
+	"github.com/airlock-dev/airlock/engine"
 	"github.com/airlock-dev/airlock/paths"
 )
 
@@ -41,22 +41,26 @@ const (
 	KindUp  = "up"
 )
 
-// Paths inside the primary container.
+// Paths inside the primary container. Nothing of airlock's host state is mounted
+// into a sandbox (DESIGN §7): the spec is uploaded through the Engine API, the
+// status stream and daemon logs live in the container's own filesystem and are read
+// through the API, and secret values are delivered to a socket on a tmpfs.
 const (
-	StateMount   = "/airlock"                    // the per-sandbox state dir
-	BinMount     = "/airlock/bin"                // the injected supervisor (read-only)
-	SupervisorIn = BinMount + "/airlock"         // its path
-	SpecIn       = StateMount + "/spec.json"     // the supervisor spec
-	SecretMount  = StateMount + "/secret"        // the host's in-memory secret dir
-	SecretsIn    = SecretMount + "/secrets.json" // substituted values, deleted once read
-	StatusIn     = StateMount + "/status.jsonl"
-	LogsIn       = StateMount + "/daemons"
-	RunMount     = StateMount + "/run" // a tmpfs: the exec environment lives here
+	AirlockIn    = "/airlock"
+	BinMount     = AirlockIn + "/bin"        // the injected supervisor volume (read-only)
+	SupervisorIn = BinMount + "/airlock"     // its path
+	SpecIn       = AirlockIn + "/spec.json"  // the supervisor spec (uploaded, holds no secret)
+	StateIn      = AirlockIn + "/state"      // owned by the sandbox user; kept across stop and start
+	StatusIn     = StateIn + "/status.jsonl" // the supervisor's status stream
+	LogsIn       = StateIn + "/daemons"      // <name>/stdout.log and stderr.log
+	RunMount     = AirlockIn + "/run"        // a tmpfs: secrets socket and exec environment
 	ExecEnvIn    = RunMount + "/env.json"
+	// SecretsSocketIn is where PID 1 (or a service's wrapper) waits for its values.
+	SecretsSocketIn = RunMount + "/secrets.sock"
 )
 
 // ErrEngineUnreachable is returned when no Docker Engine answers.
-var ErrEngineUnreachable = errors.New("cannot reach the Docker Engine")
+var ErrEngineUnreachable = engine.ErrUnreachable
 
 // Error is a failure with the exit code the CLI should end with (DESIGN §9).
 type Error struct {
@@ -95,22 +99,32 @@ type Runtime struct {
 	Trace io.Writer
 	// Getenv is the host environment (for ~, $SSH_AUTH_SOCK, …).
 	Getenv func(string) (string, bool)
+	// Remote says the Engine cannot see this host's files: the project is
+	// copied in (sandbox.project = "auto"), host mounts are config errors and
+	// tools are skipped. EngineName names the Engine in messages.
+	Remote     bool
+	EngineName string
+	// Endpoint is how the Engine was reached (the daemon opens the same one).
+	Endpoint engine.Endpoint
 }
 
-// Connect returns an Engine client with API-version negotiation, after a ping.
-func Connect(ctx context.Context) (*client.Client, error) {
-	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+// NewRuntime returns a runtime for the Engine at ep, over an open client.
+func NewRuntime(ep engine.Endpoint, cli client.APIClient, p *paths.Paths) *Runtime {
+	return &Runtime{Engine: cli, Paths: p, Endpoint: ep, Remote: !ep.Local(), EngineName: ep.String()}
+}
+
+// Connect returns a client of the Engine the docker CLI would use (DOCKER_HOST,
+// DOCKER_CONTEXT, the current context), with API-version negotiation, after a ping.
+func Connect(ctx context.Context, getenv func(string) (string, bool)) (*client.Client, engine.Endpoint, error) {
+	ep, err := engine.Resolve(getenv)
 	if err != nil {
-		return nil, &Error{Code: 125, Err: fmt.Errorf("%w: %v", ErrEngineUnreachable, err)}
+		return nil, ep, &Error{Code: 125, Err: fmt.Errorf("cannot choose the Docker Engine: %w", err)}
 	}
-	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	if _, err := cli.Ping(pctx); err != nil {
-		cli.Close()
-		return nil, &Error{Code: 125, Err: fmt.Errorf("%w at %s: %v\nstart it with `sudo ./scripts/engine.sh` (or `sudo dockerd &`), or set DOCKER_HOST", ErrEngineUnreachable, cli.DaemonHost(), err)}
+	cli, err := ep.Connect(ctx)
+	if err != nil {
+		return nil, ep, &Error{Code: 125, Err: err}
 	}
-	cli.NegotiateAPIVersion(ctx)
-	return cli, nil
+	return cli, ep, nil
 }
 
 func (rt *Runtime) notice(format string, args ...any) {

@@ -3,12 +3,9 @@ package sandbox
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"github.com/docker/docker/api/types/mount"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -157,7 +154,9 @@ func (rt *Runtime) startServices(ctx context.Context, sb *Sandbox) error {
 			defer wg.Done()
 			if err := rt.Engine.ContainerStart(ctx, sb.Services[name], container.StartOptions{}); err != nil {
 				errs[i] = fmt.Errorf("cannot start service %s: %v", name, err)
+				return
 			}
+			errs[i] = rt.deliverServiceSecrets(ctx, sb, name)
 		}()
 	}
 	wg.Wait()
@@ -428,15 +427,10 @@ func serviceSecretEnv(name string, r *manifest.Resolved) map[string]string {
 	return out
 }
 
-// serviceSecretDir is the host folder of a service's substituted values.
-func (rt *Runtime) serviceSecretDir(id, service string) string {
-	return filepath.Join(rt.Paths.SecretDir(id), "service-"+service)
-}
-
 // wrapService makes a service with substituted env values start through
-// `airlock supervise wrap`, from the injected supervisor volume: it reads the values
-// from a file in the service's in-memory secret dir (deleting it), sets them, and
-// execs the image's entrypoint and command. The container config keeps only names
+// `airlock supervise wrap`, from the injected supervisor volume: it waits for the
+// values on a socket on the service's tmpfs (deliverServiceSecrets hands them over
+// through the Engine API), sets them, and execs the image's entrypoint and command. The container config keeps only names
 // and key paths, so docker inspect never shows a value.
 func (rt *Runtime) wrapService(ctx context.Context, sb *Sandbox, name string, s manifest.Service, cfg *container.Config, host *container.HostConfig, secretEnv map[string]string) error {
 	img, err := rt.Engine.ImageInspect(ctx, s.Image)
@@ -456,52 +450,34 @@ func (rt *Runtime) wrapService(ctx context.Context, sb *Sandbox, name string, s 
 	if len(argv) == 0 {
 		return configErr("services.%s: the image %s has no entrypoint or command; set command", tomlKey(name), s.Image)
 	}
-	entry := []string{SupervisorIn, "supervise", "wrap", "--secrets", SecretMount + "/secrets.json"}
+	entry := []string{SupervisorIn, "supervise", "wrap", "--socket", SecretsSocketIn}
 	for _, k := range sortedEnvKeys(secretEnv) {
 		entry = append(entry, "--env", k+"="+secretEnv[k])
 	}
 	cfg.Entrypoint = append(append(entry, "--"), argv...)
 	cfg.Cmd = []string{}
-	dir := rt.serviceSecretDir(sb.ID, name)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return failed("cannot create the secret dir of service %s: %v", name, err)
-	}
-	if err := os.Chmod(dir, 0o755); err != nil {
-		return failed("cannot create the secret dir of service %s: %v", name, err)
-	}
-	host.Mounts = append(host.Mounts,
-		mount.Mount{Type: mount.TypeVolume, Source: sb.supervisorVolume, Target: BinMount, ReadOnly: true},
-		mount.Mount{Type: mount.TypeBind, Source: dir, Target: SecretMount},
-	)
+	host.Mounts = append(host.Mounts, mount.Mount{Type: mount.TypeVolume, Source: sb.supervisorVolume, Target: BinMount, ReadOnly: true})
+	host.Tmpfs = map[string]string{RunMount: "mode=1777,size=1m"}
 	return nil
 }
 
-// writeServiceSecrets writes each wrapped service's values (before every start).
-func (rt *Runtime) writeServiceSecrets(sb *Sandbox) error {
+// deliverServiceSecrets hands a wrapped service its values once it runs (its
+// wrapper waits for them before the service's own command starts).
+func (rt *Runtime) deliverServiceSecrets(ctx context.Context, sb *Sandbox, name string) error {
 	r := sb.manifest
-	for name := range r.Services {
-		secretEnv := serviceSecretEnv(name, r)
-		if len(secretEnv) == 0 {
-			continue
-		}
-		values := map[string]string{}
-		for k, key := range secretEnv {
-			values[key] = r.Services[name].Env[k]
-		}
-		b, _ := json.Marshal(values)
-		dir := rt.serviceSecretDir(sb.ID, name)
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return failed("cannot write the secrets of service %s: %v", name, err)
-		}
-		tmp := filepath.Join(dir, ".secrets.json.tmp")
-		// Readable by the service's user, whoever it is: the folder is mounted
-		// into that service only, and its parent on the host is private (0700).
-		if err := os.WriteFile(tmp, b, 0o644); err != nil {
-			return failed("cannot write the secrets of service %s: %v", name, err)
-		}
-		if err := os.Rename(tmp, filepath.Join(dir, "secrets.json")); err != nil {
-			return failed("cannot write the secrets of service %s: %v", name, err)
-		}
+	if r == nil {
+		return nil
+	}
+	secretEnv := serviceSecretEnv(name, r)
+	if len(secretEnv) == 0 {
+		return nil
+	}
+	values := map[string]string{}
+	for k, key := range secretEnv {
+		values[key] = r.Services[name].Env[k]
+	}
+	if err := rt.deliverSecrets(ctx, sb.Services[name], values); err != nil {
+		return fmt.Errorf("service %s: %w", name, err)
 	}
 	return nil
 }

@@ -116,7 +116,8 @@ func setEnv(env []string, kv string) []string {
 
 // WrapOptions are the inputs of Wrap (`airlock supervise wrap`).
 type WrapOptions struct {
-	SecretsPath string
+	SecretsPath string   // a secrets file (read once, then deleted), or
+	Socket      string   // where the values are delivered (see ReceiveSecrets)
 	Env         []string // NAME=key: NAME gets the secrets file's value for key
 	Argv        []string
 }
@@ -129,9 +130,16 @@ func Wrap(o WrapOptions) (int, error) {
 	if len(o.Argv) == 0 || o.Argv[0] == "" {
 		return ExitAirlock, errors.New("cannot wrap: no command given")
 	}
-	secrets, warn, err := LoadSecrets(o.SecretsPath)
-	if warn != nil {
-		fmt.Fprintf(os.Stderr, "airlock: warning: %v\n", warn)
+	var secrets *Secrets
+	var err error
+	if o.Socket != "" {
+		secrets, err = ReceiveSecrets(o.Socket, DeliveryTimeout)
+	} else {
+		var warn error
+		secrets, warn, err = LoadSecrets(o.SecretsPath)
+		if warn != nil {
+			fmt.Fprintf(os.Stderr, "airlock: warning: %v\n", warn)
+		}
 	}
 	if err != nil {
 		return ExitAirlock, err

@@ -50,9 +50,13 @@ type Spec struct {
 	// ExecEnvFile, when set, is where the supervisor writes the main command's
 	// resolved environment (mode 0600) for `supervise exec`; it belongs on a
 	// tmpfs, and is removed when the supervisor exits.
-	ExecEnvFile string    `json:"exec_env_file,omitempty"`
-	Main        Main      `json:"main"`
-	Daemons     []*Daemon `json:"daemons,omitempty"`
+	ExecEnvFile string `json:"exec_env_file,omitempty"`
+	// SecretsSocket, when set and an env entry takes a secret, is where the
+	// supervisor waits for the values to be delivered (see ReceiveSecrets); it
+	// belongs on a tmpfs.
+	SecretsSocket string    `json:"secrets_socket,omitempty"`
+	Main          Main      `json:"main"`
+	Daemons       []*Daemon `json:"daemons,omitempty"`
 }
 
 // Main is the main command: the foreground process whose exit ends the sandbox.

@@ -69,6 +69,9 @@ func Run(o Options) (int, error) {
 	if err != nil {
 		return ExitAirlock, err
 	}
+	if o.SecretsPath == "" && spec.SecretsSocket != "" && spec.NeedsSecrets() {
+		secrets, secretsErr = ReceiveSecrets(spec.SecretsSocket, DeliveryTimeout)
+	}
 	s := &supervisor{
 		spec:    spec,
 		results: make(chan stopResult, len(spec.Daemons)),

@@ -75,9 +75,11 @@ type Sandbox struct {
 	// "vault"); the values themselves are never stored.
 	Sources     map[string]string `json:"sources,omitempty"`
 	ContainerID string            `json:"container_id,omitempty"`
-	CreatedAt   time.Time         `json:"created_at"`
-	UpdatedAt   time.Time         `json:"updated_at"`
-	DeletedAt   time.Time         `json:"deleted_at,omitzero"`
+	// Engine is the Docker Engine the sandbox was created on (client.Engine).
+	Engine    json.RawMessage `json:"engine,omitempty"`
+	CreatedAt time.Time       `json:"created_at"`
+	UpdatedAt time.Time       `json:"updated_at"`
+	DeletedAt time.Time       `json:"deleted_at,omitzero"`
 	// Reason is the reason of the event that made the last state change.
 	Reason string `json:"reason,omitempty"`
 	// CLIPid and CLIStart identify the CLI process that owns a `run`

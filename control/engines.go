@@ -1,0 +1,70 @@
+package control
+
+import (
+	"encoding/json"
+
+	"github.com/airlock-dev/airlock/control/store"
+	"github.com/airlock-dev/airlock/engine"
+	"github.com/airlock-dev/airlock/sandbox"
+)
+
+// The daemon serves sandboxes on whichever Engine each was created on (DESIGN §7):
+// the record keeps the Engine's endpoint, and the daemon keeps one runtime (and one
+// Engine event watcher) per Engine it has seen, its own default included.
+
+// endpointOf is the Engine a sandbox was created on: the daemon's own when the
+// record names none (made before Engines were recorded).
+func (s *Service) endpointOf(rec store.Sandbox) engine.Endpoint {
+	var ep engine.Endpoint
+	if len(rec.Engine) == 0 || json.Unmarshal(rec.Engine, &ep) != nil || ep.Host == "" {
+		return s.rt.Endpoint
+	}
+	return ep
+}
+
+// rtOf returns the runtime of the Engine sandbox id lives on.
+func (s *Service) rtOf(id string) *sandbox.Runtime {
+	rec, err := s.store.Get(id)
+	if err != nil {
+		return s.rt
+	}
+	return s.runtimeFor(s.endpointOf(rec))
+}
+
+// runtimeFor returns the runtime of an Engine, opening it (and watching its events)
+// the first time. An Engine that cannot be opened (its TLS files are gone, say)
+// falls back to the daemon's own, with an error in the log.
+func (s *Service) runtimeFor(ep engine.Endpoint) *sandbox.Runtime {
+	key := ep.Key()
+	if key == s.rt.Endpoint.Key() || s.cfg.OpenEngine == nil {
+		return s.rt
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if rt, ok := s.engines[key]; ok {
+		return rt
+	}
+	rt, err := s.cfg.OpenEngine(ep)
+	if err != nil {
+		s.log.Error("cannot open a Docker Engine; using the daemon's own", "engine", ep.String(), "error", err.Error())
+		return s.rt
+	}
+	rt.OnService = s.rt.OnService
+	s.engines[key] = rt
+	if s.ctx != nil && s.ctx.Err() == nil {
+		s.wg.Add(1)
+		go func() { defer s.wg.Done(); s.watchEngine(rt) }()
+	}
+	return rt
+}
+
+// runtimes are every Engine's runtime the daemon opened, its own first.
+func (s *Service) runtimes() []*sandbox.Runtime {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := []*sandbox.Runtime{s.rt}
+	for _, rt := range s.engines {
+		out = append(out, rt)
+	}
+	return out
+}

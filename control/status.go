@@ -1,0 +1,277 @@
+package control
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/airlock-dev/airlock/control/store"
+	"github.com/airlock-dev/airlock/sandbox"
+	"github.com/airlock-dev/airlock/supervisor"
+)
+
+// The supervisor's status stream lives inside the sandbox (sandbox.StatusIn) and
+// reaches the daemon through the Engine API: an exec of `supervise tail --follow`
+// while the container runs, an archive download of what is left once it stopped.
+// It is untrusted input, read within bounds: a line longer than maxStatusLine or a
+// stream longer than maxStatusStream fails the sandbox (it is killed), never the
+// daemon; each sandbox is read by its own goroutine, so a stream that blocks
+// blocks nobody else.
+const (
+	maxStatusLine   = 64 << 10
+	maxStatusStream = 16 << 20
+)
+
+// errStatusAbuse is a status stream beyond its bounds.
+var errStatusAbuse = errors.New("the status stream broke its bounds")
+
+// startTailAt follows the sandbox's status stream from offset: 0 for a fresh start,
+// the recorded offset for a daemon that restarted, so the transitions that
+// happened while no daemon ran are recorded too, once.
+func (s *Service) startTailAt(id string, l *live, offset int64) {
+	l.ingestMu.Lock()
+	l.tailGen++
+	gen := l.tailGen
+	l.offset, l.offsetOK = offset, true
+	l.ingestMu.Unlock()
+	s.spawnFollower(id, l, gen)
+}
+
+// spawnFollower follows the stream as generation gen, from l.offset.
+func (s *Service) spawnFollower(id string, l *live, gen int) {
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		s.follow(id, l, gen)
+	}()
+}
+
+// current reports whether gen is still the follower of l's stream.
+func (l *live) current(gen int) bool {
+	l.ingestMu.Lock()
+	defer l.ingestMu.Unlock()
+	return l.tailGen == gen
+}
+
+func (s *Service) follow(id string, l *live, gen int) {
+	for s.ctx.Err() == nil && l.current(gen) {
+		rec, err := s.store.Get(id)
+		if err != nil || rec.ContainerID == "" || rec.State == store.StateDeleted || rec.State == store.StateDeleting {
+			return
+		}
+		l.ingestMu.Lock()
+		from := l.offset
+		l.ingestMu.Unlock()
+		ctx, cancel := context.WithCancel(s.ctx)
+		rc, err := s.rtOf(id).FollowFile(ctx, rec.ContainerID, sandbox.StatusIn, from)
+		if err == nil {
+			err = s.consume(id, l, gen, rc, from)
+			rc.Close()
+		}
+		cancel()
+		if errors.Is(err, errStatusAbuse) {
+			return
+		}
+		if !s.rtOf(id).Running(s.ctx, rec.ContainerID) {
+			s.catchUp(id, l)
+			return
+		}
+		// The follower ended while the sandbox runs (a process in it replaced the
+		// stream): try again a little later.
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// consume ingests the lines of a followed stream that starts at byte offset from.
+func (s *Service) consume(id string, l *live, gen int, r io.Reader, from int64) error {
+	br := bufio.NewReaderSize(r, 4096)
+	pos := from
+	var line []byte
+	for {
+		chunk, err := br.ReadSlice('\n')
+		line = append(line, chunk...)
+		if len(line) > maxStatusLine {
+			return s.abuse(id, l, fmt.Sprintf("a line longer than %d bytes", maxStatusLine))
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		pos += int64(len(line))
+		if pos > maxStatusStream {
+			return s.abuse(id, l, fmt.Sprintf("more than %d bytes", maxStatusStream))
+		}
+		l.ingestMu.Lock()
+		if l.tailGen != gen {
+			l.ingestMu.Unlock()
+			return nil
+		}
+		if pos > l.offset {
+			s.ingestLine(id, line, pos)
+			l.offset = pos
+		}
+		l.ingestMu.Unlock()
+		line = line[:0]
+	}
+}
+
+// catchUp ingests what the stream holds past the recorded offset, read from the
+// container's filesystem (it works on a stopped container).
+func (s *Service) catchUp(id string, l *live) {
+	rec, err := s.store.Get(id)
+	if err != nil || rec.ContainerID == "" {
+		return
+	}
+	l.ingestMu.Lock()
+	defer l.ingestMu.Unlock()
+	if l.starting {
+		return // sandbox.started comes first; the follower reads the stream after it
+	}
+	if !l.offsetOK {
+		l.offset, l.offsetOK = s.recordedOffset(id), true
+	}
+	data, _, err := s.rtOf(id).ReadFile(s.ctx, rec.ContainerID, sandbox.StatusIn, l.offset, maxStatusStream-l.offset+1)
+	if err != nil {
+		if errors.Is(err, sandbox.ErrNotRegular) {
+			s.log.Warn("the status stream is not a regular file; ignored", "sandbox", id)
+		}
+		return
+	}
+	pos := l.offset
+	for len(data) > 0 {
+		i := bytes.IndexByte(data, '\n')
+		if i < 0 {
+			if len(data) > maxStatusLine {
+				s.abuseLocked(id, fmt.Sprintf("a line longer than %d bytes", maxStatusLine))
+			}
+			return
+		}
+		line := data[:i+1]
+		if len(line) > maxStatusLine {
+			s.abuseLocked(id, fmt.Sprintf("a line longer than %d bytes", maxStatusLine))
+			return
+		}
+		pos += int64(len(line))
+		if pos > maxStatusStream {
+			s.abuseLocked(id, fmt.Sprintf("more than %d bytes", maxStatusStream))
+			return
+		}
+		s.ingestLine(id, line, pos)
+		l.offset = pos
+		data = data[i+1:]
+	}
+}
+
+// abuse fails a sandbox whose status stream broke its bounds, and kills it.
+func (s *Service) abuse(id string, l *live, what string) error {
+	l.ingestMu.Lock()
+	defer l.ingestMu.Unlock()
+	s.abuseLocked(id, what)
+	return errStatusAbuse
+}
+
+func (s *Service) abuseLocked(id, what string) {
+	l := s.liveOf(id)
+	l.tailGen++ // nobody follows this stream any more
+	rec, err := s.store.Get(id)
+	if err != nil {
+		return
+	}
+	s.log.Warn("status stream out of bounds; failing the sandbox", "sandbox", id, "what", what)
+	if rec.State == store.StateReady || rec.State == store.StatePending {
+		s.setFlags(l, func() { l.stopping = "status_stream" })
+		s.emit(id, store.Event{Kind: "sandbox.failed", Reason: "its status stream broke the daemon's bounds (" + what + "); the sandbox was killed"}, store.StateFailed)
+	}
+	if rec.ContainerID != "" {
+		_ = s.rtOf(id).Engine.ContainerKill(context.WithoutCancel(s.ctx), rec.ContainerID, "SIGKILL")
+	}
+}
+
+// ingestLine records one line of the stream; after is the stream offset past it.
+// A line that does not decode as a known event is dropped.
+func (s *Service) ingestLine(id string, line []byte, after int64) {
+	ev, err := supervisor.NewStatusDecoder(bytes.NewReader(line)).Next()
+	if err == nil {
+		s.ingestOne(id, ev, after)
+	}
+}
+
+// catchUpNow ingests the rest of a sandbox's stream (the Engine said it stopped).
+func (s *Service) ingestLive(id string, l *live) { s.catchUp(id, l) }
+
+// recordedOffset is how much of the status stream the sandbox's events already
+// hold: each ingested event carries the offset after its line, written in the
+// same transaction, so a restarted daemon records every line exactly once. A
+// sandbox.started resets it: the supervisor starts a new stream.
+func (s *Service) recordedOffset(id string) int64 {
+	evs, err := s.store.Events(id, 0)
+	if err != nil {
+		return 0
+	}
+	for i := len(evs) - 1; i >= 0; i-- {
+		switch {
+		case evs[i].StatusOffset > 0:
+			return evs[i].StatusOffset
+		case evs[i].Kind == "sandbox.started":
+			return 0
+		}
+	}
+	return 0
+}
+
+// ingestOne records one status event; after is the stream offset past its line.
+func (s *Service) ingestOne(id string, ev supervisor.StatusEvent, after int64) {
+	out := store.Event{Kind: ev.Kind, Daemon: ev.Daemon, PID: ev.PID, Reason: ev.Reason, Signal: ev.Signal, ExitCode: ev.ExitCode, StatusOffset: after}
+	out.Attempt = ev.Attempt
+	out.DelayMS = ev.DelayMS
+	switch ev.Kind {
+	case supervisor.KindDaemonStarted, supervisor.KindDaemonReady, supervisor.KindDaemonExited, supervisor.KindDaemonRestarting,
+		supervisor.KindDaemonGaveUp, supervisor.KindDaemonStopped, supervisor.KindDaemonKilled:
+		s.emit(id, out, "")
+	case supervisor.KindSupervisorReady:
+		s.emit(id, store.Event{Kind: "sandbox.ready", StatusOffset: after}, store.StateReady)
+		s.touch(id)
+	case supervisor.KindSupervisorFailed:
+		s.emit(id, store.Event{Kind: "sandbox.failed", Reason: ev.Reason, Extra: map[string]string{"exit_code": "125"}, StatusOffset: after}, store.StateFailed)
+	case supervisor.KindMainExited:
+		out.Kind = "main.exited"
+		s.emit(id, out, "")
+	}
+}
+
+// daemonsUp counts the daemons whose last transition since the sandbox last
+// started leaves them up.
+func (s *Service) daemonsUp(id string, total int) int {
+	evs, err := s.store.Events(id, 0)
+	if err != nil {
+		return 0
+	}
+	up := map[string]bool{}
+	for _, e := range evs {
+		switch e.Kind {
+		case "sandbox.started":
+			clear(up)
+		case "daemon.started", "daemon.ready":
+			up[e.Daemon] = true
+		case "daemon.exited", "daemon.gave_up", "daemon.stopped", "daemon.killed":
+			up[e.Daemon] = false
+		}
+	}
+	n := 0
+	for _, u := range up {
+		if u {
+			n++
+		}
+	}
+	return min(n, total)
+}

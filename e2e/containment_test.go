@@ -1,0 +1,160 @@
+package e2e
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+
+	"github.com/airlock-dev/airlock/sandbox"
+)
+
+const containmentManifest = `
+[sandbox]
+image = "{{image}}"
+
+[env]
+TOKEN = "${CONTAIN_TOKEN}"
+
+[mounts.data]
+source = "{{project}}/../declared"
+target = "/declared"
+missing = "create-dir"
+
+[daemons.web]
+command = ["httpd", "-f", "-p", "8080"]
+ready = { tcp = "127.0.0.1:8080", timeout = "10s" }
+
+[services.svc]
+image = "{{image}}"
+command = ["sh", "-c", "exec sleep 1000"]
+env = { SVCTOK = "${CONTAIN_TOKEN}" }
+`
+
+// TestContainment: no sandbox or service container has a bind mount of airlock's
+// own state (only the project dir and the declared mounts), and a process in the
+// sandbox that plants symlinks where airlock used to write its state changes
+// nothing on the host across a stop and a start (DESIGN §7, the channel issue).
+func TestContainment(t *testing.T) {
+	limit(t)
+	e := newEnv(t, containmentManifest)
+	e.extra = append(e.extra, "CONTAIN_TOKEN=contain-t0ken")
+	// A host file the attack aims at, outside the project.
+	victim := filepath.Join(filepath.Dir(e.project), "victim")
+	if err := os.WriteFile(victim, []byte("untouched\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := os.Stat(victim)
+	declared := filepath.Clean(filepath.Join(e.project, "..", "declared"))
+
+	e.mustRun("up", "-d")
+	ctx, cancel := context.WithTimeout(context.Background(), cmdTimeout)
+	defer cancel()
+	assertOnlyDeclaredMounts(t, e, ctx, declared)
+
+	// The symlink trick of the issue, and more: every path airlock ever used for
+	// its state points at the host file, and the sandbox record is edited.
+	e.mustRun("exec", "--", "sh", "-c", strings.Join([]string{
+		"mkdir -p /airlock/secret",
+		"ln -sf " + victim + " /airlock/secret/secrets.json.tmp",
+		"ln -sf " + victim + " /airlock/secret/secrets.json",
+		"echo '{\"uid\":4242,\"gid\":4242}' > /airlock/sandbox.json 2>/dev/null || true",
+		"rm -f " + sandbox.StatusIn + " && ln -s " + victim + " " + sandbox.StatusIn,
+		"rm -rf " + sandbox.LogsIn + "/web && ln -s " + filepath.Dir(victim) + " " + sandbox.LogsIn + "/web",
+	}, " && "))
+	e.mustRun("stop")
+	e.mustRun("up", "-d")
+	r := e.mustRun("exec", "--", "sh", "-c", "echo token=$TOKEN")
+	contains(t, "exec after the restart", r.stdout, "token=contain-t0ken")
+	assertOnlyDeclaredMounts(t, e, ctx, declared)
+
+	after, err := os.Stat(victim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(victim)
+	if string(b) != "untouched\n" || after.Mode() != before.Mode() || after.Sys().(*syscall.Stat_t).Uid != before.Sys().(*syscall.Stat_t).Uid {
+		t.Errorf("the host file changed: %q, mode %v, owner %d", b, after.Mode(), after.Sys().(*syscall.Stat_t).Uid)
+	}
+	e.mustRun("down")
+	e.assertClean()
+}
+
+// assertOnlyDeclaredMounts fails when a container of the project mounts anything
+// from the host but the project dir and the declared mount source.
+func assertOnlyDeclaredMounts(t *testing.T, e *env, ctx context.Context, declared string) {
+	t.Helper()
+	list, err := e.cli.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", labelProject+"="+e.project))})
+	if err != nil || len(list) < 2 {
+		t.Fatalf("want the primary and the service container, got %d (%v)", len(list), err)
+	}
+	for _, c := range list {
+		in, err := e.cli.ContainerInspect(ctx, c.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range in.Mounts {
+			switch {
+			case m.Type == "bind" && (m.Source == e.project || m.Source == declared):
+			case m.Type == "volume" && m.Destination == sandbox.BinMount && m.RW == false:
+			default:
+				t.Errorf("container %s mounts %s %s at %s: only the project dir, the declared mounts and the supervisor volume may be mounted", c.Names[0], m.Type, m.Source, m.Destination)
+			}
+		}
+		for _, b := range in.HostConfig.Binds {
+			t.Errorf("container %s has a bind %s", c.Names[0], b)
+		}
+	}
+}
+
+// TestStatusStreamAbuse: a sandbox that writes a line too long for the daemon
+// into its status stream is failed and killed; one that replaces the stream with
+// a FIFO is ignored; the daemon keeps serving other sandboxes either way.
+func TestStatusStreamAbuse(t *testing.T) {
+	limit(t)
+	e := newEnv(t, `
+[sandbox]
+image = "{{image}}"
+`)
+	id := strings.TrimSpace(e.mustRun("up", "-d").stdout)
+
+	// A FIFO in place of the stream, then a stop: the daemon must not block on it.
+	e.mustRun("exec", "--", "sh", "-c", "rm -f "+sandbox.StatusIn+" && mkfifo "+sandbox.StatusIn)
+	done := make(chan result, 1)
+	go func() { done <- e.run("stop") }()
+	select {
+	case r := <-done:
+		if r.code != 0 {
+			t.Fatalf("stop with a FIFO for a status stream: %s", r)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("stop hangs on a sandbox whose status stream is a FIFO")
+	}
+	e.mustRun("ps", "-a")
+	// Started again, the stream is a fresh file and the sandbox gets ready.
+	e.mustRun("up", "-d")
+
+	// A line longer than the daemon reads: the sandbox fails and is killed.
+	e.mustRun("exec", "--", "sh", "-c", "head -c 200000 /dev/zero | tr '\\0' 'a' >> "+sandbox.StatusIn)
+	eventually(t, 30*time.Second, "the sandbox to fail", func() bool {
+		ps := e.ps()
+		return len(ps) == 1 && ps[0].State == "failed"
+	})
+	r := e.mustRun("events", id)
+	contains(t, "events", r.stdout, "status stream")
+
+	// The daemon still serves: a run elsewhere works.
+	other := newEnv(t, plainManifest)
+	other.data, other.runtime, other.config = e.data, e.runtime, e.config
+	if r := other.run("run", "--", "true"); r.code != 0 {
+		t.Fatalf("a run after the abuse: %s", r)
+	}
+	e.mustRun("rm", "-f", id)
+	e.assertClean()
+}
