@@ -52,10 +52,24 @@ func newPsCommand(a *app) *cobra.Command {
 				fmt.Fprintln(a.stdout, string(b))
 				return nil
 			}
-			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tSTATE\tKIND\tPROJECT\tAGE\tDAEMONS\tLABELS")
+			// An ENGINE column when the sandboxes shown span more than one Engine.
+			engines := map[string]bool{}
 			for _, s := range shown {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d/%d\t%s\n", s.ID, s.State, s.Kind, s.Project, age(time.Since(s.CreatedAt)), s.Daemons.Up, s.Daemons.Total, labelList(s.Labels))
+				engines[engineName(s.Engine)] = true
+			}
+			multi := len(engines) > 1
+			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+			head := "ID\tSTATE\tKIND\tPROJECT\tAGE\tDAEMONS\tLABELS"
+			if multi {
+				head += "\tENGINE"
+			}
+			fmt.Fprintln(tw, head)
+			for _, s := range shown {
+				line := fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%d/%d\t%s", s.ID, s.State, s.Kind, s.Project, age(time.Since(s.CreatedAt)), s.Daemons.Up, s.Daemons.Total, labelList(s.Labels))
+				if multi {
+					line += "\t" + engineName(s.Engine)
+				}
+				fmt.Fprintln(tw, line)
 			}
 			return tw.Flush()
 		},
@@ -86,4 +100,15 @@ func labelList(m map[string]string) string {
 	}
 	sort.Strings(parts)
 	return strings.Join(parts, ",")
+}
+
+// engineName names a sandbox's Engine for people: its context, else its host.
+func engineName(e *client.Engine) string {
+	switch {
+	case e == nil:
+		return ""
+	case e.Context != "":
+		return e.Context
+	}
+	return e.Host
 }

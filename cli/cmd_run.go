@@ -119,6 +119,7 @@ func (a *app) run(parent context.Context, o runOptions, args []string) error {
 		return setupErr(apiFailure(err))
 	}
 	id := rec.ID
+	mainExited := false
 	defer func() {
 		bg, bcancel := context.WithTimeout(context.WithoutCancel(parent), 2*time.Minute)
 		defer bcancel()
@@ -137,17 +138,22 @@ func (a *app) run(parent context.Context, o runOptions, args []string) error {
 			fmt.Fprintf(a.stderr, "airlock: %v\n", err)
 			return
 		}
+		if mainExited {
+			// The main command's code is known and its output copied: the
+			// daemon, which accepted the deletion, removes the containers and
+			// network while the CLI returns (it retries, and its reaper finishes
+			// any removal left in deleting).
+			return
+		}
 		if _, _, err := c.WaitState(bg, id, client.StateDeleted); err != nil {
 			fmt.Fprintf(a.stderr, "airlock: cannot confirm sandbox %s was removed: %v\n", id, err)
 		}
 	}()
-	if _, err := waitCreated(ctx, c, id); err != nil {
+	containerID, err := waitCreated(ctx, c, id)
+	if err != nil {
 		return setupErr(err)
 	}
-	sb, err := rt.Open(ctx, id, r)
-	if err != nil {
-		return setupErr(sandboxError(err))
-	}
+	sb := sandbox.Handle(id, containerID, tty)
 
 	streams := sandbox.Streams{Stdout: a.stdout, Stderr: a.stderr}
 	if stdin {
@@ -205,6 +211,7 @@ func (a *app) run(parent context.Context, o runOptions, args []string) error {
 			// the supervisor already said why on stderr.
 			select {
 			case code := <-codes:
+				mainExited = true
 				waitOutput(output)
 				restore()
 				if err := a.copyOutputs(rt, sb, r, o.outputs); err != nil {
@@ -216,6 +223,7 @@ func (a *app) run(parent context.Context, o runOptions, args []string) error {
 			restore()
 			return failure(ev)
 		case code := <-codes:
+			mainExited = true
 			waitOutput(output)
 			restore()
 			if err := a.copyOutputs(rt, sb, r, o.outputs); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os/signal"
+	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -20,6 +21,7 @@ func init() { addCommand(newSuperviseCommand) }
 func newSuperviseCommand(a *app) *cobra.Command {
 	var (
 		specPath    string
+		specJSON    string
 		secretsPath string
 		backoffUnit time.Duration
 		resetAfter  time.Duration
@@ -31,11 +33,12 @@ func newSuperviseCommand(a *app) *cobra.Command {
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if specPath == "" {
-				return withCode(ExitUsage, errors.New("cannot supervise: --spec is required"))
+			if specPath == "" && specJSON == "" {
+				return withCode(ExitUsage, errors.New("cannot supervise: --spec is required (or --spec-json)"))
 			}
 			code, err := supervisor.Run(supervisor.Options{
 				SpecPath:    specPath,
+				SpecJSON:    specJSON,
 				SecretsPath: secretsPath,
 				Quiet:       a.opts.quiet,
 				Messages:    a.stderr,
@@ -53,6 +56,7 @@ func newSuperviseCommand(a *app) *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVar(&specPath, "spec", "", "path of the supervisor spec file (JSON, see docs/supervisor.md)")
+	f.StringVar(&specJSON, strings.TrimPrefix(supervisor.SpecFlag, "--"), "", "the spec itself (JSON), instead of --spec")
 	f.StringVar(&secretsPath, "secrets", "", "path of the secrets file (JSON object); read once, then deleted")
 	f.DurationVar(&backoffUnit, "backoff-unit", time.Second, "restart delay unit (for tests)")
 	f.DurationVar(&resetAfter, "reset-after", supervisor.DefaultResetAfter, "run length that resets the restart count (for tests)")
@@ -148,6 +152,7 @@ func newSuperviseTailCommand() *cobra.Command {
 	var (
 		from   int64
 		follow bool
+		report string
 	)
 	cmd := &cobra.Command{
 		Use:    "tail [--from N] [--follow] FILE",
@@ -157,7 +162,7 @@ func newSuperviseTailCommand() *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, cancel := signal.NotifyContext(context.Background(), unix.SIGTERM, unix.SIGINT, unix.SIGHUP)
 			defer cancel()
-			if err := supervisor.Tail(ctx, supervisor.TailOptions{Path: args[0], From: from, Follow: follow, Out: cmd.OutOrStdout()}); err != nil {
+			if err := supervisor.Tail(ctx, supervisor.TailOptions{Path: args[0], From: from, Follow: follow, Out: cmd.OutOrStdout(), Report: report}); err != nil {
 				return withCode(ExitAirlock, err)
 			}
 			return nil
@@ -165,5 +170,6 @@ func newSuperviseTailCommand() *cobra.Command {
 	}
 	cmd.Flags().Int64Var(&from, "from", 0, "byte offset to start at")
 	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing what is appended")
+	cmd.Flags().StringVar(&report, "report", "", "write the offset copied so far to this file after each copy")
 	return cmd
 }

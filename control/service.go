@@ -75,7 +75,10 @@ type live struct {
 	offset   int64      // the status stream read so far
 	offsetOK bool       // offset is known (else it comes from the recorded events)
 	starting bool       // a start is in progress: the stream is read only once it is recorded
-	tailGen  int        // the follower that owns the stream; older ones stop
+	complete bool       // the stream was read to its last line (supervisor.exiting)
+
+	netRemoval chan struct{} // closed when an early removal of the network ended (guarded by Service.mu)
+	tailGen    int           // the follower that owns the stream; older ones stop
 }
 
 // NewService returns a service over an open store and a runtime.
@@ -333,7 +336,7 @@ func (s *Service) startLocked(ctx context.Context, id string, l *live) {
 	// stream before every start, so the previous run's lines are never read again.
 	l.ingestMu.Lock()
 	l.tailGen++ // a follower of the previous run stops
-	l.offset, l.offsetOK, l.starting = 0, true, true
+	l.offset, l.offsetOK, l.starting, l.complete = 0, true, true, false
 	l.ingestMu.Unlock()
 	err := s.rtOf(id).Start(ctx, l.handle)
 	l.ingestMu.Lock()
@@ -439,9 +442,10 @@ func (s *Service) Resume(id string, req *client.ResumeRequest) (*client.Sandbox,
 		if req != nil && len(req.Secrets) > 0 {
 			s.holdSecrets(l, req.Secrets)
 			l.resolved = manifest.Restore(l.resolved.Manifest, l.resolved.File, l.resolved.ProjectDir, l.resolved.Sources, req.Secrets)
+			l.handle = nil // reopen with the values just given
 		}
-		if l.handle != nil {
-			l.handle = nil // reopen with the current manifest
+		if rec.State != store.StatePending {
+			l.handle = nil // reopen: the Engine knows best what ran before
 		}
 		s.startLocked(s.beginOp(l), id, l)
 	}()
@@ -461,9 +465,19 @@ func (s *Service) delete(id, reason string) (*client.Sandbox, error) {
 	if rec.State == store.StateDeleted || rec.State == store.StateDeleting {
 		return s.record(rec), nil
 	}
+	l := s.liveOf(id)
 	if rec.ContainerID != "" {
+		// A stopped sandbox without services has nothing on its network: the
+		// network goes while the stream is read and the containers removed.
+		rt := s.rtOf(id)
+		var plan manifest.Manifest
+		if json.Unmarshal(rec.Plan, &plan) == nil && len(plan.Services) == 0 && !rt.Running(s.ctx, rec.ContainerID) {
+			done := make(chan struct{})
+			s.setFlags(l, func() { l.netRemoval = done })
+			go func() { defer close(done); _ = rt.RemoveNetworks(s.ctx, id) }()
+		}
 		// What the supervisor reported so far comes before the deletion.
-		s.catchUp(id, s.liveOf(id))
+		s.catchUp(id, l)
 	}
 	ev, err := s.emit(id, store.Event{Kind: "sandbox.deleting", Reason: reason}, store.StateDeleting)
 	if err != nil {
@@ -496,6 +510,16 @@ func (s *Service) finishDelete(id, reason string) {
 	// container still stopping): try again a few times before leaving it to the
 	// reaper, which retries sandboxes stuck in deleting.
 	var err error
+	s.mu.Lock()
+	early := l.netRemoval
+	l.netRemoval = nil
+	s.mu.Unlock()
+	if early != nil {
+		// The network is being removed already: the containers first, then
+		// whatever is left.
+		_ = s.rtOf(id).RemoveContainers(s.ctx, id)
+		<-early
+	}
 	for attempt := 1; attempt <= 5; attempt++ {
 		if err = s.rtOf(id).Remove(s.ctx, id); err == nil {
 			break

@@ -58,6 +58,7 @@ func (l *live) current(gen int) bool {
 }
 
 func (s *Service) follow(id string, l *live, gen int) {
+	retry := time.Second
 	for s.ctx.Err() == nil && l.current(gen) {
 		rec, err := s.store.Get(id)
 		if err != nil || rec.ContainerID == "" || rec.State == store.StateDeleted || rec.State == store.StateDeleting {
@@ -67,7 +68,7 @@ func (s *Service) follow(id string, l *live, gen int) {
 		from := l.offset
 		l.ingestMu.Unlock()
 		ctx, cancel := context.WithCancel(s.ctx)
-		rc, err := s.rtOf(id).FollowFile(ctx, rec.ContainerID, sandbox.StatusIn, from)
+		rc, err := s.rtOf(id).FollowStatus(ctx, rec.ContainerID, from)
 		if err == nil {
 			err = s.consume(id, l, gen, rc, from)
 			rc.Close()
@@ -81,12 +82,13 @@ func (s *Service) follow(id string, l *live, gen int) {
 			return
 		}
 		// The follower ended while the sandbox runs (a process in it replaced the
-		// stream): try again a little later.
+		// stream): try again later, less and less often.
 		select {
 		case <-s.ctx.Done():
 			return
-		case <-time.After(time.Second):
+		case <-time.After(retry):
 		}
+		retry = min(2*retry, 30*time.Second)
 	}
 }
 
@@ -136,6 +138,9 @@ func (s *Service) catchUp(id string, l *live) {
 	defer l.ingestMu.Unlock()
 	if l.starting {
 		return // sandbox.started comes first; the follower reads the stream after it
+	}
+	if l.complete {
+		return // the follower read the stream to its last line
 	}
 	if !l.offsetOK {
 		l.offset, l.offsetOK = s.recordedOffset(id), true
@@ -246,6 +251,10 @@ func (s *Service) ingestOne(id string, ev supervisor.StatusEvent, after int64) {
 	case supervisor.KindMainExited:
 		out.Kind = "main.exited"
 		s.emit(id, out, "")
+	case supervisor.KindSupervisorExiting:
+		// The stream's last line: not an event of its own, but nothing is left
+		// to read from the stopped container (callers hold l.ingestMu).
+		s.liveOf(id).complete = true
 	}
 }
 

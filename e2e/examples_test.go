@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // demoImage is the image the examples name; tests tag the busybox test image so.
@@ -72,7 +73,12 @@ func TestExampleServices(t *testing.T) {
 	}
 	e.assertClean()
 	// The history outlives the sandbox: service.ready came before sandbox.ready.
-	ev := e.mustRun("events", id).stdout
+	// (run returns once the daemon took the removal over; it records its end.)
+	var ev string
+	eventually(t, 30*time.Second, "sandbox.deleted", func() bool {
+		ev = e.mustRun("events", id).stdout
+		return strings.Contains(ev, "sandbox.deleted")
+	})
 	if i, j := strings.Index(ev, "service.ready"), strings.Index(ev, "sandbox.ready"); i < 0 || j < i || !strings.Contains(ev, "sandbox.deleted") {
 		t.Errorf("events of the run lack service.ready before sandbox.ready, or sandbox.deleted:\n%s", ev)
 	}

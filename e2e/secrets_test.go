@@ -31,13 +31,13 @@ TOKEN = "${VAULT_TOK}"
 PLAIN = "literal-value"
 
 [daemons.user]
-command = ["sh", "-c", "echo \"$DTOK\" > /tmp/dtok; exec sleep 1000"]
+command = ["sh", "-c", "echo \"$DTOK\" > /dev/shm/dtok; exec sleep 1000"]
 env = { DTOK = "${VAULT_TOK}" }
-ready = { cmd = ["test", "-s", "/tmp/dtok"], timeout = "10s" }
+ready = { cmd = ["test", "-s", "/dev/shm/dtok"], timeout = "10s" }
 
 [services.svc]
 image = "{{image}}"
-command = ["sh", "-c", "mkdir -p /www && echo \"$SVCTOK\" > /www/t && exec httpd -f -p 80 -h /www"]
+command = ["sh", "-c", "mkdir -p /dev/shm/www && echo \"$SVCTOK\" > /dev/shm/www/t && exec httpd -f -p 80 -h /dev/shm/www"]
 env = { SVCTOK = "${VAULT_TOK}", SVCPLAIN = "plain" }
 `)
 	e.extra = append(e.extra, "AIRLOCK_VAULT_PASSPHRASE=correct horse battery")
@@ -51,7 +51,7 @@ env = { SVCTOK = "${VAULT_TOK}", SVCPLAIN = "plain" }
 	}
 
 	id := strings.TrimSpace(e.mustRun("up", "-d").stdout)
-	r := e.mustRun("exec", "--", "sh", "-c", "echo main=$TOKEN; echo daemon=$(cat /tmp/dtok); for i in 1 2 3 4 5 6 7 8 9 10; do wget -qO- http://svc/t && break; sleep 0.2; done | sed 's/^/service=/'")
+	r := e.mustRun("exec", "--", "sh", "-c", "echo main=$TOKEN; echo daemon=$(cat /dev/shm/dtok); for i in 1 2 3 4 5 6 7 8 9 10; do wget -qO- http://svc/t && break; sleep 0.2; done | sed 's/^/service=/'")
 	if !strings.Contains(r.stdout, "main="+value) || !strings.Contains(r.stdout, "daemon="+value) || !strings.Contains(r.stdout, "service="+value) {
 		t.Fatalf("the secret did not reach the processes that declared it: %s", r)
 	}
@@ -99,7 +99,8 @@ env = { SVCTOK = "${VAULT_TOK}", SVCPLAIN = "plain" }
 	}
 	// Every file airlock wrote on the host (data and runtime dirs), and the
 	// Engine's disk: each container's writable layer (the status stream and the
-	// daemon logs live there) and the volumes it mounts.
+	// daemon logs live there) and the volumes it mounts. (The test's own
+	// processes keep the value they print in /dev/shm, a tmpfs.)
 	roots := []string{e.data, e.runtime}
 	for _, c := range list {
 		in, err := e.cli.ContainerInspect(ctx, c.ID)

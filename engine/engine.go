@@ -90,13 +90,9 @@ func (e Endpoint) hasTLSFiles() bool {
 // does not answer, the error wraps ErrUnreachable and the cause, names the host and says how
 // to start an Engine. The caller closes the client.
 func (e Endpoint) Connect(ctx context.Context) (*client.Client, error) {
-	clientOpts, err := e.clientOpts()
+	cli, err := e.Open()
 	if err != nil {
-		return nil, fmt.Errorf("docker endpoint %s: %w", e, err)
-	}
-	cli, err := client.NewClientWithOpts(clientOpts...)
-	if err != nil {
-		return nil, fmt.Errorf("docker endpoint %s: %w", e, err)
+		return nil, err
 	}
 	limit := pingTimeout
 	if e.scheme() == "ssh" {

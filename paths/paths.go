@@ -16,8 +16,6 @@ type Paths struct {
 	// StateRoot holds ids.db, daemon/ and sandboxes/ (runtime.state_root in
 	// config.toml); it defaults to DataDir. The vault stays in DataDir.
 	StateRoot string
-
-	secretRoot string // "" for RuntimeDir/secrets
 }
 
 // FromEnv derives the paths from getenv (os.LookupEnv in the CLI, a map in tests).
@@ -49,9 +47,6 @@ func FromEnv(getenv func(string) (string, bool)) (*Paths, error) {
 		p.RuntimeDir = filepath.Join(rt, "airlock")
 	} else {
 		p.RuntimeDir = filepath.Join(os.TempDir(), fmt.Sprintf("airlock-%d", os.Getuid()))
-		if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
-			p.secretRoot = filepath.Join("/dev/shm", fmt.Sprintf("airlock-%d", os.Getuid()), "secrets")
-		}
 	}
 	return p, nil
 }
@@ -73,19 +68,6 @@ func (p *Paths) Store() string { return filepath.Join(p.StateRoot, "ids.db") }
 
 // DaemonDir holds airlockd.pid, airlockd.version and airlockd.log.
 func (p *Paths) DaemonDir() string { return filepath.Join(p.StateRoot, "daemon") }
-
-// SandboxDir is the per-sandbox state folder (daemon logs, supervisor status).
-func (p *Paths) SandboxDir(id string) string { return filepath.Join(p.StateRoot, "sandboxes", id) }
-
-// SecretDir is where a sandbox's substituted values wait for its supervisor: a
-// folder in memory ($XDG_RUNTIME_DIR is a tmpfs on systemd machines; without it,
-// /dev/shm), never on disk.
-func (p *Paths) SecretDir(id string) string {
-	if p.secretRoot != "" {
-		return filepath.Join(p.secretRoot, id)
-	}
-	return filepath.Join(p.RuntimeDir, "secrets", id)
-}
 
 // Vault is the prefix of the vault files (vault.*).
 func (p *Paths) Vault() string { return filepath.Join(p.DataDir, "vault") }

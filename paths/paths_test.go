@@ -19,15 +19,13 @@ func TestFromXDG(t *testing.T) {
 		t.Fatal(err)
 	}
 	for got, want := range map[string]string{
-		p.UserConfig():    "/c/airlock/config.toml",
-		p.UserPresets():   "/c/airlock/presets",
-		p.Socket():        "/r/airlock/airlockd.sock",
-		p.Lock():          "/r/airlock/airlockd.lock",
-		p.Store():         "/d/airlock/ids.db",
-		p.DaemonDir():     "/d/airlock/daemon",
-		p.SandboxDir("x"): "/d/airlock/sandboxes/x",
-		p.SecretDir("x"):  "/r/airlock/secrets/x",
-		p.Vault():         "/d/airlock/vault",
+		p.UserConfig():  "/c/airlock/config.toml",
+		p.UserPresets(): "/c/airlock/presets",
+		p.Socket():      "/r/airlock/airlockd.sock",
+		p.Lock():        "/r/airlock/airlockd.lock",
+		p.Store():       "/d/airlock/ids.db",
+		p.DaemonDir():   "/d/airlock/daemon",
+		p.Vault():       "/d/airlock/vault",
 	} {
 		if got != want {
 			t.Errorf("got %s, want %s", got, want)
@@ -36,7 +34,7 @@ func TestFromXDG(t *testing.T) {
 }
 
 // Without the XDG variables (or with relative ones, which the spec ignores) the
-// defaults of DESIGN §2 apply; secrets wait in /dev/shm rather than /tmp.
+// defaults of DESIGN §2 apply.
 func TestDefaults(t *testing.T) {
 	p, err := FromEnv(env(map[string]string{"HOME": "/h", "XDG_DATA_HOME": "relative"}))
 	if err != nil {
@@ -49,19 +47,13 @@ func TestDefaults(t *testing.T) {
 	if p.Socket() != filepath.Join(rt, "airlockd.sock") {
 		t.Errorf("socket %s, want under %s", p.Socket(), rt)
 	}
-	if _, err := os.Stat("/dev/shm"); err == nil {
-		want := filepath.Join("/dev/shm", fmt.Sprintf("airlock-%d", os.Getuid()), "secrets", "x")
-		if p.SecretDir("x") != want {
-			t.Errorf("secret dir %s, want %s", p.SecretDir("x"), want)
-		}
-	}
 }
 
 // runtime.state_root moves the daemon's state but not the vault.
 func TestStateRoot(t *testing.T) {
 	p, _ := FromEnv(env(map[string]string{"HOME": "/h", "XDG_DATA_HOME": "/d"}))
 	p.StateRoot = "/s"
-	if p.Store() != "/s/ids.db" || p.DaemonDir() != "/s/daemon" || p.SandboxDir("x") != "/s/sandboxes/x" || p.Vault() != "/d/airlock/vault" {
-		t.Errorf("state root: %s %s %s %s", p.Store(), p.DaemonDir(), p.SandboxDir("x"), p.Vault())
+	if p.Store() != "/s/ids.db" || p.DaemonDir() != "/s/daemon" || p.Vault() != "/d/airlock/vault" {
+		t.Errorf("state root: %s %s %s", p.Store(), p.DaemonDir(), p.Vault())
 	}
 }

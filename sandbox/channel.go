@@ -30,12 +30,8 @@ import (
 //     once it stopped (FollowFile, ReadFile).
 
 // uploadState writes the spec and the sandbox user's empty state folder into a
-// created container.
-func (rt *Runtime) uploadState(ctx context.Context, containerID string, spec *supervisor.Spec, u sandboxUser) error {
-	b, err := json.MarshalIndent(spec, "", "  ")
-	if err != nil {
-		return failed("cannot encode the supervisor spec: %v", err)
-	}
+// created container (for a sandbox user who could not make the folder itself).
+func (rt *Runtime) uploadState(ctx context.Context, containerID string, b []byte, u sandboxUser) error {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
 	now := time.Now()
@@ -153,13 +149,20 @@ func (rt *Runtime) execExitCode(ctx context.Context, execID string) (int, error)
 // appended to it, through an exec of `supervise tail --follow`. The stream ends
 // when the container stops, when ctx ends or when it is closed.
 func (rt *Runtime) FollowFile(ctx context.Context, containerID, file string, from int64) (io.ReadCloser, error) {
-	return rt.tailExec(ctx, containerID, file, from, true)
+	return rt.tailExec(ctx, containerID, file, from, "")
 }
 
-func (rt *Runtime) tailExec(ctx context.Context, containerID, file string, from int64, follow bool) (io.ReadCloser, error) {
-	cmd := []string{SupervisorIn, "supervise", "tail", "--from", strconv.FormatInt(from, 10)}
-	if follow {
-		cmd = append(cmd, "--follow")
+// FollowStatus follows the supervisor's status stream from a byte offset; the
+// follower reports its progress in the sandbox, so that the supervisor lets it read
+// the stream's last lines before the container stops.
+func (rt *Runtime) FollowStatus(ctx context.Context, containerID string, from int64) (io.ReadCloser, error) {
+	return rt.tailExec(ctx, containerID, StatusIn, from, StatusReadIn)
+}
+
+func (rt *Runtime) tailExec(ctx context.Context, containerID, file string, from int64, report string) (io.ReadCloser, error) {
+	cmd := []string{SupervisorIn, "supervise", "tail", "--follow", "--from", strconv.FormatInt(from, 10)}
+	if report != "" {
+		cmd = append(cmd, "--report", report)
 	}
 	resp, err := rt.Engine.ContainerExecCreate(ctx, containerID, container.ExecOptions{
 		Cmd: append(cmd, "--", file), AttachStdout: true, AttachStderr: true,

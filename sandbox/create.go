@@ -51,6 +51,10 @@ type Sandbox struct {
 	fresh            bool // created by this runtime and never started: its status stream is empty
 }
 
+// maxInlineSpec is the largest spec passed on the supervisor's command line (Linux
+// takes up to 128 KiB per argument).
+const maxInlineSpec = 64 << 10
+
 // PlanHash identifies what a manifest asks for, without revealing any substituted
 // value: vault values are masked before hashing.
 func PlanHash(r *manifest.Resolved, imageID string) string {
@@ -150,9 +154,20 @@ func (rt *Runtime) Create(ctx context.Context, req *Request) (sb *Sandbox, err e
 		return sb, err
 	}
 
+	specJSON, err := json.Marshal(buildSpec(req, r, hp))
+	if err != nil {
+		return sb, failed("cannot encode the supervisor spec: %v", err)
+	}
+	// The spec holds no secret: it rides on the supervisor's command line, and
+	// the supervisor makes its state folder itself, unless the sandbox user
+	// could not (not root) or the spec is large; then both are uploaded.
+	inline := u.UID == 0 && len(specJSON) <= maxInlineSpec
 	cfg, host, netcfg, err := rt.primaryConfig(sb, req, r, hp, u, imageRef, vol, labels)
 	if err != nil {
 		return sb, err
+	}
+	if inline {
+		cfg.Entrypoint = []string{SupervisorIn, "supervise", supervisor.SpecFlag, string(specJSON)}
 	}
 	done = rt.step("container create")
 	c, err := rt.Engine.ContainerCreate(ctx, cfg, host, netcfg, nil, sb.Name)
@@ -163,8 +178,10 @@ func (rt *Runtime) Create(ctx context.Context, req *Request) (sb *Sandbox, err e
 	sb.PrimaryID = c.ID
 	done = rt.step("copy-in")
 	defer done()
-	if err := rt.uploadState(ctx, c.ID, buildSpec(req, r, hp), u); err != nil {
-		return sb, err
+	if !inline {
+		if err := rt.uploadState(ctx, c.ID, specJSON, u); err != nil {
+			return sb, err
+		}
 	}
 	if rt.projectMode(r) == "copy" {
 		if err := rt.copyProject(ctx, c.ID, r.ProjectDir, u); err != nil {
@@ -330,12 +347,13 @@ func hostname(id string) string {
 func buildSpec(req *Request, r *manifest.Resolved, hp *hostPlan) *supervisor.Spec {
 	harden := r.Sandbox.Harden
 	spec := &supervisor.Spec{
-		Version:       supervisor.SpecVersion,
-		LogDir:        LogsIn,
-		StatusFile:    StatusIn,
-		ExecEnvFile:   ExecEnvIn,
-		SecretsSocket: SecretsSocketIn,
-		Quiet:         req.Quiet,
+		Version:        supervisor.SpecVersion,
+		LogDir:         LogsIn,
+		StatusFile:     StatusIn,
+		ExecEnvFile:    ExecEnvIn,
+		SecretsSocket:  SecretsSocketIn,
+		StatusReadFile: StatusReadIn,
+		Quiet:          req.Quiet,
 		Main: supervisor.Main{
 			Argv:   req.Command,
 			Cwd:    workdir(req, r),

@@ -105,6 +105,16 @@ func stopTimeout(labels map[string]string) int {
 // and its state dir. Removing what does not exist is not an error.
 func (rt *Runtime) Remove(ctx context.Context, id string) error {
 	defer rt.step("remove")()
+	cerr := rt.RemoveContainers(ctx, id)
+	nerr := rt.RemoveNetworks(ctx, id)
+	if err := errors.Join(cerr, nerr); err != nil {
+		return failed("cannot remove sandbox %s: %v", id, err)
+	}
+	return nil
+}
+
+// RemoveContainers removes every container labelled with the sandbox ID.
+func (rt *Runtime) RemoveContainers(ctx context.Context, id string) error {
 	objs, err := rt.objects(ctx, id)
 	if err != nil {
 		return err
@@ -115,19 +125,24 @@ func (rt *Runtime) Remove(ctx context.Context, id string) error {
 			errs = append(errs, err)
 		}
 	}
+	return errors.Join(errs...)
+}
+
+// RemoveNetworks removes the sandbox's own networks. The Engine removes a network
+// that only stopped containers are attached to, so a stopped sandbox's network can
+// go while its containers are still being removed; one in use is an error.
+func (rt *Runtime) RemoveNetworks(ctx context.Context, id string) error {
 	nets, err := rt.Engine.NetworkList(ctx, network.ListOptions{Filters: filters.NewArgs(filters.Arg("label", LabelSandbox+"="+id))})
 	if err != nil {
-		errs = append(errs, err)
+		return err
 	}
+	var errs []error
 	for _, n := range nets {
 		if err := rt.Engine.NetworkRemove(ctx, n.ID); err != nil && !cerrdefs.IsNotFound(err) {
 			errs = append(errs, err)
 		}
 	}
-	if len(errs) > 0 {
-		return failed("cannot remove sandbox %s: %v", id, errors.Join(errs...))
-	}
-	return nil
+	return errors.Join(errs...)
 }
 
 type sandboxObjects struct {
@@ -241,6 +256,12 @@ func (rt *Runtime) Get(ctx context.Context, id string) (*Info, error) {
 	return &in, nil
 }
 
+// Handle returns a handle on a sandbox's primary container for terminal I/O (wait,
+// attach, resize, signals, copies out), without asking the Engine.
+func Handle(id, containerID string, tty bool) *Sandbox {
+	return &Sandbox{ID: id, Name: objectName(id), PrimaryID: containerID, TTY: tty, Services: map[string]string{}}
+}
+
 // Open returns a handle on an existing sandbox, to start it again with the manifest
 // it was made from.
 func (rt *Runtime) Open(ctx context.Context, id string, r *manifest.Resolved) (*Sandbox, error) {
@@ -266,6 +287,11 @@ func (rt *Runtime) Open(ctx context.Context, id string, r *manifest.Resolved) (*
 	ci, err := rt.Engine.ContainerInspect(ctx, p.ID)
 	if err == nil && ci.Config != nil {
 		sb.TTY = ci.Config.Tty
+	}
+	// A container that never ran has no status stream to reset.
+	if err == nil && ci.ContainerJSONBase != nil && ci.State != nil {
+		started, perr := time.Parse(time.RFC3339Nano, ci.State.StartedAt)
+		sb.fresh = perr == nil && started.Year() <= 1
 	}
 	return sb, nil
 }

@@ -57,6 +57,9 @@ const (
 	ExecEnvIn    = RunMount + "/env.json"
 	// SecretsSocketIn is where PID 1 (or a service's wrapper) waits for its values.
 	SecretsSocketIn = RunMount + "/secrets.sock"
+	// StatusReadIn is where the daemon's follower reports how much of the status
+	// stream it read; the supervisor waits for it at exit.
+	StatusReadIn = RunMount + "/status.read"
 )
 
 // ErrEngineUnreachable is returned when no Docker Engine answers.

@@ -54,9 +54,13 @@ type Spec struct {
 	// SecretsSocket, when set and an env entry takes a secret, is where the
 	// supervisor waits for the values to be delivered (see ReceiveSecrets); it
 	// belongs on a tmpfs.
-	SecretsSocket string    `json:"secrets_socket,omitempty"`
-	Main          Main      `json:"main"`
-	Daemons       []*Daemon `json:"daemons,omitempty"`
+	SecretsSocket string `json:"secrets_socket,omitempty"`
+	// StatusReadFile, when set, is where the host's follower of the status
+	// stream reports how much it read; at exit the supervisor waits a moment
+	// for it to have read everything. It belongs on a tmpfs.
+	StatusReadFile string    `json:"status_read_file,omitempty"`
+	Main           Main      `json:"main"`
+	Daemons        []*Daemon `json:"daemons,omitempty"`
 }
 
 // Main is the main command: the foreground process whose exit ends the sandbox.
@@ -107,8 +111,37 @@ var (
 	userRE       = regexp.MustCompile(`^[0-9]{1,10}(:[0-9]{1,10})?$`)
 )
 
-// LoadSpec reads, decodes, defaults and validates the spec file at path.
+// SpecFlag is the supervisor's flag that carries the spec itself on its command
+// line (a spec holds no secret); `supervise exec` finds it in PID 1's.
+const SpecFlag = "--spec-json"
+
+// LoadSpec reads, decodes, defaults and validates the spec file at path; when no
+// file is there, the spec PID 1 got on its command line (SpecFlag).
 func LoadSpec(path string) (*Spec, error) {
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		if data, ok := specOfPID1(); ok {
+			return ParseSpec(data)
+		}
+	}
+	return loadSpecFile(path)
+}
+
+// specOfPID1 returns the spec on PID 1's command line, if it has one.
+func specOfPID1() ([]byte, bool) {
+	b, err := os.ReadFile("/proc/1/cmdline")
+	if err != nil {
+		return nil, false
+	}
+	args := strings.Split(strings.TrimSuffix(string(b), "\x00"), "\x00")
+	for i := 0; i+1 < len(args); i++ {
+		if args[i] == SpecFlag {
+			return []byte(args[i+1]), true
+		}
+	}
+	return nil, false
+}
+
+func loadSpecFile(path string) (*Spec, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("cannot read spec: %w", err)

@@ -6,6 +6,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -22,7 +24,15 @@ const (
 	KindSupervisorReady  = "supervisor.ready"
 	KindSupervisorFailed = "supervisor.failed"
 	KindMainExited       = "main.exited"
+	// KindSupervisorExiting is the stream's last line: nothing follows it.
+	KindSupervisorExiting = "supervisor.exiting"
 )
+
+// drainWait is how long the supervisor waits at exit for the host's follower, once
+// it reported, to have read the whole stream: the host then needs no read of the
+// stopped container's filesystem. A sandbox that ends before a follower attached
+// does not wait (waiting for the attach costs a short run more than the read).
+const drainWait = 250 * time.Millisecond
 
 // StatusEvent is one line of the status stream.
 type StatusEvent struct {
@@ -52,6 +62,10 @@ type statusWriter struct {
 	w   io.Writer
 	c   io.Closer
 	now func() time.Time
+	// written counts the bytes of the stream; readFile is where a follower
+	// reports how much of it it read (see Tail's Report).
+	written  int64
+	readFile string
 }
 
 // openStatus creates (truncating) the status stream file.
@@ -79,14 +93,30 @@ func (s *statusWriter) emit(e StatusEvent) {
 	if err != nil {
 		return
 	}
-	_, _ = s.w.Write(append(b, '\n'))
+	n, _ := s.w.Write(append(b, '\n'))
+	s.written += int64(n)
 }
 
+// close ends the stream with its last line and, when a follower reports its
+// progress, waits a little for it to have read everything.
 func (s *statusWriter) close() {
 	if s == nil || s.c == nil {
 		return
 	}
+	s.emit(StatusEvent{Kind: KindSupervisorExiting})
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	_ = s.c.Close()
+	if s.readFile == "" {
+		return
+	}
+	for deadline := time.Now().Add(drainWait); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
+		b, err := os.ReadFile(s.readFile)
+		if err != nil {
+			return // nobody follows
+		}
+		if n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64); err == nil && n >= s.written {
+			return
+		}
+	}
 }

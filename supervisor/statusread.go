@@ -137,7 +137,7 @@ func (e StatusEvent) Validate() error {
 	case KindDaemonStarted, KindDaemonReady, KindDaemonExited, KindDaemonRestarting,
 		KindDaemonGaveUp, KindDaemonStopped, KindDaemonKilled:
 		daemonKind = true
-	case KindSupervisorReady, KindSupervisorFailed, KindMainExited:
+	case KindSupervisorReady, KindSupervisorFailed, KindMainExited, KindSupervisorExiting:
 	default:
 		return fmt.Errorf("cannot accept event: unknown kind %q", e.Kind)
 	}

@@ -17,6 +17,7 @@ import (
 // Options are the inputs of Run besides the spec file.
 type Options struct {
 	SpecPath    string
+	SpecJSON    string // the spec itself, instead of SpecPath
 	SecretsPath string // "" for none
 	Quiet       bool   // or'ed with the spec's quiet
 
@@ -65,7 +66,13 @@ func Run(o Options) (int, error) {
 	if warn != nil {
 		fmt.Fprintf(o.Messages, "airlock: warning: %v\n", warn)
 	}
-	spec, err := LoadSpec(o.SpecPath)
+	var spec *Spec
+	var err error
+	if o.SpecJSON != "" {
+		spec, err = ParseSpec([]byte(o.SpecJSON))
+	} else {
+		spec, err = LoadSpec(o.SpecPath)
+	}
 	if err != nil {
 		return ExitAirlock, err
 	}
@@ -94,6 +101,7 @@ func Run(o Options) (int, error) {
 	if s.status, err = openStatus(spec.StatusFile); err != nil {
 		return ExitAirlock, err
 	}
+	s.status.readFile = spec.StatusReadFile
 	defer s.status.close()
 
 	readyResults := make(chan readyResult, len(spec.Daemons))

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"syscall"
 	"time"
 )
@@ -22,8 +23,11 @@ type TailOptions struct {
 	From   int64 // byte offset to start at
 	Follow bool  // keep copying what is appended (waiting for the file to appear)
 	Out    io.Writer
-	// Poll is how often a followed file is looked at (default 25 ms).
+	// Poll is how often a followed file is looked at (default 10 ms).
 	Poll time.Duration
+	// Report, when set, is a file where Tail writes the offset it has copied
+	// up to after each copy (the supervisor waits for it at exit).
+	Report string
 }
 
 // Tail copies a regular file from an offset to Out and, with Follow, what is
@@ -32,7 +36,7 @@ type TailOptions struct {
 // A file that shrinks is read again from its start.
 func Tail(ctx context.Context, o TailOptions) error {
 	if o.Poll <= 0 {
-		o.Poll = 25 * time.Millisecond
+		o.Poll = 10 * time.Millisecond
 	}
 	if _, err := io.WriteString(o.Out, TailHeader); err != nil {
 		return err
@@ -63,6 +67,7 @@ func Tail(ctx context.Context, o TailOptions) error {
 			if st.Size() < offset {
 				offset = 0
 			}
+			copied := false
 			for offset < st.Size() {
 				n, err := f.ReadAt(buf[:min(int64(len(buf)), st.Size()-offset)], offset)
 				if n > 0 {
@@ -70,10 +75,14 @@ func Tail(ctx context.Context, o TailOptions) error {
 						return werr
 					}
 					offset += int64(n)
+					copied = true
 				}
 				if err != nil {
 					break
 				}
+			}
+			if o.Report != "" && (copied || offset == 0) {
+				_ = os.WriteFile(o.Report, []byte(strconv.FormatInt(offset, 10)), 0o644)
 			}
 		}
 		if !o.Follow {

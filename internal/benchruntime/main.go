@@ -18,6 +18,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	dockerclient "github.com/docker/docker/client"
+
 	"github.com/airlock-dev/airlock/client"
 	"github.com/airlock-dev/airlock/internal/benchdoc"
 	"github.com/airlock-dev/airlock/internal/testenv"
@@ -28,14 +30,15 @@ func main() {
 	runs := flag.Int("runs", 10, "runs of each command")
 	doc := flag.String("doc", "docs/benchmarks.md", "where to record the figures (\"\" for nowhere)")
 	command := flag.String("command", "scripts/bench-runtime.sh", "the command named in the record")
+	remote := flag.Bool("remote", true, "also time `airlock run -- true` on a stand-in remote Engine (a second dockerd in its own namespaces, over loopback TCP)")
 	flag.Parse()
-	if err := bench(*airlock, *runs, *doc, *command); err != nil {
+	if err := bench(*airlock, *runs, *doc, *command, *remote); err != nil {
 		fmt.Fprintln(os.Stderr, "benchruntime:", err)
 		os.Exit(1)
 	}
 }
 
-func bench(airlock string, runs int, doc, command string) error {
+func bench(airlock string, runs int, doc, command string, remote bool) error {
 	airlock, _ = filepath.Abs(airlock)
 	ctx := context.Background()
 	cli, err := testenv.NewClient(ctx)
@@ -82,7 +85,51 @@ func bench(airlock string, runs int, doc, command string) error {
 	if _, err := timed("docker", "run", "--rm", image, "true"); err != nil {
 		return err
 	}
-	var dockerRun, airlockRun []time.Duration
+	// A remote Engine: the CLI points at it with DOCKER_HOST (one daemon serves both).
+	var timedRemote func() (time.Duration, error)
+	var remoteCli dockerclient.APIClient
+	if remote {
+		re, stop, err := testenv.StartRemoteEngineFor(nil)
+		if err != nil {
+			return err
+		}
+		defer func() {
+			if err := stop(); err != nil {
+				fmt.Fprintln(os.Stderr, "benchruntime:", err)
+			}
+		}()
+		remoteHost := re.Host
+		remoteCli = re.Client
+		if _, err := testenv.BuildBusyboxImage(ctx, re.Client); err != nil {
+			return fmt.Errorf("on %s: %w", remoteHost, err)
+		}
+		timedRemote = func() (time.Duration, error) {
+			c := exec.Command(airlock, "run", "--", "true")
+			c.Dir, c.Env = project, append(append([]string(nil), env...), "DOCKER_HOST="+remoteHost)
+			start := time.Now()
+			if out, err := c.CombinedOutput(); err != nil {
+				return 0, fmt.Errorf("DOCKER_HOST=%s airlock run -- true: %v\n%s", remoteHost, err, out)
+			}
+			return time.Since(start), nil
+		}
+		if _, err := timedRemote(); err != nil {
+			return err
+		}
+	}
+	// airlock run returns once the daemon took the removal over; let it finish
+	// (untimed) before the next command, so that no run pays for the last one's.
+	settle := func(engine dockerclient.APIClient) error {
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+			left, err := testenv.Leftovers(ctx, engine, "dev.airlock.project", project)
+			if err != nil || len(left) == 0 {
+				return err
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("sandbox objects left 30 s after a run: %v", left)
+			}
+		}
+	}
+	var dockerRun, airlockRun, remoteRun []time.Duration
 	for i := 0; i < runs; i++ {
 		d, err := timed("docker", "run", "--rm", image, "true")
 		if err != nil {
@@ -94,6 +141,19 @@ func bench(airlock string, runs int, doc, command string) error {
 			return err
 		}
 		airlockRun = append(airlockRun, a)
+		if err := settle(cli); err != nil {
+			return err
+		}
+		if timedRemote != nil {
+			r, err := timedRemote()
+			if err != nil {
+				return err
+			}
+			remoteRun = append(remoteRun, r)
+			if err := settle(remoteCli); err != nil {
+				return err
+			}
+		}
 	}
 
 	up := exec.Command(airlock, "up", "-d")
@@ -152,6 +212,12 @@ func bench(airlock string, runs int, doc, command string) error {
 		{Measure: "exec ratio airlock / docker", Result: fmt.Sprintf("%.2f×", float64(ae)/float64(de))},
 		{Measure: "control daemon: `GET /v1/sandboxes/{id}`, 8 concurrent clients", Result: fmt.Sprintf("%.0f requests/s", throughput)},
 	}
+	if len(remoteRun) > 0 {
+		rr := median(remoteRun)
+		rows = append(rows,
+			benchdoc.Row{Measure: "`airlock run -- true` on the stand-in remote Engine (DOCKER_HOST=tcp://127.0.0.1:…, project copied in, median)", Result: ms(rr)},
+			benchdoc.Row{Measure: "remote run ratio remote / local `airlock run`", Result: fmt.Sprintf("%.2f×", float64(rr)/float64(ar))})
+	}
 	for _, r := range rows {
 		fmt.Printf("%-50s %s\n", r.Measure, r.Result)
 	}
@@ -160,7 +226,11 @@ func bench(airlock string, runs int, doc, command string) error {
 	}
 	intro := fmt.Sprintf("By `%s` against the Docker Engine on this machine, %s; image: the local busybox test image; runs interleaved.", command, benchdoc.Machine())
 	notes := "`airlock run` does more than `docker run`: it resolves the manifest, creates a dedicated network,\n" +
-		"injects the supervisor (a cached volume), and removes the container, network and state dir afterwards.\n" +
+		"injects the supervisor (a cached volume), passes the spec and follows the status stream through the Engine API\n" +
+		"(an exec of `supervise tail`, or an archive read once the container stopped), and hands the removal of the\n" +
+		"container and network to the daemon once the main command's exit code is known; each run waits (untimed)\n" +
+		"until that removal finished before the next command starts. The stand-in remote Engine is a second dockerd\n" +
+		"in its own mount and network namespaces, reached over loopback TCP through socat: the project is copied in.\n" +
 		"`airlock exec` goes through `airlock supervise exec` inside the sandbox to apply the sandbox's environment,\n" +
 		"and is recorded by the control daemon (exec.started / exec.finished). Both go through the control daemon,\n" +
 		"which is running (warm) during the measured runs."

@@ -108,14 +108,27 @@ func Leftovers(ctx context.Context, cli client.APIClient, key, value string) ([]
 	return out, nil
 }
 
+// RemovalGrace is how long a removal the control daemon finishes after the CLI
+// returned (airlock run hands it over once the main command exited) may take.
+const RemovalGrace = 10 * time.Second
+
 // AssertNoLeftovers fails the test, listing them, when containers, networks or
 // volumes labelled key=value remain, e.g. dev.airlock.sandbox=<id> after a
-// sandbox was removed.
+// sandbox was removed, once RemovalGrace has passed.
 func AssertNoLeftovers(t testing.TB, cli client.APIClient, key, value string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), RemovalGrace+30*time.Second)
 	defer cancel()
-	left, err := Leftovers(ctx, cli, key, value)
+	deadline := time.Now().Add(RemovalGrace)
+	var left []string
+	var err error
+	for wait := 10 * time.Millisecond; ; wait = min(2*wait, 500*time.Millisecond) {
+		left, err = Leftovers(ctx, cli, key, value)
+		if err != nil || len(left) == 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(wait)
+	}
 	if err != nil {
 		t.Errorf("cannot check for leftovers: %v", err)
 		return

@@ -1,0 +1,167 @@
+package e2e
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+
+	"github.com/airlock-dev/airlock/internal/testenv"
+)
+
+const remoteManifest = `
+[sandbox]
+image = "{{image}}"
+
+[env]
+TOKEN = "${REMOTE_TOK}"
+
+[daemons.web]
+command = ["sh", "-c", "mkdir -p /www && echo from-daemon > /www/index.html && exec httpd -f -p 8080 -h /www"]
+ready = { http = "http://127.0.0.1:8080/", timeout = "10s" }
+`
+
+// TestRemoteEngine: with DOCKER_HOST pointing at an Engine that cannot see this
+// host's files (a second dockerd in its own mount and network namespaces, reached
+// over loopback TCP), a sandbox gets its project (copied in, .airlockignore
+// honoured), its ready-gated daemon, a vault secret and its exit code; --output
+// copies results back; up, exec, logs and down work; host mounts are refused;
+// nothing is left on either Engine (DESIGN §7, the channel issue).
+func TestRemoteEngine(t *testing.T) {
+	limit(t)
+	remote := testenv.StartRemoteEngine(t)
+	e := newEnv(t, "")
+	e.image = remote.BusyboxImage(t)
+	e.writeManifest(remoteManifest)
+	e.writeFile("hello.txt", "hello from the project\n")
+	e.writeFile("secret-notes.txt", "left out\n")
+	e.writeFile(".airlockignore", "secret-notes.txt\n")
+	e.extra = append(e.extra, "DOCKER_HOST="+remote.Host, "AIRLOCK_VAULT_PASSPHRASE=remote passphrase")
+	defer testenv.AssertNoLeftovers(t, remote.Client, labelProject, e.project)
+
+	ctx, cancel := context.WithTimeout(context.Background(), cmdTimeout)
+	defer cancel()
+	set := e.command(ctx, "secrets", "set", "REMOTE_TOK", "--stdin")
+	set.Stdin = strings.NewReader("vault-remote-value\n")
+	if out, err := set.CombinedOutput(); err != nil {
+		t.Fatalf("secrets set: %v\n%s", err, out)
+	}
+
+	r := e.run("run", "--output", "out", "--", "sh", "-c",
+		"cat hello.txt; test -e secret-notes.txt && echo ignored-file-copied; echo token=$TOKEN; wget -qO- http://127.0.0.1:8080/; mkdir -p out && echo report > out/report.txt && ln -s /etc out/link; exit 7")
+	if r.code != 7 {
+		t.Fatalf("run on the remote Engine: want exit 7, got %s", r)
+	}
+	contains(t, "stdout", r.stdout, "hello from the project", "token=vault-remote-value", "from-daemon")
+	if strings.Contains(r.stdout, "ignored-file-copied") {
+		t.Errorf(".airlockignore was not honoured: %s", r)
+	}
+	if b, err := os.ReadFile(filepath.Join(e.project, "out", "report.txt")); err != nil || string(b) != "report\n" {
+		t.Errorf("--output out: %q %v", b, err)
+	}
+	// A symbolic link made in the sandbox is not recreated on the host.
+	if _, err := os.Lstat(filepath.Join(e.project, "out", "link")); err == nil {
+		t.Errorf("--output recreated a symbolic link from the sandbox on the host")
+	}
+	contains(t, "stderr of run --output", r.stderr, "skipped")
+	if n := len(listProject(t, remote, e.project)); n != 0 {
+		t.Errorf("%d containers left on the remote Engine after run", n)
+	}
+
+	// up, exec, logs, down.
+	id := strings.TrimSpace(e.mustRun("up", "-d").stdout)
+	if len(listProject(t, remote, e.project)) != 1 || len(e.containers()) != 0 {
+		t.Errorf("the up sandbox is not on the remote Engine alone")
+	}
+	r = e.mustRun("exec", "--", "sh", "-c", "cat hello.txt; echo token=$TOKEN")
+	contains(t, "exec", r.stdout, "hello from the project", "token=vault-remote-value")
+	r = e.mustRun("logs", id, "web", "--stderr")
+	_ = r // httpd logs nothing; reading it through the Engine must work
+	r = e.mustRun("exec", "--", "sh", "-c", "echo to-the-log >> /airlock/state/daemons/web/stdout.log")
+	r = e.mustRun("logs", id, "web")
+	contains(t, "logs", r.stdout, "to-the-log")
+	r = e.mustRun("daemon", "status")
+	contains(t, "daemon status", r.stdout, "Engine: "+remote.Host)
+	e.mustRun("down")
+
+	// A host mount cannot reach a remote Engine: a config error that says why.
+	e.writeManifest(remoteManifest + `
+[mounts.cache]
+source = "{{project}}"
+target = "/cache"
+`)
+	r = e.run("run", "--", "true")
+	if r.code != 2 {
+		t.Errorf("a host mount on a remote Engine: want exit 2, got %s", r)
+	}
+	contains(t, "stderr", r.stderr, "mounts.cache.source", "cannot see it")
+	e.assertClean()
+}
+
+// TestDockerContexts: DOCKER_CONTEXT, and else the docker CLI's current context,
+// choose the Engine as the docker CLI does.
+func TestDockerContexts(t *testing.T) {
+	limit(t)
+	remote := testenv.StartRemoteEngine(t)
+	e := newEnv(t, "")
+	e.image = remote.BusyboxImage(t)
+	e.writeManifest(plainManifest)
+	defer testenv.AssertNoLeftovers(t, remote.Client, labelProject, e.project)
+
+	// A context store as `docker context create standin --docker host=…` writes it.
+	cfg := filepath.Join(e.home, ".docker")
+	sum := sha256.Sum256([]byte("standin"))
+	meta := filepath.Join(cfg, "contexts", "meta", hex.EncodeToString(sum[:]))
+	if err := os.MkdirAll(meta, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(map[string]any{"Name": "standin", "Metadata": map[string]any{},
+		"Endpoints": map[string]any{"docker": map[string]any{"Host": remote.Host, "SkipTLSVerify": false}}})
+	if err := os.WriteFile(filepath.Join(meta, "meta.json"), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	onRemote := func(what string, extra ...string) {
+		t.Helper()
+		id := uniq("ctx")
+		r := e.runEnv(extra, "run", "--keep", "--id", id, "--", "true")
+		if r.code != 0 {
+			t.Fatalf("%s: %s", what, r)
+		}
+		if n := len(listProject(t, remote, e.project)); n != 1 {
+			t.Errorf("%s: the sandbox is not on the context's Engine (%d there)", what, n)
+		}
+		e.mustRun("rm", id)
+	}
+	onRemote("DOCKER_CONTEXT=standin", "DOCKER_CONTEXT=standin")
+	if err := os.WriteFile(filepath.Join(cfg, "config.json"), []byte(`{"currentContext": "standin"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	onRemote("currentContext standin")
+	// DOCKER_HOST wins over the current context.
+	r := e.runEnv([]string{"DOCKER_HOST=unix:///var/run/docker.sock"}, "run", "--", "sh", "-c", "exit 3")
+	if r.code != 3 {
+		t.Errorf("DOCKER_HOST over the current context: %s", r)
+	}
+	// An unknown context is an error naming it.
+	r = e.runEnv([]string{"DOCKER_CONTEXT=nosuch"}, "run", "--", "true")
+	if r.code != 125 || !strings.Contains(r.stderr, "nosuch") {
+		t.Errorf("an unknown context: want exit 125 naming it, got %s", r)
+	}
+	e.assertClean()
+}
+
+func listProject(t *testing.T, remote *testenv.RemoteEngine, project string) []container.Summary {
+	t.Helper()
+	list, err := remote.Client.ContainerList(context.Background(), container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", labelProject+"="+project))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return list
+}
