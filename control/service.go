@@ -77,8 +77,9 @@ type live struct {
 	starting bool       // a start is in progress: the stream is read only once it is recorded
 	complete bool       // the stream was read to its last line (supervisor.exiting)
 
-	netRemoval chan struct{} // closed when an early removal of the network ended (guarded by Service.mu)
-	tailGen    int           // the follower that owns the stream; older ones stop
+	netRemoval chan struct{}   // closed when an early removal of the network ended (guarded by Service.mu)
+	up         map[string]bool // daemons up since the last start; nil until known (guarded by Service.mu)
+	tailGen    int             // the follower that owns the stream; older ones stop
 }
 
 // NewService returns a service over an open store and a runtime.
@@ -338,6 +339,7 @@ func (s *Service) startLocked(ctx context.Context, id string, l *live) {
 	l.tailGen++ // a follower of the previous run stops
 	l.offset, l.offsetOK, l.starting, l.complete = 0, true, true, false
 	l.ingestMu.Unlock()
+	s.setFlags(l, func() { l.up = map[string]bool{} })
 	err := s.rtOf(id).Start(ctx, l.handle)
 	l.ingestMu.Lock()
 	l.starting = false

@@ -243,6 +243,12 @@ func (s *Service) ingestOne(id string, ev supervisor.StatusEvent, after int64) {
 	case supervisor.KindDaemonStarted, supervisor.KindDaemonReady, supervisor.KindDaemonExited, supervisor.KindDaemonRestarting,
 		supervisor.KindDaemonGaveUp, supervisor.KindDaemonStopped, supervisor.KindDaemonKilled:
 		s.emit(id, out, "")
+		l := s.liveOf(id)
+		s.mu.Lock()
+		if l.up != nil {
+			markUp(l.up, ev.Kind, ev.Daemon)
+		}
+		s.mu.Unlock()
 	case supervisor.KindSupervisorReady:
 		s.emit(id, store.Event{Kind: "sandbox.ready", StatusOffset: after}, store.StateReady)
 		s.touch(id)
@@ -259,28 +265,47 @@ func (s *Service) ingestOne(id string, ev supervisor.StatusEvent, after int64) {
 }
 
 // daemonsUp counts the daemons whose last transition since the sandbox last
-// started leaves them up.
+// started leaves them up: from memory, kept by ingestOne, or once from the events
+// (a daemon that restarted).
 func (s *Service) daemonsUp(id string, total int) int {
-	evs, err := s.store.Events(id, 0)
-	if err != nil {
-		return 0
-	}
-	up := map[string]bool{}
-	for _, e := range evs {
-		switch e.Kind {
-		case "sandbox.started":
-			clear(up)
-		case "daemon.started", "daemon.ready":
-			up[e.Daemon] = true
-		case "daemon.exited", "daemon.gave_up", "daemon.stopped", "daemon.killed":
-			up[e.Daemon] = false
+	l := s.liveOf(id)
+	s.mu.Lock()
+	known := l.up != nil
+	s.mu.Unlock()
+	if !known {
+		evs, err := s.store.Events(id, 0)
+		if err != nil {
+			return 0
 		}
+		up := map[string]bool{}
+		for _, e := range evs {
+			markUp(up, e.Kind, e.Daemon)
+		}
+		s.mu.Lock()
+		if l.up == nil {
+			l.up = up
+		}
+		s.mu.Unlock()
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	n := 0
-	for _, u := range up {
+	for _, u := range l.up {
 		if u {
 			n++
 		}
 	}
 	return min(n, total)
+}
+
+// markUp applies one event to the daemons-up map.
+func markUp(up map[string]bool, kind, daemon string) {
+	switch kind {
+	case "sandbox.started":
+		clear(up)
+	case "daemon.started", "daemon.ready":
+		up[daemon] = true
+	case "daemon.exited", "daemon.gave_up", "daemon.stopped", "daemon.killed":
+		up[daemon] = false
+	}
 }
