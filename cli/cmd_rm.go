@@ -17,7 +17,7 @@ func newRmCommand(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "rm [-f] [SANDBOX]",
 		Short: "Remove this project's sandbox, a named one, or every one matching --label",
-		Long:  "rm removes everything of a sandbox: containers, network and state dir. A running sandbox is\nrefused unless -f, which stops it first. The sandbox's ID stays reserved.",
+		Long:  "rm removes everything of a sandbox: its containers (with the logs and status kept in them) and network. A running sandbox is\nrefused unless -f, which stops it first. The sandbox's ID stays reserved.",
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.remove(args, labels, force, false)

@@ -161,7 +161,11 @@ func (a *app) upSandbox(ctx context.Context, c *client.Client, rt *sandbox.Runti
 			return existing.ID, false, existing.LastSeq, nil
 		}
 		if !a.opts.quiet {
-			fmt.Fprintf(a.stderr, "airlock: the manifest changed since sandbox %s was created; recreating it (changes to its filesystem are lost)\n", existing.ID)
+			why := "the manifest changed since sandbox %s was created"
+			if ierr != nil && existing.Engine != nil && existing.Engine.Host != rt.Endpoint.Host {
+				why = "sandbox %s is on another Docker Engine (" + engineName(existing.Engine) + ") than " + rt.EngineName
+			}
+			fmt.Fprintf(a.stderr, "airlock: "+why+"; recreating it (changes to its filesystem are lost)\n", existing.ID)
 		}
 		if _, err := c.Delete(ctx, existing.ID); err != nil {
 			return "", false, 0, apiFailure(err)

@@ -13,7 +13,7 @@ type Paths struct {
 	DataDir    string // $XDG_DATA_HOME/airlock
 	RuntimeDir string // $XDG_RUNTIME_DIR/airlock, else /tmp/airlock-<uid>
 
-	// StateRoot holds ids.db, daemon/ and sandboxes/ (runtime.state_root in
+	// StateRoot holds ids.db and daemon/ (runtime.state_root in
 	// config.toml); it defaults to DataDir. The vault stays in DataDir.
 	StateRoot string
 }

@@ -101,8 +101,9 @@ func stopTimeout(labels map[string]string) int {
 	return 30
 }
 
-// Remove removes every object labelled with the sandbox ID (containers, network)
-// and its state dir. Removing what does not exist is not an error.
+// Remove removes every object labelled with the sandbox ID (containers, network);
+// the sandbox's state lives in its container and goes with it. Removing what does
+// not exist is not an error.
 func (rt *Runtime) Remove(ctx context.Context, id string) error {
 	defer rt.step("remove")()
 	cerr := rt.RemoveContainers(ctx, id)

@@ -13,7 +13,7 @@ need_pkgs=()
 command -v dockerd >/dev/null 2>&1 || need_pkgs+=(docker.io)
 command -v docker >/dev/null 2>&1 || need_pkgs+=(docker.io)
 command -v docker-registry >/dev/null 2>&1 || need_pkgs+=(docker-registry)
-[ -x /bin/busybox ] && /bin/busybox --list 2>/dev/null | grep -qx httpd || need_pkgs+=(busybox-static)
+[ -x /bin/busybox ] && /bin/busybox --list 2>/dev/null | grep -x httpd >/dev/null || need_pkgs+=(busybox-static)
 command -v socat >/dev/null 2>&1 || need_pkgs+=(socat)
 if [ ${#need_pkgs[@]} -gt 0 ]; then
   if [ "$(id -u)" != 0 ]; then
