@@ -9,6 +9,8 @@ import (
 	"io"
 	"time"
 
+	"golang.org/x/time/rate"
+
 	"github.com/airlock-dev/airlock/control/store"
 	"github.com/airlock-dev/airlock/sandbox"
 	"github.com/airlock-dev/airlock/supervisor"
@@ -24,6 +26,10 @@ import (
 const (
 	maxStatusLine   = 64 << 10
 	maxStatusStream = 16 << 20
+	// statusRate and statusBurst bound how fast a stream's lines become events
+	// (a daemon restarting in a loop reports a few a second at most).
+	statusRate  = 100
+	statusBurst = 2000
 )
 
 // errStatusAbuse is a status stream beyond its bounds.
@@ -119,6 +125,11 @@ func (s *Service) consume(id string, l *live, gen int, r io.Reader, from int64) 
 			return nil
 		}
 		if pos > l.offset {
+			if !l.allowEvent() {
+				s.abuseLocked(id, fmt.Sprintf("more than %d lines a second", statusRate))
+				l.ingestMu.Unlock()
+				return errStatusAbuse
+			}
 			s.ingestLine(id, line, pos)
 			l.offset = pos
 		}
@@ -169,6 +180,10 @@ func (s *Service) catchUp(id string, l *live) {
 		pos += int64(len(line))
 		if pos > maxStatusStream {
 			s.abuseLocked(id, fmt.Sprintf("more than %d bytes", maxStatusStream))
+			return
+		}
+		if !l.allowEvent() {
+			s.abuseLocked(id, fmt.Sprintf("more than %d lines a second", statusRate))
 			return
 		}
 		s.ingestLine(id, line, pos)
@@ -308,4 +323,12 @@ func markUp(up map[string]bool, kind, daemon string) {
 	case "daemon.exited", "daemon.gave_up", "daemon.stopped", "daemon.killed":
 		up[daemon] = false
 	}
+}
+
+// allowEvent takes one line from l's rate budget (l.ingestMu held).
+func (l *live) allowEvent() bool {
+	if l.limiter == nil {
+		l.limiter = rate.NewLimiter(statusRate, statusBurst)
+	}
+	return l.limiter.Allow()
 }

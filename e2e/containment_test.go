@@ -147,7 +147,21 @@ image = "{{image}}"
 		return len(ps) == 1 && ps[0].State == "failed"
 	})
 	r := e.mustRun("events", id)
-	contains(t, "events", r.stdout, "status stream")
+	contains(t, "events", r.stdout, "status stream", "longer than")
+
+	// A flood of well-formed lines: the sandbox fails, the store is not flooded.
+	e.mustRun("up", "-d")
+	e.mustRun("exec", "--", "sh", "-c", `i=0; while [ $i -lt 5000 ]; do echo '{"time":"2026-01-01T00:00:00Z","kind":"daemon.started","daemon":"x","pid":1}'; i=$((i+1)); done >> `+sandbox.StatusIn)
+	eventually(t, 30*time.Second, "the flooding sandbox to fail", func() bool {
+		ps := e.ps()
+		return len(ps) == 1 && ps[0].State == "failed"
+	})
+	r = e.mustRun("events", id)
+	contains(t, "events", r.stdout, "lines a second")
+	// The budget is a burst of 2000 lines and 100 a second after it.
+	if n := strings.Count(r.stdout, "daemon.started"); n >= 4000 {
+		t.Errorf("%d of the flood's 5000 lines became events", n)
+	}
 
 	// The daemon still serves: a run elsewhere works.
 	other := newEnv(t, plainManifest)
