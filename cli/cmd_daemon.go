@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -34,16 +37,22 @@ func newDaemonCommand(a *app) *cobra.Command {
 	flags := func(c *cobra.Command) {
 		c.Flags().StringVar(&d.host, "host", "", "also listen on TCP at this host")
 		c.Flags().IntVar(&d.port, "port", 7777, "TCP port (with --host)")
-		c.Flags().StringVar(&d.token, "token", "", "token TCP clients must send (Authorization: Bearer or Token)")
+		c.Flags().StringVar(&d.tokenFile, "token-file", "", "file holding the token TCP clients must send (Authorization: Bearer or Token); a regular file of yours, mode 0600 (else AIRLOCK_TOKEN)")
+		c.Flags().StringVar(&d.token, "token", "", "the token itself (deprecated: other local users can read a command line; use --token-file or AIRLOCK_TOKEN)")
 		c.Flags().BoolVar(&d.noToken, "no-token", false, "accept TCP clients without a token")
+		c.Flags().BoolVar(&d.removeTokenFile, "remove-token-file", false, "remove the token file once read (the CLI's hand-off to a daemon it starts)")
+		_ = c.Flags().MarkHidden("remove-token-file")
 	}
 	start := &cobra.Command{
 		Use:   "start",
 		Short: "Start the daemon in the background (no-op when a daemon of this build runs)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			p, err := a.paths()
+			p, err := a.daemonPaths()
 			if err != nil {
+				return err
+			}
+			if err := a.resolveToken(&d, false); err != nil {
 				return err
 			}
 			c := client.New(p.Socket())
@@ -52,9 +61,12 @@ func newDaemonCommand(a *app) *cobra.Command {
 					fmt.Fprintf(a.stdout, "Daemon running (PID %d, build %s, logs: %s)\n", h.PID, h.BuildID, h.LogPath)
 					return nil
 				}
-				fmt.Fprintf(a.stderr, "daemon outdated (build %s -> %s), restarting...\n", h.BuildID, BuildID)
-				if err := stopDaemon(p, h.PID); err != nil {
-					return withCode(ExitAirlock, err)
+				old, err := a.replaceDaemon(p, h)
+				if err != nil {
+					return err
+				}
+				if !d.listenGiven() {
+					d = old // no listen flags given: keep the replaced daemon's
 				}
 			}
 			if err := a.startDaemon(context.Background(), p, d); err != nil {
@@ -83,19 +95,35 @@ func newDaemonCommand(a *app) *cobra.Command {
 		Short: "Stop the daemon (SIGTERM, then SIGKILL after 5 s); sandboxes keep running",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			p, err := a.paths()
+			p, err := a.daemonPaths()
 			if err != nil {
 				return err
 			}
+			// Only a pid that is provably the daemon is signalled: the one
+			// answering health on the socket, else the pid file's if that
+			// process holds the singleton lock (a daemon that hangs). A pid
+			// file naming anything else is stale (the pid may be reused).
 			st, ok := control.ReadState(p)
-			if h, err := client.New(p.Socket()).Health(context.Background()); err == nil {
-				st.PID, ok = h.PID, true
-			}
-			if !ok {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			h, herr := client.New(p.Socket()).Health(ctx)
+			cancel()
+			switch {
+			case herr == nil:
+				st.PID = h.PID
+			case ok && control.HoldsLock(p, st.PID):
+			case control.HasPidFile(p):
+				control.RemoveStalePidFile(p, st.PID)
+				fmt.Fprintln(a.stdout, "no daemon running; removed a stale pid file")
+				return nil
+			default:
 				fmt.Fprintln(a.stdout, "Daemon not running")
 				return nil
 			}
 			if err := stopDaemon(p, st.PID); err != nil {
+				if errors.Is(err, errNotDaemon) { // it ended meanwhile
+					fmt.Fprintln(a.stdout, "Daemon not running")
+					return nil
+				}
 				return withCode(ExitAirlock, err)
 			}
 			fmt.Fprintf(a.stdout, "Daemon stopped (PID %d)\n", st.PID)
@@ -107,7 +135,7 @@ func newDaemonCommand(a *app) *cobra.Command {
 		Short: "Print whether the daemon runs, its PID, build and log",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			p, err := a.paths()
+			p, err := a.daemonPaths()
 			if err != nil {
 				return err
 			}
@@ -144,6 +172,17 @@ func (a *app) runDaemon(d daemonArgs) error {
 	if err != nil {
 		return err
 	}
+	// Before anything starts (the Engine connection, the lock): the runtime
+	// and daemon dirs must be the user's own.
+	if err := p.EnsureRuntimeDir(); err != nil {
+		return withCode(ExitAirlock, err)
+	}
+	if err := p.EnsureDaemonDir(); err != nil {
+		return withCode(ExitAirlock, err)
+	}
+	if err := a.resolveToken(&d, true); err != nil {
+		return err
+	}
 	home, _ := a.getenv("HOME")
 	cfg, err := userconfig.LoadWithHome(p.UserConfig(), home)
 	if err != nil {
@@ -169,7 +208,7 @@ func (a *app) runDaemon(d daemonArgs) error {
 			return nil, err
 		}
 		ort := sandbox.NewRuntime(ep, cli, p)
-		ort.Binary, ort.BuildID, ort.Getenv, ort.Quiet = rt.Binary, rt.BuildID, rt.Getenv, true
+		ort.Binary, ort.BuildID, ort.Getenv, ort.Quiet, ort.Owner = rt.Binary, rt.BuildID, rt.Getenv, true, rt.Owner
 		return ort, nil
 	}
 	redactor := secrets.NewRedactor()
@@ -189,7 +228,7 @@ func (a *app) runDaemon(d daemonArgs) error {
 		logCopy = nil // stderr is the log file already
 	}
 	err = control.Run(ctx, control.Options{
-		Paths: p, Version: Version, BuildID: BuildID, Host: d.host, Port: d.port, Token: d.token, NoToken: d.noToken,
+		Paths: p, Version: Version, BuildID: BuildID, Host: d.host, Port: d.port, Token: d.token, TokenFile: d.tokenFile, NoToken: d.noToken,
 		LogLevel: level, Stderr: logCopy, Service: openService, Redactor: redactor,
 	})
 	if errors.Is(err, control.ErrAlreadyRunning) {
@@ -197,6 +236,53 @@ func (a *app) runDaemon(d daemonArgs) error {
 	}
 	if err != nil {
 		return withCode(ExitAirlock, err)
+	}
+	return nil
+}
+
+// resolveToken settles where the TCP token comes from (DESIGN §8): --token-file
+// (a regular file of the user's, mode 0600) or --token, which still works but
+// warns (a command line is readable by every local user), else AIRLOCK_TOKEN.
+// For `daemon run` (read) the token is read into d.token, and d.tokenFile stays
+// only when it is the user's own file (it is then recorded as such in the
+// listen options); the CLI's hand-off file is removed once read. For `daemon
+// start` the file is only checked, so a bad one is reported here rather than in
+// the log of a daemon that did not start.
+func (a *app) resolveToken(d *daemonArgs, read bool) error {
+	if d.token != "" {
+		fmt.Fprintln(a.stderr, "airlock: warning: --token puts the token on the command line, where other local users can read it "+
+			"(ps, /proc/PID/cmdline); use --token-file PATH (mode 0600) or AIRLOCK_TOKEN instead")
+		if d.tokenFile != "" {
+			return withCode(ExitUsage, errors.New("give the token once: --token-file or --token, not both"))
+		}
+	}
+	if d.token == "" && d.tokenFile == "" && d.host != "" {
+		if v, ok := a.getenv("AIRLOCK_TOKEN"); ok && v != "" {
+			d.token = v
+		}
+	}
+	if d.tokenFile != "" {
+		if !filepath.IsAbs(d.tokenFile) {
+			abs, err := filepath.Abs(d.tokenFile)
+			if err != nil {
+				return withCode(ExitUsage, err)
+			}
+			d.tokenFile = abs
+		}
+		tok, err := control.ReadTokenFile(d.tokenFile)
+		if err != nil {
+			return withCode(ExitUsage, err)
+		}
+		if read {
+			d.token = tok
+			if d.removeTokenFile {
+				_ = os.Remove(d.tokenFile)
+				d.tokenFile, d.removeTokenFile = "", false
+			}
+		}
+	}
+	if d.host != "" && !d.noToken && d.token == "" && d.tokenFile == "" {
+		return withCode(ExitUsage, errors.New("cannot listen on TCP without a token: give --token-file PATH (mode 0600), AIRLOCK_TOKEN, or --no-token"))
 	}
 	return nil
 }

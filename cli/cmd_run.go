@@ -66,7 +66,7 @@ func (a *app) run(parent context.Context, o runOptions, args []string) error {
 	if err != nil {
 		return err
 	}
-	env, err := a.parseEnvFlags(o.env)
+	env, envSecrets, err := a.parseEnvFlagsPrivate(o.env)
 	if err != nil {
 		return err
 	}
@@ -111,7 +111,7 @@ func (a *app) run(parent context.Context, o runOptions, args []string) error {
 		cliPid, cliStart = 0, ""
 	}
 	rec, err := c.Create(ctx, &client.CreateRequest{
-		ID: o.id, Kind: sandbox.KindRun, Manifest: wm, Secrets: secretValues, Command: args, Env: env,
+		ID: o.id, Kind: sandbox.KindRun, Manifest: wm, Secrets: secretValues, Command: args, Env: env, EnvSecrets: envSecrets,
 		Workdir: o.workdir, TTY: tty, Stdin: stdin, Labels: labels, Quiet: a.opts.quiet,
 		CLIPid: cliPid, CLIStart: cliStart, Engine: wireEngine(rt),
 	})

@@ -48,7 +48,8 @@ func newSecretsSetCommand(a *app) *cobra.Command {
 		Short: "Store a secret (value from a hidden prompt, or standard input with --stdin)",
 		Long: "Store a secret under NAME ([A-Z_][A-Z0-9_]*). On a terminal the value is asked for twice\n" +
 			"without echo; with --stdin it is read from standard input, one trailing newline removed.\n" +
-			"The value is never taken from the command line. An empty value is refused.",
+			"The value is never taken from the command line. An empty value is refused, and so is one\n" +
+			"shorter than 4 bytes: airlock could not mask it in its output and logs.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.secretsSet(args[0], fromStdin, yes)
@@ -198,6 +199,9 @@ func (a *app) secretsSet(name string, fromStdin, yes bool) error {
 	}
 	if value == "" {
 		return withCode(ExitUsage, secrets.ErrEmptyValue)
+	}
+	if len(value) < secrets.MinRedactLen {
+		return withCode(ExitUsage, secrets.ErrShortValue)
 	}
 	if err := v.Set(name, value); err != nil {
 		return withCode(ExitFailure, err)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strings"
 	"syscall"
 	"time"
 
@@ -14,21 +15,40 @@ import (
 	"github.com/airlock-dev/airlock/paths"
 )
 
-// daemonArgs are the flags a started daemon gets.
+// daemonArgs are the listen options of a daemon: the flags of `airlock daemon
+// start|run`, or what a running daemon recorded (control.Listen).
 type daemonArgs struct {
-	host    string
-	port    int
-	token   string
-	noToken bool
+	host      string
+	port      int
+	token     string // the token itself: --token, AIRLOCK_TOKEN, or recorded
+	tokenFile string // --token-file
+	noToken   bool
+	// removeTokenFile: tokenFile is the CLI's hand-off file
+	// (control.TokenHandoffFile), read once and removed by the daemon.
+	removeTokenFile bool
 }
 
+func (d daemonArgs) listenGiven() bool {
+	return d.host != "" || d.token != "" || d.tokenFile != "" || d.noToken
+}
+
+func argsOf(l control.Listen) daemonArgs {
+	return daemonArgs{host: l.Host, port: l.Port, token: l.Token, tokenFile: l.TokenFile, noToken: l.NoToken}
+}
+
+// argv is the command line of a daemon started in the background. The token
+// is never on it (any local user can read /proc/PID/cmdline): a token given by
+// value goes through the hand-off file, see startDaemon.
 func (d daemonArgs) argv() []string {
 	argv := []string{"daemon", "run"}
 	if d.host != "" {
 		argv = append(argv, "--host", d.host, "--port", fmt.Sprint(d.port))
 	}
-	if d.token != "" {
-		argv = append(argv, "--token", d.token)
+	if d.tokenFile != "" {
+		argv = append(argv, "--token-file", d.tokenFile)
+	}
+	if d.removeTokenFile {
+		argv = append(argv, "--remove-token-file")
 	}
 	if d.noToken {
 		argv = append(argv, "--no-token")
@@ -36,10 +56,24 @@ func (d daemonArgs) argv() []string {
 	return argv
 }
 
+// daemonPaths are the user's paths, with the runtime dir made or checked
+// before anything talks to the socket in it: in a directory another user made
+// (the /tmp fallback), the "daemon" answering could be theirs.
+func (a *app) daemonPaths() (*paths.Paths, error) {
+	p, err := a.paths()
+	if err != nil {
+		return nil, err
+	}
+	if err := p.EnsureRuntimeDir(); err != nil {
+		return nil, withCode(ExitAirlock, err)
+	}
+	return p, nil
+}
+
 // daemonClient returns a client of a healthy daemon of this build, starting one
 // (or replacing an outdated one, without stopping any sandbox) when needed.
 func (a *app) daemonClient(ctx context.Context) (*client.Client, error) {
-	p, err := a.paths()
+	p, err := a.daemonPaths()
 	if err != nil {
 		return nil, err
 	}
@@ -47,19 +81,31 @@ func (a *app) daemonClient(ctx context.Context) (*client.Client, error) {
 	hctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	h, err := c.Health(hctx)
 	cancel()
+	var args daemonArgs
 	if err == nil {
 		if h.BuildID == BuildID {
 			return c, nil
 		}
-		fmt.Fprintf(a.stderr, "daemon outdated (build %s -> %s), restarting...\n", h.BuildID, BuildID)
-		if err := stopDaemon(p, h.PID); err != nil {
-			return nil, withCode(ExitAirlock, err)
+		args, err = a.replaceDaemon(p, h)
+		if err != nil {
+			return nil, err
 		}
 	}
-	if err := a.startDaemon(ctx, p, daemonArgs{}); err != nil {
+	if err := a.startDaemon(ctx, p, args); err != nil {
 		return nil, err
 	}
 	return c, nil
+}
+
+// replaceDaemon stops a daemon of another build (its sandboxes keep running)
+// and returns its listen options, for the new one to use the same (DESIGN §8).
+func (a *app) replaceDaemon(p *paths.Paths, h *client.Health) (daemonArgs, error) {
+	fmt.Fprintf(a.stderr, "daemon outdated (build %s -> %s), restarting...\n", h.BuildID, BuildID)
+	l, _ := control.ReadListen(p) // read before it stops: it removes them
+	if err := stopDaemon(p, h.PID); err != nil {
+		return daemonArgs{}, withCode(ExitAirlock, err)
+	}
+	return argsOf(l), nil
 }
 
 // startDaemon starts `airlock daemon run` in the background, detached, and waits
@@ -69,17 +115,28 @@ func (a *app) startDaemon(ctx context.Context, p *paths.Paths, args daemonArgs) 
 	if err != nil {
 		return withCode(ExitAirlock, fmt.Errorf("cannot find the airlock binary: %w", err))
 	}
-	if err := os.MkdirAll(p.DaemonDir(), 0o700); err != nil {
-		return withCode(ExitAirlock, fmt.Errorf("cannot create %s: %w", p.DaemonDir(), err))
+	if err := p.EnsureDaemonDir(); err != nil {
+		return withCode(ExitAirlock, err)
 	}
 	logPath := control.LogFile(p)
-	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND|syscall.O_NOFOLLOW, 0o600)
 	if err != nil {
 		return withCode(ExitAirlock, fmt.Errorf("cannot open %s: %w", logPath, err))
 	}
 	defer logf.Close()
+	if args.token != "" && args.tokenFile == "" {
+		// A token given by value reaches the child through a 0600 file in
+		// the daemon dir, never its command line or environment.
+		if args.tokenFile, err = control.WriteTokenHandoff(p, args.token); err != nil {
+			return withCode(ExitAirlock, err)
+		}
+		args.removeTokenFile = true
+		// The daemon removes it once read; this is for one that never got
+		// that far.
+		defer os.Remove(args.tokenFile)
+	}
 	cmd := exec.Command(bin, args.argv()...)
-	cmd.Env = append(a.environ(), "AIRLOCK_DAEMON_BACKGROUND=1")
+	cmd.Env = a.daemonEnviron()
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = nil, logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
@@ -112,7 +169,25 @@ func (a *app) startDaemon(ctx context.Context, p *paths.Paths, args daemonArgs) 
 	}
 }
 
-// stopDaemon sends SIGTERM, waits up to 5 s, then SIGKILLs (DESIGN §8).
+// errNotDaemon: the pid is not provably the daemon, so it is not signalled.
+var errNotDaemon = errors.New("not the airlock daemon")
+
+// isDaemon reports whether pid is provably this user's daemon: it holds the
+// singleton lock, or it answers health on the socket with that pid.
+func isDaemon(p *paths.Paths, pid int) bool {
+	if control.HoldsLock(p, pid) {
+		return true
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	h, err := client.New(p.Socket()).Health(ctx)
+	return err == nil && h.PID == pid
+}
+
+// stopDaemon sends SIGTERM, waits up to 5 s, then SIGKILLs (DESIGN §8) — only
+// a pid that is provably the daemon (errNotDaemon otherwise). The process is
+// held by a pidfd (os.FindProcess) before it is checked, so the signals reach
+// the process checked even if its pid is reused meanwhile.
 func stopDaemon(p *paths.Paths, pid int) error {
 	if pid <= 0 {
 		return errors.New("cannot stop the daemon: no pid")
@@ -120,6 +195,10 @@ func stopDaemon(p *paths.Paths, pid int) error {
 	proc, err := os.FindProcess(pid)
 	if err != nil {
 		return fmt.Errorf("cannot stop the daemon (pid %d): %w", pid, err)
+	}
+	defer proc.Release()
+	if !isDaemon(p, pid) {
+		return fmt.Errorf("pid %d: %w", pid, errNotDaemon)
 	}
 	if err := proc.Signal(syscall.SIGTERM); err != nil {
 		if errors.Is(err, os.ErrProcessDone) {
@@ -147,14 +226,50 @@ func isZombie(pid int) bool {
 	return !ok || state == "Z"
 }
 
-// environ returns the environment for the daemon child: the process's, with the
-// variables that place airlock's files taken from the CLI's own view.
-func (a *app) environ() []string {
-	env := os.Environ()
-	for _, k := range []string{"HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_RUNTIME_DIR", "DOCKER_HOST", "PATH", "AIRLOCK_SUPERVISOR_BINARY"} {
+// daemonEnvNames are the variables a daemon started in the background gets
+// from the CLI's environment, and no others: it never sees the vault
+// passphrase, a token, or whatever else the user's shell holds.
+var daemonEnvNames = []string{
+	// who and where: home, user, tools, temporary files, language
+	"HOME", "USER", "LOGNAME", "PATH", "TMPDIR", "LANG", "LANGUAGE", "TZ",
+	// which Docker Engine, as the docker CLI chooses it (engine.Resolve)
+	"DOCKER_HOST", "DOCKER_CONTEXT", "DOCKER_CONFIG", "DOCKER_CERT_PATH", "DOCKER_TLS_VERIFY", "DOCKER_TLS",
+	// ssh:// Engines, and the ssh-agent tool
+	"SSH_AUTH_SOCK",
+	// the tool caches the daemon plans on the host (sandbox/mounts.go)
+	"GOCACHE", "GOPATH", "GOMODCACHE", "UV_CACHE_DIR",
+	// the AIRLOCK_* variables the daemon reads (AIRLOCK_DAEMON_BACKGROUND is set below)
+	"AIRLOCK_SUPERVISOR_BINARY",
+}
+
+// daemonEnvPrefixes: every variable with one of these prefixes is passed too.
+var daemonEnvPrefixes = []string{"LC_", "XDG_"}
+
+// daemonEnviron is the daemon child's environment: the variables above, as
+// the CLI sees them (a.getenv), and AIRLOCK_DAEMON_BACKGROUND=1.
+func (a *app) daemonEnviron() []string {
+	names := append([]string(nil), daemonEnvNames...)
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		for _, pre := range daemonEnvPrefixes {
+			if strings.HasPrefix(k, pre) {
+				names = append(names, k)
+			}
+		}
+	}
+	// The XDG variables that place airlock's files, even when a test's
+	// getenv has them and the process has not.
+	names = append(names, "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_RUNTIME_DIR")
+	var env []string
+	seen := map[string]bool{}
+	for _, k := range names {
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
 		if v, ok := a.getenv(k); ok {
 			env = append(env, k+"="+v)
 		}
 	}
-	return env
+	return append(env, "AIRLOCK_DAEMON_BACKGROUND=1")
 }

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/airlock-dev/airlock/client"
+	"github.com/airlock-dev/airlock/control"
 	"github.com/airlock-dev/airlock/engine"
 	"github.com/airlock-dev/airlock/paths"
 	"github.com/airlock-dev/airlock/sandbox"
@@ -41,6 +42,10 @@ func (a *app) newRuntime(p *paths.Paths, cli *dockerclient.Client, ep engine.End
 		}
 	}
 	rt := sandbox.NewRuntime(ep, cli, p)
+	if rt.Owner, err = control.OwnerKey(p); err != nil {
+		cli.Close()
+		return nil, nil, withCode(ExitAirlock, err)
+	}
 	rt.Progress, rt.ProgressTTY = a.redactor.Writer(a.stderr), isTerminal(a.stderr)
 	rt.Quiet, rt.Binary, rt.BuildID, rt.Getenv = a.opts.quiet, bin, BuildID, a.getenv
 	if a.opts.logLevel == "debug" {
@@ -91,6 +96,32 @@ func forwardsStdin(r io.Reader) bool {
 		return true
 	}
 	return st.Mode()&os.ModeCharDevice == 0
+}
+
+// parseEnvFlagsPrivate is parseEnvFlags for a sandbox's main command: -e K=V are
+// literal, and the values of -e K, taken from the host environment (how CI passes
+// tokens), come apart, to travel privately like substituted values.
+func (a *app) parseEnvFlagsPrivate(vals []string) (literal []string, fromHost map[string]string, err error) {
+	fromHost = map[string]string{}
+	for _, v := range vals {
+		k, _, hasVal := strings.Cut(v, "=")
+		if hasVal || k == "" {
+			lit, err := a.parseEnvFlags([]string{v})
+			if err != nil {
+				return nil, nil, err
+			}
+			literal = append(literal, lit...)
+			delete(fromHost, k)
+			continue
+		}
+		if strings.ContainsAny(k, "\x00") {
+			return nil, nil, withCode(ExitUsage, fmt.Errorf("invalid -e %q: use NAME=VALUE or NAME", v))
+		}
+		if hv, ok := a.getenv(k); ok {
+			fromHost[k] = hv
+		}
+	}
+	return literal, fromHost, nil
 }
 
 // parseEnvFlags turns -e K=V (or -e K, taken from the host environment) into K=V.

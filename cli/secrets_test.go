@@ -144,8 +144,8 @@ func TestSecretsSetListRemove(t *testing.T) {
 func TestSecretsStdinTrimsOneNewline(t *testing.T) {
 	t.Parallel()
 	h := newVaultHome(t, true)
-	cases := map[string]string{"A": "abc\n", "B": "abc\r\n", "C": "abc\n\n", "D": "abc", "E": "line1\nline2\n"}
-	want := map[string]string{"A": "abc", "B": "abc", "C": "abc\n", "D": "abc", "E": "line1\nline2"}
+	cases := map[string]string{"A": "abcd\n", "B": "abcd\r\n", "C": "abcd\n\n", "D": "abcd", "E": "line1\nline2\n"}
+	want := map[string]string{"A": "abcd", "B": "abcd", "C": "abcd\n", "D": "abcd", "E": "line1\nline2"}
 	for name, in := range cases {
 		h.mustRun(t, in, "secrets", "set", name, "--stdin")
 	}
@@ -183,6 +183,26 @@ func TestSecretsSetRefusals(t *testing.T) {
 	}
 	if _, err := os.Stat(h.vaultFile(".enc")); !os.IsNotExist(err) {
 		t.Fatal("a refused set wrote the vault")
+	}
+}
+
+// A value shorter than 4 bytes is refused: the redactor could not mask it
+// (secrets.MinRedactLen); one of 4 bytes is stored.
+func TestSecretsSetRefusesShortValues(t *testing.T) {
+	t.Parallel()
+	h := newVaultHome(t, true)
+	for _, v := range []string{"a", "ab\n", "abc", "é"} {
+		r := h.run(t, v, nil, "secrets", "set", "SHORT", "--stdin")
+		if r.code != 2 || !strings.Contains(r.stderr, "shorter than 4 bytes") || !strings.Contains(r.stderr, "could not mask it") {
+			t.Errorf("secrets set %q: exit %d, stderr %q; want 2 and a refusal saying why", v, r.code, r.stderr)
+		}
+	}
+	if _, err := os.Stat(h.vaultFile(".enc")); !os.IsNotExist(err) {
+		t.Fatal("a refused set wrote the vault")
+	}
+	h.mustRun(t, "abcd\n", "secrets", "set", "SHORT", "--stdin")
+	if r := h.mustRun(t, "", "secrets", "ls"); !strings.Contains(r.stdout, "SHORT") {
+		t.Errorf("a 4-byte value was not stored: %q", r.stdout)
 	}
 }
 

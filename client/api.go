@@ -85,10 +85,14 @@ type CreateRequest struct {
 	Secrets  map[string]string `json:"secrets,omitempty"`
 	Command  []string          `json:"command,omitempty"`
 	Env      []string          `json:"env,omitempty"`
-	Workdir  string            `json:"workdir,omitempty"`
-	TTY      bool              `json:"tty,omitempty"`
-	Stdin    bool              `json:"stdin,omitempty"`
-	Labels   map[string]string `json:"labels,omitempty"`
+	// EnvSecrets are -e NAME values taken from the caller's environment: they
+	// reach the main command like substituted values (never in the spec or the
+	// container's configuration) and are kept in the daemon's memory only.
+	EnvSecrets map[string]string `json:"env_secrets,omitempty"`
+	Workdir    string            `json:"workdir,omitempty"`
+	TTY        bool              `json:"tty,omitempty"`
+	Stdin      bool              `json:"stdin,omitempty"`
+	Labels     map[string]string `json:"labels,omitempty"`
 	// Quiet silences the supervisor's shutdown lines (the CLI's -q).
 	Quiet bool `json:"quiet,omitempty"`
 	// Engine is the Docker Engine to create the sandbox on; nil for the daemon's own.

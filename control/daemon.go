@@ -5,6 +5,7 @@ package control
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -15,7 +16,10 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
+
+	"github.com/nightlyone/lockfile"
 
 	"github.com/airlock-dev/airlock/paths"
 	"github.com/airlock-dev/airlock/secrets"
@@ -27,10 +31,13 @@ type Options struct {
 	Version string
 	BuildID string
 	// Host and Port add a TCP listener; Token guards it unless NoToken.
-	Host    string
-	Port    int
-	Token   string
-	NoToken bool
+	// TokenFile, when the token came from the user's --token-file, is
+	// recorded in the listen options instead of the token itself.
+	Host      string
+	Port      int
+	Token     string
+	TokenFile string
+	NoToken   bool
 	// LogLevel is debug, info, warn or error.
 	LogLevel string
 	// Stderr, when set, receives the log lines too (airlock daemon run).
@@ -45,6 +52,12 @@ type Options struct {
 // Files of the daemon (DESIGN §2).
 func pidFile(p *paths.Paths) string     { return filepath.Join(p.DaemonDir(), "airlockd.pid") }
 func versionFile(p *paths.Paths) string { return filepath.Join(p.DaemonDir(), "airlockd.version") }
+func listenFile(p *paths.Paths) string  { return filepath.Join(p.DaemonDir(), "airlockd.listen") }
+
+// TokenHandoffFile is where the CLI leaves a token given by value (--token,
+// AIRLOCK_TOKEN) for the daemon it starts in the background, which reads and
+// removes it: a token never goes on a child's command line or environment.
+func TokenHandoffFile(p *paths.Paths) string { return filepath.Join(p.DaemonDir(), "airlockd.token") }
 
 // LogFile is the daemon's structured JSON log.
 func LogFile(p *paths.Paths) string { return filepath.Join(p.DaemonDir(), "airlockd.log") }
@@ -54,17 +67,17 @@ func LogFile(p *paths.Paths) string { return filepath.Join(p.DaemonDir(), "airlo
 // and its socket alone. Sandboxes are not stopped when the daemon stops.
 func Run(ctx context.Context, o Options) error {
 	if o.Host != "" && !o.NoToken && o.Token == "" {
-		return errors.New("cannot listen on TCP without a token: give --token or --no-token")
+		return errors.New("cannot listen on TCP without a token: give --token-file PATH (mode 0600), AIRLOCK_TOKEN, or --no-token")
 	}
-	l, err := acquireLock(o.Paths.Lock())
+	l, err := acquireLock(o.Paths)
 	if err != nil {
 		return err
 	}
 	defer l.release()
-	if err := os.MkdirAll(o.Paths.DaemonDir(), 0o700); err != nil {
-		return fmt.Errorf("cannot create %s: %w", o.Paths.DaemonDir(), err)
+	if err := o.Paths.EnsureDaemonDir(); err != nil {
+		return err
 	}
-	logf, err := os.OpenFile(LogFile(o.Paths), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	logf, err := os.OpenFile(LogFile(o.Paths), os.O_CREATE|os.O_WRONLY|os.O_APPEND|syscall.O_NOFOLLOW, 0o600)
 	if err != nil {
 		return fmt.Errorf("cannot open the daemon log: %w", err)
 	}
@@ -73,10 +86,10 @@ func Run(ctx context.Context, o Options) error {
 	if o.Stderr != nil {
 		w = io.MultiWriter(logf, o.Stderr)
 	}
-	if o.Redactor != nil {
-		w = o.Redactor.Writer(w)
+	if o.Redactor != nil && o.Token != "" {
+		o.Redactor.Add(o.Token)
 	}
-	log := slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: parseLevel(o.LogLevel)}))
+	log := newLogger(w, o.LogLevel, o.Redactor)
 	var svc *Service
 	if o.Service != nil {
 		if svc, err = o.Service(); err != nil {
@@ -86,19 +99,23 @@ func Run(ctx context.Context, o Options) error {
 		svc.log = log
 	}
 
-	if err := writeFileAtomic(pidFile(o.Paths), strconv.Itoa(os.Getpid())+"\n"); err != nil {
+	pf, err := lockPidFile(o.Paths)
+	if err != nil {
 		return err
 	}
-	defer os.Remove(pidFile(o.Paths))
+	defer pf.Unlock()
 	if err := writeFileAtomic(versionFile(o.Paths), o.BuildID+"\n"); err != nil {
 		return err
 	}
 	defer os.Remove(versionFile(o.Paths))
-
-	sock := o.Paths.Socket()
-	if err := os.MkdirAll(filepath.Dir(sock), 0o700); err != nil {
-		return fmt.Errorf("cannot create %s: %w", filepath.Dir(sock), err)
+	if err := writeListen(o.Paths, o.listen()); err != nil {
+		return err
 	}
+	defer os.Remove(listenFile(o.Paths))
+
+	// The runtime dir was checked when the lock was taken: it is the user's,
+	// so no one else can have put the socket (or anything) there.
+	sock := o.Paths.Socket()
 	_ = os.Remove(sock) // stale: we hold the lock, so no live daemon uses it
 	ul, err := net.Listen("unix", sock)
 	if err != nil {
@@ -172,9 +189,150 @@ func parseLevel(s string) slog.Level {
 	return slog.LevelInfo
 }
 
+// newLogger is the daemon's structured JSON log. Known secret values are
+// masked twice: in the message and every string attribute before the JSON
+// handler encodes them (so a value with quotes, backslashes or newlines, which
+// the encoding escapes, is still found), and in the encoded line (cheap, and a
+// value that only appears once the line is whole is caught too).
+func newLogger(w io.Writer, level string, r *secrets.Redactor) *slog.Logger {
+	if r != nil {
+		w = r.Writer(w)
+	}
+	var h slog.Handler = slog.NewJSONHandler(w, &slog.HandlerOptions{Level: parseLevel(level)})
+	if r != nil {
+		h = r.Handler(h)
+	}
+	return slog.New(h)
+}
+
+// lockPidFile writes the pid file as a nightlyone/lockfile (DESIGN §8). The
+// caller holds the singleton flock, so a pid file already there is stale: one
+// naming a dead process is replaced by lockfile itself; one whose pid now
+// belongs to another process (a reused pid) is removed here.
+func lockPidFile(p *paths.Paths) (lockfile.Lockfile, error) {
+	path, err := filepath.Abs(pidFile(p))
+	if err != nil {
+		return "", err
+	}
+	pf, err := lockfile.New(path)
+	if err != nil {
+		return "", err
+	}
+	for attempt := 0; ; attempt++ {
+		err = pf.TryLock()
+		if err == nil {
+			return pf, nil
+		}
+		if attempt == 3 {
+			return "", fmt.Errorf("cannot write the pid file %s: %w", path, err)
+		}
+		if errors.Is(err, lockfile.ErrBusy) {
+			_ = os.Remove(path)
+		}
+	}
+}
+
+// Listen are a daemon's listen options. A running daemon keeps them in
+// airlockd.listen (mode 0600, beside its pid and version files), so that a CLI
+// replacing it (auto-upgrade) starts the new one with the same options.
+type Listen struct {
+	Host string `json:"host,omitempty"`
+	Port int    `json:"port,omitempty"`
+	// TokenFile is the user's --token-file; Token the token itself when it
+	// was given by value (--token, AIRLOCK_TOKEN).
+	TokenFile string `json:"token_file,omitempty"`
+	Token     string `json:"token,omitempty"`
+	NoToken   bool   `json:"no_token,omitempty"`
+}
+
+func (o Options) listen() Listen {
+	l := Listen{Host: o.Host, Port: o.Port, TokenFile: o.TokenFile, NoToken: o.NoToken}
+	if l.TokenFile == "" {
+		l.Token = o.Token
+	}
+	return l
+}
+
+func writeListen(p *paths.Paths, l Listen) error {
+	b, err := json.Marshal(l)
+	if err != nil {
+		return err
+	}
+	return writeFileAtomic(listenFile(p), string(b)+"\n")
+}
+
+// ReadListen returns the listen options of the running daemon; ok is false
+// when it left none (it is not running, or it predates them).
+func ReadListen(p *paths.Paths) (Listen, bool) {
+	var l Listen
+	b, err := os.ReadFile(listenFile(p))
+	if err != nil || json.Unmarshal(b, &l) != nil {
+		return Listen{}, false
+	}
+	return l, true
+}
+
+// WriteTokenHandoff leaves token in TokenHandoffFile (mode 0600) for a daemon
+// started with --token-file on it and --remove-token-file.
+func WriteTokenHandoff(p *paths.Paths, token string) (string, error) {
+	if err := p.EnsureDaemonDir(); err != nil {
+		return "", err
+	}
+	path := TokenHandoffFile(p)
+	return path, writeFileAtomic(path, token+"\n")
+}
+
+// ReadTokenFile reads a TCP token from path (--token-file): a regular file of
+// the current user's that no one else may read or write (mode 0600), holding
+// the token (surrounding white space removed).
+func ReadTokenFile(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", fmt.Errorf("cannot read the token file: %w", err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return "", fmt.Errorf("cannot read the token file: %w", err)
+	}
+	bad := func(why string) error {
+		return fmt.Errorf("refusing the token file %s: it %s; it must be a regular file of yours with mode 0600 (chmod 600 %s)", path, why, path)
+	}
+	if !st.Mode().IsRegular() {
+		return "", bad("is not a regular file")
+	}
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok && int(sys.Uid) != os.Getuid() {
+		return "", bad(fmt.Sprintf("belongs to uid %d, not to you (uid %d)", sys.Uid, os.Getuid()))
+	}
+	if perm := st.Mode().Perm(); perm&0o077 != 0 {
+		return "", bad(fmt.Sprintf("has mode %04o, which lets others read or change it", perm))
+	}
+	b, err := io.ReadAll(io.LimitReader(f, 64<<10))
+	if err != nil {
+		return "", fmt.Errorf("cannot read the token file %s: %w", path, err)
+	}
+	tok := strings.TrimSpace(string(b))
+	if tok == "" {
+		return "", fmt.Errorf("the token file %s is empty", path)
+	}
+	return tok, nil
+}
+
+// writeFileAtomic writes content (mode 0600) through a temporary file that no
+// one else can have made: O_EXCL, never following a link.
 func writeFileAtomic(path, content string) error {
 	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, []byte(content), 0o600); err != nil {
+	_ = os.Remove(tmp)
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return fmt.Errorf("cannot write %s: %w", path, err)
+	}
+	_, err = f.WriteString(content)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(tmp)
 		return fmt.Errorf("cannot write %s: %w", path, err)
 	}
 	if err := os.Rename(tmp, path); err != nil {
@@ -189,6 +347,33 @@ type State struct {
 	PID     int
 	BuildID string
 	LogPath string
+}
+
+// HasPidFile reports whether a pid file is there, whatever it holds.
+func HasPidFile(p *paths.Paths) bool {
+	_, err := os.Lstat(pidFile(p))
+	return err == nil
+}
+
+// RemoveStalePidFile removes a pid file that names no running daemon: the
+// caller found that no daemon answers and that pid, what the file said when it
+// read it (0 for nothing usable), does not hold the lock. The file is removed
+// only if it still says so, so a daemon starting meanwhile keeps its own; the
+// version and listen files go too when no daemon holds the lock at all.
+func RemoveStalePidFile(p *paths.Paths, pid int) {
+	b, err := os.ReadFile(pidFile(p))
+	if err != nil {
+		return
+	}
+	now, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	if now != pid && (now > 0 || pid > 0) {
+		return
+	}
+	_ = os.Remove(pidFile(p))
+	if !lockHeld(p) {
+		_ = os.Remove(versionFile(p))
+		_ = os.Remove(listenFile(p))
+	}
 }
 
 // ReadState reads the pid and version files; ok is false when there are none.

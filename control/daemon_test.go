@@ -94,11 +94,15 @@ func TestSingleton(t *testing.T) {
 	}
 }
 
-// TestStopKillsStubbornDaemon: a daemon that ignores SIGTERM is SIGKILLed after
-// 5 s. A fake daemon (a shell ignoring SIGTERM, named in the pid file) stands in.
+// TestStopKillsStubbornDaemon: a daemon that ignores SIGTERM (and so no longer
+// answers health) is SIGKILLed after 5 s. A fake daemon stands in: a shell that
+// holds the singleton lock, ignores SIGTERM and is named in the pid file.
 func TestStopKillsStubbornDaemon(t *testing.T) {
 	e := newEnv(t)
-	fake := exec.Command("sh", "-c", `trap "" TERM; echo ok; while :; do sleep 1; done`)
+	if err := os.MkdirAll(e.paths.RuntimeDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	fake := exec.Command("sh", "-c", `exec 9<>"$1"; flock -xn 9 || exit 3; trap "" TERM; echo ok; while :; do sleep 1 9>&-; done`, "sh", e.paths.Lock())
 	out, err := fake.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -316,25 +316,7 @@ func (r result) String() string {
 // run runs the CLI bin with args in the project dir.
 func (e *env) run(bin string, args ...string) result {
 	e.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Dir = e.project
-	cmd.Env = e.environ()
-	cmd.WaitDelay = 5 * time.Second
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	r := result{stdout: stdout.String(), stderr: stderr.String()}
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-	case errors.As(err, &ee):
-		r.code = ee.ExitCode()
-	default:
-		e.t.Fatalf("airlock %s: %v\n%s", strings.Join(args, " "), err, r)
-	}
-	return r
+	return e.runEnv(bin, nil, args...)
 }
 
 func ctxT(t *testing.T, d time.Duration) context.Context {

@@ -262,11 +262,15 @@ func (s *Service) Create(_ context.Context, req *client.CreateRequest) (*client.
 	if req.Kind != sandbox.KindRun && req.Kind != sandbox.KindUp {
 		return nil, &client.Error{Reason: client.ReasonInvalidRequest, Message: fmt.Sprintf("kind must be %q or %q", sandbox.KindRun, sandbox.KindUp)}
 	}
-	var m manifest.Manifest
-	if err := json.Unmarshal(req.Manifest.Resolved, &m); err != nil {
+	m, err := manifest.DecodeJSON(req.Manifest.Resolved)
+	if err != nil {
 		return nil, &client.Error{Reason: client.ReasonInvalidRequest, Message: "cannot decode the manifest: " + err.Error()}
 	}
 	resolved := manifest.Restore(m, req.Manifest.File, req.Manifest.ProjectDir, toSources(req.Manifest.Sources), req.Secrets)
+	// The rules of `airlock validate`, before anything is reserved or created.
+	if err := resolved.Validate(); err != nil {
+		return nil, &client.Error{Reason: client.ReasonConfig, Message: err.Error()}
+	}
 	labels := map[string]string{}
 	for k, v := range req.Labels {
 		labels[k] = v
@@ -284,9 +288,16 @@ func (s *Service) Create(_ context.Context, req *client.CreateRequest) (*client.
 	}
 	l := s.liveOf(rec.ID)
 	l.resolved = resolved
-	s.holdSecrets(l, req.Secrets)
+	held := maps.Clone(req.Secrets)
+	if held == nil {
+		held = map[string]string{}
+	}
+	for k, v := range req.EnvSecrets {
+		held["run.env."+k] = v
+	}
+	s.holdSecrets(l, held)
 	s.touch(rec.ID)
-	sreq := &sandbox.Request{ID: rec.ID, Manifest: resolved, Kind: req.Kind, Command: req.Command, Env: req.Env,
+	sreq := &sandbox.Request{ID: rec.ID, Manifest: resolved, Kind: req.Kind, Command: req.Command, Env: req.Env, EnvSecrets: req.EnvSecrets,
 		Workdir: req.Workdir, TTY: req.TTY, Stdin: req.Stdin, Labels: labels, Quiet: req.Quiet, CLIPid: req.CLIPid, CLIStart: req.CLIStart}
 	s.wg.Add(1)
 	go func() {

@@ -73,6 +73,9 @@ func (s *Service) watchEngine(rt *sandbox.Runtime) {
 	for s.ctx.Err() == nil {
 		args := filters.NewArgs(filters.Arg("type", "container"), filters.Arg("label", sandbox.LabelRole+"=primary"),
 			filters.Arg("event", "die"), filters.Arg("event", "oom"))
+		if rt.Owner != "" {
+			args.Add("label", sandbox.LabelOwner+"="+rt.Owner)
+		}
 		msgs, errs := rt.Engine.Events(s.ctx, events.ListOptions{Filters: args})
 	loop:
 		for {
@@ -100,6 +103,9 @@ func (s *Service) onEngineEvent(m events.Message) {
 	id := m.Actor.Attributes[sandbox.LabelSandbox]
 	if id == "" {
 		return
+	}
+	if _, err := s.store.Get(id); err != nil {
+		return // not one of this daemon's sandboxes
 	}
 	l := s.liveOf(id)
 	switch m.Action {

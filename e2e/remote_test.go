@@ -71,9 +71,10 @@ func TestRemoteEngine(t *testing.T) {
 		t.Errorf("--output recreated a symbolic link from the sandbox on the host")
 	}
 	contains(t, "stderr of run --output", r.stderr, "skipped")
-	if n := len(listProject(t, remote, e.project)); n != 0 {
-		t.Errorf("%d containers left on the remote Engine after run", n)
-	}
+	// run hands the removal to the daemon once the code is known.
+	eventually(t, testenv.RemovalGrace, "the run's container to be removed from the remote Engine", func() bool {
+		return len(listProject(t, remote, e.project)) == 0
+	})
 
 	// up, exec, logs, down.
 	id := strings.TrimSpace(e.mustRun("up", "-d").stdout)

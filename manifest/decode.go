@@ -46,14 +46,14 @@ func decodeLayer(name string, data []byte) (*layer, error) {
 			continue
 		}
 		reported = append(reported, k)
-		errs = append(errs, &Error{File: name, Line: l.lines.line(k), Key: keyPath(k...), Msg: unknownKeyMsg(k)})
+		errs = append(errs, &Error{File: name, Line: l.lines.line(k), Key: KeyPath(k...), Msg: unknownKeyMsg(k)})
 	}
 	if err := errs.orNil(); err != nil {
 		return nil, err
 	}
 	if math.IsNaN(m.Sandbox.CPUs) || math.IsInf(m.Sandbox.CPUs, 0) {
 		k := []string{"sandbox", "cpus"}
-		return nil, &Error{File: name, Line: l.lines.line(k), Key: keyPath(k...), Msg: fmt.Sprintf("must be a finite number, got %g", m.Sandbox.CPUs)}
+		return nil, &Error{File: name, Line: l.lines.line(k), Key: KeyPath(k...), Msg: fmt.Sprintf("must be a finite number, got %g", m.Sandbox.CPUs)}
 	}
 	l.presets = m.Presets
 	return l, nil
@@ -75,7 +75,7 @@ func (l *layer) schemaErrors(raw map[string]any, t reflect.Type, path []string) 
 		p := append(append([]string{}, path...), k)
 		if ft == nil {
 			keys = append(keys, toml.Key(p))
-			errs = append(errs, &Error{File: l.name, Line: l.lines.line(p), Key: keyPath(p...), Msg: unknownKeyMsg(p)})
+			errs = append(errs, &Error{File: l.name, Line: l.lines.line(p), Key: KeyPath(p...), Msg: unknownKeyMsg(p)})
 			continue
 		}
 		for ft.Kind() == reflect.Pointer {
@@ -87,7 +87,7 @@ func (l *layer) schemaErrors(raw map[string]any, t reflect.Type, path []string) 
 		sub, ok := raw[k].(map[string]any)
 		if !ok {
 			keys = append(keys, toml.Key(p))
-			errs = append(errs, &Error{File: l.name, Line: l.lines.line(p), Key: keyPath(p...), Msg: "wrong type: expected a table, got an array"})
+			errs = append(errs, &Error{File: l.name, Line: l.lines.line(p), Key: KeyPath(p...), Msg: "wrong type: expected a table, got an array"})
 			continue
 		}
 		switch {
@@ -100,7 +100,7 @@ func (l *layer) schemaErrors(raw map[string]any, t reflect.Type, path []string) 
 				e, ok := sub[name].(map[string]any)
 				if !ok {
 					keys = append(keys, toml.Key(ep))
-					errs = append(errs, &Error{File: l.name, Line: l.lines.line(ep), Key: keyPath(ep...), Msg: "wrong type: expected a table, got an array"})
+					errs = append(errs, &Error{File: l.name, Line: l.lines.line(ep), Key: KeyPath(ep...), Msg: "wrong type: expected a table, got an array"})
 					continue
 				}
 				e2, k2 := l.schemaErrors(e, ft.Elem(), ep)
@@ -113,7 +113,7 @@ func (l *layer) schemaErrors(raw map[string]any, t reflect.Type, path []string) 
 
 func under(k toml.Key, parents []toml.Key) bool {
 	for _, p := range parents {
-		if len(k) > len(p) && keyPath(k[:len(p)]...) == keyPath(p...) {
+		if len(k) > len(p) && KeyPath(k[:len(p)]...) == KeyPath(p...) {
 			return true
 		}
 	}

@@ -27,7 +27,7 @@ func dropDisabled(data map[string]any, origins map[string]origin) Errors {
 			}
 			if _, ok := e[requiredField[sec]]; !ok {
 				errs = append(errs, locate(origins, []string{sec, name, "enabled"},
-					"enabled = false, but no layer defines "+keyPath(sec, name)+" ("+requiredField[sec]+" is missing)"))
+					"enabled = false, but no layer defines "+KeyPath(sec, name)+" ("+requiredField[sec]+" is missing)"))
 			}
 			delete(entries, name)
 		}
@@ -42,7 +42,7 @@ func applyDefaults(data map[string]any, origins map[string]origin) {
 		}
 		m[key] = v
 		p := append(append([]string{}, path...), key)
-		origins[keyPath(p...)] = origin{path: p}
+		origins[KeyPath(p...)] = origin{path: p}
 	}
 	table := func(m map[string]any, key string) map[string]any {
 		t, ok := m[key].(map[string]any)

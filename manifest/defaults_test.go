@@ -145,7 +145,7 @@ image = "debian:bookworm"
 
 [env]
 A = "main"
-"B.C" = "dotted"
+B_C = "underscored"
 `,
 		"sandbox.local.toml": `[sandbox]
 network = "none"
@@ -169,7 +169,7 @@ ready = { tcp = "127.0.0.1:6379" }
 		{"sandbox.network", `"none"`, "sandbox.local.toml:2"},
 		{"sandbox.harden", "true", "default"},
 		{"env.A", `"main"`, "sandbox.toml:7"},
-		{`env."B.C"`, `"dotted"`, "sandbox.toml:8"},
+		{"env.B_C", `"underscored"`, "sandbox.toml:8"},
 		// The built-in redis preset comes after p.toml, so its values win.
 		{"env.REDIS_URL", `"redis://127.0.0.1:6379/0"`, "preset redis:4"},
 		{"daemons.redis.command", `["redis-server", "--port", "6379"]`, "preset redis:7"},

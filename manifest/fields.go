@@ -13,7 +13,16 @@ type Field struct {
 	Default string   // as TOML, "" when there is none
 	Enum    []string // allowed values, when the set is closed
 	Doc     string
+	// Min and Max bound a number (nil: unbounded on that side).
+	Min, Max *float64
+	// Names is the pattern of the keys of a table of strings ("" for any).
+	Names string
 }
+
+func bound(f float64) *float64 { return &f }
+
+// ProcessEnvNames is the pattern of the variable names the supervisor sets.
+const ProcessEnvNames = `^[A-Za-z_][A-Za-z0-9_]*$`
 
 // Fields lists every key of the manifest in the order the manual presents them.
 var Fields = []Field{
@@ -33,15 +42,15 @@ var Fields = []Field{
 	{Key: "sandbox.privileged", Type: "boolean", Default: "false", Doc: "Run the sandbox privileged (what dockerd needs). airlock config and airlock up print a warning when it is on."},
 	{Key: "sandbox.project", Type: "string", Default: `"auto"`, Enum: ProjectModes, Doc: "How the project dir reaches the Engine: bind (mounted at its host path), copy (copied in through the Engine API, .airlockignore honoured) or auto (bind on a local Engine, copy on a remote one)."},
 	{Key: "sandbox.network", Type: "string", Default: `"bridge"`, Enum: Networks, Doc: "Network mode of the primary container. bridge gives the sandbox its own network, shared with its services."},
-	{Key: "sandbox.ready_timeout", Type: "duration", Default: `"60s"`, Doc: "Longest wait for daemons and required services to be ready."},
-	{Key: "sandbox.cpus", Type: "number", Default: "0.0", Doc: "CPU limit; 0 means none."},
-	{Key: "sandbox.memory", Type: "string", Default: `""`, Doc: "Memory limit such as \"512m\" or \"2g\"; empty means none."},
+	{Key: "sandbox.ready_timeout", Type: "duration", Default: `"60s"`, Doc: "Longest wait for daemons and required services to be ready (at most a year, like every duration)."},
+	{Key: "sandbox.cpus", Type: "number", Default: "0.0", Min: bound(0), Max: bound(MaxCPUs), Doc: "CPU limit, from 0.01 to 1024 (the Engine also refuses more than its host has); 0 means none."},
+	{Key: "sandbox.memory", Type: "string", Default: `""`, Doc: "Memory limit such as \"512m\" or \"2g\", from 6m (the Engine's minimum) to 1024t (1 PiB); empty or 0 means none."},
 
-	{Key: "env", Type: "table of strings", Doc: "Environment of the main command and of `airlock exec`, over the image's. ${VAR} substitution applies. Daemons do not get it."},
+	{Key: "env", Type: "table of strings", Names: ProcessEnvNames, Doc: "Environment of the main command and of `airlock exec`, over the image's. Names are letters, digits and _, not starting with a digit. ${VAR} substitution applies. Daemons do not get it."},
 
 	{Key: "mounts.<name>", Type: "table", Doc: "A bind mount from the host."},
 	{Key: "mounts.<name>.enabled", Type: "boolean", Default: "true", Doc: "false turns off a mount a lower layer defined."},
-	{Key: "mounts.<name>.source", Type: "string", Doc: "Host path; ~ is the host home, a relative path starts at the project dir. Required. ${VAR} substitution applies."},
+	{Key: "mounts.<name>.source", Type: "string", Doc: "Host path; ~ is the host home, a relative path starts at the project dir. Required. ${VAR} substitution applies, but not from the vault: a host path shows in messages."},
 	{Key: "mounts.<name>.target", Type: "string", Doc: "Path inside the sandbox: absolute, or ~/… for the sandbox user's home. Required; unique across mounts and copies."},
 	{Key: "mounts.<name>.read_only", Type: "boolean", Default: "false", Doc: "Mount read-only inside the sandbox."},
 	{Key: "mounts.<name>.missing", Type: "string", Default: `"fail"`, Enum: MissingModes, Doc: "What to do when the source does not exist: fail (config error before anything is created), warn or ignore (skip the mount), create-dir or create-file (create it on the host)."},
@@ -50,7 +59,7 @@ var Fields = []Field{
 
 	{Key: "copies.<name>", Type: "table", Doc: "A host file or tree copied into the sandbox before start (no live link), owned by the sandbox user."},
 	{Key: "copies.<name>.enabled", Type: "boolean", Default: "true", Doc: "false turns off a copy a lower layer defined."},
-	{Key: "copies.<name>.source", Type: "string", Doc: "Host path, as for mounts. Required. ${VAR} substitution applies."},
+	{Key: "copies.<name>.source", Type: "string", Doc: "Host path, as for mounts. Required. ${VAR} substitution applies, but not from the vault."},
 	{Key: "copies.<name>.target", Type: "string", Doc: "Absolute path inside the sandbox (or ~/…). Required; unique across mounts and copies."},
 	{Key: "copies.<name>.exclude", Type: "array of strings", Default: "[]", Doc: "Glob patterns (path.Match syntax) of files and folders not to copy, matched against each base name and each path relative to the source."},
 
@@ -59,9 +68,9 @@ var Fields = []Field{
 	{Key: "daemons.<name>.command", Type: "array of strings", Doc: "argv; argv[0] is looked up on PATH. Required. Not substituted: use the daemon's env."},
 	{Key: "daemons.<name>.cwd", Type: "string", Default: `"/"`, Doc: "Working directory (absolute)."},
 	{Key: "daemons.<name>.signal", Type: "string", Default: `"SIGTERM"`, Enum: Signals, Doc: "Signal sent to the daemon's process group at shutdown."},
-	{Key: "daemons.<name>.timeout", Type: "integer", Default: "10", Doc: "Seconds to wait after the signal before SIGKILL of the whole process group; 0 waits forever."},
+	{Key: "daemons.<name>.timeout", Type: "integer", Default: "10", Min: bound(0), Max: bound(float64(MaxDaemonTimeout)), Doc: "Seconds to wait after the signal before SIGKILL of the whole process group, at most 31536000 (a year); 0 waits forever."},
 	{Key: "daemons.<name>.restart", Type: "string", Default: `"always"`, Enum: RestartPolicies, Doc: "always restarts after any exit; on-failure after a non-zero exit or death by a signal. Restart n waits n seconds first."},
-	{Key: "daemons.<name>.max_restarts", Type: "integer", Default: "10", Doc: "Restarts after the first launch (N allows N+1 launches); 0 means no limit. The count resets after a run that lasted 60 s."},
+	{Key: "daemons.<name>.max_restarts", Type: "integer", Default: "10", Min: bound(0), Max: bound(MaxCount), Doc: "Restarts after the first launch (N allows N+1 launches), at most 10000; 0 means no limit. The count resets after a run that lasted 60 s."},
 	{Key: "daemons.<name>.harden", Type: "boolean", Default: "true", Doc: "Run the daemon with no_new_privs; false for e.g. dockerd."},
 	{Key: "daemons.<name>.after", Type: "array of strings", Default: "[]", Doc: "Daemons that must be ready (or started, if they have no ready check) before this one starts."},
 	{Key: "daemons.<name>.ready", Type: "table", Doc: "Readiness check: exactly one of tcp, http, cmd or log. The main command starts only when every check passed."},
@@ -70,19 +79,19 @@ var Fields = []Field{
 	{Key: "daemons.<name>.ready.cmd", Type: "array of strings", Doc: "argv that exits 0 when the daemon is ready."},
 	{Key: "daemons.<name>.ready.log", Type: "string", Doc: "Regular expression (Go syntax) matched against the daemon's output."},
 	{Key: "daemons.<name>.ready.timeout", Type: "duration", Default: `"30s"`, Doc: "How long the check may take before the sandbox fails (exit 125)."},
-	{Key: "daemons.<name>.env", Type: "table of strings", Doc: "The daemon's own environment, over the image's (it does not get [env]). ${VAR} substitution applies."},
+	{Key: "daemons.<name>.env", Type: "table of strings", Names: ProcessEnvNames, Doc: "The daemon's own environment, over the image's (it does not get [env]). Names as in [env]. ${VAR} substitution applies."},
 
 	{Key: "services.<name>", Type: "table", Doc: "A sibling container on the sandbox's network, reachable by its name."},
 	{Key: "services.<name>.enabled", Type: "boolean", Default: "true", Doc: "false turns off a service a lower layer defined."},
 	{Key: "services.<name>.image", Type: "string", Doc: "Image of the service container. Required."},
 	{Key: "services.<name>.command", Type: "array of strings", Default: "[]", Doc: "Command of the service container; empty means the image's."},
 	{Key: "services.<name>.required", Type: "boolean", Default: "true", Doc: "Required services must be healthy before the sandbox is ready; optional ones start in parallel and report their first result as an event."},
-	{Key: "services.<name>.env", Type: "table of strings", Doc: "Environment of the service container. ${VAR} substitution applies."},
+	{Key: "services.<name>.env", Type: "table of strings", Doc: "Environment of the service container. A name is anything without = (the Engine sets it), quoted as a key where it must be (\"my.var\"). ${VAR} substitution applies."},
 	{Key: "services.<name>.healthcheck", Type: "table", Doc: "Health probe run by the Engine inside the service container; without one a service is healthy once running."},
 	{Key: "services.<name>.healthcheck.cmd", Type: "array of strings", Doc: "argv of the probe (exit 0 = healthy). Required in a healthcheck."},
 	{Key: "services.<name>.healthcheck.interval", Type: "duration", Default: `"1s"`, Doc: "Time between probes."},
 	{Key: "services.<name>.healthcheck.timeout", Type: "duration", Default: `"3s"`, Doc: "Longest time one probe may take."},
-	{Key: "services.<name>.healthcheck.retries", Type: "integer", Default: "30", Doc: "Consecutive failures before the service is unhealthy."},
+	{Key: "services.<name>.healthcheck.retries", Type: "integer", Default: "30", Min: bound(0), Max: bound(MaxCount), Doc: "Consecutive failures before the service is unhealthy, at most 10000."},
 }
 
 // FieldsMarkdown renders the field table as the key reference of docs/manifest.md.

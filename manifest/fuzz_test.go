@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io/fs"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -16,7 +17,10 @@ import (
 
 // FuzzLoad feeds arbitrary bytes as sandbox.toml (and as sandbox.local.toml) to the
 // loader. It must never panic; every failure must be a config error; a success
-// must render as TOML, JSON and settings that never show a vault value.
+// must render as TOML, JSON and settings that never show a vault value, hold only
+// numbers within their bounds and no NUL byte, keep vault values out of host
+// paths, and pass Validate again after the trip through the wire (Redacted,
+// Restore) that the control daemon's API makes.
 
 const fuzzSecret = "FUZZ-VAULT-SECRET"
 
@@ -150,6 +154,80 @@ func checkFuzzResult(t *testing.T, r *manifest.Resolved, err error, secretInInpu
 	var fromJSON manifest.Manifest
 	if err := json.Unmarshal(js, &fromJSON); err != nil {
 		t.Fatalf("JSON output does not decode: %v", err)
+	}
+	checkFuzzBounds(t, r)
+}
+
+// checkFuzzBounds checks what a loaded manifest promises the runtime and the
+// supervisor: numbers that convert without wrapping, no NUL, no vault value in
+// a host path, and keys of Sources spelled as KeyPath spells them.
+func checkFuzzBounds(t *testing.T, r *manifest.Resolved) {
+	t.Helper()
+	if err := r.Validate(); err != nil {
+		t.Fatalf("a loaded manifest fails Validate: %v", err)
+	}
+	m, values := r.Redacted()
+	wire, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back manifest.Manifest
+	if err := json.Unmarshal(wire, &back); err != nil {
+		t.Fatal(err)
+	}
+	restored := manifest.Restore(back, r.File, r.ProjectDir, r.Sources, values)
+	if err := restored.Validate(); err != nil {
+		t.Fatalf("the manifest restored from the wire fails Validate: %v", err)
+	}
+	if !sameManifest(restored.Manifest, r.Manifest) {
+		t.Fatalf("Restore(Redacted()) is another manifest")
+	}
+	for key := range r.Sources {
+		if _, ok := values[key]; !ok {
+			t.Fatalf("Sources names %s, which Redacted does not take out", key)
+		}
+	}
+	if c := r.Sandbox.CPUs; c != 0 && (int64(c*1e9) < 1e7 || int64(c*1e9) > 1024e9) {
+		t.Fatalf("sandbox.cpus %g gives NanoCPUs %d", c, int64(c*1e9))
+	}
+	if r.Sandbox.Memory != "" {
+		if n, err := manifest.ParseMemory(r.Sandbox.Memory); err != nil || n < 0 || n > manifest.MaxMemory {
+			t.Fatalf("sandbox.memory %q = %d, %v", r.Sandbox.Memory, n, err)
+		}
+	}
+	for name, d := range r.Daemons {
+		if d.Timeout < 0 || d.Timeout > manifest.MaxDaemonTimeout || d.MaxRestarts < 0 || d.MaxRestarts > manifest.MaxCount {
+			t.Fatalf("daemons.%s: timeout %d, max_restarts %d", name, d.Timeout, d.MaxRestarts)
+		}
+	}
+	for _, sec := range []string{"mounts", "copies"} {
+		for key, src := range r.Sources {
+			if strings.HasPrefix(key, sec+".") && strings.HasSuffix(key, ".source") && src == manifest.Vault {
+				t.Fatalf("%s holds a vault value", key)
+			}
+		}
+	}
+	b, _ := json.Marshal(r.Manifest)
+	var tree any
+	_ = json.Unmarshal(b, &tree)
+	var nul func(v any) bool
+	nul = func(v any) bool {
+		switch x := v.(type) {
+		case string:
+			return strings.ContainsRune(x, 0)
+		case []any:
+			return slices.ContainsFunc(x, nul)
+		case map[string]any:
+			for k, e := range x {
+				if strings.ContainsRune(k, 0) || nul(e) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	if nul(tree) {
+		t.Fatalf("the manifest holds a NUL byte: %s", b)
 	}
 }
 

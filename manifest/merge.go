@@ -30,7 +30,7 @@ func merge(dst, src map[string]any, prefix []string, l *layer, origins map[strin
 			delete(dst, k)
 		}
 		// The check is now this layer's: errors about it (two kinds, none) name it.
-		origins[keyPath(prefix...)] = origin{layer: l, path: prefix}
+		origins[KeyPath(prefix...)] = origin{layer: l, path: prefix}
 	}
 	for k, sv := range src {
 		path := append(append([]string{}, prefix...), k)
@@ -40,8 +40,8 @@ func merge(dst, src map[string]any, prefix []string, l *layer, origins map[strin
 				dm = map[string]any{}
 				dst[k] = dm
 			}
-			if _, seen := origins[keyPath(path...)]; !seen {
-				origins[keyPath(path...)] = origin{layer: l, path: path}
+			if _, seen := origins[KeyPath(path...)]; !seen {
+				origins[KeyPath(path...)] = origin{layer: l, path: path}
 			}
 			merge(dm, sm, path, l, origins)
 			continue
@@ -51,7 +51,7 @@ func merge(dst, src map[string]any, prefix []string, l *layer, origins map[strin
 		} else {
 			dst[k] = sv
 		}
-		origins[keyPath(path...)] = origin{layer: l, path: path}
+		origins[KeyPath(path...)] = origin{layer: l, path: path}
 	}
 }
 

@@ -21,7 +21,25 @@ const Mask = "********"
 func (r *Resolved) Masked() Manifest {
 	m := r.Manifest
 	walkSubstituted(&m, func(path []string, v string) string {
-		if r.Sources[keyPath(path...)] == Vault {
+		if r.Sources[KeyPath(path...)] == Vault {
+			return Mask
+		}
+		return v
+	})
+	return m
+}
+
+// PlanView is the manifest as a plan hash sees it: every substituted environment
+// value (from the host or the vault) is masked, as are vault values anywhere. Such
+// values are delivered to the sandbox at each start and are never part of what
+// Docker keeps, so they need not recreate it; and a hash of a short value can be
+// reversed by brute force.
+func (r *Resolved) PlanView() Manifest {
+	m := r.Manifest
+	walkSubstituted(&m, func(path []string, v string) string {
+		src := r.Sources[KeyPath(path...)]
+		inEnv := len(path) > 0 && path[0] == "env" || len(path) > 2 && path[len(path)-2] == "env"
+		if src == Vault || (src != Literal && inEnv) {
 			return Mask
 		}
 		return v
@@ -70,7 +88,7 @@ func (r *Resolved) Settings() []Setting {
 			}
 			return
 		}
-		s := Setting{Key: keyPath(path...), Value: tomlValue(v), Layer: "default"}
+		s := Setting{Key: KeyPath(path...), Value: tomlValue(v), Layer: "default"}
 		if o, ok := r.origins[s.Key]; ok && o.layer != nil {
 			s.Layer = o.layer.name
 			if line := o.layer.lines.line(path); line > 0 {
@@ -115,7 +133,7 @@ func (r *Resolved) Redacted() (Manifest, map[string]string) {
 	values := map[string]string{}
 	m := r.Manifest
 	hide := func(path []string, v string) string {
-		key := keyPath(path...)
+		key := KeyPath(path...)
 		if r.Sources[key] == Literal {
 			return v
 		}
@@ -130,7 +148,7 @@ func (r *Resolved) Redacted() (Manifest, map[string]string) {
 // took out of it. It serves the control daemon, which receives both from the CLI.
 func Restore(m Manifest, file, projectDir string, sources map[string]Source, values map[string]string) *Resolved {
 	fill := func(path []string, v string) string {
-		if val, ok := values[keyPath(path...)]; ok {
+		if val, ok := values[KeyPath(path...)]; ok {
 			return val
 		}
 		return v

@@ -22,7 +22,6 @@ cpus = 1.5
 args = { GO = "1.26", "A.B" = "x" }
 [env]
 DATABASE_URL = "postgres://app@db:5432/app"
-"WEIRD.NAME" = "q\"uote\\ and\nnewline"
 DOLLAR = "$$5"
 [mounts.cache]
 source = "~/.cache/go-build"
@@ -40,8 +39,10 @@ env = { PORT = "8080" }
 [services.db]
 image = "postgres:16"
 required = false
-env = { POSTGRES_PASSWORD = "${PGPASS:devonly}" }
 healthcheck = { cmd = ["pg_isready"], retries = 5 }
+[services.db.env]
+POSTGRES_PASSWORD = "${PGPASS:devonly}"
+"WEIRD.NAME" = "q\"uote\\ and\nnewline"
 `
 
 func TestOutputTOMLRoundTrips(t *testing.T) {
@@ -101,7 +102,7 @@ func TestSettingsCoverEveryValue(t *testing.T) {
 		"sandbox.cpus":                      "1.5",
 		"sandbox.build.args.GO":             `"1.26"`,
 		`sandbox.build.args."A.B"`:          `"x"`,
-		`env."WEIRD.NAME"`:                  `"q\"uote\\ and\nnewline"`,
+		`services.db.env."WEIRD.NAME"`:      `"q\"uote\\ and\nnewline"`,
 		"env.DOLLAR":                        `"$5"`,
 		"mounts.cache.create_mode":          `"755"`,
 		`copies."fixtures.v1".exclude`:      `[".git"]`,

@@ -1,6 +1,9 @@
 package manifest
 
-import "strings"
+import (
+	"strconv"
+	"strings"
+)
 
 // keyLines maps the key paths of a TOML document to the line that defines them.
 // BurntSushi/toml keeps key positions private, so this is a small tolerant scanner
@@ -12,7 +15,7 @@ type keyLines map[string]int
 // line returns the line of path, or of its longest known prefix, or 0.
 func (kl keyLines) line(path []string) int {
 	for n := len(path); n > 0; n-- {
-		if l, ok := kl[keyPath(path[:n]...)]; ok {
+		if l, ok := kl[KeyPath(path[:n]...)]; ok {
 			return l
 		}
 	}
@@ -37,8 +40,8 @@ func scanKeyLines(src string) keyLines {
 			keys, _ := parseKey(inner)
 			if len(keys) > 0 {
 				table = keys
-				if _, seen := kl[keyPath(keys...)]; !seen {
-					kl[keyPath(keys...)] = n
+				if _, seen := kl[KeyPath(keys...)]; !seen {
+					kl[KeyPath(keys...)] = n
 				}
 			}
 		default:
@@ -47,7 +50,7 @@ func scanKeyLines(src string) keyLines {
 				continue
 			}
 			full := append(append([]string{}, table...), keys...)
-			kl[keyPath(full...)] = n
+			kl[KeyPath(full...)] = n
 			rest = strings.TrimSpace(rest)
 			if strings.HasPrefix(rest, "=") {
 				s.value(rest[1:])
@@ -69,19 +72,10 @@ func parseKey(s string) ([]string, string) {
 		var seg string
 		switch s[0] {
 		case '"':
-			end := 1
-			var b strings.Builder
-			for end < len(s) && s[end] != '"' {
-				if s[end] == '\\' && end+1 < len(s) {
-					end++
-				}
-				b.WriteByte(s[end])
-				end++
-			}
-			if end >= len(s) {
+			var ok bool
+			if seg, s, ok = basicKey(s); !ok {
 				return nil, ""
 			}
-			seg, s = b.String(), s[end+1:]
 		case '\'':
 			end := strings.IndexByte(s[1:], '\'')
 			if end < 0 {
@@ -105,6 +99,54 @@ func parseKey(s string) ([]string, string) {
 		}
 		s = s[1:]
 	}
+}
+
+// basicKey reads a "basic" quoted key at the start of s, escapes decoded as TOML
+// does (so that "A\u00A0B" finds the key KeyPath spells that way), and returns
+// it and what follows the closing quote.
+func basicKey(s string) (key, rest string, ok bool) {
+	var b strings.Builder
+	for i := 1; i < len(s); i++ {
+		switch c := s[i]; c {
+		case '"':
+			return b.String(), s[i+1:], true
+		case '\\':
+			if i+1 >= len(s) {
+				return "", "", false
+			}
+			i++
+			switch e := s[i]; e {
+			case 'b':
+				b.WriteByte('\b')
+			case 't':
+				b.WriteByte('\t')
+			case 'n':
+				b.WriteByte('\n')
+			case 'f':
+				b.WriteByte('\f')
+			case 'r':
+				b.WriteByte('\r')
+			case 'e':
+				b.WriteByte(0x1b)
+			case 'x', 'u', 'U':
+				n := map[byte]int{'x': 2, 'u': 4, 'U': 8}[e]
+				if i+n >= len(s) {
+					return "", "", false
+				}
+				r, err := strconv.ParseUint(s[i+1:i+1+n], 16, 32)
+				if err != nil {
+					return "", "", false
+				}
+				b.WriteRune(rune(r))
+				i += n
+			default:
+				b.WriteByte(e)
+			}
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return "", "", false
 }
 
 func isBareKeyByte(c byte) bool {

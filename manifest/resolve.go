@@ -28,6 +28,9 @@ func resolve(stack []*layer, sub *substituter) (*Resolved, error) {
 	if err := errs.orNil(); err != nil {
 		return nil, err
 	}
+	if err := checkSubstituted(&m, sources, origins, true).orNil(); err != nil {
+		return nil, err
+	}
 	if m.Sandbox.Image == "" && m.Sandbox.Build == nil {
 		return nil, locate(origins, []string{"sandbox", "image"}, "is empty after substitution")
 	}
@@ -54,9 +57,9 @@ func fromTables(data map[string]any, m *Manifest) error {
 // locate builds an *Error for path, naming the layer and line that set it (or
 // its nearest parent that a layer set).
 func locate(origins map[string]origin, path []string, msg string) *Error {
-	e := &Error{Key: keyPath(path...), Msg: msg}
+	e := &Error{Key: KeyPath(path...), Msg: msg}
 	for n := len(path); n > 0; n-- {
-		o, ok := origins[keyPath(path[:n]...)]
+		o, ok := origins[KeyPath(path[:n]...)]
 		if !ok || o.layer == nil {
 			continue
 		}
@@ -80,7 +83,7 @@ func substitute(m *Manifest, sub *substituter, origins map[string]origin) (map[s
 		}
 		*v = out
 		if src != Literal {
-			sources[keyPath(path...)] = src
+			sources[KeyPath(path...)] = src
 		}
 	}
 	env := func(prefix []string, vars map[string]string) {

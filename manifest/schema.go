@@ -16,11 +16,15 @@ type schemaNode struct {
 	Type        string                 `json:"type,omitempty"`
 	Enum        []string               `json:"enum,omitempty"`
 	Pattern     string                 `json:"pattern,omitempty"`
+	Minimum     *float64               `json:"minimum,omitempty"`
+	Maximum     *float64               `json:"maximum,omitempty"`
+	MaxLength   int                    `json:"maxLength,omitempty"`
 	Default     json.RawMessage        `json:"default,omitempty"`
 	Items       *schemaNode            `json:"items,omitempty"`
 	Properties  map[string]*schemaNode `json:"properties,omitempty"`
 	// AdditionalProperties is false for fixed tables, a schema for named entries.
-	AdditionalProperties any `json:"additionalProperties,omitempty"`
+	AdditionalProperties any         `json:"additionalProperties,omitempty"`
+	PropertyNames        *schemaNode `json:"propertyNames,omitempty"`
 }
 
 const durationPattern = `^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
@@ -59,6 +63,7 @@ func child(parent *schemaNode, key string) *schemaNode {
 		}
 		n := &schemaNode{Type: "object", Properties: map[string]*schemaNode{}, AdditionalProperties: false}
 		parent.AdditionalProperties = n
+		parent.PropertyNames = &schemaNode{Pattern: entryNameRE.String(), MaxLength: MaxNameLength}
 		return n
 	}
 	if parent.Properties == nil {
@@ -78,6 +83,7 @@ func child(parent *schemaNode, key string) *schemaNode {
 func fill(n *schemaNode, f Field) {
 	n.Description = f.Doc
 	n.Enum = f.Enum
+	n.Minimum, n.Maximum = f.Min, f.Max
 	switch f.Type {
 	case "string":
 		n.Type = "string"
@@ -96,6 +102,9 @@ func fill(n *schemaNode, f Field) {
 	case "table of strings":
 		n.Type = "object"
 		n.AdditionalProperties = &schemaNode{Type: "string"}
+		if f.Names != "" {
+			n.PropertyNames = &schemaNode{Pattern: f.Names}
+		}
 	case "table":
 		n.Type = "object" // its keys are the fields below it
 	}

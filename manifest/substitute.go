@@ -43,9 +43,13 @@ type substituter struct {
 	vault  Lookup
 }
 
+// maxNesting bounds how deep ${VAR:-default} expressions may nest in a default.
+const maxNesting = 8
+
 // expand resolves tmpl. Forms: ${VAR}, ${VAR:default}, ${VAR:-default}, and $$ for
-// a literal $. A $ followed by anything else is kept as it is. A template with no $
-// never calls a lookup. Error messages name variables, never values.
+// a literal $. A $ followed by anything else is kept as it is. A default is
+// itself expanded, when it is used, so defaults nest: ${A:-${B:-x}}. A template
+// with no $ never calls a lookup. Error messages name variables, never values.
 func (s *substituter) expand(tmpl string) (string, Source, error) {
 	if !strings.Contains(tmpl, "$") {
 		return tmpl, Literal, nil
@@ -68,15 +72,23 @@ func (s *substituter) expand(tmpl string) (string, Source, error) {
 			b.WriteByte(c)
 			continue
 		}
-		end := strings.IndexByte(tmpl[i+2:], '}')
+		end, depth := closingBrace(tmpl, i+2)
 		if end < 0 {
 			return "", Literal, fmt.Errorf("unterminated ${ at offset %d", i)
 		}
-		expr := tmpl[i+2 : i+2+end]
-		i += 2 + end
-		name, def, hasDef := expr, "", false
+		if depth > maxNesting {
+			return "", Literal, fmt.Errorf("${ at offset %d nests defaults more than %d deep", i, maxNesting)
+		}
+		expr := tmpl[i+2 : end]
+		i = end
+		name, def, hasDef, emptyToo := expr, "", false, false
 		if j := strings.IndexByte(expr, ':'); j >= 0 {
-			name, def, hasDef = expr[:j], strings.TrimPrefix(expr[j+1:], "-"), true
+			name, def, hasDef = expr[:j], expr[j+1:], true
+			// ${VAR:-default} (the shell's and compose's form) also when VAR is
+			// empty; ${VAR:default} (airlock's) only when it is set nowhere.
+			if strings.HasPrefix(def, "-") {
+				def, emptyToo = def[1:], true
+			}
 		}
 		if !validVarName(name) {
 			return "", Literal, fmt.Errorf("invalid variable name %q in ${%s}", name, expr)
@@ -85,19 +97,45 @@ func (s *substituter) expand(tmpl string) (string, Source, error) {
 		if err != nil {
 			return "", Literal, err
 		}
-		switch {
-		case from != Literal:
-			b.WriteString(val)
-			if from > src {
-				src = from
+		if hasDef && (from == Literal || (emptyToo && val == "")) {
+			// The default: expanded in turn, and only now, so that the
+			// variables it names are looked up only when it is used.
+			val, from, err = s.expand(def)
+			if err != nil {
+				return "", Literal, err
 			}
-		case hasDef:
-			b.WriteString(def)
-		default:
+		} else if from == Literal {
 			return "", Literal, fmt.Errorf("%s is not set and not in the vault", name)
 		}
+		b.WriteString(val)
+		src = max(src, from)
 	}
 	return b.String(), src, nil
+}
+
+// closingBrace returns the index of the } that closes the ${ whose content
+// starts at start (a ${ inside opens a nested expression, $$ is skipped), or -1,
+// and how deep expressions nest in it (1 when none is nested).
+func closingBrace(tmpl string, start int) (end, depth int) {
+	open, deepest := 1, 1
+	for j := start; j < len(tmpl); j++ {
+		switch tmpl[j] {
+		case '$':
+			if j+1 < len(tmpl) && (tmpl[j+1] == '{' || tmpl[j+1] == '$') {
+				if tmpl[j+1] == '{' {
+					open++
+					deepest = max(deepest, open)
+				}
+				j++
+			}
+		case '}':
+			open--
+			if open == 0 {
+				return j, deepest
+			}
+		}
+	}
+	return -1, deepest
 }
 
 // lookup returns the value of name and where it came from; Literal means not found.

@@ -22,6 +22,7 @@ func TestSubstitutionForms(t *testing.T) {
 		{name: "host", value: "${USER_NAME}", env: map[string]string{"USER_NAME": "ada"}, want: "ada", source: manifest.Host},
 		{name: "in text", value: "pre-${A}-${B}.post", env: map[string]string{"A": "1", "B": "2"}, want: "pre-1-2.post", source: manifest.Host},
 		{name: "host set to empty is set", value: "${EMPTY:fallback}", env: map[string]string{"EMPTY": ""}, want: "", source: manifest.Host},
+		{name: "dash default when empty", value: "${EMPTY:-fallback}", env: map[string]string{"EMPTY": ""}, want: "fallback", source: manifest.Literal},
 		{name: "default", value: "${PGPASS:devonly}", want: "devonly", source: manifest.Literal},
 		{name: "dash default", value: "${PGPASS:-devonly}", want: "devonly", source: manifest.Literal},
 		{name: "empty default", value: "x${NOPE:-}y", want: "xy", source: manifest.Literal},
@@ -75,8 +76,8 @@ func TestSubstitutionErrors(t *testing.T) {
 			"sandbox.toml:4: mounts.m.source: SRC is not set and not in the vault"},
 		{"missing in a copy source", img + "[copies.c]\nsource = \"${SRC}\"\ntarget = \"/x\"\n",
 			"sandbox.toml:4: copies.c.source: SRC is not set and not in the vault"},
-		{"dotted env key is quoted", img + "[env]\n\"A.B\" = \"${NOPE}\"\n",
-			`sandbox.toml:4: env."A.B": NOPE is not set and not in the vault`},
+		{"dotted env key is quoted", img + "[services.db]\nimage = \"pg\"\nenv = { \"A.B\" = \"${NOPE}\" }\n",
+			`sandbox.toml:5: services.db.env."A.B": NOPE is not set and not in the vault`},
 		{"unterminated", img + "[env]\nX = \"${NOPE\"\n",
 			"sandbox.toml:4: env.X: unterminated ${ at offset 0"},
 		{"bad name", img + "[env]\nX = \"a${1X}\"\n",
@@ -240,10 +241,10 @@ TOKEN = "Bearer ${GITHUB_TOKEN}"
 HOSTV = "${CI_TOKEN}"
 PLAIN = "plain"
 [mounts.m]
-source = "/home/${GITHUB_TOKEN}"
+source = "/home/${CI_TOKEN}"
 target = "/m"
 [copies.c]
-source = "${GITHUB_TOKEN}"
+source = "${CI_TOKEN}"
 target = "/c"
 [daemons.d]
 command = ["d"]
@@ -263,7 +264,7 @@ env = { P = "${GITHUB_TOKEN}" }
 	}
 	wantSources := map[string]manifest.Source{
 		"sandbox.image": manifest.Vault, "env.TOKEN": manifest.Vault, "env.HOSTV": manifest.Host,
-		"mounts.m.source": manifest.Vault, "copies.c.source": manifest.Vault,
+		"mounts.m.source": manifest.Host, "copies.c.source": manifest.Host,
 		"daemons.d.env.P": manifest.Vault, "daemons.d.env.H": manifest.Host, "services.s.env.P": manifest.Vault,
 	}
 	if !reflect.DeepEqual(r.Sources, wantSources) {
@@ -287,7 +288,7 @@ env = { P = "${GITHUB_TOKEN}" }
 			t.Errorf("%s output hides the host value:\n%s", name, out)
 		}
 	}
-	for _, line := range []string{`TOKEN = "********"`, `HOSTV = "host-visible"`, `PLAIN = "plain"`, `image = "********"`, `source = "********"`, `P = "********"`} {
+	for _, line := range []string{`TOKEN = "********"`, `HOSTV = "host-visible"`, `PLAIN = "plain"`, `image = "********"`, `source = "host-visible"`, `P = "********"`} {
 		if !containsLine(string(tomlOut), line) {
 			t.Errorf("TOML output lacks %s:\n%s", line, tomlOut)
 		}
@@ -299,13 +300,13 @@ env = { P = "${GITHUB_TOKEN}" }
 	if decoded.Env["TOKEN"] != manifest.Mask || decoded.Services["s"].Env["P"] != manifest.Mask || decoded.Env["HOSTV"] != "host-visible" {
 		t.Errorf("JSON env = %v, services.s.env = %v", decoded.Env, decoded.Services["s"].Env)
 	}
-	for key, want := range map[string]string{"env.TOKEN": `"********"`, "mounts.m.source": `"********"`, "daemons.d.env.H": `"host-visible"`} {
+	for key, want := range map[string]string{"env.TOKEN": `"********"`, "mounts.m.source": `"/home/host-visible"`, "daemons.d.env.H": `"host-visible"`} {
 		if s := setting(t, r, key); s.Value != want {
 			t.Errorf("Settings %s = %s, want %s", key, s.Value, want)
 		}
 	}
 	// Masking does not change the resolved manifest.
-	if r.Env["TOKEN"] != "Bearer "+secret || r.Services["s"].Env["P"] != secret || r.Mounts["m"].Source != "/home/"+secret {
+	if r.Env["TOKEN"] != "Bearer "+secret || r.Services["s"].Env["P"] != secret || r.Mounts["m"].Source != "/home/host-visible" {
 		t.Error("output masked the resolved manifest itself")
 	}
 }

@@ -2,10 +2,12 @@ package manifest
 
 import (
 	"fmt"
+	"math"
 	"net"
 	"net/url"
 	"path"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
@@ -16,6 +18,31 @@ import (
 var (
 	entryNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
 	memoryRE    = regexp.MustCompile(`^(?i)([0-9]+(?:\.[0-9]+)?)\s*([kmgt]?)(i?b)?$`)
+	// processEnvRE is what the supervisor accepts as the name of a variable it
+	// sets ([env] and daemons.*.env).
+	processEnvRE = regexp.MustCompile(ProcessEnvNames)
+)
+
+// Bounds of the numbers a manifest may hold: what the Engine and the supervisor
+// accept, so an absurd value is a config error rather than a wrap-around. The
+// supervisor checks the same bounds on its spec (supervisor.MaxTimeout, …).
+const (
+	// MaxCPUs bounds sandbox.cpus; MinCPUs is the Engine's smallest limit.
+	MinCPUs = 0.01
+	MaxCPUs = 1024
+	// MinMemory is the Engine's smallest memory limit; MaxMemory is 1 PiB.
+	MinMemory = 6 << 20
+	MaxMemory = 1 << 50
+	// MaxDuration bounds every duration (ready timeouts, healthcheck interval
+	// and timeout): a year.
+	MaxDuration = 365 * 24 * time.Hour
+	// MaxDaemonTimeout bounds daemons.*.timeout, in seconds: a year.
+	MaxDaemonTimeout = int(MaxDuration / time.Second)
+	// MaxCount bounds daemons.*.max_restarts and services.*.healthcheck.retries.
+	MaxCount = 10000
+	// MaxNameLength bounds entry names: daemon names name log folders in the
+	// supervisor, service names become host names (a DNS label).
+	MaxNameLength = 63
 )
 
 // validator collects every problem of a merged, defaulted manifest.
@@ -36,7 +63,7 @@ func validate(m *Manifest, origins map[string]origin) Errors {
 		}
 	}
 	v.sandbox(&m.Sandbox)
-	v.env([]string{"env"}, m.Env)
+	v.processEnv([]string{"env"}, m.Env)
 	targets := map[string]string{}
 	for _, name := range sortedKeys(m.Mounts) {
 		v.mount(name, m.Mounts[name], targets)
@@ -51,7 +78,86 @@ func validate(m *Manifest, origins map[string]origin) Errors {
 	for _, name := range sortedKeys(m.Services) {
 		v.service(name, m.Services[name])
 	}
+	v.noNUL(nil, reflect.ValueOf(m).Elem())
 	return v.errs
+}
+
+// Validate checks a resolved manifest with the rules Load applies, for a
+// manifest that did not come through Load: the control daemon checks what a
+// client sends (restored with its values, see Restore) before it accepts it.
+// The problems are Errors, as Load's, each naming its key path.
+func (r *Resolved) Validate() error {
+	m := r.Manifest
+	errs := validate(&m, r.origins)
+	errs = append(errs, checkSubstituted(&m, r.Sources, r.origins, false)...)
+	return errs.orNil()
+}
+
+// checkSubstituted checks what substitution produced: a value from the vault
+// cannot be a host path (mounts.*.source, copies.*.source), since paths show in
+// messages (a missing source, missing = "warn") and in the container's
+// configuration; with nul, no substituted value may hold a NUL byte (validation
+// saw the templates only).
+func checkSubstituted(m *Manifest, sources map[string]Source, origins map[string]origin, nul bool) Errors {
+	var errs Errors
+	if nul {
+		c := *m
+		walkSubstituted(&c, func(path []string, val string) string {
+			if strings.IndexByte(val, 0) >= 0 {
+				errs = append(errs, locate(origins, path, "must not contain a NUL byte (after substitution)"))
+			}
+			return val
+		})
+	}
+	for _, sec := range []string{"mounts", "copies"} {
+		var names []string
+		if sec == "mounts" {
+			names = sortedKeys(m.Mounts)
+		} else {
+			names = sortedKeys(m.Copies)
+		}
+		for _, name := range names {
+			if p := []string{sec, name, "source"}; sources[KeyPath(p...)] == Vault {
+				errs = append(errs, locate(origins, p, "a value from the vault cannot be used in a host path (it would show in messages); use an environment variable"))
+			}
+		}
+	}
+	return errs
+}
+
+// noNUL reports each string of the manifest that holds a NUL byte: no
+// argument, path, name or environment value can carry one to a process, a file
+// or the Engine. Names (map keys) are left to the checks of each kind of name.
+func (v *validator) noNUL(path []string, val reflect.Value) {
+	switch val.Kind() {
+	case reflect.String:
+		if strings.IndexByte(val.String(), 0) >= 0 {
+			v.errorf(path, "must not contain a NUL byte")
+		}
+	case reflect.Slice:
+		for i := 0; i < val.Len(); i++ {
+			if strings.IndexByte(val.Index(i).String(), 0) >= 0 {
+				v.errorf(path, "must not contain a NUL byte (element %d)", i)
+				return
+			}
+		}
+	case reflect.Map:
+		keys := val.MapKeys()
+		slices.SortFunc(keys, func(a, b reflect.Value) int { return strings.Compare(a.String(), b.String()) })
+		for _, k := range keys {
+			v.noNUL(append(append([]string{}, path...), k.String()), val.MapIndex(k))
+		}
+	case reflect.Pointer:
+		if !val.IsNil() {
+			v.noNUL(path, val.Elem())
+		}
+	case reflect.Struct:
+		t := val.Type()
+		for i := 0; i < t.NumField(); i++ {
+			name, _, _ := strings.Cut(t.Field(i).Tag.Get("toml"), ",")
+			v.noNUL(append(append([]string{}, path...), name), val.Field(i))
+		}
+	}
 }
 
 func (v *validator) sandbox(s *Sandbox) {
@@ -81,8 +187,13 @@ func (v *validator) sandbox(s *Sandbox) {
 		v.errorf(p("network"), "unknown network %q (use one of %s)", s.Network, strings.Join(Networks, ", "))
 	}
 	v.duration(p("ready_timeout"), s.ReadyTimeout)
-	if s.CPUs < 0 {
+	switch {
+	case math.IsNaN(s.CPUs) || math.IsInf(s.CPUs, 0):
+		v.errorf(p("cpus"), "must be a finite number, got %g", s.CPUs)
+	case s.CPUs < 0:
 		v.errorf(p("cpus"), "must not be negative, got %g", s.CPUs)
+	case s.CPUs != 0 && (s.CPUs < MinCPUs || s.CPUs > MaxCPUs):
+		v.errorf(p("cpus"), "must be between %g and %d (0 means no limit), got %g", MinCPUs, MaxCPUs, s.CPUs)
 	}
 	if s.Memory != "" {
 		if _, err := ParseMemory(s.Memory); err != nil {
@@ -91,7 +202,8 @@ func (v *validator) sandbox(s *Sandbox) {
 	}
 }
 
-// ParseMemory reads a size such as "512m", "2g" or "1.5GiB" into bytes.
+// ParseMemory reads a size such as "512m", "2g" or "1.5GiB" into bytes. 0 (no
+// limit) or a size from 6m (the Engine's minimum) to 1024t (1 PiB).
 func ParseMemory(s string) (int64, error) {
 	m := memoryRE.FindStringSubmatch(strings.TrimSpace(s))
 	if m == nil {
@@ -102,7 +214,16 @@ func ParseMemory(s string) (int64, error) {
 		return 0, fmt.Errorf("invalid size %q", s)
 	}
 	mult := map[string]float64{"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}[strings.ToLower(m[2])]
-	return int64(n * mult), nil
+	switch b := n * mult; {
+	case b == 0:
+		return 0, nil
+	case b < MinMemory:
+		return 0, fmt.Errorf("size %q is below the Engine's minimum of 6m (use 0 or \"\" for no limit)", s)
+	case b > MaxMemory:
+		return 0, fmt.Errorf("size %q is above the maximum of 1024t (1 PiB)", s)
+	default:
+		return int64(b), nil
+	}
 }
 
 func (v *validator) duration(path []string, s string) {
@@ -112,9 +233,13 @@ func (v *validator) duration(path []string, s string) {
 		v.errorf(path, "invalid duration %q (use a Go duration such as \"30s\" or \"2m\")", s)
 	case d <= 0:
 		v.errorf(path, "must be positive, got %q", s)
+	case d > MaxDuration:
+		v.errorf(path, "must be at most a year (8760h), got %q", s)
 	}
 }
 
+// env checks the names of a table of variables the Engine sets (services.*.env,
+// sandbox.build.args).
 func (v *validator) env(prefix []string, vars map[string]string) {
 	for _, k := range sortedKeys(vars) {
 		if k == "" || strings.ContainsAny(k, "=\x00") {
@@ -123,9 +248,23 @@ func (v *validator) env(prefix []string, vars map[string]string) {
 	}
 }
 
+// processEnv checks the names of a table of variables the supervisor sets in a
+// process's environment ([env], daemons.*.env): it takes what a shell can name.
+func (v *validator) processEnv(prefix []string, vars map[string]string) {
+	for _, k := range sortedKeys(vars) {
+		if !processEnvRE.MatchString(k) {
+			v.errorf(append(append([]string{}, prefix...), k), "invalid variable name (use letters, digits and _, not starting with a digit)")
+		}
+	}
+}
+
 func (v *validator) entryName(sec, name string) bool {
 	if !entryNameRE.MatchString(name) {
 		v.errorf([]string{sec, name}, "invalid name (use letters, digits, '_', '.' and '-', starting with a letter or digit)")
+		return false
+	}
+	if len(name) > MaxNameLength {
+		v.errorf([]string{sec, name}, "invalid name (at most %d characters, got %d)", MaxNameLength, len(name))
 		return false
 	}
 	return true
@@ -153,7 +292,7 @@ func (v *validator) checkTarget(sec, name, target string, targets map[string]str
 		v.errorf(p, "%s is also the target of %s", target, other)
 		return
 	}
-	targets[clean] = keyPath(sec, name)
+	targets[clean] = KeyPath(sec, name)
 }
 
 func (v *validator) mount(name string, m Mount, targets map[string]string) {
@@ -211,17 +350,25 @@ func (v *validator) daemon(name string, d Daemon, all map[string]Daemon) {
 	if !slices.Contains(Signals, d.Signal) {
 		v.errorf(p("signal"), "unknown signal %q (use one of %s)", d.Signal, strings.Join(Signals, ", "))
 	}
-	if d.Timeout < 0 {
+	switch {
+	case d.Timeout < 0:
 		v.errorf(p("timeout"), "must not be negative (0 waits forever), got %d", d.Timeout)
+	case d.Timeout > MaxDaemonTimeout:
+		v.errorf(p("timeout"), "must be at most %d seconds (a year; 0 waits forever), got %d", MaxDaemonTimeout, d.Timeout)
 	}
 	if !slices.Contains(RestartPolicies, d.Restart) {
 		v.errorf(p("restart"), "unknown policy %q (use one of %s)", d.Restart, strings.Join(RestartPolicies, ", "))
 	}
-	if d.MaxRestarts < 0 {
+	switch {
+	case d.MaxRestarts < 0:
 		v.errorf(p("max_restarts"), "must not be negative (0 means no limit), got %d", d.MaxRestarts)
+	case d.MaxRestarts > MaxCount:
+		v.errorf(p("max_restarts"), "must be at most %d (0 means no limit), got %d", MaxCount, d.MaxRestarts)
 	}
-	for _, a := range d.After {
+	for i, a := range d.After {
 		switch _, ok := all[a]; {
+		case slices.Contains(d.After[:i], a):
+			v.errorf(p("after"), "names %q twice", a)
 		case a == name:
 			v.errorf(p("after"), "a daemon cannot wait for itself")
 		case !ok:
@@ -231,7 +378,7 @@ func (v *validator) daemon(name string, d Daemon, all map[string]Daemon) {
 	if d.Ready != nil {
 		v.ready(p("ready"), d.Ready)
 	}
-	v.env(p("env"), d.Env)
+	v.processEnv(p("env"), d.Env)
 }
 
 func (v *validator) ready(p []string, r *Ready) {
@@ -323,8 +470,11 @@ func (v *validator) service(name string, s Service) {
 		}
 		v.duration(p("healthcheck", "interval"), h.Interval)
 		v.duration(p("healthcheck", "timeout"), h.Timeout)
-		if h.Retries < 0 {
+		switch {
+		case h.Retries < 0:
 			v.errorf(p("healthcheck", "retries"), "must not be negative, got %d", h.Retries)
+		case h.Retries > MaxCount:
+			v.errorf(p("healthcheck", "retries"), "must be at most %d, got %d", MaxCount, h.Retries)
 		}
 	}
 	v.env(p("env"), s.Env)

@@ -45,9 +45,13 @@ func TestValidationErrors(t *testing.T) {
 		{"unknown tool", map[string]string{"sandbox.toml": "tools = [\"git\", \"hammer\"]\n" + img},
 			`sandbox.toml:1: tools: unknown tool "hammer" (known tools: git, ssh-agent, claude, codex, go-cache, npm-cache, uv-cache, apt-cache)`},
 		{"empty env name", map[string]string{"sandbox.toml": img + "[env]\n\"\" = \"x\"\n"},
-			`sandbox.toml:4: env."": invalid variable name (it must not be empty or contain = or NUL)`},
+			`sandbox.toml:4: env."": invalid variable name (use letters, digits and _, not starting with a digit)`},
 		{"env name with =", map[string]string{"sandbox.toml": img + "[env]\n\"A=B\" = \"x\"\n"},
-			`sandbox.toml:4: env."A=B": invalid variable name (it must not be empty or contain = or NUL)`},
+			`sandbox.toml:4: env."A=B": invalid variable name (use letters, digits and _, not starting with a digit)`},
+		{"empty service env name", map[string]string{"sandbox.toml": img + "[services.db]\nimage = \"pg\"\nenv = { \"\" = \"x\" }\n"},
+			`sandbox.toml:5: services.db.env."": invalid variable name (it must not be empty or contain = or NUL)`},
+		{"service env name with =", map[string]string{"sandbox.toml": img + "[services.db]\nimage = \"pg\"\nenv = { \"A=B\" = \"x\" }\n"},
+			`sandbox.toml:5: services.db.env."A=B": invalid variable name (it must not be empty or contain = or NUL)`},
 
 		// daemons
 		{"bad signal", map[string]string{"sandbox.toml": daemon + "signal = \"SIGBOGUS\"\n"},

@@ -2,6 +2,7 @@
 package paths
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -16,6 +17,10 @@ type Paths struct {
 	// StateRoot holds ids.db and daemon/ (runtime.state_root in
 	// config.toml); it defaults to DataDir. The vault stays in DataDir.
 	StateRoot string
+
+	// runtimeFallback says RuntimeDir is the shared-root fallback (no
+	// XDG_RUNTIME_DIR), where another local user may have made it first.
+	runtimeFallback bool
 }
 
 // FromEnv derives the paths from getenv (os.LookupEnv in the CLI, a map in tests).
@@ -47,8 +52,29 @@ func FromEnv(getenv func(string) (string, bool)) (*Paths, error) {
 		p.RuntimeDir = filepath.Join(rt, "airlock")
 	} else {
 		p.RuntimeDir = filepath.Join(os.TempDir(), fmt.Sprintf("airlock-%d", os.Getuid()))
+		p.runtimeFallback = true
 	}
 	return p, nil
+}
+
+// EnsureRuntimeDir makes the runtime directory (socket and lock) when missing
+// and refuses it, with an *UnsafeDirError naming it and its owner, unless it is
+// a real directory of the current user's with mode 0700 (DESIGN §2). The CLI
+// checks it before it talks to the socket, the daemon before it takes the lock.
+func (p *Paths) EnsureRuntimeDir() error {
+	err := EnsurePrivateDir(p.RuntimeDir)
+	var ue *UnsafeDirError
+	if errors.As(err, &ue) && p.runtimeFallback {
+		ue.Hint = "set XDG_RUNTIME_DIR to a private directory of yours, or have the directory removed (its owner or root can)"
+	}
+	return err
+}
+
+// EnsureDaemonDir makes DaemonDir (pid, version, listen options, log) with the
+// same checks as EnsureRuntimeDir: runtime.state_root may put it under a
+// shared root.
+func (p *Paths) EnsureDaemonDir() error {
+	return EnsurePrivateDir(p.DaemonDir())
 }
 
 // UserConfig is config.toml, the user's settings.

@@ -24,11 +24,14 @@ type Request struct {
 	Kind     string   // KindRun or KindUp
 	Command  []string // the main command (run); nil for an up sandbox, whose main process idles
 	Env      []string // K=V from -e, over [env]
-	Workdir  string   // -w, over sandbox.workdir
-	TTY      bool     // allocate a terminal for the main command
-	Stdin    bool     // keep stdin open for the main command
-	Labels   map[string]string
-	Quiet    bool // no shutdown lines from the supervisor
+	// EnvSecrets are -e NAME values from the caller's environment, over [env]
+	// and Env: delivered like substituted values, never written in the spec.
+	EnvSecrets map[string]string
+	Workdir    string // -w, over sandbox.workdir
+	TTY        bool   // allocate a terminal for the main command
+	Stdin      bool   // keep stdin open for the main command
+	Labels     map[string]string
+	Quiet      bool // no shutdown lines from the supervisor
 	// CLIPid and CLIStart identify the CLI process of a run sandbox, for the reaper.
 	CLIPid   int
 	CLIStart string
@@ -49,6 +52,7 @@ type Sandbox struct {
 	manifest         *manifest.Resolved
 	supervisorVolume string
 	fresh            bool // created by this runtime and never started: its status stream is empty
+	envSecrets       map[string]string
 }
 
 // maxInlineSpec is the largest spec passed on the supervisor's command line (Linux
@@ -56,13 +60,14 @@ type Sandbox struct {
 const maxInlineSpec = 64 << 10
 
 // PlanHash identifies what a manifest asks for, without revealing any substituted
-// value: vault values are masked before hashing.
+// value: substituted env values (delivered at each start) and vault values are
+// masked before hashing (manifest.PlanView).
 func PlanHash(r *manifest.Resolved, imageID string) string {
 	b, _ := json.Marshal(struct {
 		M       manifest.Manifest
 		Dir     string
 		ImageID string
-	}{r.Masked(), r.ProjectDir, imageID})
+	}{r.PlanView(), r.ProjectDir, imageID})
 	h := sha256.Sum256(b)
 	return hex.EncodeToString(h[:])[:16]
 }
@@ -122,7 +127,7 @@ func (rt *Runtime) Create(ctx context.Context, req *Request) (sb *Sandbox, err e
 	sb = &Sandbox{
 		ID: req.ID, Name: objectName(req.ID), Project: r.ProjectDir, Kind: req.Kind,
 		PlanHash: PlanHash(r, img.ID), Services: map[string]string{},
-		TTY: req.TTY, manifest: r, supervisorVolume: vol, fresh: true,
+		TTY: req.TTY, manifest: r, supervisorVolume: vol, fresh: true, envSecrets: req.EnvSecrets,
 	}
 	defer func() {
 		if err != nil {
@@ -137,6 +142,9 @@ func (rt *Runtime) Create(ctx context.Context, req *Request) (sb *Sandbox, err e
 	}
 	labels[LabelSandbox] = sb.ID
 	labels[LabelProject] = sb.Project
+	if rt.Owner != "" {
+		labels[LabelOwner] = rt.Owner
+	}
 	labels[LabelPlanHash] = sb.PlanHash
 	labels[LabelKind] = req.Kind
 	done = rt.step("network")
@@ -314,7 +322,10 @@ func (rt *Runtime) primaryConfig(sb *Sandbox, req *Request, r *manifest.Resolved
 }
 
 // stopSeconds is how long `stop` waits for the supervisor: the longest daemon
-// timeout plus a margin (an hour when a daemon waits forever).
+// timeout plus a margin (an hour when a daemon waits forever). A timeout is
+// bounded as validation bounds it (a year), so that the Engine's stop timeout
+// (seconds, made a time.Duration) cannot wrap around, even for a manifest that
+// was not validated (a record written by an older daemon).
 func stopSeconds(r *manifest.Resolved) int {
 	longest := 0
 	for _, d := range r.Daemons {
@@ -322,7 +333,7 @@ func stopSeconds(r *manifest.Resolved) int {
 		if t == 0 {
 			t = 3600
 		}
-		longest = max(longest, t)
+		longest = max(longest, min(max(t, 0), manifest.MaxDaemonTimeout))
 	}
 	return longest + 5
 }
@@ -369,6 +380,9 @@ func buildSpec(req *Request, r *manifest.Resolved, hp *hostPlan) *supervisor.Spe
 		k, v, _ := strings.Cut(kv, "=")
 		spec.Main.Env = append(spec.Main.Env, supervisor.EnvEntry{Name: k, Value: &v})
 	}
+	for _, k := range sortedNames(req.EnvSecrets) {
+		spec.Main.Env = append(spec.Main.Env, supervisor.EnvEntry{Name: k, Secret: envSecretKey(k)})
+	}
 	for _, name := range sortedNames(r.Daemons) {
 		d := r.Daemons[name]
 		timeout, maxRestarts, dh := d.Timeout, d.MaxRestarts, d.Harden
@@ -385,32 +399,10 @@ func buildSpec(req *Request, r *manifest.Resolved, hp *hostPlan) *supervisor.Spe
 	return spec
 }
 
-// envKey is the key path of an env entry, as in Resolved.Sources.
-func envKey(prefix []string, name string) string {
-	parts := append(append([]string{}, prefix...), name)
-	var b strings.Builder
-	for i, p := range parts {
-		if i > 0 {
-			b.WriteByte('.')
-		}
-		b.WriteString(tomlKey(p))
-	}
-	return b.String()
-}
-
-func tomlKey(s string) string {
-	for _, c := range s {
-		if !(c == '_' || c == '-' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) {
-			return strconv.Quote(s)
-		}
-	}
-	return s
-}
-
 func envEntries(prefix []string, env map[string]string, sources map[string]manifest.Source) []supervisor.EnvEntry {
 	var out []supervisor.EnvEntry
 	for _, k := range sortedEnvKeys(env) {
-		key := envKey(prefix, k)
+		key := manifest.KeyPath(append(append([]string{}, prefix...), k)...)
 		if sources[key] != manifest.Literal {
 			out = append(out, supervisor.EnvEntry{Name: k, Secret: key})
 			continue
@@ -421,12 +413,16 @@ func envEntries(prefix []string, env map[string]string, sources map[string]manif
 	return out
 }
 
+// envSecretKey is the key under which a -e NAME value from the caller's
+// environment is delivered (it cannot clash with a manifest key path).
+func envSecretKey(name string) string { return "run.env." + name }
+
 // secretValues returns the substituted values the supervisor needs, by key path.
 func secretValues(r *manifest.Resolved) map[string]string {
 	out := map[string]string{}
 	add := func(prefix []string, env map[string]string) {
 		for k, v := range env {
-			key := envKey(prefix, k)
+			key := manifest.KeyPath(append(append([]string{}, prefix...), k)...)
 			if r.Sources[key] != manifest.Literal {
 				out[key] = v
 			}

@@ -14,6 +14,8 @@ import (
 	"github.com/docker/docker/api/types/mount"
 	"github.com/docker/docker/api/types/volume"
 	"golang.org/x/sys/unix"
+
+	"github.com/airlock-dev/airlock/paths"
 )
 
 // The supervisor reaches every sandbox through a Docker volume that holds the airlock
@@ -50,11 +52,9 @@ func (rt *Runtime) supervisorVolume(ctx context.Context, imageRef string) (strin
 	if rt.volumeComplete(ctx, name) {
 		return name, nil
 	}
-	// One filler at a time on this host, whatever the user's data dir.
-	lockPath := filepath.Join(os.TempDir(), name+".lock")
-	lock, err := os.OpenFile(lockPath, os.O_CREATE|os.O_RDWR, 0o666)
+	lock, lockPath, err := rt.supervisorLock(name)
 	if err != nil {
-		return "", failed("cannot lock %s: %v", lockPath, err)
+		return "", err
 	}
 	defer lock.Close()
 	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX); err != nil {
@@ -77,6 +77,33 @@ func (rt *Runtime) supervisorVolume(ctx context.Context, imageRef string) (strin
 	return name, nil
 }
 
+// supervisorLock opens the lock that lets one filler at a time work on a
+// supervisor volume: host-wide, whatever the user's data dir, in os.TempDir().
+// There any local user may have put a file (or a link) of that name first, so
+// it is opened without following links and used only when it is a regular file
+// of root's or the user's (paths.OpenSharedLock). Otherwise, and when it cannot
+// be opened (a 0600 file of another user's), the user's own lock in the private
+// runtime dir is used instead: fills by this user stay one at a time.
+func (rt *Runtime) supervisorLock(name string) (*os.File, string, error) {
+	lockPath := filepath.Join(os.TempDir(), name+".lock")
+	lock, err := paths.OpenSharedLock(lockPath)
+	if err == nil {
+		return lock, lockPath, nil
+	}
+	if rt.Paths == nil {
+		return nil, lockPath, failed("cannot lock %s: %v", lockPath, err)
+	}
+	shared := err
+	if err := rt.Paths.EnsureRuntimeDir(); err != nil {
+		return nil, lockPath, failed("cannot lock %s (%v), nor in %s: %v", lockPath, shared, rt.Paths.RuntimeDir, err)
+	}
+	own := filepath.Join(rt.Paths.RuntimeDir, name+".lock")
+	if lock, err = paths.OpenSharedLock(own); err != nil {
+		return nil, own, failed("cannot lock %s (%v), nor %s: %v", lockPath, shared, own, err)
+	}
+	return lock, own, nil
+}
+
 // volumeComplete reports whether the volume and its -ok companion exist, the
 // companion made after the volume.
 func (rt *Runtime) volumeComplete(ctx context.Context, name string) bool {
@@ -95,7 +122,7 @@ func (rt *Runtime) fillVolume(ctx context.Context, name, imageRef string) error 
 	c, err := rt.Engine.ContainerCreate(ctx, &container.Config{
 		Image:      imageRef,
 		Entrypoint: []string{"/nonexistent"},
-		Labels:     map[string]string{LabelRole: "helper"},
+		Labels:     rt.helperLabels(),
 	}, &container.HostConfig{
 		NetworkMode: "none",
 		Mounts:      []mount.Mount{{Type: mount.TypeVolume, Source: name, Target: "/fill"}},

@@ -41,7 +41,11 @@ func (rt *Runtime) Start(ctx context.Context, sb *Sandbox) error {
 	}
 	done()
 	sb.fresh = false
-	if values := secretValues(sb.manifest); len(values) > 0 {
+	values := secretValues(sb.manifest)
+	for k, v := range sb.envSecrets {
+		values[envSecretKey(k)] = v
+	}
+	if len(values) > 0 {
 		defer rt.step("secrets delivery")()
 		if err := rt.deliverSecrets(ctx, sb.PrimaryID, values); err != nil {
 			return err
@@ -139,6 +143,9 @@ func (rt *Runtime) RemoveNetworks(ctx context.Context, id string) error {
 	}
 	var errs []error
 	for _, n := range nets {
+		if !rt.owns(n.Labels) {
+			continue
+		}
 		if err := rt.Engine.NetworkRemove(ctx, n.ID); err != nil && !cerrdefs.IsNotFound(err) {
 			errs = append(errs, err)
 		}
@@ -160,6 +167,9 @@ func (rt *Runtime) objects(ctx context.Context, id string) (*sandboxObjects, err
 	objs := &sandboxObjects{}
 	for i := range list {
 		c := list[i]
+		if !rt.owns(c.Labels) {
+			continue // another daemon's sandbox of the same ID
+		}
 		switch c.Labels[LabelRole] {
 		case "primary":
 			objs.primary = &c
@@ -199,6 +209,11 @@ type DaemonCount struct {
 // ones unless all.
 func (rt *Runtime) List(ctx context.Context, labels map[string]string, all bool) ([]Info, error) {
 	args := filters.NewArgs(filters.Arg("label", LabelRole+"=primary"), filters.Arg("label", LabelSandbox))
+	if rt.Owner != "" {
+		// Only this daemon's: List serves the reaper, which must never touch
+		// another daemon's sandboxes (nor unowned ones it cannot vouch for).
+		args.Add("label", LabelOwner+"="+rt.Owner)
+	}
 	for k, v := range labels {
 		args.Add("label", k+"="+v)
 	}
@@ -302,4 +317,21 @@ func (rt *Runtime) Open(ctx context.Context, id string, r *manifest.Resolved) (*
 func (rt *Runtime) Running(ctx context.Context, containerID string) bool {
 	ci, err := rt.Engine.ContainerInspect(ctx, containerID)
 	return err == nil && ci.State != nil && ci.State.Running
+}
+
+// owns reports whether an object of a sandbox this runtime was asked about is its
+// daemon's: it carries the daemon's owner key, or no owner at all (made before
+// owners were recorded; the caller knows the sandbox from its own store).
+func (rt *Runtime) owns(labels map[string]string) bool {
+	o, ok := labels[LabelOwner]
+	return rt.Owner == "" || !ok || o == rt.Owner
+}
+
+// helperLabels are the labels of a short-lived helper container.
+func (rt *Runtime) helperLabels() map[string]string {
+	l := map[string]string{LabelRole: "helper"}
+	if rt.Owner != "" {
+		l[LabelOwner] = rt.Owner
+	}
+	return l
 }

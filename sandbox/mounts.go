@@ -60,7 +60,7 @@ func (rt *Runtime) planHost(r *manifest.Resolved) (*hostPlan, error) {
 			if m.Missing == "ignore" {
 				continue
 			}
-			return nil, configErr("%s.source: %s is a path on this host, and the Engine at %s cannot see it (use [copies.%s] to copy it in, or missing = \"ignore\" to skip the mount on a remote Engine)", key, src, rt.EngineName, tomlKey(name))
+			return nil, configErr("%s.source: %s is a path on this host, and the Engine at %s cannot see it (use [copies.%s] to copy it in, or missing = \"ignore\" to skip the mount on a remote Engine)", key, src, rt.EngineName, manifest.KeyPath(name))
 		}
 		_, err := os.Stat(src)
 		switch {

@@ -31,6 +31,10 @@ const (
 	// LabelCLIPid and LabelCLIStart identify the CLI process that owns a run sandbox.
 	LabelCLIPid   = "dev.airlock.cli-pid"
 	LabelCLIStart = "dev.airlock.cli-start"
+	// LabelOwner carries the instance key of the control daemon that made the
+	// object: a daemon touches only its own (and, for a sandbox in its store,
+	// objects made before owners were recorded).
+	LabelOwner = "dev.airlock.owner"
 	// labelStopTimeout is how long stop waits before SIGKILL, in seconds.
 	labelStopTimeout = "dev.airlock.stop-timeout"
 )
@@ -109,6 +113,9 @@ type Runtime struct {
 	EngineName string
 	// Endpoint is how the Engine was reached (the daemon opens the same one).
 	Endpoint engine.Endpoint
+	// Owner is the control daemon's instance key, put on every object made and
+	// required of every object listed or removed ("" for none: tests, tools).
+	Owner string
 }
 
 // NewRuntime returns a runtime for the Engine at ep, over an open client.

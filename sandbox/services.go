@@ -99,7 +99,7 @@ func serviceConfig(name string, s manifest.Service, labels map[string]string, se
 			}
 			v, err := time.ParseDuration(d.val)
 			if err != nil || v < 0 {
-				return nil, configErr("services.%s.healthcheck.%s: invalid duration %q", tomlKey(name), d.key, d.val)
+				return nil, configErr("%s: invalid duration %q", manifest.KeyPath("services", name, "healthcheck", d.key), d.val)
 			}
 			// The Engine refuses intervals and timeouts below 1ms (0 means its default).
 			if v > 0 && v < time.Millisecond {
@@ -419,7 +419,7 @@ func firstLine(s string) string {
 func serviceSecretEnv(name string, r *manifest.Resolved) map[string]string {
 	out := map[string]string{}
 	for k := range r.Services[name].Env {
-		key := envKey([]string{"services", name, "env"}, k)
+		key := manifest.KeyPath("services", name, "env", k)
 		if r.Sources[key] != manifest.Literal {
 			out[k] = key
 		}
@@ -448,7 +448,7 @@ func (rt *Runtime) wrapService(ctx context.Context, sb *Sandbox, name string, s 
 		argv = append(argv, img.Config.Cmd...)
 	}
 	if len(argv) == 0 {
-		return configErr("services.%s: the image %s has no entrypoint or command; set command", tomlKey(name), s.Image)
+		return configErr("%s: the image %s has no entrypoint or command; set command", manifest.KeyPath("services", name), s.Image)
 	}
 	entry := []string{SupervisorIn, "supervise", "wrap", "--socket", SecretsSocketIn}
 	for _, k := range sortedEnvKeys(secretEnv) {

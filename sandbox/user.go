@@ -89,7 +89,7 @@ func (rt *Runtime) readAccounts(ctx context.Context, imageRef string) (passwd, g
 	c, err := rt.Engine.ContainerCreate(ctx, &container.Config{
 		Image:      imageRef,
 		Entrypoint: []string{"/nonexistent"},
-		Labels:     map[string]string{LabelRole: "helper"},
+		Labels:     rt.helperLabels(),
 	}, &container.HostConfig{NetworkMode: "none"}, nil, nil, "")
 	if err != nil {
 		return nil, nil, failed("cannot read the accounts of image %s: %v", imageRef, err)

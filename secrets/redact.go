@@ -2,21 +2,33 @@ package secrets
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"sort"
 	"sync"
 )
 
 // Redactor masks known secret values in text: the control daemon's and the CLI's
-// own log lines pass through it. Values shorter than MinRedactLen are not tracked
-// (masking "1" would garble every number).
+// own log lines pass through it (the daemon's before and after JSON encoding,
+// see Handler). Values shorter than MinRedactLen are not tracked; see there.
 type Redactor struct {
 	mu     sync.RWMutex
 	values map[string]int // value → how many holders
 }
 
-// MinRedactLen is the shortest value a Redactor masks.
+// MinRedactLen is the shortest value a Redactor masks, in bytes. Masking is a
+// plain substring replacement over whole log lines and messages, so a value of
+// one to three bytes would be found everywhere: "1" or "ab" inside every
+// number, pid, timestamp, ID and word, garbling the log beyond use while
+// hiding nothing (a value that short is guessed in a few thousand tries anyway).
+// So shorter values are ignored, and `airlock secrets set` refuses to store
+// them (ErrShortValue); docs/secrets.md says that host-environment values that
+// short are not masked.
 const MinRedactLen = 4
+
+// ErrShortValue is a secret too short to be masked in airlock's output.
+var ErrShortValue = fmt.Errorf("the value is shorter than %d bytes: airlock could not mask it in its output and logs "+
+	"(a value that short appears inside every number and word), so it refuses to store it; use a longer secret", MinRedactLen)
 
 // Mask replaces a secret value.
 const Mask = "********"

@@ -40,6 +40,19 @@ const (
 // maxSpecSize bounds the spec file the supervisor is willing to read.
 const maxSpecSize = 4 << 20
 
+// Bounds of a spec's numbers, the same as the manifest's (manifest.MaxDuration,
+// manifest.MaxDaemonTimeout, manifest.MaxCount), so that every spec made from a
+// valid manifest is accepted and no value wraps around when it becomes a
+// time.Duration.
+const (
+	// MaxTimeout bounds a daemon's timeout, in seconds: a year.
+	MaxTimeout = 365 * 24 * 60 * 60
+	// MaxRestarts bounds a daemon's max_restarts.
+	MaxRestarts = 10000
+	// MaxReadyTimeout bounds a readiness check's timeout: a year.
+	MaxReadyTimeout = 365 * 24 * time.Hour
+)
+
 // Spec is the supervisor's input, written by the runtime as JSON. See
 // docs/supervisor.md for every field.
 type Spec struct {
@@ -268,11 +281,17 @@ func (d *Daemon) validate(byName map[string]*Daemon) error {
 	if *d.Timeout < 0 {
 		return fmt.Errorf("cannot use spec: %s.timeout is negative", p)
 	}
+	if *d.Timeout > MaxTimeout {
+		return fmt.Errorf("cannot use spec: %s.timeout is more than %d seconds (a year)", p, MaxTimeout)
+	}
 	if d.Restart != RestartAlways && d.Restart != RestartOnFailure {
 		return fmt.Errorf("cannot use spec: %s.restart: unknown policy %q (want always or on-failure)", p, d.Restart)
 	}
 	if *d.MaxRestarts < 0 {
 		return fmt.Errorf("cannot use spec: %s.max_restarts is negative", p)
+	}
+	if *d.MaxRestarts > MaxRestarts {
+		return fmt.Errorf("cannot use spec: %s.max_restarts is more than %d", p, MaxRestarts)
 	}
 	if d.User != "" && !userRE.MatchString(d.User) {
 		return fmt.Errorf("cannot use spec: %s.user %q is not UID[:GID]", p, d.User)
@@ -331,6 +350,9 @@ func (r *Ready) validate(p string) error {
 	d, err := time.ParseDuration(r.Timeout)
 	if err != nil || d <= 0 {
 		return fmt.Errorf("cannot use spec: %s.timeout %q is not a positive duration", p, r.Timeout)
+	}
+	if d > MaxReadyTimeout {
+		return fmt.Errorf("cannot use spec: %s.timeout %q is more than a year", p, r.Timeout)
 	}
 	return nil
 }

@@ -39,6 +39,10 @@ func TestParseSpecErrors(t *testing.T) {
 		"no command":     {`{"version":1,` + main + `,"daemons":[{"name":"a"}]}`, "daemons.a.command is empty"},
 		"signal":         {daemon(`,"signal":"SIGSTOP"`), `daemons.d.signal: unknown signal "SIGSTOP"`},
 		"timeout":        {daemon(`,"timeout":-1`), "daemons.d.timeout is negative"},
+		"timeout MaxInt": {daemon(`,"timeout":9223372036854775807`), "daemons.d.timeout is more than 31536000 seconds (a year)"},
+		"timeout year+1": {daemon(`,"timeout":31536001`), "daemons.d.timeout is more than 31536000 seconds (a year)"},
+		"max too large":  {daemon(`,"max_restarts":10001`), "daemons.d.max_restarts is more than 10000"},
+		"ready too long": {daemon(`,"ready":{"log":"x","timeout":"8761h"}`), `daemons.d.ready.timeout "8761h" is more than a year`},
 		"restart":        {daemon(`,"restart":"never"`), `unknown policy "never"`},
 		"max":            {daemon(`,"max_restarts":-2`), "max_restarts is negative"},
 		"after unknown":  {daemon(`,"after":["zz"]`), `after: unknown daemon "zz"`},
@@ -62,6 +66,22 @@ func TestParseSpecErrors(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.HasPrefix(err.Error(), "cannot ") {
 			t.Errorf("%s: err %v, want a \"cannot\" error containing %q", name, err, c.want)
 		}
+	}
+}
+
+// TestParseSpecBounds: the largest values are accepted, and a timeout at the
+// bound does not wrap around as a time.Duration.
+func TestParseSpecBounds(t *testing.T) {
+	s, err := ParseSpec([]byte(`{"version":1,"main":{"argv":["sh"]},"daemons":[{"name":"d","command":["x"],"timeout":31536000,"max_restarts":10000,"ready":{"log":"x","timeout":"8760h"}}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := s.Daemons[0]
+	if got := time.Duration(*d.Timeout) * time.Second; got != MaxReadyTimeout || got <= 0 {
+		t.Errorf("timeout as a duration = %v", got)
+	}
+	if d.Ready.timeout() != MaxReadyTimeout {
+		t.Errorf("ready timeout = %v", d.Ready.timeout())
 	}
 }
 

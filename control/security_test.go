@@ -1,0 +1,565 @@
+package control_test
+
+// Security hardening of the daemon's files, tokens, environment, pid file and
+// log (issue 10): each test fails on the code as it was before.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/airlock-dev/airlock/client"
+	"github.com/airlock-dev/airlock/control"
+	"github.com/airlock-dev/airlock/paths"
+	"github.com/airlock-dev/airlock/secrets"
+)
+
+// runEnv runs the CLI bin with args in the project dir, with extra variables
+// added to the test's environment.
+func (e *env) runEnv(bin string, extra []string, args ...string) result {
+	e.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Dir = e.project
+	cmd.Env = append(e.environ(), extra...)
+	cmd.WaitDelay = 5 * time.Second
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	r := result{stdout: stdout.String(), stderr: stderr.String()}
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &ee):
+		r.code = ee.ExitCode()
+	default:
+		e.t.Fatalf("airlock %s: %v\n%s", strings.Join(args, " "), err, r)
+	}
+	return r
+}
+
+// stopBackgroundDaemon stops, when the test ends, whatever daemon answers on
+// the test's socket (one a CLI started in the background).
+func (e *env) stopBackgroundDaemon() {
+	e.t.Cleanup(func() {
+		h, err := client.New(e.paths.Socket()).Health(context.Background())
+		if err != nil {
+			return
+		}
+		if p, err := os.FindProcess(h.PID); err == nil {
+			_ = p.Signal(syscall.SIGTERM)
+			for i := 0; i < 250 && syscall.Kill(h.PID, 0) == nil; i++ {
+				time.Sleep(20 * time.Millisecond)
+			}
+			_ = p.Kill()
+		}
+	})
+}
+
+// health returns the health of the daemon on the test's socket.
+func (e *env) health() client.Health {
+	e.t.Helper()
+	h, err := client.New(e.paths.Socket()).Health(ctxT(e.t, 5*time.Second))
+	if err != nil {
+		e.t.Fatalf("no daemon answers: %v", err)
+	}
+	return *h
+}
+
+// waitTCP waits for a TCP listener on 127.0.0.1:port.
+func waitTCP(t *testing.T, port int) {
+	t.Helper()
+	eventually(t, 10*time.Second, "the TCP listener", func() bool {
+		c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	})
+}
+
+// tcpHealth checks that the daemon on port wants token (and refuses a wrong
+// one), and returns its pid.
+func tcpHealth(t *testing.T, port int, token string) int {
+	t.Helper()
+	base := fmt.Sprintf("http://127.0.0.1:%d/v1/health", port)
+	if code, body := get(t, base, "Bearer wrong-token"); code != http.StatusUnauthorized {
+		t.Errorf("a wrong token: %d %s, want 401", code, body)
+	}
+	code, body := get(t, base, "Bearer "+token)
+	var h client.Health
+	if code != http.StatusOK || json.Unmarshal([]byte(body), &h) != nil {
+		t.Fatalf("the token: %d %s, want 200", code, body)
+	}
+	return h.PID
+}
+
+func procFile(t *testing.T, pid int, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/%s", pid, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func writeTokenFile(t *testing.T, path, token string, mode os.FileMode) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(token+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(path, mode); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestTokenNeverOnArgv: the token comes from AIRLOCK_TOKEN; the daemon the CLI
+// starts in the background has it neither on its command line nor in its
+// environment, and its environment is minimal: no vault passphrase, nothing
+// the CLI's shell held beyond what a daemon needs (DESIGN §8).
+func TestTokenNeverOnArgv(t *testing.T) {
+	e := newEnv(t)
+	e.stopBackgroundDaemon()
+	port := freePort(t)
+	const token = "tok-from-env-5e1d7c"
+	r := e.runEnv(binA, []string{"AIRLOCK_TOKEN=" + token, "AIRLOCK_VAULT_PASSPHRASE=vault-pass-9f2b",
+		"AIRLOCK_TEST_MARKER=marker-3a4c", "LC_TIME=C.UTF-8"},
+		"daemon", "start", "--host", "127.0.0.1", "--port", strconv.Itoa(port))
+	if r.code != 0 {
+		t.Fatalf("daemon start: %s", r)
+	}
+	pid := e.health().PID
+	waitTCP(t, port)
+	if got := tcpHealth(t, port, token); got != pid {
+		t.Errorf("TCP health pid %d, want %d", got, pid)
+	}
+	cmdline := procFile(t, pid, "cmdline")
+	if strings.Contains(cmdline, token) {
+		t.Errorf("the token is on the daemon's command line: %q", cmdline)
+	}
+	environ := procFile(t, pid, "environ")
+	for _, bad := range []string{"AIRLOCK_TOKEN", token, "AIRLOCK_VAULT_PASSPHRASE", "vault-pass-9f2b", "AIRLOCK_TEST_MARKER", "marker-3a4c", "NO_COLOR"} {
+		if strings.Contains(environ, bad) {
+			t.Errorf("the daemon's environment has %s:\n%s", bad, strings.ReplaceAll(environ, "\x00", "\n"))
+		}
+	}
+	for _, want := range []string{"HOME=" + e.home, "XDG_DATA_HOME=" + e.data, "XDG_RUNTIME_DIR=" + e.runtime, "PATH=", "LC_TIME=C.UTF-8", "AIRLOCK_DAEMON_BACKGROUND=1"} {
+		if !strings.Contains("\x00"+environ, "\x00"+want) {
+			t.Errorf("the daemon's environment lacks %s:\n%s", want, strings.ReplaceAll(environ, "\x00", "\n"))
+		}
+	}
+	// The hand-off file is gone; the listen options are kept, mode 0600.
+	if _, err := os.Stat(control.TokenHandoffFile(e.paths)); !os.IsNotExist(err) {
+		t.Errorf("the token hand-off file remains (%v)", err)
+	}
+	listen := filepath.Join(e.paths.DaemonDir(), "airlockd.listen")
+	if st, err := os.Stat(listen); err != nil || st.Mode().Perm() != 0o600 {
+		t.Errorf("%s: %v %v, want mode 0600", listen, st, err)
+	}
+	// The token is not in the daemon's log.
+	if b, _ := os.ReadFile(control.LogFile(e.paths)); strings.Contains(string(b), token) {
+		t.Errorf("the daemon's log shows the token:\n%s", b)
+	}
+}
+
+// TestTokenFile: --token-file is read by the daemon when it is a regular file
+// of the user's with mode 0600, and refused (exit 2, saying why) otherwise;
+// --token still works, with a warning.
+func TestTokenFile(t *testing.T) {
+	e := newEnv(t)
+	bad := filepath.Join(e.home, "loose-token")
+	writeTokenFile(t, bad, "loose-token-value", 0o644)
+	r := e.run(binA, "daemon", "run", "--host", "127.0.0.1", "--port", strconv.Itoa(freePort(t)), "--token-file", bad)
+	if r.code != 2 || !strings.Contains(r.stderr, bad) || !strings.Contains(r.stderr, "mode 0644") || !strings.Contains(r.stderr, "0600") {
+		t.Errorf("a token file with mode 0644: %s", r)
+	}
+	r = e.run(binA, "daemon", "start", "--host", "127.0.0.1", "--port", strconv.Itoa(freePort(t)), "--token-file", e.home)
+	if r.code != 2 || !strings.Contains(r.stderr, "not a regular file") {
+		t.Errorf("a directory as token file: %s", r)
+	}
+	if _, err := client.New(e.paths.Socket()).Health(context.Background()); err == nil {
+		t.Fatalf("a daemon started with a refused token file")
+	}
+
+	good := filepath.Join(e.home, "token")
+	writeTokenFile(t, good, "file-token-77aa", 0o600)
+	port := freePort(t)
+	d := e.startDaemon(binA, "--host", "127.0.0.1", "--port", strconv.Itoa(port), "--token-file", good)
+	waitTCP(t, port)
+	if got := tcpHealth(t, port, "file-token-77aa"); got != d.pid {
+		t.Errorf("TCP health pid %d, want %d", got, d.pid)
+	}
+	if strings.Contains(d.out.String(), "warning") {
+		t.Errorf("--token-file warned:\n%s", d.out)
+	}
+	d.stop(t, syscall.SIGTERM)
+
+	port = freePort(t)
+	d = e.startDaemon(binA, "--host", "127.0.0.1", "--port", strconv.Itoa(port), "--token", "flag-token-1234")
+	waitTCP(t, port)
+	tcpHealth(t, port, "flag-token-1234")
+	if !strings.Contains(d.out.String(), "warning: --token puts the token on the command line") {
+		t.Errorf("--token did not warn:\n%s", d.out)
+	}
+}
+
+// TestReadTokenFile: the checks of a token file.
+func TestReadTokenFile(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good")
+	writeTokenFile(t, good, "  tok-123 ", 0o600)
+	if tok, err := control.ReadTokenFile(good); err != nil || tok != "tok-123" {
+		t.Errorf("a 0600 file: %q %v", tok, err)
+	}
+	for _, mode := range []os.FileMode{0o640, 0o604, 0o666} {
+		p := filepath.Join(dir, fmt.Sprintf("m%o", mode))
+		writeTokenFile(t, p, "tok", mode)
+		if _, err := control.ReadTokenFile(p); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("mode %04o", mode)) {
+			t.Errorf("mode %04o: %v, want a refusal naming the mode", mode, err)
+		}
+	}
+	empty := filepath.Join(dir, "empty")
+	writeTokenFile(t, empty, "", 0o600)
+	if _, err := control.ReadTokenFile(empty); err == nil {
+		t.Errorf("an empty token file was accepted")
+	}
+	if os.Getuid() == 0 {
+		theirs := filepath.Join(dir, "theirs")
+		writeTokenFile(t, theirs, "tok", 0o600)
+		if err := os.Chown(theirs, 4243, 4243); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := control.ReadTokenFile(theirs); err == nil || !strings.Contains(err.Error(), "uid 4243") {
+			t.Errorf("another user's file: %v, want a refusal naming its owner", err)
+		}
+	}
+}
+
+// TestUpgradeKeepsListenOptions: a daemon replaced by a CLI of another build
+// comes back with its TCP listener and token, whether the token came from a
+// file or by value.
+func TestUpgradeKeepsListenOptions(t *testing.T) {
+	e := newEnv(t)
+	e.stopBackgroundDaemon()
+	tokFile := filepath.Join(e.home, "token")
+	writeTokenFile(t, tokFile, "upgrade-file-token", 0o600)
+	port := freePort(t)
+	if r := e.run(binA, "daemon", "start", "--host", "127.0.0.1", "--port", strconv.Itoa(port), "--token-file", tokFile); r.code != 0 {
+		t.Fatalf("daemon start: %s", r)
+	}
+	first := e.health()
+	waitTCP(t, port)
+	tcpHealth(t, port, "upgrade-file-token")
+
+	r := e.run(binB, "ps")
+	if r.code != 0 || !strings.Contains(r.stderr, fmt.Sprintf("daemon outdated (build %s -> %s), restarting...", buildA, buildB)) {
+		t.Fatalf("ps with a newer CLI: %s", r)
+	}
+	second := e.health()
+	if second.BuildID != buildB || second.PID == first.PID {
+		t.Fatalf("after the upgrade: %+v (before %+v)", second, first)
+	}
+	waitTCP(t, port)
+	if got := tcpHealth(t, port, "upgrade-file-token"); got != second.PID {
+		t.Errorf("TCP health after the upgrade: pid %d, want %d", got, second.PID)
+	}
+	if cmd := procFile(t, second.PID, "cmdline"); !strings.Contains(cmd, tokFile) {
+		t.Errorf("the new daemon does not read the token file: %q", cmd)
+	}
+
+	// A token given by value survives too, and stays off the command line.
+	if r := e.run(binB, "daemon", "stop"); r.code != 0 {
+		t.Fatalf("daemon stop: %s", r)
+	}
+	port = freePort(t)
+	if r := e.runEnv(binA, []string{"AIRLOCK_TOKEN=upgrade-value-token"}, "daemon", "start", "--host", "127.0.0.1", "--port", strconv.Itoa(port)); r.code != 0 {
+		t.Fatalf("daemon start: %s", r)
+	}
+	first = e.health()
+	r = e.run(binB, "daemon", "start")
+	if r.code != 0 || !strings.Contains(r.stderr, "daemon outdated") {
+		t.Fatalf("daemon start with a newer CLI: %s", r)
+	}
+	second = e.health()
+	if second.BuildID != buildB || second.PID == first.PID {
+		t.Fatalf("after the upgrade: %+v (before %+v)", second, first)
+	}
+	waitTCP(t, port)
+	if got := tcpHealth(t, port, "upgrade-value-token"); got != second.PID {
+		t.Errorf("TCP health after the upgrade: pid %d, want %d", got, second.PID)
+	}
+	if cmd := procFile(t, second.PID, "cmdline") + procFile(t, second.PID, "environ"); strings.Contains(cmd, "upgrade-value-token") {
+		t.Errorf("the new daemon has the token on its command line or in its environment")
+	}
+}
+
+// TestStopStalePidFile: a pid file naming a process that is not the daemon (a
+// reused pid) is removed; that process is not signalled.
+func TestStopStalePidFile(t *testing.T) {
+	e := newEnv(t)
+	sleep := exec.Command("sleep", "300")
+	if err := sleep.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { _ = sleep.Wait(); close(done) }()
+	t.Cleanup(func() { _ = sleep.Process.Kill(); <-done })
+	dir := e.paths.DaemonDir()
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	pidPath := filepath.Join(dir, "airlockd.pid")
+	if err := os.WriteFile(pidPath, []byte(strconv.Itoa(sleep.Process.Pid)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := e.run(binA, "daemon", "stop")
+	if r.code != 0 || r.stdout != "no daemon running; removed a stale pid file\n" {
+		t.Errorf("daemon stop with a stale pid file: %s", r)
+	}
+	select {
+	case <-done:
+		t.Fatalf("daemon stop killed the process the stale pid file named (%v)", sleep.ProcessState)
+	case <-time.After(300 * time.Millisecond):
+	}
+	if _, err := os.Stat(pidPath); !os.IsNotExist(err) {
+		t.Errorf("the stale pid file remains (%v)", err)
+	}
+	r = e.run(binA, "daemon", "stop")
+	if r.code != 0 || r.stdout != "Daemon not running\n" {
+		t.Errorf("daemon stop with no pid file: %s", r)
+	}
+
+	// A daemon started over a stale pid file (its pid alive) takes it over.
+	if err := os.WriteFile(pidPath, []byte(strconv.Itoa(sleep.Process.Pid)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d := e.startDaemon(binA)
+	if b, err := os.ReadFile(pidPath); err != nil || strings.TrimSpace(string(b)) != strconv.Itoa(d.pid) {
+		t.Errorf("pid file = %q (%v), want %d", b, err, d.pid)
+	}
+	if st, err := os.Stat(pidPath); err != nil || st.Mode().Perm() != 0o600 {
+		t.Errorf("pid file mode: %v %v, want 0600", st, err)
+	}
+}
+
+// TestDaemonLogMasksEscapedSecrets: a multi-line PEM-like secret with quotes,
+// backslashes and tabs, logged through the daemon's logger, is masked in the
+// log file and its copy on stderr — also in the JSON-escaped form the encoder
+// writes.
+func TestDaemonLogMasksEscapedSecrets(t *testing.T) {
+	root := t.TempDir()
+	p, err := paths.FromEnv(func(k string) (string, bool) {
+		switch k {
+		case "HOME":
+			return root, true
+		case "XDG_DATA_HOME":
+			return filepath.Join(root, "data"), true
+		case "XDG_CONFIG_HOME":
+			return filepath.Join(root, "config"), true
+		case "XDG_RUNTIME_DIR":
+			return filepath.Join(root, "rt"), true
+		}
+		return "", false
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const pem = "-----BEGIN OPENSSH PRIVATE KEY-----\n" +
+		"b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ\t\"quoted\" back\\slash\n" +
+		"QyNTUxOQAAACBhZ2VudC10ZXN0LWtleS1kYXRhLXh4eA\n" +
+		"-----END OPENSSH PRIVATE KEY-----"
+	r := secrets.NewRedactor()
+	r.Add(pem)
+	var stderr bytes.Buffer
+	err = control.Run(context.Background(), control.Options{
+		Paths: p, BuildID: "redact", Redactor: r, Stderr: &stderr,
+		Service: func() (*control.Service, error) {
+			return nil, errors.New("cannot use the key " + pem)
+		},
+	})
+	if err == nil {
+		t.Fatal("control.Run started with a failing service")
+	}
+	b, err := os.ReadFile(control.LogFile(p))
+	if err != nil {
+		t.Fatal(err)
+	}
+	esc, _ := json.Marshal(pem)
+	for what, out := range map[string]string{"log file": string(b), "stderr": stderr.String()} {
+		if !strings.Contains(out, "cannot start") || !strings.Contains(out, "cannot use the key "+secrets.Mask) {
+			t.Errorf("the %s lacks the masked error:\n%s", what, out)
+		}
+		for _, leak := range []string{pem, strings.Trim(string(esc), `"`), "b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ", "QyNTUxOQAAACBhZ2VudC10ZXN0LWtleS1kYXRhLXh4eA"} {
+			if strings.Contains(out, leak) {
+				t.Errorf("the %s shows the secret (%q):\n%s", what, leak, out)
+			}
+		}
+	}
+}
+
+// TestRuntimeDirOfAnotherUser: without XDG_RUNTIME_DIR, a /tmp/airlock-<uid>
+// that another local user made first (or a link, or a directory others may
+// write to) is refused before anything starts: exit 125 and an error naming
+// the directory and its owner. The user is a uid with no account, run through
+// setpriv; the other user is another such uid.
+func TestRuntimeDirOfAnotherUser(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("needs root to act as two other users")
+	}
+	setpriv, err := exec.LookPath("setpriv")
+	if err != nil {
+		t.Skip("needs setpriv (util-linux)")
+	}
+	uid := 4242
+	for ; uid < 4342; uid += 2 {
+		if _, err := os.Lstat(fmt.Sprintf("/tmp/airlock-%d", uid)); os.IsNotExist(err) {
+			break
+		}
+	}
+	attacker := uid + 1
+	rtDir := fmt.Sprintf("/tmp/airlock-%d", uid)
+	t.Cleanup(func() { os.RemoveAll(rtDir) })
+
+	// A binary and a home the user can reach.
+	root, err := os.MkdirTemp("", "airlock-uid-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(root) })
+	if err := os.Chmod(root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(root, "airlock")
+	copyFile(t, binA, bin, 0o755)
+	home := filepath.Join(root, "home")
+	if err := os.Mkdir(home, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(home, uid, uid); err != nil {
+		t.Fatal(err)
+	}
+	run := func(args ...string) result {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, setpriv, append([]string{"--reuid=" + strconv.Itoa(uid), "--regid=" + strconv.Itoa(uid), "--clear-groups", bin}, args...)...)
+		cmd.Dir = home
+		cmd.Env = []string{"HOME=" + home, "PATH=/usr/bin:/bin", "USER=nobody4242"}
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		r := result{stdout: stdout.String(), stderr: stderr.String()}
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			r.code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatalf("airlock %v as uid %d: %v", args, uid, err)
+		}
+		return r
+	}
+	refused := func(what string, parts ...string) {
+		t.Helper()
+		for _, args := range [][]string{{"daemon", "run"}, {"daemon", "start"}, {"daemon", "status"}, {"daemon", "stop"}, {"ps"}} {
+			r := run(args...)
+			if r.code != 125 {
+				t.Errorf("%s: airlock %v exited %d, want 125\n%s", what, args, r.code, r)
+			}
+			for _, p := range append([]string{"refusing to use " + rtDir}, parts...) {
+				if !strings.Contains(r.stderr, p) {
+					t.Errorf("%s: airlock %v: the error does not say %q\n%s", what, args, p, r)
+				}
+			}
+		}
+	}
+
+	// Another user's directory, open to all: nothing is put in it.
+	if err := os.Mkdir(rtDir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(rtDir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(rtDir, attacker, attacker); err != nil {
+		t.Fatal(err)
+	}
+	refused("another user's directory", fmt.Sprintf("belongs to uid %d", attacker), fmt.Sprintf("not to you (uid %d", uid), "XDG_RUNTIME_DIR")
+	if ents, err := os.ReadDir(rtDir); err != nil || len(ents) != 0 {
+		t.Errorf("airlock put %v in another user's directory (%v)", ents, err)
+	}
+	if out, _ := exec.Command("pgrep", "-u", strconv.Itoa(uid)).Output(); len(out) > 0 {
+		t.Errorf("processes of uid %d run: %s", uid, out)
+	}
+	if err := os.RemoveAll(rtDir); err != nil {
+		t.Fatal(err)
+	}
+
+	// A link (another user's) to a directory of the user's.
+	own := filepath.Join(home, "rt")
+	if err := os.Mkdir(own, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(own, uid, uid); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(own, rtDir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Lchown(rtDir, attacker, attacker); err != nil {
+		t.Fatal(err)
+	}
+	refused("a symbolic link", "is a symbolic link")
+	os.Remove(rtDir)
+
+	// The user's own directory, but open to others.
+	if err := os.Mkdir(rtDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(rtDir, uid, uid); err != nil {
+		t.Fatal(err)
+	}
+	refused("a directory with mode 0755", "has mode 0755")
+	os.Remove(rtDir)
+
+	// No directory: it is made, the user's, mode 0700.
+	r := run("daemon", "status")
+	if r.code != 1 || !strings.HasPrefix(r.stdout, "Daemon not running") {
+		t.Errorf("daemon status with no runtime dir: %s", r)
+	}
+	st, err := os.Lstat(rtDir)
+	if err != nil || !st.IsDir() || st.Mode().Perm() != 0o700 || int(st.Sys().(*syscall.Stat_t).Uid) != uid {
+		t.Errorf("the runtime dir made: %v %v, want a directory of uid %d with mode 0700", st, err, uid)
+	}
+}
+
+func copyFile(t *testing.T, src, dst string, mode os.FileMode) {
+	t.Helper()
+	in, err := os.Open(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, mode)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		t.Fatal(err)
+	}
+	if err := out.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
