@@ -68,17 +68,54 @@ func TestReaperKeepsOtherOwners(t *testing.T) {
 		return c.ID
 	}
 	foreign := make(uniq("foreign"), "0123456789abcdef0123456789abcdef")
-	// Two passes of the reaper at least: an orphan of its own made after the
-	// first was removed is removed by a later pass, which saw the foreign one too.
-	for i := 0; i < 2; i++ {
-		own := make(uniq("own"), strings.TrimSpace(string(key)))
-		eventually(t, 30*time.Second, "the reaper to remove the daemon's own orphan", func() bool {
-			_, err := e.cli.ContainerInspect(ctx, own)
-			return cerrdefs.IsNotFound(err)
-		})
-	}
+	reaperPasses(t, e, strings.TrimSpace(string(key)), deadPid)
 	if _, err := e.cli.ContainerInspect(ctx, foreign); err != nil {
 		t.Errorf("the reaper removed another daemon's sandbox: %v", err)
 	}
 	_ = e.cli.ContainerRemove(ctx, foreign, container.RemoveOptions{Force: true})
+}
+
+// reaperPasses returns after the daemon's reaper made at least one whole pass
+// after the call: an orphan run sandbox of its own (a container labelled with its
+// owner key and a dead CLI pid) made after the first was removed is removed by a
+// later pass.
+func reaperPasses(t *testing.T, e *env, key, deadPid string) {
+	t.Helper()
+	ctx := context.Background()
+	for i := 0; i < 2; i++ {
+		c, err := e.cli.ContainerCreate(ctx, &container.Config{Image: e.image, Cmd: []string{"true"}, Labels: map[string]string{
+			sandbox.LabelSandbox: uniq("own"), sandbox.LabelRole: "primary", sandbox.LabelKind: sandbox.KindRun,
+			sandbox.LabelCLIPid: deadPid, sandbox.LabelProject: e.project, sandbox.LabelOwner: key,
+		}}, nil, nil, nil, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 30*time.Second, "the reaper to remove the daemon's own orphan", func() bool {
+			_, err := e.cli.ContainerInspect(ctx, c.ID)
+			return cerrdefs.IsNotFound(err)
+		})
+	}
+}
+
+// TestKeptRunNotReaped: a `run --keep` sandbox stays after its CLI exited, through
+// reaper passes, until `airlock rm`.
+func TestKeptRunNotReaped(t *testing.T) {
+	limit(t)
+	e := newEnv(t, plainManifest)
+	id := uniq("kept")
+	e.mustRun("run", "--keep", "--id", id, "--", "true")
+	key, err := os.ReadFile(filepath.Join(e.data, "airlock", "daemon", "owner-key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone := exec.Command("true")
+	if err := gone.Run(); err != nil {
+		t.Fatal(err)
+	}
+	reaperPasses(t, e, strings.TrimSpace(string(key)), strconv.Itoa(gone.Process.Pid))
+	if ps := e.ps(); len(ps) != 1 || ps[0].ID != id || ps[0].State != "stopped" {
+		t.Fatalf("the kept sandbox is gone after the reaper's passes: ps -a = %+v", ps)
+	}
+	e.mustRun("rm", id)
+	e.assertClean()
 }
