@@ -110,10 +110,13 @@ func (a *app) run(parent context.Context, o runOptions, args []string) error {
 	if o.keep {
 		cliPid, cliStart = 0, ""
 	}
+	// Without --keep or --output nothing is needed of the sandbox once its main
+	// command exited: the daemon removes it then, and the CLI returns the code.
+	removeOnExit := !o.keep && len(o.outputs) == 0
 	rec, err := c.Create(ctx, &client.CreateRequest{
 		ID: o.id, Kind: sandbox.KindRun, Manifest: wm, Secrets: secretValues, Command: args, Env: env, EnvSecrets: envSecrets,
 		Workdir: o.workdir, TTY: tty, Stdin: stdin, Labels: labels, Quiet: a.opts.quiet,
-		CLIPid: cliPid, CLIStart: cliStart, Engine: wireEngine(rt),
+		CLIPid: cliPid, CLIStart: cliStart, Engine: wireEngine(rt), RemoveOnExit: removeOnExit,
 	})
 	if err != nil {
 		return setupErr(apiFailure(err))
@@ -123,6 +126,17 @@ func (a *app) run(parent context.Context, o runOptions, args []string) error {
 	defer func() {
 		bg, bcancel := context.WithTimeout(context.WithoutCancel(parent), 2*time.Minute)
 		defer bcancel()
+		if a.opts.logLevel == "debug" {
+			// The whole breakdown, removal included: wait for its end.
+			defer func() {
+				if !o.keep {
+					wctx, wcancel := context.WithTimeout(bg, 30*time.Second)
+					_, _, _ = c.WaitState(wctx, id, client.StateDeleted)
+					wcancel()
+				}
+				a.printBreakdown(bg, c, id)
+			}()
+		}
 		if o.keep {
 			// The daemon records the stop (and the supervisor's last reports)
 			// before the sandbox is announced kept.
@@ -133,6 +147,9 @@ func (a *app) run(parent context.Context, o runOptions, args []string) error {
 				}
 				return
 			}
+		}
+		if mainExited && removeOnExit {
+			return // the daemon removes it (see RemoveOnExit)
 		}
 		if _, err := c.Delete(bg, id); err != nil {
 			fmt.Fprintf(a.stderr, "airlock: %v\n", err)
@@ -281,4 +298,25 @@ func (a *app) copyOutputs(rt *sandbox.Runtime, sb *sandbox.Sandbox, r *manifest.
 		}
 	}
 	return nil
+}
+
+// printBreakdown prints where a sandbox's time went, from its events on the
+// daemon's clock (--log-level debug).
+func (a *app) printBreakdown(ctx context.Context, c *client.Client, id string) {
+	st, err := c.Events(ctx, id, 0, false)
+	if err != nil {
+		return
+	}
+	defer st.Close()
+	var evs []client.Event
+	for {
+		ev, err := st.Next()
+		if err != nil {
+			break
+		}
+		evs = append(evs, ev)
+	}
+	for _, p := range client.Breakdown(evs) {
+		fmt.Fprintf(a.stderr, "airlock: debug: %s: %s\n", p.Name, p.Duration.Round(time.Millisecond))
+	}
 }

@@ -95,6 +95,10 @@ type CreateRequest struct {
 	Labels     map[string]string `json:"labels,omitempty"`
 	// Quiet silences the supervisor's shutdown lines (the CLI's -q).
 	Quiet bool `json:"quiet,omitempty"`
+	// RemoveOnExit has the daemon remove the sandbox as soon as its main command
+	// exited (its events recorded first), as docker run --rm does: the caller
+	// gets the exit code from the Engine and need not wait for the removal.
+	RemoveOnExit bool `json:"remove_on_exit,omitempty"`
 	// Engine is the Docker Engine to create the sandbox on; nil for the daemon's own.
 	Engine *Engine `json:"engine,omitempty"`
 	// Start starts the sandbox once created; without it the sandbox waits in

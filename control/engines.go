@@ -49,7 +49,7 @@ func (s *Service) runtimeFor(ep engine.Endpoint) *sandbox.Runtime {
 		s.log.Error("cannot open a Docker Engine; using the daemon's own", "engine", ep.String(), "error", err.Error())
 		return s.rt
 	}
-	rt.OnService = s.rt.OnService
+	rt.OnService, rt.OnStep = s.rt.OnService, s.rt.OnStep
 	s.engines[key] = rt
 	if s.ctx != nil && s.ctx.Err() == nil {
 		s.wg.Add(1)

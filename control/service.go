@@ -82,7 +82,10 @@ type live struct {
 
 	netRemoval chan struct{}   // closed when an early removal of the network ended (guarded by Service.mu)
 	up         map[string]bool // daemons up since the last start; nil until known (guarded by Service.mu)
-	tailGen    int             // the follower that owns the stream; older ones stop
+	steps      []string        // "step=ms" of the runtime's work since the last report (guarded by Service.mu)
+
+	removeOnExit bool // delete the sandbox when its primary exits (guarded by Service.mu)
+	tailGen      int  // the follower that owns the stream; older ones stop
 }
 
 // NewService returns a service over an open store and a runtime.
@@ -110,6 +113,7 @@ func NewService(st *store.Store, rt *sandbox.Runtime, cfg Config) *Service {
 			s.emit(id, store.Event{Kind: "service.failed", Service: service, Reason: detail}, "")
 		}
 	}
+	rt.OnStep = s.recordStep
 	return s
 }
 
@@ -288,6 +292,7 @@ func (s *Service) Create(_ context.Context, req *client.CreateRequest) (*client.
 	}
 	l := s.liveOf(rec.ID)
 	l.resolved = resolved
+	s.setFlags(l, func() { l.removeOnExit = req.RemoveOnExit })
 	held := maps.Clone(req.Secrets)
 	if held == nil {
 		held = map[string]string{}
@@ -362,7 +367,7 @@ func (s *Service) startLocked(ctx context.Context, id string, l *live) {
 		s.emit(id, store.Event{Kind: "sandbox.failed", Reason: err.Error(), Extra: exitExtra(err)}, store.StateFailed)
 		return
 	}
-	s.emit(id, store.Event{Kind: "sandbox.started"}, "")
+	s.emit(id, store.Event{Kind: "sandbox.started", Extra: s.takeSteps(l)}, "")
 	gen := l.tailGen
 	l.ingestMu.Unlock()
 	s.spawnFollower(id, l, gen)
@@ -526,6 +531,7 @@ func (s *Service) finishDelete(id, reason string) {
 	// container still stopping): try again a few times before leaving it to the
 	// reaper, which retries sandboxes stuck in deleting.
 	var err error
+	removeStart := time.Now()
 	s.mu.Lock()
 	early := l.netRemoval
 	l.netRemoval = nil
@@ -550,7 +556,8 @@ func (s *Service) finishDelete(id, reason string) {
 	if err != nil {
 		return
 	}
-	s.emit(id, store.Event{Kind: "sandbox.deleted", Reason: reason}, store.StateDeleted)
+	s.recordStep(id, "remove", time.Since(removeStart))
+	s.emit(id, store.Event{Kind: "sandbox.deleted", Reason: reason, Extra: s.takeSteps(l)}, store.StateDeleted)
 	s.holdSecrets(l, nil)
 	s.mu.Lock()
 	delete(s.live, id)
@@ -786,5 +793,27 @@ func toSources(in map[string]string) map[string]manifest.Source {
 			out[k] = manifest.Vault
 		}
 	}
+	return out
+}
+
+// recordStep keeps the duration of one step of a sandbox's runtime work; the next
+// sandbox.started or sandbox.deleted event carries them (extra "steps_ms"), so a
+// run's breakdown is in its history (airlock run --log-level debug, make bench).
+func (s *Service) recordStep(id, step string, d time.Duration) {
+	l := s.liveOf(id)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l.steps = append(l.steps, fmt.Sprintf("%s=%d", step, d.Milliseconds()))
+}
+
+// takeSteps returns the steps recorded since the last call, as event extras.
+func (s *Service) takeSteps(l *live) map[string]string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(l.steps) == 0 {
+		return nil
+	}
+	out := map[string]string{"steps_ms": strings.Join(l.steps, ",")}
+	l.steps = nil
 	return out
 }

@@ -32,6 +32,9 @@ const (
 	statusBurst = 2000
 )
 
+// runFollowDelay is how long after its start a run sandbox's stream is followed.
+const runFollowDelay = 150 * time.Millisecond
+
 // errStatusAbuse is a status stream beyond its bounds.
 var errStatusAbuse = errors.New("the status stream broke its bounds")
 
@@ -65,6 +68,17 @@ func (l *live) current(gen int) bool {
 
 func (s *Service) follow(id string, l *live, gen int) {
 	retry := time.Second
+	if rec, err := s.store.Get(id); err == nil && rec.Kind == sandbox.KindRun {
+		// A run's main command is often short: an exec started at once would
+		// compete with it for the Engine (an exec costs as much as the command),
+		// while what a short run reports is read once it stopped. `up` waits for
+		// readiness, so its stream is followed at once.
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-time.After(runFollowDelay):
+		}
+	}
 	for s.ctx.Err() == nil && l.current(gen) {
 		rec, err := s.store.Get(id)
 		if err != nil || rec.ContainerID == "" || rec.State == store.StateDeleted || rec.State == store.StateDeleting {

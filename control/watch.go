@@ -136,6 +136,14 @@ func (s *Service) onEngineEvent(m events.Message) {
 			// confirms the container stopped (its state may lag this event).
 		default:
 			s.markStopped(id, "exited", codep)
+			s.mu.Lock()
+			auto := l.removeOnExit
+			s.mu.Unlock()
+			if auto {
+				// A run whose CLI has the exit code from the Engine: the daemon
+				// removes it, as docker run --rm does.
+				_, _ = s.delete(id, "exited")
+			}
 		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/mount"
 	"github.com/docker/docker/api/types/network"
@@ -53,6 +54,7 @@ type Sandbox struct {
 	supervisorVolume string
 	fresh            bool // created by this runtime and never started: its status stream is empty
 	envSecrets       map[string]string
+	sharedNet        bool // on the Engine's shared airlock network, not one of its own
 }
 
 // maxInlineSpec is the largest spec passed on the supervisor's command line (Linux
@@ -85,7 +87,7 @@ func (rt *Runtime) Create(ctx context.Context, req *Request) (sb *Sandbox, err e
 	if len(r.Services) > 0 && r.Sandbox.Network != "bridge" {
 		return nil, configErr("services need sandbox.network = \"bridge\", not %q", r.Sandbox.Network)
 	}
-	done := rt.step("host plan")
+	done := rt.step(req.ID, "host plan")
 	hp, err := rt.planHost(r)
 	done()
 	if err != nil {
@@ -97,7 +99,7 @@ func (rt *Runtime) Create(ctx context.Context, req *Request) (sb *Sandbox, err e
 	if existing, _ := rt.Engine.ContainerInspect(ctx, objectName(req.ID)); existing.ContainerJSONBase != nil {
 		return nil, configErr("sandbox %s already exists", req.ID)
 	}
-	done = rt.step("image")
+	done = rt.step(req.ID, "image")
 	imageRef, img, err := rt.image(ctx, r)
 	done()
 	if err != nil {
@@ -108,7 +110,7 @@ func (rt *Runtime) Create(ctx context.Context, req *Request) (sb *Sandbox, err e
 			return nil, fmt.Errorf("services.%s: %w", name, err)
 		}
 	}
-	done = rt.step("supervisor volume")
+	done = rt.step(req.ID, "supervisor volume")
 	vol, err := rt.supervisorVolume(ctx, imageRef)
 	done()
 	if err != nil {
@@ -147,15 +149,21 @@ func (rt *Runtime) Create(ctx context.Context, req *Request) (sb *Sandbox, err e
 	}
 	labels[LabelPlanHash] = sb.PlanHash
 	labels[LabelKind] = req.Kind
-	done = rt.step("network")
-	if r.Sandbox.Network == "bridge" {
+	done = rt.step(req.ID, "network")
+	switch {
+	case r.Sandbox.Network == "bridge" && len(r.Services) > 0:
+		// Services reach each other and the primary by name: a network of its own.
 		nl := copyLabels(labels, LabelRole, "network")
-		resp, err := rt.Engine.NetworkCreate(ctx, sb.Name, network.CreateOptions{Driver: "bridge", Labels: nl})
-		if err != nil {
+		if _, err := rt.Engine.NetworkCreate(ctx, sb.Name, network.CreateOptions{Driver: "bridge", Labels: nl}); err != nil {
 			return sb, failed("cannot create network %s: %v", sb.Name, err)
 		}
-		_ = resp
 		sb.Network = sb.Name
+	case r.Sandbox.Network == "bridge":
+		name, err := rt.sharedNetwork(ctx, false)
+		if err != nil {
+			return sb, err
+		}
+		sb.Network, sb.sharedNet = name, true
 	}
 	done()
 	if err := rt.createServices(ctx, sb, r, labels); err != nil {
@@ -177,14 +185,20 @@ func (rt *Runtime) Create(ctx context.Context, req *Request) (sb *Sandbox, err e
 	if inline {
 		cfg.Entrypoint = []string{SupervisorIn, "supervise", supervisor.SpecFlag, string(specJSON)}
 	}
-	done = rt.step("container create")
+	done = rt.step(req.ID, "create")
 	c, err := rt.Engine.ContainerCreate(ctx, cfg, host, netcfg, nil, sb.Name)
+	if err != nil && sb.sharedNet && cerrdefs.IsNotFound(err) {
+		// The shared network was removed behind airlock's back: make it again.
+		if _, nerr := rt.sharedNetwork(ctx, true); nerr == nil {
+			c, err = rt.Engine.ContainerCreate(ctx, cfg, host, netcfg, nil, sb.Name)
+		}
+	}
 	done()
 	if err != nil {
 		return sb, failed("cannot create the sandbox container: %v", err)
 	}
 	sb.PrimaryID = c.ID
-	done = rt.step("copy-in")
+	done = rt.step(req.ID, "copy-in")
 	defer done()
 	if !inline {
 		if err := rt.uploadState(ctx, c.ID, specJSON, u); err != nil {

@@ -35,7 +35,7 @@ func (rt *Runtime) Start(ctx context.Context, sb *Sandbox) error {
 			return err
 		}
 	}
-	done := rt.step("container start")
+	done := rt.step(sb.ID, "start")
 	if err := rt.Engine.ContainerStart(ctx, sb.PrimaryID, container.StartOptions{}); err != nil {
 		return failed("cannot start the sandbox container: %v", err)
 	}
@@ -46,7 +46,7 @@ func (rt *Runtime) Start(ctx context.Context, sb *Sandbox) error {
 		values[envSecretKey(k)] = v
 	}
 	if len(values) > 0 {
-		defer rt.step("secrets delivery")()
+		defer rt.step(sb.ID, "secrets delivery")()
 		if err := rt.deliverSecrets(ctx, sb.PrimaryID, values); err != nil {
 			return err
 		}
@@ -109,7 +109,6 @@ func stopTimeout(labels map[string]string) int {
 // the sandbox's state lives in its container and goes with it. Removing what does
 // not exist is not an error.
 func (rt *Runtime) Remove(ctx context.Context, id string) error {
-	defer rt.step("remove")()
 	cerr := rt.RemoveContainers(ctx, id)
 	nerr := rt.RemoveNetworks(ctx, id)
 	if err := errors.Join(cerr, nerr); err != nil {

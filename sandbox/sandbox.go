@@ -104,6 +104,9 @@ type Runtime struct {
 	OnService func(sandboxID, service string, ready bool, detail string)
 	// Trace, when set, receives the duration of each step (--log-level debug).
 	Trace io.Writer
+	// OnStep, when set, hears the duration of each step of a sandbox's create,
+	// start and removal (the daemon records them with the sandbox's events).
+	OnStep func(sandboxID, step string, d time.Duration)
 	// Getenv is the host environment (for ~, $SSH_AUTH_SOCK, …).
 	Getenv func(string) (string, bool)
 	// Remote says the Engine cannot see this host's files: the project is
@@ -116,6 +119,8 @@ type Runtime struct {
 	// Owner is the control daemon's instance key, put on every object made and
 	// required of every object listed or removed ("" for none: tests, tools).
 	Owner string
+
+	shared sharedNet
 }
 
 // NewRuntime returns a runtime for the Engine at ep, over an open client.
@@ -145,13 +150,19 @@ func (rt *Runtime) notice(format string, args ...any) {
 }
 
 // step returns a function that traces the time since step was called.
-func (rt *Runtime) step(name string) func() {
-	if rt.Trace == nil {
+func (rt *Runtime) step(id, name string) func() {
+	if rt.Trace == nil && rt.OnStep == nil {
 		return func() {}
 	}
 	start := time.Now()
 	return func() {
-		fmt.Fprintf(rt.Trace, "airlock: debug: %s took %s\n", name, time.Since(start).Round(time.Millisecond))
+		d := time.Since(start)
+		if rt.Trace != nil {
+			fmt.Fprintf(rt.Trace, "airlock: debug: %s took %s\n", name, d.Round(time.Millisecond))
+		}
+		if rt.OnStep != nil {
+			rt.OnStep(id, name, d)
+		}
 	}
 }
 
