@@ -130,13 +130,15 @@ func bench(airlock string, runs int, doc, command string, remote bool) error {
 		}
 	}
 	var dockerRun, airlockRun, remoteRun []time.Duration
+	var runIDs []string
 	for i := 0; i < runs; i++ {
 		d, err := timed("docker", "run", "--rm", image, "true")
 		if err != nil {
 			return err
 		}
 		dockerRun = append(dockerRun, d)
-		a, err := timed(airlock, "run", "--", "true")
+		runID := fmt.Sprintf("bench-run-%d-%d", os.Getpid(), i)
+		a, err := timed(airlock, "run", "--id", runID, "--", "true")
 		if err != nil {
 			return err
 		}
@@ -144,6 +146,7 @@ func bench(airlock string, runs int, doc, command string, remote bool) error {
 		if err := settle(cli); err != nil {
 			return err
 		}
+		runIDs = append(runIDs, runID)
 		if timedRemote != nil {
 			r, err := timedRemote()
 			if err != nil {
@@ -202,6 +205,7 @@ func bench(airlock string, runs int, doc, command string, remote bool) error {
 	wg.Wait()
 	throughput := float64(n.Load()) / 2
 
+	steps, order := breakdowns(ctx, c, runIDs)
 	dr, ar, de, ae := median(dockerRun), median(airlockRun), median(dockerExec), median(airlockExec)
 	rows := []benchdoc.Row{
 		{Measure: "`docker run --rm IMAGE true` (median of " + fmt.Sprint(runs) + ")", Result: ms(dr)},
@@ -218,6 +222,9 @@ func bench(airlock string, runs int, doc, command string, remote bool) error {
 			benchdoc.Row{Measure: "`airlock run -- true` on the stand-in remote Engine (DOCKER_HOST=tcp://127.0.0.1:…, project copied in, median)", Result: ms(rr)},
 			benchdoc.Row{Measure: "remote run ratio remote / local `airlock run`", Result: fmt.Sprintf("%.2f×", float64(rr)/float64(ar))})
 	}
+	for _, name := range order {
+		rows = append(rows, benchdoc.Row{Measure: "`airlock run -- true` step: " + name + " (median, daemon's clock)", Result: ms(median(steps[name]))})
+	}
 	for _, r := range rows {
 		fmt.Printf("%-50s %s\n", r.Measure, r.Result)
 	}
@@ -225,12 +232,14 @@ func bench(airlock string, runs int, doc, command string, remote bool) error {
 		return nil
 	}
 	intro := fmt.Sprintf("By `%s` against the Docker Engine on this machine, %s; image: the local busybox test image; runs interleaved.", command, benchdoc.Machine())
-	notes := "`airlock run` does more than `docker run`: it resolves the manifest, creates a dedicated network,\n" +
-		"injects the supervisor (a cached volume), passes the spec and follows the status stream through the Engine API\n" +
-		"(an exec of `supervise tail`, or an archive read once the container stopped), and hands the removal of the\n" +
-		"container and network to the daemon once the main command's exit code is known; each run waits (untimed)\n" +
-		"until that removal finished before the next command starts. The stand-in remote Engine is a second dockerd\n" +
-		"in its own mount and network namespaces, reached over loopback TCP through socat: the project is copied in.\n" +
+	notes := "`airlock run` does more than `docker run`: it resolves the manifest, goes through the control daemon,\n" +
+		"joins the shared `airlock-shared` network (a user-defined bridge with inter-container communication disabled:\n" +
+		"attaching to one costs the Engine 35–40 ms more than the default bridge `docker run` uses), injects the\n" +
+		"supervisor (a cached volume), passes the spec on its command line and reads the status stream through the\n" +
+		"Engine API; the daemon removes the container once it exited (as `docker run --rm`), after the CLI returned.\n" +
+		"Each run waits (untimed) until that removal finished before the next command starts. The steps are medians of\n" +
+		"`client.Breakdown` over the runs' events. The stand-in remote Engine is a second dockerd in its own mount and\n" +
+		"network namespaces, reached over loopback TCP through socat: the project is copied in.\n" +
 		"`airlock exec` goes through `airlock supervise exec` inside the sandbox to apply the sandbox's environment,\n" +
 		"and is recorded by the control daemon (exec.started / exec.finished). Both go through the control daemon,\n" +
 		"which is running (warm) during the measured runs."
@@ -244,3 +253,32 @@ func median(ds []time.Duration) time.Duration {
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.0f ms", float64(d)/float64(time.Millisecond)) }
+
+// breakdowns collects the per-step breakdown (client.Breakdown) of each run, by
+// step name, in the order the steps first appear.
+func breakdowns(ctx context.Context, c *client.Client, ids []string) (map[string][]time.Duration, []string) {
+	steps := map[string][]time.Duration{}
+	var order []string
+	for _, id := range ids {
+		st, err := c.Events(ctx, id, 0, false)
+		if err != nil {
+			continue
+		}
+		var evs []client.Event
+		for {
+			ev, err := st.Next()
+			if err != nil {
+				break
+			}
+			evs = append(evs, ev)
+		}
+		st.Close()
+		for _, p := range client.Breakdown(evs) {
+			if _, ok := steps[p.Name]; !ok {
+				order = append(order, p.Name)
+			}
+			steps[p.Name] = append(steps[p.Name], p.Duration)
+		}
+	}
+	return steps, order
+}
