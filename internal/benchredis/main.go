@@ -1,0 +1,299 @@
+// Command benchredis measures a sidecar CI job (issue 12): `make test` pinging a
+// ready-gated redis, on a Debian image with redis-server, redis-tools and make. It
+// times, interleaved in one run, `airlock run -- make test` with the redis preset
+// against the job's one-container floor (a single `docker run --rm` that starts
+// redis-server in the background, waits for it and runs make test) and against
+// docker-compose with a healthcheck-gated redis service. It prints medians and ratios
+// and records them in docs/benchmarks.md under "## Redis CI job".
+// scripts/bench-redis.sh builds the image and runs it.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/airlock-dev/airlock/internal/benchdoc"
+	"github.com/airlock-dev/airlock/internal/testenv"
+)
+
+// The job: make test pings redis on 127.0.0.1:6379 (the same in all three setups),
+// and says so, so that a run that did not reach it is noticed.
+const (
+	makefile = "test:\n\tredis-cli -h 127.0.0.1 -p 6379 ping | grep -q PONG\n\t@echo " + answered + "\n"
+	answered = "redis answered"
+)
+
+func main() {
+	airlock := flag.String("airlock", "bin/airlock", "the airlock binary")
+	image := flag.String("image", "airlock-bench/debian-redis:bookworm-1", "the Debian image with redis-server, redis-cli and make (scripts/bench-redis.sh builds it)")
+	compose := flag.String("compose", "docker-compose", "the docker-compose binary (\"\" to skip its rows)")
+	interval := flag.Duration("interval", time.Second, "the compose redis service's healthcheck interval")
+	runs := flag.Int("runs", 10, "runs of each command")
+	doc := flag.String("doc", "docs/benchmarks.md", "where to record the figures (\"\" for nowhere)")
+	command := flag.String("command", "scripts/bench-redis.sh", "the command named in the record")
+	flag.Parse()
+	if err := bench(*airlock, *image, *compose, *interval, *runs, *doc, *command); err != nil {
+		fmt.Fprintln(os.Stderr, "benchredis:", err)
+		os.Exit(1)
+	}
+}
+
+func bench(airlock, image, compose string, interval time.Duration, runs int, doc, command string) error {
+	airlock, _ = filepath.Abs(airlock)
+	ctx := context.Background()
+	cli, err := testenv.NewClient(ctx)
+	if err != nil {
+		return err
+	}
+	defer cli.Close()
+	if _, _, err := cli.ImageInspectWithRaw(ctx, image); err != nil {
+		return fmt.Errorf("image %s: %w (scripts/bench-redis.sh builds it)", image, err)
+	}
+	home, err := os.MkdirTemp("", "airlock-bench-redis-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(home)
+	project := filepath.Join(home, "project")
+	if err := os.MkdirAll(project, 0o755); err != nil {
+		return err
+	}
+	manifest := fmt.Sprintf("presets = [\"redis\"]\n\n[sandbox]\nimage = %q\n", image)
+	if err := os.WriteFile(filepath.Join(project, "sandbox.toml"), []byte(manifest), 0o644); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(project, "Makefile"), []byte(makefile), 0o644); err != nil {
+		return err
+	}
+	env := append(os.Environ(), "XDG_DATA_HOME="+filepath.Join(home, "data"), "XDG_CONFIG_HOME="+filepath.Join(home, "config"), "XDG_RUNTIME_DIR="+filepath.Join(home, "run"))
+	timed := func(check bool, name string, args ...string) (time.Duration, error) {
+		c := exec.Command(name, args...)
+		c.Dir, c.Env = project, env
+		start := time.Now()
+		out, err := c.CombinedOutput()
+		d := time.Since(start)
+		if err == nil && check && !strings.Contains(string(out), answered) {
+			err = fmt.Errorf("make test did not run (no %q in its output)", answered)
+		}
+		if err != nil {
+			return 0, fmt.Errorf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
+		}
+		return d, nil
+	}
+	defer func() {
+		stop := exec.Command(airlock, "daemon", "stop")
+		stop.Dir, stop.Env = project, env
+		_ = stop.Run()
+	}()
+
+	runAirlock := func() (time.Duration, error) { return timed(true, airlock, "run", "--", "make", "test") }
+	// The floor: one container, redis started in the background with the preset's
+	// arguments, its answer awaited, then the job, in the project at the same path.
+	floorScript := `redis-server --save "" --appendonly no --bind 127.0.0.1 --port 6379 --daemonize yes >/dev/null && ` +
+		`until redis-cli -h 127.0.0.1 -p 6379 ping >/dev/null 2>&1; do sleep 0.01; done && make test`
+	runFloor := func() (time.Duration, error) {
+		return timed(true, "docker", "run", "--rm", "-v", project+":"+project, "-w", project, image, "sh", "-c", floorScript)
+	}
+
+	// docker-compose: a redis service gated by a healthcheck, and the job, which shares
+	// redis's network namespace so that the same Makefile (127.0.0.1:6379) works.
+	composeName := fmt.Sprintf("airlockbenchredis%d", os.Getpid())
+	composeFile := filepath.Join(home, "compose.yml")
+	composeYAML := fmt.Sprintf(`version: "2.4"
+services:
+  redis:
+    image: %q
+    command: ["redis-server", "--save", "", "--appendonly", "no", "--port", "6379"]
+    healthcheck:
+      test: ["CMD", "redis-cli", "-h", "127.0.0.1", "-p", "6379", "ping"]
+      interval: %s
+      timeout: 5s
+      retries: 30
+  job:
+    image: %q
+    network_mode: "service:redis"
+    depends_on:
+      redis:
+        condition: service_healthy
+    volumes: [%q]
+    working_dir: %q
+    command: ["make", "test"]
+`, image, composeDuration(interval), image, project+":"+project, project)
+	if err := os.WriteFile(composeFile, []byte(composeYAML), 0o644); err != nil {
+		return err
+	}
+	composeArgs := func(args ...string) []string {
+		return append([]string{"-p", composeName, "-f", composeFile, "--ansi", "never"}, args...)
+	}
+	runCompose := func() (time.Duration, error) {
+		return timed(true, compose, composeArgs("up", "--abort-on-container-exit", "--exit-code-from", "job")...)
+	}
+	downCompose := func() (time.Duration, error) {
+		return timed(false, compose, composeArgs("down", "--remove-orphans", "--timeout", "10")...)
+	}
+	withCompose, composeNote, composeVersion := compose != "", "", ""
+	if !withCompose {
+		composeNote = "docker-compose is not installed here: its rows are skipped."
+	} else {
+		defer func() { _, _ = downCompose() }()
+		out, err := exec.Command(compose, "version", "--short").Output()
+		composeVersion = strings.TrimSpace(string(out))
+		if err == nil {
+			_, err = runCompose()
+		}
+		if err == nil {
+			_, err = downCompose()
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "benchredis: docker-compose does not run here, its rows are skipped:", err)
+			composeNote = "docker-compose did not run here: its rows are skipped."
+			withCompose = false
+		}
+	}
+
+	// airlock run returns once the daemon took the removal over; let it finish
+	// (untimed) before the next command, so that no run pays for the last one's.
+	settle := func() error {
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+			left, err := testenv.Leftovers(ctx, cli, "dev.airlock.project", project)
+			if err != nil || len(left) == 0 {
+				return err
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("sandbox objects left 30 s after a run: %v", left)
+			}
+		}
+	}
+	// Warm up (the supervisor volume is filled once per binary; the daemon starts).
+	if _, err := runAirlock(); err != nil {
+		return err
+	}
+	if err := settle(); err != nil {
+		return err
+	}
+	if _, err := runFloor(); err != nil {
+		return err
+	}
+
+	var airlockRun, floorRun, composeUp, composeDown []time.Duration
+	for i := 0; i < runs; i++ {
+		a, err := runAirlock()
+		if err != nil {
+			return err
+		}
+		airlockRun = append(airlockRun, a)
+		if err := settle(); err != nil {
+			return err
+		}
+		f, err := runFloor()
+		if err != nil {
+			return err
+		}
+		floorRun = append(floorRun, f)
+		if withCompose {
+			c, err := runCompose()
+			if err != nil {
+				return err
+			}
+			composeUp = append(composeUp, c)
+			d, err := downCompose()
+			if err != nil {
+				return err
+			}
+			composeDown = append(composeDown, d)
+		}
+	}
+	fmt.Printf("samples (ms): airlock %v\n              floor   %v\n", msList(airlockRun), msList(floorRun))
+	if withCompose {
+		fmt.Printf("              compose %v\n              down    %v\n", msList(composeUp), msList(composeDown))
+	}
+
+	ar, fr := median(airlockRun), median(floorRun)
+	rows := []benchdoc.Row{
+		{Measure: "`airlock run -- make test`, `[daemons.redis]` ready-gated (redis preset; median of " + fmt.Sprint(runs) + ")", Result: ms(ar)},
+		{Measure: "floor: one `docker run --rm IMAGE sh -c 'redis-server … --daemonize yes && until redis-cli ping …; make test'` (median)", Result: ms(fr)},
+		{Measure: "ratio airlock / floor", Result: ratio(ar, fr), Target: "≤ 1.15×"},
+	}
+	if withCompose {
+		cu, cd := median(composeUp), median(composeDown)
+		rows = append(rows,
+			benchdoc.Row{Measure: fmt.Sprintf("docker-compose %s `up --abort-on-container-exit --exit-code-from job`, healthcheck-gated redis (interval %s; median)", composeVersion, composeDuration(interval)), Result: ms(cu)},
+			benchdoc.Row{Measure: "ratio airlock / docker-compose", Result: ratio(ar, cu), Target: "≤ 0.3×"},
+			benchdoc.Row{Measure: "docker-compose `down` afterwards (untimed in the ratio; median)", Result: ms(cd)},
+		)
+	}
+	for _, r := range rows {
+		fmt.Printf("%-50s %s\n", r.Measure, r.Result)
+	}
+	if composeNote != "" {
+		fmt.Println(composeNote)
+	}
+	if doc == "" {
+		return nil
+	}
+	intro := fmt.Sprintf("By `%s` against the Docker Engine on this machine, %s; image: `%s` (Debian bookworm minbase with redis-server %s, redis-tools and make, built by debootstrap + `docker import`); runs interleaved.",
+		command, benchdoc.Machine(), image, redisVersion(image))
+	notes := "The job is `make test`, whose recipe is `redis-cli -h 127.0.0.1 -p 6379 ping | grep -q PONG`, the same in all\n" +
+		"three setups. airlock runs it with `presets = [\"redis\"]`: redis-server (no RDB, no AOF) as a supervised daemon,\n" +
+		"ready when 127.0.0.1:6379 accepts a connection, the main command started then, the daemon stopped after it;\n" +
+		"each run waits (untimed) until the daemon finished removing the sandbox before the next command starts.\n" +
+		"The floor is what one container can do at best: redis-server started in the background with the same\n" +
+		"arguments, `redis-cli ping` polled every 10 ms, then `make test`, the project bind-mounted at the same path.\n" +
+		"docker-compose starts a redis service with a healthcheck (`redis-cli ping` every " + composeDuration(interval) + "; Docker 20.10 runs\n" +
+		"the first check one interval after the start) and the job once it is healthy, in redis's network namespace\n" +
+		"(`network_mode: service:redis`, so 127.0.0.1 works unchanged); `up --abort-on-container-exit --exit-code-from job`\n" +
+		"returns the job's exit code after stopping redis, like `airlock run`; `down` removes the containers and the\n" +
+		"network afterwards, untimed in the ratio as airlock's own removal is. compose's time falls with a shorter\n" +
+		"healthcheck interval (`-interval` of internal/benchredis, e.g. `scripts/bench-redis.sh -interval 100ms`)."
+	if composeNote != "" {
+		notes += "\n" + composeNote
+	}
+	return benchdoc.Write(doc, "Redis CI job", intro, rows, notes)
+}
+
+// composeDuration formats d as compose files write durations (1s, 500ms).
+func composeDuration(d time.Duration) string {
+	if d%time.Second == 0 {
+		return fmt.Sprintf("%ds", d/time.Second)
+	}
+	return fmt.Sprintf("%dms", d/time.Millisecond)
+}
+
+// redisVersion is the image's redis-server version, or "?".
+func redisVersion(image string) string {
+	out, err := exec.Command("docker", "run", "--rm", image, "redis-server", "--version").Output()
+	if err != nil {
+		return "?"
+	}
+	for _, f := range strings.Fields(string(out)) {
+		if v, ok := strings.CutPrefix(f, "v="); ok {
+			return v
+		}
+	}
+	return "?"
+}
+
+func median(ds []time.Duration) time.Duration {
+	s := append([]time.Duration(nil), ds...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	return s[len(s)/2]
+}
+
+func ratio(a, b time.Duration) string { return fmt.Sprintf("%.2f×", float64(a)/float64(b)) }
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.0f ms", float64(d)/float64(time.Millisecond)) }
+
+func msList(ds []time.Duration) []int64 {
+	out := make([]int64, len(ds))
+	for i, d := range ds {
+		out[i] = d.Milliseconds()
+	}
+	return out
+}
