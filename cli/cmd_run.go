@@ -126,6 +126,19 @@ func (a *app) run(parent context.Context, o runOptions, args []string) error {
 	defer func() {
 		bg, bcancel := context.WithTimeout(context.WithoutCancel(parent), 2*time.Minute)
 		defer bcancel()
+		if sandbox.HasEgress(r) && !a.opts.quiet {
+			// The denials are counted until the sandbox is removed (or kept).
+			defer func() {
+				want := client.StateDeleted
+				if o.keep {
+					want = client.StateStopped
+				}
+				wctx, wcancel := context.WithTimeout(bg, 30*time.Second)
+				_, _, _ = c.WaitState(wctx, id, want, client.StateFailed, client.StateDeleted)
+				wcancel()
+				a.egressSummary(bg, c, id)
+			}()
+		}
 		if a.opts.logLevel == "debug" {
 			// The whole breakdown, removal included: wait for its end.
 			defer func() {

@@ -121,6 +121,9 @@ func (a *app) up(detach bool, id string) error {
 		case <-time.After(2 * time.Second):
 		}
 	}
+	if sandbox.HasEgress(r) {
+		a.egressSummary(context.Background(), c, sbID)
+	}
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/airlock-dev/airlock/manifest"
 	"github.com/airlock-dev/airlock/paths"
 	"github.com/airlock-dev/airlock/presets"
+	"github.com/airlock-dev/airlock/sandbox"
 	"github.com/airlock-dev/airlock/userconfig"
 )
 
@@ -104,6 +105,9 @@ func (a *app) loadManifest() (*manifest.Resolved, error) {
 func (a *app) warnPrivileged(r *manifest.Resolved) {
 	if r.Sandbox.Privileged {
 		fmt.Fprintln(a.stderr, "warning: sandbox.privileged = true: the sandbox has full access to the host's devices and kernel")
+	}
+	for _, k := range sandbox.ProxyOverrides(r) {
+		fmt.Fprintf(a.stderr, "warning: %s overrides the egress proxy variable airlock sets (traffic that ignores the proxy is blocked)\n", k)
 	}
 }
 

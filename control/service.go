@@ -85,7 +85,10 @@ type live struct {
 	steps      []string        // "step=ms" of the runtime's work since the last report (guarded by Service.mu)
 
 	removeOnExit bool // delete the sandbox when its primary exits (guarded by Service.mu)
-	tailGen      int  // the follower that owns the stream; older ones stop
+
+	egress          map[string]*egressCount // denied destinations (guarded by Service.mu)
+	egressFollowing bool                    // a follower reads the proxy's denials (guarded by Service.mu)
+	tailGen         int                     // the follower that owns the stream; older ones stop
 }
 
 // NewService returns a service over an open store and a runtime.
@@ -371,6 +374,9 @@ func (s *Service) startLocked(ctx context.Context, id string, l *live) {
 	gen := l.tailGen
 	l.ingestMu.Unlock()
 	s.spawnFollower(id, l, gen)
+	if sandbox.HasEgress(l.resolved) {
+		s.followEgress(id, l)
+	}
 }
 
 // Get returns a sandbox record.
@@ -433,6 +439,7 @@ func (s *Service) markStopped(id, reason string, exitCode *int) {
 	if err != nil || (rec.State != store.StateReady && rec.State != store.StatePending) {
 		return
 	}
+	s.flushEgress(id, s.liveOf(id))
 	s.emit(id, store.Event{Kind: "sandbox.stopped", Reason: reason, ExitCode: exitCode}, store.StateStopped)
 }
 
@@ -556,6 +563,7 @@ func (s *Service) finishDelete(id, reason string) {
 	if err != nil {
 		return
 	}
+	s.flushEgress(id, l)
 	s.recordStep(id, "remove", time.Since(removeStart))
 	s.emit(id, store.Event{Kind: "sandbox.deleted", Reason: reason, Extra: s.takeSteps(l)}, store.StateDeleted)
 	s.holdSecrets(l, nil)

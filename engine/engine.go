@@ -117,7 +117,9 @@ type unreachableError struct {
 }
 
 func (u *unreachableError) Error() string {
-	return fmt.Sprintf("%s at %s: %s (%s)", ErrUnreachable, u.endpoint, strings.TrimSpace(u.cause.Error()), u.endpoint.startHint())
+	// One line, whatever the cause quotes (ssh's stderr has CRLFs).
+	cause := strings.Join(strings.Fields(u.cause.Error()), " ")
+	return fmt.Sprintf("%s at %s: %s (%s)", ErrUnreachable, u.endpoint, cause, u.endpoint.startHint())
 }
 
 func (u *unreachableError) Unwrap() []error { return []error{ErrUnreachable, u.cause} }

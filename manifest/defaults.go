@@ -66,6 +66,11 @@ func applyDefaults(data map[string]any, origins map[string]origin) {
 	set(sb, sp, "ready_timeout", "60s")
 	set(sb, sp, "cpus", 0.0)
 	set(sb, sp, "memory", "")
+	if e, ok := sb["egress"].(map[string]any); ok {
+		ep := []string{"sandbox", "egress"}
+		set(e, ep, "allow", []any{})
+		set(e, ep, "network", "bridge")
+	}
 	if b, ok := sb["build"].(map[string]any); ok {
 		bp := []string{"sandbox", "build"}
 		set(b, bp, "context", ".")

@@ -21,6 +21,7 @@ type Manifest struct {
 type Sandbox struct {
 	Image        string   `toml:"image" json:"image,omitempty"`
 	Build        *Build   `toml:"build" json:"build,omitempty"`
+	Egress       *Egress  `toml:"egress" json:"egress,omitempty"`
 	Workdir      string   `toml:"workdir" json:"workdir"`
 	User         string   `toml:"user" json:"user"`
 	Shell        []string `toml:"shell" json:"shell"`
@@ -31,6 +32,13 @@ type Sandbox struct {
 	ReadyTimeout string   `toml:"ready_timeout" json:"ready_timeout"`
 	CPUs         float64  `toml:"cpus" json:"cpus"`
 	Memory       string   `toml:"memory" json:"memory"`
+}
+
+// Egress is [sandbox.egress]: only the listed destinations are reachable, through
+// an airlock egress proxy (DESIGN §7).
+type Egress struct {
+	Allow   []string `toml:"allow" json:"allow"`
+	Network string   `toml:"network" json:"network"`
 }
 
 // Build is [sandbox.build]: an image built from a context directory.

@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/airlock-dev/airlock/egress"
 )
 
 var (
@@ -164,6 +166,19 @@ func (v *validator) sandbox(s *Sandbox) {
 	p := func(k string) []string { return []string{"sandbox", k} }
 	if s.Image == "" && s.Build == nil {
 		v.errorf(p("image"), "is required unless [sandbox.build] is given")
+	}
+	if s.Egress != nil {
+		for _, a := range s.Egress.Allow {
+			if _, err := egress.ParseRule(a); err != nil {
+				v.errorf([]string{"sandbox", "egress", "allow"}, "%v", err)
+			}
+		}
+		if s.Egress.Network == "" {
+			v.errorf([]string{"sandbox", "egress", "network"}, "must not be empty")
+		}
+		if s.Network != "bridge" {
+			v.errorf(p("network"), "must be \"bridge\" with [sandbox.egress] (got %q): the egress proxy is the sandbox's only way out", s.Network)
+		}
 	}
 	if s.Build != nil {
 		if s.Build.Context == "" {

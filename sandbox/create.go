@@ -54,7 +54,8 @@ type Sandbox struct {
 	supervisorVolume string
 	fresh            bool // created by this runtime and never started: its status stream is empty
 	envSecrets       map[string]string
-	sharedNet        bool // on the Engine's shared airlock network, not one of its own
+	sharedNet        bool   // on the Engine's shared airlock network, not one of its own
+	egressID         string // the egress proxy container, when the sandbox has egress rules
 }
 
 // maxInlineSpec is the largest spec passed on the supervisor's command line (Linux
@@ -151,6 +152,16 @@ func (rt *Runtime) Create(ctx context.Context, req *Request) (sb *Sandbox, err e
 	labels[LabelKind] = req.Kind
 	done = rt.step(req.ID, "network")
 	switch {
+	case r.Sandbox.Egress != nil:
+		// No route out but through the egress proxy.
+		nl := copyLabels(labels, LabelRole, "network")
+		if _, err := rt.Engine.NetworkCreate(ctx, sb.Name, network.CreateOptions{Driver: "bridge", Internal: true, Labels: nl}); err != nil {
+			return sb, failed("cannot create network %s: %v", sb.Name, err)
+		}
+		sb.Network = sb.Name
+		if err := rt.createEgress(ctx, sb, r, imageRef, labels); err != nil {
+			return sb, err
+		}
 	case r.Sandbox.Network == "bridge" && len(r.Services) > 0:
 		// Services reach each other and the primary by name: a network of its own.
 		nl := copyLabels(labels, LabelRole, "network")
@@ -385,7 +396,7 @@ func buildSpec(req *Request, r *manifest.Resolved, hp *hostPlan) *supervisor.Spe
 			Harden: &harden,
 		},
 	}
-	spec.Main.Env = envEntries([]string{"env"}, r.Env, r.Sources)
+	spec.Main.Env = withProxyEnv(r, envEntries([]string{"env"}, r.Env, r.Sources))
 	for _, kv := range hp.Env {
 		k, v, _ := strings.Cut(kv, "=")
 		spec.Main.Env = append(spec.Main.Env, supervisor.EnvEntry{Name: k, Value: &v})
@@ -403,7 +414,7 @@ func buildSpec(req *Request, r *manifest.Resolved, hp *hostPlan) *supervisor.Spe
 		sd := &supervisor.Daemon{
 			Name: name, Command: d.Command, Cwd: d.Cwd, Signal: d.Signal, Timeout: &timeout,
 			Restart: d.Restart, MaxRestarts: &maxRestarts, Harden: &dh, After: d.After,
-			Env: envEntries([]string{"daemons", name, "env"}, d.Env, r.Sources),
+			Env: withProxyEnv(r, envEntries([]string{"daemons", name, "env"}, d.Env, r.Sources)),
 		}
 		if d.Ready != nil {
 			sd.Ready = &supervisor.Ready{TCP: d.Ready.TCP, HTTP: d.Ready.HTTP, Cmd: d.Ready.Cmd, Log: d.Ready.Log, Timeout: d.Ready.Timeout}

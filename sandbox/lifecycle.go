@@ -27,6 +27,9 @@ func (rt *Runtime) Start(ctx context.Context, sb *Sandbox) error {
 	if sb.manifest == nil {
 		return errors.New("cannot start a sandbox without its manifest")
 	}
+	if err := rt.startEgress(ctx, sb); err != nil {
+		return err
+	}
 	if err := rt.startServices(ctx, sb); err != nil {
 		return err
 	}
@@ -92,6 +95,11 @@ func (rt *Runtime) Stop(ctx context.Context, id string) error {
 	for _, s := range objs.services {
 		if err := rt.Engine.ContainerStop(ctx, s.ID, container.StopOptions{}); err != nil && !cerrdefs.IsNotFound(err) {
 			return failed("cannot stop service %s of sandbox %s: %v", s.Labels[LabelService], id, err)
+		}
+	}
+	for _, c := range objs.all {
+		if c.Labels[LabelRole] == RoleEgress {
+			_ = rt.Engine.ContainerStop(ctx, c.ID, container.StopOptions{})
 		}
 	}
 	return nil
@@ -295,6 +303,11 @@ func (rt *Runtime) Open(ctx context.Context, id string, r *manifest.Resolved) (*
 	}
 	for _, s := range objs.services {
 		sb.Services[s.Labels[LabelService]] = s.ID
+	}
+	for _, c := range objs.all {
+		if c.Labels[LabelRole] == RoleEgress {
+			sb.egressID = c.ID
+		}
 	}
 	if _, err := rt.Engine.NetworkInspect(ctx, sb.Name, network.InspectOptions{}); err == nil {
 		sb.Network = sb.Name

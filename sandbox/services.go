@@ -53,6 +53,14 @@ func (rt *Runtime) createServices(ctx context.Context, sb *Sandbox, r *manifest.
 		if err != nil {
 			return err
 		}
+		// Behind egress rules a service goes out through the proxy too, unless
+		// its own env says otherwise.
+		pe := proxyEnv(r)
+		for _, k := range sortedNames(pe) {
+			if _, own := r.Services[name].Env[k]; !own {
+				cfg.Env = append(cfg.Env, k+"="+pe[k])
+			}
+		}
 		host := &container.HostConfig{NetworkMode: container.NetworkMode(sb.Network)}
 		if len(secretEnv) > 0 {
 			if err := rt.wrapService(ctx, sb, name, r.Services[name], cfg, host, secretEnv); err != nil {

@@ -129,7 +129,41 @@ func bench(airlock string, runs int, doc, command string, remote bool) error {
 			}
 		}
 	}
-	var dockerRun, airlockRun, remoteRun []time.Duration
+	// The same run with egress rules (an internal network and a proxy container).
+	egressProject := filepath.Join(home, "egress-project")
+	if err := os.MkdirAll(egressProject, 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(egressProject, "sandbox.toml"), []byte(fmt.Sprintf("[sandbox]\nimage = %q\n[sandbox.egress]\nallow = [\"proxy.golang.org\"]\n", image)), 0o644); err != nil {
+		return err
+	}
+	timedEgress := func() (time.Duration, error) {
+		c := exec.Command(airlock, "run", "--", "true")
+		c.Dir, c.Env = egressProject, env
+		start := time.Now()
+		if out, err := c.CombinedOutput(); err != nil {
+			return 0, fmt.Errorf("airlock run -- true with egress rules: %v\n%s", err, out)
+		}
+		return time.Since(start), nil
+	}
+	settleEgress := func() error {
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+			left, err := testenv.Leftovers(ctx, cli, "dev.airlock.project", egressProject)
+			if err != nil || len(left) == 0 {
+				return err
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("sandbox objects left 30 s after a run with egress rules: %v", left)
+			}
+		}
+	}
+	if _, err := timedEgress(); err != nil {
+		return err
+	}
+	if err := settleEgress(); err != nil {
+		return err
+	}
+	var dockerRun, airlockRun, remoteRun, egressRun []time.Duration
 	var runIDs []string
 	for i := 0; i < runs; i++ {
 		d, err := timed("docker", "run", "--rm", image, "true")
@@ -147,6 +181,14 @@ func bench(airlock string, runs int, doc, command string, remote bool) error {
 			return err
 		}
 		runIDs = append(runIDs, runID)
+		g, err := timedEgress()
+		if err != nil {
+			return err
+		}
+		egressRun = append(egressRun, g)
+		if err := settleEgress(); err != nil {
+			return err
+		}
 		if timedRemote != nil {
 			r, err := timedRemote()
 			if err != nil {
@@ -215,6 +257,7 @@ func bench(airlock string, runs int, doc, command string, remote bool) error {
 		{Measure: "`airlock exec -- true` (median)", Result: ms(ae)},
 		{Measure: "exec ratio airlock / docker", Result: fmt.Sprintf("%.2f×", float64(ae)/float64(de))},
 		{Measure: "control daemon: `GET /v1/sandboxes/{id}`, 8 concurrent clients", Result: fmt.Sprintf("%.0f requests/s", throughput)},
+		{Measure: "`airlock run -- true` with `[sandbox.egress]` (internal network + egress proxy, median)", Result: fmt.Sprintf("%s (%.2f× without)", ms(median(egressRun)), float64(median(egressRun))/float64(ar))},
 	}
 	if len(remoteRun) > 0 {
 		rr := median(remoteRun)

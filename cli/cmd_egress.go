@@ -1,0 +1,85 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log"
+	"net"
+	"net/http"
+	"os/signal"
+	"strconv"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/spf13/cobra"
+
+	"github.com/airlock-dev/airlock/egress"
+)
+
+func init() { addCommand(newEgressProxyCommand) }
+
+// egressShutdownGrace is how long a stopping proxy lets requests and tunnels
+// in flight finish before it closes them.
+const egressShutdownGrace = 5 * time.Second
+
+// newEgressProxyCommand is the hidden egress proxy of a sandbox with
+// [sandbox.egress] (issue 14): run by the runtime beside the sandbox, not by
+// people. Stdout carries one JSON line per denied request and nothing else.
+func newEgressProxyCommand(a *app) *cobra.Command {
+	var (
+		listen string
+		allow  []string
+	)
+	cmd := &cobra.Command{
+		Use:    "egress-proxy [--listen ADDR] [--allow ENTRY]...",
+		Short:  "Forward HTTP and HTTPS (CONNECT) only to the allowed destinations",
+		Long:   "egress-proxy is the sandbox's way out when [sandbox.egress] is set: it forwards absolute-URI HTTP\nrequests and CONNECT tunnels to the destinations of --allow, answers 403 to the others and prints\neach denial on stdout as a JSON line: {\"host\":\"example.com\",\"port\":443,\"method\":\"CONNECT\"}.",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			rules, err := egress.ParseRules(allow)
+			if err != nil {
+				return withCode(ExitUsage, fmt.Errorf("invalid --allow entry %w", err))
+			}
+			ctx, cancel := signal.NotifyContext(context.Background(), unix.SIGTERM, unix.SIGINT)
+			defer cancel()
+			l, err := net.Listen("tcp", listen)
+			if err != nil {
+				return withCode(ExitAirlock, fmt.Errorf("egress proxy: cannot listen: %w", err))
+			}
+			var mu sync.Mutex
+			enc := json.NewEncoder(a.stdout)
+			srv := &egress.Server{
+				Rules: rules,
+				OnDenied: func(d egress.Denial) {
+					mu.Lock()
+					defer mu.Unlock()
+					_ = enc.Encode(d)
+				},
+				ErrorLog: log.New(a.stderr, "airlock: ", 0),
+			}
+			served := make(chan error, 1)
+			go func() { served <- srv.Serve(l) }()
+			select {
+			case err := <-served:
+				return withCode(ExitAirlock, fmt.Errorf("egress proxy: %w", err))
+			case <-ctx.Done():
+			}
+			sctx, scancel := context.WithTimeout(context.Background(), egressShutdownGrace)
+			defer scancel()
+			_ = srv.Shutdown(sctx) // what did not finish in time is closed
+			if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
+				return withCode(ExitAirlock, fmt.Errorf("egress proxy: %w", err))
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&listen, "listen", ":"+strconv.Itoa(egress.DefaultPort), "address to listen on")
+	f.StringArrayVar(&allow, "allow", nil, "an allowed destination: host, host:port or *.domain (repeatable; none: deny everything)")
+	return cmd
+}
