@@ -40,6 +40,11 @@ func newPsCommand(a *app) *cobra.Command {
 			}
 			shown := []client.Sandbox{}
 			for _, s := range list {
+				// A sandbox being removed is gone for the user (run hands its
+				// removal to the daemon): not listed, even with -a.
+				if s.State == client.StateDeleting {
+					continue
+				}
 				if all || s.State == client.StatePending || s.State == client.StateReady {
 					shown = append(shown, s)
 				}

@@ -8,9 +8,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
+	"github.com/cenkalti/backoff/v4"
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
@@ -123,6 +125,7 @@ func (a *app) run(parent context.Context, o runOptions, args []string) error {
 	}
 	id := rec.ID
 	mainExited := false
+	var daemonLost atomic.Bool
 	defer func() {
 		bg, bcancel := context.WithTimeout(context.WithoutCancel(parent), 2*time.Minute)
 		defer bcancel()
@@ -161,10 +164,14 @@ func (a *app) run(parent context.Context, o runOptions, args []string) error {
 				return
 			}
 		}
-		if mainExited && removeOnExit {
-			return // the daemon removes it (see RemoveOnExit)
+		if mainExited && removeOnExit && !daemonLost.Load() {
+			if _, err := c.Health(bg); err == nil {
+				return // the daemon removes it (see RemoveOnExit)
+			}
 		}
-		if _, err := c.Delete(bg, id); err != nil {
+		// The daemon that knew to remove the sandbox may be gone: the one that
+		// answers now (started again if need be) removes it.
+		if _, err := a.retryDaemon(bg, func() (*client.Sandbox, error) { return c.Delete(bg, id) }); err != nil {
 			fmt.Fprintf(a.stderr, "airlock: %v\n", err)
 			return
 		}
@@ -202,8 +209,21 @@ func (a *app) run(parent context.Context, o runOptions, args []string) error {
 	}
 	failed := make(chan client.Event, 1)
 	go func() {
-		if ev, err := c.WaitEvent(waitCtx, id, before.LastSeq, "sandbox.failed"); err == nil {
-			failed <- ev
+		for {
+			ev, err := c.WaitEvent(waitCtx, id, before.LastSeq, "sandbox.failed")
+			if err == nil {
+				failed <- ev
+				return
+			}
+			if waitCtx.Err() != nil || !lostDaemon(err) {
+				return
+			}
+			// The control daemon went away (killed, upgraded): the sandbox runs
+			// on; watch again through the one that answers next.
+			daemonLost.Store(true)
+			if _, err := a.retryDaemon(waitCtx, func() (*client.Sandbox, error) { return c.Get(waitCtx, id) }); err != nil {
+				return
+			}
 		}
 	}()
 	restore := func() {}
@@ -332,4 +352,38 @@ func (a *app) printBreakdown(ctx context.Context, c *client.Client, id string) {
 	for _, p := range client.Breakdown(evs) {
 		fmt.Fprintf(a.stderr, "airlock: debug: %s: %s\n", p.Name, p.Duration.Round(time.Millisecond))
 	}
+}
+
+// lostDaemon reports whether err is the control daemon going away (a broken or
+// refused connection), not an answer of its.
+func lostDaemon(err error) bool {
+	var ce *client.Error
+	return err != nil && !errors.As(err, &ce) && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
+}
+
+// retryDaemon calls f, and while the control daemon is gone, makes sure one runs
+// again (starting it) and calls f again, with backoff, for up to 30 s.
+func (a *app) retryDaemon(ctx context.Context, f func() (*client.Sandbox, error)) (*client.Sandbox, error) {
+	b := backoff.WithContext(backoff.NewExponentialBackOff(backoff.WithInitialInterval(100*time.Millisecond), backoff.WithMaxElapsedTime(30*time.Second)), ctx)
+	var out *client.Sandbox
+	err := backoff.Retry(func() error {
+		sb, err := f()
+		if err == nil {
+			out = sb
+			return nil
+		}
+		if !lostDaemon(err) {
+			return backoff.Permanent(err)
+		}
+		if _, derr := a.daemonClient(ctx); derr != nil {
+			return derr
+		}
+		sb, err = f()
+		if err != nil && !lostDaemon(err) {
+			return backoff.Permanent(err)
+		}
+		out = sb
+		return err
+	}, b)
+	return out, err
 }

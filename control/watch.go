@@ -25,6 +25,15 @@ func (s *Service) recover() {
 		id := rec.ID
 		switch rec.State {
 		case store.StatePending:
+			if rec.ContainerID != "" && s.rtOf(id).Running(s.ctx, rec.ContainerID) {
+				// Started, not yet reported ready: its supervisor goes on;
+				// its stream tells what happened (ready or failed).
+				l := s.liveOf(id)
+				l.mu.Lock()
+				s.startTailAt(id, l, s.recordedOffset(id))
+				l.mu.Unlock()
+				continue
+			}
 			s.emit(id, store.Event{Kind: "sandbox.failed", Reason: "the daemon restarted while the sandbox was being created"}, store.StateFailed)
 			s.wg.Add(1)
 			go func() { defer s.wg.Done(); _ = s.rtOf(id).Remove(s.ctx, id) }()
