@@ -1,6 +1,12 @@
 package cli
 
-import "github.com/spf13/cobra"
+import (
+	"context"
+
+	"github.com/spf13/cobra"
+
+	"github.com/airlock-dev/airlock/client"
+)
 
 func init() { addCommand(newDownCommand) }
 
@@ -11,9 +17,38 @@ func newDownCommand(a *app) *cobra.Command {
 		Short: "Stop and remove this project's sandbox, a named one, or every one matching --label",
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if !a.opts.quiet {
+				// Stop the running ones first, showing their shutdown lines as
+				// stop does; remove then finds them stopped.
+				if err := a.stopTargetsShowingLines(args, labels); err != nil {
+					return err
+				}
+			}
 			return a.remove(args, labels, true, true)
 		},
 	}
 	cmd.Flags().StringArrayVar(&labels, "label", nil, "every sandbox with label KEY=VALUE (repeatable, all must match)")
 	return cmd
+}
+
+// stopTargetsShowingLines stops the running sandboxes among the targets, each
+// with its supervisor's shutdown lines.
+func (a *app) stopTargetsShowingLines(args, labels []string) error {
+	ctx := context.Background()
+	c, err := a.daemonClient(ctx)
+	if err != nil {
+		return err
+	}
+	list, err := a.targets(ctx, c, args, labels)
+	if err != nil {
+		return err
+	}
+	for _, s := range list {
+		if s.State == client.StateReady || s.State == client.StatePending {
+			if err := a.stopShowingLines(ctx, c, s); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

@@ -23,14 +23,9 @@ func newExecCommand(a *app) *cobra.Command {
 			"SANDBOX it uses this project's sandbox (airlock up). A TTY is used when stdin and stdout are terminals.",
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			id := ""
-			if dash := cmd.ArgsLenAtDash(); dash == 1 {
-				id, args = args[0], args[1:]
-			} else if dash > 1 {
-				return withCode(ExitUsage, fmt.Errorf("give at most one SANDBOX before --"))
-			}
-			if len(args) == 0 {
-				return withCode(ExitUsage, fmt.Errorf("give the command after --"))
+			id, args, err := execArgs(args, cmd.ArgsLenAtDash())
+			if err != nil {
+				return err
 			}
 			envs, err := a.parseEnvFlags(env)
 			if err != nil {
@@ -83,4 +78,27 @@ func newExecCommand(a *app) *cobra.Command {
 	f.StringVarP(&workdir, "workdir", "w", "", "working directory inside the sandbox")
 	f.BoolVarP(&tty, "tty", "t", false, "require a terminal (the default when stdin and stdout are terminals)")
 	return cmd
+}
+
+// execArgs splits exec's arguments into the sandbox ID (empty: this project's
+// sandbox) and the command. Flags stop at the first argument that is not one
+// (SetInterspersed(false), so that the command's own flags are left alone), which
+// leaves a "--" after SANDBOX among the arguments, where cobra does not count it:
+// ArgsLenAtDash is then -1 and args is [SANDBOX -- CMD...]. A "--" before any
+// argument is cobra's own (dash 0: no SANDBOX).
+func execArgs(args []string, dash int) (id string, cmd []string, err error) {
+	switch {
+	case dash == 1:
+		id, cmd = args[0], args[1:]
+	case dash > 1:
+		return "", nil, withCode(ExitUsage, fmt.Errorf("give at most one SANDBOX before --"))
+	case dash < 0 && len(args) >= 2 && args[1] == "--":
+		id, cmd = args[0], args[2:]
+	default:
+		cmd = args
+	}
+	if len(cmd) == 0 {
+		return "", nil, withCode(ExitUsage, fmt.Errorf("give the command after --"))
+	}
+	return id, cmd, nil
 }

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -29,7 +30,7 @@ func newStopCommand(a *app) *cobra.Command {
 				return err
 			}
 			for _, s := range list {
-				if err := stopSandbox(ctx, c, s); err != nil {
+				if err := a.stopShowingLines(ctx, c, s); err != nil {
 					return err
 				}
 				if !a.opts.quiet {
@@ -55,4 +56,32 @@ func stopSandbox(ctx context.Context, c *client.Client, s client.Sandbox) error 
 		return apiFailure(err)
 	}
 	return nil
+}
+
+// stopShowingLines stops a sandbox as stopSandbox does and, unless --quiet, shows
+// its supervisor's shutdown lines on stderr (✔ daemon web: shut down, ✘ daemon
+// flaky: gave up after 3 launches (exit 3)), as `airlock up` does when its shell
+// exits: the primary's stderr from the moment of the stop until it stopped.
+func (a *app) stopShowingLines(ctx context.Context, c *client.Client, s client.Sandbox) error {
+	if a.opts.quiet || (s.State != client.StateReady && s.State != client.StatePending) {
+		return stopSandbox(ctx, c, s)
+	}
+	followCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var lines <-chan error
+	if rt, closeRT, err := a.runtimeFor(ctx, &s); err == nil {
+		defer closeRT()
+		if sb, err := rt.Open(ctx, s.ID, nil); err == nil {
+			lines = rt.FollowStderr(followCtx, sb, time.Now(), a.stderr)
+		}
+	}
+	err := stopSandbox(ctx, c, s)
+	if lines != nil {
+		// The follow ends when the primary stops; the stop returned by then.
+		select {
+		case <-lines:
+		case <-time.After(2 * time.Second):
+		}
+	}
+	return err
 }

@@ -23,7 +23,8 @@ func newUpCommand(a *app) *cobra.Command {
 		Long: "up keeps one sandbox per project: it creates it, or starts the stopped one again (its filesystem\n" +
 			"changes kept) unless the manifest changed, in which case it is recreated with a notice. It waits for\n" +
 			"the daemons and required services, then opens a shell (sandbox.shell, the image's SHELL, or /bin/sh).\n" +
-			"When the shell exits the sandbox stops; with -d it keeps running and up prints its ID.",
+			"When the shell exits the sandbox stops; with -d it keeps running and up prints its ID (up -d of a\n" +
+			"sandbox already running prints its ID again). One up of a project runs at a time; another waits.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.up(detach, id)
@@ -55,7 +56,29 @@ func (a *app) up(detach bool, id string) error {
 	if err := rt.Prepare(ctx, r); err != nil {
 		return su.err(sandboxError(err))
 	}
-	sbID, created, from, err := a.upSandbox(ctx, c, rt, r, id)
+	// One `up` of a project at a time, from the lookup until the sandbox is ready
+	// or failed: a second one waits, then finds this one's sandbox.
+	dir, err := a.projectDir()
+	if err != nil {
+		return err
+	}
+	lock, err := a.lockProject(ctx, dir)
+	if err != nil {
+		return su.err(err)
+	}
+	defer lock.release()
+	sbID, created, from, running, err := a.upSandbox(ctx, c, rt, r, id, detach)
+	if running {
+		// up -d of a sandbox that already runs, as the manifest now says: it is
+		// left as it is and its ID printed (docker compose up -d does the same).
+		lock.release()
+		su.close()
+		if !a.opts.quiet {
+			fmt.Fprintf(a.stderr, "airlock: sandbox %s is already running for %s\n", sbID, dir)
+		}
+		fmt.Fprintln(a.stdout, sbID)
+		return nil
+	}
 	if err == nil {
 		var ev client.Event
 		ev, err = c.WaitEvent(ctx, sbID, from, "sandbox.ready", "sandbox.failed", "sandbox.stopped")
@@ -73,6 +96,10 @@ func (a *app) up(detach bool, id string) error {
 				_ = stopSandbox(bg, c, *cur)
 			}
 		}
+	}
+	if su.interrupted() == nil {
+		// Ready or failed (and stopped): the next `up` may look.
+		lock.release()
 	}
 	if interrupted := su.interrupted(); interrupted != nil {
 		bg := context.Background()
@@ -135,33 +162,46 @@ func (a *app) up(detach bool, id string) error {
 
 // upSandbox asks the daemon for the project's sandbox: the stopped one started
 // again, or a new one (replacing a stopped one whose plan changed). A running one
-// is refused.
-func (a *app) upSandbox(ctx context.Context, c *client.Client, rt *sandbox.Runtime, r *manifest.Resolved, id string) (sbID string, created bool, from uint64, err error) {
+// is refused, except by up -d (detach) when it runs on this Engine with the
+// manifest as it is now: then running is true and sbID is its ID. The caller holds
+// the project's lock.
+func (a *app) upSandbox(ctx context.Context, c *client.Client, rt *sandbox.Runtime, r *manifest.Resolved, id string, detach bool) (sbID string, created bool, from uint64, running bool, err error) {
 	wm, secretValues, werr := wireManifest(r)
 	if werr != nil {
-		return "", false, 0, werr
+		return "", false, 0, false, werr
 	}
 	existing, err := a.projectSandbox(ctx, c)
 	if err != nil {
-		return "", false, 0, err
+		return "", false, 0, false, err
 	}
 	if existing != nil {
-		if existing.State == client.StateReady || existing.State == client.StatePending {
-			return "", false, 0, withCode(ExitFailure, fmt.Errorf("sandbox %s is already running for %s; run commands in it with `airlock exec -- CMD` (or stop it with `airlock stop`)", existing.ID, existing.Project))
+		live := existing.State == client.StateReady || existing.State == client.StatePending
+		if live && !detach {
+			return "", false, 0, false, withCode(ExitFailure, fmt.Errorf("sandbox %s is already running for %s; run commands in it with `airlock exec -- CMD` (or stop it with `airlock stop`)", existing.ID, existing.Project))
 		}
 		if id != "" && id != existing.ID {
-			return "", false, 0, withCode(ExitUsage, fmt.Errorf("the project already has sandbox %s; remove it (airlock rm) to use --id %s", existing.ID, id))
+			return "", false, 0, false, withCode(ExitUsage, fmt.Errorf("the project already has sandbox %s; remove it (airlock rm) to use --id %s", existing.ID, id))
 		}
 		hash, err := rt.PlanHashFor(ctx, r)
 		if err != nil {
-			return "", false, 0, sandboxError(err)
+			return "", false, 0, false, sandboxError(err)
 		}
 		info, ierr := rt.Get(ctx, existing.ID)
+		if live {
+			if ierr != nil || hash != info.PlanHash {
+				return "", false, 0, false, withCode(ExitFailure, fmt.Errorf("sandbox %s is already running for %s, made from another manifest or on another Docker Engine; stop it (airlock stop) and run `airlock up -d` again to recreate it, or run commands in it as it is with `airlock exec -- CMD`", existing.ID, existing.Project))
+			}
+			if existing.State == client.StatePending {
+				// Left starting by an `up` that ended early: wait for it as ours.
+				return existing.ID, false, existing.LastSeq, false, nil
+			}
+			return existing.ID, false, 0, true, nil
+		}
 		if ierr == nil && hash == info.PlanHash {
 			if _, err := c.Resume(ctx, existing.ID, &client.ResumeRequest{Secrets: secretValues}); err != nil {
-				return "", false, 0, apiFailure(err)
+				return "", false, 0, false, apiFailure(err)
 			}
-			return existing.ID, false, existing.LastSeq, nil
+			return existing.ID, false, existing.LastSeq, false, nil
 		}
 		if !a.opts.quiet {
 			why := "the manifest changed since sandbox %s was created"
@@ -171,15 +211,15 @@ func (a *app) upSandbox(ctx context.Context, c *client.Client, rt *sandbox.Runti
 			fmt.Fprintf(a.stderr, "airlock: "+why+"; recreating it (changes to its filesystem are lost)\n", existing.ID)
 		}
 		if _, err := c.Delete(ctx, existing.ID); err != nil {
-			return "", false, 0, apiFailure(err)
+			return "", false, 0, false, apiFailure(err)
 		}
 		if _, _, err := c.WaitState(ctx, existing.ID, client.StateDeleted); err != nil {
-			return "", false, 0, apiFailure(err)
+			return "", false, 0, false, apiFailure(err)
 		}
 	}
 	rec, err := c.Create(ctx, &client.CreateRequest{ID: id, Kind: sandbox.KindUp, Manifest: wm, Secrets: secretValues, Start: true, Engine: wireEngine(rt)})
 	if err != nil {
-		return "", false, 0, apiFailure(err)
+		return "", false, 0, false, apiFailure(err)
 	}
-	return rec.ID, true, 0, nil
+	return rec.ID, true, 0, false, nil
 }

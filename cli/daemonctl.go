@@ -156,9 +156,15 @@ func (a *app) startDaemon(ctx context.Context, p *paths.Paths, args daemonArgs) 
 		select {
 		case werr := <-exited:
 			// A second daemon that lost the race for the lock exits non-zero;
-			// if the winner answers, use it.
-			if h, err := c.Health(ctx); err == nil && h.BuildID == BuildID {
-				return nil
+			// if the winner answers (it may still be starting), use it.
+			for wait := 10 * time.Millisecond; time.Now().Before(deadline); wait = min(2*wait, 200*time.Millisecond) {
+				hctx, cancel := context.WithTimeout(ctx, time.Second)
+				h, err := c.Health(hctx)
+				cancel()
+				if err == nil && h.BuildID == BuildID {
+					return nil
+				}
+				time.Sleep(wait)
 			}
 			return withCode(ExitAirlock, fmt.Errorf("the airlock daemon exited at start (%v); see %s", werr, logPath))
 		case <-time.After(50 * time.Millisecond):

@@ -77,6 +77,7 @@ type live struct {
 	offset   int64         // the status stream read so far
 	offsetOK bool          // offset is known (else it comes from the recorded events)
 	starting bool          // a start is in progress: the stream is read only once it is recorded
+	diedMu   sync.Mutex    // serialises the handling of the primary's end
 	complete bool          // the stream was read to its last line (supervisor.exiting)
 	limiter  *rate.Limiter // bounds how fast the stream's lines become events
 
@@ -674,8 +675,15 @@ func (s *Service) Exec(id string, req *client.ExecRequest) (*client.Exec, error)
 	go func() {
 		defer s.wg.Done()
 		code := s.runExec(id, l, req, stdoutPath, stderrPath)
-		_, _ = s.store.FinishExec(id, execID, code, time.Now())
-		s.emit(id, store.Event{Kind: "exec.finished", ExecID: execID, ExitCode: &code}, "")
+		if code == execAbandoned {
+			// The daemon stops: the command may go on in the sandbox, but
+			// nobody collects its output or code any more. Say so.
+			_, _ = s.store.FinishExec(id, execID, code, time.Now())
+			s.emit(id, store.Event{Kind: "exec.finished", ExecID: execID, Reason: "daemon_stopped: the daemon stopped while the command ran; its output after that and its exit code were not collected"}, "")
+		} else {
+			_, _ = s.store.FinishExec(id, execID, code, time.Now())
+			s.emit(id, store.Event{Kind: "exec.finished", ExecID: execID, ExitCode: &code}, "")
+		}
 		s.mu.Lock()
 		l.execs--
 		s.active[id] = time.Now()
@@ -710,7 +718,13 @@ func (s *Service) runExec(id string, l *live, req *client.ExecRequest, stdoutPat
 		fmt.Fprintln(errf, "airlock:", err)
 		return 125
 	}
-	<-ex.Done
+	select {
+	case <-ex.Done:
+	case <-s.ctx.Done():
+		// Shutdown must not wait for a command that may run for hours (an
+		// upgrade would SIGKILL the daemon after 5 s and record nothing).
+		return execAbandoned
+	}
 	for i := 0; i < 500; i++ {
 		code, err := ex.ExitCode(s.ctx)
 		if err == nil {
@@ -720,6 +734,9 @@ func (s *Service) runExec(id string, l *live, req *client.ExecRequest, stdoutPat
 	}
 	return 125
 }
+
+// execAbandoned is runExec's answer when the daemon stopped before the exec ended.
+const execAbandoned = -1
 
 // RecordExec records an exec the CLI runs itself (airlock exec streams straight to
 // the Engine): exec.started now, exec.finished when FinishExec is called.

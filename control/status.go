@@ -99,6 +99,11 @@ func (s *Service) follow(id string, l *live, gen int) {
 		}
 		if !s.rtOf(id).Running(s.ctx, rec.ContainerID) {
 			s.catchUp(id, l)
+			if s.ctx.Err() == nil && l.current(gen) {
+				// The Engine's die event may never come (the watch began after
+				// it, the Engine restarted): record the stop from here too.
+				s.primaryDied(id, l, s.rtOf(id).ExitCode(s.ctx, rec.ContainerID))
+			}
 			return
 		}
 		// The follower ended while the sandbox runs (a process in it replaced the

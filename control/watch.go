@@ -126,6 +126,17 @@ func (s *Service) onEngineEvent(m events.Message) {
 		if err == nil {
 			codep = &code
 		}
+		s.primaryDied(id, l, codep)
+	}
+}
+
+// primaryDied records that a sandbox's primary container stopped: from the
+// Engine's die event, or when the stream's follower finds it stopped (a die
+// event missed: the watch began late, the Engine restarted).
+func (s *Service) primaryDied(id string, l *live, codep *int) {
+	l.diedMu.Lock() // the die event and the follower may both report it
+	defer l.diedMu.Unlock()
+	{
 		// Let the status stream's last lines in first.
 		s.ingestLive(id, l)
 		rec, gerr := s.store.Get(id)

@@ -2,8 +2,8 @@ package sandbox
 
 import (
 	"context"
+	"fmt"
 	"io"
-	"strconv"
 	"time"
 
 	"github.com/docker/docker/api/types"
@@ -71,7 +71,7 @@ func (rt *Runtime) Kill(ctx context.Context, sb *Sandbox, signal string) error {
 func (rt *Runtime) FollowStderr(ctx context.Context, sb *Sandbox, since time.Time, w io.Writer) <-chan error {
 	done := make(chan error, 1)
 	rc, err := rt.Engine.ContainerLogs(ctx, sb.PrimaryID, container.LogsOptions{
-		ShowStderr: true, Follow: true, Since: strconv.FormatInt(since.Unix(), 10),
+		ShowStderr: true, Follow: true, Since: fmt.Sprintf("%d.%09d", since.Unix(), since.Nanosecond()),
 	})
 	if err != nil {
 		done <- err

@@ -347,3 +347,13 @@ func (rt *Runtime) helperLabels() map[string]string {
 	}
 	return l
 }
+
+// ExitCode returns a stopped container's exit code (nil when unknown).
+func (rt *Runtime) ExitCode(ctx context.Context, containerID string) *int {
+	ci, err := rt.Engine.ContainerInspect(ctx, containerID)
+	if err != nil || ci.State == nil || ci.State.Running {
+		return nil
+	}
+	code := ci.State.ExitCode
+	return &code
+}

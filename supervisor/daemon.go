@@ -41,12 +41,22 @@ type daemonRun struct {
 	readyResults chan<- readyResult // where the ready watcher reports
 	results      chan<- stopResult  // where run reports its end
 	watchers     sync.WaitGroup
+
+	gaveUp *gaveUp // set (by run) when max_restarts was reached
 }
 
 // stopResult is how a daemon ended at shutdown.
 type stopResult struct {
 	name   string
 	killed bool
+	gaveUp *gaveUp // the daemon had given up before the shutdown
+}
+
+// gaveUp is a daemon that reached max_restarts: its launches and how the last
+// one ended.
+type gaveUp struct {
+	launches int
+	last     string // "exit 3", "killed by SIGKILL", "cannot start"
 }
 
 // openLogs creates the daemon's log folder and truncates its two log files.
@@ -119,6 +129,13 @@ func (d *daemonRun) run() {
 	for launch := 1; ; launch++ {
 		began := time.Now()
 		pid, ch, err := d.r.start(d.proc(d.spec.Command, d.stdout, d.stderr))
+		if err != nil {
+			fmt.Fprintf(d.stderr, "airlock: cannot start daemon %s: %v\n", name, err)
+		} else {
+			// Before started is closed: the main command waits for it, so
+			// every daemon.started precedes supervisor.ready in the stream.
+			d.status.emit(StatusEvent{Kind: KindDaemonStarted, Daemon: name, PID: pid})
+		}
 		if launch == 1 {
 			close(d.started)
 			if d.spec.Ready != nil {
@@ -127,10 +144,7 @@ func (d *daemonRun) run() {
 			}
 		}
 		var st exitStatus
-		if err != nil {
-			fmt.Fprintf(d.stderr, "airlock: cannot start daemon %s: %v\n", name, err)
-		} else {
-			d.status.emit(StatusEvent{Kind: KindDaemonStarted, Daemon: name, PID: pid})
+		if err == nil {
 			select {
 			case ws := <-ch:
 				st = fromWaitStatus(ws)
@@ -149,6 +163,11 @@ func (d *daemonRun) run() {
 			setStatusFields(&ev, st)
 		}
 		d.status.emit(ev)
+		if err == nil {
+			// The leader is gone; what it left in its group goes too, before
+			// a restart or a report (a shutdown meanwhile waits for it).
+			d.stopGroup(pid)
+		}
 		switch dec {
 		case decideDone:
 			d.markFinished()
@@ -158,6 +177,14 @@ func (d *daemonRun) run() {
 		case decideGiveUp:
 			d.status.emit(StatusEvent{Kind: KindDaemonGaveUp, Daemon: name, Attempt: launch,
 				Reason: fmt.Sprintf("max_restarts %d reached after %d launches", *d.spec.MaxRestarts, launch)})
+			g := &gaveUp{launches: launch, last: "cannot start"}
+			if err == nil {
+				g.last = st.String()
+				if !st.signaled() {
+					g.last = fmt.Sprintf("exit %d", st.code)
+				}
+			}
+			d.gaveUp = g
 			d.markFinished()
 			<-d.ctx.Done()
 			d.end(false, nil)
@@ -212,7 +239,43 @@ func (d *daemonRun) end(killed bool, last *exitAt) {
 	}
 	d.watchers.Wait()
 	d.status.emit(ev)
-	d.results <- stopResult{name: d.spec.Name, killed: killed}
+	d.results <- stopResult{name: d.spec.Name, killed: killed, gaveUp: d.gaveUp}
+}
+
+// stopGroup ends what is left of a launch's process group after its leader
+// exited by itself: the daemon's signal to the group, then, after timeout
+// (0 = never), SIGKILL. It returns once no process of the group is left.
+func (d *daemonRun) stopGroup(pgid int) {
+	if !groupAlive(pgid) {
+		return
+	}
+	fmt.Fprintf(d.stderr, "airlock: daemon %s: its leader exited; sending %s to the rest of its process group\n", d.spec.Name, d.spec.Signal)
+	killGroup(pgid, d.sig)
+	var deadline <-chan time.Time
+	if d.timeout > 0 {
+		t := time.NewTimer(d.timeout)
+		defer t.Stop()
+		deadline = t.C
+	}
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for groupAlive(pgid) {
+		select {
+		case <-tick.C:
+		case <-deadline:
+			fmt.Fprintf(d.stderr, "airlock: daemon %s: its process group was still running %ds after %s; killing it\n", d.spec.Name, *d.spec.Timeout, d.spec.Signal)
+			killGroup(pgid, unix.SIGKILL)
+			awaitGroupGone(pgid)
+			return
+		}
+	}
+}
+
+// awaitGroupGone gives a SIGKILLed group a moment to be gone (and reaped).
+func awaitGroupGone(pgid int) {
+	for i := 0; i < 1000 && groupAlive(pgid); i++ {
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 // terminate stops a running launch: its signal to the whole process group,
@@ -248,9 +311,7 @@ func (d *daemonRun) terminate(pgid int, ch <-chan unix.WaitStatus) (killed bool,
 			}
 			// SIGKILL cannot be caught; give the rest of the group a moment
 			// to be gone (and reaped) before reporting.
-			for i := 0; i < 100 && groupAlive(pgid); i++ {
-				time.Sleep(5 * time.Millisecond)
-			}
+			awaitGroupGone(pgid)
 			return true, st
 		}
 	}

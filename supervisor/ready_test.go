@@ -118,8 +118,12 @@ func TestReadinessFailure(t *testing.T) {
 			if _, err := os.Stat(s.path("main-ran")); err == nil {
 				t.Errorf("the main command ran")
 			}
-			if !strings.Contains(r.stderr, "✔ daemon svc: shut down") {
-				t.Errorf("svc was not shut down:\n%s", r.stderr)
+			line := "✔ daemon svc: shut down"
+			if name == "gone" {
+				line = "✘ daemon svc: gave up after 2 launches (exit 1)" // max_restarts 1
+			}
+			if !strings.Contains(r.stderr, line) {
+				t.Errorf("stderr lacks %q:\n%s", line, r.stderr)
 			}
 			if len(filter(s.events(), "", KindSupervisorFailed)) != 1 {
 				t.Errorf("no supervisor.failed event")

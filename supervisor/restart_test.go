@@ -83,8 +83,13 @@ func TestRestartPolicyLaunches(t *testing.T) {
 							}
 						}
 					}
-					if !strings.Contains(s.read("err.txt"), "✔ daemon d: shut down") {
-						t.Errorf("stderr lacks the shut down line:\n%s", s.read("err.txt"))
+					line := "✔ daemon d: shut down"
+					if restarts && maxR > 0 {
+						last := map[string]string{"exit0": "exit 0", "exit3": "exit 3", "signal": "killed by SIGKILL"}[how]
+						line = fmt.Sprintf("✘ daemon d: gave up after %d launches (%s)", maxR+1, last)
+					}
+					if !strings.Contains(s.read("err.txt"), line+"\n") {
+						t.Errorf("stderr lacks %q:\n%s", line, s.read("err.txt"))
 					}
 				})
 			}

@@ -60,6 +60,7 @@ type shutdownView struct {
 var spinnerFrames = []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"}
 
 const (
+	ansiRed    = "\x1b[31m"
 	ansiGreen  = "\x1b[32m"
 	ansiYellow = "\x1b[33m"
 	ansiDim    = "\x1b[2m"
@@ -72,11 +73,14 @@ func (v *shutdownView) done(r stopResult, remaining map[string]bool) {
 	}
 	var b strings.Builder
 	v.clear(&b)
-	word, colour := "shut down", ansiGreen
-	if r.killed {
+	mark, word, colour := "✔", "shut down", ansiGreen
+	switch {
+	case r.killed:
 		word, colour = "killed", ansiYellow
+	case r.gaveUp != nil:
+		mark, colour = "✘", ansiRed
+		word = fmt.Sprintf("gave up after %d launches (%s)", r.gaveUp.launches, r.gaveUp.last)
 	}
-	mark := "✔"
 	if v.color {
 		mark = colour + mark + ansiReset
 	}

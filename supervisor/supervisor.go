@@ -235,8 +235,10 @@ func (s *supervisor) prepare(o Options, r *reaper, devnull *os.File, secrets *Se
 	return mainEnv, nil
 }
 
-// awaitReady waits until every daemon with a ready check passed it. A failed
-// check gives 125 and its error; a terminating signal gives 128+N.
+// awaitReady waits until every daemon's first launch was attempted (they
+// start in after order, so this follows the ready checks they wait for) and
+// every daemon with a ready check passed it. A failed check gives 125 and its
+// error; a terminating signal gives 128+N.
 func (s *supervisor) awaitReady(results <-chan readyResult, sigs <-chan os.Signal) (int, error) {
 	pending := 0
 	for _, d := range s.spec.Daemons {
@@ -244,8 +246,18 @@ func (s *supervisor) awaitReady(results <-chan readyResult, sigs <-chan os.Signa
 			pending++
 		}
 	}
-	for pending > 0 {
+	unstarted := make([]<-chan struct{}, 0, len(s.daemons))
+	for _, d := range s.daemons {
+		unstarted = append(unstarted, d.started)
+	}
+	for pending > 0 || len(unstarted) > 0 {
+		var started <-chan struct{} // nil (never ready) once all started
+		if len(unstarted) > 0 {
+			started = unstarted[0]
+		}
 		select {
+		case <-started:
+			unstarted = unstarted[1:]
 		case r := <-results:
 			if r.err != nil {
 				return ExitAirlock, r.err
