@@ -8,7 +8,7 @@ VERSION ?= 0.1.0-dev
 BUILD_ID ?= $(shell h=$$(git rev-parse --short HEAD 2>/dev/null) && { git diff --quiet HEAD -- 2>/dev/null && echo $$h || echo $$h-dirty.$$(date -u +%H%M%S); } || echo "$(VERSION)+$$(date -u +%Y%m%d%H%M%S)")
 LDFLAGS := -s -w -X $(PKG)/cli.Version=$(VERSION) -X $(PKG)/cli.BuildID=$(BUILD_ID)
 
-.PHONY: all build test lint bench demo engine clean
+.PHONY: all build test lint bench demo engine faults clean
 
 all: build
 
@@ -26,6 +26,13 @@ lint:
 
 bench: build
 	./scripts/bench.sh
+
+# The fault suite (docs/reliability.md): kills, concurrency, a long series of runs, bad inputs,
+# against the real Engine; not part of `make test`. FAULTS_RUNS=100 for the quick mode.
+FAULTS_RUNS ?= 1000
+faults: build
+	./scripts/engine.sh
+	AIRLOCK_FAULTS_RUNS=$(FAULTS_RUNS) $(GO) test -tags faults -count=1 -timeout 60m -v ./faults
 
 # Starts the Docker Engine when none answers (installing it on Debian when absent).
 engine:

@@ -120,7 +120,7 @@ func TestManifestFoundInParent(t *testing.T) {
 
 func TestUsageErrors(t *testing.T) {
 	t.Parallel()
-	for _, args := range [][]string{{"bogus"}, {"config", "--bogus"}, {"version", "extra"}, {"presets", "show"}, {"presets", "show", "nope"}} {
+	for _, args := range [][]string{{"bogus"}, {"config", "--bogus"}, {"version", "extra"}, {"presets", "show"}, {"presets", "show", "nope"}, {"--log-level", "loud", "version"}} {
 		r := airlock(t, nil, args...)
 		if r.code != 2 {
 			t.Errorf("airlock %v: exit %d, want 2 (stderr %q)", args, r.code, r.stderr)

@@ -231,13 +231,38 @@ func (a *app) run(parent context.Context, o runOptions, args []string) error {
 		restore = rawTerminal(a.stdin)
 	}
 	defer restore()
-	if _, err := c.Resume(ctx, id, nil); err != nil {
-		restore()
-		return setupErr(apiFailure(err))
+	// A daemon that goes away here (killed, upgraded) is started again and
+	// asked again: it kept the created sandbox for this CLI.
+	resume := func() (*client.Sandbox, error) {
+		var req *client.ResumeRequest
+		if daemonLost.Load() {
+			req = &client.ResumeRequest{Secrets: secretValues} // a new daemon has no values
+		}
+		sb, err := c.Resume(ctx, id, req)
+		if lostDaemon(err) {
+			daemonLost.Store(true)
+		}
+		return sb, err
 	}
-	if _, err := c.WaitEvent(ctx, id, before.LastSeq, "sandbox.started", "sandbox.failed"); err != nil {
+	if _, err := a.retryDaemon(ctx, resume); err != nil {
 		restore()
-		return setupErr(apiFailure(err))
+		return setupErr(setupDaemonFailure(err))
+	}
+	_, err = a.retryDaemon(ctx, func() (*client.Sandbox, error) {
+		_, err := c.WaitEvent(ctx, id, before.LastSeq, "sandbox.started", "sandbox.ready", "sandbox.failed")
+		if lostDaemon(err) {
+			daemonLost.Store(true)
+			// The new daemon may not have seen the resume: ask again (a
+			// started sandbox refuses it, harmlessly).
+			if _, rerr := c.Resume(ctx, id, &client.ResumeRequest{Secrets: secretValues}); rerr != nil && lostDaemon(rerr) {
+				return nil, rerr
+			}
+		}
+		return nil, err
+	})
+	if err != nil {
+		restore()
+		return setupErr(setupDaemonFailure(err))
 	}
 	su.end()
 	if sig := su.interrupted(); sig != nil {
@@ -386,4 +411,13 @@ func (a *app) retryDaemon(ctx context.Context, f func() (*client.Sandbox, error)
 		return err
 	}, b)
 	return out, err
+}
+
+// setupDaemonFailure explains a failure to talk to the control daemon while the
+// sandbox is set up: a daemon that went away is said so, not as a bare EOF.
+func setupDaemonFailure(err error) error {
+	if lostDaemon(err) {
+		return withCode(ExitAirlock, fmt.Errorf("the airlock control daemon went away while the sandbox was being set up (%v); nothing was left behind: run it again", err))
+	}
+	return apiFailure(err)
 }

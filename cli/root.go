@@ -83,6 +83,13 @@ func newRootCommand(a *app) *cobra.Command {
 		Long:          "airlock turns the sandbox.toml of a project into a Docker sandbox: an interactive shell (airlock up)\nor a CI job (airlock run -- CMD), with sidecar daemons and service containers running beside it.",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
+			switch a.opts.logLevel {
+			case "debug", "info", "warn", "error":
+				return nil
+			}
+			return withCode(ExitUsage, fmt.Errorf("invalid --log-level %q (use debug, info, warn or error)", a.opts.logLevel))
+		},
 	}
 	root.SetIn(a.stdin)
 	root.SetOut(a.stdout)

@@ -455,6 +455,11 @@ func (s *Service) Resume(id string, req *client.ResumeRequest) (*client.Sandbox,
 	default:
 		return nil, &client.Error{Reason: client.ReasonInvalidState, Message: fmt.Sprintf("sandbox %s is %s", id, rec.State)}
 	}
+	if rec.State == store.StatePending && rec.ContainerID != "" && s.rtOf(id).Running(s.ctx, rec.ContainerID) {
+		// Started already (by a daemon that went away before recording it):
+		// its stream is followed; starting it again would break it.
+		return s.record(rec), nil
+	}
 	l := s.liveOf(id)
 	s.wg.Add(1)
 	go func() {

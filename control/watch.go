@@ -34,6 +34,11 @@ func (s *Service) recover() {
 				l.mu.Unlock()
 				continue
 			}
+			if rec.ContainerID != "" && rec.Kind == sandbox.KindRun && rec.CLIPid > 0 && processAlive(rec.CLIPid, rec.CLIStart) {
+				// Created, not started, and its CLI waits: it starts it again
+				// through this daemon (airlock run retries).
+				continue
+			}
 			s.emit(id, store.Event{Kind: "sandbox.failed", Reason: "the daemon restarted while the sandbox was being created"}, store.StateFailed)
 			s.wg.Add(1)
 			go func() { defer s.wg.Done(); _ = s.rtOf(id).Remove(s.ctx, id) }()

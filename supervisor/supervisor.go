@@ -265,6 +265,9 @@ func (s *supervisor) awaitReady(results <-chan readyResult, sigs <-chan os.Signa
 			pending--
 		case sig := <-sigs:
 			if terminatingSignals[sig] {
+				if !s.quiet {
+					fmt.Fprintf(s.msgs, "airlock: interrupted during setup (%s while the daemons were getting ready); the main command did not start\n", signalName(sig.(unix.Signal)))
+				}
 				return 128 + int(sig.(unix.Signal)), nil
 			}
 		}
