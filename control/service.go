@@ -264,20 +264,9 @@ func (s *Service) emit(id string, ev store.Event, state string) (store.Event, er
 // sandbox.accepted event are written before the call returns; the Docker work
 // continues in the background.
 func (s *Service) Create(_ context.Context, req *client.CreateRequest) (*client.Sandbox, error) {
-	if req.Manifest == nil {
-		return nil, &client.Error{Reason: client.ReasonInvalidRequest, Message: "a manifest is required"}
-	}
-	if req.Kind != sandbox.KindRun && req.Kind != sandbox.KindUp {
-		return nil, &client.Error{Reason: client.ReasonInvalidRequest, Message: fmt.Sprintf("kind must be %q or %q", sandbox.KindRun, sandbox.KindUp)}
-	}
-	m, err := manifest.DecodeJSON(req.Manifest.Resolved)
+	resolved, err := checkCreate(req)
 	if err != nil {
-		return nil, &client.Error{Reason: client.ReasonInvalidRequest, Message: "cannot decode the manifest: " + err.Error()}
-	}
-	resolved := manifest.Restore(m, req.Manifest.File, req.Manifest.ProjectDir, toSources(req.Manifest.Sources), req.Secrets)
-	// The rules of `airlock validate`, before anything is reserved or created.
-	if err := resolved.Validate(); err != nil {
-		return nil, &client.Error{Reason: client.ReasonConfig, Message: err.Error()}
+		return nil, err
 	}
 	labels := map[string]string{}
 	for k, v := range req.Labels {
@@ -846,4 +835,25 @@ func (s *Service) takeSteps(l *live) map[string]string {
 	out := map[string]string{"steps_ms": strings.Join(l.steps, ",")}
 	l.steps = nil
 	return out
+}
+
+// checkCreate checks a create request at the API boundary: its kind, and its
+// manifest decoded strictly and validated with the rules of `airlock validate`,
+// before anything is reserved or created. Errors are API errors (400).
+func checkCreate(req *client.CreateRequest) (*manifest.Resolved, error) {
+	if req.Manifest == nil {
+		return nil, &client.Error{Reason: client.ReasonInvalidRequest, Message: "a manifest is required"}
+	}
+	if req.Kind != sandbox.KindRun && req.Kind != sandbox.KindUp {
+		return nil, &client.Error{Reason: client.ReasonInvalidRequest, Message: fmt.Sprintf("kind must be %q or %q", sandbox.KindRun, sandbox.KindUp)}
+	}
+	m, err := manifest.DecodeJSON(req.Manifest.Resolved)
+	if err != nil {
+		return nil, &client.Error{Reason: client.ReasonInvalidRequest, Message: "cannot decode the manifest: " + err.Error()}
+	}
+	resolved := manifest.Restore(m, req.Manifest.File, req.Manifest.ProjectDir, toSources(req.Manifest.Sources), req.Secrets)
+	if err := resolved.Validate(); err != nil {
+		return nil, &client.Error{Reason: client.ReasonConfig, Message: err.Error()}
+	}
+	return resolved, nil
 }
