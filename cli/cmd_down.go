@@ -34,21 +34,10 @@ func newDownCommand(a *app) *cobra.Command {
 // stopTargetsShowingLines stops the running sandboxes among the targets, each
 // with its supervisor's shutdown lines.
 func (a *app) stopTargetsShowingLines(args, labels []string) error {
-	ctx := context.Background()
-	c, err := a.daemonClient(ctx)
-	if err != nil {
-		return err
-	}
-	list, err := a.targets(ctx, c, args, labels)
-	if err != nil {
-		return err
-	}
-	for _, s := range list {
+	return a.eachTarget(args, labels, func(ctx context.Context, c *client.Client, s client.Sandbox) error {
 		if s.State == client.StateReady || s.State == client.StatePending {
-			if err := a.stopShowingLines(ctx, c, s); err != nil {
-				return err
-			}
+			return a.stopShowingLines(ctx, c, s)
 		}
-	}
-	return nil
+		return nil
+	})
 }

@@ -30,16 +30,7 @@ func newRmCommand(a *app) *cobra.Command {
 
 // remove is rm, and down when stop is set.
 func (a *app) remove(args, labels []string, force, stop bool) error {
-	ctx := context.Background()
-	c, err := a.daemonClient(ctx)
-	if err != nil {
-		return err
-	}
-	list, err := a.targets(ctx, c, args, labels)
-	if err != nil {
-		return err
-	}
-	for _, s := range list {
+	return a.eachTarget(args, labels, func(ctx context.Context, c *client.Client, s client.Sandbox) error {
 		if (s.State == client.StateReady || s.State == client.StatePending) && !force && !stop {
 			return withCode(ExitFailure, fmt.Errorf("sandbox %s is running: stop it first (airlock stop %s) or use rm -f", s.ID, s.ID))
 		}
@@ -51,6 +42,26 @@ func (a *app) remove(args, labels []string, force, stop bool) error {
 		}
 		if !a.opts.quiet {
 			fmt.Fprintf(a.stdout, "removed %s\n", s.ID)
+		}
+		return nil
+	})
+}
+
+// eachTarget calls f for each sandbox args or labels select (DESIGN §9: this
+// project's, a named one, or every one with the labels), stopping at an error.
+func (a *app) eachTarget(args, labels []string, f func(ctx context.Context, c *client.Client, s client.Sandbox) error) error {
+	ctx := context.Background()
+	c, err := a.daemonClient(ctx)
+	if err != nil {
+		return err
+	}
+	list, err := a.targets(ctx, c, args, labels)
+	if err != nil {
+		return err
+	}
+	for _, s := range list {
+		if err := f(ctx, c, s); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -20,24 +20,15 @@ func newStopCommand(a *app) *cobra.Command {
 		Long:  "stop stops the sandbox: its supervisor shuts the daemons down (each with its signal and timeout),\nthen its services stop. Its filesystem is kept; `airlock up` starts it again.",
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := context.Background()
-			c, err := a.daemonClient(ctx)
-			if err != nil {
-				return err
-			}
-			list, err := a.targets(ctx, c, args, labels)
-			if err != nil {
-				return err
-			}
-			for _, s := range list {
+			return a.eachTarget(args, labels, func(ctx context.Context, c *client.Client, s client.Sandbox) error {
 				if err := a.stopShowingLines(ctx, c, s); err != nil {
 					return err
 				}
 				if !a.opts.quiet {
 					fmt.Fprintf(a.stdout, "stopped %s\n", s.ID)
 				}
-			}
-			return nil
+				return nil
+			})
 		},
 	}
 	cmd.Flags().StringArrayVar(&labels, "label", nil, "every sandbox with label KEY=VALUE (repeatable, all must match)")

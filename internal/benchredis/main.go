@@ -161,15 +161,11 @@ services:
 	// airlock run returns once the daemon took the removal over; let it finish
 	// (untimed) before the next command, so that no run pays for the last one's.
 	settle := func() error {
-		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-			left, err := testenv.Leftovers(ctx, cli, "dev.airlock.project", project)
-			if err != nil || len(left) == 0 {
-				return err
-			}
-			if time.Now().After(deadline) {
-				return fmt.Errorf("sandbox objects left 30 s after a run: %v", left)
-			}
+		left, err := testenv.AwaitNoLeftovers(ctx, cli, "dev.airlock.project", project, 30*time.Second)
+		if err == nil && len(left) > 0 {
+			err = fmt.Errorf("sandbox objects left 30 s after a run: %v", left)
 		}
+		return err
 	}
 	// Warm up (the supervisor volume is filled once per binary; the daemon starts).
 	if _, err := runAirlock(); err != nil {

@@ -118,17 +118,7 @@ func bench(airlock string, runs int, doc, command string, remote bool) error {
 	}
 	// airlock run returns once the daemon took the removal over; let it finish
 	// (untimed) before the next command, so that no run pays for the last one's.
-	settle := func(engine dockerclient.APIClient) error {
-		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-			left, err := testenv.Leftovers(ctx, engine, "dev.airlock.project", project)
-			if err != nil || len(left) == 0 {
-				return err
-			}
-			if time.Now().After(deadline) {
-				return fmt.Errorf("sandbox objects left 30 s after a run: %v", left)
-			}
-		}
-	}
+	settle := func(engine dockerclient.APIClient) error { return settled(ctx, engine, project) }
 	// The same run with egress rules (an internal network and a proxy container).
 	egressProject := filepath.Join(home, "egress-project")
 	if err := os.MkdirAll(egressProject, 0o755); err != nil {
@@ -146,17 +136,7 @@ func bench(airlock string, runs int, doc, command string, remote bool) error {
 		}
 		return time.Since(start), nil
 	}
-	settleEgress := func() error {
-		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-			left, err := testenv.Leftovers(ctx, cli, "dev.airlock.project", egressProject)
-			if err != nil || len(left) == 0 {
-				return err
-			}
-			if time.Now().After(deadline) {
-				return fmt.Errorf("sandbox objects left 30 s after a run with egress rules: %v", left)
-			}
-		}
-	}
+	settleEgress := func() error { return settled(ctx, cli, egressProject) }
 	if _, err := timedEgress(); err != nil {
 		return err
 	}
@@ -324,4 +304,15 @@ func breakdowns(ctx context.Context, c *client.Client, ids []string) (map[string
 		}
 	}
 	return steps, order
+}
+
+// settled waits (untimed) until a project's sandbox objects are gone: airlock run
+// returns once the daemon took their removal over, and no run should pay for the
+// last one's.
+func settled(ctx context.Context, cli dockerclient.APIClient, project string) error {
+	left, err := testenv.AwaitNoLeftovers(ctx, cli, "dev.airlock.project", project, 30*time.Second)
+	if err == nil && len(left) > 0 {
+		err = fmt.Errorf("sandbox objects left 30 s after a run: %v", left)
+	}
+	return err
 }

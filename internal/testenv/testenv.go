@@ -108,6 +108,19 @@ func Leftovers(ctx context.Context, cli client.APIClient, key, value string) ([]
 	return out, nil
 }
 
+// AwaitNoLeftovers waits up to grace for the objects labelled key=value to be gone
+// (airlock run hands their removal to the daemon) and returns those still there.
+func AwaitNoLeftovers(ctx context.Context, cli client.APIClient, key, value string, grace time.Duration) ([]string, error) {
+	deadline := time.Now().Add(grace)
+	for wait := 5 * time.Millisecond; ; wait = min(2*wait, 500*time.Millisecond) {
+		left, err := Leftovers(ctx, cli, key, value)
+		if err != nil || len(left) == 0 || time.Now().After(deadline) {
+			return left, err
+		}
+		time.Sleep(wait)
+	}
+}
+
 // RemovalGrace is how long a removal the control daemon finishes after the CLI
 // returned (airlock run hands it over once the main command exited) may take.
 const RemovalGrace = 10 * time.Second
@@ -119,16 +132,7 @@ func AssertNoLeftovers(t testing.TB, cli client.APIClient, key, value string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), RemovalGrace+30*time.Second)
 	defer cancel()
-	deadline := time.Now().Add(RemovalGrace)
-	var left []string
-	var err error
-	for wait := 10 * time.Millisecond; ; wait = min(2*wait, 500*time.Millisecond) {
-		left, err = Leftovers(ctx, cli, key, value)
-		if err != nil || len(left) == 0 || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(wait)
-	}
+	left, err := AwaitNoLeftovers(ctx, cli, key, value, RemovalGrace)
 	if err != nil {
 		t.Errorf("cannot check for leftovers: %v", err)
 		return
