@@ -20,7 +20,7 @@ const starterManifest = `# sandbox.toml: the airlock sandbox of this project. Se
 
 # Built-in presets: redis, postgres, docker, go, node, python (airlock presets ls).
 presets = []
-# Builtin tools: git, ssh-agent, claude, codex, go-cache, npm-cache, uv-cache, apt-cache.
+# Builtin tools: git, ssh-agent, claude, codex, go, npm, uv, apt.
 tools = []
 
 [sandbox]

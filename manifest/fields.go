@@ -2,6 +2,7 @@ package manifest
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -27,7 +28,7 @@ const ProcessEnvNames = `^[A-Za-z_][A-Za-z0-9_]*$`
 // Fields lists every key of the manifest in the order the manual presents them.
 var Fields = []Field{
 	{Key: "presets", Type: "array of strings", Default: "[]", Doc: "Presets to layer below this file: a built-in name, a user preset name, or a path (contains / or ends in .toml, relative to the naming file). Union across layers."},
-	{Key: "tools", Type: "array of strings", Default: "[]", Enum: Tools, Doc: "Builtin tools: shortcuts that become mounts and environment. Union across layers."},
+	{Key: "tools", Type: "array of strings", Default: "[]", Enum: append(slices.Clone(Tools), "go-cache", "npm-cache", "uv-cache", "apt-cache"), Doc: "Builtin tools: shortcuts that become mounts and environment. Union across layers. go-cache, npm-cache, uv-cache and apt-cache are aliases of go, npm, uv and apt: the resolved manifest holds the canonical name, and config --layers names the alias used."},
 
 	{Key: "sandbox", Type: "table", Doc: "The primary container."},
 	{Key: "sandbox.image", Type: "string", Doc: "Image of the primary container; required unless sandbox.build is given. ${VAR} substitution applies."},

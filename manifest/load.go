@@ -74,6 +74,8 @@ type Resolved struct {
 	// Keys are key paths (env.TOKEN, daemons.redis.env.PASS, sandbox.image, …).
 	Sources map[string]Source
 	origins map[string]origin
+	// aliases lists the tool aliases the layers used, each with its canonical name.
+	aliases map[string]string
 }
 
 func (l *Loader) readFile(p string) ([]byte, error) {

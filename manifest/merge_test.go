@@ -186,8 +186,9 @@ func TestMergePresetsAndToolsAreOrderedUnions(t *testing.T) {
 		"sandbox.local.toml": "presets = [\"./a.toml\", \"go\"]\ntools = [\"ssh-agent\", \"claude\"]\n",
 	})
 	// Lowest layer first: a, b, go (local's preset, still below sandbox.toml),
-	// then sandbox.toml, then sandbox.local.toml; the go preset adds go-cache.
-	wantTools := []string{"git", "go-cache", "ssh-agent", "npm-cache", "claude"}
+	// then sandbox.toml, then sandbox.local.toml; the go preset adds go, the
+	// canonical name of go-cache, which therefore counts once.
+	wantTools := []string{"git", "go", "ssh-agent", "npm", "claude"}
 	if !reflect.DeepEqual(r.Tools, wantTools) {
 		t.Errorf("tools = %q, want %q", r.Tools, wantTools)
 	}

@@ -129,8 +129,27 @@ type Healthcheck struct {
 // Signals are the daemon stop signals a manifest may name (DESIGN §3).
 var Signals = []string{"SIGTERM", "SIGINT", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2", "SIGKILL"}
 
-// Tools are the builtin tools a manifest may list (DESIGN §7).
-var Tools = []string{"git", "ssh-agent", "claude", "codex", "go-cache", "npm-cache", "uv-cache", "apt-cache"}
+// Tools are the builtin tools a manifest may list (DESIGN §7), by their canonical
+// names (the names the agents-sandbox configuration uses).
+var Tools = []string{"git", "ssh-agent", "claude", "codex", "go", "npm", "uv", "apt"}
+
+// ToolAliases maps the older names of builtin tools to their canonical names. A
+// manifest may use either; the resolved manifest holds the canonical one.
+var ToolAliases = map[string]string{"go-cache": "go", "npm-cache": "npm", "uv-cache": "uv", "apt-cache": "apt"}
+
+// CanonicalTool returns the canonical name of a builtin tool or alias, and whether
+// the name is known at all.
+func CanonicalTool(name string) (string, bool) {
+	if c, ok := ToolAliases[name]; ok {
+		return c, true
+	}
+	for _, t := range Tools {
+		if t == name {
+			return t, true
+		}
+	}
+	return "", false
+}
 
 // MissingModes are the values of mounts.*.missing.
 var MissingModes = []string{"fail", "warn", "ignore", "create-dir", "create-file"}

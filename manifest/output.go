@@ -95,6 +95,11 @@ func (r *Resolved) Settings() []Setting {
 				s.Layer += ":" + strconv.Itoa(line)
 			}
 		}
+		if s.Key == "tools" {
+			for _, alias := range sortedKeys(r.aliases) {
+				s.Layer += fmt.Sprintf(" (%s: alias of %s)", alias, r.aliases[alias])
+			}
+		}
 		out = append(out, s)
 	}
 	walk(nil, tree)

@@ -98,7 +98,7 @@ func TestSettingsCoverEveryValue(t *testing.T) {
 		got[s.Key] = s
 	}
 	for key, want := range map[string]string{
-		"tools":                             `["git", "go-cache"]`,
+		"tools":                             `["git", "go"]`,
 		"sandbox.cpus":                      "1.5",
 		"sandbox.build.args.GO":             `"1.26"`,
 		`sandbox.build.args."A.B"`:          `"x"`,

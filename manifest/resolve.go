@@ -3,6 +3,7 @@ package manifest
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 )
 
@@ -34,7 +35,7 @@ func resolve(stack []*layer, sub *substituter) (*Resolved, error) {
 	if m.Sandbox.Image == "" && m.Sandbox.Build == nil {
 		return nil, locate(origins, []string{"sandbox", "image"}, "is empty after substitution")
 	}
-	r := &Resolved{Manifest: m, Sources: sources, origins: origins}
+	r := &Resolved{Manifest: m, Sources: sources, origins: origins, aliases: canonicalTools(&m.Tools)}
 	for _, l := range stack {
 		r.Layers = append(r.Layers, LayerInfo{Name: l.name, Builtin: l.builtin})
 	}
@@ -121,4 +122,22 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// canonicalTools replaces tool aliases by their canonical names, keeping the first
+// place of each tool, and returns the aliases it replaced.
+func canonicalTools(tools *[]string) map[string]string {
+	aliases := map[string]string{}
+	out := make([]string, 0, len(*tools))
+	for _, t := range *tools {
+		c, _ := CanonicalTool(t)
+		if c != t {
+			aliases[t] = c
+		}
+		if !slices.Contains(out, c) {
+			out = append(out, c)
+		}
+	}
+	*tools = out
+	return aliases
 }

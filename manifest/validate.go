@@ -60,7 +60,7 @@ func (v *validator) errorf(path []string, format string, args ...any) {
 func validate(m *Manifest, origins map[string]origin) Errors {
 	v := &validator{origins: origins}
 	for _, t := range m.Tools {
-		if !slices.Contains(Tools, t) {
+		if _, ok := CanonicalTool(t); !ok {
 			v.errorf([]string{"tools"}, "unknown tool %q (known tools: %s)", t, strings.Join(Tools, ", "))
 		}
 	}

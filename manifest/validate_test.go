@@ -43,7 +43,7 @@ func TestValidationErrors(t *testing.T) {
 		{"empty build context", map[string]string{"sandbox.toml": "[sandbox.build]\ncontext = \"\"\n"},
 			`sandbox.toml:2: sandbox.build.context: must not be empty`},
 		{"unknown tool", map[string]string{"sandbox.toml": "tools = [\"git\", \"hammer\"]\n" + img},
-			`sandbox.toml:1: tools: unknown tool "hammer" (known tools: git, ssh-agent, claude, codex, go-cache, npm-cache, uv-cache, apt-cache)`},
+			`sandbox.toml:1: tools: unknown tool "hammer" (known tools: git, ssh-agent, claude, codex, go, npm, uv, apt)`},
 		{"empty env name", map[string]string{"sandbox.toml": img + "[env]\n\"\" = \"x\"\n"},
 			`sandbox.toml:4: env."": invalid variable name (use letters, digits and _, not starting with a digit)`},
 		{"env name with =", map[string]string{"sandbox.toml": img + "[env]\n\"A=B\" = \"x\"\n"},
@@ -228,7 +228,7 @@ command = ["x"]
 	})
 	wantLines(t, got,
 		`sandbox.local.toml:2: daemons.redis.timeout: must not be negative (0 waits forever), got -2`,
-		`sandbox.toml:1: tools: unknown tool "hammer" (known tools: git, ssh-agent, claude, codex, go-cache, npm-cache, uv-cache, apt-cache)`,
+		`sandbox.toml:1: tools: unknown tool "hammer" (known tools: git, ssh-agent, claude, codex, go, npm, uv, apt)`,
 		`sandbox.toml:2: sandbox.image: is required unless [sandbox.build] is given`,
 		`sandbox.toml:3: sandbox.network: unknown network "wifi" (use one of bridge, none, host)`,
 		`sandbox.toml:6: daemons.redis.signal: unknown signal "SIGBOGUS" (use one of SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGKILL)`,

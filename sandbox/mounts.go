@@ -166,15 +166,15 @@ func (rt *Runtime) planTool(tool string, hp *hostPlan) {
 	case "codex":
 		cred(filepath.Join(home, ".codex"), "~/.codex", false)
 		cred(filepath.Join(home, ".agents"), "~/.agents", false)
-	case "go-cache":
+	case "go":
 		cache(envOr("GOCACHE", filepath.Join(home, ".cache", "go-build")), cacheRoot+"/go-build", "GOCACHE")
 		gopath := envOr("GOPATH", filepath.Join(home, "go"))
 		cache(envOr("GOMODCACHE", filepath.Join(strings.Split(gopath, ":")[0], "pkg", "mod")), cacheRoot+"/go-mod", "GOMODCACHE")
-	case "npm-cache":
+	case "npm":
 		cache(filepath.Join(home, ".npm"), cacheRoot+"/npm", "npm_config_cache")
-	case "uv-cache":
+	case "uv":
 		cache(envOr("UV_CACHE_DIR", filepath.Join(home, ".cache", "uv")), cacheRoot+"/uv", "UV_CACHE_DIR")
-	case "apt-cache":
+	case "apt":
 		cache(filepath.Join(home, ".cache", "airlock", "apt"), "/var/cache/apt/archives", "")
 	}
 }
