@@ -208,7 +208,7 @@ func (a *app) runDaemon(d daemonArgs) error {
 			return nil, err
 		}
 		ort := sandbox.NewRuntime(ep, cli, p)
-		ort.Binary, ort.BuildID, ort.Getenv, ort.Quiet, ort.Owner = rt.Binary, rt.BuildID, rt.Getenv, true, rt.Owner
+		ort.Binary, ort.FindSupervisor, ort.BuildID, ort.Getenv, ort.Quiet, ort.Owner = rt.Binary, rt.FindSupervisor, rt.BuildID, rt.Getenv, true, rt.Owner
 		return ort, nil
 	}
 	redactor := secrets.NewRedactor()

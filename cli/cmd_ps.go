@@ -21,7 +21,7 @@ func newPsCommand(a *app) *cobra.Command {
 	var labels []string
 	cmd := &cobra.Command{
 		Use:   "ps",
-		Short: "List sandboxes with state, project, age and daemons up/total",
+		Short: "List sandboxes with state, project, age, daemons up/total and published ports",
 		Long:  "ps lists the sandboxes the daemon knows: pending and ready ones, and with -a stopped and failed ones too.",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -64,13 +64,13 @@ func newPsCommand(a *app) *cobra.Command {
 			}
 			multi := len(engines) > 1
 			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-			head := "ID\tSTATE\tKIND\tPROJECT\tAGE\tDAEMONS\tLABELS"
+			head := "ID\tSTATE\tKIND\tPROJECT\tAGE\tDAEMONS\tPORTS\tLABELS"
 			if multi {
 				head += "\tENGINE"
 			}
 			fmt.Fprintln(tw, head)
 			for _, s := range shown {
-				line := fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%d/%d\t%s", s.ID, s.State, s.Kind, s.Project, age(time.Since(s.CreatedAt)), s.Daemons.Up, s.Daemons.Total, labelList(s.Labels))
+				line := fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%d/%d\t%s\t%s", s.ID, s.State, s.Kind, s.Project, age(time.Since(s.CreatedAt)), s.Daemons.Up, s.Daemons.Total, portList(s.Ports), labelList(s.Labels))
 				if multi {
 					line += "\t" + engineName(s.Engine)
 				}
@@ -96,6 +96,15 @@ func age(d time.Duration) string {
 		return fmt.Sprintf("%dh", int(d.Hours()))
 	}
 	return fmt.Sprintf("%dd", int(d.Hours()/24))
+}
+
+// portList shows published ports as docker ps does: 127.0.0.1:18080->8080/tcp, …
+func portList(ports []client.Port) string {
+	parts := make([]string, 0, len(ports))
+	for _, p := range ports {
+		parts = append(parts, p.String())
+	}
+	return strings.Join(parts, ", ")
 }
 
 func labelList(m map[string]string) string {

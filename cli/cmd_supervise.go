@@ -1,3 +1,7 @@
+//go:build linux
+
+// The supervisor runs only on Linux; cmd_supervise_other.go stands in elsewhere.
+
 package cli
 
 import (

@@ -242,6 +242,9 @@ var daemonEnvNames = []string{
 	"DOCKER_HOST", "DOCKER_CONTEXT", "DOCKER_CONFIG", "DOCKER_CERT_PATH", "DOCKER_TLS_VERIFY", "DOCKER_TLS",
 	// ssh:// Engines, and the ssh-agent tool
 	"SSH_AUTH_SOCK",
+	// credential helpers of the docker CLI, for the daemon's pulls (docs/registries.md):
+	// secretservice's session bus, pass's store (never DOCKER_AUTH_CONFIG: credentials)
+	"DBUS_SESSION_BUS_ADDRESS", "GNUPGHOME", "PASSWORD_STORE_DIR",
 	// the tool caches the daemon plans on the host (sandbox/mounts.go)
 	"GOCACHE", "GOPATH", "GOMODCACHE", "UV_CACHE_DIR",
 	// the AIRLOCK_* variables the daemon reads (AIRLOCK_DAEMON_BACKGROUND is set below)

@@ -101,10 +101,14 @@ func (a *app) loadManifest() (*manifest.Resolved, error) {
 	return r, nil
 }
 
-// warnPrivileged prints the warning line of DESIGN §6 when the sandbox is privileged.
+// warnPrivileged prints the warning line of DESIGN §6 when the sandbox is privileged,
+// or gets SYS_ADMIN or ALL through sandbox.cap_add.
 func (a *app) warnPrivileged(r *manifest.Resolved) {
 	if r.Sandbox.Privileged {
 		fmt.Fprintln(a.stderr, "warning: sandbox.privileged = true: the sandbox has full access to the host's devices and kernel")
+	}
+	for _, c := range manifest.PowerfulCapabilities(&r.Sandbox) {
+		fmt.Fprintf(a.stderr, "warning: sandbox.cap_add has %s: root in the sandbox comes close to sandbox.privileged (it can mount filesystems and reach much of the host's kernel)\n", strings.TrimPrefix(c, "CAP_"))
 	}
 	for _, k := range sandbox.ProxyOverrides(r) {
 		fmt.Fprintf(a.stderr, "warning: %s overrides the egress proxy variable airlock sets (traffic that ignores the proxy is blocked)\n", k)

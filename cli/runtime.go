@@ -34,20 +34,14 @@ func (a *app) runtime(ctx context.Context) (*sandbox.Runtime, func(), error) {
 // newRuntime is the sandbox runtime over an open Engine client.
 func (a *app) newRuntime(p *paths.Paths, cli *dockerclient.Client, ep engine.Endpoint) (*sandbox.Runtime, func(), error) {
 	var err error
-	bin, ok := a.getenv("AIRLOCK_SUPERVISOR_BINARY")
-	if !ok || bin == "" {
-		if bin, err = os.Executable(); err != nil {
-			cli.Close()
-			return nil, nil, withCode(ExitAirlock, fmt.Errorf("cannot find the airlock binary: %w", err))
-		}
-	}
 	rt := sandbox.NewRuntime(ep, cli, p)
 	if rt.Owner, err = control.OwnerKey(p); err != nil {
 		cli.Close()
 		return nil, nil, withCode(ExitAirlock, err)
 	}
 	rt.Progress, rt.ProgressTTY = a.redactor.Writer(a.stderr), isTerminal(a.stderr)
-	rt.Quiet, rt.Binary, rt.BuildID, rt.Getenv = a.opts.quiet, bin, BuildID, a.getenv
+	// The supervisor is chosen per Engine, for its architecture (cli/supervisor.go).
+	rt.Quiet, rt.FindSupervisor, rt.BuildID, rt.Getenv = a.opts.quiet, a.findSupervisor, BuildID, a.getenv
 	if a.opts.logLevel == "debug" {
 		rt.Trace = a.stderr
 	}

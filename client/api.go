@@ -6,6 +6,8 @@ package client
 import (
 	"encoding/json"
 	"fmt"
+	"net"
+	"strconv"
 	"time"
 )
 
@@ -34,6 +36,9 @@ type Sandbox struct {
 	Container string            `json:"container_id,omitempty"`
 	// DaemonNames are the sandbox's enabled daemons, sorted.
 	DaemonNames []string `json:"daemon_names,omitempty"`
+	// Ports are the sandbox's published ports (sandbox.ports) as the Engine
+	// bound them when it last started, while it is pending or ready.
+	Ports []Port `json:"ports,omitempty"`
 	// Engine is the Docker Engine the sandbox runs on.
 	Engine *Engine `json:"engine,omitempty"`
 }
@@ -54,6 +59,20 @@ type Engine struct {
 type DaemonCount struct {
 	Up    int `json:"up"`
 	Total int `json:"total"`
+}
+
+// Port is a published port: HostIP:HostPort on the host reaches
+// ContainerPort/Protocol in the sandbox.
+type Port struct {
+	HostIP        string `json:"host_ip"`
+	HostPort      int    `json:"host_port"`
+	ContainerPort int    `json:"container_port"`
+	Protocol      string `json:"protocol"`
+}
+
+// String is the port as docker ps shows it: 127.0.0.1:18080->8080/tcp.
+func (p Port) String() string {
+	return net.JoinHostPort(p.HostIP, strconv.Itoa(p.HostPort)) + "->" + strconv.Itoa(p.ContainerPort) + "/" + p.Protocol
 }
 
 // Event is one entry of a sandbox's ordered history.

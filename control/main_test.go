@@ -10,8 +10,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,6 +17,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -36,6 +35,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/testenv"
 	"github.com/airlock-dev/airlock/manifest"
 	"github.com/airlock-dev/airlock/paths"
+	"github.com/airlock-dev/airlock/sandbox"
 )
 
 const labelProject = "dev.airlock.project"
@@ -72,8 +72,9 @@ func testMain(m *testing.M) int {
 }
 
 // removeSupervisorVolumes removes the supervisor volumes of the test binaries
-// (best effort: one still in use by a leftover stays). Their names derive from
-// the binary as sandbox.Runtime.supervisorKey does.
+// (best effort: one still in use by a leftover stays). The daemons inject
+// their own executable (a build without embedded supervisors, for this host's
+// architecture), so the names derive from the binaries.
 func removeSupervisorVolumes() {
 	cli, err := testenv.NewClient(context.Background())
 	if err != nil {
@@ -81,12 +82,11 @@ func removeSupervisorVolumes() {
 	}
 	defer cli.Close()
 	for _, b := range []struct{ bin, id string }{{binA, buildA}, {binB, buildB}} {
-		st, err := os.Stat(b.bin)
+		sup, err := sandbox.SupervisorFile(b.bin, runtime.GOARCH, b.id, false)
 		if err != nil {
 			continue
 		}
-		h := sha256.Sum256([]byte(fmt.Sprintf("%s|%d|%d", b.id, st.Size(), st.ModTime().UnixNano())))
-		name := "airlock-supervisor-" + hex.EncodeToString(h[:8])
+		name := sandbox.SupervisorVolumeName(sup, runtime.GOARCH)
 		_ = cli.VolumeRemove(context.Background(), name, false)
 		_ = cli.VolumeRemove(context.Background(), name+"-ok", false)
 	}

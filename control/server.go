@@ -35,6 +35,7 @@ func (s *server) routes(tcp bool) http.Handler {
 		mux.HandleFunc("POST /v1/sandboxes/{id}/execs", s.exec)
 		mux.HandleFunc("GET /v1/sandboxes/{id}/execs/{exec}", s.getExec)
 		mux.HandleFunc("POST /v1/sandboxes/{id}/execs/{exec}/finish", s.finishExec)
+		mux.HandleFunc("POST /v1/prune", s.prune)
 	}
 	var h http.Handler = mux
 	if tcp && !s.opts.NoToken {

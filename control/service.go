@@ -239,7 +239,26 @@ func (s *Service) record(sb store.Sandbox) *client.Sandbox {
 	if sb.State == store.StateReady {
 		out.Daemons.Up = s.daemonsUp(sb.ID, out.Daemons.Total)
 	}
+	if (sb.State == store.StateReady || sb.State == store.StatePending) && len(sb.Ports) > 0 {
+		_ = json.Unmarshal(sb.Ports, &out.Ports)
+	}
 	return out
+}
+
+// recordPorts keeps the ports the Engine bound at a start with the sandbox's
+// record, for ps (a random host port is known only then).
+func (s *Service) recordPorts(id string, ports []sandbox.Port) {
+	out := make([]client.Port, 0, len(ports))
+	for _, p := range ports {
+		out = append(out, client.Port(p))
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		return
+	}
+	if _, err := s.store.Update(id, func(r *store.Sandbox) error { r.Ports = b; return nil }); err != nil {
+		s.log.Warn("cannot record the published ports", "sandbox", id, "error", err.Error())
+	}
 }
 
 func toClientEvent(e store.Event) client.Event {
@@ -324,13 +343,24 @@ func (s *Service) prepare(id string, req *sandbox.Request, start bool) {
 	}
 }
 
-// exitExtra carries the exit code a runtime error maps to (2 or 125).
+// exitExtra carries the exit code a runtime error maps to (2 or 125), and
+// port_in_use (host:port) for a start that failed on a taken host port.
 func exitExtra(err error) map[string]string {
+	extra := map[string]string{"exit_code": "125"}
 	var se *sandbox.Error
 	if errors.As(err, &se) {
-		return map[string]string{"exit_code": fmt.Sprint(se.Code)}
+		extra["exit_code"] = fmt.Sprint(se.Code)
 	}
-	return map[string]string{"exit_code": "125"}
+	// A start that failed on a taken host port: the CLI removes the sandbox
+	// it made for it (nothing of it ran).
+	var pe *sandbox.PortInUseError
+	if errors.As(err, &pe) {
+		extra["port_in_use"] = pe.Addr
+		if pe.Addr == "" {
+			extra["port_in_use"] = "unknown"
+		}
+	}
+	return extra
 }
 
 // startLocked starts the sandbox; l.mu is held.
@@ -359,6 +389,9 @@ func (s *Service) startLocked(ctx context.Context, id string, l *live) {
 		l.ingestMu.Unlock()
 		s.emit(id, store.Event{Kind: "sandbox.failed", Reason: err.Error(), Extra: exitExtra(err)}, store.StateFailed)
 		return
+	}
+	if len(l.handle.Ports) > 0 || (l.resolved != nil && len(l.resolved.Sandbox.Ports) > 0) {
+		s.recordPorts(id, l.handle.Ports)
 	}
 	s.emit(id, store.Event{Kind: "sandbox.started", Extra: s.takeSteps(l)}, "")
 	gen := l.tailGen

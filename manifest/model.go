@@ -28,6 +28,9 @@ type Sandbox struct {
 	Harden       bool     `toml:"harden" json:"harden"`
 	Privileged   bool     `toml:"privileged" json:"privileged"`
 	Network      string   `toml:"network" json:"network"`
+	Ports        []string `toml:"ports" json:"ports"`
+	CapAdd       []string `toml:"cap_add" json:"cap_add"`
+	CapDrop      []string `toml:"cap_drop" json:"cap_drop"`
 	Project      string   `toml:"project" json:"project"`
 	ReadyTimeout string   `toml:"ready_timeout" json:"ready_timeout"`
 	CPUs         float64  `toml:"cpus" json:"cpus"`
@@ -78,6 +81,7 @@ type Daemon struct {
 	MaxRestarts int               `toml:"max_restarts" json:"max_restarts"`
 	Harden      bool              `toml:"harden" json:"harden"`
 	After       []string          `toml:"after" json:"after"`
+	User        string            `toml:"user" json:"user"`
 	Ready       *Ready            `toml:"ready" json:"ready,omitempty"`
 	Env         map[string]string `toml:"env" json:"env,omitempty"`
 }

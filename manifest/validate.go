@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/airlock-dev/airlock/egress"
 )
@@ -201,6 +202,8 @@ func (v *validator) sandbox(s *Sandbox) {
 	if !slices.Contains(Networks, s.Network) {
 		v.errorf(p("network"), "unknown network %q (use one of %s)", s.Network, strings.Join(Networks, ", "))
 	}
+	v.ports(s)
+	v.capabilities(s)
 	v.duration(p("ready_timeout"), s.ReadyTimeout)
 	switch {
 	case math.IsNaN(s.CPUs) || math.IsInf(s.CPUs, 0):
@@ -213,6 +216,45 @@ func (v *validator) sandbox(s *Sandbox) {
 	if s.Memory != "" {
 		if _, err := ParseMemory(s.Memory); err != nil {
 			v.errorf(p("memory"), "%v", err)
+		}
+	}
+}
+
+// ports checks sandbox.ports: each entry in Docker's syntax, and a network the
+// Engine can publish from.
+func (v *validator) ports(s *Sandbox) {
+	p := []string{"sandbox", "ports"}
+	if len(s.Ports) == 0 {
+		return
+	}
+	switch {
+	case s.Network == "none" || s.Network == "host":
+		v.errorf(p, "cannot publish ports with sandbox.network = %q (publishing needs \"bridge\"; with \"host\" the sandbox's ports are the host's already)", s.Network)
+	case s.Egress != nil:
+		v.errorf(p, "cannot publish ports with [sandbox.egress]: the sandbox sits on an internal network, which the Engine publishes no port from")
+	}
+	if _, _, err := ParsePorts(s.Ports); err != nil {
+		v.errorf(p, "%v", err)
+	}
+}
+
+// capabilities checks sandbox.cap_add and sandbox.cap_drop: known names, and
+// none in both.
+func (v *validator) capabilities(s *Sandbox) {
+	add, errAdd := NormalizeCapabilities(s.CapAdd)
+	if errAdd != nil {
+		v.errorf([]string{"sandbox", "cap_add"}, "%v", errAdd)
+	}
+	drop, errDrop := NormalizeCapabilities(s.CapDrop)
+	if errDrop != nil {
+		v.errorf([]string{"sandbox", "cap_drop"}, "%v", errDrop)
+	}
+	if errAdd != nil || errDrop != nil {
+		return
+	}
+	for _, c := range drop {
+		if slices.Contains(add, c) {
+			v.errorf([]string{"sandbox", "cap_drop"}, "%s is also in sandbox.cap_add (name a capability in one of them)", strings.TrimPrefix(c, "CAP_"))
 		}
 	}
 }
@@ -380,6 +422,9 @@ func (v *validator) daemon(name string, d Daemon, all map[string]Daemon) {
 	case d.MaxRestarts > MaxCount:
 		v.errorf(p("max_restarts"), "must be at most %d (0 means no limit), got %d", MaxCount, d.MaxRestarts)
 	}
+	if d.User != "" && !validUser(d.User) {
+		v.errorf(p("user"), "invalid user %q (use a name, uid, name:group or uid:gid, e.g. \"postgres\" or \"1000:1000\")", d.User)
+	}
 	for i, a := range d.After {
 		switch _, ok := all[a]; {
 		case slices.Contains(d.After[:i], a):
@@ -394,6 +439,27 @@ func (v *validator) daemon(name string, d Daemon, all map[string]Daemon) {
 		v.ready(p("ready"), d.Ready)
 	}
 	v.processEnv(p("env"), d.Env)
+}
+
+// validUser reports whether s is USER or USER:GROUP, each a name (no blank,
+// no colon, at most 256 characters) or an id below 2^32-1, as the supervisor
+// takes it (the name is looked up inside the sandbox when it starts).
+func validUser(s string) bool {
+	parts := strings.Split(s, ":")
+	if len(parts) > 2 {
+		return false
+	}
+	for _, p := range parts {
+		if p == "" || len(p) > 256 || strings.ContainsFunc(p, unicode.IsSpace) {
+			return false
+		}
+		if strings.Trim(p, "0123456789") == "" {
+			if n, err := strconv.ParseUint(p, 10, 32); err != nil || n == math.MaxUint32 {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 func (v *validator) ready(p []string, r *Ready) {

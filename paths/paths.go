@@ -1,4 +1,5 @@
-// Package paths computes every file location of DESIGN §2 from the XDG variables.
+// Package paths computes every file location of DESIGN §2 from the XDG variables
+// (on macOS, without them, under ~/Library/Application Support/airlock).
 package paths
 
 import (
@@ -6,13 +7,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 )
 
 // Paths are the locations of one user's airlock files.
 type Paths struct {
-	ConfigDir  string // $XDG_CONFIG_HOME/airlock
-	DataDir    string // $XDG_DATA_HOME/airlock
-	RuntimeDir string // $XDG_RUNTIME_DIR/airlock, else /tmp/airlock-<uid>
+	ConfigDir  string // $XDG_CONFIG_HOME/airlock (macOS default: ~/Library/Application Support/airlock)
+	DataDir    string // $XDG_DATA_HOME/airlock (macOS default: the same)
+	RuntimeDir string // $XDG_RUNTIME_DIR/airlock, else /tmp/airlock-<uid> (macOS: <DataDir>/run)
 
 	// StateRoot holds ids.db and daemon/ (runtime.state_root in
 	// config.toml); it defaults to DataDir. The vault stays in DataDir.
@@ -24,7 +26,22 @@ type Paths struct {
 }
 
 // FromEnv derives the paths from getenv (os.LookupEnv in the CLI, a map in tests).
+//
+// On Linux (and every system but macOS) they are the XDG ones: config in
+// $XDG_CONFIG_HOME/airlock (~/.config/airlock), data in $XDG_DATA_HOME/airlock
+// (~/.local/share/airlock), the socket and lock in $XDG_RUNTIME_DIR/airlock or
+// else /tmp/airlock-<uid>. On macOS a variable that is set still wins; without
+// it, config and data are ~/Library/Application Support/airlock and the socket
+// and lock are in its run/ folder (macOS has no per-user runtime dir, and its
+// /tmp is shared by every user).
 func FromEnv(getenv func(string) (string, bool)) (*Paths, error) {
+	return fromEnv(getenv, runtime.GOOS)
+}
+
+// MacAppDir is the folder of airlock's files on macOS, under the home dir.
+const MacAppDir = "Library/Application Support/airlock"
+
+func fromEnv(getenv func(string) (string, bool), goos string) (*Paths, error) {
 	get := func(k string) string {
 		v, _ := getenv(k)
 		return v
@@ -43,13 +60,22 @@ func FromEnv(getenv func(string) (string, bool)) (*Paths, error) {
 		}
 		return def
 	}
+	configHome, dataHome := filepath.Join(home, ".config"), filepath.Join(home, ".local", "share")
+	if goos == "darwin" {
+		// Both default to ~/Library/Application Support: one airlock folder.
+		configHome = filepath.Join(home, filepath.Dir(filepath.FromSlash(MacAppDir)))
+		dataHome = configHome
+	}
 	p := &Paths{
-		ConfigDir: filepath.Join(or("XDG_CONFIG_HOME", filepath.Join(home, ".config")), "airlock"),
-		DataDir:   filepath.Join(or("XDG_DATA_HOME", filepath.Join(home, ".local", "share")), "airlock"),
+		ConfigDir: filepath.Join(or("XDG_CONFIG_HOME", configHome), "airlock"),
+		DataDir:   filepath.Join(or("XDG_DATA_HOME", dataHome), "airlock"),
 	}
 	p.StateRoot = p.DataDir
 	if rt := get("XDG_RUNTIME_DIR"); rt != "" && filepath.IsAbs(rt) {
 		p.RuntimeDir = filepath.Join(rt, "airlock")
+	} else if goos == "darwin" {
+		// In the user's own folder: no shared root, no fallback.
+		p.RuntimeDir = filepath.Join(home, filepath.FromSlash(MacAppDir), "run")
 	} else {
 		p.RuntimeDir = filepath.Join(os.TempDir(), fmt.Sprintf("airlock-%d", os.Getuid()))
 		p.runtimeFallback = true

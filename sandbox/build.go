@@ -82,7 +82,7 @@ func (rt *Runtime) build(ctx context.Context, r *manifest.Resolved) (string, err
 		Tags:        []string{tag},
 		Dockerfile:  bc.dockerfile,
 		BuildArgs:   args,
-		Labels:      map[string]string{LabelProject: r.ProjectDir},
+		Labels:      rt.buildLabels(r.ProjectDir),
 		Remove:      true,
 		ForceRemove: true,
 		Version:     build.BuilderV1,

@@ -49,6 +49,8 @@ type Sandbox struct {
 	PrimaryID string
 	Services  map[string]string // service name → container ID
 	TTY       bool
+	// Ports are the published ports as the Engine bound them at the last Start.
+	Ports []Port
 
 	manifest         *manifest.Resolved
 	supervisorVolume string
@@ -325,6 +327,16 @@ func (rt *Runtime) primaryConfig(sb *Sandbox, req *Request, r *manifest.Resolved
 	if hardenAll(r) {
 		host.SecurityOpt = []string{"no-new-privileges"}
 	}
+	capAdd, capDrop, err := capabilities(r)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	host.CapAdd, host.CapDrop = capAdd, capDrop
+	exposed, bindings, err := portConfig(r)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	cfg.ExposedPorts, host.PortBindings = exposed, bindings
 	if r.Sandbox.CPUs > 0 {
 		host.NanoCPUs = int64(r.Sandbox.CPUs * 1e9)
 	}
@@ -413,7 +425,7 @@ func buildSpec(req *Request, r *manifest.Resolved, hp *hostPlan) *supervisor.Spe
 		timeout, maxRestarts, dh := d.Timeout, d.MaxRestarts, d.Harden
 		sd := &supervisor.Daemon{
 			Name: name, Command: d.Command, Cwd: d.Cwd, Signal: d.Signal, Timeout: &timeout,
-			Restart: d.Restart, MaxRestarts: &maxRestarts, Harden: &dh, After: d.After,
+			Restart: d.Restart, MaxRestarts: &maxRestarts, Harden: &dh, After: d.After, User: d.User,
 			Env: withProxyEnv(r, envEntries([]string{"daemons", name, "env"}, d.Env, r.Sources)),
 		}
 		if d.Ready != nil {

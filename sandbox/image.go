@@ -13,6 +13,8 @@ import (
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/image"
 	"github.com/docker/go-units"
+
+	"github.com/airlock-dev/airlock/registryauth"
 )
 
 type imageInspect = image.InspectResponse
@@ -53,11 +55,18 @@ type pullMessage struct {
 	} `json:"errorDetail"`
 }
 
+// pull pulls ref with the credentials `docker pull` would send (registryauth),
+// showing progress. A registry that wants credentials it did not get, or
+// refuses them, is an error that says which `docker login` to run.
 func (rt *Runtime) pull(ctx context.Context, ref string) error {
-	rt.notice("pulling image %s", ref)
-	rc, err := rt.Engine.ImagePull(ctx, ref, image.PullOptions{})
+	creds, err := registryauth.For(ref, rt.Getenv)
 	if err != nil {
-		return failed("cannot pull image %s, which is not available locally: %v", ref, err)
+		return failed("cannot pull image %s: %v", ref, err)
+	}
+	rt.notice("pulling image %s", ref)
+	rc, err := rt.Engine.ImagePull(ctx, ref, image.PullOptions{RegistryAuth: creds.Header()})
+	if err != nil {
+		return pullError(ref, creds, err.Error(), cerrdefs.IsUnauthorized(err))
 	}
 	defer rc.Close()
 	p := newProgress(rt.Progress, rt.ProgressTTY, rt.Quiet)
@@ -75,10 +84,33 @@ func (rt *Runtime) pull(ctx context.Context, ref string) error {
 			msg = m.ErrorDetail.Message
 		}
 		if msg != "" {
-			return failed("cannot pull image %s, which is not available locally: %s", ref, strings.TrimSpace(msg))
+			return pullError(ref, creds, strings.TrimSpace(msg), false)
 		}
 		p.update(m.ID, m.Status, m.ProgressDetail)
 	}
+}
+
+// unauthorizedMessages mark the Engine's reports of a registry that wants
+// credentials or refused them (the Engine reports them as plain text).
+var unauthorizedMessages = []string{"no basic auth credentials", "unauthorized", "authentication required"}
+
+// pullError is the error of a failed pull: for want of credentials, what to do.
+func pullError(ref string, creds registryauth.Credentials, msg string, unauthorized bool) error {
+	msg = strings.TrimPrefix(msg, "Error response from daemon: ")
+	for _, m := range unauthorizedMessages {
+		unauthorized = unauthorized || strings.Contains(strings.ToLower(msg), m)
+	}
+	if !unauthorized {
+		return failed("cannot pull image %s, which is not available locally: %s", ref, msg)
+	}
+	why := "no credentials for " + creds.Host + " in " + creds.Where()
+	switch {
+	case creds.Found():
+		why = "the registry refused the credentials from " + creds.Source + ": " + msg
+	case creds.Warning != "":
+		why = "no credentials for " + creds.Host + ": " + creds.Warning
+	}
+	return failed("cannot pull image %s: unauthorized: run %s (%s)", ref, creds.Login(), why)
 }
 
 // progressWidth bounds a line drawn on a terminal: a line that wraps would break

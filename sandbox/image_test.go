@@ -4,9 +4,12 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +17,7 @@ import (
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/build"
 	"github.com/docker/docker/api/types/image"
+	"github.com/docker/docker/api/types/registry"
 
 	"github.com/airlock-dev/airlock/internal/testenv"
 )
@@ -278,5 +282,118 @@ func streamError(r io.Reader) error {
 		if m.Error != "" {
 			return errors.New(m.Error)
 		}
+	}
+}
+
+// TestPullPrivateRegistry: a pull from a registry with htpasswd auth uses the
+// docker CLI's credentials ($DOCKER_CONFIG/config.json auths, a credential
+// helper); without them it fails saying which docker login to run, and leaves
+// nothing. The password is never printed. Not parallel: the credential helper
+// is found on this process's PATH, as the docker CLI finds it.
+func TestPullPrivateRegistry(t *testing.T) {
+	g := newRig(t)
+	ctx := testContext(t, 3*time.Minute)
+	password := "pw-" + NewID()
+	reg := testenv.AuthRegistry(t, "airlock", password)
+	ref := reg + "/airlock-test/private-" + strings.ToLower(NewID()[:8]) + ":v1"
+	buildScratch(t, g, ref, NewID())
+	t.Cleanup(func() { removeImage(t, g, ref) })
+	auth, err := registry.EncodeAuthConfig(registry.AuthConfig{Username: "airlock", Password: password, ServerAddress: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pushAuth(t, g, ref, auth)
+	removeImage(t, g, ref)
+
+	noSecret := func(what, s string) {
+		t.Helper()
+		if strings.Contains(s, password) || strings.Contains(s, base64.StdEncoding.EncodeToString([]byte("airlock:"+password))) {
+			t.Errorf("%s shows the password: %s", what, s)
+		}
+	}
+	absent := func() {
+		t.Helper()
+		if _, err := g.cli.ImageInspect(ctx, ref); !cerrdefs.IsNotFound(err) {
+			t.Errorf("image %s after a failed pull: %v, want not found", ref, err)
+		}
+	}
+	pull := func() error {
+		t.Helper()
+		g.progress.Reset()
+		_, err := g.rt.ensureImage(ctx, ref)
+		if err != nil {
+			noSecret("the error", err.Error())
+		}
+		noSecret("the progress", g.progress.String())
+		return err
+	}
+	wantUnauthorized := func(err error, detail string) {
+		t.Helper()
+		t.Logf("error: %v", err)
+		var e *Error
+		want := "cannot pull image " + ref + ": unauthorized: run docker login " + reg + " ("
+		if !errors.As(err, &e) || e.Code != 125 || !strings.HasPrefix(err.Error(), want) || !strings.Contains(err.Error(), detail) {
+			t.Errorf("pull = %v, want an *Error with code 125 starting %q and saying %q", err, want, detail)
+		}
+		absent()
+	}
+	dockerConfig := func(body string) string {
+		t.Helper()
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, "config.json"), []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		g.env["DOCKER_CONFIG"] = dir
+		return filepath.Join(dir, "config.json")
+	}
+	t.Setenv("DOCKER_AUTH_CONFIG", "")
+
+	// No credentials: ~/.docker of the rig's HOME does not exist.
+	wantUnauthorized(pull(), "no credentials for "+reg+" in "+filepath.Join(g.env["HOME"], ".docker", "config.json"))
+	// Wrong ones.
+	basic := func(user, pass string) string { return base64.StdEncoding.EncodeToString([]byte(user + ":" + pass)) }
+	cfg := dockerConfig(`{"auths": {"` + reg + `": {"auth": "` + basic("airlock", "wrong") + `"}}}`)
+	wantUnauthorized(pull(), "the registry refused the credentials from "+cfg)
+
+	// auths of $DOCKER_CONFIG/config.json, as docker login writes them.
+	dockerConfig(`{"auths": {"` + reg + `": {"auth": "` + basic("airlock", password) + `"}}}`)
+	if err := pull(); err != nil {
+		t.Fatalf("pull with auths: %v", err)
+	}
+	if out := g.progress.String(); !strings.Contains(out, "Status: Downloaded newer image for "+ref) {
+		t.Errorf("pull progress:\n%s", out)
+	}
+	removeImage(t, g, ref)
+
+	// A credential helper named by credHelpers, found on PATH.
+	bin := t.TempDir()
+	helper := "#!/bin/sh\n[ \"$1\" = get ] || exit 1\nserver=$(cat)\n" +
+		"[ \"$server\" = " + reg + " ] || { echo 'credentials not found in native keychain'; exit 1; }\n" +
+		"printf '{\"ServerURL\":\"%s\",\"Username\":\"airlock\",\"Secret\":\"" + password + "\"}' \"$server\"\n"
+	if err := os.WriteFile(filepath.Join(bin, "docker-credential-airlocktest"), []byte(helper), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	dockerConfig(`{"credHelpers": {"` + reg + `": "airlocktest"}}`)
+	if err := pull(); err != nil {
+		t.Fatalf("pull with a credential helper: %v", err)
+	}
+	removeImage(t, g, ref)
+
+	// A helper that is not installed: said so.
+	dockerConfig(`{"credsStore": "airlock-missing"}`)
+	wantUnauthorized(pull(), "credential helper docker-credential-airlock-missing failed")
+}
+
+func pushAuth(t *testing.T, g *testRig, ref, auth string) {
+	t.Helper()
+	ctx := testContext(t, time.Minute)
+	rc, err := g.cli.ImagePush(ctx, ref, image.PushOptions{RegistryAuth: auth})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	if err := streamError(rc); err != nil {
+		t.Fatalf("cannot push %s: %v", ref, err)
 	}
 }

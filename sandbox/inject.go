@@ -5,10 +5,10 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/mount"
@@ -19,7 +19,8 @@ import (
 )
 
 // The supervisor reaches every sandbox through a Docker volume that holds the airlock
-// binary, keyed by the binary's identity and mounted read-only at /airlock/bin. The
+// binary (a static Linux one for the Engine's architecture, see supervisor_bin.go),
+// keyed by the architecture and the binary's identity and mounted read-only at /airlock/bin. The
 // volume is filled once through the Engine API (a helper container that is created,
 // never started, receives the file by CopyToContainer and is removed), so the same
 // path works for a remote Engine. Completion is recorded on the Engine itself: a
@@ -28,26 +29,43 @@ import (
 // without it is (re)filled under a host-wide lock.
 
 const (
-	labelSupervisorKey = "dev.airlock.supervisor"
-	completeMarker     = ".complete"
+	labelSupervisorKey  = "dev.airlock.supervisor"
+	labelSupervisorArch = "dev.airlock.supervisor.arch"
+	completeMarker      = ".complete"
 )
 
-// supervisorKey identifies the binary: build ID, size and modification time.
+// supervisorKey identifies the binary this runtime injects on its Engine: the
+// Engine's architecture and the binary's key (supervisorKeyFor).
 func (rt *Runtime) supervisorKey() (string, error) {
-	st, err := os.Stat(rt.Binary)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	sup, arch, err := rt.supervisor(ctx)
 	if err != nil {
-		return "", failed("cannot find the airlock binary to inject (%s): %v", rt.Binary, err)
+		return "", err
 	}
-	h := sha256.Sum256([]byte(fmt.Sprintf("%s|%d|%d", rt.BuildID, st.Size(), st.ModTime().UnixNano())))
-	return hex.EncodeToString(h[:8]), nil
+	return supervisorKeyFor(sup, arch), nil
+}
+
+// supervisorKeyFor is the supervisor volume's key: the architecture and the
+// binary's identity (build ID, size and modification time of a file; a hash of
+// an embedded one).
+func supervisorKeyFor(sup *Supervisor, arch string) string {
+	h := sha256.Sum256([]byte("linux/" + arch + "|" + sup.Key))
+	return hex.EncodeToString(h[:8])
+}
+
+// SupervisorVolumeName is the name of sup's supervisor volume on a linux/arch Engine.
+func SupervisorVolumeName(sup *Supervisor, arch string) string {
+	return "airlock-supervisor-" + supervisorKeyFor(sup, arch)
 }
 
 // supervisorVolume returns the name of a complete supervisor volume, filling it when needed.
 func (rt *Runtime) supervisorVolume(ctx context.Context, imageRef string) (string, error) {
-	key, err := rt.supervisorKey()
+	sup, arch, err := rt.supervisor(ctx)
 	if err != nil {
 		return "", err
 	}
+	key := supervisorKeyFor(sup, arch)
 	name := "airlock-supervisor-" + key
 	if rt.volumeComplete(ctx, name) {
 		return name, nil
@@ -65,13 +83,15 @@ func (rt *Runtime) supervisorVolume(ctx context.Context, imageRef string) (strin
 		return name, nil
 	}
 	_ = rt.Engine.VolumeRemove(ctx, name+"-ok", true)
-	if _, err := rt.Engine.VolumeCreate(ctx, volume.CreateOptions{Name: name, Labels: map[string]string{labelSupervisorKey: key}}); err != nil {
+	labels := rt.supervisorLabels(key)
+	labels[labelSupervisorArch] = arch
+	if _, err := rt.Engine.VolumeCreate(ctx, volume.CreateOptions{Name: name, Labels: labels}); err != nil {
 		return "", failed("cannot create volume %s: %v", name, err)
 	}
-	if err := rt.fillVolume(ctx, name, imageRef); err != nil {
+	if err := rt.fillVolume(ctx, name, imageRef, sup); err != nil {
 		return "", err
 	}
-	if _, err := rt.Engine.VolumeCreate(ctx, volume.CreateOptions{Name: name + "-ok", Labels: map[string]string{labelSupervisorKey: key}}); err != nil {
+	if _, err := rt.Engine.VolumeCreate(ctx, volume.CreateOptions{Name: name + "-ok", Labels: labels}); err != nil {
 		return "", failed("cannot create volume %s-ok: %v", name, err)
 	}
 	return name, nil
@@ -118,7 +138,7 @@ func (rt *Runtime) volumeComplete(ctx context.Context, name string) bool {
 	return ok.CreatedAt >= v.CreatedAt
 }
 
-func (rt *Runtime) fillVolume(ctx context.Context, name, imageRef string) error {
+func (rt *Runtime) fillVolume(ctx context.Context, name, imageRef string, sup *Supervisor) error {
 	c, err := rt.Engine.ContainerCreate(ctx, &container.Config{
 		Image:      imageRef,
 		Entrypoint: []string{"/nonexistent"},
@@ -131,24 +151,20 @@ func (rt *Runtime) fillVolume(ctx context.Context, name, imageRef string) error 
 		return failed("cannot fill volume %s: %v", name, err)
 	}
 	defer rt.Engine.ContainerRemove(context.WithoutCancel(ctx), c.ID, container.RemoveOptions{Force: true})
-	f, err := os.Open(rt.Binary)
+	f, err := sup.Open()
 	if err != nil {
-		return failed("cannot read %s: %v", rt.Binary, err)
+		return failed("cannot read %s: %v", sup.Source, err)
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return failed("cannot read %s: %v", rt.Binary, err)
-	}
 	pr, pw := io.Pipe()
 	go func() {
 		tw := tar.NewWriter(pw)
-		err := tw.WriteHeader(&tar.Header{Name: "airlock", Mode: 0o555, Size: st.Size(), ModTime: st.ModTime(), Typeflag: tar.TypeReg})
+		err := tw.WriteHeader(&tar.Header{Name: "airlock", Mode: 0o555, Size: sup.Size, ModTime: sup.ModTime, Typeflag: tar.TypeReg})
 		if err == nil {
 			_, err = io.Copy(tw, f)
 		}
 		if err == nil {
-			err = tw.WriteHeader(&tar.Header{Name: completeMarker, Mode: 0o444, Typeflag: tar.TypeReg, ModTime: st.ModTime()})
+			err = tw.WriteHeader(&tar.Header{Name: completeMarker, Mode: 0o444, Typeflag: tar.TypeReg, ModTime: sup.ModTime})
 		}
 		if err == nil {
 			err = tw.Close()

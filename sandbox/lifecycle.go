@@ -40,9 +40,13 @@ func (rt *Runtime) Start(ctx context.Context, sb *Sandbox) error {
 	}
 	done := rt.step(sb.ID, "start")
 	if err := rt.Engine.ContainerStart(ctx, sb.PrimaryID, container.StartOptions{}); err != nil {
+		if pe := portInUse(err, sb.manifest.Sandbox.Ports); pe != nil {
+			return &Error{Code: 125, Err: pe}
+		}
 		return failed("cannot start the sandbox container: %v", err)
 	}
 	done()
+	sb.Ports = rt.readPorts(ctx, sb)
 	sb.fresh = false
 	values := secretValues(sb.manifest)
 	for k, v := range sb.envSecrets {

@@ -95,10 +95,16 @@ type Runtime struct {
 	// ProgressTTY draws progress for a terminal rather than as plain lines.
 	ProgressTTY bool
 	Quiet       bool
-	// Binary is the static airlock binary injected as the supervisor.
+	// Binary is the static airlock binary injected as the supervisor when
+	// FindSupervisor is nil; it must be a Linux binary for the Engine's
+	// architecture (supervisor_bin.go).
 	Binary string
 	// BuildID identifies Binary (the supervisor volume is keyed by it).
 	BuildID string
+	// FindSupervisor, when set, returns the supervisor to inject on an Engine
+	// of a CPU architecture ("amd64", "arm64": Go's names), for the CLI and
+	// daemon: the binaries make build embeds, or their own executable.
+	FindSupervisor func(arch string) (*Supervisor, error)
 	// OnService, when set, hears each service's first result: ready, or failed
 	// with why (the control daemon records service.ready / service.failed).
 	OnService func(sandboxID, service string, ready bool, detail string)
@@ -121,6 +127,7 @@ type Runtime struct {
 	Owner string
 
 	shared sharedNet
+	arch   engineArch
 }
 
 // NewRuntime returns a runtime for the Engine at ep, over an open client.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sync"
 	"syscall"
 	"time"
@@ -18,6 +19,7 @@ type daemonRun struct {
 	spec    *Daemon
 	env     []string
 	sig     syscall.Signal
+	cred    *syscall.Credential // the daemon's user; nil: the supervisor's
 	timeout time.Duration
 	unit    time.Duration
 	reset   time.Duration
@@ -52,12 +54,21 @@ type stopResult struct {
 	gaveUp *gaveUp // the daemon had given up before the shutdown
 }
 
-// gaveUp is a daemon that reached max_restarts: its launches and how the last
-// one ended.
+// gaveUp is a daemon that reached max_restarts, or that failed the same way
+// on sameFailureLimit launches in a row before it was ever ready: its launches
+// and how the last one ended.
 type gaveUp struct {
 	launches int
 	last     string // "exit 3", "killed by SIGKILL", "cannot start"
+	same     bool   // it gave up on a repeated failure, not at max_restarts
 }
+
+// sameFailureLimit is how many launches in a row of a daemon whose ready check
+// has not passed yet may fail the same way (same exit status, same output
+// digits aside, or the same launch error) before it gives up, whatever
+// max_restarts allows: a misconfigured daemon (initdb refusing to run as root)
+// fails the start in seconds, not after every backoff delay.
+const sameFailureLimit = 3
 
 // openLogs creates the daemon's log folder and truncates its two log files.
 func (d *daemonRun) openLogs(root string) error {
@@ -108,7 +119,7 @@ func (d *daemonRun) proc(argv []string, stdout, stderr *os.File) proc {
 		env:    d.env,
 		dir:    d.spec.Cwd,
 		files:  []uintptr{d.devnull.Fd(), stdout.Fd(), stderr.Fd()},
-		user:   d.spec.User,
+		cred:   d.cred,
 		harden: *d.spec.Harden,
 	}
 }
@@ -126,8 +137,10 @@ func (d *daemonRun) run() {
 		}
 	}
 	rs := newRestarter(d.spec.Restart, *d.spec.MaxRestarts, d.unit, d.reset)
+	var loop failureLoop
 	for launch := 1; ; launch++ {
 		began := time.Now()
+		outAt, errAt := fileSize(d.stdout), fileSize(d.stderr)
 		pid, ch, err := d.r.start(d.proc(d.spec.Command, d.stdout, d.stderr))
 		if err != nil {
 			fmt.Fprintf(d.stderr, "airlock: cannot start daemon %s: %v\n", name, err)
@@ -155,7 +168,24 @@ func (d *daemonRun) run() {
 			}
 		}
 		dec, attempt, delay := rs.next(st, err != nil, time.Since(began))
+		same := false
+		if dec == decideRestart && d.spec.Ready != nil && !d.isReady() && (err != nil || st.signaled() || st.code != 0) {
+			var sig string
+			if err != nil {
+				sig = "cannot start: " + err.Error()
+			} else {
+				sig = st.String() + "\n" + launchOutput(d.stdoutPath, outAt) + "\n" + launchOutput(d.stderrPath, errAt)
+			}
+			if loop.add(sig) >= sameFailureLimit {
+				dec, same = decideGiveUp, true
+			}
+		} else {
+			loop = failureLoop{}
+		}
 		ev := StatusEvent{Kind: KindDaemonExited, Daemon: name, Reason: decisionReason(dec, d.spec.Restart)}
+		if same {
+			ev.Reason = fmt.Sprintf("giving up (the same failure on %d launches in a row before it was ready)", sameFailureLimit)
+		}
 		if err != nil {
 			ev.Reason = "cannot start: " + err.Error() + "; " + ev.Reason
 		} else {
@@ -175,9 +205,12 @@ func (d *daemonRun) run() {
 			d.end(false, nil)
 			return
 		case decideGiveUp:
-			d.status.emit(StatusEvent{Kind: KindDaemonGaveUp, Daemon: name, Attempt: launch,
-				Reason: fmt.Sprintf("max_restarts %d reached after %d launches", *d.spec.MaxRestarts, launch)})
-			g := &gaveUp{launches: launch, last: "cannot start"}
+			reason := fmt.Sprintf("max_restarts %d reached after %d launches", *d.spec.MaxRestarts, launch)
+			if same {
+				reason = fmt.Sprintf("the same failure on %d launches in a row before it was ready", launch)
+			}
+			d.status.emit(StatusEvent{Kind: KindDaemonGaveUp, Daemon: name, Attempt: launch, Reason: reason})
+			g := &gaveUp{launches: launch, last: "cannot start", same: same}
 			if err == nil {
 				g.last = st.String()
 				if !st.signaled() {
@@ -201,6 +234,66 @@ func (d *daemonRun) run() {
 			return
 		}
 	}
+}
+
+// isReady reports whether the daemon's ready check has passed.
+func (d *daemonRun) isReady() bool {
+	select {
+	case <-d.ready:
+		return true
+	default:
+		return false
+	}
+}
+
+// failureLoop counts the launches in a row that failed the same way.
+type failureLoop struct {
+	last string
+	n    int
+}
+
+// add records a failed launch by its signature and returns how many launches
+// in a row ended with it.
+func (l *failureLoop) add(sig string) int {
+	if sig != l.last || l.n == 0 {
+		l.last, l.n = sig, 0
+	}
+	l.n++
+	return l.n
+}
+
+// maxLaunchOutput bounds what of a launch's output is compared with the next.
+const maxLaunchOutput = 4 << 10
+
+// varyingRE matches what differs between two launches that fail the same way:
+// numbers (pids, timestamps, ports) and hexadecimal addresses.
+var varyingRE = regexp.MustCompile(`(?i)0x[0-9a-f]+|[0-9]+`)
+
+// launchOutput returns what a log got since offset from (at most its last
+// maxLaunchOutput bytes), with numbers masked.
+func launchOutput(path string, from int64) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil || st.Size() <= from {
+		return ""
+	}
+	from = max(from, st.Size()-maxLaunchOutput)
+	buf := make([]byte, st.Size()-from)
+	n, _ := f.ReadAt(buf, from)
+	return varyingRE.ReplaceAllString(string(buf[:n]), "#")
+}
+
+// fileSize is the size of an open log (0 when unknown).
+func fileSize(f *os.File) int64 {
+	st, err := f.Stat()
+	if err != nil {
+		return 0
+	}
+	return st.Size()
 }
 
 func decisionReason(dec decision, policy string) string {

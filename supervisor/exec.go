@@ -8,8 +8,6 @@ import (
 	"os"
 	"strings"
 	"syscall"
-
-	"golang.org/x/sys/unix"
 )
 
 // maxExecEnvSize bounds the exec env file the exec side reads.
@@ -90,7 +88,7 @@ func Exec(o ExecOptions) (int, error) {
 		return code, fmt.Errorf("cannot run %s: %w", o.Argv[0], err)
 	}
 	if spec.Main.Harden == nil || *spec.Main.Harden {
-		if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		if err := setNoNewPrivs(); err != nil {
 			return ExitAirlock, fmt.Errorf("cannot set no_new_privs: %w", err)
 		}
 	}

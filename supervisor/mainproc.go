@@ -36,13 +36,13 @@ type mainProc struct {
 // terminal's foreground when stdin is the supervisor's controlling terminal
 // and the supervisor is in its foreground. The error carries the exit code
 // (126 or 127) through mainStartError.
-func startMain(r *reaper, m *Main, env []string, stdin, stdout, stderr *os.File) (*mainProc, error) {
+func startMain(r *reaper, m *Main, cred *syscall.Credential, env []string, stdin, stdout, stderr *os.File) (*mainProc, error) {
 	p := proc{
 		argv:   m.Argv,
 		env:    env,
 		dir:    m.Cwd,
 		files:  []uintptr{stdin.Fd(), stdout.Fd(), stderr.Fd()},
-		user:   m.User,
+		cred:   cred,
 		harden: *m.Harden,
 	}
 	fd := int(stdin.Fd())
@@ -72,7 +72,7 @@ func (e *mainStartError) Unwrap() error { return e.err }
 // group is the supervisor's own (so it is our controlling terminal and we
 // may hand it over).
 func isForegroundTTY(fd int) bool {
-	if _, err := unix.IoctlGetTermios(fd, unix.TCGETS); err != nil {
+	if !isTermios(fd) {
 		return false
 	}
 	pg, err := unix.IoctlGetInt(fd, unix.TIOCGPGRP)

@@ -49,7 +49,7 @@ func (d *daemonRun) watchReady() {
 		defer lc.close()
 	}
 	fail := func(msg string) {
-		err := fmt.Errorf("daemon %s %s (%s); see %s", d.spec.Name, msg, r.describe(), d.stderrPath)
+		err := fmt.Errorf("daemon %s %s; see %s", d.spec.Name, msg, d.stderrPath)
 		if tail := lastLines(d.stderrPath, 5); tail != "" {
 			err = fmt.Errorf("%w; its last stderr lines:\n%s", err, tail)
 		}
@@ -74,7 +74,7 @@ func (d *daemonRun) watchReady() {
 			return
 		}
 		if !time.Now().Before(deadline) {
-			fail("not ready after " + r.Timeout)
+			fail("not ready after " + r.Timeout + " (" + r.describe() + ")")
 			return
 		}
 		select {
@@ -92,7 +92,12 @@ func (d *daemonRun) watchReady() {
 				pass()
 				return
 			}
-			fail("exited before it was ready")
+			msg := "exited before it was ready (" + r.describe() + ")"
+			if g := d.gaveUp; g != nil && g.same {
+				// gaveUp was set before finished was closed.
+				msg += fmt.Sprintf(": it failed the same way (%s) on %d launches in a row, so it was not restarted again", g.last, g.launches)
+			}
+			fail(msg)
 			return
 		case <-tick.C:
 		}

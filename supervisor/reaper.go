@@ -34,7 +34,7 @@ type reaper struct {
 // which is one already) and starts the reap loop.
 func startReaper() (*reaper, error) {
 	if os.Getpid() != 1 {
-		if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		if err := setChildSubreaper(); err != nil {
 			return nil, errors.Join(errors.New("cannot become a child subreaper"), err)
 		}
 	}

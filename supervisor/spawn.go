@@ -23,9 +23,9 @@ type proc struct {
 	argv   []string
 	env    []string
 	dir    string
-	files  []uintptr // stdin, stdout, stderr
-	user   string    // "UID[:GID]" or ""
-	harden bool      // PR_SET_NO_NEW_PRIVS
+	files  []uintptr           // stdin, stdout, stderr
+	cred   *syscall.Credential // the user to switch to; nil: the supervisor's
+	harden bool                // PR_SET_NO_NEW_PRIVS
 
 	// Terminal: when foreground is set the child's process group takes the
 	// terminal ctty (an fd of the supervisor) before exec.
@@ -62,12 +62,9 @@ func (r *reaper) start(p proc) (int, <-chan unix.WaitStatus, error) {
 		attr.Sys.Foreground = true
 		attr.Sys.Ctty = p.ctty
 	}
-	if p.user != "" {
-		uid, gid, err := parseUser(p.user)
-		if err != nil {
-			return 0, nil, err
-		}
-		attr.Sys.Credential = &syscall.Credential{Uid: uid, Gid: gid, Groups: []uint32{}}
+	if p.cred != nil {
+		c := *p.cred
+		attr.Sys.Credential = &c
 	}
 	if !p.harden {
 		pid, ch, err := r.spawn(syscall.ForkExec, path, p.argv, attr)
@@ -82,7 +79,7 @@ func (r *reaper) start(p proc) (int, <-chan unix.WaitStatus, error) {
 	go func() {
 		runtime.LockOSThread()
 		// No UnlockOSThread: this thread must die with the goroutine.
-		if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		if err := setNoNewPrivs(); err != nil {
 			res <- result{err: fmt.Errorf("cannot set no_new_privs: %w", err)}
 			return
 		}

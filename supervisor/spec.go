@@ -121,7 +121,6 @@ type EnvEntry struct {
 var (
 	daemonNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$`)
 	envNameRE    = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-	userRE       = regexp.MustCompile(`^[0-9]{1,10}(:[0-9]{1,10})?$`)
 )
 
 // SpecFlag is the supervisor's flag that carries the spec itself on its command
@@ -243,8 +242,8 @@ func (s *Spec) Validate() error {
 	if err := validateEnv("main.env", s.Main.Env); err != nil {
 		return err
 	}
-	if s.Main.User != "" && !userRE.MatchString(s.Main.User) {
-		return fmt.Errorf("cannot use spec: main.user %q is not UID[:GID]", s.Main.User)
+	if s.Main.User != "" && !userSpecRE.MatchString(s.Main.User) {
+		return fmt.Errorf("cannot use spec: main.user %q is not USER or USER:GROUP", s.Main.User)
 	}
 	byName := make(map[string]*Daemon, len(s.Daemons))
 	for i, d := range s.Daemons {
@@ -293,8 +292,8 @@ func (d *Daemon) validate(byName map[string]*Daemon) error {
 	if *d.MaxRestarts > MaxRestarts {
 		return fmt.Errorf("cannot use spec: %s.max_restarts is more than %d", p, MaxRestarts)
 	}
-	if d.User != "" && !userRE.MatchString(d.User) {
-		return fmt.Errorf("cannot use spec: %s.user %q is not UID[:GID]", p, d.User)
+	if d.User != "" && !userSpecRE.MatchString(d.User) {
+		return fmt.Errorf("cannot use spec: %s.user %q is not USER or USER:GROUP", p, d.User)
 	}
 	if err := validateEnv(p+".env", d.Env); err != nil {
 		return err
@@ -430,22 +429,6 @@ func findCycle(daemons []*Daemon, byName map[string]*Daemon) []string {
 		}
 	}
 	return nil
-}
-
-// parseUser parses "UID[:GID]"; without GID the group is the UID.
-func parseUser(s string) (uid, gid uint32, err error) {
-	u, g, hasG := strings.Cut(s, ":")
-	uv, err := strconv.ParseUint(u, 10, 32)
-	if err != nil {
-		return 0, 0, fmt.Errorf("cannot parse user %q: %w", s, err)
-	}
-	gv := uv
-	if hasG {
-		if gv, err = strconv.ParseUint(g, 10, 32); err != nil {
-			return 0, 0, fmt.Errorf("cannot parse user %q: %w", s, err)
-		}
-	}
-	return uint32(uv), uint32(gv), nil
 }
 
 func ptr[T any](v T) *T { return &v }

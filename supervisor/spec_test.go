@@ -56,7 +56,9 @@ func TestParseSpecErrors(t *testing.T) {
 		"env name":       {daemon(`,"env":[{"name":"1X","value":"v"}]`), "not a valid variable name"},
 		"env both":       {daemon(`,"env":[{"name":"X","value":"v","secret":"k"}]`), "exactly one of value or secret"},
 		"env none":       {daemon(`,"env":[{"name":"X"}]`), "exactly one of value or secret"},
-		"user":           {daemon(`,"user":"root"`), "is not UID[:GID]"},
+		"user":           {daemon(`,"user":"a:b:c"`), `daemons.d.user "a:b:c" is not USER or USER:GROUP`},
+		"user blank":     {daemon(`,"user":"a b"`), "is not USER or USER:GROUP"},
+		"main user":      {`{"version":1,"main":{"argv":["sh"],"user":":0"}}`, `main.user ":0" is not USER or USER:GROUP`},
 		"null daemon":    {`{"version":1,` + main + `,"daemons":[null]}`, "daemons[0] is null"},
 		"wrong type":     {daemon(`,"timeout":"10s"`), "cannot decode spec"},
 		"main env value": {`{"version":1,"main":{"argv":["sh"],"env":[{"name":"X","secret":""}]}}`, "exactly one of value or secret"},
@@ -101,17 +103,5 @@ func TestFindCycle(t *testing.T) {
 		{"name":"c","command":["x"]}]}`
 	if _, err := ParseSpec([]byte(ok)); err != nil {
 		t.Errorf("diamond: %v", err)
-	}
-}
-
-func TestParseUser(t *testing.T) {
-	for in, want := range map[string][2]uint32{"0": {0, 0}, "1000": {1000, 1000}, "1000:50": {1000, 50}} {
-		u, g, err := parseUser(in)
-		if err != nil || u != want[0] || g != want[1] {
-			t.Errorf("%s: %d %d %v", in, u, g, err)
-		}
-	}
-	if _, _, err := parseUser("99999999999"); err == nil {
-		t.Errorf("overflow accepted")
 	}
 }

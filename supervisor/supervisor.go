@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -39,14 +40,15 @@ type Options struct {
 
 // supervisor is one Run.
 type supervisor struct {
-	spec    *Spec
-	daemons []*daemonRun
-	results chan stopResult
-	status  *statusWriter
-	msgs    io.Writer
-	tty     bool
-	color   bool
-	quiet   bool
+	spec     *Spec
+	mainCred *syscall.Credential // the main command's user; nil: the supervisor's
+	daemons  []*daemonRun
+	results  chan stopResult
+	status   *statusWriter
+	msgs     io.Writer
+	tty      bool
+	color    bool
+	quiet    bool
 }
 
 // Run supervises one sandbox and returns the exit code the process ends
@@ -142,7 +144,7 @@ func Run(o Options) (int, error) {
 		return code, nil
 	}
 
-	m, err := startMain(r, &spec.Main, mainEnv, o.Stdin, o.Stdout, o.Stderr)
+	m, err := startMain(r, &spec.Main, s.mainCred, mainEnv, o.Stdin, o.Stdout, o.Stderr)
 	if err != nil {
 		s.status.emit(StatusEvent{Kind: KindSupervisorFailed, Reason: err.Error()})
 		s.stopAll()
@@ -196,20 +198,33 @@ func (s *supervisor) prepare(o Options, r *reaper, devnull *os.File, secrets *Se
 	if secretsErr != nil {
 		return nil, secretsErr
 	}
-	mainEnv, err := resolveEnv("the main command", o.Environ, s.spec.Main.Env, secrets)
+	// Every user is resolved first: one that does not exist fails the start
+	// before a daemon or the main command runs.
+	mainAcct, err := lookupAccount("the main command", s.spec.Main.User)
+	if err != nil {
+		return nil, err
+	}
+	accts := make([]*account, len(s.spec.Daemons))
+	for i, ds := range s.spec.Daemons {
+		if accts[i], err = lookupAccount("daemon "+ds.Name, ds.User); err != nil {
+			return nil, err
+		}
+	}
+	s.mainCred = mainAcct.credential()
+	mainEnv, err := resolveEnv("the main command", withHome(o.Environ, mainAcct), s.spec.Main.Env, secrets)
 	if err != nil {
 		return nil, err
 	}
 	byName := map[string]*daemonRun{}
-	for _, ds := range s.spec.Daemons {
-		env, err := resolveEnv("daemon "+ds.Name, o.Environ, ds.Env, secrets)
+	for i, ds := range s.spec.Daemons {
+		env, err := resolveEnv("daemon "+ds.Name, withHome(o.Environ, accts[i]), ds.Env, secrets)
 		if err != nil {
 			return nil, err
 		}
 		sig, _ := signalByName(ds.Signal)
 		ctx, cancel := context.WithCancel(context.Background())
 		d := &daemonRun{
-			spec: ds, env: env, sig: sig,
+			spec: ds, env: env, sig: sig, cred: accts[i].credential(),
 			timeout: time.Duration(*ds.Timeout) * time.Second,
 			unit:    o.BackoffUnit,
 			reset:   o.ResetAfter,
@@ -302,6 +317,5 @@ func isTerminal(f *os.File) bool {
 	if f == nil {
 		return false
 	}
-	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
-	return err == nil
+	return isTermios(int(f.Fd()))
 }

@@ -76,7 +76,10 @@ type Sandbox struct {
 	Sources     map[string]string `json:"sources,omitempty"`
 	ContainerID string            `json:"container_id,omitempty"`
 	// Engine is the Docker Engine the sandbox was created on (client.Engine).
-	Engine    json.RawMessage `json:"engine,omitempty"`
+	Engine json.RawMessage `json:"engine,omitempty"`
+	// Ports are the published ports as the Engine bound them at the last
+	// start ([]client.Port).
+	Ports     json.RawMessage `json:"ports,omitempty"`
 	CreatedAt time.Time       `json:"created_at"`
 	UpdatedAt time.Time       `json:"updated_at"`
 	DeletedAt time.Time       `json:"deleted_at,omitzero"`

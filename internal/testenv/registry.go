@@ -40,6 +40,13 @@ http:
 // registry binary is missing (install docker-registry) or does not answer.
 func Registry(t testing.TB) string {
 	t.Helper()
+	return startRegistryFor(t, "")
+}
+
+// startRegistryFor starts a registry whose configuration ends with extra (YAML
+// of more top-level sections, e.g. auth).
+func startRegistryFor(t testing.TB, extra string) string {
+	t.Helper()
 	bin, err := exec.LookPath(RegistryBinary)
 	if err != nil {
 		t.Fatalf("cannot find %s: install the docker-registry package (./scripts/engine.sh does): %v", RegistryBinary, err)
@@ -51,7 +58,7 @@ func Registry(t testing.TB) string {
 		if err != nil {
 			t.Fatalf("cannot find a free port for a registry: %v", err)
 		}
-		if lastErr = startRegistry(t, bin, dir, addr); lastErr == nil {
+		if lastErr = startRegistry(t, bin, dir, addr, extra); lastErr == nil {
 			return addr
 		}
 	}
@@ -68,10 +75,10 @@ func freeLoopbackAddr() (string, error) {
 	return l.Addr().String(), nil
 }
 
-func startRegistry(t testing.TB, bin, dir, addr string) error {
+func startRegistry(t testing.TB, bin, dir, addr, extra string) error {
 	storage := filepath.Join(dir, "storage-"+filepath.Base(addr))
 	conf := filepath.Join(dir, "config-"+filepath.Base(addr)+".yml")
-	if err := os.WriteFile(conf, fmt.Appendf(nil, registryConfig, storage, addr), 0o644); err != nil {
+	if err := os.WriteFile(conf, append(fmt.Appendf(nil, registryConfig, storage, addr), extra...), 0o644); err != nil {
 		return err
 	}
 	var logs bytes.Buffer
@@ -96,7 +103,8 @@ func startRegistry(t testing.TB, bin, dir, addr string) error {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 		if resp, err := http.DefaultClient.Do(req); err == nil {
 			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
+			// 401: a registry with auth answers, asking for credentials.
+			if resp.StatusCode == http.StatusOK || resp.StatusCode == http.StatusUnauthorized {
 				t.Cleanup(stop)
 				return nil
 			}

@@ -249,7 +249,7 @@ func (r *RemoteEngine) start(t cleaner) error {
 	cmd.Stdout, cmd.Stderr = logf, logf
 	// Its own process group, for cleanup; SIGTERM, a clean shutdown, should
 	// the test process die without cleaning up.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
+	cmd.SysProcAttr = ownGroupDying(syscall.SIGTERM)
 	r.dockerd, err = r.startProcess(cmd)
 	logf.Close()
 	if err != nil {
@@ -307,7 +307,7 @@ func (r *RemoteEngine) expose(addr, sock string) error {
 	r.socatOut.Reset()
 	cmd := exec.Command("socat", "TCP-LISTEN:"+port+",bind=127.0.0.1,fork,reuseaddr", "UNIX-CONNECT:"+sock)
 	cmd.Stdout, cmd.Stderr = &r.socatOut, &r.socatOut
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = ownGroupDying(syscall.SIGKILL)
 	p, err := r.startProcess(cmd)
 	if err != nil {
 		return fmt.Errorf("cannot run socat: %w", err)

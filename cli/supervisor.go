@@ -1,0 +1,62 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"sync"
+
+	"github.com/airlock-dev/airlock/internal/supervisorbin"
+	"github.com/airlock-dev/airlock/sandbox"
+)
+
+// supervisorEnv names the escape hatch: a static Linux airlock binary to inject
+// instead of the embedded one (docs/sandbox.md).
+const supervisorEnv = "AIRLOCK_SUPERVISOR_BINARY"
+
+// embeddedSupervisors are the embedded binaries, hashed once per process.
+var embeddedSupervisors sync.Map // arch -> *sandbox.Supervisor
+
+// findSupervisor returns the supervisor to inject on an Engine of arch:
+//
+//  1. AIRLOCK_SUPERVISOR_BINARY, when set (checked to be a Linux binary for arch);
+//  2. the linux/arch binary make build embedded;
+//  3. this executable, when it is a static linux/arch binary (a plain go build
+//     on the Engine's own kind of host, as the tests do);
+//
+// else an error that says how to get one.
+func (a *app) findSupervisor(arch string) (*sandbox.Supervisor, error) {
+	if bin, ok := a.getenv(supervisorEnv); ok && bin != "" {
+		sup, err := sandbox.SupervisorFile(bin, arch, BuildID, false)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", supervisorEnv, err)
+		}
+		return sup, nil
+	}
+	if gz := supervisorbin.Gzipped(arch); gz != nil {
+		if sup, ok := embeddedSupervisors.Load(arch); ok {
+			return sup.(*sandbox.Supervisor), nil
+		}
+		sup, err := sandbox.SupervisorGzip("the embedded linux/"+arch+" supervisor", gz)
+		if err != nil {
+			return nil, err
+		}
+		embeddedSupervisors.Store(arch, sup)
+		return sup, nil
+	}
+	if runtime.GOOS == "linux" && runtime.GOARCH == arch {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("cannot find the airlock binary: %w", err)
+		}
+		sup, err := sandbox.SupervisorFile(exe, arch, BuildID, true)
+		if err != nil {
+			return nil, fmt.Errorf("%w; or set %s to a static linux/%s airlock binary", err, supervisorEnv, arch)
+		}
+		return sup, nil
+	}
+	return nil, fmt.Errorf("this airlock build (%s/%s) has no linux/%s supervisor: build airlock with make build "+
+		"(it embeds the linux/amd64 and linux/arm64 supervisors), or set %s to a static linux/%s airlock binary "+
+		"(CGO_ENABLED=0 GOOS=linux GOARCH=%s go build ./cmd/airlock)",
+		runtime.GOOS, runtime.GOARCH, arch, supervisorEnv, arch, arch)
+}

@@ -1,0 +1,222 @@
+package e2e
+
+import (
+	"context"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/airlock-dev/airlock/internal/testenv"
+)
+
+// Per-daemon user (issue 13): daemons.<name>.user is resolved in the sandbox's own
+// /etc/passwd and /etc/group, and the daemon runs with that uid, gid and groups.
+
+// TestDaemonUser: a user that exists only in the sandbox's /etc/passwd (copied in)
+// runs the daemon with its uid, primary group, supplementary groups and home; a
+// numeric uid:gid needs no entry. The sandbox itself stays root.
+func TestDaemonUser(t *testing.T) {
+	limit(t)
+	e := newEnv(t, `
+[sandbox]
+image = "{{image}}"
+network = "none"
+
+[copies.passwd]
+source = "./accounts/passwd"
+target = "/etc/passwd"
+
+[copies.group]
+source = "./accounts/group"
+target = "/etc/group"
+
+[daemons.svc]
+user = "svc"
+command = ["sh", "-c", "{ grep -E '^(Uid|Gid|Groups):' /proc/self/status; echo \"HOME: $HOME\"; } > /tmp/svc.new; mv /tmp/svc.new /tmp/svc.ids; exec sleep 300"]
+ready = { cmd = ["test", "-s", "/tmp/svc.ids"], timeout = "20s" }
+
+[daemons.num]
+user = "4242:4343"
+command = ["sh", "-c", "{ grep -E '^(Uid|Gid|Groups):' /proc/self/status; echo \"HOME: $HOME\"; } > /tmp/num.new; mv /tmp/num.new /tmp/num.ids; exec sleep 300"]
+ready = { cmd = ["test", "-s", "/tmp/num.ids"], timeout = "20s" }
+`)
+	e.writeFile("accounts/passwd", "root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\nsvc:x:1234:1234:service:/home/svc:/bin/sh\n")
+	e.writeFile("accounts/group", "root:x:0:\nnobody:x:65534:\nsvc:x:1234:\nextra:x:2345:nobody,svc\n")
+	r := e.run("run", "--", "sh", "-c", "echo main $(id -u); cat /tmp/svc.ids /tmp/num.ids")
+	want := "main 0\n" +
+		"Uid:\t1234\t1234\t1234\t1234\nGid:\t1234\t1234\t1234\t1234\nGroups:\t1234 2345 \nHOME: /home/svc\n" +
+		"Uid:\t4242\t4242\t4242\t4242\nGid:\t4343\t4343\t4343\t4343\nGroups:\t4343 \nHOME: /\n"
+	if r.code != 0 || r.stdout != want {
+		t.Errorf("want exit 0 and\n%s\ngot %s", want, r)
+	}
+	e.assertClean()
+}
+
+// TestDaemonUserUnknown: a user the sandbox does not have fails the start with
+// 125 naming the daemon, before any daemon or the main command runs; nothing is left.
+func TestDaemonUserUnknown(t *testing.T) {
+	limit(t)
+	e := newEnv(t, `
+[sandbox]
+image = "{{image}}"
+network = "none"
+
+[daemons.web]
+user = "ghost"
+command = ["sleep", "300"]
+`)
+	start := time.Now()
+	r := e.run("run", "--", "echo", "main-ran")
+	if r.code != 125 || strings.Contains(r.stdout, "main-ran") {
+		t.Errorf("want exit 125 without the main command, got %s", r)
+	}
+	contains(t, "stderr", r.stderr, `daemon web as user "ghost": no such user in the sandbox's /etc/passwd`)
+	if d := time.Since(start); d > 30*time.Second {
+		t.Errorf("the failure took %v", d)
+	}
+	e.assertClean()
+}
+
+// TestDaemonUserNonRootSandbox: a sandbox that does not run as root runs a daemon
+// as its own user (named as such: the postgres preset in a sandbox whose user is
+// postgres), but cannot switch to another one: 125 naming the daemon.
+func TestDaemonUserNonRootSandbox(t *testing.T) {
+	limit(t)
+	e := newEnv(t, `
+[sandbox]
+image = "{{image}}"
+network = "none"
+user = "nobody"
+
+[daemons.same]
+user = "nobody"
+command = ["sh", "-c", "id -u > /tmp/same.new; mv /tmp/same.new /tmp/same.id; exec sleep 300"]
+ready = { cmd = ["test", "-s", "/tmp/same.id"], timeout = "20s" }
+`)
+	r := e.run("run", "--", "cat", "/tmp/same.id")
+	if r.code != 0 || r.stdout != "65534\n" {
+		t.Errorf("want exit 0 and 65534, got %s", r)
+	}
+	e.writeManifest(`
+[sandbox]
+image = "{{image}}"
+network = "none"
+user = "nobody"
+
+[daemons.other]
+user = "root"
+command = ["sleep", "300"]
+`)
+	r = e.run("run", "--", "echo", "main-ran")
+	if r.code != 125 || strings.Contains(r.stdout, "main-ran") {
+		t.Errorf("want exit 125 without the main command, got %s", r)
+	}
+	contains(t, "stderr", r.stderr, `cannot run daemon other as user "root" (uid 0, gid 0): the sandbox runs as uid 65534`)
+	e.assertClean()
+}
+
+// TestDaemonSameFailureFailsFast: a daemon that fails the same way on every launch
+// before it was ever ready fails the sandbox after 3 launches (about 3 s of
+// backoff), not after max_restarts' 55 s or the ready timeout.
+func TestDaemonSameFailureFailsFast(t *testing.T) {
+	limit(t)
+	e := newEnv(t, `
+[sandbox]
+image = "{{image}}"
+network = "none"
+
+[daemons.db]
+command = ["sh", "-c", "echo \"initdb: error: cannot be run as root (pid $$)\" >&2; exit 1"]
+restart = "on-failure"
+ready = { tcp = "127.0.0.1:5432", timeout = "60s" }
+`)
+	start := time.Now()
+	r := e.run("run", "--", "echo", "main-ran")
+	took := time.Since(start)
+	if r.code != 125 || strings.Contains(r.stdout, "main-ran") {
+		t.Errorf("want exit 125 without the main command, got %s", r)
+	}
+	contains(t, "stderr", r.stderr, "daemon db exited before it was ready", "failed the same way (exit 1) on 3 launches in a row", "initdb: error: cannot be run as root")
+	if took > 20*time.Second {
+		t.Errorf("the start failed after %v; want a few seconds", took)
+	}
+	e.assertClean()
+}
+
+// postgresImage is a Debian bookworm image with the postgresql package, built by
+// scripts/debian-image.sh when the tag is missing (about a minute, once).
+const postgresImage = "airlock-test/debian-postgres:bookworm-1"
+
+// debianImage returns tag, building it with scripts/debian-image.sh from Debian
+// packages when the Engine does not have it.
+func debianImage(t *testing.T, tag string, packages ...string) string {
+	t.Helper()
+	cli := testenv.Client(t)
+	if _, err := cli.ImageInspect(context.Background(), tag); err == nil {
+		return tag
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	start := time.Now()
+	out, err := exec.CommandContext(ctx, "../scripts/debian-image.sh", append([]string{tag}, packages...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("cannot build %s: %v\n%s", tag, err, out)
+	}
+	t.Logf("built %s in %v", tag, time.Since(start).Round(time.Second))
+	return tag
+}
+
+// TestPresetPostgresDebian: the postgres preset on a stock Debian image with
+// PostgreSQL installed (binaries under /usr/lib/postgresql/<ver>/bin, not on PATH),
+// as a root sandbox: initdb and postgres run as user postgres (with its groups),
+// and the main command connects.
+func TestPresetPostgresDebian(t *testing.T) {
+	limit(t)
+	image := debianImage(t, postgresImage, "postgresql")
+	e := newEnv(t, `
+presets = ["postgres"]
+
+[sandbox]
+image = "`+image+`"
+network = "none"
+`)
+	script := `set -e
+echo "main $(id -u)"
+pg_isready
+psql -tAc 'select current_user'
+psql -tAc 'create table t (x int); insert into t values (42); select x from t'
+pid=$(head -n 1 /tmp/airlock-pgdata/postmaster.pid)
+echo "server $(grep '^Uid:' /proc/$pid/status | cut -f2) groups $(grep '^Groups:' /proc/$pid/status | cut -f2)"
+echo "postgres $(id -u postgres) groups $(id -G postgres) "
+echo "owner $(stat -c %U /tmp/airlock-pgdata)"`
+	r := e.run("run", "--", "sh", "-c", script)
+	if r.code != 0 {
+		t.Fatalf("want exit 0, got %s", r)
+	}
+	contains(t, "stdout", r.stdout, "main 0\n", "accepting connections", "\npostgres\n", "\n42\n", "owner postgres\n")
+	var server, user string
+	for _, l := range strings.Split(r.stdout, "\n") {
+		if rest, ok := strings.CutPrefix(l, "server "); ok {
+			server = rest
+		}
+		if rest, ok := strings.CutPrefix(l, "postgres "); ok {
+			user = rest
+		}
+	}
+	// "100 groups 101 102 " from /proc against "100 groups 102 101 " from id: same sets.
+	if sortFields(server) != sortFields(user) || server == "" {
+		t.Errorf("the server runs as %q, want the postgres user %q\n%s", server, user, r)
+	}
+	e.assertClean()
+}
+
+// sortFields sorts the fields after the first two ("UID groups G…").
+func sortFields(s string) string {
+	f := strings.Fields(s)
+	if len(f) > 2 {
+		slices.Sort(f[2:])
+	}
+	return strings.Join(f, " ")
+}

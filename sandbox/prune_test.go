@@ -1,0 +1,135 @@
+package sandbox
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/docker/docker/api/types/build"
+	"github.com/docker/docker/api/types/image"
+	"github.com/docker/docker/api/types/volume"
+
+	"github.com/airlock-dev/airlock/internal/testenv"
+)
+
+// TestPruneCandidates: the Engine side of prune on its edges: an older build
+// tagged by someone else too is only untagged (and counts no space), a project
+// with a sandbox being created keeps its images, an orphan -ok companion goes,
+// the running build's volume stays, and a runtime without an owner key lists
+// nothing.
+func TestPruneCandidates(t *testing.T) {
+	t.Parallel()
+	cli := testenv.Client(t)
+	busybox := testenv.BusyboxImage(t)
+	ctx := testContext(t, 2*time.Minute)
+	// A Linux binary of its own (this test's) gives a supervisor key no
+	// other runtime uses.
+	bin, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner := NewID()
+	rt := &Runtime{Engine: cli, Owner: owner, Binary: bin, BuildID: "prune-test"}
+	project := filepath.Join(t.TempDir(), "project")
+
+	buildImage := func(tag string) string {
+		t.Helper()
+		var buf bytes.Buffer
+		tw := tar.NewWriter(&buf)
+		df := []byte("FROM " + busybox + "\nLABEL nonce=" + NewID() + "\n")
+		_ = tw.WriteHeader(&tar.Header{Name: "Dockerfile", Mode: 0o644, Size: int64(len(df))})
+		_, _ = tw.Write(df)
+		_ = tw.Close()
+		resp, err := cli.ImageBuild(ctx, &buf, build.ImageBuildOptions{Tags: []string{tag}, Labels: rt.buildLabels(project),
+			Remove: true, ForceRemove: true, Version: build.BuilderV1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if err := streamError(resp.Body); err != nil {
+			t.Fatalf("cannot build %s: %v", tag, err)
+		}
+		in, err := cli.ImageInspect(ctx, tag)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			_, _ = cli.ImageRemove(context.Background(), in.ID, image.RemoveOptions{Force: true, PruneChildren: true})
+		})
+		return in.ID
+	}
+	repo := BuildRepo + "/prune-unit-" + owner[:8]
+	older := buildImage(repo + ":1")
+	newer := buildImage(repo + ":2")
+	extra := "prune-unit-extra-" + owner[:8] + ":kept"
+	if err := cli.ImageTag(ctx, older, extra); err != nil {
+		t.Fatal(err)
+	}
+
+	current, err := rt.supervisorKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mkVolume := func(name, key string) {
+		t.Helper()
+		if _, err := cli.VolumeCreate(ctx, volume.CreateOptions{Name: name, Labels: rt.supervisorLabels(key)}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cli.VolumeRemove(context.Background(), name, true) })
+	}
+	orphanKey := NewID()[:16]
+	orphan := "airlock-supervisor-" + orphanKey + "-ok"
+	mkVolume(orphan, orphanKey)
+	mkVolume("airlock-supervisor-"+current, current)
+	mkVolume("airlock-supervisor-"+current+"-ok", current)
+
+	list, err := rt.PruneCandidates(ctx, PruneOptions{}, rt.DiskUsage(ctx))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, o := range list {
+		names = append(names, o.Type+" "+o.Name)
+	}
+	want := []string{"image " + repo + ":1", "volume " + orphan}
+	if !slices.Equal(names, want) {
+		t.Fatalf("candidates %v, want %v", names, want)
+	}
+	if list[0].ID != older || list[0].Size != 0 {
+		t.Errorf("older build: ID %s size %d, want %s and 0 (another tag keeps it)", list[0].ID, list[0].Size, older)
+	}
+	for _, o := range list {
+		if _, err := rt.PruneRemove(ctx, o); err != nil {
+			t.Error(err)
+		}
+	}
+	if in, err := cli.ImageInspect(ctx, older); err != nil || !slices.Equal(in.RepoTags, []string{extra}) {
+		t.Errorf("the older build after prune: tags %v, %v; want only %s", in.RepoTags, err, extra)
+	}
+	if _, err := cli.ImageInspect(ctx, newer); err != nil {
+		t.Errorf("the newest build is gone: %v", err)
+	}
+	if _, err := cli.VolumeInspect(ctx, orphan); !cerrdefs.IsNotFound(err) {
+		t.Errorf("the orphan %s is still there: %v", orphan, err)
+	}
+	if _, err := cli.VolumeInspect(ctx, "airlock-supervisor-"+current); err != nil {
+		t.Errorf("the running build's volume is gone: %v", err)
+	}
+
+	if list, err := rt.PruneCandidates(ctx, PruneOptions{All: true, Busy: map[string]bool{project: true}}, nil); err != nil || len(list) != 0 {
+		t.Errorf("a project with a sandbox being created: candidates %+v, %v; want none", list, err)
+	}
+	if list, err := rt.PruneCandidates(ctx, PruneOptions{All: true}, nil); err != nil || len(list) != 1 || list[0].ID != newer {
+		t.Errorf("--all: candidates %+v, %v; want the newest build", list, err)
+	}
+	anon := &Runtime{Engine: cli, Binary: bin, BuildID: "prune-test"}
+	if list, err := anon.PruneCandidates(ctx, PruneOptions{All: true}, nil); err != nil || len(list) != 0 {
+		t.Errorf("without an owner key: candidates %+v, %v; want none", list, err)
+	}
+}

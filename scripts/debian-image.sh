@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# Usage: scripts/debian-image.sh TAG [PACKAGE...]
+#
+# Makes a local Debian bookworm image TAG (minbase plus PACKAGE...) for tests and benches, once:
+# when an image TAG exists nothing is done, so a tag names one recipe (bump its suffix, e.g.
+# airlock-test/debian-postgres:bookworm-1 -> -2, when the packages change). The image is
+# built without a registry: debootstrap --variant=minbase into a temporary dir, then
+# `docker import`. debootstrap is installed with apt when missing (which needs root, as
+# debootstrap itself does). Concurrent calls for one tag build it once (flock).
+#
+# Environment: DEBIAN_MIRROR (default: the Debian URI in /etc/apt/sources*, else
+# deb.debian.org), DEBIAN_SUITE (default bookworm).
+set -euo pipefail
+
+if [ $# -lt 1 ] || [ -z "$1" ]; then
+  echo "usage: $0 TAG [PACKAGE...]" >&2
+  exit 2
+fi
+image=$1
+shift
+suite=${DEBIAN_SUITE:-bookworm}
+include=$(IFS=,; echo "$*")
+
+exists() { docker image inspect "$image" >/dev/null 2>&1; }
+exists && exit 0
+
+if [ "$(id -u)" != 0 ]; then
+  echo "debian-image.sh: building $image needs root (debootstrap); run as root or build it once with sudo $0 $image $*" >&2
+  exit 1
+fi
+
+apt_install() {
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get install -y -qq "$@" >/dev/null 2>&1 ||
+    { apt-get update -qq >/dev/null && apt-get install -y -qq "$@" >/dev/null; }
+}
+
+debian_mirror() {
+  if [ -n "${DEBIAN_MIRROR:-}" ]; then echo "$DEBIAN_MIRROR"; return; fi
+  local m
+  m=$(cat /etc/apt/sources.list.d/*.sources 2>/dev/null |
+    awk '$1 == "URIs:" && $2 ~ /\/debian\/?$/ { print $2; exit }')
+  [ -n "$m" ] || m=$(cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null |
+    awk '$1 == "deb" && $2 ~ /\/debian\/?$/ { print $2; exit }')
+  echo "${m:-http://deb.debian.org/debian}"
+}
+
+# One build per tag at a time; whoever waited finds the image made.
+lock="${TMPDIR:-/tmp}/airlock-debian-image.$(printf '%s' "$image" | tr -c 'A-Za-z0-9._-' '_').lock"
+exec 9>"$lock"
+flock 9
+exists && exit 0
+
+rootfs=
+log=$(mktemp)
+trap 'rm -rf "$log" ${rootfs:+"$rootfs"}' EXIT
+
+command -v debootstrap >/dev/null 2>&1 || { echo "debian-image.sh: installing debootstrap" >&2; apt_install debootstrap; }
+mirror=$(debian_mirror)
+rootfs=$(mktemp -d /var/tmp/airlock-debian-rootfs.XXXXXX)
+echo "debian-image.sh: building $image (debootstrap $suite from $mirror${include:+, with $include})" >&2
+start=$(date +%s)
+if ! debootstrap --variant=minbase ${include:+--include="$include"} "$suite" "$rootfs" "$mirror" >"$log" 2>&1; then
+  tail -n 30 "$log" >&2
+  exit 1
+fi
+# Nothing from the build's apt caches is needed in the image.
+rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/lib/apt/lists/*
+tar -C "$rootfs" -c . |
+  docker import -c 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
+    -m "airlock: Debian $suite minbase${include:+ + $include}" - "$image" >/dev/null
+echo "debian-image.sh: built $image in $(($(date +%s) - start)) s" >&2

@@ -1,0 +1,20 @@
+//go:build !linux
+
+package supervisor
+
+import (
+	"errors"
+	"runtime"
+
+	"golang.org/x/term"
+)
+
+// errLinuxOnly: the supervisor runs only on Linux, as PID 1 of a sandbox; on
+// another system (the CLI and daemon on macOS) its package builds for its types.
+var errLinuxOnly = errors.New("the airlock supervisor runs only on Linux, not on " + runtime.GOOS)
+
+func setNoNewPrivs() error { return errLinuxOnly }
+
+func setChildSubreaper() error { return errLinuxOnly }
+
+func isTermios(fd int) bool { return term.IsTerminal(fd) }
