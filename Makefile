@@ -5,19 +5,53 @@ PKG := github.com/airlock-dev/airlock
 VERSION ?= 0.1.0-dev
 # Build ID: the git short hash (plus -dirty.<time> for uncommitted changes, so a rebuilt
 # binary replaces a running daemon), else version+timestamp outside a git checkout.
-BUILD_ID ?= $(shell h=$$(git rev-parse --short HEAD 2>/dev/null) && { git diff --quiet HEAD -- 2>/dev/null && echo $$h || echo $$h-dirty.$$(date -u +%H%M%S); } || echo "$(VERSION)+$$(date -u +%Y%m%d%H%M%S)")
+# Evaluated once, so the CLI and the supervisors it embeds share it. (A plain go build
+# takes its build ID from the VCS stamp instead: see cli/version.go.)
+ifeq ($(origin BUILD_ID),undefined)
+BUILD_ID := $(shell h=$$(git rev-parse --short HEAD 2>/dev/null) && { git diff --quiet HEAD -- 2>/dev/null && echo $$h || echo $$h-dirty.$$(date -u +%H%M%S); } || echo "$(VERSION)+$$(date -u +%Y%m%d%H%M%S)")
+endif
 LDFLAGS := -s -w -X $(PKG)/cli.Version=$(VERSION) -X $(PKG)/cli.BuildID=$(BUILD_ID)
 
-.PHONY: all build test lint bench demo engine faults clean
+# The supervisor injected into a sandbox is a static Linux binary for the Engine's
+# architecture: make build embeds linux/amd64 and linux/arm64 ones (airlock itself, built
+# under $(SUPERVISOR_DIR), not committed) into the CLI with the build tag $(EMBED_TAG).
+SUPERVISOR_DIR := internal/supervisorbin/gen
+SUPERVISOR_ARCHES := amd64 arm64
+EMBED_TAG := embedsupervisors
+# What make cross builds (bin/airlock-<os>-<arch>).
+CROSS_TARGETS := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
+# make test embeds the supervisors when they were built (make build or make cross ran).
+TEST_TAGS := $(if $(wildcard $(SUPERVISOR_DIR)/linux-arm64/airlock.gz $(SUPERVISOR_DIR)/linux-amd64/airlock.gz),-tags $(EMBED_TAG))
+
+.PHONY: all build supervisors cross test lint bench demo engine faults clean
 
 all: build
 
-build:
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/airlock ./cmd/airlock
+build: supervisors
+	CGO_ENABLED=0 $(GO) build -trimpath -tags $(EMBED_TAG) -ldflags '$(LDFLAGS)' -o bin/airlock ./cmd/airlock
+
+# The Linux supervisors the CLI embeds: static (CGO_ENABLED=0), gzip-compressed.
+supervisors:
+	@set -e; for arch in $(SUPERVISOR_ARCHES); do \
+	  dir=$(SUPERVISOR_DIR)/linux-$$arch; mkdir -p $$dir; \
+	  echo "supervisor linux/$$arch"; \
+	  CGO_ENABLED=0 GOOS=linux GOARCH=$$arch $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $$dir/airlock.tmp ./cmd/airlock; \
+	  gzip -9 -n -c $$dir/airlock.tmp > $$dir/airlock.gz.tmp; \
+	  rm -f $$dir/airlock.tmp; mv -f $$dir/airlock.gz.tmp $$dir/airlock.gz; \
+	done
+
+# Every target the CLI and daemon run on, each with the supervisors embedded, into bin/;
+# and every package (tests aside) must build for macOS.
+cross: supervisors
+	@set -e; for t in $(CROSS_TARGETS); do \
+	  os=$${t%/*}; arch=$${t#*/}; echo "cross $$t -> bin/airlock-$$os-$$arch"; \
+	  CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -tags $(EMBED_TAG) -ldflags '$(LDFLAGS)' -o bin/airlock-$$os-$$arch ./cmd/airlock; \
+	done
+	CGO_ENABLED=0 GOOS=darwin GOARCH=arm64 $(GO) build ./...
 
 # Everything, race detector on, integration tests against the real Docker Engine included.
 test: lint
-	$(GO) test -race -count=1 ./...
+	$(GO) test -race -count=1 $(TEST_TAGS) ./...
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -42,4 +76,4 @@ demo: build engine
 	./scripts/demo.sh
 
 clean:
-	rm -rf bin
+	rm -rf bin $(SUPERVISOR_DIR)
