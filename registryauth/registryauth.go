@@ -183,3 +183,36 @@ func configDir(getenv func(string) (string, bool)) (string, error) {
 	}
 	return filepath.Join(home, ".docker"), nil
 }
+
+// All returns every credential the docker CLI's config holds, keyed by registry, as
+// `docker build` sends them with a build (the Engine picks the ones the Dockerfile's
+// FROM lines need). Helpers that fail are skipped, as they are there.
+func All(getenv func(string) (string, bool)) (map[string]registry.AuthConfig, error) {
+	dir, err := configDir(getenv)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := config.Load(dir)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read the docker CLI's credentials: %w", err)
+	}
+	if !cfg.ContainsAuth() {
+		cfg.CredentialsStore = credentials.DetectDefaultStore(cfg.CredentialsStore)
+	}
+	creds, err := cfg.GetAllCredentials()
+	if err != nil {
+		return nil, fmt.Errorf("cannot read the docker CLI's credentials: %s", scrub(err.Error()))
+	}
+	out := make(map[string]registry.AuthConfig, len(creds))
+	for k, a := range creds {
+		out[k] = registry.AuthConfig{
+			Username:      a.Username,
+			Password:      a.Password,
+			ServerAddress: a.ServerAddress,
+			Auth:          a.Auth,
+			IdentityToken: a.IdentityToken,
+			RegistryToken: a.RegistryToken,
+		}
+	}
+	return out, nil
+}

@@ -21,6 +21,7 @@ import (
 	"github.com/docker/docker/api/types/build"
 
 	"github.com/airlock-dev/airlock/manifest"
+	"github.com/airlock-dev/airlock/registryauth"
 )
 
 // [sandbox.build] (DESIGN §7) builds the sandbox image through the Engine API with
@@ -70,6 +71,11 @@ func (rt *Runtime) build(ctx context.Context, r *manifest.Resolved) (string, err
 		return "", failed("cannot inspect image %s: %v", tag, err)
 	}
 
+	// As docker build: every stored credential goes with the build, for private FROM images.
+	auths, err := registryauth.All(rt.Getenv)
+	if err != nil {
+		return "", failed("cannot build the sandbox image: %v", err)
+	}
 	rt.notice("building image %s from %s", tag, bc.dir)
 	pr, pw := io.Pipe()
 	defer pr.Close() // unblocks the writer when the Engine stops reading early
@@ -83,6 +89,7 @@ func (rt *Runtime) build(ctx context.Context, r *manifest.Resolved) (string, err
 		Dockerfile:  bc.dockerfile,
 		BuildArgs:   args,
 		Labels:      rt.buildLabels(r.ProjectDir),
+		AuthConfigs: auths,
 		Remove:      true,
 		ForceRemove: true,
 		Version:     build.BuilderV1,
