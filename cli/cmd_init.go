@@ -29,6 +29,8 @@ image = "IMAGE"
 # user = ""               # default: the image's USER
 # shell = ["/bin/bash"]   # for airlock up; default: $SHELL of the image, else /bin/sh
 # network = "bridge"      # bridge | none | host
+# ports = ["8080"]        # published on 127.0.0.1 (a random host port); "127.0.0.1:18080:8080" to choose it
+# cap_add = ["NET_ADMIN"] # single capabilities rather than privileged; cap_drop likewise
 # ready_timeout = "60s"
 
 [env]
@@ -43,6 +45,7 @@ image = "IMAGE"
 # [daemons.web]             # a sidecar started before the main command
 # command = ["httpd", "-f", "-p", "8080"]
 # ready = { tcp = "127.0.0.1:8080", timeout = "30s" }
+# user = "www-data"         # default: the sandbox user
 
 # [services.db]             # a sibling container, reachable as "db"
 # image = "postgres:16"
