@@ -1,9 +1,12 @@
 package sandbox
 
 import (
+	"archive/tar"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/client"
 
 	"github.com/airlock-dev/airlock/internal/testenv"
@@ -364,8 +368,9 @@ image = "{{busybox}}"
 command = `+webCommand+`
 `)
 	// The main command outlives the reports: an optional service's failure seen
-	// after the primary ended is not reported (it is the sandbox's teardown).
-	sb := g.create(ctx, r, "sh", "-c", "wget -qO- http://web/; sleep 8")
+	// after the primary ended is not reported (it is the sandbox's teardown). It
+	// ends when the test has seen them and drops /tmp/reports-seen into it.
+	sb := g.create(ctx, r, "sh", "-c", "wget -qO- http://web/; until [ -e /tmp/reports-seen ]; do sleep 0.1; done")
 	// Cancelling the Start context ends the background reports.
 	startCtx, cancelStart := context.WithCancel(ctx)
 	defer cancelStart()
@@ -388,6 +393,9 @@ command = `+webCommand+`
 		return strings.Contains(p, "optional service flaky failed") && strings.Contains(p, "optional service side is ready") &&
 			strings.Contains(p, "optional service missing failed: cannot start service missing")
 	})
+	if err := g.cli.CopyToContainer(ctx, sb.PrimaryID, "/tmp", markerTar(t, "reports-seen"), container.CopyToContainerOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	select {
 	case code := <-codes:
 		<-output
@@ -429,4 +437,18 @@ image = "{{busybox}}"
 	if !errors.As(err, &e) || e.Code != 2 || !strings.Contains(err.Error(), "bridge") {
 		t.Fatalf("Create = %v, want a config error about the bridge network", err)
 	}
+}
+
+// markerTar is a tar stream holding one empty file, name.
+func markerTar(t *testing.T, name string) io.Reader {
+	t.Helper()
+	var b bytes.Buffer
+	tw := tar.NewWriter(&b)
+	if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Typeflag: tar.TypeReg}); err != nil {
+		t.Fatal(err)
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return &b
 }
