@@ -188,10 +188,7 @@ func (a *app) runDaemon(d daemonArgs) error {
 	if err != nil {
 		return configError(err)
 	}
-	level := cfg.Runtime.LogLevel
-	if a.opts.logLevel != "" && a.opts.logLevel != "info" {
-		level = a.opts.logLevel
-	}
+	level := daemonLogLevel(cfg.Runtime.LogLevel, a.opts.logLevelSet, a.opts.logLevel)
 	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer cancel()
 	rt, closeRT, err := a.runtime(ctx)
@@ -285,4 +282,13 @@ func (a *app) resolveToken(d *daemonArgs, read bool) error {
 		return withCode(ExitUsage, errors.New("cannot listen on TCP without a token: give --token-file PATH (mode 0600), AIRLOCK_TOKEN, or --no-token"))
 	}
 	return nil
+}
+
+// daemonLogLevel is the daemon's log level: --log-level when given on its command
+// line, else config.toml's runtime.log_level.
+func daemonLogLevel(config string, flagSet bool, flag string) string {
+	if flagSet {
+		return flag
+	}
+	return config
 }

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/spf13/cobra"
 
@@ -90,7 +91,7 @@ func execArgs(args []string, dash int) (id string, cmd []string, err error) {
 	switch {
 	case dash == 1:
 		id, cmd = args[0], args[1:]
-	case dash > 1:
+	case dash > 1, dash < 0 && slices.Index(args, "--") > 1:
 		return "", nil, withCode(ExitUsage, fmt.Errorf("give at most one SANDBOX before --"))
 	case dash < 0 && len(args) >= 2 && args[1] == "--":
 		id, cmd = args[0], args[2:]

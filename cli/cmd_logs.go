@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/airlock-dev/airlock/sandbox"
+	"github.com/airlock-dev/airlock/supervisor"
 )
 
 func init() { addCommand(newLogsCommand) }
@@ -100,7 +101,7 @@ func (a *app) logs(args []string, o logsOptions) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			tailLog(ctx, rt, sb.Container, sandbox.DaemonLog(n, o.stderr), prefix, o, out)
+			tailLog(ctx, rt, sb.Container, supervisor.DaemonLogFile(n, o.stderr), prefix, o, out)
 		}()
 	}
 	wg.Wait()
@@ -198,11 +199,17 @@ func (l *lastLines) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// flush writes the kept lines. A last line without a newline counts as one of
+// the n, as it does for tail -n.
 func (l *lastLines) flush(w io.Writer) {
-	for _, line := range l.lines {
-		_, _ = w.Write(line)
-	}
+	lines := l.lines
 	if len(l.partial) > 0 {
-		_, _ = w.Write(l.partial)
+		lines = append(lines, l.partial)
+	}
+	if len(lines) > l.n {
+		lines = lines[len(lines)-l.n:]
+	}
+	for _, line := range lines {
+		_, _ = w.Write(line)
 	}
 }

@@ -17,7 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/airlock-dev/airlock/client"
-	"github.com/airlock-dev/airlock/control"
+	"github.com/airlock-dev/airlock/internal/proc"
 	"github.com/airlock-dev/airlock/manifest"
 	"github.com/airlock-dev/airlock/sandbox"
 )
@@ -273,6 +273,20 @@ func (a *app) run(parent context.Context, o runOptions, args []string) error {
 		followResize(waitCtx, a.stdout, func(h, w uint) { _ = rt.Resize(waitCtx, sb, h, w) })
 	}
 
+	// mainDone ends the run with the main command's exit code, once its output
+	// is drained and --output copied back.
+	mainDone := func(code int) error {
+		mainExited = true
+		waitOutput(output)
+		restore()
+		if err := a.copyOutputs(rt, sb, r, o.outputs); err != nil {
+			return err
+		}
+		if code != 0 {
+			return exitCode(code)
+		}
+		return nil
+	}
 	// Running: signals go to the supervisor, which forwards them to CMD.
 	for {
 		select {
@@ -286,28 +300,13 @@ func (a *app) run(parent context.Context, o runOptions, args []string) error {
 			// the supervisor already said why on stderr.
 			select {
 			case code := <-codes:
-				mainExited = true
-				waitOutput(output)
-				restore()
-				if err := a.copyOutputs(rt, sb, r, o.outputs); err != nil {
-					return err
-				}
-				return exitCode(code)
+				return mainDone(code)
 			case <-time.After(3 * time.Second):
 			}
 			restore()
 			return failure(ev)
 		case code := <-codes:
-			mainExited = true
-			waitOutput(output)
-			restore()
-			if err := a.copyOutputs(rt, sb, r, o.outputs); err != nil {
-				return err
-			}
-			if code != 0 {
-				return exitCode(code)
-			}
-			return nil
+			return mainDone(code)
 		case err := <-waitErrs:
 			restore()
 			return sandboxError(err)
@@ -334,7 +333,7 @@ func interruptedDuringSetup(s os.Signal) error {
 // processStart returns a process's start time, which tells the reaper a reused pid
 // from this CLI.
 func processStart(pid int) string {
-	_, start, _ := control.ProcessState(pid)
+	_, start, _ := proc.State(pid)
 	return start
 }
 
@@ -361,19 +360,7 @@ func (a *app) copyOutputs(rt *sandbox.Runtime, sb *sandbox.Sandbox, r *manifest.
 // printBreakdown prints where a sandbox's time went, from its events on the
 // daemon's clock (--log-level debug).
 func (a *app) printBreakdown(ctx context.Context, c *client.Client, id string) {
-	st, err := c.Events(ctx, id, 0, false)
-	if err != nil {
-		return
-	}
-	defer st.Close()
-	var evs []client.Event
-	for {
-		ev, err := st.Next()
-		if err != nil {
-			break
-		}
-		evs = append(evs, ev)
-	}
+	evs, _ := c.History(ctx, id, 0)
 	for _, p := range client.Breakdown(evs) {
 		fmt.Fprintf(a.stderr, "airlock: debug: %s: %s\n", p.Name, p.Duration.Round(time.Millisecond))
 	}

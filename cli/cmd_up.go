@@ -95,9 +95,10 @@ func (a *app) up(detach bool, id string) error {
 			if cur, gerr := c.Get(bg, sbID); gerr == nil && (cur.State == client.StateReady || cur.State == client.StatePending) {
 				_ = stopSandbox(bg, c, *cur)
 			}
-			if created && ev.Extra["port_in_use"] != "" {
-				// A host port of sandbox.ports is taken: nothing of the new
-				// sandbox ran, so nothing of it is left.
+			if created && (ev.Extra["port_in_use"] != "" || ev.Extra["exited_early"] != "") {
+				// A host port of sandbox.ports is taken, or the container died
+				// before its supervisor reported anything (it could not run):
+				// nothing of the new sandbox ran, so nothing of it is left.
 				if _, derr := c.Delete(bg, sbID); derr == nil {
 					_, _, _ = c.WaitState(bg, sbID, client.StateDeleted)
 				}

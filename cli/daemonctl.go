@@ -10,8 +10,11 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/cenkalti/backoff/v4"
+
 	"github.com/airlock-dev/airlock/client"
 	"github.com/airlock-dev/airlock/control"
+	"github.com/airlock-dev/airlock/internal/proc"
 	"github.com/airlock-dev/airlock/paths"
 )
 
@@ -145,34 +148,71 @@ func (a *app) startDaemon(ctx context.Context, p *paths.Paths, args daemonArgs) 
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 	c := client.New(p.Socket())
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	answers := func(ok func(*client.Health) bool) bool {
 		hctx, cancel := context.WithTimeout(ctx, time.Second)
+		defer cancel()
 		h, err := c.Health(hctx)
-		cancel()
-		if err == nil && h.PID == cmd.Process.Pid {
-			return nil
-		}
-		select {
-		case werr := <-exited:
-			// A second daemon that lost the race for the lock exits non-zero;
-			// if the winner answers (it may still be starting), use it.
-			for wait := 10 * time.Millisecond; time.Now().Before(deadline); wait = min(2*wait, 200*time.Millisecond) {
-				hctx, cancel := context.WithTimeout(ctx, time.Second)
-				h, err := c.Health(hctx)
-				cancel()
-				if err == nil && h.BuildID == BuildID {
-					return nil
-				}
-				time.Sleep(wait)
-			}
-			return withCode(ExitAirlock, fmt.Errorf("the airlock daemon exited at start (%v); see %s", werr, logPath))
-		case <-time.After(50 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			return withCode(ExitAirlock, fmt.Errorf("the airlock daemon did not answer within 10 s; see %s", logPath))
-		}
+		return err == nil && ok(h)
 	}
+	deadline := time.Now().Add(10 * time.Second)
+	var werr error
+	childExited := false
+	up := waitUntil(ctx, every(50*time.Millisecond, time.Until(deadline)), func() (bool, error) {
+		select {
+		case werr = <-exited:
+			childExited = true
+			return false, errExited
+		default:
+		}
+		return answers(func(h *client.Health) bool { return h.PID == cmd.Process.Pid }), nil
+	})
+	switch {
+	case up:
+		return nil
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case !childExited:
+		return withCode(ExitAirlock, fmt.Errorf("the airlock daemon did not answer within 10 s; see %s", logPath))
+	}
+	// A second daemon that lost the race for the lock exits non-zero; if the
+	// winner answers (it may still be starting), use it.
+	b := backoff.NewExponentialBackOff(backoff.WithInitialInterval(10*time.Millisecond), backoff.WithMultiplier(2),
+		backoff.WithMaxInterval(200*time.Millisecond), backoff.WithRandomizationFactor(0),
+		backoff.WithMaxElapsedTime(max(time.Until(deadline), time.Millisecond)))
+	if waitUntil(ctx, b, func() (bool, error) { return answers(func(h *client.Health) bool { return h.BuildID == BuildID }), nil }) {
+		return nil
+	}
+	return withCode(ExitAirlock, fmt.Errorf("the airlock daemon exited at start (%v); see %s", werr, logPath))
+}
+
+// errExited: the daemon child exited while the CLI waited for it.
+var errExited = errors.New("the daemon exited")
+
+// every is a backoff.BackOff that waits interval between tries and gives up
+// once limit has passed.
+func every(interval, limit time.Duration) backoff.BackOff {
+	return backoff.NewExponentialBackOff(backoff.WithInitialInterval(interval), backoff.WithMultiplier(1),
+		backoff.WithRandomizationFactor(0), backoff.WithMaxElapsedTime(limit))
+}
+
+// errNotYet is what waitUntil's operation gives backoff.Retry while its
+// condition does not hold.
+var errNotYet = errors.New("not yet")
+
+// waitUntil tries cond at once and then as b says until it holds (true), b
+// gives up, ctx ends or cond fails for good with an error (false).
+func waitUntil(ctx context.Context, b backoff.BackOff, cond func() (bool, error)) bool {
+	err := backoff.Retry(func() error {
+		ok, err := cond()
+		switch {
+		case err != nil:
+			return backoff.Permanent(err)
+		case !ok:
+			return errNotYet
+		}
+		return nil
+	}, backoff.WithContext(b, ctx))
+	return err == nil
 }
 
 // errNotDaemon: the pid is not provably the daemon, so it is not signalled.
@@ -212,23 +252,17 @@ func stopDaemon(p *paths.Paths, pid int) error {
 		}
 		return fmt.Errorf("cannot stop the daemon (pid %d): %w", pid, err)
 	}
-	gone := func() bool { return syscall.Kill(pid, 0) != nil || isZombie(pid) }
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
-		if gone() {
-			return nil
-		}
-		time.Sleep(20 * time.Millisecond)
+	gone := func() (bool, error) { return syscall.Kill(pid, 0) != nil || isZombie(pid), nil }
+	if waitUntil(context.Background(), every(20*time.Millisecond, 5*time.Second), gone) {
+		return nil
 	}
 	_ = proc.Signal(syscall.SIGKILL)
-	for i := 0; i < 100 && !gone(); i++ {
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitUntil(context.Background(), every(20*time.Millisecond, 2*time.Second), gone)
 	return nil
 }
 
 func isZombie(pid int) bool {
-	state, _, ok := control.ProcessState(pid)
+	state, _, ok := proc.State(pid)
 	return !ok || state == "Z"
 }
 

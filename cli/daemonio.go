@@ -2,9 +2,7 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"strconv"
 
 	"github.com/airlock-dev/airlock/client"
@@ -13,20 +11,15 @@ import (
 
 // wireManifest splits a resolved manifest into what the daemon may keep (every
 // substituted value masked) and the substituted values, which travel beside it
-// and stay in the daemon's memory.
+// and stay in the daemon's memory (manifest.Wire; the daemon reads it back with
+// manifest.FromWire).
 func wireManifest(r *manifest.Resolved) (*client.Manifest, map[string]string, error) {
-	m, values := r.Redacted()
-	b, err := json.Marshal(m)
+	w, values, err := r.ToWire()
 	if err != nil {
-		return nil, nil, fmt.Errorf("cannot encode the manifest: %w", err)
+		return nil, nil, err
 	}
-	sources := map[string]string{}
-	for k, v := range r.Sources {
-		if v != manifest.Literal {
-			sources[k] = v.String()
-		}
-	}
-	return &client.Manifest{File: r.File, ProjectDir: r.ProjectDir, Resolved: b, Sources: sources}, values, nil
+	wm := client.Manifest(w)
+	return &wm, values, nil
 }
 
 // failure turns a sandbox.failed event into the CLI's error and exit code.

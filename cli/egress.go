@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"time"
@@ -18,17 +19,9 @@ func (a *app) egressSummary(ctx context.Context, c *client.Client, id string) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	st, err := c.Events(ctx, id, 0, false)
-	if err != nil {
-		return
-	}
-	defer st.Close()
+	evs, _ := c.History(ctx, id, 0)
 	counts := map[string]int{}
-	for {
-		ev, err := st.Next()
-		if err != nil {
-			break
-		}
+	for _, ev := range evs {
 		if ev.Kind != "egress.denied" {
 			continue
 		}
@@ -36,12 +29,7 @@ func (a *app) egressSummary(ctx context.Context, c *client.Client, id string) {
 		dest := ev.Extra["host"] + ":" + ev.Extra["port"]
 		counts[dest] = max(counts[dest], n)
 	}
-	dests := make([]string, 0, len(counts))
-	for d := range counts {
-		dests = append(dests, d)
-	}
-	slices.Sort(dests)
-	for _, d := range dests {
+	for _, d := range slices.Sorted(maps.Keys(counts)) {
 		fmt.Fprintf(a.stderr, "airlock: egress denied %d× to %s\n", counts[d], d)
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"os/signal"
 	"time"
 
+	"github.com/cenkalti/backoff/v4"
+
 	"github.com/airlock-dev/airlock/client"
 	"github.com/airlock-dev/airlock/sandbox"
 )
@@ -65,12 +67,6 @@ func (a *app) execInteractive(ctx context.Context, rt *sandbox.Runtime, sb *sand
 	}
 	restore()
 	// The exec's exit code is set a moment after its output ends.
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		code, err := ex.ExitCode(ctx)
-		if err == nil || time.Now().After(deadline) {
-			return code, err
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	return backoff.RetryWithData(func() (int, error) { return ex.ExitCode(ctx) },
+		backoff.WithContext(every(10*time.Millisecond, 5*time.Second), ctx))
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/airlock-dev/airlock/secrets"
+	"github.com/airlock-dev/airlock/userconfig"
 )
 
 // Exit codes of DESIGN §9.
@@ -29,6 +30,8 @@ type globalOptions struct {
 	quiet    bool
 	file     string
 	logLevel string
+	// logLevelSet tells whether --log-level was given (its default is "info").
+	logLevelSet bool
 }
 
 // app carries the global options and the streams of one invocation, so tests
@@ -84,11 +87,11 @@ func newRootCommand(a *app) *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
-			switch a.opts.logLevel {
-			case "debug", "info", "warn", "error":
-				return nil
+			if _, err := userconfig.ParseLogLevel(a.opts.logLevel); err != nil {
+				return withCode(ExitUsage, fmt.Errorf("invalid --log-level: %w", err))
 			}
-			return withCode(ExitUsage, fmt.Errorf("invalid --log-level %q (use debug, info, warn or error)", a.opts.logLevel))
+			a.opts.logLevelSet = cmd.Flags().Changed("log-level")
+			return nil
 		},
 	}
 	root.SetIn(a.stdin)

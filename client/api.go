@@ -128,7 +128,9 @@ type CreateRequest struct {
 	CLIStart string `json:"cli_start,omitempty"`
 }
 
-// Manifest is a resolved manifest on the wire.
+// Manifest is a resolved manifest on the wire: manifest.Wire's fields and JSON,
+// made by (*manifest.Resolved).ToWire and read back by manifest.FromWire (the
+// two convert to each other).
 type Manifest struct {
 	File       string            `json:"file"`
 	ProjectDir string            `json:"project_dir"`

@@ -209,6 +209,28 @@ func (s *EventStream) Next() (Event, error) {
 // Close ends the stream.
 func (s *EventStream) Close() error { return s.body.Close() }
 
+// History returns the events of a sandbox with sequence > from that there are
+// now (Events without follow, read to its end). On an error it returns the
+// events read before it too.
+func (c *Client) History(ctx context.Context, id string, from uint64) ([]Event, error) {
+	st, err := c.Events(ctx, id, from, false)
+	if err != nil {
+		return nil, err
+	}
+	defer st.Close()
+	var out []Event
+	for {
+		ev, err := st.Next()
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return out, err
+		}
+		out = append(out, ev)
+	}
+}
+
 // WaitState waits until the sandbox is in one of states and returns the event
 // that put it there (or a zero Event when it already was). It reads the record
 // once, then follows the event stream from that record's last sequence: no

@@ -197,3 +197,28 @@ func TestAttachHoldsUntilRelease(t *testing.T) {
 		t.Fatal("release did not end the attachment")
 	}
 }
+
+// TestHistory: the events there are, read to the end of the stream; an error
+// mid-stream returns the events before it.
+func TestHistory(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/sandboxes/{id}/events", func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("from") != "1" || r.URL.Query().Has("follow") {
+			http.Error(w, `{"reason":"bad_cursor","message":"unexpected query"}`, http.StatusBadRequest)
+			return
+		}
+		io.WriteString(w, `{"sequence":2,"kind":"sandbox.created"}`+"\n"+`{"sequence":3,"kind":"sandbox.ready"}`+"\n")
+		if r.PathValue("id") == "broken" {
+			io.WriteString(w, `{"kind":"stream.error","reason":"fell behind"}`+"\n")
+		}
+	})
+	c := client.New(serveUnix(t, mux))
+	evs, err := c.History(context.Background(), "s", 1)
+	if err != nil || len(evs) != 2 || evs[0].Sequence != 2 || evs[1].Kind != "sandbox.ready" {
+		t.Fatalf("History = %+v, %v", evs, err)
+	}
+	evs, err = c.History(context.Background(), "broken", 1)
+	if err == nil || len(evs) != 2 {
+		t.Fatalf("a broken stream: %+v, %v", evs, err)
+	}
+}

@@ -23,6 +23,7 @@ import (
 
 	"github.com/airlock-dev/airlock/paths"
 	"github.com/airlock-dev/airlock/secrets"
+	"github.com/airlock-dev/airlock/userconfig"
 )
 
 // Options configure a daemon.
@@ -177,18 +178,6 @@ func Run(ctx context.Context, o Options) error {
 	return nil
 }
 
-func parseLevel(s string) slog.Level {
-	switch strings.ToLower(s) {
-	case "debug":
-		return slog.LevelDebug
-	case "warn":
-		return slog.LevelWarn
-	case "error":
-		return slog.LevelError
-	}
-	return slog.LevelInfo
-}
-
 // newLogger is the daemon's structured JSON log. Known secret values are
 // masked twice: in the message and every string attribute before the JSON
 // handler encodes them (so a value with quotes, backslashes or newlines, which
@@ -198,7 +187,8 @@ func newLogger(w io.Writer, level string, r *secrets.Redactor) *slog.Logger {
 	if r != nil {
 		w = r.Writer(w)
 	}
-	var h slog.Handler = slog.NewJSONHandler(w, &slog.HandlerOptions{Level: parseLevel(level)})
+	lvl, _ := userconfig.ParseLogLevel(level) // the CLI checked it; info otherwise
+	var h slog.Handler = slog.NewJSONHandler(w, &slog.HandlerOptions{Level: lvl})
 	if r != nil {
 		h = r.Handler(h)
 	}
@@ -318,25 +308,9 @@ func ReadTokenFile(path string) (string, error) {
 	return tok, nil
 }
 
-// writeFileAtomic writes content (mode 0600) through a temporary file that no
-// one else can have made: O_EXCL, never following a link.
+// writeFileAtomic writes content (mode 0600) with paths.WriteFileAtomic.
 func writeFileAtomic(path, content string) error {
-	tmp := path + ".tmp"
-	_ = os.Remove(tmp)
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
-	if err != nil {
-		return fmt.Errorf("cannot write %s: %w", path, err)
-	}
-	_, err = f.WriteString(content)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("cannot write %s: %w", path, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
+	if err := paths.WriteFileAtomic(path, []byte(content), 0o600); err != nil {
 		return fmt.Errorf("cannot write %s: %w", path, err)
 	}
 	return nil

@@ -155,16 +155,6 @@ func TestStopKillsStubbornDaemon(t *testing.T) {
 	}
 }
 
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 // get does GET url with an Authorization header (none when auth is "").
 func get(t *testing.T, url, auth string) (int, string) {
 	t.Helper()

@@ -22,12 +22,10 @@ func (s *Service) followEgress(id string, l *live) {
 	}
 	l.egressFollowing = true
 	s.mu.Unlock()
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
+	s.goAsync(func() {
 		defer s.setFlags(l, func() { l.egressFollowing = false })
 		_ = s.rtOf(id).FollowEgress(s.ctx, id, func(d sandbox.EgressDenial) { s.egressDenied(id, l, d) })
-	}()
+	})
 }
 
 func (s *Service) egressDenied(id string, l *live, d sandbox.EgressDenial) {

@@ -52,8 +52,7 @@ func (s *Service) runtimeFor(ep engine.Endpoint) *sandbox.Runtime {
 	rt.OnService, rt.OnStep = s.rt.OnService, s.rt.OnStep
 	s.engines[key] = rt
 	if s.ctx != nil && s.ctx.Err() == nil {
-		s.wg.Add(1)
-		go func() { defer s.wg.Done(); s.watchEngine(rt) }()
+		s.goAsync(func() { s.watchEngine(rt) })
 	}
 	return rt
 }

@@ -2,7 +2,6 @@ package control
 
 import (
 	"bytes"
-	"errors"
 	"net/http/httptest"
 	"testing"
 
@@ -29,15 +28,17 @@ func FuzzCreateRequest(f *testing.F) {
 			checkAPIError(t, err)
 			return
 		}
-		if _, err := checkCreate(&req); err != nil {
+		if _, err := checkCreate(fromCreateRequest(&req)); err != nil {
 			checkAPIError(t, err)
 		}
 	})
 }
 
+// checkAPIError fails unless err maps onto an API error with a reason of a
+// bad request (a 4xx status), never an internal error.
 func checkAPIError(t *testing.T, err error) {
-	var ce *client.Error
-	if !errors.As(err, &ce) || ce.Reason == "" || ce.Reason == client.ReasonInternal {
-		t.Fatalf("a bad request gave %v (want an API error with a reason)", err)
+	ce := apiError(err)
+	if ce.Reason == "" || ce.Reason == client.ReasonInternal || ce.Status < 400 || ce.Status >= 500 {
+		t.Fatalf("a bad request gave %v, status %d (want an API error with a reason)", err, ce.Status)
 	}
 }

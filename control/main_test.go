@@ -7,38 +7,30 @@
 package control_test
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/docker/docker/api/types/container"
-	"github.com/docker/docker/api/types/filters"
-	"github.com/docker/docker/api/types/network"
 	dockerclient "github.com/docker/docker/client"
 
 	"github.com/airlock-dev/airlock/client"
-	"github.com/airlock-dev/airlock/control"
+	"github.com/airlock-dev/airlock/internal/clitest"
+	"github.com/airlock-dev/airlock/internal/proc"
 	"github.com/airlock-dev/airlock/internal/testenv"
-	"github.com/airlock-dev/airlock/manifest"
 	"github.com/airlock-dev/airlock/paths"
 	"github.com/airlock-dev/airlock/sandbox"
 )
 
-const labelProject = "dev.airlock.project"
+const labelProject = sandbox.LabelProject
 
 // Two builds of the same source: A is the daemon under test, B plays a newer CLI.
 var (
@@ -57,39 +49,18 @@ func testMain(m *testing.M) int {
 	}
 	defer os.RemoveAll(dir)
 	tmpRoot = dir
-	suffix := strings.ToLower(rand.Text()[:8])
-	buildA, buildB = "ctla-"+suffix, "ctlb-"+suffix
-	binA, binB = filepath.Join(dir, "airlock-a"), filepath.Join(dir, "airlock-b")
-	for _, b := range []struct{ bin, id string }{{binA, buildA}, {binB, buildB}} {
-		if err := testenv.BuildAirlock(b.bin, b.id); err != nil {
+	var bins []clitest.Binary
+	for _, name := range []string{"ctla", "ctlb"} {
+		b, err := clitest.Build(filepath.Join(dir, "airlock-"+name[3:]), name)
+		if err != nil {
 			fmt.Fprintln(os.Stderr, "control tests:", err)
 			return 1
 		}
+		defer b.RemoveSupervisorVolume()
+		bins = append(bins, b)
 	}
-	code := m.Run()
-	removeSupervisorVolumes()
-	return code
-}
-
-// removeSupervisorVolumes removes the supervisor volumes of the test binaries
-// (best effort: one still in use by a leftover stays). The daemons inject
-// their own executable (a build without embedded supervisors, for this host's
-// architecture), so the names derive from the binaries.
-func removeSupervisorVolumes() {
-	cli, err := testenv.NewClient(context.Background())
-	if err != nil {
-		return
-	}
-	defer cli.Close()
-	for _, b := range []struct{ bin, id string }{{binA, buildA}, {binB, buildB}} {
-		sup, err := sandbox.SupervisorFile(b.bin, runtime.GOARCH, b.id, false)
-		if err != nil {
-			continue
-		}
-		name := sandbox.SupervisorVolumeName(sup, runtime.GOARCH)
-		_ = cli.VolumeRemove(context.Background(), name, false)
-		_ = cli.VolumeRemove(context.Background(), name+"-ok", false)
-	}
+	binA, buildA, binB, buildB = bins[0].Path, bins[0].BuildID, bins[1].Path, bins[1].BuildID
+	return testenv.RunClean(m)
 }
 
 // env is one test's hermetic environment: HOME, XDG dirs and a project dir.
@@ -131,32 +102,18 @@ func newEnv(t *testing.T) *env {
 	}
 	e.paths = p
 	e.writeManifest(upManifest)
-	t.Cleanup(func() { forceRemove(e.docker, e.project) })
+	t.Cleanup(func() { testenv.ForceRemove(e.docker, labelProject, e.project) })
 	return e
 }
 
-func (e *env) getenv(k string) (string, bool) {
-	switch k {
-	case "HOME":
-		return e.home, true
-	case "XDG_CONFIG_HOME":
-		return e.config, true
-	case "XDG_DATA_HOME":
-		return e.data, true
-	case "XDG_RUNTIME_DIR":
-		return e.runtime, true
-	}
-	return "", false
+// dirs are the test user's directories.
+func (e *env) dirs() clitest.Dirs {
+	return clitest.Dirs{Home: e.home, Config: e.config, Data: e.data, Runtime: e.runtime}
 }
 
-func (e *env) environ() []string {
-	out := []string{"HOME=" + e.home, "XDG_CONFIG_HOME=" + e.config, "XDG_DATA_HOME=" + e.data,
-		"XDG_RUNTIME_DIR=" + e.runtime, "PATH=" + os.Getenv("PATH"), "NO_COLOR=1"}
-	if h, ok := os.LookupEnv("DOCKER_HOST"); ok {
-		out = append(out, "DOCKER_HOST="+h)
-	}
-	return out
-}
+func (e *env) getenv(k string) (string, bool) { return e.dirs().Getenv(k) }
+
+func (e *env) environ() []string { return e.dirs().Environ() }
 
 // upManifest is a sandbox with one daemon that has a readiness check.
 const upManifest = `
@@ -192,23 +149,7 @@ func (e *env) writeUserConfig(s string) {
 // wire loads the project's sandbox.toml and returns it as the CLI sends it.
 func (e *env) wire() (*client.Manifest, map[string]string) {
 	e.t.Helper()
-	l := &manifest.Loader{Getenv: func(string) (string, bool) { return "", false }}
-	r, err := l.Load(filepath.Join(e.project, "sandbox.toml"))
-	if err != nil {
-		e.t.Fatalf("cannot load the manifest: %v", err)
-	}
-	m, values := r.Redacted()
-	b, err := json.Marshal(m)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	sources := map[string]string{}
-	for k, v := range r.Sources {
-		if v != manifest.Literal {
-			sources[k] = v.String()
-		}
-	}
-	return &client.Manifest{File: r.File, ProjectDir: r.ProjectDir, Resolved: b, Sources: sources}, values
+	return clitest.WireManifest(e.t, e.project, func(string) (string, bool) { return "", false })
 }
 
 // upRequest is a create request of an up sandbox, started.
@@ -219,10 +160,10 @@ func (e *env) upRequest(id string) *client.CreateRequest {
 
 // daemon is an `airlock daemon run` subprocess.
 type daemon struct {
+	proc   *clitest.Proc
 	cmd    *exec.Cmd
-	out    *syncBuffer
-	done   chan struct{}
-	err    error
+	out    *syncBuffer   // its stdout and stderr
+	done   chan struct{} // closed when it ended
 	client *client.Client
 	pid    int
 }
@@ -242,7 +183,7 @@ func (e *env) startDaemon(bin string, args ...string) *daemon {
 		}
 		select {
 		case <-d.done:
-			e.t.Fatalf("airlock daemon run exited at start: %v\n%s", d.err, d.out)
+			e.t.Fatalf("airlock daemon run exited at start: %v\n%s", d.proc.Err, d.out)
 		case <-time.After(20 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
@@ -257,16 +198,10 @@ func (e *env) spawnDaemon(bin string, args ...string) *daemon {
 	cmd := exec.Command(bin, append([]string{"daemon", "run"}, args...)...)
 	cmd.Dir = e.project
 	cmd.Env = e.environ()
-	d := &daemon{cmd: cmd, out: &syncBuffer{}, done: make(chan struct{}), client: client.New(e.paths.Socket())}
-	cmd.Stdout, cmd.Stderr = d.out, d.out
-	if err := cmd.Start(); err != nil {
-		e.t.Fatal(err)
-	}
-	d.pid = cmd.Process.Pid
-	go func() {
-		d.err = cmd.Wait()
-		close(d.done)
-	}()
+	out := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	p := clitest.StartCmd(e.t, cmd)
+	d := &daemon{proc: p, cmd: cmd, out: out, done: p.Done, client: client.New(e.paths.Socket()), pid: cmd.Process.Pid}
 	e.t.Cleanup(func() { d.stop(e.t, syscall.SIGTERM) })
 	return d
 }
@@ -297,7 +232,7 @@ func (d *daemon) exited(timeout time.Duration) (int, bool) {
 		return 0, false
 	}
 	var ee *exec.ExitError
-	if errors.As(d.err, &ee) {
+	if errors.As(d.proc.Err, &ee) {
 		return ee.ExitCode(), true
 	}
 	return 0, true
@@ -372,22 +307,7 @@ func allEvents(t *testing.T, c *client.Client, id string) []client.Event {
 }
 
 func readEvents(c *client.Client, id string, from uint64) ([]client.Event, error) {
-	st, err := c.Events(context.Background(), id, from, false)
-	if err != nil {
-		return nil, err
-	}
-	defer st.Close()
-	var out []client.Event
-	for {
-		ev, err := st.Next()
-		if err == io.EOF {
-			return out, nil
-		}
-		if err != nil {
-			return out, err
-		}
-		out = append(out, ev)
-	}
+	return c.History(context.Background(), id, from)
 }
 
 func dumpEvents(c *client.Client, id string) string {
@@ -435,16 +355,7 @@ func indexOf(evs []client.Event, kind string) int {
 }
 
 // eventually polls cond until it holds or the deadline passes.
-func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
+var eventually = testenv.Eventually
 
 // apiReason returns the reason of an API error ("" for another error or nil).
 func apiReason(err error) string {
@@ -465,39 +376,10 @@ func (e *env) containerState(id string) string {
 	return in.State.Status
 }
 
-// forceRemove removes every container and network labelled with the project.
-func forceRemove(cli *dockerclient.Client, project string) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	f := filters.NewArgs(filters.Arg("label", labelProject+"="+project))
-	if list, err := cli.ContainerList(ctx, container.ListOptions{All: true, Filters: f}); err == nil {
-		for _, c := range list {
-			_ = cli.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true, RemoveVolumes: true})
-		}
-	}
-	if nets, err := cli.NetworkList(ctx, network.ListOptions{Filters: f}); err == nil {
-		for _, n := range nets {
-			_ = cli.NetworkRemove(ctx, n.ID)
-		}
-	}
-}
+type syncBuffer = testenv.SyncBuffer
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+// freePort returns a TCP port on 127.0.0.1 that nothing listens on now.
+var freePort = testenv.FreePort
 
 // uniq returns s with a random suffix.
 func uniq(s string) string { return s + "-" + strings.ToLower(rand.Text()[:8]) }
@@ -505,7 +387,7 @@ func uniq(s string) string { return s + "-" + strings.ToLower(rand.Text()[:8]) }
 // procStart returns field 22 of /proc/PID/stat (the start time).
 func procStart(t *testing.T, pid int) string {
 	t.Helper()
-	_, start, ok := control.ProcessState(pid)
+	_, start, ok := proc.State(pid)
 	if !ok {
 		t.Fatalf("no process %d", pid)
 	}

@@ -42,6 +42,8 @@ func OwnerKey(p *paths.Paths) (string, error) {
 		return "", err
 	}
 	key := hex.EncodeToString(b[:])
+	// Not paths.WriteFileAtomic: its rename would replace a key another
+	// process made meanwhile; a link never replaces one (see below).
 	tmp, err := os.CreateTemp(p.DaemonDir(), ".owner-key-*")
 	if err != nil {
 		return "", fmt.Errorf("cannot write the daemon's owner key: %w", err)

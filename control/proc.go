@@ -1,13 +1,7 @@
 package control
 
-// ProcessState returns a process's state letter ("Z" for a zombie) and its start
-// time, which tells a reused pid apart from the process a record names (both
-// read on the same host, so only equality matters). ok is false when there is no
-// such process. On Linux they come from /proc/PID/stat (the start time is field
-// 22, clock ticks since boot); on macOS from sysctl kern.proc.pid.
-func ProcessState(pid int) (state, start string, ok bool) {
-	if pid <= 0 {
-		return "", "", false
-	}
-	return processState(pid)
-}
+import "github.com/airlock-dev/airlock/internal/proc"
+
+// ProcessState is proc.State (the state letter and start time of a process),
+// for the watcher's processAlive.
+func ProcessState(pid int) (state, start string, ok bool) { return proc.State(pid) }

@@ -2,14 +2,16 @@ package control
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"net/http"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/airlock-dev/airlock/client"
+	"github.com/cenkalti/backoff/v4"
+
 	"github.com/airlock-dev/airlock/control/store"
 	"github.com/airlock-dev/airlock/engine"
 	"github.com/airlock-dev/airlock/sandbox"
@@ -40,34 +42,51 @@ func pruneNow() time.Time {
 	return time.Now()
 }
 
-// pruneDeleteTimeout bounds the wait for one kept sandbox's removal.
-const pruneDeleteTimeout = 2 * time.Minute
+// pruneDeleteTimeout bounds the wait for one kept sandbox's removal;
+// pruneRetry is the wait before following it again.
+const (
+	pruneDeleteTimeout = 2 * time.Minute
+	pruneRetry         = 50 * time.Millisecond
+)
 
-func (s *server) prune(w http.ResponseWriter, r *http.Request) {
-	var req client.PruneRequest
-	if r.ContentLength != 0 {
-		if err := decode(r, &req); err != nil {
-			writeError(w, err)
-			return
-		}
-	}
-	res, err := s.svc.Prune(r.Context(), &req)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, res)
+// PruneRequest asks what to prune (the API's prune request).
+type PruneRequest struct {
+	// DryRun lists what would be removed and removes nothing.
+	DryRun bool
+	// All removes the newest built image of each project too.
+	All bool
+	// Engine is one more Engine to prune (the caller's); nil for none.
+	Engine *engine.Endpoint
+}
+
+// PruneResult is what prune removed (or would remove), and the space freed.
+type PruneResult struct {
+	DryRun    bool
+	Removed   []PrunedObject
+	Reclaimed int64
+	// Errors are the objects that could not be removed, and why.
+	Errors []string
+}
+
+// PrunedObject is one object prune removed.
+type PrunedObject struct {
+	Type    string // sandbox.PruneSandbox, PruneImage or PruneVolume
+	Name    string // the sandbox's ID, the image's tag or the volume's name
+	ID      string // the image's ID
+	Project string
+	Engine  string
+	Size    int64 // the space it held alone, in bytes
 }
 
 // Prune removes (or with req.DryRun lists) what no sandbox uses.
-func (s *Service) Prune(ctx context.Context, req *client.PruneRequest) (*client.PruneResult, error) {
+func (s *Service) Prune(ctx context.Context, req *PruneRequest) (*PruneResult, error) {
 	pruneMu.Lock()
 	defer pruneMu.Unlock()
-	res := &client.PruneResult{DryRun: req.DryRun, Removed: []client.PrunedObject{}}
+	res := &PruneResult{DryRun: req.DryRun, Removed: []PrunedObject{}}
 
 	rts := s.runtimes()
 	if req.Engine != nil && req.Engine.Host != "" {
-		if rt := s.runtimeFor(engine.Endpoint(*req.Engine)); !containsRuntime(rts, rt) {
+		if rt := s.runtimeFor(*req.Engine); !slices.Contains(rts, rt) {
 			rts = append(rts, rt)
 		}
 	}
@@ -78,7 +97,7 @@ func (s *Service) Prune(ctx context.Context, req *client.PruneRequest) (*client.
 
 	recs, err := s.store.List(store.Filter{})
 	if err != nil {
-		return nil, apiError(err)
+		return nil, err
 	}
 	now, retention := pruneNow(), s.retention()
 	busy := map[string]bool{}
@@ -97,13 +116,13 @@ func (s *Service) Prune(ctx context.Context, req *client.PruneRequest) (*client.
 	leaving := map[string]bool{}
 	var reclaimed int64
 	type pending struct {
-		obj  client.PrunedObject
+		obj  PrunedObject
 		done chan error
 	}
 	var deleting []pending
 	for _, rec := range kept {
 		rt := s.rtOf(rec.ID)
-		obj := client.PrunedObject{Type: client.PrunedSandbox, Name: rec.ID, Project: rec.Project,
+		obj := PrunedObject{Type: sandbox.PruneSandbox, Name: rec.ID, Project: rec.Project,
 			Engine: rt.Endpoint.String(), Size: usage[rt].SandboxSize(rec.ID)}
 		if req.DryRun {
 			leaving[rec.ID] = true
@@ -138,7 +157,7 @@ func (s *Service) Prune(ctx context.Context, req *client.PruneRequest) (*client.
 		var imagesFreed int64
 		removedImages := false
 		for _, c := range cands {
-			obj := client.PrunedObject{Type: c.Type, Name: c.Name, ID: c.ID, Project: c.Project, Engine: rt.Endpoint.String(), Size: c.Size}
+			obj := PrunedObject{Type: c.Type, Name: c.Name, ID: c.ID, Project: c.Project, Engine: rt.Endpoint.String(), Size: c.Size}
 			if req.DryRun {
 				res.Removed = append(res.Removed, obj)
 				reclaimed += obj.Size
@@ -201,58 +220,43 @@ func (s *Service) keptPast(rec store.Sandbox, now time.Time, retention time.Dura
 func (s *Service) waitDeleted(ctx context.Context, id string) error {
 	ctx, cancel := context.WithTimeout(ctx, pruneDeleteTimeout)
 	defer cancel()
-	for {
+	// Each try follows the sandbox's events from its record; one that cannot
+	// subscribe (a transition between Get and Subscribe) or whose subscription
+	// is dropped looks again.
+	err := backoff.Retry(func() error {
 		rec, err := s.store.Get(id)
-		if err != nil {
-			return nil // purged
-		}
-		if rec.State == store.StateDeleted {
-			return nil
+		if err != nil || rec.State == store.StateDeleted {
+			return nil // deleted, or purged
 		}
 		backlog, live, stop, err := s.store.Subscribe(id, rec.LastSeq)
 		if err != nil {
-			// A transition between Get and Subscribe, or the store closing.
+			return fmt.Errorf("cannot follow its removal: %w", err)
+		}
+		defer stop()
+		for _, ev := range backlog {
+			if ev.State == store.StateDeleted {
+				return nil
+			}
+		}
+		for {
 			select {
-			case <-time.After(50 * time.Millisecond):
-				continue
-			case <-ctx.Done():
-				return fmt.Errorf("cannot follow its removal: %w", err)
-			}
-		}
-		done, err := func() (bool, error) {
-			defer stop()
-			for _, ev := range backlog {
+			case ev, ok := <-live:
+				if !ok {
+					return errors.New("the subscription was dropped")
+				}
 				if ev.State == store.StateDeleted {
-					return true, nil
+					return nil
 				}
+			case <-ctx.Done():
+				return backoff.Permanent(fmt.Errorf("it is still being removed (%w); the daemon goes on", ctx.Err()))
+			case <-s.ctx.Done():
+				return backoff.Permanent(errors.New("the daemon stopped while it was being removed"))
 			}
-			for {
-				select {
-				case ev, ok := <-live:
-					if !ok {
-						return false, nil // dropped: look again
-					}
-					if ev.State == store.StateDeleted {
-						return true, nil
-					}
-				case <-ctx.Done():
-					return false, fmt.Errorf("it is still being removed (%w); the daemon goes on", ctx.Err())
-				case <-s.ctx.Done():
-					return false, fmt.Errorf("the daemon stopped while it was being removed")
-				}
-			}
-		}()
-		if done || err != nil {
-			return err
 		}
+	}, backoff.WithContext(backoff.NewConstantBackOff(pruneRetry), ctx))
+	if err != nil && err == ctx.Err() {
+		// The time was up between two tries.
+		return fmt.Errorf("it is still being removed (%w); the daemon goes on", err)
 	}
-}
-
-func containsRuntime(list []*sandbox.Runtime, rt *sandbox.Runtime) bool {
-	for _, r := range list {
-		if r == rt {
-			return true
-		}
-	}
-	return false
+	return err
 }

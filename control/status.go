@@ -9,14 +9,14 @@ import (
 	"io"
 	"time"
 
-	"golang.org/x/time/rate"
+	"github.com/cenkalti/backoff/v4"
 
 	"github.com/airlock-dev/airlock/control/store"
 	"github.com/airlock-dev/airlock/sandbox"
 	"github.com/airlock-dev/airlock/supervisor"
 )
 
-// The supervisor's status stream lives inside the sandbox (sandbox.StatusIn) and
+// The supervisor's status stream lives inside the sandbox (supervisor.StatusFile) and
 // reaches the daemon through the Engine API: an exec of `supervise tail --follow`
 // while the container runs, an archive download of what is left once it stopped.
 // It is untrusted input, read within bounds: a line longer than maxStatusLine or a
@@ -32,8 +32,14 @@ const (
 	statusBurst = 2000
 )
 
-// runFollowDelay is how long after its start a run sandbox's stream is followed.
-const runFollowDelay = 150 * time.Millisecond
+// runFollowDelay is how long after its start a run sandbox's stream is followed;
+// a follower that ended while the sandbox runs is started again after
+// followRetry, then twice as long each time, up to followRetryMax.
+const (
+	runFollowDelay = 150 * time.Millisecond
+	followRetry    = time.Second
+	followRetryMax = 30 * time.Second
+)
 
 // errStatusAbuse is a status stream beyond its bounds.
 var errStatusAbuse = errors.New("the status stream broke its bounds")
@@ -52,31 +58,21 @@ func (s *Service) startTailAt(id string, l *live, offset int64) {
 
 // spawnFollower follows the stream as generation gen, from l.offset.
 func (s *Service) spawnFollower(id string, l *live, gen int) {
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		s.follow(id, l, gen)
-	}()
-}
-
-// current reports whether gen is still the follower of l's stream.
-func (l *live) current(gen int) bool {
-	l.ingestMu.Lock()
-	defer l.ingestMu.Unlock()
-	return l.tailGen == gen
+	s.goAsync(func() { s.follow(id, l, gen) })
 }
 
 func (s *Service) follow(id string, l *live, gen int) {
-	retry := time.Second
+	// The follower ended while the sandbox runs (a process in it replaced the
+	// stream): it is tried again later, less and less often.
+	retry := backoff.NewExponentialBackOff(backoff.WithInitialInterval(followRetry), backoff.WithMultiplier(2),
+		backoff.WithRandomizationFactor(0), backoff.WithMaxInterval(followRetryMax), backoff.WithMaxElapsedTime(0))
 	if rec, err := s.store.Get(id); err == nil && rec.Kind == sandbox.KindRun {
 		// A run's main command is often short: an exec started at once would
 		// compete with it for the Engine (an exec costs as much as the command),
 		// while what a short run reports is read once it stopped. `up` waits for
 		// readiness, so its stream is followed at once.
-		select {
-		case <-s.ctx.Done():
+		if !sleep(s.ctx, runFollowDelay) {
 			return
-		case <-time.After(runFollowDelay):
 		}
 	}
 	for s.ctx.Err() == nil && l.current(gen) {
@@ -106,14 +102,9 @@ func (s *Service) follow(id string, l *live, gen int) {
 			}
 			return
 		}
-		// The follower ended while the sandbox runs (a process in it replaced the
-		// stream): try again later, less and less often.
-		select {
-		case <-s.ctx.Done():
+		if !sleep(s.ctx, retry.NextBackOff()) {
 			return
-		case <-time.After(retry):
 		}
-		retry = min(2*retry, 30*time.Second)
 	}
 }
 
@@ -175,7 +166,7 @@ func (s *Service) catchUp(id string, l *live) {
 	if !l.offsetOK {
 		l.offset, l.offsetOK = s.recordedOffset(id), true
 	}
-	data, _, err := s.rtOf(id).ReadFile(s.ctx, rec.ContainerID, sandbox.StatusIn, l.offset, maxStatusStream-l.offset+1)
+	data, _, err := s.rtOf(id).ReadFile(s.ctx, rec.ContainerID, supervisor.StatusFile, l.offset, maxStatusStream-l.offset+1)
 	if err != nil {
 		if errors.Is(err, sandbox.ErrNotRegular) {
 			s.log.Warn("the status stream is not a regular file; ignored", "sandbox", id)
@@ -245,9 +236,6 @@ func (s *Service) ingestLine(id string, line []byte, after int64) {
 	}
 }
 
-// catchUpNow ingests the rest of a sandbox's stream (the Engine said it stopped).
-func (s *Service) ingestLive(id string, l *live) { s.catchUp(id, l) }
-
 // recordedOffset is how much of the status stream the sandbox's events already
 // hold: each ingested event carries the offset after its line, written in the
 // same transaction, so a restarted daemon records every line exactly once. A
@@ -296,58 +284,4 @@ func (s *Service) ingestOne(id string, ev supervisor.StatusEvent, after int64) {
 		// to read from the stopped container (callers hold l.ingestMu).
 		s.liveOf(id).complete = true
 	}
-}
-
-// daemonsUp counts the daemons whose last transition since the sandbox last
-// started leaves them up: from memory, kept by ingestOne, or once from the events
-// (a daemon that restarted).
-func (s *Service) daemonsUp(id string, total int) int {
-	l := s.liveOf(id)
-	s.mu.Lock()
-	known := l.up != nil
-	s.mu.Unlock()
-	if !known {
-		evs, err := s.store.Events(id, 0)
-		if err != nil {
-			return 0
-		}
-		up := map[string]bool{}
-		for _, e := range evs {
-			markUp(up, e.Kind, e.Daemon)
-		}
-		s.mu.Lock()
-		if l.up == nil {
-			l.up = up
-		}
-		s.mu.Unlock()
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n := 0
-	for _, u := range l.up {
-		if u {
-			n++
-		}
-	}
-	return min(n, total)
-}
-
-// markUp applies one event to the daemons-up map.
-func markUp(up map[string]bool, kind, daemon string) {
-	switch kind {
-	case "sandbox.started":
-		clear(up)
-	case "daemon.started", "daemon.ready":
-		up[daemon] = true
-	case "daemon.exited", "daemon.gave_up", "daemon.stopped", "daemon.killed":
-		up[daemon] = false
-	}
-}
-
-// allowEvent takes one line from l's rate budget (l.ingestMu held).
-func (l *live) allowEvent() bool {
-	if l.limiter == nil {
-		l.limiter = rate.NewLimiter(statusRate, statusBurst)
-	}
-	return l.limiter.Allow()
 }

@@ -1,11 +1,7 @@
 package e2e
 
 import (
-	"bytes"
-	"context"
-	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -24,35 +20,13 @@ timeout = 1
 ready = { log = "ticker-up", timeout = "10s" }
 `
 
-// runIn runs airlock with args in dir (not the project dir) and returns its result.
-func (e *env) runIn(dir string, args ...string) result {
-	e.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), cmdTimeout)
-	defer cancel()
-	cmd := e.command(ctx, args...)
-	cmd.Dir = dir
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	r := result{stdout: stdout.String(), stderr: stderr.String()}
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-	case errors.As(err, &ee):
-		r.code = ee.ExitCode()
-	default:
-		e.t.Fatalf("airlock %s: %v\n%s", strings.Join(args, " "), err, r)
-	}
-	return r
-}
-
 // TestCommandsBySandboxID: an explicit sandbox ID needs no sandbox.toml: from a
 // directory without one, exec (with -e), logs, events, stop and rm act on the
 // sandbox named; in the project dir, exec ID -- CMD runs CMD, not the ID.
 func TestCommandsBySandboxID(t *testing.T) {
 	limit(t)
 	e := newEnv(t, byIDManifest)
-	id := strings.TrimSpace(e.mustRun("up", "-d").stdout)
+	id := strings.TrimSpace(e.MustRun("up", "-d").Stdout)
 	if id == "" {
 		t.Fatal("up -d printed no ID")
 	}
@@ -62,41 +36,41 @@ func TestCommandsBySandboxID(t *testing.T) {
 	}
 	want := func(what string, r result, code int, stdout string) {
 		t.Helper()
-		if r.code != code || (stdout != "" && !strings.Contains(r.stdout, stdout)) {
+		if r.Code != code || (stdout != "" && !strings.Contains(r.Stdout, stdout)) {
 			t.Errorf("%s: want exit %d and %q on stdout, got %s", what, code, stdout, r)
 		}
 	}
 
-	r := e.run("exec", id, "--", "sh", "-c", "echo hi")
+	r := e.Run("exec", id, "--", "sh", "-c", "echo hi")
 	want("exec ID -- sh -c 'echo hi' in the project dir", r, 0, "hi\n")
 
-	r = e.runIn(outside, "exec", id, "--", "sh", "-c", "echo hi")
+	r = e.RunIn(outside, nil, "exec", id, "--", "sh", "-c", "echo hi")
 	want("exec ID -- sh -c 'echo hi' outside the project", r, 0, "hi\n")
-	if r.stdout != "hi\n" {
-		t.Errorf("exec ID -- sh -c 'echo hi': stdout %q, want %q", r.stdout, "hi\n")
+	if r.Stdout != "hi\n" {
+		t.Errorf("exec ID -- sh -c 'echo hi': stdout %q, want %q", r.Stdout, "hi\n")
 	}
-	r = e.runIn(outside, "exec", "-e", "K=V", id, "--", "sh", "-c", "echo $K $FOO")
+	r = e.RunIn(outside, nil, "exec", "-e", "K=V", id, "--", "sh", "-c", "echo $K $FOO")
 	want("exec -e K=V ID -- sh -c 'echo $K $FOO'", r, 0, "V foo-value\n")
-	r = e.runIn(outside, "exec", id, "--", "sh", "-c", "exit 3")
+	r = e.RunIn(outside, nil, "exec", id, "--", "sh", "-c", "exit 3")
 	want("exec ID -- sh -c 'exit 3'", r, 3, "")
-	r = e.runIn(outside, "exec", id, "--")
+	r = e.RunIn(outside, nil, "exec", id, "--")
 	want("exec ID -- (no command)", r, 2, "")
 
-	r = e.runIn(outside, "logs", id)
+	r = e.RunIn(outside, nil, "logs", id)
 	want("logs ID", r, 0, "ticker-up")
-	r = e.runIn(outside, "logs", id, "ticker")
+	r = e.RunIn(outside, nil, "logs", id, "ticker")
 	want("logs ID ticker", r, 0, "ticker-up")
-	r = e.runIn(outside, "events", id)
+	r = e.RunIn(outside, nil, "events", id)
 	want("events ID", r, 0, "sandbox.ready")
 
-	r = e.runIn(outside, "stop", id)
+	r = e.RunIn(outside, nil, "stop", id)
 	want("stop ID", r, 0, id)
-	if ps := e.ps(); len(ps) != 1 || ps[0].ID != id || ps[0].State != "stopped" {
+	if ps := e.PS(); len(ps) != 1 || ps[0].ID != id || ps[0].State != "stopped" {
 		t.Errorf("after stop ID, ps -a = %+v, want %s stopped", ps, id)
 	}
-	r = e.runIn(outside, "rm", id)
+	r = e.RunIn(outside, nil, "rm", id)
 	want("rm ID", r, 0, id)
-	if ps := e.ps(); len(ps) != 0 {
+	if ps := e.PS(); len(ps) != 0 {
 		t.Errorf("after rm ID, ps -a = %+v, want nothing", ps)
 	}
 	e.assertClean()
@@ -115,21 +89,21 @@ func TestUpConcurrent(t *testing.T) {
 	// The control daemon is started first: CLIs that start it at once race for
 	// its lock, and a loser may give up before the winner answers (daemonctl.go,
 	// not what this test is about).
-	e.mustRun("daemon", "start")
+	e.MustRun("daemon", "start")
 	var id string
 	for round := range rounds {
 		if round > 0 {
-			e.mustRun("down")
+			e.MustRun("down")
 		}
 		procs := make([]*proc, n)
 		for i := range procs {
-			procs[i] = e.start("up", "-d")
+			procs[i] = e.Start("up", "-d")
 		}
 		id = ""
 		for i, p := range procs {
-			r := p.wait(t, cmdTimeout)
-			got := strings.TrimSpace(r.stdout)
-			if r.code != 0 || got == "" || strings.Contains(got, "\n") {
+			r := p.MustWait(t, cmdTimeout)
+			got := strings.TrimSpace(r.Stdout)
+			if r.Code != 0 || got == "" || strings.Contains(got, "\n") {
 				t.Errorf("round %d: concurrent up -d #%d: want exit 0 and an ID, got %s", round, i, r)
 				continue
 			}
@@ -139,26 +113,26 @@ func TestUpConcurrent(t *testing.T) {
 				t.Errorf("round %d: concurrent up -d #%d printed %s, another printed %s", round, i, got, id)
 			}
 		}
-		ps := e.ps()
+		ps := e.PS()
 		if len(ps) != 1 || ps[0].ID != id || !isRunning(ps[0].State) {
 			t.Fatalf("round %d: after %d concurrent up -d, ps -a = %+v, want one running sandbox %s", round, n, ps, id)
 		}
 	}
 
-	r := e.mustRun("up", "-d")
-	if got := strings.TrimSpace(r.stdout); got != id {
+	r := e.MustRun("up", "-d")
+	if got := strings.TrimSpace(r.Stdout); got != id {
 		t.Errorf("up -d while %s runs printed %q, want its ID", id, got)
 	}
-	contains(t, "stderr of up -d while it runs", r.stderr, id, "already running")
+	contains(t, "stderr of up -d while it runs", r.Stderr, id, "already running")
 
-	r = e.run("up")
-	if r.code == 0 {
+	r = e.Run("up")
+	if r.Code == 0 {
 		t.Errorf("up (with a shell) while %s runs: want a refusal, got %s", id, r)
 	}
-	contains(t, "stderr of up while it runs", r.stderr, id, "airlock exec")
+	contains(t, "stderr of up while it runs", r.Stderr, id, "airlock exec")
 
 	// The lock files stay private to the user.
-	locks, _ := filepath.Glob(filepath.Join(e.runtime, "airlock", "up-*.lock"))
+	locks, _ := filepath.Glob(filepath.Join(e.Runtime, "airlock", "up-*.lock"))
 	if len(locks) != 1 {
 		t.Errorf("project locks in the runtime dir: %v, want one", locks)
 	}
@@ -171,8 +145,8 @@ func TestUpConcurrent(t *testing.T) {
 		}
 	}
 
-	e.mustRun("down")
-	if ps := e.ps(); len(ps) != 0 {
+	e.MustRun("down")
+	if ps := e.PS(); len(ps) != 0 {
 		t.Errorf("after down, ps -a = %+v", ps)
 	}
 	e.assertClean()

@@ -44,23 +44,23 @@ env = { SVCTOK = "${CONTAIN_TOKEN}" }
 func TestContainment(t *testing.T) {
 	limit(t)
 	e := newEnv(t, containmentManifest)
-	e.extra = append(e.extra, "CONTAIN_TOKEN=contain-t0ken")
+	e.Extra = append(e.Extra, "CONTAIN_TOKEN=contain-t0ken")
 	// A host file the attack aims at, outside the project.
-	victim := filepath.Join(filepath.Dir(e.project), "victim")
+	victim := filepath.Join(filepath.Dir(e.Project), "victim")
 	if err := os.WriteFile(victim, []byte("untouched\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	before, _ := os.Stat(victim)
-	declared := filepath.Clean(filepath.Join(e.project, "..", "declared"))
+	declared := filepath.Clean(filepath.Join(e.Project, "..", "declared"))
 
-	e.mustRun("up", "-d")
+	e.MustRun("up", "-d")
 	ctx, cancel := context.WithTimeout(context.Background(), cmdTimeout)
 	defer cancel()
 	assertOnlyDeclaredMounts(t, e, ctx, declared)
 
 	// The symlink trick of the issue, and more: every path airlock ever used for
 	// its state points at the host file, and the sandbox record is edited.
-	e.mustRun("exec", "--", "sh", "-c", strings.Join([]string{
+	e.MustRun("exec", "--", "sh", "-c", strings.Join([]string{
 		"mkdir -p /airlock/secret",
 		"ln -sf " + victim + " /airlock/secret/secrets.json.tmp",
 		"ln -sf " + victim + " /airlock/secret/secrets.json",
@@ -68,10 +68,10 @@ func TestContainment(t *testing.T) {
 		"rm -f " + sandbox.StatusIn + " && ln -s " + victim + " " + sandbox.StatusIn,
 		"rm -rf " + sandbox.LogsIn + "/web && ln -s " + filepath.Dir(victim) + " " + sandbox.LogsIn + "/web",
 	}, " && "))
-	e.mustRun("stop")
-	e.mustRun("up", "-d")
-	r := e.mustRun("exec", "--", "sh", "-c", "echo token=$TOKEN")
-	contains(t, "exec after the restart", r.stdout, "token=contain-t0ken")
+	e.MustRun("stop")
+	e.MustRun("up", "-d")
+	r := e.MustRun("exec", "--", "sh", "-c", "echo token=$TOKEN")
+	contains(t, "exec after the restart", r.Stdout, "token=contain-t0ken")
 	assertOnlyDeclaredMounts(t, e, ctx, declared)
 
 	after, err := os.Stat(victim)
@@ -82,7 +82,7 @@ func TestContainment(t *testing.T) {
 	if string(b) != "untouched\n" || after.Mode() != before.Mode() || after.Sys().(*syscall.Stat_t).Uid != before.Sys().(*syscall.Stat_t).Uid {
 		t.Errorf("the host file changed: %q, mode %v, owner %d", b, after.Mode(), after.Sys().(*syscall.Stat_t).Uid)
 	}
-	e.mustRun("down")
+	e.MustRun("down")
 	e.assertClean()
 }
 
@@ -90,18 +90,18 @@ func TestContainment(t *testing.T) {
 // from the host but the project dir and the declared mount source.
 func assertOnlyDeclaredMounts(t *testing.T, e *env, ctx context.Context, declared string) {
 	t.Helper()
-	list, err := e.cli.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", labelProject+"="+e.project))})
+	list, err := e.Cli.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", labelProject+"="+e.Project))})
 	if err != nil || len(list) < 2 {
 		t.Fatalf("want the primary and the service container, got %d (%v)", len(list), err)
 	}
 	for _, c := range list {
-		in, err := e.cli.ContainerInspect(ctx, c.ID)
+		in, err := e.Cli.ContainerInspect(ctx, c.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, m := range in.Mounts {
 			switch {
-			case m.Type == "bind" && (m.Source == e.project || m.Source == declared):
+			case m.Type == "bind" && (m.Source == e.Project || m.Source == declared):
 			case m.Type == "volume" && m.Destination == sandbox.BinMount && m.RW == false:
 			default:
 				t.Errorf("container %s mounts %s %s at %s: only the project dir, the declared mounts and the supervisor volume may be mounted", c.Names[0], m.Type, m.Source, m.Destination)
@@ -122,53 +122,53 @@ func TestStatusStreamAbuse(t *testing.T) {
 [sandbox]
 image = "{{image}}"
 `)
-	id := strings.TrimSpace(e.mustRun("up", "-d").stdout)
+	id := strings.TrimSpace(e.MustRun("up", "-d").Stdout)
 
 	// A FIFO in place of the stream, then a stop: the daemon must not block on it.
-	e.mustRun("exec", "--", "sh", "-c", "rm -f "+sandbox.StatusIn+" && mkfifo "+sandbox.StatusIn)
+	e.MustRun("exec", "--", "sh", "-c", "rm -f "+sandbox.StatusIn+" && mkfifo "+sandbox.StatusIn)
 	done := make(chan result, 1)
-	go func() { done <- e.run("stop") }()
+	go func() { done <- e.Run("stop") }()
 	select {
 	case r := <-done:
-		if r.code != 0 {
+		if r.Code != 0 {
 			t.Fatalf("stop with a FIFO for a status stream: %s", r)
 		}
 	case <-time.After(time.Minute):
 		t.Fatal("stop hangs on a sandbox whose status stream is a FIFO")
 	}
-	e.mustRun("ps", "-a")
+	e.MustRun("ps", "-a")
 	// Started again, the stream is a fresh file and the sandbox gets ready.
-	e.mustRun("up", "-d")
+	e.MustRun("up", "-d")
 
 	// A line longer than the daemon reads: the sandbox fails and is killed.
-	e.mustRun("exec", "--", "sh", "-c", "head -c 200000 /dev/zero | tr '\\0' 'a' >> "+sandbox.StatusIn)
+	e.MustRun("exec", "--", "sh", "-c", "head -c 200000 /dev/zero | tr '\\0' 'a' >> "+sandbox.StatusIn)
 	eventually(t, 30*time.Second, "the sandbox to fail", func() bool {
-		ps := e.ps()
+		ps := e.PS()
 		return len(ps) == 1 && ps[0].State == "failed"
 	})
-	r := e.mustRun("events", id)
-	contains(t, "events", r.stdout, "status stream", "longer than")
+	r := e.MustRun("events", id)
+	contains(t, "events", r.Stdout, "status stream", "longer than")
 
 	// A flood of well-formed lines: the sandbox fails, the store is not flooded.
-	e.mustRun("up", "-d")
-	e.mustRun("exec", "--", "sh", "-c", `i=0; while [ $i -lt 5000 ]; do echo '{"time":"2026-01-01T00:00:00Z","kind":"daemon.started","daemon":"x","pid":1}'; i=$((i+1)); done >> `+sandbox.StatusIn)
+	e.MustRun("up", "-d")
+	e.MustRun("exec", "--", "sh", "-c", `i=0; while [ $i -lt 5000 ]; do echo '{"time":"2026-01-01T00:00:00Z","kind":"daemon.started","daemon":"x","pid":1}'; i=$((i+1)); done >> `+sandbox.StatusIn)
 	eventually(t, 30*time.Second, "the flooding sandbox to fail", func() bool {
-		ps := e.ps()
+		ps := e.PS()
 		return len(ps) == 1 && ps[0].State == "failed"
 	})
-	r = e.mustRun("events", id)
-	contains(t, "events", r.stdout, "lines a second")
+	r = e.MustRun("events", id)
+	contains(t, "events", r.Stdout, "lines a second")
 	// The budget is a burst of 2000 lines and 100 a second after it.
-	if n := strings.Count(r.stdout, "daemon.started"); n >= 4000 {
+	if n := strings.Count(r.Stdout, "daemon.started"); n >= 4000 {
 		t.Errorf("%d of the flood's 5000 lines became events", n)
 	}
 
 	// The daemon still serves: a run elsewhere works.
 	other := newEnv(t, plainManifest)
-	other.data, other.runtime, other.config = e.data, e.runtime, e.config
-	if r := other.run("run", "--", "true"); r.code != 0 {
+	other.Data, other.Runtime, other.Config = e.Data, e.Runtime, e.Config
+	if r := other.Run("run", "--", "true"); r.Code != 0 {
 		t.Fatalf("a run after the abuse: %s", r)
 	}
-	e.mustRun("rm", "-f", id)
+	e.MustRun("rm", "-f", id)
 	e.assertClean()
 }

@@ -42,13 +42,13 @@ user = "4242:4343"
 command = ["sh", "-c", "{ grep -E '^(Uid|Gid|Groups):' /proc/self/status; echo \"HOME: $HOME\"; } > /tmp/num.new; mv /tmp/num.new /tmp/num.ids; exec sleep 300"]
 ready = { cmd = ["test", "-s", "/tmp/num.ids"], timeout = "20s" }
 `)
-	e.writeFile("accounts/passwd", "root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\nsvc:x:1234:1234:service:/home/svc:/bin/sh\n")
-	e.writeFile("accounts/group", "root:x:0:\nnobody:x:65534:\nsvc:x:1234:\nextra:x:2345:nobody,svc\n")
-	r := e.run("run", "--", "sh", "-c", "echo main $(id -u); cat /tmp/svc.ids /tmp/num.ids")
+	e.WriteFile("accounts/passwd", "root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\nsvc:x:1234:1234:service:/home/svc:/bin/sh\n")
+	e.WriteFile("accounts/group", "root:x:0:\nnobody:x:65534:\nsvc:x:1234:\nextra:x:2345:nobody,svc\n")
+	r := e.Run("run", "--", "sh", "-c", "echo main $(id -u); cat /tmp/svc.ids /tmp/num.ids")
 	want := "main 0\n" +
 		"Uid:\t1234\t1234\t1234\t1234\nGid:\t1234\t1234\t1234\t1234\nGroups:\t1234 2345 \nHOME: /home/svc\n" +
 		"Uid:\t4242\t4242\t4242\t4242\nGid:\t4343\t4343\t4343\t4343\nGroups:\t4343 \nHOME: /\n"
-	if r.code != 0 || r.stdout != want {
+	if r.Code != 0 || r.Stdout != want {
 		t.Errorf("want exit 0 and\n%s\ngot %s", want, r)
 	}
 	e.assertClean()
@@ -67,16 +67,7 @@ network = "none"
 user = "ghost"
 command = ["sleep", "300"]
 `)
-	start := time.Now()
-	r := e.run("run", "--", "echo", "main-ran")
-	if r.code != 125 || strings.Contains(r.stdout, "main-ran") {
-		t.Errorf("want exit 125 without the main command, got %s", r)
-	}
-	contains(t, "stderr", r.stderr, `daemon web as user "ghost": no such user in the sandbox's /etc/passwd`)
-	if d := time.Since(start); d > 30*time.Second {
-		t.Errorf("the failure took %v", d)
-	}
-	e.assertClean()
+	e.startFails(30*time.Second, `daemon web as user "ghost": no such user in the sandbox's /etc/passwd`)
 }
 
 // TestDaemonUserNonRootSandbox: a sandbox that does not run as root runs a daemon
@@ -95,11 +86,11 @@ user = "nobody"
 command = ["sh", "-c", "id -u > /tmp/same.new; mv /tmp/same.new /tmp/same.id; exec sleep 300"]
 ready = { cmd = ["test", "-s", "/tmp/same.id"], timeout = "20s" }
 `)
-	r := e.run("run", "--", "cat", "/tmp/same.id")
-	if r.code != 0 || r.stdout != "65534\n" {
+	r := e.Run("run", "--", "cat", "/tmp/same.id")
+	if r.Code != 0 || r.Stdout != "65534\n" {
 		t.Errorf("want exit 0 and 65534, got %s", r)
 	}
-	e.writeManifest(`
+	e.WriteManifest(`
 [sandbox]
 image = "{{image}}"
 network = "none"
@@ -109,12 +100,7 @@ user = "nobody"
 user = "root"
 command = ["sleep", "300"]
 `)
-	r = e.run("run", "--", "echo", "main-ran")
-	if r.code != 125 || strings.Contains(r.stdout, "main-ran") {
-		t.Errorf("want exit 125 without the main command, got %s", r)
-	}
-	contains(t, "stderr", r.stderr, `cannot run daemon other as user "root" (uid 0, gid 0): the sandbox runs as uid 65534`)
-	e.assertClean()
+	e.startFails(cmdTimeout, `cannot run daemon other as user "root" (uid 0, gid 0): the sandbox runs as uid 65534`)
 }
 
 // TestDaemonSameFailureFailsFast: a daemon that fails the same way on every launch
@@ -132,17 +118,7 @@ command = ["sh", "-c", "echo \"initdb: error: cannot be run as root (pid $$)\" >
 restart = "on-failure"
 ready = { tcp = "127.0.0.1:5432", timeout = "60s" }
 `)
-	start := time.Now()
-	r := e.run("run", "--", "echo", "main-ran")
-	took := time.Since(start)
-	if r.code != 125 || strings.Contains(r.stdout, "main-ran") {
-		t.Errorf("want exit 125 without the main command, got %s", r)
-	}
-	contains(t, "stderr", r.stderr, "daemon db exited before it was ready", "failed the same way (exit 1) on 3 launches in a row", "initdb: error: cannot be run as root")
-	if took > 20*time.Second {
-		t.Errorf("the start failed after %v; want a few seconds", took)
-	}
-	e.assertClean()
+	e.startFails(20*time.Second, "daemon db exited before it was ready", "failed the same way (exit 1) on 3 launches in a row", "initdb: error: cannot be run as root")
 }
 
 // postgresImage is a Debian bookworm image with the postgresql package, built by
@@ -191,13 +167,13 @@ pid=$(head -n 1 /tmp/airlock-pgdata/postmaster.pid)
 echo "server $(grep '^Uid:' /proc/$pid/status | cut -f2) groups $(grep '^Groups:' /proc/$pid/status | cut -f2)"
 echo "postgres $(id -u postgres) groups $(id -G postgres) "
 echo "owner $(stat -c %U /tmp/airlock-pgdata)"`
-	r := e.run("run", "--", "sh", "-c", script)
-	if r.code != 0 {
+	r := e.Run("run", "--", "sh", "-c", script)
+	if r.Code != 0 {
 		t.Fatalf("want exit 0, got %s", r)
 	}
-	contains(t, "stdout", r.stdout, "main 0\n", "accepting connections", "\npostgres\n", "\n42\n", "owner postgres\n")
+	contains(t, "stdout", r.Stdout, "main 0\n", "accepting connections", "\npostgres\n", "\n42\n", "owner postgres\n")
 	var server, user string
-	for _, l := range strings.Split(r.stdout, "\n") {
+	for _, l := range strings.Split(r.Stdout, "\n") {
 		if rest, ok := strings.CutPrefix(l, "server "); ok {
 			server = rest
 		}

@@ -18,18 +18,18 @@ import (
 func outsideServer(t *testing.T, e *env, net, name string) string {
 	t.Helper()
 	ctx := context.Background()
-	c, err := e.cli.ContainerCreate(ctx, &container.Config{
-		Image: e.image, Cmd: []string{"sh", "-c", "mkdir -p /www && echo page-of-" + name + " > /www/index.html && exec httpd -f -p 8080 -h /www"},
+	c, err := e.Cli.ContainerCreate(ctx, &container.Config{
+		Image: e.Image, Cmd: []string{"sh", "-c", "mkdir -p /www && echo page-of-" + name + " > /www/index.html && exec httpd -f -p 8080 -h /www"},
 		ExposedPorts: nat.PortSet{"8080/tcp": {}},
 	}, &container.HostConfig{NetworkMode: container.NetworkMode(net), PortBindings: nat.PortMap{"8080/tcp": {{HostIP: "0.0.0.0"}}}}, nil, nil, name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = e.cli.ContainerRemove(context.Background(), c.ID, container.RemoveOptions{Force: true}) })
-	if err := e.cli.ContainerStart(ctx, c.ID, container.StartOptions{}); err != nil {
+	t.Cleanup(func() { _ = e.Cli.ContainerRemove(context.Background(), c.ID, container.RemoveOptions{Force: true}) })
+	if err := e.Cli.ContainerStart(ctx, c.ID, container.StartOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	ci, err := e.cli.ContainerInspect(ctx, c.ID)
+	ci, err := e.Cli.ContainerInspect(ctx, c.ID)
 	if err != nil || len(ci.NetworkSettings.Ports["8080/tcp"]) == 0 {
 		t.Fatalf("cannot find the published port of %s: %v", name, err)
 	}
@@ -45,16 +45,16 @@ func TestEgressAllowlist(t *testing.T) {
 	e := newEnv(t, "")
 	ctx := context.Background()
 	outside := uniq("airlock-test-outside")
-	if _, err := e.cli.NetworkCreate(ctx, outside, network.CreateOptions{Driver: "bridge"}); err != nil {
+	if _, err := e.Cli.NetworkCreate(ctx, outside, network.CreateOptions{Driver: "bridge"}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = e.cli.NetworkRemove(context.Background(), outside) })
+	t.Cleanup(func() { _ = e.Cli.NetworkRemove(context.Background(), outside) })
 	ok, no := uniq("ok"), uniq("no")
 	okPort := outsideServer(t, e, outside, ok)
 	noPort := outsideServer(t, e, outside, no)
 	okIP := containerIP(t, e, ok, outside)
 
-	e.writeManifest(fmt.Sprintf(`
+	e.WriteManifest(fmt.Sprintf(`
 [sandbox]
 image = "{{image}}"
 
@@ -70,40 +70,40 @@ ready = { cmd = ["test", "-s", "/tmp/daemon-got"], timeout = "20s" }
 if wget -qO- http://%s:8080/ 2>/tmp/err; then echo DENIED-REACHED; else echo "denied: $(cat /tmp/err)"; fi
 if timeout 5 wget -Y off -qO- http://%s:8080/; then echo DIRECT-REACHED; else echo direct-blocked; fi
 exit 3`, ok, no, okIP)
-	r := e.run("run", "--", "sh", "-c", script)
-	if r.code != 3 {
+	r := e.Run("run", "--", "sh", "-c", script)
+	if r.Code != 3 {
 		t.Fatalf("run with egress rules: want exit 3, got %s", r)
 	}
-	contains(t, "stdout", r.stdout, "page-of-"+ok, "daemon: page-of-"+ok, "denied:", "403", "direct-blocked")
-	if strings.Contains(r.stdout, "REACHED") {
+	contains(t, "stdout", r.Stdout, "page-of-"+ok, "daemon: page-of-"+ok, "denied:", "403", "direct-blocked")
+	if strings.Contains(r.Stdout, "REACHED") {
 		t.Errorf("a destination was reached that egress rules forbid:\n%s", r)
 	}
-	contains(t, "stderr", r.stderr, "egress denied 1× to "+no+":8080")
+	contains(t, "stderr", r.Stderr, "egress denied 1× to "+no+":8080")
 
 	// exec in an up sandbox goes through the proxy too; the denial is an event.
-	id := strings.TrimSpace(e.mustRun("up", "-d").stdout)
-	x := e.mustRun("exec", "--", "sh", "-c", "wget -qO- http://"+ok+":8080/; wget -qO- http://"+no+":8080/ || echo exec-denied")
-	contains(t, "exec", x.stdout, "page-of-"+ok, "exec-denied")
+	id := strings.TrimSpace(e.MustRun("up", "-d").Stdout)
+	x := e.MustRun("exec", "--", "sh", "-c", "wget -qO- http://"+ok+":8080/; wget -qO- http://"+no+":8080/ || echo exec-denied")
+	contains(t, "exec", x.Stdout, "page-of-"+ok, "exec-denied")
 	eventually(t, cmdTimeout, "an egress.denied event", func() bool {
-		return strings.Contains(e.mustRun("events", id).stdout, "egress.denied")
+		return strings.Contains(e.MustRun("events", id).Stdout, "egress.denied")
 	})
-	e.mustRun("down")
+	e.MustRun("down")
 	e.assertClean()
 
 	// Without [sandbox.egress] both are reachable, as before (through the host).
 	plain := newEnv(t, plainManifest)
 	gw := sharedGateway(t, plain)
-	p := plain.run("run", "--", "sh", "-c", fmt.Sprintf("wget -qO- http://%s:%s/ && wget -qO- http://%s:%s/", gw, okPort, gw, noPort))
-	if p.code != 0 {
+	p := plain.Run("run", "--", "sh", "-c", fmt.Sprintf("wget -qO- http://%s:%s/ && wget -qO- http://%s:%s/", gw, okPort, gw, noPort))
+	if p.Code != 0 {
 		t.Fatalf("without egress rules: %s", p)
 	}
-	contains(t, "stdout", p.stdout, "page-of-"+ok, "page-of-"+no)
+	contains(t, "stdout", p.Stdout, "page-of-"+ok, "page-of-"+no)
 	plain.assertClean()
 }
 
 func containerIP(t *testing.T, e *env, name, net string) string {
 	t.Helper()
-	ci, err := e.cli.ContainerInspect(context.Background(), name)
+	ci, err := e.Cli.ContainerInspect(context.Background(), name)
 	if err != nil || ci.NetworkSettings.Networks[net] == nil {
 		t.Fatalf("cannot find the address of %s on %s: %v", name, net, err)
 	}
@@ -114,8 +114,8 @@ func containerIP(t *testing.T, e *env, name, net string) string {
 // returns its gateway, an address of the host.
 func sharedGateway(t *testing.T, e *env) string {
 	t.Helper()
-	e.mustRun("run", "--", "true")
-	n, err := e.cli.NetworkInspect(context.Background(), sandbox.SharedNetwork, network.InspectOptions{})
+	e.MustRun("run", "--", "true")
+	n, err := e.Cli.NetworkInspect(context.Background(), sandbox.SharedNetwork, network.InspectOptions{})
 	if err != nil || len(n.IPAM.Config) == 0 {
 		t.Fatalf("cannot inspect %s: %v", sandbox.SharedNetwork, err)
 	}

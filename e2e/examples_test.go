@@ -23,7 +23,7 @@ func exampleEnv(t *testing.T, name string) *env {
 			return err
 		}
 		rel, _ := filepath.Rel(src, p)
-		dst := filepath.Join(e.project, rel)
+		dst := filepath.Join(e.Project, rel)
 		if d.IsDir() {
 			return os.MkdirAll(dst, 0o755)
 		}
@@ -42,8 +42,8 @@ func exampleEnv(t *testing.T, name string) *env {
 // tagDemoImage makes airlock-demo/busybox:latest, the examples' image.
 func tagDemoImage(t *testing.T, e *env) {
 	t.Helper()
-	if err := e.cli.ImageTag(context.Background(), e.image, demoImage); err != nil {
-		t.Fatalf("cannot tag %s as %s: %v", e.image, demoImage, err)
+	if err := e.Cli.ImageTag(context.Background(), e.Image, demoImage); err != nil {
+		t.Fatalf("cannot tag %s as %s: %v", e.Image, demoImage, err)
 	}
 }
 
@@ -55,8 +55,8 @@ func TestExampleHello(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := e.run("run", "--", "wget", "-qO-", "http://127.0.0.1:8080/")
-	if r.code != 0 || r.stdout != string(want) {
+	r := e.Run("run", "--", "wget", "-qO-", "http://127.0.0.1:8080/")
+	if r.Code != 0 || r.Stdout != string(want) {
 		t.Errorf("want the page %q and exit 0, got %s", want, r)
 	}
 	e.assertClean()
@@ -67,8 +67,8 @@ func TestExampleServices(t *testing.T) {
 	e := exampleEnv(t, "services")
 	tagDemoImage(t, e)
 	id := uniq("services")
-	r := e.run("run", "--id", id, "--", "wget", "-qO-", "http://web:8080/")
-	if r.code != 0 || r.stdout != "<h1>hello from the web service</h1>\n" {
+	r := e.Run("run", "--id", id, "--", "wget", "-qO-", "http://web:8080/")
+	if r.Code != 0 || r.Stdout != "<h1>hello from the web service</h1>\n" {
 		t.Errorf("want the web service's page and exit 0, got %s", r)
 	}
 	e.assertClean()
@@ -76,7 +76,7 @@ func TestExampleServices(t *testing.T) {
 	// (run returns once the daemon took the removal over; it records its end.)
 	var ev string
 	eventually(t, 30*time.Second, "sandbox.deleted", func() bool {
-		ev = e.mustRun("events", id).stdout
+		ev = e.MustRun("events", id).Stdout
 		return strings.Contains(ev, "sandbox.deleted")
 	})
 	if i, j := strings.Index(ev, "service.ready"), strings.Index(ev, "sandbox.ready"); i < 0 || j < i || !strings.Contains(ev, "sandbox.deleted") {
@@ -88,10 +88,10 @@ func TestExampleServices(t *testing.T) {
 func TestExampleRedisCI(t *testing.T) {
 	limit(t)
 	e := exampleEnv(t, "redis-ci")
-	e.mustRun("validate")
-	r := e.mustRun("config")
-	contains(t, "airlock config", r.stdout, "[daemons.redis]", "redis-server", "REDIS_URL", "airlock-demo/redis-ci:latest")
-	mk, err := os.ReadFile(filepath.Join(e.project, "Makefile"))
+	e.MustRun("validate")
+	r := e.MustRun("config")
+	contains(t, "airlock config", r.Stdout, "[daemons.redis]", "redis-server", "REDIS_URL", "airlock-demo/redis-ci:latest")
+	mk, err := os.ReadFile(filepath.Join(e.Project, "Makefile"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,6 @@ package e2e
 import (
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -16,17 +15,12 @@ import (
 func TestRunSurvivesDaemonKill(t *testing.T) {
 	limit(t)
 	e := newEnv(t, plainManifest)
-	flag := filepath.Join(e.project, "go-on")
-	p := e.start("run", "--", "sh", "-c", "echo before; while [ ! -e "+flag+" ]; do sleep 0.05; done; echo after; exit 3")
-	eventually(t, cmdTimeout, "the main command to run", func() bool { return strings.Contains(p.stdout.String(), "before") })
-	pidFile := filepath.Join(e.data, "airlock", "daemon", "airlockd.pid")
-	b, err := os.ReadFile(pidFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil {
-		t.Fatal(err)
+	flag := filepath.Join(e.Project, "go-on")
+	p := e.Start("run", "--", "sh", "-c", "echo before; while [ ! -e "+flag+" ]; do sleep 0.05; done; echo after; exit 3")
+	eventually(t, cmdTimeout, "the main command to run", func() bool { return strings.Contains(p.Stdout.String(), "before") })
+	pid, alive := e.DaemonPID()
+	if !alive {
+		t.Fatalf("no control daemon runs (pid file %s)", e.PidFile())
 	}
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -34,12 +28,12 @@ func TestRunSurvivesDaemonKill(t *testing.T) {
 	if err := os.WriteFile(flag, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	r := p.wait(t, time.Minute)
-	if r.code != 3 || r.stdout != "before\nafter\n" {
+	r := p.MustWait(t, time.Minute)
+	if r.Code != 3 || r.Stdout != "before\nafter\n" {
 		t.Fatalf("run while its daemon was killed: want exit 3 and the whole output once, got %s", r)
 	}
 	e.assertClean()
-	if ps := e.ps(); len(ps) != 0 {
+	if ps := e.PS(); len(ps) != 0 {
 		t.Errorf("ps -a after the run lists %+v", ps)
 	}
 }

@@ -20,24 +20,24 @@ timeout = 1
 ready = { log = "talker-ready", timeout = "10s" }
 `)
 	id := uniq("logs")
-	e.mustRun("run", "--keep", "--id", id, "--", "true")
-	r := e.mustRun("logs", "-n", "2", id, "talker")
-	if r.stdout != "line-4\ntalker-ready\n" {
-		t.Errorf("logs -n 2 = %q, want %q", r.stdout, "line-4\ntalker-ready\n")
+	e.MustRun("run", "--keep", "--id", id, "--", "true")
+	r := e.MustRun("logs", "-n", "2", id, "talker")
+	if r.Stdout != "line-4\ntalker-ready\n" {
+		t.Errorf("logs -n 2 = %q, want %q", r.Stdout, "line-4\ntalker-ready\n")
 	}
-	r = e.mustRun("logs", "--stderr", id, "talker")
-	if r.stdout != "err-line\n" {
-		t.Errorf("logs --stderr = %q, want %q", r.stdout, "err-line\n")
+	r = e.MustRun("logs", "--stderr", id, "talker")
+	if r.Stdout != "err-line\n" {
+		t.Errorf("logs --stderr = %q, want %q", r.Stdout, "err-line\n")
 	}
-	r = e.mustRun("logs", id, "talker")
-	if r.stdout != "line-1\nline-2\nline-3\nline-4\ntalker-ready\n" {
-		t.Errorf("logs = %q", r.stdout)
+	r = e.MustRun("logs", id, "talker")
+	if r.Stdout != "line-1\nline-2\nline-3\nline-4\ntalker-ready\n" {
+		t.Errorf("logs = %q", r.Stdout)
 	}
-	r = e.run("logs", id, "nosuchdaemon")
-	if r.code == 0 {
+	r = e.Run("logs", id, "nosuchdaemon")
+	if r.Code == 0 {
 		t.Errorf("logs of an unknown daemon: want a failure, got %s", r)
 	}
-	e.mustRun("rm", id)
+	e.MustRun("rm", id)
 	e.assertClean()
 }
 
@@ -52,11 +52,11 @@ command = ["sh", "-c", "echo run-$$; sleep 1; exit 1"]
 restart = "on-failure"
 timeout = 1
 `)
-	id := strings.TrimSpace(e.mustRun("up", "-d").stdout)
-	p := e.start("logs", "-f", id, "flappy")
+	id := strings.TrimSpace(e.MustRun("up", "-d").Stdout)
+	p := e.Start("logs", "-f", id, "flappy")
 	runs := func() []string {
 		var out []string
-		for _, l := range strings.Split(p.stdout.String(), "\n") {
+		for _, l := range strings.Split(p.Stdout.String(), "\n") {
 			if strings.HasPrefix(l, "run-") {
 				out = append(out, l)
 			}
@@ -68,15 +68,15 @@ timeout = 1
 		t.Errorf("logs -f shows the same run twice: %q", r)
 	}
 	select {
-	case <-p.done:
-		t.Fatalf("logs -f ended while the sandbox runs: %s", p.stderr)
+	case <-p.Done:
+		t.Fatalf("logs -f ended while the sandbox runs: %s", p.Stderr)
 	default:
 	}
-	e.mustRun("stop")
-	r := p.wait(t, 30*time.Second)
-	if r.code != 0 {
+	e.MustRun("stop")
+	r := p.MustWait(t, 30*time.Second)
+	if r.Code != 0 {
 		t.Errorf("logs -f after the sandbox stopped: %s", r)
 	}
-	e.mustRun("rm", id)
+	e.MustRun("rm", id)
 	e.assertClean()
 }

@@ -25,10 +25,10 @@ func TestSharedNetworkIsolates(t *testing.T) {
 	limit(t)
 	a := newEnv(t, webManifest)
 	b := newEnv(t, webManifest)
-	idA := strings.TrimSpace(a.mustRun("up", "-d").stdout)
-	idB := strings.TrimSpace(b.mustRun("up", "-d").stdout)
+	idA := strings.TrimSpace(a.MustRun("up", "-d").Stdout)
+	idB := strings.TrimSpace(b.MustRun("up", "-d").Stdout)
 	ctx := context.Background()
-	ci, err := b.cli.ContainerInspect(ctx, "airlock-"+idB)
+	ci, err := b.Cli.ContainerInspect(ctx, "airlock-"+idB)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,16 +36,16 @@ func TestSharedNetworkIsolates(t *testing.T) {
 	if ep == nil || ep.IPAddress == "" {
 		t.Fatalf("sandbox %s is not on %s: %v", idB, sandbox.SharedNetwork, ci.NetworkSettings.Networks)
 	}
-	if n, err := a.cli.NetworkInspect(ctx, sandbox.SharedNetwork, networkInspectOptions()); err != nil || n.Options["com.docker.network.bridge.enable_icc"] != "false" {
+	if n, err := a.Cli.NetworkInspect(ctx, sandbox.SharedNetwork, networkInspectOptions()); err != nil || n.Options["com.docker.network.bridge.enable_icc"] != "false" {
 		t.Errorf("%s: want inter-container communication disabled, got %v (%v)", sandbox.SharedNetwork, n.Options, err)
 	}
-	r := a.mustRun("exec", "--", "sh", "-c", "wget -qO- http://127.0.0.1:8080/; if timeout 3 wget -qO- http://"+ep.IPAddress+":8080/; then echo REACHED; else echo blocked; fi")
-	contains(t, "exec in sandbox A", r.stdout, "hello", "blocked")
-	if strings.Contains(r.stdout, "REACHED") {
+	r := a.MustRun("exec", "--", "sh", "-c", "wget -qO- http://127.0.0.1:8080/; if timeout 3 wget -qO- http://"+ep.IPAddress+":8080/; then echo REACHED; else echo blocked; fi")
+	contains(t, "exec in sandbox A", r.Stdout, "hello", "blocked")
+	if strings.Contains(r.Stdout, "REACHED") {
 		t.Errorf("sandbox %s reached sandbox %s over the shared network", idA, idB)
 	}
-	a.mustRun("down")
-	b.mustRun("down")
+	a.MustRun("down")
+	b.MustRun("down")
 	a.assertClean()
 	b.assertClean()
 }

@@ -24,18 +24,18 @@ func TestOtherDaemonsSandboxesUntouched(t *testing.T) {
 	theirs := newEnv(t, plainManifest)
 	mine := newEnv(t, plainManifest)
 	id := uniq("shared-id")
-	theirs.mustRun("run", "--keep", "--id", id, "--", "true")
+	theirs.MustRun("run", "--keep", "--id", id, "--", "true")
 
-	r := mine.run("run", "--id", id, "--", "true")
-	if r.code == 0 {
+	r := mine.Run("run", "--id", id, "--", "true")
+	if r.Code == 0 {
 		t.Fatalf("run --id of another daemon's sandbox: want a failure, got %s", r)
 	}
-	contains(t, "stderr", r.stderr, id, "already exists")
+	contains(t, "stderr", r.Stderr, id, "already exists")
 	ctx := context.Background()
-	if _, err := theirs.cli.ContainerInspect(ctx, "airlock-"+id); err != nil {
+	if _, err := theirs.Cli.ContainerInspect(ctx, "airlock-"+id); err != nil {
 		t.Fatalf("the other daemon's sandbox was removed: %v", err)
 	}
-	theirs.mustRun("rm", id)
+	theirs.MustRun("rm", id)
 	theirs.assertClean()
 	mine.assertClean()
 }
@@ -46,21 +46,13 @@ func TestOtherDaemonsSandboxesUntouched(t *testing.T) {
 func TestReaperKeepsOtherOwners(t *testing.T) {
 	limit(t)
 	e := newEnv(t, plainManifest)
-	e.mustRun("daemon", "start")
-	key, err := os.ReadFile(filepath.Join(e.data, "airlock", "daemon", "owner-key"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	gone := exec.Command("true")
-	if err := gone.Run(); err != nil {
-		t.Fatal(err)
-	}
-	deadPid := strconv.Itoa(gone.Process.Pid)
+	e.MustRun("daemon", "start")
+	key, deadPid := ownerKeyAndDeadPID(t, e)
 	ctx := context.Background()
 	make := func(id, owner string) string {
-		c, err := e.cli.ContainerCreate(ctx, &container.Config{Image: e.image, Cmd: []string{"true"}, Labels: map[string]string{
+		c, err := e.Cli.ContainerCreate(ctx, &container.Config{Image: e.Image, Cmd: []string{"true"}, Labels: map[string]string{
 			sandbox.LabelSandbox: id, sandbox.LabelRole: "primary", sandbox.LabelKind: sandbox.KindRun,
-			sandbox.LabelCLIPid: deadPid, sandbox.LabelProject: e.project, sandbox.LabelOwner: owner,
+			sandbox.LabelCLIPid: deadPid, sandbox.LabelProject: e.Project, sandbox.LabelOwner: owner,
 		}}, nil, nil, nil, "")
 		if err != nil {
 			t.Fatal(err)
@@ -68,11 +60,11 @@ func TestReaperKeepsOtherOwners(t *testing.T) {
 		return c.ID
 	}
 	foreign := make(uniq("foreign"), "0123456789abcdef0123456789abcdef")
-	reaperPasses(t, e, strings.TrimSpace(string(key)), deadPid)
-	if _, err := e.cli.ContainerInspect(ctx, foreign); err != nil {
+	reaperPasses(t, e, key, deadPid)
+	if _, err := e.Cli.ContainerInspect(ctx, foreign); err != nil {
 		t.Errorf("the reaper removed another daemon's sandbox: %v", err)
 	}
-	_ = e.cli.ContainerRemove(ctx, foreign, container.RemoveOptions{Force: true})
+	_ = e.Cli.ContainerRemove(ctx, foreign, container.RemoveOptions{Force: true})
 }
 
 // reaperPasses returns after the daemon's reaper made at least one whole pass
@@ -83,15 +75,15 @@ func reaperPasses(t *testing.T, e *env, key, deadPid string) {
 	t.Helper()
 	ctx := context.Background()
 	for i := 0; i < 2; i++ {
-		c, err := e.cli.ContainerCreate(ctx, &container.Config{Image: e.image, Cmd: []string{"true"}, Labels: map[string]string{
+		c, err := e.Cli.ContainerCreate(ctx, &container.Config{Image: e.Image, Cmd: []string{"true"}, Labels: map[string]string{
 			sandbox.LabelSandbox: uniq("own"), sandbox.LabelRole: "primary", sandbox.LabelKind: sandbox.KindRun,
-			sandbox.LabelCLIPid: deadPid, sandbox.LabelProject: e.project, sandbox.LabelOwner: key,
+			sandbox.LabelCLIPid: deadPid, sandbox.LabelProject: e.Project, sandbox.LabelOwner: key,
 		}}, nil, nil, nil, "")
 		if err != nil {
 			t.Fatal(err)
 		}
 		eventually(t, 30*time.Second, "the reaper to remove the daemon's own orphan", func() bool {
-			_, err := e.cli.ContainerInspect(ctx, c.ID)
+			_, err := e.Cli.ContainerInspect(ctx, c.ID)
 			return cerrdefs.IsNotFound(err)
 		})
 	}
@@ -103,8 +95,21 @@ func TestKeptRunNotReaped(t *testing.T) {
 	limit(t)
 	e := newEnv(t, plainManifest)
 	id := uniq("kept")
-	e.mustRun("run", "--keep", "--id", id, "--", "true")
-	key, err := os.ReadFile(filepath.Join(e.data, "airlock", "daemon", "owner-key"))
+	e.MustRun("run", "--keep", "--id", id, "--", "true")
+	key, deadPid := ownerKeyAndDeadPID(t, e)
+	reaperPasses(t, e, key, deadPid)
+	if ps := e.PS(); len(ps) != 1 || ps[0].ID != id || ps[0].State != "stopped" {
+		t.Fatalf("the kept sandbox is gone after the reaper's passes: ps -a = %+v", ps)
+	}
+	e.MustRun("rm", id)
+	e.assertClean()
+}
+
+// ownerKeyAndDeadPID returns the owner key of the environment's daemon and the
+// pid of a process that has exited (a CLI that is gone).
+func ownerKeyAndDeadPID(t *testing.T, e *env) (key, pid string) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(e.Paths().DaemonDir(), "owner-key"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,10 +117,5 @@ func TestKeptRunNotReaped(t *testing.T) {
 	if err := gone.Run(); err != nil {
 		t.Fatal(err)
 	}
-	reaperPasses(t, e, strings.TrimSpace(string(key)), strconv.Itoa(gone.Process.Pid))
-	if ps := e.ps(); len(ps) != 1 || ps[0].ID != id || ps[0].State != "stopped" {
-		t.Fatalf("the kept sandbox is gone after the reaper's passes: ps -a = %+v", ps)
-	}
-	e.mustRun("rm", id)
-	e.assertClean()
+	return strings.TrimSpace(string(b)), strconv.Itoa(gone.Process.Pid)
 }

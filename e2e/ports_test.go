@@ -10,22 +10,13 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/airlock-dev/airlock/internal/testenv"
 )
 
 // sandbox.ports (published for up and run, 127.0.0.1 unless an IP is given, shown
 // by ps) and sandbox.cap_add / cap_drop (a capability present inside without
 // privileged).
-
-// freePort returns a TCP port on 127.0.0.1 that nothing listens on now.
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
 
 // psPort is one entry of `ports` in `airlock ps --json`.
 type psPort struct {
@@ -37,21 +28,21 @@ type psPort struct {
 
 // psPorts returns the ports `ps --json` lists for sandbox id.
 func (e *env) psPorts(id string) []psPort {
-	e.t.Helper()
-	r := e.mustRun("ps", "--json")
+	e.T.Helper()
+	r := e.MustRun("ps", "--json")
 	var all []struct {
 		ID    string   `json:"id"`
 		Ports []psPort `json:"ports"`
 	}
-	if err := json.Unmarshal([]byte(r.stdout), &all); err != nil {
-		e.t.Fatalf("ps --json: %v\n%s", err, r)
+	if err := json.Unmarshal([]byte(r.Stdout), &all); err != nil {
+		e.T.Fatalf("ps --json: %v\n%s", err, r)
 	}
 	for _, s := range all {
 		if s.ID == id {
 			return s.Ports
 		}
 	}
-	e.t.Fatalf("ps --json does not list %s:\n%s", id, r.stdout)
+	e.T.Fatalf("ps --json does not list %s:\n%s", id, r.Stdout)
 	return nil
 }
 
@@ -71,10 +62,10 @@ timeout = 1
 // too), ps --json has it, and down leaves nothing.
 func TestPortsPublished(t *testing.T) {
 	limit(t)
-	port := freePort(t)
+	port := testenv.FreePort(t)
 	e := newEnv(t, fmt.Sprintf(portsManifest, port))
 
-	id := strings.TrimSpace(e.mustRun("up", "-d").stdout)
+	id := strings.TrimSpace(e.MustRun("up", "-d").Stdout)
 	client := &http.Client{Timeout: 10 * time.Second}
 	resp, err := client.Get(fmt.Sprintf("http://127.0.0.1:%d/", port))
 	if err != nil {
@@ -104,10 +95,10 @@ func TestPortsPublished(t *testing.T) {
 	if random.HostIP != "127.0.0.1" || random.HostPort == 0 || random.Protocol != "tcp" {
 		t.Errorf("the port of \"9090\" = %+v, want 127.0.0.1:<a free port>->9090/tcp", random)
 	}
-	r := e.mustRun("ps")
-	contains(t, "ps", r.stdout, "PORTS", fmt.Sprintf("127.0.0.1:%d->8080/tcp", port), fmt.Sprintf("127.0.0.1:%d->9090/tcp", random.HostPort))
+	r := e.MustRun("ps")
+	contains(t, "ps", r.Stdout, "PORTS", fmt.Sprintf("127.0.0.1:%d->8080/tcp", port), fmt.Sprintf("127.0.0.1:%d->9090/tcp", random.HostPort))
 
-	e.mustRun("down")
+	e.MustRun("down")
 	if _, err := client.Get(fmt.Sprintf("http://127.0.0.1:%d/", port)); err == nil {
 		t.Errorf("port %d still answers after down", port)
 	}
@@ -127,31 +118,31 @@ func TestPortAlreadyInUse(t *testing.T) {
 	e := newEnv(t, fmt.Sprintf("[sandbox]\nimage = \"{{image}}\"\nports = [\"%d:8080\"]\n", port))
 	addr := "127.0.0.1:" + strconv.Itoa(port)
 
-	r := e.run("up", "-d")
-	if r.code != 125 {
+	r := e.Run("up", "-d")
+	if r.Code != 125 {
 		t.Errorf("up -d with host port %d in use: want exit 125, got %s", port, r)
 	}
-	contains(t, "stderr of up -d", r.stderr, addr, "already in use", fmt.Sprintf(`"%d:8080"`, port))
+	contains(t, "stderr of up -d", r.Stderr, addr, "already in use", fmt.Sprintf(`"%d:8080"`, port))
 	e.assertClean()
-	if ps := e.ps(); len(ps) != 0 {
+	if ps := e.PS(); len(ps) != 0 {
 		t.Errorf("after a failed up -d, ps -a lists %+v", ps)
 	}
 
-	r = e.run("run", "--", "true")
-	if r.code != 125 {
+	r = e.Run("run", "--", "true")
+	if r.Code != 125 {
 		t.Errorf("run with host port %d in use: want exit 125, got %s", port, r)
 	}
-	contains(t, "stderr of run", r.stderr, addr, "already in use")
+	contains(t, "stderr of run", r.Stderr, addr, "already in use")
 	e.assertClean()
 }
 
 // capEff returns the effective capability set of the main command of a run.
 func capEff(t *testing.T, e *env) uint64 {
 	t.Helper()
-	r := e.mustRun("run", "--", "sh", "-c", "grep CapEff /proc/self/status")
-	f := strings.Fields(r.stdout)
+	r := e.MustRun("run", "--", "sh", "-c", "grep CapEff /proc/self/status")
+	f := strings.Fields(r.Stdout)
 	if len(f) != 2 {
-		t.Fatalf("CapEff line: %q", r.stdout)
+		t.Fatalf("CapEff line: %q", r.Stdout)
 	}
 	v, err := strconv.ParseUint(f[1], 16, 64)
 	if err != nil {
@@ -169,13 +160,13 @@ func TestCapabilities(t *testing.T) {
 	if c := capEff(t, e); c&netAdmin != 0 || c&chown == 0 {
 		t.Errorf("CapEff by default = %#x, want NET_ADMIN unset and CHOWN set", c)
 	}
-	e.writeManifest("[sandbox]\nimage = \"{{image}}\"\ncap_add = [\"net_admin\"]\ncap_drop = [\"CAP_CHOWN\"]\n")
+	e.WriteManifest("[sandbox]\nimage = \"{{image}}\"\ncap_add = [\"net_admin\"]\ncap_drop = [\"CAP_CHOWN\"]\n")
 	if c := capEff(t, e); c&netAdmin == 0 || c&chown != 0 {
 		t.Errorf("CapEff with cap_add = [net_admin], cap_drop = [CAP_CHOWN] = %#x, want NET_ADMIN set and CHOWN unset", c)
 	}
 	// What NET_ADMIN is for: changing the network (the loopback's MTU).
-	r := e.run("run", "--", "ip", "link", "set", "lo", "mtu", "1500")
-	if r.code != 0 {
+	r := e.Run("run", "--", "ip", "link", "set", "lo", "mtu", "1500")
+	if r.Code != 0 {
 		t.Errorf("ip link set with NET_ADMIN: %s", r)
 	}
 	e.assertClean()
@@ -187,24 +178,24 @@ func TestCapabilities(t *testing.T) {
 func TestPortsAndCapabilitiesConfigErrors(t *testing.T) {
 	limit(t)
 	e := newEnv(t, "[sandbox]\nimage = \"{{image}}\"\ncap_add = [\"NET_ADMIN\", \"FLY\"]\n")
-	r := e.run("validate")
-	if r.code != 2 {
+	r := e.Run("validate")
+	if r.Code != 2 {
 		t.Errorf("validate with an unknown capability: want exit 2, got %s", r)
 	}
-	contains(t, "stderr of validate", r.stderr, "config error: sandbox.toml:3: sandbox.cap_add: unknown capability \"FLY\"")
+	contains(t, "stderr of validate", r.Stderr, "config error: sandbox.toml:3: sandbox.cap_add: unknown capability \"FLY\"")
 
-	e.writeManifest("[sandbox]\nimage = \"{{image}}\"\nnetwork = \"none\"\nports = [\"8080\"]\n")
+	e.WriteManifest("[sandbox]\nimage = \"{{image}}\"\nnetwork = \"none\"\nports = [\"8080\"]\n")
 	for _, args := range [][]string{{"validate"}, {"run", "--", "true"}, {"up", "-d"}} {
-		r = e.run(args...)
-		if r.code != 2 {
+		r = e.Run(args...)
+		if r.Code != 2 {
 			t.Errorf("%s with ports and network = none: want exit 2, got %s", args, r)
 		}
-		contains(t, "stderr of "+strings.Join(args, " "), r.stderr, `sandbox.ports: cannot publish ports with sandbox.network = "none"`)
+		contains(t, "stderr of "+strings.Join(args, " "), r.Stderr, `sandbox.ports: cannot publish ports with sandbox.network = "none"`)
 	}
 
-	e.writeManifest("[sandbox]\nimage = \"{{image}}\"\ncap_add = [\"sys_admin\"]\n")
-	r = e.mustRun("config")
-	contains(t, "stderr of config", r.stderr, "warning: sandbox.cap_add has SYS_ADMIN")
-	contains(t, "config", r.stdout, "cap_add = [\"sys_admin\"]")
+	e.WriteManifest("[sandbox]\nimage = \"{{image}}\"\ncap_add = [\"sys_admin\"]\n")
+	r = e.MustRun("config")
+	contains(t, "stderr of config", r.Stderr, "warning: sandbox.cap_add has SYS_ADMIN")
+	contains(t, "config", r.Stdout, "cap_add = [\"sys_admin\"]")
 	e.assertClean()
 }

@@ -15,11 +15,11 @@ func TestRunEnvFromHostStaysPrivate(t *testing.T) {
 	e := newEnv(t, plainManifest)
 	value := uniq("ci-t0ken")
 	id := uniq("private-env")
-	r := e.runEnv([]string{"CI_TOKEN=" + value}, "run", "--keep", "--id", id, "-e", "CI_TOKEN", "-e", "LIT=shown", "--", "sh", "-c", "echo token=$CI_TOKEN lit=$LIT")
-	if r.code != 0 || !strings.Contains(r.stdout, "token="+value+" lit=shown") {
+	r := e.RunEnv([]string{"CI_TOKEN=" + value}, "run", "--keep", "--id", id, "-e", "CI_TOKEN", "-e", "LIT=shown", "--", "sh", "-c", "echo token=$CI_TOKEN lit=$LIT")
+	if r.Code != 0 || !strings.Contains(r.Stdout, "token="+value+" lit=shown") {
 		t.Fatalf("run -e CI_TOKEN: %s", r)
 	}
-	ci, err := e.cli.ContainerInspect(context.Background(), "airlock-"+id)
+	ci, err := e.Cli.ContainerInspect(context.Background(), "airlock-"+id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,6 +27,6 @@ func TestRunEnvFromHostStaysPrivate(t *testing.T) {
 	if strings.Contains(string(b), value) {
 		t.Errorf("docker inspect shows the -e NAME value taken from the host")
 	}
-	e.mustRun("rm", id)
+	e.MustRun("rm", id)
 	e.assertClean()
 }

@@ -24,66 +24,66 @@ import (
 func TestPruneCommand(t *testing.T) {
 	limit(t)
 	e := newEnv(t, "[sandbox]\nnetwork = \"none\"\n\n[sandbox.build]\ncontext = \".\"\n")
-	e.writeFile("Dockerfile", "FROM "+e.image+"\nCOPY marker /marker\n")
-	e.writeFile("marker", uniq("marker"))
-	if err := os.MkdirAll(filepath.Join(e.config, "airlock"), 0o700); err != nil {
+	e.WriteFile("Dockerfile", "FROM "+e.Image+"\nCOPY marker /marker\n")
+	e.WriteFile("marker", uniq("marker"))
+	if err := os.MkdirAll(filepath.Join(e.Config, "airlock"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(e.config, "airlock", "config.toml"), []byte("[runtime]\nevent_retention_ttl = \"1s\"\n"), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(e.Config, "airlock", "config.toml"), []byte("[runtime]\nevent_retention_ttl = \"1s\"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	id := uniq("prune-kept")
-	e.mustRun("run", "--keep", "--id", id, "--", "true")
+	e.MustRun("run", "--keep", "--id", id, "--", "true")
 	kept := time.Now()
-	keyb, err := os.ReadFile(filepath.Join(e.data, "airlock", "daemon", "owner-key"))
+	keyb, err := os.ReadFile(filepath.Join(e.Data, "airlock", "daemon", "owner-key"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	owner := strings.TrimSpace(string(keyb))
 	ctx := context.Background()
-	images, err := e.cli.ImageList(ctx, image.ListOptions{Filters: filters.NewArgs(filters.Arg("label", "dev.airlock.owner="+owner))})
+	images, err := e.Cli.ImageList(ctx, image.ListOptions{Filters: filters.NewArgs(filters.Arg("label", "dev.airlock.owner="+owner))})
 	if err != nil || len(images) != 1 || len(images[0].RepoTags) != 1 {
 		t.Fatalf("want one built image of this daemon, got %+v %v", images, err)
 	}
 	tag := images[0].RepoTags[0]
-	t.Cleanup(func() { _, _ = e.cli.ImageRemove(context.Background(), images[0].ID, image.RemoveOptions{Force: true}) })
+	t.Cleanup(func() { _, _ = e.Cli.ImageRemove(context.Background(), images[0].ID, image.RemoveOptions{Force: true}) })
 	mine := supervisorFixture(t, e, owner)
 	theirs := supervisorFixture(t, e, randomKey())
 
 	// The run was kept for longer than the retention (1 s).
 	time.Sleep(time.Until(kept.Add(1100 * time.Millisecond)))
-	r := e.mustRun("prune", "--dry-run")
-	contains(t, "prune --dry-run", r.stdout, "would remove sandbox "+id+"\n", "would remove volume "+mine+"\n", "Total reclaimable space: ")
-	if strings.Contains(r.stdout, "image") || strings.Contains(r.stdout, theirs) {
+	r := e.MustRun("prune", "--dry-run")
+	contains(t, "prune --dry-run", r.Stdout, "would remove sandbox "+id+"\n", "would remove volume "+mine+"\n", "Total reclaimable space: ")
+	if strings.Contains(r.Stdout, "image") || strings.Contains(r.Stdout, theirs) {
 		t.Errorf("prune --dry-run lists the newest image or another daemon's volume:\n%s", r)
 	}
-	if _, err := e.cli.VolumeInspect(ctx, mine); err != nil {
+	if _, err := e.Cli.VolumeInspect(ctx, mine); err != nil {
 		t.Fatalf("prune --dry-run removed volume %s: %v", mine, err)
 	}
-	contains(t, "ps -a after the dry run", e.mustRun("ps", "-a").stdout, id)
+	contains(t, "ps -a after the dry run", e.MustRun("ps", "-a").Stdout, id)
 
-	r = e.mustRun("prune", "--all")
-	t.Logf("airlock prune --all:\n%s", r.stdout)
-	contains(t, "prune --all", r.stdout, "removed sandbox "+id+"\n", "removed image "+tag+"\n", "removed volume "+mine+"\n", "Total reclaimed space: ")
-	if strings.Contains(r.stdout, theirs) || strings.Contains(r.stdout, "Total reclaimed space: 0B") {
+	r = e.MustRun("prune", "--all")
+	t.Logf("airlock prune --all:\n%s", r.Stdout)
+	contains(t, "prune --all", r.Stdout, "removed sandbox "+id+"\n", "removed image "+tag+"\n", "removed volume "+mine+"\n", "Total reclaimed space: ")
+	if strings.Contains(r.Stdout, theirs) || strings.Contains(r.Stdout, "Total reclaimed space: 0B") {
 		t.Errorf("prune --all:\n%s", r)
 	}
-	if _, err := e.cli.VolumeInspect(ctx, mine); !cerrdefs.IsNotFound(err) {
+	if _, err := e.Cli.VolumeInspect(ctx, mine); !cerrdefs.IsNotFound(err) {
 		t.Errorf("volume %s of another build is still there: %v", mine, err)
 	}
 	for _, v := range []string{theirs, theirs + "-ok"} {
-		if _, err := e.cli.VolumeInspect(ctx, v); err != nil {
+		if _, err := e.Cli.VolumeInspect(ctx, v); err != nil {
 			t.Errorf("another daemon's volume %s is gone: %v", v, err)
 		}
 	}
-	if _, err := e.cli.ImageInspect(ctx, tag); !cerrdefs.IsNotFound(err) {
+	if _, err := e.Cli.ImageInspect(ctx, tag); !cerrdefs.IsNotFound(err) {
 		t.Errorf("image %s is still there: %v", tag, err)
 	}
-	if out := e.mustRun("ps", "-a").stdout; strings.Contains(out, id) {
+	if out := e.MustRun("ps", "-a").Stdout; strings.Contains(out, id) {
 		t.Errorf("ps -a still lists the pruned sandbox:\n%s", out)
 	}
-	r = e.mustRun("prune")
-	if strings.TrimSpace(r.stdout) != "Total reclaimed space: 0B" {
+	r = e.MustRun("prune")
+	if strings.TrimSpace(r.Stdout) != "Total reclaimed space: 0B" {
 		t.Errorf("a second prune: want nothing removed, got\n%s", r)
 	}
 }
@@ -95,12 +95,12 @@ func supervisorFixture(t *testing.T, e *env, owner string) string {
 	key := randomKey()[:16]
 	name := "airlock-supervisor-" + key
 	for _, n := range []string{name, name + "-ok"} {
-		_, err := e.cli.VolumeCreate(context.Background(), volume.CreateOptions{Name: n,
+		_, err := e.Cli.VolumeCreate(context.Background(), volume.CreateOptions{Name: n,
 			Labels: map[string]string{"dev.airlock.supervisor": key, "dev.airlock.owner": owner}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { _ = e.cli.VolumeRemove(context.Background(), n, true) })
+		t.Cleanup(func() { _ = e.Cli.VolumeRemove(context.Background(), n, true) })
 	}
 	return name
 }

@@ -19,9 +19,8 @@ import (
 	"github.com/docker/docker/api/types/registry"
 
 	"github.com/airlock-dev/airlock/client"
+	"github.com/airlock-dev/airlock/internal/clitest"
 	"github.com/airlock-dev/airlock/internal/testenv"
-	"github.com/airlock-dev/airlock/manifest"
-	"github.com/airlock-dev/airlock/paths"
 )
 
 // TestPrivateRegistry: sandbox.image in a registry with htpasswd auth. Without
@@ -38,19 +37,19 @@ func TestPrivateRegistry(t *testing.T) {
 	ref := reg + "/airlock-e2e/private:" + strings.ToLower(rand.Text()[:8])
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	if err := e.cli.ImageTag(ctx, e.image, ref); err != nil {
+	if err := e.Cli.ImageTag(ctx, e.Image, ref); err != nil {
 		t.Fatal(err)
 	}
 	untag := func() {
 		// Only the tag: the busybox image it names stays.
-		if _, err := e.cli.ImageRemove(context.Background(), ref, image.RemoveOptions{}); err != nil && !cerrdefs.IsNotFound(err) {
+		if _, err := e.Cli.ImageRemove(context.Background(), ref, image.RemoveOptions{}); err != nil && !cerrdefs.IsNotFound(err) {
 			t.Errorf("cannot untag %s: %v", ref, err)
 		}
 	}
 	t.Cleanup(untag)
 	pushWithAuth(t, e, ref, "airlock", password)
 	untag()
-	e.writeManifest("[sandbox]\nimage = \"" + ref + "\"\nnetwork = \"none\"\n")
+	e.WriteManifest("[sandbox]\nimage = \"" + ref + "\"\nnetwork = \"none\"\n")
 	basicAuth := base64.StdEncoding.EncodeToString([]byte("airlock:" + password))
 	noSecret := func(what, s string) {
 		t.Helper()
@@ -60,40 +59,41 @@ func TestPrivateRegistry(t *testing.T) {
 	}
 
 	// No credentials: HOME has no .docker.
-	r := e.run("run", "--", "echo", "hello")
+	r := e.Run("run", "--", "echo", "hello")
 	t.Logf("run without credentials: %s", r)
 	noSecret("airlock run", r.String())
-	want := "cannot pull image " + ref + ": unauthorized: run docker login " + reg + " (no credentials for " + reg + " in " + filepath.Join(e.home, ".docker", "config.json") + ")"
-	if r.code != 125 || !strings.Contains(r.stderr, want) {
+	want := "cannot pull image " + ref + ": unauthorized: run docker login " + reg + " (no credentials for " + reg + " in " + filepath.Join(e.Home, ".docker", "config.json") + ")"
+	if r.Code != 125 || !strings.Contains(r.Stderr, want) {
 		t.Errorf("run without credentials: want exit 125 and %q, got %s", want, r)
 	}
 	e.assertClean()
-	if _, err := e.cli.ImageInspect(ctx, ref); !cerrdefs.IsNotFound(err) {
+	if _, err := e.Cli.ImageInspect(ctx, ref); !cerrdefs.IsNotFound(err) {
 		t.Errorf("image %s after the failed pull: %v", ref, err)
 	}
 
 	// auths in ~/.docker/config.json: the CLI pulls.
-	if err := os.MkdirAll(filepath.Join(e.home, ".docker"), 0o700); err != nil {
+	if err := os.MkdirAll(filepath.Join(e.Home, ".docker"), 0o700); err != nil {
 		t.Fatal(err)
 	}
 	cfg := `{"auths": {"` + reg + `": {"auth": "` + basicAuth + `"}}}`
-	if err := os.WriteFile(filepath.Join(e.home, ".docker", "config.json"), []byte(cfg), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(e.Home, ".docker", "config.json"), []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	r = e.run("run", "--", "echo", "hello")
+	r = e.Run("run", "--", "echo", "hello")
 	t.Logf("run with credentials: %s", r)
 	noSecret("airlock run", r.String())
-	if r.code != 0 || r.stdout != "hello\n" {
+	if r.Code != 0 || r.Stdout != "hello\n" {
 		t.Errorf("run with credentials: want exit 0 and hello, got %s", r)
 	}
-	contains(t, "stderr", r.stderr, "airlock: pulling image "+ref)
+	contains(t, "stderr", r.Stderr, "airlock: pulling image "+ref)
 	e.assertClean()
 
 	// The control daemon (started by that run, with its HOME) pulls for a client
 	// of its API. The image is gone again first.
 	untag()
 	c := e.daemonAPI()
-	sb, err := c.Create(ctx, &client.CreateRequest{Kind: "up", Manifest: e.wireManifest(), Start: true})
+	wm, _ := clitest.WireManifest(t, e.Project, e.Getenv)
+	sb, err := c.Create(ctx, &client.CreateRequest{Kind: "up", Manifest: wm, Start: true})
 	if err != nil {
 		t.Fatalf("create through the API: %v", err)
 	}
@@ -102,17 +102,18 @@ func TestPrivateRegistry(t *testing.T) {
 	if err != nil || got.State != client.StateReady {
 		t.Errorf("a sandbox of a private image created by the daemon: %+v, %v; want ready", got, err)
 	}
-	if _, err := e.cli.ImageInspect(ctx, ref); err != nil {
+	if _, err := e.Cli.ImageInspect(ctx, ref); err != nil {
 		t.Errorf("the daemon did not pull %s: %v", ref, err)
 	}
 	e.deleteThroughAPI(c, sb.ID)
 
 	// Without credentials the daemon's failure says the same.
 	untag()
-	if err := os.Remove(filepath.Join(e.home, ".docker", "config.json")); err != nil {
+	if err := os.Remove(filepath.Join(e.Home, ".docker", "config.json")); err != nil {
 		t.Fatal(err)
 	}
-	sb, err = c.Create(ctx, &client.CreateRequest{Kind: "up", Manifest: e.wireManifest(), Start: true})
+	wm, _ = clitest.WireManifest(t, e.Project, e.Getenv)
+	sb, err = c.Create(ctx, &client.CreateRequest{Kind: "up", Manifest: wm, Start: true})
 	if err != nil {
 		t.Logf("daemon's create without credentials: %v", err)
 		noSecret("the API's error", err.Error())
@@ -141,7 +142,7 @@ func TestPrivateRegistry(t *testing.T) {
 	}
 
 	// No file of airlock's holds the password: state, logs, events.
-	for _, dir := range []string{e.config, e.data, e.runtime, e.project} {
+	for _, dir := range []string{e.Config, e.Data, e.Runtime, e.Project} {
 		_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 			if err != nil || !d.Type().IsRegular() {
 				return nil
@@ -166,7 +167,7 @@ func pushWithAuth(t *testing.T, e *env, ref, user, password string) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	rc, err := e.cli.ImagePush(ctx, ref, image.PushOptions{RegistryAuth: auth})
+	rc, err := e.Cli.ImagePush(ctx, ref, image.PushOptions{RegistryAuth: auth})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,52 +188,19 @@ func pushWithAuth(t *testing.T, e *env, ref, user, password string) {
 	}
 }
 
-// getenv is the environment of this env's invocations.
-func (e *env) getenv(k string) (string, bool) {
-	for _, kv := range e.environ() {
-		if n, v, _ := strings.Cut(kv, "="); n == k {
-			return v, true
-		}
-	}
-	return "", false
-}
-
 // daemonAPI is a client of the control daemon an invocation of this env started.
-func (e *env) daemonAPI() *client.Client {
-	e.t.Helper()
-	p, err := paths.FromEnv(e.getenv)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	return client.New(p.Socket())
-}
-
-// wireManifest is the project's sandbox.toml as the CLI sends it to the daemon.
-func (e *env) wireManifest() *client.Manifest {
-	e.t.Helper()
-	l := &manifest.Loader{Getenv: e.getenv}
-	r, err := l.Load(filepath.Join(e.project, "sandbox.toml"))
-	if err != nil {
-		e.t.Fatalf("cannot load the manifest: %v", err)
-	}
-	m, _ := r.Redacted()
-	b, err := json.Marshal(m)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	return &client.Manifest{File: r.File, ProjectDir: r.ProjectDir, Resolved: b, Sources: map[string]string{}}
-}
+func (e *env) daemonAPI() *client.Client { return client.New(e.Socket()) }
 
 // deleteThroughAPI deletes a sandbox and waits until it is gone.
 func (e *env) deleteThroughAPI(c *client.Client, id string) {
-	e.t.Helper()
+	e.T.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	if _, err := c.Delete(ctx, id); err != nil {
-		e.t.Errorf("cannot delete %s: %v", id, err)
+		e.T.Errorf("cannot delete %s: %v", id, err)
 		return
 	}
 	if _, _, err := c.WaitState(ctx, id, client.StateDeleted); err != nil {
-		e.t.Errorf("sandbox %s is not deleted: %v", id, err)
+		e.T.Errorf("sandbox %s is not deleted: %v", id, err)
 	}
 }

@@ -38,71 +38,71 @@ func TestRemoteEngine(t *testing.T) {
 	limit(t)
 	remote := testenv.StartRemoteEngine(t)
 	e := newEnv(t, "")
-	e.image = remote.BusyboxImage(t)
-	e.writeManifest(remoteManifest)
-	e.writeFile("hello.txt", "hello from the project\n")
-	e.writeFile("secret-notes.txt", "left out\n")
-	e.writeFile(".airlockignore", "secret-notes.txt\n")
-	e.extra = append(e.extra, "DOCKER_HOST="+remote.Host, "AIRLOCK_VAULT_PASSPHRASE=remote passphrase")
-	defer testenv.AssertNoLeftovers(t, remote.Client, labelProject, e.project)
+	e.Image = remote.BusyboxImage(t)
+	e.WriteManifest(remoteManifest)
+	e.WriteFile("hello.txt", "hello from the project\n")
+	e.WriteFile("secret-notes.txt", "left out\n")
+	e.WriteFile(".airlockignore", "secret-notes.txt\n")
+	e.Extra = append(e.Extra, "DOCKER_HOST="+remote.Host, "AIRLOCK_VAULT_PASSPHRASE=remote passphrase")
+	defer testenv.AssertNoLeftovers(t, remote.Client, labelProject, e.Project)
 
 	ctx, cancel := context.WithTimeout(context.Background(), cmdTimeout)
 	defer cancel()
-	set := e.command(ctx, "secrets", "set", "REMOTE_TOK", "--stdin")
+	set := e.Command(ctx, "secrets", "set", "REMOTE_TOK", "--stdin")
 	set.Stdin = strings.NewReader("vault-remote-value\n")
 	if out, err := set.CombinedOutput(); err != nil {
 		t.Fatalf("secrets set: %v\n%s", err, out)
 	}
 
-	r := e.run("run", "--output", "out", "--", "sh", "-c",
+	r := e.Run("run", "--output", "out", "--", "sh", "-c",
 		"cat hello.txt; test -e secret-notes.txt && echo ignored-file-copied; echo token=$TOKEN; wget -qO- http://127.0.0.1:8080/; mkdir -p out && echo report > out/report.txt && ln -s /etc out/link; exit 7")
-	if r.code != 7 {
+	if r.Code != 7 {
 		t.Fatalf("run on the remote Engine: want exit 7, got %s", r)
 	}
-	contains(t, "stdout", r.stdout, "hello from the project", "token=vault-remote-value", "from-daemon")
-	if strings.Contains(r.stdout, "ignored-file-copied") {
+	contains(t, "stdout", r.Stdout, "hello from the project", "token=vault-remote-value", "from-daemon")
+	if strings.Contains(r.Stdout, "ignored-file-copied") {
 		t.Errorf(".airlockignore was not honoured: %s", r)
 	}
-	if b, err := os.ReadFile(filepath.Join(e.project, "out", "report.txt")); err != nil || string(b) != "report\n" {
+	if b, err := os.ReadFile(filepath.Join(e.Project, "out", "report.txt")); err != nil || string(b) != "report\n" {
 		t.Errorf("--output out: %q %v", b, err)
 	}
 	// A symbolic link made in the sandbox is not recreated on the host.
-	if _, err := os.Lstat(filepath.Join(e.project, "out", "link")); err == nil {
+	if _, err := os.Lstat(filepath.Join(e.Project, "out", "link")); err == nil {
 		t.Errorf("--output recreated a symbolic link from the sandbox on the host")
 	}
-	contains(t, "stderr of run --output", r.stderr, "skipped")
+	contains(t, "stderr of run --output", r.Stderr, "skipped")
 	// run hands the removal to the daemon once the code is known.
 	eventually(t, testenv.RemovalGrace, "the run's container to be removed from the remote Engine", func() bool {
-		return len(listProject(t, remote, e.project)) == 0
+		return len(listProject(t, remote, e.Project)) == 0
 	})
 
 	// up, exec, logs, down.
-	id := strings.TrimSpace(e.mustRun("up", "-d").stdout)
-	if len(listProject(t, remote, e.project)) != 1 || len(e.containers()) != 0 {
+	id := strings.TrimSpace(e.MustRun("up", "-d").Stdout)
+	if len(listProject(t, remote, e.Project)) != 1 || len(e.Containers()) != 0 {
 		t.Errorf("the up sandbox is not on the remote Engine alone")
 	}
-	r = e.mustRun("exec", "--", "sh", "-c", "cat hello.txt; echo token=$TOKEN")
-	contains(t, "exec", r.stdout, "hello from the project", "token=vault-remote-value")
-	r = e.mustRun("logs", id, "web", "--stderr")
+	r = e.MustRun("exec", "--", "sh", "-c", "cat hello.txt; echo token=$TOKEN")
+	contains(t, "exec", r.Stdout, "hello from the project", "token=vault-remote-value")
+	r = e.MustRun("logs", id, "web", "--stderr")
 	_ = r // httpd logs nothing; reading it through the Engine must work
-	r = e.mustRun("exec", "--", "sh", "-c", "echo to-the-log >> /airlock/state/daemons/web/stdout.log")
-	r = e.mustRun("logs", id, "web")
-	contains(t, "logs", r.stdout, "to-the-log")
-	r = e.mustRun("daemon", "status")
-	contains(t, "daemon status", r.stdout, "Engine: "+remote.Host)
-	e.mustRun("down")
+	r = e.MustRun("exec", "--", "sh", "-c", "echo to-the-log >> /airlock/state/daemons/web/stdout.log")
+	r = e.MustRun("logs", id, "web")
+	contains(t, "logs", r.Stdout, "to-the-log")
+	r = e.MustRun("daemon", "status")
+	contains(t, "daemon status", r.Stdout, "Engine: "+remote.Host)
+	e.MustRun("down")
 
 	// A host mount cannot reach a remote Engine: a config error that says why.
-	e.writeManifest(remoteManifest + `
+	e.WriteManifest(remoteManifest + `
 [mounts.cache]
 source = "{{project}}"
 target = "/cache"
 `)
-	r = e.run("run", "--", "true")
-	if r.code != 2 {
+	r = e.Run("run", "--", "true")
+	if r.Code != 2 {
 		t.Errorf("a host mount on a remote Engine: want exit 2, got %s", r)
 	}
-	contains(t, "stderr", r.stderr, "mounts.cache.source", "cannot see it")
+	contains(t, "stderr", r.Stderr, "mounts.cache.source", "cannot see it")
 	e.assertClean()
 }
 
@@ -112,12 +112,12 @@ func TestDockerContexts(t *testing.T) {
 	limit(t)
 	remote := testenv.StartRemoteEngine(t)
 	e := newEnv(t, "")
-	e.image = remote.BusyboxImage(t)
-	e.writeManifest(plainManifest)
-	defer testenv.AssertNoLeftovers(t, remote.Client, labelProject, e.project)
+	e.Image = remote.BusyboxImage(t)
+	e.WriteManifest(plainManifest)
+	defer testenv.AssertNoLeftovers(t, remote.Client, labelProject, e.Project)
 
 	// A context store as `docker context create standin --docker host=…` writes it.
-	cfg := filepath.Join(e.home, ".docker")
+	cfg := filepath.Join(e.Home, ".docker")
 	sum := sha256.Sum256([]byte("standin"))
 	meta := filepath.Join(cfg, "contexts", "meta", hex.EncodeToString(sum[:]))
 	if err := os.MkdirAll(meta, 0o700); err != nil {
@@ -131,14 +131,14 @@ func TestDockerContexts(t *testing.T) {
 	onRemote := func(what string, extra ...string) {
 		t.Helper()
 		id := uniq("ctx")
-		r := e.runEnv(extra, "run", "--keep", "--id", id, "--", "true")
-		if r.code != 0 {
+		r := e.RunEnv(extra, "run", "--keep", "--id", id, "--", "true")
+		if r.Code != 0 {
 			t.Fatalf("%s: %s", what, r)
 		}
-		if n := len(listProject(t, remote, e.project)); n != 1 {
+		if n := len(listProject(t, remote, e.Project)); n != 1 {
 			t.Errorf("%s: the sandbox is not on the context's Engine (%d there)", what, n)
 		}
-		e.mustRun("rm", id)
+		e.MustRun("rm", id)
 	}
 	onRemote("DOCKER_CONTEXT=standin", "DOCKER_CONTEXT=standin")
 	if err := os.WriteFile(filepath.Join(cfg, "config.json"), []byte(`{"currentContext": "standin"}`), 0o600); err != nil {
@@ -146,13 +146,13 @@ func TestDockerContexts(t *testing.T) {
 	}
 	onRemote("currentContext standin")
 	// DOCKER_HOST wins over the current context.
-	r := e.runEnv([]string{"DOCKER_HOST=unix:///var/run/docker.sock"}, "run", "--", "sh", "-c", "exit 3")
-	if r.code != 3 {
+	r := e.RunEnv([]string{"DOCKER_HOST=unix:///var/run/docker.sock"}, "run", "--", "sh", "-c", "exit 3")
+	if r.Code != 3 {
 		t.Errorf("DOCKER_HOST over the current context: %s", r)
 	}
 	// An unknown context is an error naming it.
-	r = e.runEnv([]string{"DOCKER_CONTEXT=nosuch"}, "run", "--", "true")
-	if r.code != 125 || !strings.Contains(r.stderr, "nosuch") {
+	r = e.RunEnv([]string{"DOCKER_CONTEXT=nosuch"}, "run", "--", "true")
+	if r.Code != 125 || !strings.Contains(r.Stderr, "nosuch") {
 		t.Errorf("an unknown context: want exit 125 naming it, got %s", r)
 	}
 	e.assertClean()

@@ -25,11 +25,11 @@ func TestRunStreamsAndExitCodes(t *testing.T) {
 	limit(t)
 	e := newEnv(t, plainManifest)
 
-	r := e.run("run", "--", "sh", "-c", "echo out; echo err >&2")
-	if r.code != 0 || r.stdout != "out\n" {
+	r := e.Run("run", "--", "sh", "-c", "echo out; echo err >&2")
+	if r.Code != 0 || r.Stdout != "out\n" {
 		t.Errorf("streams: want exit 0 and stdout %q, got %s", "out\n", r)
 	}
-	contains(t, "stderr", r.stderr, "err")
+	contains(t, "stderr", r.Stderr, "err")
 	e.assertClean()
 
 	for _, tc := range []struct {
@@ -45,12 +45,12 @@ func TestRunStreamsAndExitCodes(t *testing.T) {
 		{"sigterm", []string{"sh", "-c", "kill -TERM $$"}, 143, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := e.run(append([]string{"run", "--"}, tc.args...)...)
-			if r.code != tc.code {
+			r := e.Run(append([]string{"run", "--"}, tc.args...)...)
+			if r.Code != tc.code {
 				t.Errorf("want exit %d, got %s", tc.code, r)
 			}
 			if tc.msg != "" {
-				contains(t, "stderr", r.stderr, tc.msg)
+				contains(t, "stderr", r.Stderr, tc.msg)
 			}
 			e.assertClean()
 		})
@@ -70,9 +70,9 @@ image = "{{image}}"
 command = ["sh", "-c", "sleep 1; exec httpd -f -p 127.0.0.1:8080 -h {{project}}/www"]
 ready = { tcp = "127.0.0.1:8080", timeout = "20s" }
 `)
-	e.writeFile("www/index.html", "page-from-daemon\n")
-	r := e.run("run", "--", "wget", "-qO-", "http://127.0.0.1:8080/")
-	if r.code != 0 || r.stdout != "page-from-daemon\n" {
+	e.WriteFile("www/index.html", "page-from-daemon\n")
+	r := e.Run("run", "--", "wget", "-qO-", "http://127.0.0.1:8080/")
+	if r.Code != 0 || r.Stdout != "page-from-daemon\n" {
 		t.Errorf("want the page and exit 0, got %s", r)
 	}
 	e.assertClean()
@@ -90,15 +90,7 @@ command = ["sleep", "300"]
 timeout = 1
 ready = { cmd = ["false"], timeout = "2s" }
 `)
-	r := e.run("run", "--", "echo", "main-ran")
-	if r.code != 125 {
-		t.Errorf("want exit 125, got %s", r)
-	}
-	if strings.Contains(r.stdout, "main-ran") {
-		t.Errorf("the main command ran although its daemon was not ready: %s", r)
-	}
-	contains(t, "stderr", r.stderr, "stuck", "daemons/stuck/", ".log")
-	e.assertClean()
+	e.startFails(cmdTimeout, "stuck", "daemons/stuck/", ".log")
 }
 
 // TestRunEnvWorkdir: -e, -w and [env] (a host variable substituted) reach the main
@@ -123,14 +115,14 @@ OWN = "own-value"
 `)
 	secret := uniq("host-secret")
 	id := uniq("envtest")
-	r := e.runEnv([]string{"E2E_HOST_VAR=" + secret}, "run", "--keep", "--id", id, "-e", "K=V", "-e", "LITERAL=over", "-w", "/tmp",
+	r := e.RunEnv([]string{"E2E_HOST_VAR=" + secret}, "run", "--keep", "--id", id, "-e", "K=V", "-e", "LITERAL=over", "-w", "/tmp",
 		"--", "sh", "-c", `echo "$FROM_HOST|$LITERAL|$K|$(pwd)"`)
-	if want := secret + "|over|V|/tmp\n"; r.code != 0 || r.stdout != want {
+	if want := secret + "|over|V|/tmp\n"; r.Code != 0 || r.Stdout != want {
 		t.Errorf("want stdout %q and exit 0, got %s", want, r)
 	}
 
 	// The kept sandbox's configuration must not hold the substituted value.
-	ci, err := e.cli.ContainerInspect(context.Background(), "airlock-"+id)
+	ci, err := e.Cli.ContainerInspect(context.Background(), "airlock-"+id)
 	if err != nil {
 		t.Fatalf("cannot inspect the kept sandbox: %v", err)
 	}
@@ -138,21 +130,21 @@ OWN = "own-value"
 	if strings.Contains(string(b), secret) {
 		t.Errorf("docker inspect of the sandbox shows the substituted value %q:\n%v", secret, ci.Config.Env)
 	}
-	spec := testenv.ReadContainerFile(context.Background(), e.cli, "airlock-"+id, sandbox.SpecIn)
+	spec := testenv.ReadContainerFile(context.Background(), e.Cli, "airlock-"+id, sandbox.SpecIn)
 	if !strings.Contains(string(b), "lit-value") && !strings.Contains(spec, "lit-value") {
 		t.Errorf("the literal [env] value is neither in the container config nor the spec:\n%s", spec)
 	}
 	if strings.Contains(spec, secret) {
 		t.Errorf("the spec uploaded into the sandbox holds the substituted value")
 	}
-	if fileTreeContains(e.data, secret) || fileTreeContains(e.runtime, secret) {
+	if fileTreeContains(e.Data, secret) || fileTreeContains(e.Runtime, secret) {
 		t.Errorf("a file airlock wrote on the host holds the substituted value")
 	}
 
-	logs := e.mustRun("logs", id, "d")
-	contains(t, "daemon log", logs.stdout, "FROM_HOST=[] LITERAL=[] OWN=[own-value]")
+	logs := e.MustRun("logs", id, "d")
+	contains(t, "daemon log", logs.Stdout, "FROM_HOST=[] LITERAL=[] OWN=[own-value]")
 
-	e.mustRun("rm", id)
+	e.MustRun("rm", id)
 	e.assertClean()
 }
 
@@ -184,19 +176,19 @@ ready = { log = "hello-from-greeter", timeout = "10s" }
 `)
 	team := uniq("x")
 	id := uniq("myid-123")
-	r := e.run("run", "--keep", "--id", id, "--label", "team="+team, "--", "true")
-	if r.code != 0 {
+	r := e.Run("run", "--keep", "--id", id, "--label", "team="+team, "--", "true")
+	if r.Code != 0 {
 		t.Fatalf("run --keep: %s", r)
 	}
-	contains(t, "stderr", r.stderr, id)
+	contains(t, "stderr", r.Stderr, id)
 
-	ps := e.ps()
+	ps := e.PS()
 	if len(ps) != 1 {
 		t.Fatalf("ps -a --json lists %d sandboxes of the project, want 1: %+v", len(ps), ps)
 	}
 	p := ps[0]
-	if p.ID != id || p.State != "stopped" || p.Project != e.project || p.CreatedAt == nil || p.Daemons == nil || p.Labels["team"] != team {
-		t.Errorf("ps -a --json entry = %+v (daemons %+v), want id %s, state stopped, project %s, created_at, daemons, labels team=%s", p, p.Daemons, id, e.project, team)
+	if p.ID != id || p.State != "stopped" || p.Project != e.Project || p.CreatedAt == nil || p.Daemons == nil || p.Labels["team"] != team {
+		t.Errorf("ps -a --json entry = %+v (daemons %+v), want id %s, state stopped, project %s, created_at, daemons, labels team=%s", p, p.Daemons, id, e.Project, team)
 	}
 	if p.Daemons != nil && p.Daemons.Total != 1 {
 		t.Errorf("daemons total = %d, want 1", p.Daemons.Total)
@@ -205,34 +197,34 @@ ready = { log = "hello-from-greeter", timeout = "10s" }
 		t.Errorf("created_at = %v, not recent", p.CreatedAt)
 	}
 	// ps filters by label too.
-	lr := e.mustRun("ps", "-a", "--json", "--label", "team="+team)
-	contains(t, "ps --label", lr.stdout, id)
+	lr := e.MustRun("ps", "-a", "--json", "--label", "team="+team)
+	contains(t, "ps --label", lr.Stdout, id)
 
-	logs := e.mustRun("logs", id, "greeter")
-	if logs.stdout != "hello-from-greeter\n" {
-		t.Errorf("logs %s greeter = %q, want %q", id, logs.stdout, "hello-from-greeter\n")
+	logs := e.MustRun("logs", id, "greeter")
+	if logs.Stdout != "hello-from-greeter\n" {
+		t.Errorf("logs %s greeter = %q, want %q", id, logs.Stdout, "hello-from-greeter\n")
 	}
 
-	e.mustRun("rm", id)
+	e.MustRun("rm", id)
 	e.assertClean()
 
 	// By label.
-	r = e.run("run", "--keep", "--label", "team="+team, "--", "true")
-	if r.code != 0 {
+	r = e.Run("run", "--keep", "--label", "team="+team, "--", "true")
+	if r.Code != 0 {
 		t.Fatalf("run --keep: %s", r)
 	}
-	if len(e.ps()) != 1 {
+	if len(e.PS()) != 1 {
 		t.Fatalf("want one kept sandbox")
 	}
-	e.mustRun("rm", "--label", "team="+team)
-	if ps := e.ps(); len(ps) != 0 {
+	e.MustRun("rm", "--label", "team="+team)
+	if ps := e.PS(); len(ps) != 0 {
 		t.Errorf("after rm --label, ps lists %+v", ps)
 	}
 	e.assertClean()
 
 	// A bad ID: usage error, nothing made.
-	r = e.run("run", "--id", "b@d id", "--", "true")
-	if r.code != 2 {
+	r = e.Run("run", "--id", "b@d id", "--", "true")
+	if r.Code != 2 {
 		t.Errorf("run --id 'b@d id': want exit 2, got %s", r)
 	}
 	e.assertClean()
@@ -251,13 +243,13 @@ source = "./not-there"
 target = "/data"
 missing = "fail"
 `)
-	r := e.run("run", "--", "true")
-	if r.code != 2 || !strings.HasPrefix(r.stderr, "config error:") {
+	r := e.Run("run", "--", "true")
+	if r.Code != 2 || !strings.HasPrefix(r.Stderr, "config error:") {
 		t.Errorf("want exit 2 and a stderr starting with 'config error:', got %s", r)
 	}
-	contains(t, "stderr", r.stderr, "mounts.data")
+	contains(t, "stderr", r.Stderr, "mounts.data")
 	e.assertClean()
-	if _, err := os.Stat(filepath.Join(e.project, "not-there")); err == nil {
+	if _, err := os.Stat(filepath.Join(e.Project, "not-there")); err == nil {
 		t.Errorf("the missing source was created")
 	}
 }
@@ -291,20 +283,20 @@ source = "./seed"
 target = "/seed"
 exclude = [".git", "*.tmp"]
 `)
-	e.writeFile("rodir/existing", "ro\n")
-	if err := os.Chmod(filepath.Join(e.project, "rodir"), 0o777); err != nil {
+	e.WriteFile("rodir/existing", "ro\n")
+	if err := os.Chmod(filepath.Join(e.Project, "rodir"), 0o777); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.MkdirAll(filepath.Join(e.home, "hdata"), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Join(e.Home, "hdata"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(e.home, "hdata", "file"), []byte("from-home\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(e.Home, "hdata", "file"), []byte("from-home\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	e.writeFile("seed/a.txt", "a\n")
-	e.writeFile("seed/sub/c.txt", "c\n")
-	e.writeFile("seed/b.tmp", "tmp\n")
-	e.writeFile("seed/.git/config", "git\n")
+	e.WriteFile("seed/a.txt", "a\n")
+	e.WriteFile("seed/sub/c.txt", "c\n")
+	e.WriteFile("seed/b.tmp", "tmp\n")
+	e.WriteFile("seed/.git/config", "git\n")
 
 	script := `set -e
 echo made > /made/f
@@ -314,7 +306,7 @@ if echo x > /ro/new 2>/dev/null; then echo ro-writable; else echo ro-refused; fi
 find /seed | sort
 stat -c '%u %n' /seed /seed/a.txt /seed/sub /seed/sub/c.txt
 id -u`
-	r := e.run("run", "--", "sh", "-c", script)
+	r := e.Run("run", "--", "sh", "-c", script)
 	want := `from-home
 ro
 ro-refused
@@ -328,13 +320,13 @@ ro-refused
 65534 /seed/sub/c.txt
 65534
 `
-	if r.code != 0 || r.stdout != want {
+	if r.Code != 0 || r.Stdout != want {
 		t.Errorf("want exit 0 and stdout\n%s\ngot %s", want, r)
 	}
-	if b, err := os.ReadFile(filepath.Join(e.project, "made", "f")); err != nil || string(b) != "made\n" {
+	if b, err := os.ReadFile(filepath.Join(e.Project, "made", "f")); err != nil || string(b) != "made\n" {
 		t.Errorf("the create-dir mount: host file made/f = %q, %v", b, err)
 	}
-	if _, err := os.Stat(filepath.Join(e.project, "rodir", "new")); err == nil {
+	if _, err := os.Stat(filepath.Join(e.Project, "rodir", "new")); err == nil {
 		t.Errorf("a file was written through the read-only mount")
 	}
 	e.assertClean()
@@ -347,23 +339,18 @@ func TestRunMissingImage(t *testing.T) {
 [sandbox]
 image = "airlock-nonexistent/image:nope"
 `)
-	r := e.run("run", "--", "true")
-	if r.code != 125 {
-		t.Errorf("want exit 125, got %s", r)
-	}
-	contains(t, "stderr", r.stderr, "airlock-nonexistent/image:nope")
-	e.assertClean()
+	e.startFails(cmdTimeout, "airlock-nonexistent/image:nope")
 }
 
 // TestRunEngineUnreachable: 125 with how to start the Engine, nothing created.
 func TestRunEngineUnreachable(t *testing.T) {
 	limit(t)
 	e := newEnv(t, plainManifest)
-	r := e.runEnv([]string{"DOCKER_HOST=unix:///nonexistent.sock"}, "run", "--", "true")
-	if r.code != 125 {
+	r := e.RunEnv([]string{"DOCKER_HOST=unix:///nonexistent.sock"}, "run", "--", "true")
+	if r.Code != 125 {
 		t.Errorf("want exit 125, got %s", r)
 	}
-	contains(t, "stderr", r.stderr, "Docker Engine", "/nonexistent.sock", "start Docker")
+	contains(t, "stderr", r.Stderr, "Docker Engine", "/nonexistent.sock", "start Docker")
 	e.assertClean()
 }
 
@@ -371,8 +358,12 @@ func TestRunEngineUnreachable(t *testing.T) {
 // command gets it (130); SIGTERM during the run gives 143; nothing is left.
 func TestRunInterrupts(t *testing.T) {
 	limit(t)
-	t.Run("setup-service", func(t *testing.T) {
-		e := newEnv(t, `
+	for _, tc := range []struct {
+		name, manifest string
+		role           string // the container that runs while the setup waits
+		what           string
+	}{
+		{"setup-service", `
 [sandbox]
 image = "{{image}}"
 ready_timeout = "60s"
@@ -382,18 +373,8 @@ image = "{{image}}"
 command = ["sleep", "300"]
 required = true
 healthcheck = { cmd = ["false"], interval = "1s", retries = 100 }
-`)
-		p := e.start("run", "--", "echo", "main-ran")
-		eventually(t, time.Minute, "the service container to run", func() bool { return e.runningContainer("service") })
-		p.signal(t, syscall.SIGINT)
-		r := p.wait(t, time.Minute)
-		if r.code != 130 || strings.Contains(r.stdout, "main-ran") {
-			t.Errorf("SIGINT while a required service is pending: want exit 130, got %s", r)
-		}
-		e.assertClean()
-	})
-	t.Run("setup-daemon", func(t *testing.T) {
-		e := newEnv(t, `
+`, "service", "a required service is pending"},
+		{"setup-daemon", `
 [sandbox]
 image = "{{image}}"
 
@@ -401,16 +382,20 @@ image = "{{image}}"
 command = ["sleep", "300"]
 timeout = 1
 ready = { cmd = ["sh", "-c", "test -e {{project}}/never"], timeout = "30s" }
-`)
-		p := e.start("run", "--", "echo", "main-ran")
-		eventually(t, time.Minute, "the sandbox to run", func() bool { return e.runningContainer("primary") })
-		p.signal(t, syscall.SIGINT)
-		r := p.wait(t, time.Minute)
-		if r.code != 130 || strings.Contains(r.stdout, "main-ran") {
-			t.Errorf("SIGINT while a daemon is not ready: want exit 130, got %s", r)
-		}
-		e.assertClean()
-	})
+`, "primary", "a daemon is not ready"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, tc.manifest)
+			p := e.Start("run", "--", "echo", "main-ran")
+			eventually(t, time.Minute, "the "+tc.role+" container to run", func() bool { return e.runningContainer(tc.role) })
+			p.Signal(t, syscall.SIGINT)
+			r := p.MustWait(t, time.Minute)
+			if r.Code != 130 || strings.Contains(r.Stdout, "main-ran") {
+				t.Errorf("SIGINT while %s: want exit 130, got %s", tc.what, r)
+			}
+			e.assertClean()
+		})
+	}
 	for _, tc := range []struct {
 		name string
 		sig  syscall.Signal
@@ -418,15 +403,15 @@ ready = { cmd = ["sh", "-c", "test -e {{project}}/never"], timeout = "30s" }
 	}{{"run-sigint", syscall.SIGINT, 130}, {"run-sigterm", syscall.SIGTERM, 143}} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t, plainManifest)
-			p := e.start("run", "--", "sh", "-c", "touch started; exec sleep 30")
+			p := e.Start("run", "--", "sh", "-c", "touch started; exec sleep 30")
 			eventually(t, time.Minute, "the main command to start", func() bool {
-				_, err := os.Stat(filepath.Join(e.project, "started"))
+				_, err := os.Stat(filepath.Join(e.Project, "started"))
 				return err == nil
 			})
 			start := time.Now()
-			p.signal(t, tc.sig)
-			r := p.wait(t, time.Minute)
-			if r.code != tc.code {
+			p.Signal(t, tc.sig)
+			r := p.MustWait(t, time.Minute)
+			if r.Code != tc.code {
 				t.Errorf("%v during the run: want exit %d, got %s", tc.sig, tc.code, r)
 			}
 			if d := time.Since(start); d > 20*time.Second {
@@ -451,14 +436,5 @@ command = ["sh", "-c", "echo db-log-line-1; echo db-log-line-2; exec sleep 300"]
 required = true
 healthcheck = { cmd = ["false"], interval = "200ms", timeout = "1s", retries = 2 }
 `)
-	start := time.Now()
-	r := e.run("run", "--", "echo", "main-ran")
-	if r.code != 125 || strings.Contains(r.stdout, "main-ran") {
-		t.Errorf("want exit 125 without the main command, got %s", r)
-	}
-	contains(t, "stderr", r.stderr, "service db", "db-log-line-2")
-	if d := time.Since(start); d > 30*time.Second {
-		t.Errorf("took %v with ready_timeout 5s", d)
-	}
-	e.assertClean()
+	e.startFails(30*time.Second, "service db", "db-log-line-2")
 }

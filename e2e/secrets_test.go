@@ -40,19 +40,19 @@ image = "{{image}}"
 command = ["sh", "-c", "mkdir -p /dev/shm/www && echo \"$SVCTOK\" > /dev/shm/www/t && exec httpd -f -p 80 -h /dev/shm/www"]
 env = { SVCTOK = "${VAULT_TOK}", SVCPLAIN = "plain" }
 `)
-	e.extra = append(e.extra, "AIRLOCK_VAULT_PASSPHRASE=correct horse battery")
+	e.Extra = append(e.Extra, "AIRLOCK_VAULT_PASSPHRASE=correct horse battery")
 
 	ctx, cancel := context.WithTimeout(context.Background(), cmdTimeout)
 	defer cancel()
-	set := e.command(ctx, "secrets", "set", "VAULT_TOK", "--stdin")
+	set := e.Command(ctx, "secrets", "set", "VAULT_TOK", "--stdin")
 	set.Stdin = strings.NewReader(value + "\n")
 	if out, err := set.CombinedOutput(); err != nil {
 		t.Fatalf("secrets set: %v\n%s", err, out)
 	}
 
-	id := strings.TrimSpace(e.mustRun("up", "-d").stdout)
-	r := e.mustRun("exec", "--", "sh", "-c", "echo main=$TOKEN; echo daemon=$(cat /dev/shm/dtok); for i in 1 2 3 4 5 6 7 8 9 10; do wget -qO- http://svc/t && break; sleep 0.2; done | sed 's/^/service=/'")
-	if !strings.Contains(r.stdout, "main="+value) || !strings.Contains(r.stdout, "daemon="+value) || !strings.Contains(r.stdout, "service="+value) {
+	id := strings.TrimSpace(e.MustRun("up", "-d").Stdout)
+	r := e.MustRun("exec", "--", "sh", "-c", "echo main=$TOKEN; echo daemon=$(cat /dev/shm/dtok); for i in 1 2 3 4 5 6 7 8 9 10; do wget -qO- http://svc/t && break; sleep 0.2; done | sed 's/^/service=/'")
+	if !strings.Contains(r.Stdout, "main="+value) || !strings.Contains(r.Stdout, "daemon="+value) || !strings.Contains(r.Stdout, "service="+value) {
 		t.Fatalf("the secret did not reach the processes that declared it: %s", r)
 	}
 
@@ -63,18 +63,18 @@ env = { SVCTOK = "${VAULT_TOK}", SVCPLAIN = "plain" }
 		}
 	}
 	// docker inspect of every container and exec of the sandbox.
-	list, err := e.cli.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", labelProject+"="+e.project))})
+	list, err := e.Cli.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", labelProject+"="+e.Project))})
 	if err != nil || len(list) == 0 {
 		t.Fatalf("cannot list the sandbox's containers: %v (%d)", err, len(list))
 	}
 	for _, c := range list {
-		in, raw, err := e.cli.ContainerInspectWithRaw(ctx, c.ID, false)
+		in, raw, err := e.Cli.ContainerInspectWithRaw(ctx, c.ID, false)
 		if err != nil {
 			t.Fatal(err)
 		}
 		leak("docker inspect "+c.Names[0], raw)
 		for _, ex := range in.ExecIDs {
-			if xi, err := e.cli.ContainerExecInspect(ctx, ex); err == nil {
+			if xi, err := e.Cli.ContainerExecInspect(ctx, ex); err == nil {
 				b, _ := json.Marshal(xi)
 				leak("docker inspect of exec "+ex, b)
 			}
@@ -82,15 +82,15 @@ env = { SVCTOK = "${VAULT_TOK}", SVCPLAIN = "plain" }
 	}
 	// airlock config in every form.
 	for _, args := range [][]string{{"config"}, {"config", "--json"}, {"config", "--layers"}} {
-		r := e.mustRun(args...)
-		leak("airlock "+strings.Join(args, " "), []byte(r.stdout+r.stderr))
-		contains(t, "airlock "+strings.Join(args, " "), r.stdout, "********")
+		r := e.MustRun(args...)
+		leak("airlock "+strings.Join(args, " "), []byte(r.Stdout+r.Stderr))
+		contains(t, "airlock "+strings.Join(args, " "), r.Stdout, "********")
 	}
 	// The events.
-	r = e.mustRun("events", id, "--json")
-	leak("the events", []byte(r.stdout))
+	r = e.MustRun("events", id, "--json")
+	leak("the events", []byte(r.Stdout))
 	// The store file and the daemon's log.
-	for _, p := range []string{filepath.Join(e.data, "airlock", "ids.db"), filepath.Join(e.data, "airlock", "daemon", "airlockd.log")} {
+	for _, p := range []string{filepath.Join(e.Data, "airlock", "ids.db"), filepath.Join(e.Data, "airlock", "daemon", "airlockd.log")} {
 		b, err := os.ReadFile(p)
 		if err != nil {
 			t.Fatal(err)
@@ -101,9 +101,9 @@ env = { SVCTOK = "${VAULT_TOK}", SVCPLAIN = "plain" }
 	// Engine's disk: each container's writable layer (the status stream and the
 	// daemon logs live there) and the volumes it mounts. (The test's own
 	// processes keep the value they print in /dev/shm, a tmpfs.)
-	roots := []string{e.data, e.runtime}
+	roots := []string{e.Data, e.Runtime}
 	for _, c := range list {
-		in, err := e.cli.ContainerInspect(ctx, c.ID)
+		in, err := e.Cli.ContainerInspect(ctx, c.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -131,7 +131,7 @@ env = { SVCTOK = "${VAULT_TOK}", SVCPLAIN = "plain" }
 	if files == 0 {
 		t.Errorf("no file found to check under %v", roots)
 	}
-	e.mustRun("down")
+	e.MustRun("down")
 }
 
 // TestResumeAfterDaemonRestart: a stopped up sandbox whose [env] has substituted
@@ -146,14 +146,14 @@ image = "{{image}}"
 [env]
 TOKEN = "${HOST_TOKEN}"
 `)
-	e.extra = append(e.extra, "HOST_TOKEN=host-t0ken-value")
-	e.mustRun("up", "-d")
-	e.mustRun("stop")
-	e.stopControlDaemon()
-	e.mustRun("up", "-d")
-	r := e.mustRun("exec", "--", "sh", "-c", "echo token=$TOKEN")
-	if !strings.Contains(r.stdout, "token=host-t0ken-value") {
+	e.Extra = append(e.Extra, "HOST_TOKEN=host-t0ken-value")
+	e.MustRun("up", "-d")
+	e.MustRun("stop")
+	e.StopDaemon()
+	e.MustRun("up", "-d")
+	r := e.MustRun("exec", "--", "sh", "-c", "echo token=$TOKEN")
+	if !strings.Contains(r.Stdout, "token=host-t0ken-value") {
 		t.Fatalf("after a daemon restart the sandbox lost its substituted env: %s", r)
 	}
-	e.mustRun("down")
+	e.MustRun("down")
 }

@@ -28,25 +28,25 @@ func TestStopDownPrintShutdownLines(t *testing.T) {
 	limit(t)
 	e := newEnv(t, shutdownLinesManifest)
 
-	id := strings.TrimSpace(e.mustRun("up", "-d").stdout)
+	id := strings.TrimSpace(e.MustRun("up", "-d").Stdout)
 	// flaky gives up after 3 launches (1 s and 2 s of backoff between them).
 	eventually(t, 30*time.Second, "flaky to give up", func() bool {
-		return strings.Contains(e.mustRun("events", id).stdout, "daemon.gave_up")
+		return strings.Contains(e.MustRun("events", id).Stdout, "daemon.gave_up")
 	})
-	r := e.mustRun("stop")
-	contains(t, "stderr of stop", r.stderr, "✔ daemon web: shut down\n", "✘ daemon flaky: gave up after 3 launches (exit 3)\n")
-	if strings.Contains(r.stderr, "daemon flaky: shut down") {
+	r := e.MustRun("stop")
+	contains(t, "stderr of stop", r.Stderr, "✔ daemon web: shut down\n", "✘ daemon flaky: gave up after 3 launches (exit 3)\n")
+	if strings.Contains(r.Stderr, "daemon flaky: shut down") {
 		t.Errorf("stop reports flaky, which gave up, as shut down:\n%s", r)
 	}
-	contains(t, "stdout of stop", r.stdout, "stopped "+id)
+	contains(t, "stdout of stop", r.Stdout, "stopped "+id)
 
-	e.mustRun("up", "-d")
-	r = e.mustRun("down")
-	contains(t, "stderr of down", r.stderr, "✔ daemon web: shut down\n")
-	contains(t, "stdout of down", r.stdout, "removed "+id)
+	e.MustRun("up", "-d")
+	r = e.MustRun("down")
+	contains(t, "stderr of down", r.Stderr, "✔ daemon web: shut down\n")
+	contains(t, "stdout of down", r.Stdout, "removed "+id)
 
-	e.mustRun("up", "-d")
-	if r = e.mustRun("-q", "down"); r.stderr != "" || r.stdout != "" {
+	e.MustRun("up", "-d")
+	if r = e.MustRun("-q", "down"); r.Stderr != "" || r.Stdout != "" {
 		t.Errorf("down -q printed something: %s", r)
 	}
 }

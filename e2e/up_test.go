@@ -1,3 +1,7 @@
+//go:build linux
+
+// The pseudo-terminal checks read termios with TCGETS, which is Linux's.
+
 package e2e
 
 import (
@@ -11,6 +15,8 @@ import (
 
 	"github.com/creack/pty"
 	"golang.org/x/sys/unix"
+
+	"github.com/airlock-dev/airlock/internal/clitest"
 )
 
 const upManifest = `
@@ -43,7 +49,7 @@ func (o *ptyOutput) String() string {
 func TestUpInteractive(t *testing.T) {
 	limit(t)
 	e := newEnv(t, upManifest)
-	e.extra = append(e.extra, "E2E_FOO=foo-value", "TERM=dumb")
+	e.Extra = append(e.Extra, "E2E_FOO=foo-value", "TERM=dumb")
 
 	ptmx, tty, err := pty.Open()
 	if err != nil {
@@ -59,9 +65,9 @@ func TestUpInteractive(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	cmd := exec.Command(airlockBin, "up")
-	cmd.Dir = e.project
-	cmd.Env = e.environ()
+	cmd := exec.Command(clitest.Bin, "up")
+	cmd.Dir = e.Project
+	cmd.Env = e.Environ()
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, tty, tty
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
 	if err := cmd.Start(); err != nil {
@@ -141,16 +147,13 @@ func TestUpInteractive(t *testing.T) {
 		t.Errorf("the terminal was not restored:\nbefore %+v\nafter  %+v", *before, *after)
 	}
 
-	ps := e.ps()
+	ps := e.PS()
 	if len(ps) != 1 || ps[0].State != "stopped" {
 		t.Errorf("after the shell exited, ps -a lists %+v, want one stopped sandbox", ps)
 	}
-	e.mustRun("down")
+	e.MustRun("down")
 	e.assertClean()
 }
-
-// isRunning accepts the runtime's "running" and the control daemon's "ready" (DESIGN §8).
-func isRunning(state string) bool { return state == "running" || state == "ready" }
 
 // TestUpDetachExecRestartRecreateDown: up -d, a second up refused, exec gets [env],
 // a stopped sandbox started again keeps its files, a changed manifest recreates it,
@@ -158,79 +161,79 @@ func isRunning(state string) bool { return state == "running" || state == "ready
 func TestUpDetachExecRestartRecreateDown(t *testing.T) {
 	limit(t)
 	e := newEnv(t, upManifest)
-	e.extra = append(e.extra, "E2E_FOO=foo-value")
+	e.Extra = append(e.Extra, "E2E_FOO=foo-value")
 
-	r := e.mustRun("up", "-d")
-	id := strings.TrimSpace(r.stdout)
+	r := e.MustRun("up", "-d")
+	id := strings.TrimSpace(r.Stdout)
 	if id == "" || strings.Contains(id, "\n") {
 		t.Fatalf("up -d should print the sandbox ID alone, got %s", r)
 	}
 	// Nothing of the sandbox's state lives on the host (DESIGN §2): it stays in
 	// the sandbox and is read through the Engine API.
-	if _, err := os.Stat(e.stateDir(id)); err == nil {
-		t.Errorf("a host state dir %s exists for sandbox %s", e.stateDir(id), id)
+	if _, err := os.Stat(e.StateDir(id)); err == nil {
+		t.Errorf("a host state dir %s exists for sandbox %s", e.StateDir(id), id)
 	}
-	if ps := e.ps(); len(ps) != 1 || ps[0].ID != id || !isRunning(ps[0].State) || ps[0].Daemons == nil || ps[0].Daemons.Up != 1 {
+	if ps := e.PS(); len(ps) != 1 || ps[0].ID != id || !isRunning(ps[0].State) || ps[0].Daemons == nil || ps[0].Daemons.Up != 1 {
 		t.Errorf("ps -a after up -d = %+v, want %s running with 1 daemon up", ps, id)
 	}
 
 	// A second up while it runs is refused, naming it and suggesting exec.
-	r = e.run("up")
-	if r.code == 0 {
+	r = e.Run("up")
+	if r.Code == 0 {
 		t.Errorf("a second up while one runs: want a failure, got %s", r)
 	}
-	contains(t, "stderr of a second up", r.stderr, id, "airlock exec")
+	contains(t, "stderr of a second up", r.Stderr, id, "airlock exec")
 	// A second up -d is idempotent: the same ID, exit 0 (docs/sandbox.md).
-	r = e.run("up", "-d")
-	if r.code != 0 || strings.TrimSpace(r.stdout) != id {
+	r = e.Run("up", "-d")
+	if r.Code != 0 || strings.TrimSpace(r.Stdout) != id {
 		t.Errorf("a second up -d while one runs: want exit 0 and %s, got %s", id, r)
 	}
 
-	r = e.mustRun("exec", "--", "sh", "-c", "echo $FOO")
-	if r.stdout != "foo-value\n" {
-		t.Errorf("exec -- sh -c 'echo $FOO' = %q, want %q", r.stdout, "foo-value\n")
+	r = e.MustRun("exec", "--", "sh", "-c", "echo $FOO")
+	if r.Stdout != "foo-value\n" {
+		t.Errorf("exec -- sh -c 'echo $FOO' = %q, want %q", r.Stdout, "foo-value\n")
 	}
-	r = e.run("exec", "--", "sh", "-c", "exit 3")
-	if r.code != 3 {
+	r = e.Run("exec", "--", "sh", "-c", "exit 3")
+	if r.Code != 3 {
 		t.Errorf("exec -- sh -c 'exit 3': want exit 3, got %s", r)
 	}
-	e.mustRun("exec", "--", "sh", "-c", "echo kept > /kept-file")
+	e.MustRun("exec", "--", "sh", "-c", "echo kept > /kept-file")
 
 	// Stopped, then started again: the file is still there.
-	e.mustRun("stop")
-	if ps := e.ps(); len(ps) != 1 || ps[0].State != "stopped" {
+	e.MustRun("stop")
+	if ps := e.PS(); len(ps) != 1 || ps[0].State != "stopped" {
 		t.Errorf("after stop, ps -a = %+v, want one stopped sandbox", ps)
 	}
-	r = e.mustRun("up", "-d")
-	if got := strings.TrimSpace(r.stdout); got != id {
+	r = e.MustRun("up", "-d")
+	if got := strings.TrimSpace(r.Stdout); got != id {
 		t.Errorf("up -d of a stopped sandbox gave %q, want the same sandbox %s", got, id)
 	}
-	r = e.mustRun("exec", "--", "cat", "/kept-file")
-	if r.stdout != "kept\n" {
-		t.Errorf("after a restart, /kept-file = %q, want %q", r.stdout, "kept\n")
+	r = e.MustRun("exec", "--", "cat", "/kept-file")
+	if r.Stdout != "kept\n" {
+		t.Errorf("after a restart, /kept-file = %q, want %q", r.Stdout, "kept\n")
 	}
 
 	// A changed manifest: recreated with a notice, the file is gone.
-	e.mustRun("stop")
-	e.writeManifest(strings.Replace(upManifest, `FOO = "${E2E_FOO}"`, "FOO = \"${E2E_FOO}\"\nBAR = \"changed\"", 1))
-	r = e.mustRun("up", "-d")
-	newID := strings.TrimSpace(r.stdout)
-	contains(t, "stderr of up -d after a manifest change", r.stderr, "recreat")
-	r = e.run("exec", "--", "sh", "-c", "echo $BAR; cat /kept-file")
-	if r.code == 0 || !strings.HasPrefix(r.stdout, "changed\n") {
+	e.MustRun("stop")
+	e.WriteManifest(strings.Replace(upManifest, `FOO = "${E2E_FOO}"`, "FOO = \"${E2E_FOO}\"\nBAR = \"changed\"", 1))
+	r = e.MustRun("up", "-d")
+	newID := strings.TrimSpace(r.Stdout)
+	contains(t, "stderr of up -d after a manifest change", r.Stderr, "recreat")
+	r = e.Run("exec", "--", "sh", "-c", "echo $BAR; cat /kept-file")
+	if r.Code == 0 || !strings.HasPrefix(r.Stdout, "changed\n") {
 		t.Errorf("after recreation: want BAR=changed and no /kept-file, got %s", r)
 	}
 	if newID != id {
-		if _, err := os.Stat(e.stateDir(id)); err == nil {
+		if _, err := os.Stat(e.StateDir(id)); err == nil {
 			t.Errorf("the state dir of the replaced sandbox %s remains", id)
 		}
 	}
-	if ps := e.ps(); len(ps) != 1 {
+	if ps := e.PS(); len(ps) != 1 {
 		t.Errorf("after recreation ps -a lists %d sandboxes, want 1: %+v", len(ps), ps)
 	}
 
-	e.mustRun("down")
-	if ps := e.ps(); len(ps) != 0 {
+	e.MustRun("down")
+	if ps := e.PS(); len(ps) != 0 {
 		t.Errorf("after down, ps -a lists %+v", ps)
 	}
 	e.assertClean()

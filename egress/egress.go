@@ -163,12 +163,7 @@ func (s *Server) serveForward(w http.ResponseWriter, r *http.Request) {
 			"for https it opens a tunnel with CONNECT (set HTTPS_PROXY)", r.URL.Scheme), http.StatusBadRequest)
 		return
 	}
-	host, port, ok := s.destination(w, r, 80)
-	if !ok {
-		return
-	}
-	if !Allowed(s.Rules, host, port) {
-		s.deny(w, r, host, port)
+	if _, _, ok := s.admit(w, r, 80); !ok {
 		return
 	}
 	s.forward.ServeHTTP(w, r)
@@ -214,12 +209,8 @@ func (s *Server) forwardError(w http.ResponseWriter, r *http.Request, err error)
 }
 
 func (s *Server) serveConnect(w http.ResponseWriter, r *http.Request) {
-	host, port, ok := s.destination(w, r, 443)
+	_, port, ok := s.admit(w, r, 443)
 	if !ok {
-		return
-	}
-	if !Allowed(s.Rules, host, port) {
-		s.deny(w, r, host, port)
 		return
 	}
 	hj, ok := w.(http.Hijacker)
@@ -331,6 +322,17 @@ func (s *Server) closeTunnels() {
 		c.Close()
 	}
 	s.tunnels = nil
+}
+
+// admit returns the destination of a request when the rules allow it;
+// otherwise it answered the request (400, or the denial) and ok is false.
+func (s *Server) admit(w http.ResponseWriter, r *http.Request, defaultPort int) (host string, port int, ok bool) {
+	host, port, ok = s.destination(w, r, defaultPort)
+	if ok && !Allowed(s.Rules, host, port) {
+		s.deny(w, r, host, port)
+		return "", 0, false
+	}
+	return host, port, ok
 }
 
 // destination returns the normalized host and the port of a request's

@@ -46,10 +46,10 @@ var badInputs = []badInput{
 	{name: "unknown tool", manifest: "tools = [\"frob\"]\n" + img, args: []string{"run", "--", "true"}, code: 2, want: []string{"tools", `unknown tool "frob"`}},
 	{name: "preset cycle", manifest: "presets = [\"p1\"]\n" + img, args: []string{"run", "--", "true"}, code: 2, want: []string{"preset cycle: p1 -> p2 -> p1"},
 		setup: func(e *env) {
-			dir := filepath.Join(e.config, "airlock", "presets")
-			must(e.t, os.MkdirAll(dir, 0o700))
-			must(e.t, os.WriteFile(filepath.Join(dir, "p1.toml"), []byte("presets = [\"p2\"]\n"), 0o600))
-			must(e.t, os.WriteFile(filepath.Join(dir, "p2.toml"), []byte("presets = [\"p1\"]\n"), 0o600))
+			dir := filepath.Join(e.Config, "airlock", "presets")
+			must(e.T, os.MkdirAll(dir, 0o700))
+			must(e.T, os.WriteFile(filepath.Join(dir, "p1.toml"), []byte("presets = [\"p2\"]\n"), 0o600))
+			must(e.T, os.WriteFile(filepath.Join(dir, "p2.toml"), []byte("presets = [\"p1\"]\n"), 0o600))
 		}},
 	{name: "daemon after cycle", manifest: img + "[daemons.a]\ncommand = [\"sleep\", \"9\"]\nafter = [\"b\"]\n[daemons.b]\ncommand = [\"sleep\", \"9\"]\nafter = [\"a\"]\n", args: []string{"run", "--", "true"}, code: 2, want: []string{"daemons.a.after: cycle: a -> b -> a"}},
 	{name: "missing ${VAR}", manifest: img + "[env]\nX = \"${AIRLOCK_FAULTS_NOPE}\"\n", args: []string{"run", "--", "true"}, code: 2, want: []string{"env.X", "AIRLOCK_FAULTS_NOPE is not set"}},
@@ -103,29 +103,29 @@ func TestBadInputs(t *testing.T) {
 			}
 			var r result
 			if c.sigint > 0 {
-				p := e.start(c.args...)
+				p := e.Start(c.args...)
 				time.Sleep(c.sigint)
-				must(t, p.cmd.Process.Signal(syscall.SIGINT))
+				must(t, p.Cmd.Process.Signal(syscall.SIGINT))
 				var done bool
-				if r, done = p.wait(time.Minute); !done {
+				if r, done = p.Wait(time.Minute); !done {
 					t.Errorf("did not end within a minute of SIGINT")
 				}
 			} else {
-				r = e.runEnv(c.env, c.args...)
+				r = e.RunEnv(c.env, c.args...)
 			}
-			got = fmt.Sprintf("exit %d: %s", r.code, firstLine(r.stderr))
-			if r.code != c.code {
+			got = fmt.Sprintf("exit %d: %s", r.Code, firstLine(r.Stderr))
+			if r.Code != c.code {
 				t.Errorf("want exit %d, got %s", c.code, r)
 			}
 			for _, w := range c.want {
-				if !strings.Contains(r.stderr, w) {
-					t.Errorf("stderr does not name %q:\n%s", w, r.stderr)
+				if !strings.Contains(r.Stderr, w) {
+					t.Errorf("stderr does not name %q:\n%s", w, r.Stderr)
 				}
 			}
 			if left, _ := e.leftoversAfter(leftoverGrace); len(left) > 0 {
 				t.Errorf("%d object(s) left: %v", len(left), left)
 			}
-			if ents, _ := os.ReadDir(filepath.Join(e.data, "airlock", "sandboxes")); len(ents) > 0 {
+			if ents, _ := os.ReadDir(filepath.Join(e.Data, "airlock", "sandboxes")); len(ents) > 0 {
 				t.Errorf("%d state dir(s) left", len(ents))
 			}
 		})
@@ -167,9 +167,9 @@ func mdEscape(s string) string {
 // create no sandbox.
 func apiBadInputs(t *testing.T) (rows []benchdoc.Row, ok, total int) {
 	e := newEnv(t, img)
-	e.mustRun("daemon", "start")
+	e.MustRun("daemon", "start")
 	var good map[string]any
-	must(t, json.Unmarshal([]byte(e.mustRun("config", "--json").stdout), &good))
+	must(t, json.Unmarshal([]byte(e.MustRun("config", "--json").Stdout), &good))
 	resolved := func(mut func(m map[string]any)) json.RawMessage {
 		b, _ := json.Marshal(good)
 		var m map[string]any
@@ -180,7 +180,7 @@ func apiBadInputs(t *testing.T) (rows []benchdoc.Row, ok, total int) {
 	}
 	sb := func(m map[string]any) map[string]any { return m["sandbox"].(map[string]any) }
 	man := func(r json.RawMessage) *client.Manifest {
-		return &client.Manifest{File: filepath.Join(e.project, "sandbox.toml"), ProjectDir: e.project, Resolved: r}
+		return &client.Manifest{File: filepath.Join(e.Project, "sandbox.toml"), ProjectDir: e.Project, Resolved: r}
 	}
 	cases := []struct {
 		name string
@@ -200,7 +200,7 @@ func apiBadInputs(t *testing.T) (rows []benchdoc.Row, ok, total int) {
 		{name: "unknown body field", raw: `{"kind":"run","bogus":1}`, want: "bogus"},
 		{name: "body not JSON", raw: `{"kind":`, want: ""},
 	}
-	cl := client.New(e.socket())
+	cl := client.New(e.Socket())
 	for _, c := range cases {
 		total++
 		var got string
@@ -209,7 +209,7 @@ func apiBadInputs(t *testing.T) (rows []benchdoc.Row, ok, total int) {
 			defer cancel()
 			status, msg, err := 0, "", error(nil)
 			if c.raw != "" {
-				status, msg, err = rawCreate(ctx, e.socket(), c.raw)
+				status, msg, err = rawCreate(ctx, e.Socket(), c.raw)
 			} else {
 				var s *client.Sandbox
 				s, err = cl.Create(ctx, c.req)
@@ -244,7 +244,7 @@ func apiBadInputs(t *testing.T) (rows []benchdoc.Row, ok, total int) {
 	list, err := cl.List(context.Background(), nil)
 	must(t, err)
 	for _, s := range list {
-		if s.Project == e.project {
+		if s.Project == e.Project {
 			t.Errorf("bad API requests left a sandbox record: %+v", s)
 		}
 	}

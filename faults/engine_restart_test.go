@@ -25,7 +25,7 @@ image = "{{image}}"
 command = ["httpd", "-f", "-p", "8080"]
 ready = { tcp = "127.0.0.1:8080", timeout = "10s" }
 `)
-	id := strings.TrimSpace(e.mustRun("up", "-d").stdout)
+	id := strings.TrimSpace(e.MustRun("up", "-d").Stdout)
 	// Whatever happens below, leave an Engine running.
 	t.Cleanup(func() { _ = exec.Command("../scripts/engine.sh").Run() })
 
@@ -46,13 +46,13 @@ ready = { tcp = "127.0.0.1:8080", timeout = "10s" }
 		t.Fatalf("scripts/engine.sh: %v\n%s", err, out)
 	}
 	engineBack := time.Since(start)
-	e.cli = testenv.Client(t)
+	e.Cli = testenv.Client(t)
 
 	// The daemon sees what the Engine did: the sandbox stopped.
 	var state string
 	recorded := time.Now()
 	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		ps := e.ps()
+		ps := e.PS()
 		if len(ps) == 1 {
 			state = ps[0].State
 		}
@@ -60,17 +60,17 @@ ready = { tcp = "127.0.0.1:8080", timeout = "10s" }
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("60 s after the Engine restarted, ps -a says %q, want stopped (events:\n%s)", state, e.run("events", id).stdout)
+			t.Fatalf("60 s after the Engine restarted, ps -a says %q, want stopped (events:\n%s)", state, e.Run("events", id).Stdout)
 		}
 	}
 	recordedAfter := time.Since(recorded)
-	ev := e.mustRun("events", id).stdout
+	ev := e.MustRun("events", id).Stdout
 
 	// And `up -d` starts it again.
-	again := strings.TrimSpace(e.mustRun("up", "-d").stdout)
+	again := strings.TrimSpace(e.MustRun("up", "-d").Stdout)
 	// The daemon answers again (an empty httpd answers 404).
-	e.mustRun("exec", "--", "sh", "-c", "wget -qO- http://127.0.0.1:8080/ 2>&1 | grep -q 'Not Found'")
-	e.mustRun("down")
+	e.MustRun("exec", "--", "sh", "-c", "wget -qO- http://127.0.0.1:8080/ 2>&1 | grep -q 'Not Found'")
+	e.MustRun("down")
 	if again != id || !strings.Contains(ev, "sandbox.stopped") {
 		t.Errorf("after the restart: up -d gave %q (want %q); events:\n%s", again, id, ev)
 	}

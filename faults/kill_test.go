@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/internal/benchdoc"
+	"github.com/airlock-dev/airlock/internal/testenv"
 )
 
 const plainManifest = `
@@ -22,20 +23,20 @@ image = "{{image}}"
 // long one run of script takes from start to exit (the fastest of 3), less 10 %
 // so that the last moments still find the CLI running.
 func (e *env) baseline(script string, code int) time.Duration {
-	e.t.Helper()
-	e.mustRun("run", "--", "true")
+	e.T.Helper()
+	e.MustRun("run", "--", "true")
 	var best time.Duration
 	for range 3 {
-		r := e.run("run", "--", "sh", "-c", script)
-		if r.code != code {
-			e.t.Fatalf("baseline run: want exit %d, got %s", code, r)
+		r := e.Run("run", "--", "sh", "-c", script)
+		if r.Code != code {
+			e.T.Fatalf("baseline run: want exit %d, got %s", code, r)
 		}
-		if best == 0 || r.took < best {
-			best = r.took
+		if best == 0 || r.Took < best {
+			best = r.Took
 		}
 	}
 	if left, _ := e.leftoversAfter(leftoverGrace); len(left) > 0 {
-		e.t.Fatalf("baseline runs left %v", left)
+		e.T.Fatalf("baseline runs left %v", left)
 	}
 	return best * 9 / 10
 }
@@ -50,13 +51,13 @@ func TestKillCLI(t *testing.T) {
 	var worst time.Duration
 	var lines []string
 	for i, at := range moments(20, span) {
-		p := e.start("run", "--", "sh", "-c", script)
-		time.Sleep(at - time.Since(p.start))
-		killed := p.cmd.Process.Signal(syscall.SIGKILL) == nil
-		r, _ := p.wait(time.Minute)
-		if !killed || r.code != -1 {
+		p := e.Start("run", "--", "sh", "-c", script)
+		time.Sleep(at - time.Since(p.Started))
+		killed := p.Cmd.Process.Signal(syscall.SIGKILL) == nil
+		r, _ := p.Wait(time.Minute)
+		if !killed || r.Code != -1 {
 			exitedFirst++
-			t.Logf("kill %d at %v: the CLI had ended before the kill, %v after its start: %s", i+1, at, r.took, r)
+			t.Logf("kill %d at %v: the CLI had ended before the kill, %v after its start: %s", i+1, at, r.Took, r)
 		}
 		states := e.containerStates()
 		left, took := e.leftoversAfter(leftoverGrace)
@@ -65,13 +66,13 @@ func TestKillCLI(t *testing.T) {
 			worst = max(worst, took)
 		} else {
 			t.Errorf("kill %d at %v: %d object(s) left after %v: %v\nCLI: %s", i+1, at, len(left), took, left, r)
-			forceRemove(e.cli, e.project)
+			testenv.ForceRemove(e.Cli, labelProject, e.Project)
 		}
 		lines = append(lines, fmt.Sprintf("%v: containers at kill %v, gone in %v", at.Round(time.Millisecond), states, took.Round(10*time.Millisecond)))
 	}
 	t.Logf("moments:\n  %s", strings.Join(lines, "\n  "))
 	var notGone int
-	for _, p := range e.ps() {
+	for _, p := range e.PS() {
 		if p.State != "deleted" {
 			notGone++
 		}
@@ -96,12 +97,12 @@ func TestKillDaemon(t *testing.T) {
 	var leftRuns int
 	var worst time.Duration
 	for i, at := range moments(10, span) {
-		if _, ok := e.daemonPID(); !ok {
-			e.mustRun("daemon", "start")
+		if _, ok := e.DaemonPID(); !ok {
+			e.MustRun("daemon", "start")
 		}
-		pid, _ := e.daemonPID()
-		p := e.start("run", "--", "sh", "-c", script)
-		time.Sleep(at - time.Since(p.start))
+		pid, _ := e.DaemonPID()
+		p := e.Start("run", "--", "sh", "-c", script)
+		time.Sleep(at - time.Since(p.Started))
 		states := e.containerStates()
 		phase := "no container yet"
 		if len(states) > 0 {
@@ -110,37 +111,37 @@ func TestKillDaemon(t *testing.T) {
 		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 			t.Errorf("kill %d: cannot kill the daemon %d: %v", i+1, pid, err)
 		}
-		r, ok := p.wait(2 * time.Minute)
+		r, ok := p.Wait(2 * time.Minute)
 		if !ok {
 			t.Errorf("kill %d at %v: the CLI did not end within 2 min\n%s", i+1, at, r)
 		}
-		codes.add(fmt.Sprint(r.code))
+		codes.add(fmt.Sprint(r.Code))
 		phases.add(phase)
-		if r.code == 3 {
+		if r.Code == 3 {
 			right++
 		} else {
-			msg := firstLine(r.stderr)
+			msg := firstLine(r.Stderr)
 			if msg == "" {
 				msg = "no message on stderr"
 			}
-			wrong.add(fmt.Sprintf("exit %d (%s; %s)", r.code, phase, mdEscape(msg)))
+			wrong.add(fmt.Sprintf("exit %d (%s; %s)", r.Code, phase, mdEscape(msg)))
 			t.Errorf("kill %d at %v (%s): want exit 3, got %s", i+1, at, phase, r)
 		}
 		left, took := e.leftoversAfter(leftoverGrace)
 		if len(left) > 0 {
 			leftRuns++
 			t.Errorf("kill %d at %v: %d object(s) left after %v: %v", i+1, at, len(left), took, left)
-			forceRemove(e.cli, e.project)
+			testenv.ForceRemove(e.Cli, labelProject, e.Project)
 		} else {
 			worst = max(worst, took)
 		}
 	}
-	if _, ok := e.daemonPID(); !ok {
-		e.mustRun("daemon", "start")
+	if _, ok := e.DaemonPID(); !ok {
+		e.MustRun("daemon", "start")
 	}
 	states := &tally{}
 	var failed int
-	for _, p := range e.ps() {
+	for _, p := range e.PS() {
 		states.add(p.State)
 		if p.State == "failed" {
 			failed++
@@ -164,19 +165,19 @@ func TestKillDaemon(t *testing.T) {
 // TestConcurrentRuns: 20 runs at once with distinct exit codes.
 func TestConcurrentRuns(t *testing.T) {
 	e := newEnv(t, plainManifest)
-	e.mustRun("run", "--", "true")
+	e.MustRun("run", "--", "true")
 	const n = 20
 	procs := make([]*proc, n)
 	start := time.Now()
 	for i := range procs {
-		procs[i] = e.start("run", "--", "sh", "-c", fmt.Sprintf("exit %d", i+1))
+		procs[i] = e.Start("run", "--", "sh", "-c", fmt.Sprintf("exit %d", i+1))
 	}
 	var right int
 	var took []time.Duration
 	for i, p := range procs {
-		r, ok := p.wait(3 * time.Minute)
-		took = append(took, r.took)
-		if ok && r.code == i+1 {
+		r, ok := p.Wait(3 * time.Minute)
+		took = append(took, r.Took)
+		if ok && r.Code == i+1 {
 			right++
 		} else {
 			t.Errorf("run %d: want exit %d, got %s", i+1, i+1, r)
@@ -188,7 +189,7 @@ func TestConcurrentRuns(t *testing.T) {
 		t.Errorf("%d object(s) left after %v: %v", len(left), gone, left)
 	}
 	var failed int
-	for _, p := range e.ps() {
+	for _, p := range e.PS() {
 		if p.State == "failed" {
 			failed++
 		}

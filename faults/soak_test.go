@@ -35,13 +35,13 @@ func TestSequentialRuns(t *testing.T) {
 	n := soakRuns(t)
 	e := newEnv(t, plainManifest)
 	for range 5 { // warm-up: daemon, supervisor volume, the Engine's caches
-		e.mustRun("run", "--", "true")
+		e.MustRun("run", "--", "true")
 	}
 	if left, _ := e.leftoversAfter(leftoverGrace); len(left) > 0 {
 		t.Fatalf("warm-up left %v", left)
 	}
 	time.Sleep(2 * time.Second)
-	pid, ok := e.daemonPID()
+	pid, ok := e.DaemonPID()
 	if !ok {
 		t.Fatal("no control daemon after the warm-up")
 	}
@@ -49,14 +49,14 @@ func TestSequentialRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c0, n0, v0 := engineCounts(t, e.cli)
+	c0, n0, v0 := engineCounts(t, e.Cli)
 	vols0 := volumeNames(t, e)
 	var failures int
 	var peak procStats
 	start := time.Now()
 	for i := range n {
-		r := e.run("run", "--", "true")
-		if r.code != 0 {
+		r := e.Run("run", "--", "true")
+		if r.Code != 0 {
 			failures++
 			t.Errorf("run %d: %s", i+1, r)
 			if failures >= 5 {
@@ -91,7 +91,7 @@ func TestSequentialRuns(t *testing.T) {
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
-	c1, n1, v1 := engineCounts(t, e.cli)
+	c1, n1, v1 := engineCounts(t, e.Cli)
 	if after.fds > before.fds+2 {
 		t.Errorf("daemon fds: %d before, %d after %d runs", before.fds, after.fds, n)
 	}
@@ -121,7 +121,7 @@ func TestSequentialRuns(t *testing.T) {
 
 func volumeNames(t *testing.T, e *env) map[string]bool {
 	t.Helper()
-	vs, err := e.cli.VolumeList(context.Background(), volume.ListOptions{})
+	vs, err := e.Cli.VolumeList(context.Background(), volume.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +136,7 @@ func volumeNames(t *testing.T, e *env) map[string]bool {
 // supervisor volumes (label dev.airlock.supervisor).
 func otherSupervisorVolumes(t *testing.T, e *env, before map[string]bool) []string {
 	t.Helper()
-	vs, err := e.cli.VolumeList(context.Background(), volume.ListOptions{})
+	vs, err := e.Cli.VolumeList(context.Background(), volume.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

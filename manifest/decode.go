@@ -3,6 +3,7 @@ package manifest
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"reflect"
 	"regexp"
@@ -64,7 +65,7 @@ func decodeLayer(name string, data []byte) (*layer, error) {
 // case-sensitive and the merge works on the raw tables), and it accepts an empty
 // array where a table belongs. t is the struct type raw decodes into.
 func (l *layer) schemaErrors(raw map[string]any, t reflect.Type, path []string) (errs Errors, keys []toml.Key) {
-	for _, k := range sortedKeys(raw) {
+	for _, k := range slices.Sorted(maps.Keys(raw)) {
 		var ft reflect.Type
 		for i := 0; i < t.NumField(); i++ {
 			if tag, _, _ := strings.Cut(t.Field(i).Tag.Get("toml"), ","); tag == k {
@@ -95,7 +96,7 @@ func (l *layer) schemaErrors(raw map[string]any, t reflect.Type, path []string) 
 			e, k := l.schemaErrors(sub, ft, p)
 			errs, keys = append(errs, e...), append(keys, k...)
 		case ft.Elem().Kind() == reflect.Struct:
-			for _, name := range sortedKeys(sub) {
+			for _, name := range slices.Sorted(maps.Keys(sub)) {
 				ep := append(append([]string{}, p...), name)
 				e, ok := sub[name].(map[string]any)
 				if !ok {

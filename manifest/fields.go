@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/airlock-dev/airlock/manifest/specrules"
 )
 
 // Field documents one key of sandbox.toml. The table drives `airlock schema` and
@@ -23,7 +25,7 @@ type Field struct {
 func bound(f float64) *float64 { return &f }
 
 // ProcessEnvNames is the pattern of the variable names the supervisor sets.
-const ProcessEnvNames = `^[A-Za-z_][A-Za-z0-9_]*$`
+const ProcessEnvNames = specrules.EnvNamePattern
 
 // Fields lists every key of the manifest in the order the manual presents them.
 var Fields = []Field{

@@ -3,6 +3,8 @@
 // result into a Resolved manifest. It is a pure model: no Docker, no processes.
 package manifest
 
+import "github.com/airlock-dev/airlock/manifest/specrules"
+
 // Manifest is the schema of sandbox.toml, of sandbox.local.toml and of every preset.
 // Field tags carry the TOML key names, which are also the names used in every output
 // (JSON included).
@@ -131,7 +133,7 @@ type Healthcheck struct {
 }
 
 // Signals are the daemon stop signals a manifest may name (DESIGN §3).
-var Signals = []string{"SIGTERM", "SIGINT", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2", "SIGKILL"}
+var Signals = specrules.Signals
 
 // Tools are the builtin tools a manifest may list (DESIGN §7), by their canonical
 // names (the names the agents-sandbox configuration uses).
@@ -159,7 +161,7 @@ func CanonicalTool(name string) (string, bool) {
 var MissingModes = []string{"fail", "warn", "ignore", "create-dir", "create-file"}
 
 // RestartPolicies are the values of daemons.*.restart.
-var RestartPolicies = []string{"always", "on-failure"}
+var RestartPolicies = specrules.RestartPolicies
 
 // Networks are the values of sandbox.network.
 var Networks = []string{"bridge", "none", "host"}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -83,7 +84,7 @@ func (r *Resolved) Settings() []Setting {
 	var walk func(path []string, v any)
 	walk = func(path []string, v any) {
 		if m, ok := v.(map[string]any); ok {
-			for _, k := range sortedKeys(m) {
+			for _, k := range slices.Sorted(maps.Keys(m)) {
 				walk(append(append([]string{}, path...), k), m[k])
 			}
 			return
@@ -96,7 +97,7 @@ func (r *Resolved) Settings() []Setting {
 			}
 		}
 		if s.Key == "tools" {
-			for _, alias := range sortedKeys(r.aliases) {
+			for _, alias := range slices.Sorted(maps.Keys(r.aliases)) {
 				s.Layer += fmt.Sprintf(" (%s: alias of %s)", alias, r.aliases[alias])
 			}
 		}

@@ -3,8 +3,8 @@ package manifest
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
-	"sort"
 )
 
 // resolve merges the stack, drops disabled entries, applies defaults, validates,
@@ -88,7 +88,7 @@ func substitute(m *Manifest, sub *substituter, origins map[string]origin) (map[s
 		}
 	}
 	env := func(prefix []string, vars map[string]string) {
-		for _, k := range sortedKeys(vars) {
+		for _, k := range slices.Sorted(maps.Keys(vars)) {
 			v := vars[k]
 			do(append(append([]string{}, prefix...), k), &v)
 			vars[k] = v
@@ -96,33 +96,28 @@ func substitute(m *Manifest, sub *substituter, origins map[string]origin) (map[s
 	}
 	do([]string{"sandbox", "image"}, &m.Sandbox.Image)
 	env([]string{"env"}, m.Env)
-	for _, name := range sortedKeys(m.Mounts) {
+	for _, name := range slices.Sorted(maps.Keys(m.Mounts)) {
 		e := m.Mounts[name]
 		do([]string{"mounts", name, "source"}, &e.Source)
 		m.Mounts[name] = e
 	}
-	for _, name := range sortedKeys(m.Copies) {
+	for _, name := range slices.Sorted(maps.Keys(m.Copies)) {
 		e := m.Copies[name]
 		do([]string{"copies", name, "source"}, &e.Source)
 		m.Copies[name] = e
 	}
-	for _, name := range sortedKeys(m.Daemons) {
+	for _, name := range slices.Sorted(maps.Keys(m.Daemons)) {
 		env([]string{"daemons", name, "env"}, m.Daemons[name].Env)
 	}
-	for _, name := range sortedKeys(m.Services) {
+	for _, name := range slices.Sorted(maps.Keys(m.Services)) {
 		env([]string{"services", name, "env"}, m.Services[name].Env)
 	}
 	return sources, errs
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
+// sortedKeys is slices.Sorted(maps.Keys(m)); validate.go still calls it by
+// this name (its owner switches it over, then this goes).
+func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
 
 // canonicalTools replaces tool aliases by their canonical names, keeping the first
 // place of each tool, and returns the aliases it replaced.

@@ -4,6 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	envsubst "github.com/a8m/envsubst/parse"
+
+	"github.com/airlock-dev/airlock/manifest/specrules"
 )
 
 // Lookup finds a name outside the host environment: the vault implements it.
@@ -50,6 +54,12 @@ const maxNesting = 8
 // a literal $. A $ followed by anything else is kept as it is. A default is
 // itself expanded, when it is used, so defaults nest: ${A:-${B:-x}}. A template
 // with no $ never calls a lookup. Error messages name variables, never values.
+//
+// The work is split: this scanner finds each ${…} token (its closing brace,
+// nested ones skipped), checks its name and looks that name up, lazily; the
+// envsubst parser decides, by the shell's semantics of the token's operator,
+// whether the token takes the variable's value or its default (see choose);
+// a default that is used is expanded here in turn.
 func (s *substituter) expand(tmpl string) (string, Source, error) {
 	if !strings.Contains(tmpl, "$") {
 		return tmpl, Literal, nil
@@ -81,36 +91,86 @@ func (s *substituter) expand(tmpl string) (string, Source, error) {
 		}
 		expr := tmpl[i+2 : end]
 		i = end
-		name, def, hasDef, emptyToo := expr, "", false, false
-		if j := strings.IndexByte(expr, ':'); j >= 0 {
-			name, def, hasDef = expr[:j], expr[j+1:], true
-			// ${VAR:-default} (the shell's and compose's form) also when VAR is
-			// empty; ${VAR:default} (airlock's) only when it is set nowhere.
-			if strings.HasPrefix(def, "-") {
-				def, emptyToo = def[1:], true
-			}
-		}
-		if !validVarName(name) {
+		name, op, def := splitExpr(expr)
+		if !specrules.ValidEnvName(name) {
 			return "", Literal, fmt.Errorf("invalid variable name %q in ${%s}", name, expr)
 		}
 		val, from, err := s.lookup(name)
 		if err != nil {
 			return "", Literal, err
 		}
-		if hasDef && (from == Literal || (emptyToo && val == "")) {
+		useDefault, err := choose(name, op, from != Literal, val)
+		if err != nil {
+			return "", Literal, err
+		}
+		if useDefault {
 			// The default: expanded in turn, and only now, so that the
 			// variables it names are looked up only when it is used.
 			val, from, err = s.expand(def)
 			if err != nil {
 				return "", Literal, err
 			}
-		} else if from == Literal {
-			return "", Literal, fmt.Errorf("%s is not set and not in the vault", name)
 		}
 		b.WriteString(val)
 		src = max(src, from)
 	}
 	return b.String(), src, nil
+}
+
+// splitExpr splits the inside of a ${…} token into the variable's name, the
+// operator in envsubst's (the shell's) terms and the default. airlock's
+// ${VAR:default} is the shell's ${VAR-default} (the default only when VAR is
+// set nowhere); ${VAR:-default} is the shell's and compose's (the default also
+// when VAR is empty); ${VAR} has no operator.
+func splitExpr(expr string) (name, op, def string) {
+	name, def, hasDef := strings.Cut(expr, ":")
+	switch {
+	case !hasDef:
+		return name, "", ""
+	case strings.HasPrefix(def, "-"):
+		return name, ":-", def[1:]
+	}
+	return name, "-", def
+}
+
+// Marks stand for the value and the default in the expression choose gives
+// envsubst, so it never sees either.
+const (
+	valueMark   = "v"
+	defaultMark = "d"
+)
+
+// choose reports whether the token ${name<op>default} takes its default,
+// given whether name was found (in the host environment or the vault) and its
+// value. envsubst's parser decides, on the expression ${V<op>d} with only V
+// in its environment (set to a mark, or empty when the value is): what it
+// gives is the value's mark (or nothing), or the default's. A token without a
+// default whose variable is set nowhere is an error, naming the variable.
+func choose(name, op string, found bool, val string) (bool, error) {
+	var env []string
+	if found {
+		mark := ""
+		if val != "" {
+			mark = valueMark
+		}
+		env = []string{"V=" + mark}
+	}
+	expr := "${V}"
+	if op != "" {
+		expr = "${V" + op + defaultMark + "}"
+	}
+	out, err := envsubst.New(name, env, envsubst.NoUnset).Parse(expr)
+	switch {
+	case err != nil && !found && op == "":
+		return false, fmt.Errorf("%s is not set and not in the vault", name)
+	case err != nil:
+		return false, fmt.Errorf("cannot substitute ${%s}: %v", name, err)
+	case out == defaultMark:
+		return true, nil
+	case out == valueMark || out == "":
+		return false, nil
+	}
+	return false, fmt.Errorf("cannot substitute ${%s}: unexpected %q from envsubst", name, out)
 }
 
 // closingBrace returns the index of the } that closes the ${ whose content
@@ -157,18 +217,4 @@ func (s *substituter) lookup(name string) (string, Source, error) {
 		return "", Literal, nil
 	}
 	return v, Vault, nil
-}
-
-func validVarName(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c == '_' || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (i > 0 && c >= '0' && c <= '9') {
-			continue
-		}
-		return false
-	}
-	return true
 }

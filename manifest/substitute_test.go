@@ -35,6 +35,29 @@ func TestSubstitutionForms(t *testing.T) {
 		{name: "double dollar", value: "$${NOT_A_VAR} costs $$5", want: "${NOT_A_VAR} costs $5", source: manifest.Literal},
 		{name: "lone dollar kept", value: "$HOME and $ and 5$", want: "$HOME and $ and 5$", source: manifest.Literal},
 		{name: "no dollar", value: "plain", want: "plain", source: manifest.Literal},
+
+		// Unset, empty and set, for both default forms and both places a value comes from.
+		{name: "dash default when empty in the vault", value: "${T:-fallback}", vault: map[string]string{"T": ""}, want: "fallback", source: manifest.Literal},
+		{name: "colon default not when empty in the vault", value: "${T:fallback}", vault: map[string]string{"T": ""}, want: "", source: manifest.Vault},
+		{name: "colon default unused", value: "${T:fallback}", env: map[string]string{"T": "set"}, want: "set", source: manifest.Host},
+		{name: "empty host value without default", value: "<${EMPTY}>", env: map[string]string{"EMPTY": ""}, want: "<>", source: manifest.Host},
+		// Defaults nest, and are expanded by airlock's rules (not envsubst's).
+		{name: "nested default", value: "${A:-${B:-x}}", want: "x", source: manifest.Literal},
+		{name: "nested default from the host", value: "${A:-${B:-x}}", env: map[string]string{"B": "b"}, want: "b", source: manifest.Host},
+		{name: "nested default when empty", value: "${A:-${B}}", env: map[string]string{"A": "", "B": "b"}, want: "b", source: manifest.Host},
+		{name: "nested default from the vault", value: "${A:${B}}", vault: map[string]string{"B": "v"}, want: "v", source: manifest.Vault},
+		{name: "colon default not when empty, nested unused", value: "${A:${B}}", env: map[string]string{"A": ""}, want: "", source: manifest.Host},
+		{name: "brace after a nested default", value: "${A:-${B:-}}}", want: "}", source: manifest.Literal},
+		{name: "dollar name in a default stays", value: "${NOPE:-$HOME}", env: map[string]string{"HOME": "/h"}, want: "$HOME", source: manifest.Literal},
+		{name: "double dollar in a default", value: "${NOPE:-$${X}}", want: "${X}", source: manifest.Literal},
+		{name: "colon in a nested default", value: "${A:-${B:-http://h:1}}", want: "http://h:1", source: manifest.Literal},
+		// After ':' (other than ":-") everything is airlock's default, operators included.
+		{name: "plus is part of a default", value: "${NOPE:+x}", want: "+x", source: manifest.Literal},
+		{name: "plus default unused", value: "${A:+x}", env: map[string]string{"A": "a"}, want: "a", source: manifest.Host},
+		{name: "equals is part of a default", value: "${NOPE:=x}", want: "=x", source: manifest.Literal},
+		{name: "dash dash default", value: "${NOPE:--x}", want: "-x", source: manifest.Literal},
+		{name: "underscore name", value: "${_}", env: map[string]string{"_": "u"}, want: "u", source: manifest.Host},
+		{name: "value with dollar is not expanded", value: "${A}", env: map[string]string{"A": "${B}$$"}, want: "${B}$$", source: manifest.Host},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -86,6 +109,14 @@ func TestSubstitutionErrors(t *testing.T) {
 			`sandbox.toml:4: env.X: invalid variable name "" in ${}`},
 		{"image empty after substitution", "[sandbox]\nimage = \"${IMAGE:-}\"\n",
 			"sandbox.toml:2: sandbox.image: is empty after substitution"},
+		{"missing in a used default", img + "[env]\nX = \"${A:-${NOPE}}\"\n",
+			"sandbox.toml:4: env.X: NOPE is not set and not in the vault"},
+		{"bad name in a used default", img + "[env]\nX = \"${A:-${B-x}}\"\n",
+			`sandbox.toml:4: env.X: invalid variable name "B-x" in ${B-x}`},
+		{"shell dash form is not airlock's", img + "[env]\nX = \"${A-x}\"\n",
+			`sandbox.toml:4: env.X: invalid variable name "A-x" in ${A-x}`},
+		{"unterminated nested", img + "[env]\nX = \"${A:-${B}\"\n",
+			"sandbox.toml:4: env.X: unterminated ${ at offset 0"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -333,4 +364,41 @@ env = { X = "${SECRET}", Y = "${ALSO_MISSING}" }
 	wantLines(t, got,
 		"sandbox.toml:5: env.B: MISSING is not set and not in the vault",
 		"sandbox.toml:11: daemons.d.env.Y: ALSO_MISSING is not set and not in the vault")
+}
+
+// TestSubstitutionMultiLineDefault: a default may span lines (envsubst's lexer
+// refuses a newline inside ${…}; airlock expands defaults itself).
+func TestSubstitutionMultiLineDefault(t *testing.T) {
+	p := newProject(t, map[string]string{"sandbox.toml": img + "[env]\nV = \"${NOPE:-line1\\nline2}\"\nW = \"${SET:-a\\nb}\"\n"})
+	p.env["SET"] = "one\ntwo"
+	r := p.mustLoad()
+	if r.Env["V"] != "line1\nline2" || r.Env["W"] != "one\ntwo" {
+		t.Errorf("env.V = %q, env.W = %q", r.Env["V"], r.Env["W"])
+	}
+}
+
+// TestSubstitutionDefaultsLookedUpLazily: a default's variables are looked up
+// only when the default is used, and a used default is looked up in turn.
+func TestSubstitutionDefaultsLookedUpLazily(t *testing.T) {
+	p := newProject(t, map[string]string{"sandbox.toml": img + `[env]
+A = "${SET:-${NOT_ASKED_1}}"
+B = "${EMPTY:${NOT_ASKED_2}}"
+C = "${EMPTY:-${ASKED_1:-x}}"
+D = "${UNSET:${ASKED_2:-y}}"
+E = "${VAULT_EMPTY:-${ASKED_3:-z}}"
+`})
+	p.env["SET"] = "s"
+	p.env["EMPTY"] = ""
+	p.vault.values["VAULT_EMPTY"] = ""
+	r := p.mustLoad()
+	calls := p.vault.calls()
+	slices.Sort(calls)
+	calls = slices.Compact(calls)
+	if want := []string{"ASKED_1", "ASKED_2", "ASKED_3", "UNSET", "VAULT_EMPTY"}; !reflect.DeepEqual(calls, want) {
+		t.Errorf("vault asked for %q, want %q", calls, want)
+	}
+	want := map[string]string{"A": "s", "B": "", "C": "x", "D": "y", "E": "z"}
+	if !reflect.DeepEqual(r.Env, want) {
+		t.Errorf("env = %q, want %q", r.Env, want)
+	}
 }

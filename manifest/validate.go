@@ -3,8 +3,6 @@ package manifest
 import (
 	"fmt"
 	"math"
-	"net"
-	"net/url"
 	"path"
 	"path/filepath"
 	"reflect"
@@ -12,23 +10,22 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
-	"unicode"
 
 	"github.com/airlock-dev/airlock/egress"
+	"github.com/airlock-dev/airlock/manifest/specrules"
 )
 
 var (
-	entryNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
-	memoryRE    = regexp.MustCompile(`^(?i)([0-9]+(?:\.[0-9]+)?)\s*([kmgt]?)(i?b)?$`)
-	// processEnvRE is what the supervisor accepts as the name of a variable it
-	// sets ([env] and daemons.*.env).
-	processEnvRE = regexp.MustCompile(ProcessEnvNames)
+	memoryRE = regexp.MustCompile(`^(?i)([0-9]+(?:\.[0-9]+)?)\s*([kmgt]?)(i?b)?$`)
+	// entryNameRE is specrules' pattern of entry names, for the schema.
+	entryNameRE = regexp.MustCompile(specrules.EntryNamePattern)
 )
 
 // Bounds of the numbers a manifest may hold: what the Engine and the supervisor
 // accept, so an absurd value is a config error rather than a wrap-around. The
-// supervisor checks the same bounds on its spec (supervisor.MaxTimeout, …).
+// rules of what becomes the supervisor's spec (names, bounds, signals, users,
+// durations, ready checks, after) are package specrules, which the supervisor
+// applies to its spec too.
 const (
 	// MaxCPUs bounds sandbox.cpus; MinCPUs is the Engine's smallest limit.
 	MinCPUs = 0.01
@@ -38,14 +35,14 @@ const (
 	MaxMemory = 1 << 50
 	// MaxDuration bounds every duration (ready timeouts, healthcheck interval
 	// and timeout): a year.
-	MaxDuration = 365 * 24 * time.Hour
+	MaxDuration = specrules.MaxDuration
 	// MaxDaemonTimeout bounds daemons.*.timeout, in seconds: a year.
-	MaxDaemonTimeout = int(MaxDuration / time.Second)
+	MaxDaemonTimeout = specrules.MaxDaemonTimeout
 	// MaxCount bounds daemons.*.max_restarts and services.*.healthcheck.retries.
-	MaxCount = 10000
+	MaxCount = specrules.MaxCount
 	// MaxNameLength bounds entry names: daemon names name log folders in the
 	// supervisor, service names become host names (a DNS label).
-	MaxNameLength = 63
+	MaxNameLength = specrules.MaxNameLength
 )
 
 // validator collects every problem of a merged, defaulted manifest.
@@ -283,16 +280,17 @@ func ParseMemory(s string) (int64, error) {
 	}
 }
 
-func (v *validator) duration(path []string, s string) {
-	d, err := time.ParseDuration(s)
-	switch {
-	case err != nil:
-		v.errorf(path, "invalid duration %q (use a Go duration such as \"30s\" or \"2m\")", s)
-	case d <= 0:
-		v.errorf(path, "must be positive, got %q", s)
-	case d > MaxDuration:
-		v.errorf(path, "must be at most a year (8760h), got %q", s)
+// check reports err, when there is one, at path.
+func (v *validator) check(path []string, err error) bool {
+	if err != nil {
+		v.errorf(path, "%v", err)
+		return false
 	}
+	return true
+}
+
+func (v *validator) duration(path []string, s string) {
+	v.check(path, specrules.Duration(s))
 }
 
 // env checks the names of a table of variables the Engine sets (services.*.env,
@@ -309,22 +307,12 @@ func (v *validator) env(prefix []string, vars map[string]string) {
 // process's environment ([env], daemons.*.env): it takes what a shell can name.
 func (v *validator) processEnv(prefix []string, vars map[string]string) {
 	for _, k := range sortedKeys(vars) {
-		if !processEnvRE.MatchString(k) {
-			v.errorf(append(append([]string{}, prefix...), k), "invalid variable name (use letters, digits and _, not starting with a digit)")
-		}
+		v.check(append(append([]string{}, prefix...), k), specrules.EnvName(k))
 	}
 }
 
 func (v *validator) entryName(sec, name string) bool {
-	if !entryNameRE.MatchString(name) {
-		v.errorf([]string{sec, name}, "invalid name (use letters, digits, '_', '.' and '-', starting with a letter or digit)")
-		return false
-	}
-	if len(name) > MaxNameLength {
-		v.errorf([]string{sec, name}, "invalid name (at most %d characters, got %d)", MaxNameLength, len(name))
-		return false
-	}
-	return true
+	return v.check([]string{sec, name}, specrules.EntryName(name))
 }
 
 func targetOK(t string) bool { return path.IsAbs(t) || t == "~" || strings.HasPrefix(t, "~/") }
@@ -398,42 +386,17 @@ func (v *validator) daemon(name string, d Daemon, all map[string]Daemon) {
 		return
 	}
 	p := func(k ...string) []string { return append([]string{"daemons", name}, k...) }
-	if len(d.Command) == 0 || d.Command[0] == "" {
-		v.errorf(p("command"), "is required: the program and its arguments, e.g. [\"redis-server\"]")
+	v.check(p("command"), specrules.Command(d.Command))
+	v.check(p("cwd"), specrules.Cwd(d.Cwd))
+	v.check(p("signal"), specrules.Signal(d.Signal))
+	v.check(p("timeout"), specrules.DaemonTimeout(d.Timeout))
+	v.check(p("restart"), specrules.Restart(d.Restart))
+	v.check(p("max_restarts"), specrules.MaxRestarts(d.MaxRestarts))
+	if d.User != "" {
+		v.check(p("user"), specrules.User(d.User))
 	}
-	if !path.IsAbs(d.Cwd) {
-		v.errorf(p("cwd"), "must be an absolute path, got %q", d.Cwd)
-	}
-	if !slices.Contains(Signals, d.Signal) {
-		v.errorf(p("signal"), "unknown signal %q (use one of %s)", d.Signal, strings.Join(Signals, ", "))
-	}
-	switch {
-	case d.Timeout < 0:
-		v.errorf(p("timeout"), "must not be negative (0 waits forever), got %d", d.Timeout)
-	case d.Timeout > MaxDaemonTimeout:
-		v.errorf(p("timeout"), "must be at most %d seconds (a year; 0 waits forever), got %d", MaxDaemonTimeout, d.Timeout)
-	}
-	if !slices.Contains(RestartPolicies, d.Restart) {
-		v.errorf(p("restart"), "unknown policy %q (use one of %s)", d.Restart, strings.Join(RestartPolicies, ", "))
-	}
-	switch {
-	case d.MaxRestarts < 0:
-		v.errorf(p("max_restarts"), "must not be negative (0 means no limit), got %d", d.MaxRestarts)
-	case d.MaxRestarts > MaxCount:
-		v.errorf(p("max_restarts"), "must be at most %d (0 means no limit), got %d", MaxCount, d.MaxRestarts)
-	}
-	if d.User != "" && !validUser(d.User) {
-		v.errorf(p("user"), "invalid user %q (use a name, uid, name:group or uid:gid, e.g. \"postgres\" or \"1000:1000\")", d.User)
-	}
-	for i, a := range d.After {
-		switch _, ok := all[a]; {
-		case slices.Contains(d.After[:i], a):
-			v.errorf(p("after"), "names %q twice", a)
-		case a == name:
-			v.errorf(p("after"), "a daemon cannot wait for itself")
-		case !ok:
-			v.errorf(p("after"), "unknown daemon %q (declared daemons: %s)", a, strings.Join(sortedKeys(all), ", "))
-		}
+	for _, err := range specrules.After(name, d.After, sortedKeys(all)) {
+		v.check(p("after"), err)
 	}
 	if d.Ready != nil {
 		v.ready(p("ready"), d.Ready)
@@ -441,99 +404,38 @@ func (v *validator) daemon(name string, d Daemon, all map[string]Daemon) {
 	v.processEnv(p("env"), d.Env)
 }
 
-// validUser reports whether s is USER or USER:GROUP, each a name (no blank,
-// no colon, at most 256 characters) or an id below 2^32-1, as the supervisor
-// takes it (the name is looked up inside the sandbox when it starts).
-func validUser(s string) bool {
-	parts := strings.Split(s, ":")
-	if len(parts) > 2 {
-		return false
-	}
-	for _, p := range parts {
-		if p == "" || len(p) > 256 || strings.ContainsFunc(p, unicode.IsSpace) {
-			return false
-		}
-		if strings.Trim(p, "0123456789") == "" {
-			if n, err := strconv.ParseUint(p, 10, 32); err != nil || n == math.MaxUint32 {
-				return false
-			}
-		}
-	}
-	return true
-}
-
 func (v *validator) ready(p []string, r *Ready) {
 	at := func(k string) []string { return append(append([]string{}, p...), k) }
 	var kinds []string
 	if r.TCP != "" {
 		kinds = append(kinds, "tcp")
-		host, port, err := net.SplitHostPort(r.TCP)
-		if n, perr := strconv.Atoi(port); err != nil || host == "" || perr != nil || n < 1 || n > 65535 {
-			v.errorf(at("tcp"), "invalid address %q (use host:port, e.g. \"127.0.0.1:6379\")", r.TCP)
-		}
+		v.check(at("tcp"), specrules.ReadyTCP(r.TCP))
 	}
 	if r.HTTP != "" {
 		kinds = append(kinds, "http")
-		u, err := url.Parse(r.HTTP)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			v.errorf(at("http"), "invalid URL %q (use http://host:port/path)", r.HTTP)
-		}
+		v.check(at("http"), specrules.ReadyHTTP(r.HTTP))
 	}
 	if r.Cmd != nil {
 		kinds = append(kinds, "cmd")
-		if len(r.Cmd) == 0 || r.Cmd[0] == "" {
-			v.errorf(at("cmd"), "must name a program, e.g. [\"redis-cli\", \"ping\"]")
-		}
+		v.check(at("cmd"), specrules.ReadyCmd(r.Cmd))
 	}
 	if r.Log != "" {
 		kinds = append(kinds, "log")
-		if _, err := regexp.Compile(r.Log); err != nil {
-			v.errorf(at("log"), "invalid regular expression: %v", err)
-		}
+		v.check(at("log"), specrules.ReadyLog(r.Log))
 	}
-	switch len(kinds) {
-	case 0:
-		v.errorf(p, "needs exactly one check: tcp, http, cmd or log")
-	case 1:
-	default:
-		v.errorf(p, "sets %s; set exactly one check", strings.Join(kinds, " and "))
-	}
+	v.check(p, specrules.ReadyOne(kinds))
 	v.duration(at("timeout"), r.Timeout)
 }
 
-// afterCycles reports each cycle of `after` once, naming the chain.
+// afterCycles reports each cycle of `after` once, naming the chain, at the
+// after of the daemon the chain starts and ends with.
 func (v *validator) afterCycles(daemons map[string]Daemon) {
-	const (
-		unvisited = iota
-		visiting
-		done
-	)
-	state := map[string]int{}
-	var stack []string
-	var visit func(string)
-	visit = func(n string) {
-		state[n] = visiting
-		stack = append(stack, n)
-		for _, a := range daemons[n].After {
-			if _, ok := daemons[a]; !ok || a == n {
-				continue
-			}
-			switch state[a] {
-			case unvisited:
-				visit(a)
-			case visiting:
-				i := slices.Index(stack, a)
-				chain := append(append([]string{}, stack[i:]...), a)
-				v.errorf([]string{"daemons", a, "after"}, "cycle: %s", strings.Join(chain, " -> "))
-			}
-		}
-		stack = stack[:len(stack)-1]
-		state[n] = done
+	graph := make(map[string][]string, len(daemons))
+	for n, d := range daemons {
+		graph[n] = d.After
 	}
-	for _, n := range sortedKeys(daemons) {
-		if state[n] == unvisited {
-			visit(n)
-		}
+	for _, c := range specrules.Cycles(graph) {
+		v.errorf([]string{"daemons", c[0], "after"}, "cycle: %s", strings.Join(c, " -> "))
 	}
 }
 

@@ -95,27 +95,45 @@ func CheckPrivateDir(dir string) error {
 // for ever. The file is opened read-only, which is all flock needs, and
 // without blocking (a FIFO put there would hang a plain open).
 func OpenSharedLock(path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0o600)
-	if err != nil {
-		if errors.Is(err, syscall.ELOOP) {
-			return nil, &UnsafeFileError{Path: path, Problem: "is a symbolic link"}
-		}
-		return nil, err
-	}
-	st, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		f.Close()
+	f, st, err := OpenRegular(path, os.O_RDONLY|os.O_CREATE|syscall.O_CLOEXEC, 0o600)
+	switch {
+	case errors.Is(err, syscall.ELOOP):
+		return nil, &UnsafeFileError{Path: path, Problem: "is a symbolic link"}
+	case errors.Is(err, ErrNotRegular):
 		return nil, &UnsafeFileError{Path: path, Problem: "is not a regular file" + ownedBy(st)}
+	case err != nil:
+		return nil, err
 	}
 	if uid, ok := ownerUID(st); ok && uid != 0 && uid != os.Getuid() {
 		f.Close()
 		return nil, &UnsafeFileError{Path: path, Problem: fmt.Sprintf("belongs to %s, neither to you (%s) nor to root", describeUID(uid), describeUID(os.Getuid()))}
 	}
 	return f, nil
+}
+
+// ErrNotRegular is OpenRegular's error for a file that is not a regular one.
+var ErrNotRegular = errors.New("not a regular file")
+
+// OpenRegular opens path with flag and perm, O_NOFOLLOW and O_NONBLOCK added
+// (a symbolic link is refused with ELOOP, a FIFO does not hang the open), and
+// returns it with its FileInfo. A file that is not a regular one is closed and
+// refused with an error wrapping ErrNotRegular; its FileInfo is returned then
+// too.
+func OpenRegular(path string, flag int, perm os.FileMode) (*os.File, os.FileInfo, error) {
+	f, err := os.OpenFile(path, flag|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, perm)
+	if err != nil {
+		return nil, nil, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	if !st.Mode().IsRegular() {
+		f.Close()
+		return nil, st, fmt.Errorf("cannot open %s: %w", path, ErrNotRegular)
+	}
+	return f, st, nil
 }
 
 // UnsafeFileError is a file airlock refuses to use (see OpenSharedLock).

@@ -12,9 +12,11 @@ import (
 	"hash"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	cerrdefs "github.com/containerd/errdefs"
@@ -279,7 +281,7 @@ func (bc *buildContext) collect(ig *dockerignore) error {
 func (bc *buildContext) hash() (string, error) {
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\ndockerfile %q\n", buildHashVersion, bc.dockerfile)
-	for _, k := range sortedEnvKeys(bc.args) {
+	for _, k := range slices.Sorted(maps.Keys(bc.args)) {
 		fmt.Fprintf(h, "arg %q=%q\n", k, bc.args[k])
 	}
 	for _, e := range bc.entries {

@@ -8,9 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/docker/docker/api/types/registry"
-
-	"github.com/airlock-dev/airlock/internal/testenv"
+	"github.com/airlock-dev/airlock/internal/ids"
 )
 
 // A [sandbox.build] whose FROM image lives in a private registry: the build sends the
@@ -19,36 +17,21 @@ import (
 func TestBuildFromPrivateRegistry(t *testing.T) {
 	g := newRig(t)
 	ctx := testContext(t, 3*time.Minute)
-	password := "pw-" + NewID()
-	reg := testenv.AuthRegistry(t, "airlock", password)
-	base := reg + "/airlock-test/base-" + strings.ToLower(NewID()[:8]) + ":v1"
-	buildScratch(t, g, base, NewID())
-	t.Cleanup(func() { removeImage(t, g, base) })
-	auth, err := registry.EncodeAuthConfig(registry.AuthConfig{Username: "airlock", Password: password, ServerAddress: reg})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pushAuth(t, g, base, auth)
-	removeImage(t, g, base)
+	base, reg, password := privateImage(t, g, "base")
 	t.Setenv("DOCKER_AUTH_CONFIG", "")
 
 	project := filepath.Join(t.TempDir(), "private-base")
 	writeFiles(t, project, map[string]string{
 		"Dockerfile": "FROM " + base + "\nLABEL built=yes\n",
-		"nonce.txt":  NewID(),
+		"nonce.txt":  ids.New(),
 	})
 	t.Cleanup(func() { removeBuilt(t, g, project) })
 	r := g.manifest(project, "[sandbox]\nbuild = { context = \".\" }\n")
-	secretFree := func(what, s string) {
-		t.Helper()
-		if strings.Contains(s, password) || strings.Contains(s, base64.StdEncoding.EncodeToString([]byte("airlock:"+password))) {
-			t.Errorf("%s shows the password: %s", what, s)
-		}
-	}
+	secretFree := func(what, s string) { t.Helper(); assertNoPassword(t, what, s, password) }
 
 	// No credentials: the rig's HOME has no ~/.docker.
 	g.progress.Reset()
-	_, err = g.rt.build(ctx, r)
+	_, err := g.rt.build(ctx, r)
 	if err == nil || !strings.Contains(err.Error(), "cannot build the sandbox image") {
 		t.Fatalf("build without credentials = %v, want a build failure", err)
 	}

@@ -12,6 +12,7 @@ import (
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/image"
 
+	"github.com/airlock-dev/airlock/internal/ids"
 	"github.com/airlock-dev/airlock/internal/testenv"
 	"github.com/airlock-dev/airlock/manifest"
 )
@@ -165,7 +166,7 @@ func TestBuildImage(t *testing.T) {
 		"greeting.txt":      "hello v1\n",
 		// A nonce keeps this run's tag its own: a concurrent or earlier run of this
 		// test must not provide the image.
-		"nonce.txt":     NewID(),
+		"nonce.txt":     ids.New(),
 		"scratch.log":   "ignored\n",
 		".dockerignore": "*.log\n",
 	})
@@ -241,7 +242,7 @@ func TestBuildFailure(t *testing.T) {
 	project := filepath.Join(t.TempDir(), "broken")
 	writeFiles(t, project, map[string]string{
 		"Dockerfile": "FROM " + g.busybox + "\nRUN echo about-to-fail && exit 7\n",
-		"nonce.txt":  NewID(),
+		"nonce.txt":  ids.New(),
 	})
 	t.Cleanup(func() { removeBuilt(t, g, project) })
 	r := g.manifest(project, `
@@ -249,7 +250,7 @@ func TestBuildFailure(t *testing.T) {
 build = {}
 `)
 	g.rt.Quiet = true
-	id := "build-fail-" + NewID()[:8]
+	id := "build-fail-" + ids.New()[:8]
 	_, err := g.rt.Create(ctx, &Request{ID: id, Manifest: r, Kind: KindRun, Command: []string{"true"}})
 	var e *Error
 	if !errors.As(err, &e) || e.Code != 125 {

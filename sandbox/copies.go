@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/docker/docker/api/types/container"
@@ -20,7 +22,7 @@ import (
 // through the Engine API, owned by the sandbox user. The archive is streamed, never
 // held in memory or written to disk.
 func (rt *Runtime) copyIn(ctx context.Context, containerID string, r *manifest.Resolved, u sandboxUser) error {
-	for _, name := range sortedNames(r.Copies) {
+	for _, name := range slices.Sorted(maps.Keys(r.Copies)) {
 		c := r.Copies[name]
 		src := rt.expandHost(c.Source, r.ProjectDir)
 		if _, err := os.Lstat(src); err != nil {

@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -14,6 +16,7 @@ import (
 	"github.com/docker/docker/api/types/mount"
 	"github.com/docker/docker/api/types/network"
 
+	"github.com/airlock-dev/airlock/internal/ids"
 	"github.com/airlock-dev/airlock/manifest"
 	"github.com/airlock-dev/airlock/supervisor"
 )
@@ -83,9 +86,9 @@ func PlanHash(r *manifest.Resolved, imageID string) string {
 func (rt *Runtime) Create(ctx context.Context, req *Request) (sb *Sandbox, err error) {
 	r := req.Manifest
 	if req.ID == "" {
-		req.ID = NewID()
-	} else if !IDPattern.MatchString(req.ID) {
-		return nil, configErr("invalid sandbox ID %q (it must match %s)", req.ID, IDPattern)
+		req.ID = ids.New()
+	} else if err := ids.Validate(req.ID); err != nil {
+		return nil, configErr("%v", err)
 	}
 	if len(r.Services) > 0 && r.Sandbox.Network != "bridge" {
 		return nil, configErr("services need sandbox.network = \"bridge\", not %q", r.Sandbox.Network)
@@ -417,10 +420,10 @@ func buildSpec(req *Request, r *manifest.Resolved, hp *hostPlan) *supervisor.Spe
 		k, v, _ := strings.Cut(kv, "=")
 		spec.Main.Env = append(spec.Main.Env, supervisor.EnvEntry{Name: k, Value: &v})
 	}
-	for _, k := range sortedNames(req.EnvSecrets) {
+	for _, k := range slices.Sorted(maps.Keys(req.EnvSecrets)) {
 		spec.Main.Env = append(spec.Main.Env, supervisor.EnvEntry{Name: k, Secret: envSecretKey(k)})
 	}
-	for _, name := range sortedNames(r.Daemons) {
+	for _, name := range slices.Sorted(maps.Keys(r.Daemons)) {
 		d := r.Daemons[name]
 		timeout, maxRestarts, dh := d.Timeout, d.MaxRestarts, d.Harden
 		sd := &supervisor.Daemon{
@@ -438,7 +441,7 @@ func buildSpec(req *Request, r *manifest.Resolved, hp *hostPlan) *supervisor.Spe
 
 func envEntries(prefix []string, env map[string]string, sources map[string]manifest.Source) []supervisor.EnvEntry {
 	var out []supervisor.EnvEntry
-	for _, k := range sortedEnvKeys(env) {
+	for _, k := range slices.Sorted(maps.Keys(env)) {
 		key := manifest.KeyPath(append(append([]string{}, prefix...), k)...)
 		if sources[key] != manifest.Literal {
 			out = append(out, supervisor.EnvEntry{Name: k, Secret: key})

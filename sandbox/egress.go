@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -47,7 +49,7 @@ func proxyEnv(r *manifest.Resolved) map[string]string {
 		return nil
 	}
 	noProxy := []string{"localhost", "127.0.0.1", "::1"}
-	noProxy = append(noProxy, sortedNames(r.Services)...)
+	noProxy = append(noProxy, slices.Sorted(maps.Keys(r.Services))...)
 	np := strings.Join(noProxy, ",")
 	return map[string]string{
 		"HTTP_PROXY": ProxyURL, "HTTPS_PROXY": ProxyURL, "http_proxy": ProxyURL, "https_proxy": ProxyURL,
@@ -59,11 +61,11 @@ func proxyEnv(r *manifest.Resolved) map[string]string {
 // value wins over airlock's (airlock config warns about them).
 func ProxyOverrides(r *manifest.Resolved) []string {
 	var out []string
-	for _, k := range sortedNames(proxyEnv(r)) {
+	for _, k := range slices.Sorted(maps.Keys(proxyEnv(r))) {
 		if _, ok := r.Env[k]; ok {
 			out = append(out, "env."+k)
 		}
-		for _, d := range sortedNames(r.Daemons) {
+		for _, d := range slices.Sorted(maps.Keys(r.Daemons)) {
 			if _, ok := r.Daemons[d].Env[k]; ok {
 				out = append(out, manifest.KeyPath("daemons", d, "env", k))
 			}
@@ -80,7 +82,7 @@ func withProxyEnv(r *manifest.Resolved, entries []supervisor.EnvEntry) []supervi
 		return entries
 	}
 	out := make([]supervisor.EnvEntry, 0, len(pe)+len(entries))
-	for _, k := range sortedNames(pe) {
+	for _, k := range slices.Sorted(maps.Keys(pe)) {
 		v := pe[k]
 		out = append(out, supervisor.EnvEntry{Name: k, Value: &v})
 	}

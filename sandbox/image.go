@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sort"
 	"strings"
 	"unicode/utf8"
 
@@ -193,14 +192,4 @@ func clip(s string) string {
 	}
 	r := []rune(s)
 	return string(r[:progressWidth-1]) + "…"
-}
-
-// sortedEnvKeys returns the keys of an env map in order.
-func sortedEnvKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/api/types/registry"
 
+	"github.com/airlock-dev/airlock/internal/ids"
 	"github.com/airlock-dev/airlock/internal/testenv"
 )
 
@@ -156,8 +157,8 @@ func TestPullProgress(t *testing.T) {
 	reg := testenv.Registry(t)
 	// An image of its own (a nonce layer), so the pull downloads rather than
 	// finding every layer already present.
-	ref := reg + "/airlock-test/pull-" + strings.ToLower(NewID()[:8]) + ":v1"
-	buildScratch(t, g, ref, NewID())
+	ref := reg + "/airlock-test/pull-" + strings.ToLower(ids.New()[:8]) + ":v1"
+	buildScratch(t, g, ref, ids.New())
 	push(t, g, ref)
 	removeImage(t, g, ref)
 	t.Cleanup(func() { removeImage(t, g, ref) })
@@ -293,24 +294,8 @@ func streamError(r io.Reader) error {
 func TestPullPrivateRegistry(t *testing.T) {
 	g := newRig(t)
 	ctx := testContext(t, 3*time.Minute)
-	password := "pw-" + NewID()
-	reg := testenv.AuthRegistry(t, "airlock", password)
-	ref := reg + "/airlock-test/private-" + strings.ToLower(NewID()[:8]) + ":v1"
-	buildScratch(t, g, ref, NewID())
-	t.Cleanup(func() { removeImage(t, g, ref) })
-	auth, err := registry.EncodeAuthConfig(registry.AuthConfig{Username: "airlock", Password: password, ServerAddress: reg})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pushAuth(t, g, ref, auth)
-	removeImage(t, g, ref)
-
-	noSecret := func(what, s string) {
-		t.Helper()
-		if strings.Contains(s, password) || strings.Contains(s, base64.StdEncoding.EncodeToString([]byte("airlock:"+password))) {
-			t.Errorf("%s shows the password: %s", what, s)
-		}
-	}
+	ref, reg, password := privateImage(t, g, "private")
+	noSecret := func(what, s string) { t.Helper(); assertNoPassword(t, what, s, password) }
 	absent := func() {
 		t.Helper()
 		if _, err := g.cli.ImageInspect(ctx, ref); !cerrdefs.IsNotFound(err) {
@@ -385,8 +370,20 @@ func TestPullPrivateRegistry(t *testing.T) {
 	wantUnauthorized(pull(), "credential helper docker-credential-airlock-missing failed")
 }
 
-func pushAuth(t *testing.T, g *testRig, ref, auth string) {
+// privateImage starts a registry that wants the user airlock and a random
+// password, and pushes a small image of its own there as <registry>/airlock-test/
+// <name>-<random>:v1, which is not left on the Engine.
+func privateImage(t *testing.T, g *testRig, name string) (ref, reg, password string) {
 	t.Helper()
+	password = "pw-" + ids.New()
+	reg = testenv.AuthRegistry(t, "airlock", password)
+	ref = reg + "/airlock-test/" + name + "-" + strings.ToLower(ids.New()[:8]) + ":v1"
+	buildScratch(t, g, ref, ids.New())
+	t.Cleanup(func() { removeImage(t, g, ref) })
+	auth, err := registry.EncodeAuthConfig(registry.AuthConfig{Username: "airlock", Password: password, ServerAddress: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx := testContext(t, time.Minute)
 	rc, err := g.cli.ImagePush(ctx, ref, image.PushOptions{RegistryAuth: auth})
 	if err != nil {
@@ -395,5 +392,16 @@ func pushAuth(t *testing.T, g *testRig, ref, auth string) {
 	defer rc.Close()
 	if err := streamError(rc); err != nil {
 		t.Fatalf("cannot push %s: %v", ref, err)
+	}
+	removeImage(t, g, ref)
+	return ref, reg, password
+}
+
+// assertNoPassword fails the test when s shows password, as it is or in a
+// basic auth of the user airlock.
+func assertNoPassword(t *testing.T, what, s, password string) {
+	t.Helper()
+	if strings.Contains(s, password) || strings.Contains(s, base64.StdEncoding.EncodeToString([]byte("airlock:"+password))) {
+		t.Errorf("%s shows the password: %s", what, s)
 	}
 }

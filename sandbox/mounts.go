@@ -4,10 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -51,7 +52,7 @@ func (rt *Runtime) expandHost(p, projectDir string) string {
 // that leaves nothing behind.
 func (rt *Runtime) planHost(r *manifest.Resolved) (*hostPlan, error) {
 	hp := &hostPlan{}
-	for _, name := range sortedNames(r.Mounts) {
+	for _, name := range slices.Sorted(maps.Keys(r.Mounts)) {
 		m := r.Mounts[name]
 		src := rt.expandHost(m.Source, r.ProjectDir)
 		key := "mounts." + name
@@ -207,13 +208,4 @@ func inHome(p, home string) string {
 		return path.Join(home, p[2:])
 	}
 	return p
-}
-
-func sortedNames[V any](m map[string]V) []string {
-	names := make([]string, 0, len(m))
-	for k := range m {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	return names
 }

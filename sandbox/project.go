@@ -15,6 +15,7 @@ import (
 	"github.com/docker/docker/api/types/container"
 
 	"github.com/airlock-dev/airlock/manifest"
+	"github.com/airlock-dev/airlock/paths"
 )
 
 // IgnoreFile is the project's list of paths left out of a copied project, in
@@ -158,29 +159,22 @@ func writeRegular(dst string, r io.Reader, mode fs.FileMode) error {
 	if mode == 0 {
 		mode = 0o644
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(dst), ".airlock-output-*")
+	f, err := paths.CreateAtomic(dst, mode)
 	if err != nil {
 		return err
 	}
-	if _, err := io.Copy(tmp, r); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
+	defer f.Cleanup()
+	// An --output tree may be thousands of files, easily copied again: each
+	// replaces its file atomically, without the cost of two fsyncs a file.
+	f.NoSync = true
+	if _, err := io.Copy(f, r); err != nil {
 		return err
 	}
-	if err := tmp.Chmod(mode); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
+	// A directory where the file goes is replaced by it.
 	if st, err := os.Lstat(dst); err == nil && st.IsDir() {
 		if err := os.RemoveAll(dst); err != nil {
-			os.Remove(tmp.Name())
 			return err
 		}
 	}
-	return os.Rename(tmp.Name(), dst)
+	return f.Commit()
 }

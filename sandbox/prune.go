@@ -3,6 +3,8 @@ package sandbox
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -186,7 +188,7 @@ func (rt *Runtime) pruneImages(ctx context.Context, o PruneOptions, du *DiskUsag
 		byProject[p] = append(byProject[p], im)
 	}
 	var out []PruneObject
-	for _, p := range sortedNames(byProject) {
+	for _, p := range slices.Sorted(maps.Keys(byProject)) {
 		ims := byProject[p]
 		// Newest first, to the nanosecond (the list has seconds); the ID
 		// breaks ties so the choice is stable.

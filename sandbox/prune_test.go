@@ -15,6 +15,7 @@ import (
 	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/api/types/volume"
 
+	"github.com/airlock-dev/airlock/internal/ids"
 	"github.com/airlock-dev/airlock/internal/testenv"
 )
 
@@ -34,7 +35,7 @@ func TestPruneCandidates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	owner := NewID()
+	owner := ids.New()
 	rt := &Runtime{Engine: cli, Owner: owner, Binary: bin, BuildID: "prune-test"}
 	project := filepath.Join(t.TempDir(), "project")
 
@@ -42,7 +43,7 @@ func TestPruneCandidates(t *testing.T) {
 		t.Helper()
 		var buf bytes.Buffer
 		tw := tar.NewWriter(&buf)
-		df := []byte("FROM " + busybox + "\nLABEL nonce=" + NewID() + "\n")
+		df := []byte("FROM " + busybox + "\nLABEL nonce=" + ids.New() + "\n")
 		_ = tw.WriteHeader(&tar.Header{Name: "Dockerfile", Mode: 0o644, Size: int64(len(df))})
 		_, _ = tw.Write(df)
 		_ = tw.Close()
@@ -83,7 +84,7 @@ func TestPruneCandidates(t *testing.T) {
 		}
 		t.Cleanup(func() { _ = cli.VolumeRemove(context.Background(), name, true) })
 	}
-	orphanKey := NewID()[:16]
+	orphanKey := ids.New()[:16]
 	orphan := "airlock-supervisor-" + orphanKey + "-ok"
 	mkVolume(orphan, orphanKey)
 	mkVolume("airlock-supervisor-"+current, current)

@@ -1,6 +1,9 @@
 package sandbox
 
 import (
+	"maps"
+	"slices"
+
 	"bytes"
 	"context"
 	"errors"
@@ -46,7 +49,7 @@ func (rt *Runtime) createServices(ctx context.Context, sb *Sandbox, r *manifest.
 	if sb.Network == "" {
 		return configErr("services need sandbox.network = \"bridge\", not %q", r.Sandbox.Network)
 	}
-	for _, name := range sortedNames(r.Services) {
+	for _, name := range slices.Sorted(maps.Keys(r.Services)) {
 		// A resolved manifest holds enabled entries only.
 		secretEnv := serviceSecretEnv(name, r)
 		cfg, err := serviceConfig(name, r.Services[name], copyLabels(labels, LabelRole, "service", LabelService, name), secretEnv)
@@ -56,7 +59,7 @@ func (rt *Runtime) createServices(ctx context.Context, sb *Sandbox, r *manifest.
 		// Behind egress rules a service goes out through the proxy too, unless
 		// its own env says otherwise.
 		pe := proxyEnv(r)
-		for _, k := range sortedNames(pe) {
+		for _, k := range slices.Sorted(maps.Keys(pe)) {
 			if _, own := r.Services[name].Env[k]; !own {
 				cfg.Env = append(cfg.Env, k+"="+pe[k])
 			}
@@ -90,7 +93,7 @@ func serviceConfig(name string, s manifest.Service, labels map[string]string, se
 	}
 	// Only literal values sit in the container config; substituted ones (host
 	// environment or vault) reach the service through wrapService.
-	for _, k := range sortedEnvKeys(s.Env) {
+	for _, k := range slices.Sorted(maps.Keys(s.Env)) {
 		if _, secret := secretEnv[k]; !secret {
 			cfg.Env = append(cfg.Env, k+"="+s.Env[k])
 		}
@@ -141,7 +144,7 @@ func (rt *Runtime) startServices(ctx context.Context, sb *Sandbox) error {
 	if err != nil {
 		return err
 	}
-	names := sortedNames(sb.Services)
+	names := slices.Sorted(maps.Keys(sb.Services))
 	var declared map[string]manifest.Service
 	if sb.manifest != nil {
 		declared = sb.manifest.Services
@@ -459,7 +462,7 @@ func (rt *Runtime) wrapService(ctx context.Context, sb *Sandbox, name string, s 
 		return configErr("%s: the image %s has no entrypoint or command; set command", manifest.KeyPath("services", name), s.Image)
 	}
 	entry := []string{SupervisorIn, "supervise", "wrap", "--socket", SecretsSocketIn}
-	for _, k := range sortedEnvKeys(secretEnv) {
+	for _, k := range slices.Sorted(maps.Keys(secretEnv)) {
 		entry = append(entry, "--env", k+"="+secretEnv[k])
 	}
 	cfg.Entrypoint = append(append(entry, "--"), argv...)

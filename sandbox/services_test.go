@@ -5,9 +5,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -17,32 +15,21 @@ import (
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/client"
 
+	"github.com/airlock-dev/airlock/internal/ids"
 	"github.com/airlock-dev/airlock/internal/testenv"
 	"github.com/airlock-dev/airlock/manifest"
 	"github.com/airlock-dev/airlock/paths"
 )
 
 // The integration tests of this package drive a Runtime against the real Engine.
-// TestMain owns a temporary folder for the static airlock binary they inject, built
-// once, on first use.
+// TestMain (main_test.go) owns a temporary folder for the static airlock binary
+// they inject, built once, on first use.
 
 var testBin struct {
 	dir  string
 	once sync.Once
 	path string
 	err  error
-}
-
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "airlock-sandbox-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "cannot create a temporary folder:", err)
-		os.Exit(1)
-	}
-	testBin.dir = dir
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
 }
 
 // airlockBinary builds the static airlock binary once per test process.
@@ -94,7 +81,7 @@ func newRig(t *testing.T) *testRig {
 		t: t, cli: cli, progress: buf, env: env, busybox: img,
 		rt: &Runtime{
 			Engine: cli, Paths: p, Progress: buf, Binary: airlockBinary(t),
-			BuildID: "sandbox-test", Getenv: getenv,
+			BuildID: rigBuildID, Getenv: getenv,
 		},
 	}
 }
@@ -430,7 +417,7 @@ network = "none"
 [services.web]
 image = "{{busybox}}"
 `)
-	id := "svc-none-" + NewID()[:8]
+	id := "svc-none-" + ids.New()[:8]
 	_, err := g.rt.Create(ctx, &Request{ID: id, Manifest: r, Kind: KindRun, Command: []string{"true"}})
 	testenv.AssertNoLeftovers(t, g.cli, LabelSandbox, id)
 	var e *Error

@@ -5,11 +5,10 @@
 # waits for it and runs make test) and docker-compose 1.29 with a healthcheck-gated redis
 # service, interleaved in one run. Records docs/benchmarks.md "## Redis CI job".
 #
-# The Debian image (redis-server, redis-tools, make) is built here when its tag is absent:
-# debootstrap --variant=minbase into a temporary dir, then `docker import`. debootstrap and
-# docker-compose (a baseline only) are installed with apt when missing; without
-# docker-compose its rows are skipped. Environment: AIRLOCK_BENCH_REDIS_IMAGE (the tag),
-# DEBIAN_MIRROR (default: the Debian URI in /etc/apt/sources*, else deb.debian.org).
+# The Debian image (redis-server, redis-tools, make) is built by scripts/debian-image.sh
+# when its tag is absent. docker-compose (a baseline only) is installed with apt when
+# missing; without docker-compose its rows are skipped. Environment:
+# AIRLOCK_BENCH_REDIS_IMAGE (the tag), DEBIAN_MIRROR (see scripts/debian-image.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 GO=${GO:-go}
@@ -27,37 +26,10 @@ apt_install() {
     { apt-get update -qq >/dev/null && apt-get install -y -qq "$@" >/dev/null; }
 }
 
-debian_mirror() {
-  if [ -n "${DEBIAN_MIRROR:-}" ]; then echo "$DEBIAN_MIRROR"; return; fi
-  local m
-  m=$(cat /etc/apt/sources.list.d/*.sources 2>/dev/null |
-    awk '$1 == "URIs:" && $2 ~ /\/debian\/?$/ { print $2; exit }')
-  [ -n "$m" ] || m=$(cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null |
-    awk '$1 == "deb" && $2 ~ /\/debian\/?$/ { print $2; exit }')
-  echo "${m:-http://deb.debian.org/debian}"
-}
-
-rootfs=
 tmp=$(mktemp -d)
-trap 'rm -rf "$tmp" ${rootfs:+"$rootfs"}' EXIT
+trap 'rm -rf "$tmp"' EXIT
 
-if ! docker image inspect "$image" >/dev/null 2>&1; then
-  command -v debootstrap >/dev/null 2>&1 || { echo "bench-redis.sh: installing debootstrap" >&2; apt_install debootstrap; }
-  mirror=$(debian_mirror)
-  rootfs=$(mktemp -d /var/tmp/airlock-bench-rootfs.XXXXXX)
-  echo "bench-redis.sh: building $image (debootstrap bookworm from $mirror)" >&2
-  start=$(date +%s)
-  if ! debootstrap --variant=minbase --include=redis-server,redis-tools,make bookworm "$rootfs" "$mirror" >"$tmp/debootstrap.log" 2>&1; then
-    tail -n 30 "$tmp/debootstrap.log" >&2
-    exit 1
-  fi
-  # Nothing from the build's apt caches is needed in the image.
-  rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/lib/apt/lists/*
-  tar -C "$rootfs" -c . | docker import -m "airlock bench: Debian bookworm minbase + redis-server, redis-tools, make" - "$image" >/dev/null
-  rm -rf "$rootfs"
-  rootfs=
-  echo "bench-redis.sh: built $image in $(($(date +%s) - start)) s" >&2
-fi
+./scripts/debian-image.sh "$image" redis-server redis-tools make
 
 compose=
 if command -v docker-compose >/dev/null 2>&1 || { echo "bench-redis.sh: installing docker-compose (baseline only)" >&2; apt_install docker-compose; }; then

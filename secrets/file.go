@@ -9,10 +9,12 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/airlock-dev/airlock/paths"
 )
 
 // beforeRename, when set by a test, runs after the temporary file is written
-// and synced and before it replaces the vault.
+// and before it replaces the vault.
 var beforeRename func(tmp string)
 
 // ensureDir makes the vault's folder with mode 0700, and takes group and
@@ -33,49 +35,27 @@ func ensureDir(dir string) error {
 	return nil
 }
 
-// writeAtomic replaces path with data: a temporary file in the same folder
-// (mode 0600), fsync, rename over path, fsync the folder. A crash at any point
+// writeAtomic replaces path with data (mode 0600) with paths.CreateAtomic: a
+// temporary file in the same folder (the <base>.*.tmp that removeStaleTemps
+// sweeps), fsync, rename over path, fsync the folder. A crash at any point
 // leaves either the old file or the new one, never a mix.
-func writeAtomic(path string, data []byte) (err error) {
-	dir := filepath.Dir(path)
-	if err := ensureDir(dir); err != nil {
+func writeAtomic(path string, data []byte) error {
+	if err := ensureDir(filepath.Dir(path)); err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(dir, filepath.Base(path)+".*.tmp")
+	f, err := paths.CreateAtomic(path, 0o600)
 	if err != nil {
 		return fmt.Errorf("cannot write the vault: %w", err)
 	}
-	tmp := f.Name()
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(tmp)
-		}
-	}()
-	if err := f.Chmod(0o600); err != nil {
-		return fmt.Errorf("cannot write the vault: %w", err)
-	}
+	defer f.Cleanup()
 	if _, err := f.Write(data); err != nil {
 		return fmt.Errorf("cannot write the vault: %w", err)
 	}
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("cannot write the vault: %w", err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("cannot write the vault: %w", err)
-	}
 	if beforeRename != nil {
-		beforeRename(tmp)
+		beforeRename(f.Name())
 	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := f.Commit(); err != nil {
 		return fmt.Errorf("cannot write the vault: %w", err)
-	}
-	if d, err := os.Open(dir); err == nil {
-		serr := d.Sync()
-		d.Close()
-		if serr != nil && !errors.Is(serr, unix.EINVAL) {
-			return fmt.Errorf("cannot write the vault: syncing its folder: %w", serr)
-		}
 	}
 	return nil
 }

@@ -6,6 +6,8 @@
 package secrets
 
 import (
+	"maps"
+
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -268,12 +270,7 @@ func (v *Vault) List() ([]Entry, error) {
 func (v *Vault) Names() []string {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	names := make([]string, 0, len(v.secrets))
-	for n := range v.secrets {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	return names
+	return slices.Sorted(maps.Keys(v.secrets))
 }
 
 // change applies f to the newest content of the file under the lock and

@@ -344,12 +344,8 @@ func (d *daemonRun) stopGroup(pgid int) {
 	}
 	fmt.Fprintf(d.stderr, "airlock: daemon %s: its leader exited; sending %s to the rest of its process group\n", d.spec.Name, d.spec.Signal)
 	killGroup(pgid, d.sig)
-	var deadline <-chan time.Time
-	if d.timeout > 0 {
-		t := time.NewTimer(d.timeout)
-		defer t.Stop()
-		deadline = t.C
-	}
+	deadline, stop := d.timeoutTimer()
+	defer stop()
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
 	for groupAlive(pgid) {
@@ -362,6 +358,16 @@ func (d *daemonRun) stopGroup(pgid int) {
 			return
 		}
 	}
+}
+
+// timeoutTimer returns a channel that fires once the daemon's timeout has
+// passed (never when it is 0) and a function that releases its timer.
+func (d *daemonRun) timeoutTimer() (<-chan time.Time, func()) {
+	if d.timeout <= 0 {
+		return nil, func() {}
+	}
+	t := time.NewTimer(d.timeout)
+	return t.C, func() { t.Stop() }
 }
 
 // awaitGroupGone gives a SIGKILLed group a moment to be gone (and reaped).
@@ -377,12 +383,8 @@ func awaitGroupGone(pgid int) {
 // before the timeout.
 func (d *daemonRun) terminate(pgid int, ch <-chan unix.WaitStatus) (killed bool, st exitStatus) {
 	killGroup(pgid, d.sig)
-	var deadline <-chan time.Time
-	if d.timeout > 0 {
-		t := time.NewTimer(d.timeout)
-		defer t.Stop()
-		deadline = t.C
-	}
+	deadline, stop := d.timeoutTimer()
+	defer stop()
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
 	leaderDone := false

@@ -8,6 +8,8 @@ import (
 	"os"
 	"strings"
 	"syscall"
+
+	"github.com/airlock-dev/airlock/paths"
 )
 
 // maxExecEnvSize bounds the exec env file the exec side reads.
@@ -20,15 +22,24 @@ func writeExecEnv(path string, env []string) error {
 	if err != nil {
 		return fmt.Errorf("cannot encode the exec environment: %w", err)
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
-		return fmt.Errorf("cannot write the exec environment: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
+	if err := paths.WriteFileAtomic(path, b, 0o600); err != nil {
 		return fmt.Errorf("cannot write the exec environment: %w", err)
 	}
 	return nil
+}
+
+// findCommand looks argv0 up in env's PATH; when it cannot be run the error
+// says so, with the exit code for it: 127 when it is not found, else 126.
+func findCommand(argv0 string, env []string) (path string, code int, err error) {
+	path, err = lookPath(argv0, env)
+	if err != nil {
+		code = ExitNotExec
+		if errors.Is(err, errNotFound) {
+			code = ExitNotFound
+		}
+		return "", code, fmt.Errorf("cannot run %s: %w", argv0, err)
+	}
+	return path, 0, nil
 }
 
 // ExecOptions are the inputs of Exec (`airlock supervise exec`).
@@ -79,13 +90,9 @@ func Exec(o ExecOptions) (int, error) {
 			return ExitAirlock, fmt.Errorf("cannot use working directory %s: %w", dir, err)
 		}
 	}
-	path, err := lookPath(o.Argv[0], env)
+	path, code, err := findCommand(o.Argv[0], env)
 	if err != nil {
-		code := ExitNotExec
-		if errors.Is(err, errNotFound) {
-			code = ExitNotFound
-		}
-		return code, fmt.Errorf("cannot run %s: %w", o.Argv[0], err)
+		return code, err
 	}
 	if spec.Main.Harden == nil || *spec.Main.Harden {
 		if err := setNoNewPrivs(); err != nil {
@@ -93,7 +100,7 @@ func Exec(o ExecOptions) (int, error) {
 		}
 	}
 	err = syscall.Exec(path, o.Argv, env)
-	code := ExitNotExec
+	code = ExitNotExec
 	if errors.Is(err, syscall.ENOENT) {
 		code = ExitNotFound
 	}
@@ -155,13 +162,9 @@ func Wrap(o WrapOptions) (int, error) {
 		env = setEnv(env, name+"="+v)
 	}
 	secrets.forget()
-	path, err := lookPath(o.Argv[0], env)
+	path, code, err := findCommand(o.Argv[0], env)
 	if err != nil {
-		code := ExitNotExec
-		if errors.Is(err, errNotFound) {
-			code = ExitNotFound
-		}
-		return code, fmt.Errorf("cannot run %s: %w", o.Argv[0], err)
+		return code, err
 	}
 	err = syscall.Exec(path, o.Argv, env)
 	return ExitNotExec, fmt.Errorf("cannot run %s: %w", o.Argv[0], err)

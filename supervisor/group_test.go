@@ -128,9 +128,7 @@ func TestGaveUpLineAtShutdown(t *testing.T) {
 	d.Restart, d.MaxRestarts = RestartAlways, ptr(2)
 	s.daemon("web", sh("exec sleep 100"))
 	s.start()
-	s.waitEvent("gave_up", func(e StatusEvent) bool { return e.Kind == KindDaemonGaveUp })
-	s.stop()
-	r := s.wait()
+	r := s.stopAfter(KindDaemonGaveUp)
 	if r.code != 0 {
 		t.Fatalf("code %d, stderr:\n%s", r.code, r.stderr)
 	}

@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/airlock-dev/airlock/internal/testenv"
 )
 
 // airlockBin is the real binary, built once by TestMain; the integration
@@ -61,7 +63,7 @@ func buildAndRun(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "cannot build airlock:", err)
 		return 1
 	}
-	return m.Run()
+	return testenv.RunClean(m)
 }
 
 // sandbox is one supervisor run under test: a temp dir with the spec, logs,
@@ -268,6 +270,15 @@ func (s *sandbox) waitFor(what string, cond func() bool) {
 }
 
 // waitEvent waits for an event of the stream matching match.
+// stopAfter waits for the first status event of kind, then stops the
+// supervisor and returns the run's result.
+func (s *sandbox) stopAfter(kind string) result {
+	s.t.Helper()
+	s.waitEvent(kind, func(e StatusEvent) bool { return e.Kind == kind })
+	s.stop()
+	return s.wait()
+}
+
 func (s *sandbox) waitEvent(what string, match func(StatusEvent) bool) StatusEvent {
 	s.t.Helper()
 	var found StatusEvent

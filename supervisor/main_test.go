@@ -217,9 +217,7 @@ func TestLogs(t *testing.T) {
 	d := s.daemon("d", sh(fmt.Sprintf(`echo x >> %q; n=$(wc -l < %q); echo "out $n"; echo "err $n" >&2; exit 1`, s.path("n"), s.path("n"))))
 	d.MaxRestarts = ptr(2)
 	s.start()
-	s.waitEvent("gave_up", func(e StatusEvent) bool { return e.Kind == KindDaemonGaveUp })
-	s.stop()
-	s.wait()
+	s.stopAfter(KindDaemonGaveUp)
 	if got := s.read("logs/d/stdout.log"); got != "out 1\nout 2\nout 3\n" {
 		t.Errorf("stdout.log %q", got)
 	}

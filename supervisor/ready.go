@@ -60,17 +60,24 @@ func (d *daemonRun) watchReady() {
 		close(d.ready)
 		d.readyResults <- readyResult{name: d.spec.Name}
 	}
-	tick := time.NewTicker(interval)
-	defer tick.Stop()
-	for {
-		ctx, cancel := context.WithDeadline(d.ctx, minTime(deadline, time.Now().Add(maxTryTimeout)))
+	// attempt runs one try that may last until until; over is true when the
+	// watch is: the check passed, or the supervisor stops.
+	attempt := func(until time.Time) (over bool) {
+		ctx, cancel := context.WithDeadline(d.ctx, until)
 		ok := c.try(ctx)
 		cancel()
 		if d.ctx.Err() != nil {
-			return
+			return true
 		}
 		if ok {
 			pass()
+		}
+		return ok
+	}
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		if attempt(minTime(deadline, time.Now().Add(maxTryTimeout))) {
 			return
 		}
 		if !time.Now().Before(deadline) {
@@ -82,14 +89,7 @@ func (d *daemonRun) watchReady() {
 			return
 		case <-d.finished:
 			// No further launch: one last try, then give up at once.
-			ctx, cancel := context.WithTimeout(d.ctx, time.Second)
-			ok := c.try(ctx)
-			cancel()
-			if d.ctx.Err() != nil {
-				return
-			}
-			if ok {
-				pass()
+			if attempt(time.Now().Add(time.Second)) {
 				return
 			}
 			msg := "exited before it was ready (" + r.describe() + ")"

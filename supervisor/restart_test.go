@@ -107,9 +107,7 @@ func TestRestartRealGaps(t *testing.T) {
 	d := s.daemon("d", sh("exit 3"))
 	d.Restart, d.MaxRestarts = RestartAlways, ptr(2)
 	s.start()
-	s.waitEvent("gave_up", func(e StatusEvent) bool { return e.Kind == KindDaemonGaveUp })
-	s.stop()
-	s.wait()
+	s.stopAfter(KindDaemonGaveUp)
 	evs := s.events()
 	exited := filter(evs, "d", KindDaemonExited)
 	started := filter(evs, "d", KindDaemonStarted)
@@ -135,9 +133,7 @@ func TestRestartCountResets(t *testing.T) {
 	d := s.daemon("d", sh(fmt.Sprintf(`echo x >> %q; n=$(wc -l < %q); if [ "$n" -eq 2 ]; then sleep 3; fi; exit 3`, count, count)))
 	d.Restart, d.MaxRestarts = RestartOnFailure, ptr(2)
 	s.start()
-	s.waitEvent("gave_up", func(e StatusEvent) bool { return e.Kind == KindDaemonGaveUp })
-	s.stop()
-	s.wait()
+	s.stopAfter(KindDaemonGaveUp)
 	var attempts []int
 	for _, e := range filter(s.events(), "d", KindDaemonRestarting) {
 		attempts = append(attempts, e.Attempt)
@@ -159,9 +155,7 @@ func TestStopDuringBackoff(t *testing.T) {
 	s.mainWaitsForStop()
 	s.daemon("d", sh("exit 1"))
 	s.start()
-	s.waitEvent("restarting", func(e StatusEvent) bool { return e.Kind == KindDaemonRestarting })
-	s.stop()
-	r := s.wait()
+	r := s.stopAfter(KindDaemonRestarting)
 	if r.code != 0 || !strings.Contains(r.stderr, "✔ daemon d: shut down") {
 		t.Fatalf("code %d, stderr:\n%s", r.code, r.stderr)
 	}
@@ -182,9 +176,7 @@ func TestFailedSpawnCountsAsAttempt(t *testing.T) {
 	d := s.daemon("ghost", []string{"/nonexistent/ghostd"})
 	d.Restart, d.MaxRestarts = RestartAlways, ptr(1)
 	s.start()
-	s.waitEvent("gave_up", func(e StatusEvent) bool { return e.Kind == KindDaemonGaveUp })
-	s.stop()
-	r := s.wait()
+	r := s.stopAfter(KindDaemonGaveUp)
 	if r.code != 0 {
 		t.Fatalf("code %d, stderr:\n%s", r.code, r.stderr)
 	}

@@ -3,7 +3,8 @@ package supervisor
 import (
 	"fmt"
 	"io"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 )
@@ -94,11 +95,7 @@ func (v *shutdownView) draw(remaining map[string]bool) {
 	if v.quiet || !v.tty {
 		return
 	}
-	names := make([]string, 0, len(remaining))
-	for n := range remaining {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(remaining))
 	var b strings.Builder
 	v.clear(&b)
 	frame := spinnerFrames[v.frame%len(spinnerFrames)]

@@ -25,9 +25,7 @@ func TestShutdownShutDownAndKilled(t *testing.T) {
 	stubborn.Timeout = ptr(1)
 	stubborn.Ready = &Ready{Log: "^up$", Timeout: "20s"}
 	s.start()
-	s.waitEvent("supervisor.ready", func(e StatusEvent) bool { return e.Kind == KindSupervisorReady })
-	s.stop()
-	r := s.wait()
+	r := s.stopAfter(KindSupervisorReady)
 	if r.code != 0 {
 		t.Fatalf("code %d, stderr:\n%s", r.code, r.stderr)
 	}
@@ -60,9 +58,7 @@ func TestShutdownParallel(t *testing.T) {
 		sum += *d.Timeout
 	}
 	s.start()
-	s.waitEvent("supervisor.ready", func(e StatusEvent) bool { return e.Kind == KindSupervisorReady })
-	s.stop()
-	r := s.wait()
+	r := s.stopAfter(KindSupervisorReady)
 	if got := strings.Count(r.stderr, ": killed\n"); got != 5 {
 		t.Fatalf("%d killed lines, want 5:\n%s", got, r.stderr)
 	}

@@ -6,13 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
-	"net/url"
 	"os"
-	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/airlock-dev/airlock/manifest/specrules"
 )
 
 // SpecVersion is the only spec format version this supervisor reads.
@@ -33,24 +33,23 @@ const (
 
 // Restart policies.
 const (
-	RestartAlways    = "always"
-	RestartOnFailure = "on-failure"
+	RestartAlways    = specrules.RestartAlways
+	RestartOnFailure = specrules.RestartOnFailure
 )
 
 // maxSpecSize bounds the spec file the supervisor is willing to read.
 const maxSpecSize = 4 << 20
 
-// Bounds of a spec's numbers, the same as the manifest's (manifest.MaxDuration,
-// manifest.MaxDaemonTimeout, manifest.MaxCount), so that every spec made from a
-// valid manifest is accepted and no value wraps around when it becomes a
-// time.Duration.
+// Bounds of a spec's numbers: the manifest's, from the rules both apply
+// (package specrules), so that every spec made from a valid manifest is
+// accepted and no value wraps around when it becomes a time.Duration.
 const (
 	// MaxTimeout bounds a daemon's timeout, in seconds: a year.
-	MaxTimeout = 365 * 24 * 60 * 60
+	MaxTimeout = specrules.MaxDaemonTimeout
 	// MaxRestarts bounds a daemon's max_restarts.
-	MaxRestarts = 10000
+	MaxRestarts = specrules.MaxCount
 	// MaxReadyTimeout bounds a readiness check's timeout: a year.
-	MaxReadyTimeout = 365 * 24 * time.Hour
+	MaxReadyTimeout = specrules.MaxDuration
 )
 
 // Spec is the supervisor's input, written by the runtime as JSON. See
@@ -118,10 +117,13 @@ type EnvEntry struct {
 	Secret string  `json:"secret,omitempty"`
 }
 
-var (
-	daemonNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$`)
-	envNameRE    = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-)
+// daemonNameRE matches a valid daemon name (the status reader checks the names
+// of events with it), by the rule of package specrules.
+var daemonNameRE daemonNameRule
+
+type daemonNameRule struct{}
+
+func (daemonNameRule) MatchString(name string) bool { return specrules.EntryName(name) == nil }
 
 // SpecFlag is the supervisor's flag that carries the spec itself on its command
 // line (a spec holds no secret); `supervise exec` finds it in PID 1's.
@@ -234,7 +236,10 @@ func (s *Spec) applyDefaults() {
 }
 
 // Validate checks a defaulted spec; the first problem found is returned as a
-// "cannot …" error naming the field.
+// "cannot …" error naming the field. What a manifest also has (names, command,
+// cwd, signal, bounds, user, env names, ready checks, after and its cycles) is
+// checked by the rules manifest validation applies (package specrules), so a
+// spec made from a valid manifest is valid and the other way round.
 func (s *Spec) Validate() error {
 	if len(s.Main.Argv) > 0 && s.Main.Argv[0] == "" {
 		return errors.New("cannot use spec: main.argv[0] is empty")
@@ -242,71 +247,68 @@ func (s *Spec) Validate() error {
 	if err := validateEnv("main.env", s.Main.Env); err != nil {
 		return err
 	}
-	if s.Main.User != "" && !userSpecRE.MatchString(s.Main.User) {
-		return fmt.Errorf("cannot use spec: main.user %q is not USER or USER:GROUP", s.Main.User)
+	if s.Main.User != "" {
+		if err := specrules.User(s.Main.User); err != nil {
+			return fmt.Errorf("cannot use spec: main.user: %w", err)
+		}
 	}
-	byName := make(map[string]*Daemon, len(s.Daemons))
+	names := make([]string, 0, len(s.Daemons))
+	graph := make(map[string][]string, len(s.Daemons))
 	for i, d := range s.Daemons {
 		if d == nil {
 			return fmt.Errorf("cannot use spec: daemons[%d] is null", i)
 		}
-		if !daemonNameRE.MatchString(d.Name) {
-			return fmt.Errorf("cannot use spec: daemons[%d].name %q is not a valid daemon name", i, d.Name)
+		if err := specrules.EntryName(d.Name); err != nil {
+			return fmt.Errorf("cannot use spec: daemons[%d].name %q: %w", i, d.Name, err)
 		}
-		if byName[d.Name] != nil {
+		if _, dup := graph[d.Name]; dup {
 			return fmt.Errorf("cannot use spec: daemon %s is defined twice", d.Name)
 		}
-		byName[d.Name] = d
+		graph[d.Name] = d.After
+		names = append(names, d.Name)
 	}
+	slices.Sort(names)
 	for _, d := range s.Daemons {
-		if err := d.validate(byName); err != nil {
+		if err := d.validate(names); err != nil {
 			return err
 		}
 	}
-	if cycle := findCycle(s.Daemons, byName); cycle != nil {
-		return fmt.Errorf("cannot order daemons: cycle in after: %s", strings.Join(cycle, " -> "))
+	if cycles := specrules.Cycles(graph); len(cycles) > 0 {
+		return fmt.Errorf("cannot order daemons: cycle in after: %s", strings.Join(cycles[0], " -> "))
 	}
 	return nil
 }
 
-func (d *Daemon) validate(byName map[string]*Daemon) error {
+// validate checks a defaulted daemon; declared are the spec's daemon names, sorted.
+func (d *Daemon) validate(declared []string) error {
 	p := "daemons." + d.Name
-	if len(d.Command) == 0 || d.Command[0] == "" {
-		return fmt.Errorf("cannot use spec: %s.command is empty", p)
+	checks := []struct {
+		key string
+		err error
+	}{
+		{"command", specrules.Command(d.Command)},
+		{"cwd", specrules.Cwd(d.Cwd)},
+		{"signal", specrules.Signal(d.Signal)},
+		{"timeout", specrules.DaemonTimeout(*d.Timeout)},
+		{"restart", specrules.Restart(d.Restart)},
+		{"max_restarts", specrules.MaxRestarts(*d.MaxRestarts)},
 	}
-	if _, ok := signalByName(d.Signal); !ok {
-		return fmt.Errorf("cannot use spec: %s.signal: unknown signal %q", p, d.Signal)
+	if d.User != "" {
+		checks = append(checks, struct {
+			key string
+			err error
+		}{"user", specrules.User(d.User)})
 	}
-	if *d.Timeout < 0 {
-		return fmt.Errorf("cannot use spec: %s.timeout is negative", p)
-	}
-	if *d.Timeout > MaxTimeout {
-		return fmt.Errorf("cannot use spec: %s.timeout is more than %d seconds (a year)", p, MaxTimeout)
-	}
-	if d.Restart != RestartAlways && d.Restart != RestartOnFailure {
-		return fmt.Errorf("cannot use spec: %s.restart: unknown policy %q (want always or on-failure)", p, d.Restart)
-	}
-	if *d.MaxRestarts < 0 {
-		return fmt.Errorf("cannot use spec: %s.max_restarts is negative", p)
-	}
-	if *d.MaxRestarts > MaxRestarts {
-		return fmt.Errorf("cannot use spec: %s.max_restarts is more than %d", p, MaxRestarts)
-	}
-	if d.User != "" && !userSpecRE.MatchString(d.User) {
-		return fmt.Errorf("cannot use spec: %s.user %q is not USER or USER:GROUP", p, d.User)
+	for _, c := range checks {
+		if c.err != nil {
+			return fmt.Errorf("cannot use spec: %s.%s: %w", p, c.key, c.err)
+		}
 	}
 	if err := validateEnv(p+".env", d.Env); err != nil {
 		return err
 	}
-	seen := map[string]bool{}
-	for _, a := range d.After {
-		if byName[a] == nil {
-			return fmt.Errorf("cannot use spec: %s.after: unknown daemon %q", p, a)
-		}
-		if seen[a] {
-			return fmt.Errorf("cannot use spec: %s.after names %q twice", p, a)
-		}
-		seen[a] = true
+	if errs := specrules.After(d.Name, d.After, declared); len(errs) > 0 {
+		return fmt.Errorf("cannot use spec: %s.after: %w", p, errs[0])
 	}
 	if d.Ready != nil {
 		if err := d.Ready.validate(p + ".ready"); err != nil {
@@ -317,41 +319,40 @@ func (d *Daemon) validate(byName map[string]*Daemon) error {
 }
 
 func (r *Ready) validate(p string) error {
-	n := 0
+	var kinds []string
+	var err error
 	if r.TCP != "" {
-		n++
-		if _, port, err := net.SplitHostPort(r.TCP); err != nil || port == "" {
-			return fmt.Errorf("cannot use spec: %s.tcp %q is not host:port", p, r.TCP)
+		kinds = append(kinds, "tcp")
+		if e := specrules.ReadyTCP(r.TCP); e != nil && err == nil {
+			err = fmt.Errorf("cannot use spec: %s.tcp: %w", p, e)
 		}
 	}
 	if r.HTTP != "" {
-		n++
-		u, err := url.Parse(r.HTTP)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return fmt.Errorf("cannot use spec: %s.http %q is not an http(s) URL", p, r.HTTP)
+		kinds = append(kinds, "http")
+		if e := specrules.ReadyHTTP(r.HTTP); e != nil && err == nil {
+			err = fmt.Errorf("cannot use spec: %s.http: %w", p, e)
 		}
 	}
-	if len(r.Cmd) > 0 {
-		n++
-		if r.Cmd[0] == "" {
-			return fmt.Errorf("cannot use spec: %s.cmd has an empty program", p)
+	if r.Cmd != nil {
+		kinds = append(kinds, "cmd")
+		if e := specrules.ReadyCmd(r.Cmd); e != nil && err == nil {
+			err = fmt.Errorf("cannot use spec: %s.cmd: %w", p, e)
 		}
 	}
 	if r.Log != "" {
-		n++
-		if _, err := regexp.Compile(r.Log); err != nil {
-			return fmt.Errorf("cannot use spec: %s.log: %w", p, err)
+		kinds = append(kinds, "log")
+		if e := specrules.ReadyLog(r.Log); e != nil && err == nil {
+			err = fmt.Errorf("cannot use spec: %s.log: %w", p, e)
 		}
 	}
-	if n != 1 {
-		return fmt.Errorf("cannot use spec: %s needs exactly one of tcp, http, cmd or log (has %d)", p, n)
+	if err != nil {
+		return err
 	}
-	d, err := time.ParseDuration(r.Timeout)
-	if err != nil || d <= 0 {
-		return fmt.Errorf("cannot use spec: %s.timeout %q is not a positive duration", p, r.Timeout)
+	if e := specrules.ReadyOne(kinds); e != nil {
+		return fmt.Errorf("cannot use spec: %s: %w", p, e)
 	}
-	if d > MaxReadyTimeout {
-		return fmt.Errorf("cannot use spec: %s.timeout %q is more than a year", p, r.Timeout)
+	if e := specrules.Duration(r.Timeout); e != nil {
+		return fmt.Errorf("cannot use spec: %s.timeout: %w", p, e)
 	}
 	return nil
 }
@@ -380,52 +381,11 @@ func (r *Ready) describe() string {
 // so a later one (say, from `airlock run -e`) replaces an earlier one.
 func validateEnv(p string, env []EnvEntry) error {
 	for i, e := range env {
-		if !envNameRE.MatchString(e.Name) {
-			return fmt.Errorf("cannot use spec: %s[%d].name %q is not a valid variable name", p, i, e.Name)
+		if err := specrules.EnvName(e.Name); err != nil {
+			return fmt.Errorf("cannot use spec: %s[%d].name %q: %w", p, i, e.Name, err)
 		}
 		if (e.Value == nil) == (e.Secret == "") {
 			return fmt.Errorf("cannot use spec: %s.%s needs exactly one of value or secret", p, e.Name)
-		}
-	}
-	return nil
-}
-
-// findCycle returns the names of one cycle in the after graph, first name
-// repeated at the end, or nil.
-func findCycle(daemons []*Daemon, byName map[string]*Daemon) []string {
-	const (
-		unvisited = iota
-		onPath
-		done
-	)
-	state := map[string]int{}
-	var path []string
-	var visit func(n string) []string
-	visit = func(n string) []string {
-		switch state[n] {
-		case onPath:
-			for i, p := range path {
-				if p == n {
-					return append(append([]string{}, path[i:]...), n)
-				}
-			}
-		case done:
-			return nil
-		}
-		state[n] = onPath
-		path = append(path, n)
-		for _, a := range byName[n].After {
-			if c := visit(a); c != nil {
-				return c
-			}
-		}
-		path = path[:len(path)-1]
-		state[n] = done
-		return nil
-	}
-	for _, d := range daemons {
-		if c := visit(d.Name); c != nil {
-			return c
 		}
 	}
 	return nil

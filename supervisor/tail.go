@@ -7,8 +7,9 @@ import (
 	"io"
 	"os"
 	"strconv"
-	"syscall"
 	"time"
+
+	"github.com/airlock-dev/airlock/paths"
 )
 
 // TailHeader is the first line Tail writes, before any byte of the file: a reader
@@ -99,18 +100,9 @@ func Tail(ctx context.Context, o TailOptions) error {
 // openRegular opens path for reading without blocking on a FIFO and refuses
 // anything but a regular file.
 func openRegular(path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOFOLLOW, 0)
-	if err != nil {
-		return nil, err
-	}
-	st, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		f.Close()
+	f, _, err := paths.OpenRegular(path, os.O_RDONLY, 0)
+	if errors.Is(err, paths.ErrNotRegular) {
 		return nil, fmt.Errorf("cannot read %s: not a regular file", path)
 	}
-	return f, nil
+	return f, err
 }

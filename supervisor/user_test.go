@@ -219,9 +219,7 @@ func TestSameFailureGivesUp(t *testing.T) {
 		d := s.daemon("db", sh("echo same >&2; exit 1"))
 		d.MaxRestarts = ptr(4)
 		s.start()
-		s.waitEvent("gave_up", func(e StatusEvent) bool { return e.Kind == KindDaemonGaveUp })
-		s.stop()
-		r := s.wait()
+		r := s.stopAfter(KindDaemonGaveUp)
 		if r.code != 0 || !strings.Contains(r.stderr, "✘ daemon db: gave up after 5 launches (exit 1)") {
 			t.Fatalf("code %d, stderr:\n%s", r.code, r.stderr)
 		}

@@ -225,11 +225,10 @@ func Parse(name string, data []byte, home string) (*Config, error) {
 		duration("runtime.idle_ttl", r.IdleTTL, &c.Runtime.IdleTTL)
 		duration("runtime.event_retention_ttl", r.EventRetentionTTL, &c.Runtime.EventRetentionTTL)
 		if r.LogLevel != nil {
-			switch *r.LogLevel {
-			case "debug", "info", "warn", "error":
+			if _, err := ParseLogLevel(*r.LogLevel); err != nil {
+				add("runtime.log_level", err.Error())
+			} else {
 				c.Runtime.LogLevel = *r.LogLevel
-			default:
-				add("runtime.log_level", fmt.Sprintf("unknown log level %q (want debug, info, warn or error)", *r.LogLevel))
 			}
 		}
 		dir("runtime.state_root", r.StateRoot, &c.Runtime.StateRoot)
@@ -287,17 +286,28 @@ func checkTemplate(t string) error {
 	return nil
 }
 
+// logLevels maps the names of runtime.log_level and --log-level to slog levels.
+var logLevels = map[string]slog.Level{
+	"debug": slog.LevelDebug,
+	"info":  slog.LevelInfo,
+	"warn":  slog.LevelWarn,
+	"error": slog.LevelError,
+}
+
+// ParseLogLevel returns the slog level of a log level name (runtime.log_level,
+// --log-level): debug, info, warn or error. Any other name is an error, and
+// gives slog.LevelInfo.
+func ParseLogLevel(name string) (slog.Level, error) {
+	if l, ok := logLevels[name]; ok {
+		return l, nil
+	}
+	return slog.LevelInfo, fmt.Errorf("unknown log level %q (want debug, info, warn or error)", name)
+}
+
 // SlogLevel returns runtime.log_level as a slog level.
 func (c *Config) SlogLevel() slog.Level {
-	switch c.Runtime.LogLevel {
-	case "debug":
-		return slog.LevelDebug
-	case "warn":
-		return slog.LevelWarn
-	case "error":
-		return slog.LevelError
-	}
-	return slog.LevelInfo
+	l, _ := ParseLogLevel(c.Runtime.LogLevel)
+	return l
 }
 
 // StateDir is runtime.state_root, or $XDG_DATA_HOME/airlock when it is empty.

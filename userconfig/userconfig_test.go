@@ -1,6 +1,8 @@
 package userconfig
 
 import (
+	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -151,5 +153,20 @@ func TestEveryProblemReported(t *testing.T) {
 	lines := strings.Split(err.Error(), "\n")
 	if len(lines) != 4 || !strings.HasPrefix(lines[0], "c.toml:2:") || !strings.HasPrefix(lines[3], "c.toml:6: vault.extra") {
 		t.Fatalf("got:\n%v", err)
+	}
+}
+
+// TestParseLogLevel: the one parser of log level names, for runtime.log_level,
+// --log-level and the daemon's log.
+func TestParseLogLevel(t *testing.T) {
+	for name, want := range map[string]slog.Level{"debug": slog.LevelDebug, "info": slog.LevelInfo, "warn": slog.LevelWarn, "error": slog.LevelError} {
+		if got, err := ParseLogLevel(name); err != nil || got != want {
+			t.Errorf("ParseLogLevel(%q) = %v, %v; want %v", name, got, err, want)
+		}
+	}
+	for _, name := range []string{"", "loud", "DEBUG", "warning", "info+1"} {
+		if got, err := ParseLogLevel(name); err == nil || got != slog.LevelInfo || !strings.Contains(err.Error(), fmt.Sprintf("%q", name)) {
+			t.Errorf("ParseLogLevel(%q) = %v, %v; want info and an error naming it", name, got, err)
+		}
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/airlock-dev/airlock/internal/ids"
 )
 
 // Exec is the record of one command run in a sandbox (`airlock exec`, the
@@ -38,7 +40,7 @@ func (e Exec) clone() Exec {
 // ErrNotFound, ErrInvalidID, ErrIDUsed.
 func (s *Store) ReserveExec(sandboxID, execID string) (string, error) {
 	if execID == "" {
-		execID = NewID()
+		execID = ids.New()
 	}
 	err := s.update(func(tx *bolt.Tx) error {
 		if _, err := getSandbox(tx, sandboxID); err != nil {
@@ -58,7 +60,7 @@ func (s *Store) ReserveExec(sandboxID, execID string) (string, error) {
 // caller's to Append.
 func (s *Store) CreateExec(ex Exec) (Exec, error) {
 	if ex.ID == "" {
-		ex.ID = NewID()
+		ex.ID = ids.New()
 	}
 	if ex.StartedAt.IsZero() {
 		ex.StartedAt = s.now()

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/airlock-dev/airlock/internal/ids"
 )
 
 // Sandbox states (DESIGN §8).
@@ -118,7 +120,7 @@ func getSandbox(tx *bolt.Tx, id string) (Sandbox, error) {
 // set by the store. Errors: ErrInvalidID, ErrIDUsed, ErrInvalidState.
 func (s *Store) CreateSandbox(rec Sandbox, first Event) (Sandbox, Event, error) {
 	if rec.ID == "" {
-		rec.ID = NewID()
+		rec.ID = ids.New()
 	}
 	if rec.State == "" {
 		rec.State = StatePending

@@ -43,14 +43,16 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/airlock-dev/airlock/internal/ids"
 )
 
 // Sentinel errors. The API layer maps them to its reasons with errors.Is.
 var (
 	// ErrIDUsed: the ID was reserved before (reason id_already_used).
 	ErrIDUsed = errors.New("the id is already used")
-	// ErrInvalidID: the ID does not match IDPattern (reason invalid_id).
-	ErrInvalidID = errors.New("the id is not valid")
+	// ErrInvalidID: the ID does not match ids.Pattern (reason invalid_id).
+	ErrInvalidID = ids.ErrInvalid
 	// ErrNotFound: no such sandbox or exec record (reason sandbox_not_found).
 	ErrNotFound = errors.New("no such sandbox")
 	// ErrExecNotFound: the sandbox has no such exec record.

@@ -7,12 +7,13 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/airlock-dev/airlock/internal/ids"
 )
 
 func dbPath(t testing.TB) string {
@@ -193,19 +194,15 @@ func TestIDReuseRefused(t *testing.T) {
 
 func TestInvalidIDs(t *testing.T) {
 	s := openT(t)
-	good := []string{"abcd", "a-_9", "AB_cd-12", strings.Repeat("a", 200), NewID()}
+	good := []string{"abcd", "a-_9", "AB_cd-12", strings.Repeat("a", 200), ids.New()}
 	bad := []string{"", "abc", "-abc", "abc-", "_abc", "abc_", "ab cd", "ab/cd", "ab.cd", "ab:cd",
 		"日本語ab", strings.Repeat("a", 201), "abcd\n", "../../etc"}
 	for _, id := range good {
-		if err := ValidateID(id); err != nil {
-			t.Errorf("ValidateID(%q) = %v", id, err)
-		}
 		if err := s.Reserve(KindSandbox, id); err != nil {
 			t.Errorf("Reserve(%q) = %v", id, err)
 		}
 	}
 	for _, id := range bad {
-		wantErr(t, ValidateID(id), ErrInvalidID)
 		wantErr(t, s.Reserve(KindSandbox, id), ErrInvalidID)
 		if id == "" {
 			continue // an empty ID means "make one"
@@ -222,30 +219,6 @@ func TestInvalidIDs(t *testing.T) {
 	wantErr(t, err, ErrInvalidID)
 	_, err = s.ReserveExec("host-sb", "x")
 	wantErr(t, err, ErrInvalidID)
-}
-
-func TestNewID(t *testing.T) {
-	re := regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
-	seen := map[string]bool{}
-	for range 1000 {
-		id := NewID()
-		if !re.MatchString(id) || ValidateID(id) != nil {
-			t.Fatalf("NewID() = %q is not a UUIDv4", id)
-		}
-		if seen[id] {
-			t.Fatalf("NewID() repeated %q", id)
-		}
-		seen[id] = true
-	}
-	s := openT(t)
-	sb, _, err := s.CreateSandbox(Sandbox{}, Event{})
-	if err != nil || !re.MatchString(sb.ID) {
-		t.Fatalf("CreateSandbox without id = %q, %v", sb.ID, err)
-	}
-	id, err := s.ReserveExec(sb.ID, "")
-	if err != nil || !re.MatchString(id) {
-		t.Fatalf("ReserveExec without id = %q, %v", id, err)
-	}
 }
 
 func TestSequencesContiguousAcrossReopen(t *testing.T) {
@@ -873,7 +846,7 @@ func TestExecs(t *testing.T) {
 		t.Fatalf("create exec = %+v, %v", ex, err)
 	}
 	ex2, err := s.CreateExec(Exec{SandboxID: "ex-sb", Cmd: []string{"sleep", "1"}})
-	if err != nil || ValidateID(ex2.ID) != nil {
+	if err != nil || ids.Validate(ex2.ID) != nil {
 		t.Fatalf("create exec without id = %+v, %v", ex2, err)
 	}
 	_, err = s.CreateExec(Exec{ID: "build-1", SandboxID: "ex-sb"})

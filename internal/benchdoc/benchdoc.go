@@ -1,4 +1,6 @@
-// Package benchdoc writes one section of docs/benchmarks.md, leaving the others alone.
+// Package benchdoc is what the benchmark commands share: a hermetic project to
+// time airlock in (Project), the median, and writing one section of
+// docs/benchmarks.md, leaving the others alone.
 package benchdoc
 
 import (
@@ -7,8 +9,11 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
+
+	"github.com/airlock-dev/airlock/paths"
 )
 
 // Row is one measure: what, the figure, and the target ("" for none).
@@ -72,9 +77,13 @@ func Write(doc, title, intro string, rows []Row, notes string) error {
 	if err := os.MkdirAll(filepath.Dir(doc), 0o755); err != nil {
 		return err
 	}
-	tmp := doc + ".tmp"
-	if err := os.WriteFile(tmp, []byte(out), 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, doc)
+	return paths.WriteFileAtomic(doc, []byte(out), 0o644)
+}
+
+// Median returns the median of ds (the upper one of an even count); ds is left
+// as it is.
+func Median(ds []time.Duration) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[len(s)/2]
 }

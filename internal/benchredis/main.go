@@ -15,7 +15,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strings"
 	"time"
 
@@ -56,42 +55,20 @@ func bench(airlock, image, compose string, interval time.Duration, runs int, doc
 	if _, _, err := cli.ImageInspectWithRaw(ctx, image); err != nil {
 		return fmt.Errorf("image %s: %w (scripts/bench-redis.sh builds it)", image, err)
 	}
-	home, err := os.MkdirTemp("", "airlock-bench-redis-")
+	manifest := fmt.Sprintf("presets = [\"redis\"]\n\n[sandbox]\nimage = %q\n", image)
+	p, err := benchdoc.NewProject("airlock-bench-redis-", map[string]string{"sandbox.toml": manifest, "Makefile": makefile})
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(home)
-	project := filepath.Join(home, "project")
-	if err := os.MkdirAll(project, 0o755); err != nil {
-		return err
-	}
-	manifest := fmt.Sprintf("presets = [\"redis\"]\n\n[sandbox]\nimage = %q\n", image)
-	if err := os.WriteFile(filepath.Join(project, "sandbox.toml"), []byte(manifest), 0o644); err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(project, "Makefile"), []byte(makefile), 0o644); err != nil {
-		return err
-	}
-	env := append(os.Environ(), "XDG_DATA_HOME="+filepath.Join(home, "data"), "XDG_CONFIG_HOME="+filepath.Join(home, "config"), "XDG_RUNTIME_DIR="+filepath.Join(home, "run"))
+	defer p.Close(airlock)
+	home, project := p.Home, p.Dir
 	timed := func(check bool, name string, args ...string) (time.Duration, error) {
-		c := exec.Command(name, args...)
-		c.Dir, c.Env = project, env
-		start := time.Now()
-		out, err := c.CombinedOutput()
-		d := time.Since(start)
-		if err == nil && check && !strings.Contains(string(out), answered) {
-			err = fmt.Errorf("make test did not run (no %q in its output)", answered)
+		d, out, err := p.Timed(name, args...)
+		if err == nil && check && !strings.Contains(out, answered) {
+			return 0, fmt.Errorf("%s %s: make test did not run (no %q in its output)\n%s", name, strings.Join(args, " "), answered, out)
 		}
-		if err != nil {
-			return 0, fmt.Errorf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
-		}
-		return d, nil
+		return d, err
 	}
-	defer func() {
-		stop := exec.Command(airlock, "daemon", "stop")
-		stop.Dir, stop.Env = project, env
-		_ = stop.Run()
-	}()
 
 	runAirlock := func() (time.Duration, error) { return timed(true, airlock, "run", "--", "make", "test") }
 	// The floor: one container, redis started in the background with the preset's
@@ -211,14 +188,14 @@ services:
 		fmt.Printf("              compose %v\n              down    %v\n", msList(composeUp), msList(composeDown))
 	}
 
-	ar, fr := median(airlockRun), median(floorRun)
+	ar, fr := benchdoc.Median(airlockRun), benchdoc.Median(floorRun)
 	rows := []benchdoc.Row{
 		{Measure: "`airlock run -- make test`, `[daemons.redis]` ready-gated (redis preset; median of " + fmt.Sprint(runs) + ")", Result: ms(ar)},
 		{Measure: "floor: one `docker run --rm IMAGE sh -c 'redis-server … --daemonize yes && until redis-cli ping …; make test'` (median)", Result: ms(fr)},
 		{Measure: "ratio airlock / floor", Result: ratio(ar, fr), Target: "≤ 1.15×"},
 	}
 	if withCompose {
-		cu, cd := median(composeUp), median(composeDown)
+		cu, cd := benchdoc.Median(composeUp), benchdoc.Median(composeDown)
 		rows = append(rows,
 			benchdoc.Row{Measure: fmt.Sprintf("docker-compose %s `up --abort-on-container-exit --exit-code-from job`, healthcheck-gated redis (interval %s; median)", composeVersion, composeDuration(interval)), Result: ms(cu)},
 			benchdoc.Row{Measure: "ratio airlock / docker-compose", Result: ratio(ar, cu), Target: "≤ 0.3×"},
@@ -274,12 +251,6 @@ func redisVersion(image string) string {
 		}
 	}
 	return "?"
-}
-
-func median(ds []time.Duration) time.Duration {
-	s := append([]time.Duration(nil), ds...)
-	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
-	return s[len(s)/2]
 }
 
 func ratio(a, b time.Duration) string { return fmt.Sprintf("%.2f×", float64(a)/float64(b)) }

@@ -12,7 +12,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -50,34 +49,16 @@ func bench(airlock string, runs int, doc, command string, remote bool) error {
 	if err != nil {
 		return err
 	}
-	home, err := os.MkdirTemp("", "airlock-bench-")
+	p, err := benchdoc.NewProject("airlock-bench-", map[string]string{"sandbox.toml": fmt.Sprintf("[sandbox]\nimage = %q\n", image)})
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(home)
-	project := filepath.Join(home, "project")
-	if err := os.MkdirAll(project, 0o755); err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(project, "sandbox.toml"), []byte(fmt.Sprintf("[sandbox]\nimage = %q\n", image)), 0o644); err != nil {
-		return err
-	}
-	env := append(os.Environ(), "XDG_DATA_HOME="+filepath.Join(home, "data"), "XDG_CONFIG_HOME="+filepath.Join(home, "config"), "XDG_RUNTIME_DIR="+filepath.Join(home, "run"))
+	defer p.Close(airlock)
+	home, project, env := p.Home, p.Dir, p.Env
 	timed := func(name string, args ...string) (time.Duration, error) {
-		c := exec.Command(name, args...)
-		c.Dir, c.Env = project, env
-		start := time.Now()
-		out, err := c.CombinedOutput()
-		if err != nil {
-			return 0, fmt.Errorf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
-		}
-		return time.Since(start), nil
+		d, _, err := p.Timed(name, args...)
+		return d, err
 	}
-	defer func() {
-		stop := exec.Command(airlock, "daemon", "stop")
-		stop.Dir, stop.Env = project, env
-		_ = stop.Run()
-	}()
 	// Warm up both paths (the supervisor volume is filled once per binary).
 	if _, err := timed(airlock, "run", "--", "true"); err != nil {
 		return err
@@ -228,7 +209,7 @@ func bench(airlock string, runs int, doc, command string, remote bool) error {
 	throughput := float64(n.Load()) / 2
 
 	steps, order := breakdowns(ctx, c, runIDs)
-	dr, ar, de, ae := median(dockerRun), median(airlockRun), median(dockerExec), median(airlockExec)
+	dr, ar, de, ae := benchdoc.Median(dockerRun), benchdoc.Median(airlockRun), benchdoc.Median(dockerExec), benchdoc.Median(airlockExec)
 	rows := []benchdoc.Row{
 		{Measure: "`docker run --rm IMAGE true` (median of " + fmt.Sprint(runs) + ")", Result: ms(dr)},
 		{Measure: "`airlock run -- true` (median)", Result: ms(ar)},
@@ -237,16 +218,16 @@ func bench(airlock string, runs int, doc, command string, remote bool) error {
 		{Measure: "`airlock exec -- true` (median)", Result: ms(ae)},
 		{Measure: "exec ratio airlock / docker", Result: fmt.Sprintf("%.2f×", float64(ae)/float64(de))},
 		{Measure: "control daemon: `GET /v1/sandboxes/{id}`, 8 concurrent clients", Result: fmt.Sprintf("%.0f requests/s", throughput)},
-		{Measure: "`airlock run -- true` with `[sandbox.egress]` (internal network + egress proxy, median)", Result: fmt.Sprintf("%s (%.2f× without)", ms(median(egressRun)), float64(median(egressRun))/float64(ar))},
+		{Measure: "`airlock run -- true` with `[sandbox.egress]` (internal network + egress proxy, median)", Result: fmt.Sprintf("%s (%.2f× without)", ms(benchdoc.Median(egressRun)), float64(benchdoc.Median(egressRun))/float64(ar))},
 	}
 	if len(remoteRun) > 0 {
-		rr := median(remoteRun)
+		rr := benchdoc.Median(remoteRun)
 		rows = append(rows,
 			benchdoc.Row{Measure: "`airlock run -- true` on the stand-in remote Engine (DOCKER_HOST=tcp://127.0.0.1:…, project copied in, median)", Result: ms(rr)},
 			benchdoc.Row{Measure: "remote run ratio remote / local `airlock run`", Result: fmt.Sprintf("%.2f×", float64(rr)/float64(ar))})
 	}
 	for _, name := range order {
-		rows = append(rows, benchdoc.Row{Measure: "`airlock run -- true` step: " + name + " (median, daemon's clock)", Result: ms(median(steps[name]))})
+		rows = append(rows, benchdoc.Row{Measure: "`airlock run -- true` step: " + name + " (median, daemon's clock)", Result: ms(benchdoc.Median(steps[name]))})
 	}
 	for _, r := range rows {
 		fmt.Printf("%-50s %s\n", r.Measure, r.Result)
@@ -269,12 +250,6 @@ func bench(airlock string, runs int, doc, command string, remote bool) error {
 	return benchdoc.Write(doc, "Runtime", intro, rows, notes)
 }
 
-func median(ds []time.Duration) time.Duration {
-	s := append([]time.Duration(nil), ds...)
-	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
-	return s[len(s)/2]
-}
-
 func ms(d time.Duration) string { return fmt.Sprintf("%.0f ms", float64(d)/float64(time.Millisecond)) }
 
 // breakdowns collects the per-step breakdown (client.Breakdown) of each run, by
@@ -283,19 +258,7 @@ func breakdowns(ctx context.Context, c *client.Client, ids []string) (map[string
 	steps := map[string][]time.Duration{}
 	var order []string
 	for _, id := range ids {
-		st, err := c.Events(ctx, id, 0, false)
-		if err != nil {
-			continue
-		}
-		var evs []client.Event
-		for {
-			ev, err := st.Next()
-			if err != nil {
-				break
-			}
-			evs = append(evs, ev)
-		}
-		st.Close()
+		evs, _ := c.History(ctx, id, 0)
 		for _, p := range client.Breakdown(evs) {
 			if _, ok := steps[p.Name]; !ok {
 				order = append(order, p.Name)

@@ -141,12 +141,6 @@ func ms(d time.Duration) string   { return fmt.Sprintf("%.1f ms", float64(d)/flo
 func secs(d time.Duration) string { return fmt.Sprintf("%.2f s", d.Seconds()) }
 func mib(kb int) string           { return fmt.Sprintf("%.1f MiB", float64(kb)/1024) }
 
-func median(ds []time.Duration) time.Duration {
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	return s[len(s)/2]
-}
-
 // run is one supervisor run in its own temp dir.
 type run struct {
 	dir  string
@@ -249,9 +243,9 @@ func benchReady(airlock, self string, runs int, f *figures) error {
 		}
 		r.cleanup()
 	}
-	f.readyMedian, f.readyMax = median(toMain), slices.Max(toMain)
+	f.readyMedian, f.readyMax = benchdoc.Median(toMain), slices.Max(toMain)
 	if len(toSup) > 0 {
-		f.supReadyMedian = median(toSup)
+		f.supReadyMedian = benchdoc.Median(toSup)
 	}
 	return nil
 }
@@ -287,7 +281,7 @@ func benchShutdown(airlock, self string, runs int, f *figures) error {
 		took = append(took, done.Sub(mainEnd))
 		r.cleanup()
 	}
-	f.shutdownMedian, f.shutdownMax = median(took), slices.Max(took)
+	f.shutdownMedian, f.shutdownMax = benchdoc.Median(took), slices.Max(took)
 	return nil
 }
 

@@ -441,7 +441,8 @@ func (r *RemoteEngine) stop() []string {
 const remoteLockName = ".lock"
 
 // lockRemoteDir creates Dir's lock file, locked: under a temporary name first,
-// so that sweepRemoteDirs never finds it unlocked.
+// so that sweepRemoteDirs never finds it unlocked (not paths.CreateAtomic: the
+// file is locked, not written, before it takes its name, and stays open).
 func lockRemoteDir(dir string) (*os.File, error) {
 	f, err := os.CreateTemp(dir, remoteLockName+"-")
 	if err != nil {

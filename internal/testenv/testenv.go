@@ -112,7 +112,7 @@ func Leftovers(ctx context.Context, cli client.APIClient, key, value string) ([]
 // (airlock run hands their removal to the daemon) and returns those still there.
 func AwaitNoLeftovers(ctx context.Context, cli client.APIClient, key, value string, grace time.Duration) ([]string, error) {
 	deadline := time.Now().Add(grace)
-	for wait := 5 * time.Millisecond; ; wait = min(2*wait, 500*time.Millisecond) {
+	for wait := 5 * time.Millisecond; ; wait = min(2*wait, 100*time.Millisecond) {
 		left, err := Leftovers(ctx, cli, key, value)
 		if err != nil || len(left) == 0 || time.Now().After(deadline) {
 			return left, err

@@ -37,23 +37,15 @@ func removeContainer(t *testing.T, cli *client.Client, id string) {
 	})
 }
 
-func TestBusyboxImageRuns(t *testing.T) {
-	cli := testenv.Client(t)
-	ref := testenv.BusyboxImage(t)
-	label := uniqueLabel(t)
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
-	defer cancel()
-
-	created, err := cli.ContainerCreate(ctx, &container.Config{
-		Image:  ref,
-		Cmd:    []string{"sh", "-c", "echo hello-$((1+2)); id -u"},
-		Labels: map[string]string{testenv.TestLabel: label},
-	}, &container.HostConfig{NetworkMode: "none"}, nil, nil, "")
+// runContainer creates a container of cfg (no network), starts it, waits for it
+// to exit and returns its exit status and output; the test removes it at the end.
+func runContainer(ctx context.Context, t *testing.T, cli *client.Client, cfg *container.Config) (id string, status int64, stdout, stderr string) {
+	t.Helper()
+	created, err := cli.ContainerCreate(ctx, cfg, &container.HostConfig{NetworkMode: "none"}, nil, nil, "")
 	if err != nil {
 		t.Fatalf("cannot create container: %v", err)
 	}
 	removeContainer(t, cli, created.ID)
-
 	// Wait for the next exit before starting, so the exit cannot be missed.
 	waitC, errC := cli.ContainerWait(ctx, created.ID, container.WaitConditionNextExit)
 	if err := cli.ContainerStart(ctx, created.ID, container.StartOptions{}); err != nil {
@@ -64,31 +56,45 @@ func TestBusyboxImageRuns(t *testing.T) {
 		if res.Error != nil {
 			t.Fatalf("cannot wait for container: %s", res.Error.Message)
 		}
-		if res.StatusCode != 0 {
-			t.Errorf("container exited with status %d, want 0", res.StatusCode)
-		}
+		status = res.StatusCode
 	case err := <-errC:
 		t.Fatalf("cannot wait for container: %v", err)
 	}
-
 	logs, err := cli.ContainerLogs(ctx, created.ID, container.LogsOptions{ShowStdout: true, ShowStderr: true})
 	if err != nil {
 		t.Fatalf("cannot read container logs: %v", err)
 	}
-	var stdout, stderr bytes.Buffer
-	_, err = stdcopy.StdCopy(&stdout, &stderr, logs)
-	logs.Close()
-	if err != nil {
+	defer logs.Close()
+	var out, errOut bytes.Buffer
+	if _, err := stdcopy.StdCopy(&out, &errOut, logs); err != nil {
 		t.Fatalf("cannot demultiplex container logs: %v", err)
 	}
-	if got, want := stdout.String(), "hello-3\n0\n"; got != want {
-		t.Errorf("stdout = %q, want %q (stderr %q)", got, want, stderr.String())
+	return created.ID, status, out.String(), errOut.String()
+}
+
+func TestBusyboxImageRuns(t *testing.T) {
+	cli := testenv.Client(t)
+	ref := testenv.BusyboxImage(t)
+	label := uniqueLabel(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+
+	id, status, stdout, stderr := runContainer(ctx, t, cli, &container.Config{
+		Image:  ref,
+		Cmd:    []string{"sh", "-c", "echo hello-$((1+2)); id -u"},
+		Labels: map[string]string{testenv.TestLabel: label},
+	})
+	if status != 0 {
+		t.Errorf("container exited with status %d, want 0", status)
 	}
-	if stderr.Len() > 0 {
-		t.Errorf("stderr = %q, want nothing", stderr.String())
+	if want := "hello-3\n0\n"; stdout != want {
+		t.Errorf("stdout = %q, want %q (stderr %q)", stdout, want, stderr)
+	}
+	if stderr != "" {
+		t.Errorf("stderr = %q, want nothing", stderr)
 	}
 
-	if err := cli.ContainerRemove(ctx, created.ID, container.RemoveOptions{RemoveVolumes: true}); err != nil {
+	if err := cli.ContainerRemove(ctx, id, container.RemoveOptions{RemoveVolumes: true}); err != nil {
 		t.Fatalf("cannot remove container: %v", err)
 	}
 	testenv.AssertNoLeftovers(t, cli, testenv.TestLabel, label)
@@ -109,36 +115,7 @@ grep -c . /etc/group
 for a in sh httpd nc wget sleep cat env id kill; do readlink /bin/$a; done
 which httpd
 trap 'echo trapped' USR1; kill -USR1 $$`
-	created, err := cli.ContainerCreate(ctx, &container.Config{
-		Image: ref,
-		Cmd:   []string{"sh", "-c", script},
-		User:  "nobody",
-	}, &container.HostConfig{NetworkMode: "none"}, nil, nil, "")
-	if err != nil {
-		t.Fatalf("cannot create container: %v", err)
-	}
-	removeContainer(t, cli, created.ID)
-	waitC, errC := cli.ContainerWait(ctx, created.ID, container.WaitConditionNextExit)
-	if err := cli.ContainerStart(ctx, created.ID, container.StartOptions{}); err != nil {
-		t.Fatalf("cannot start container: %v", err)
-	}
-	var status int64
-	select {
-	case res := <-waitC:
-		status = res.StatusCode
-	case err := <-errC:
-		t.Fatalf("cannot wait for container: %v", err)
-	}
-	logs, err := cli.ContainerLogs(ctx, created.ID, container.LogsOptions{ShowStdout: true, ShowStderr: true})
-	if err != nil {
-		t.Fatalf("cannot read container logs: %v", err)
-	}
-	var out bytes.Buffer
-	_, err = stdcopy.StdCopy(&out, &out, logs)
-	logs.Close()
-	if err != nil {
-		t.Fatalf("cannot demultiplex container logs: %v", err)
-	}
+	_, status, stdout, stderr := runContainer(ctx, t, cli, &container.Config{Image: ref, Cmd: []string{"sh", "-c", script}, User: "nobody"})
 	want := "1777 0\n" +
 		"/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\n" +
 		"65534\n" +
@@ -146,8 +123,8 @@ trap 'echo trapped' USR1; kill -USR1 $$`
 		strings.Repeat("/bin/busybox\n", 9) +
 		"/bin/httpd\n" +
 		"trapped\n"
-	if status != 0 || out.String() != want {
-		t.Errorf("exit status %d, output:\n%s\nwant status 0, output:\n%s", status, out.String(), want)
+	if out := stdout + stderr; status != 0 || out != want {
+		t.Errorf("exit status %d, output:\n%s\nwant status 0, output:\n%s", status, out, want)
 	}
 }
 
@@ -276,26 +253,29 @@ func TestAssertNoLeftoversReportsObjects(t *testing.T) {
 func TestClientWithoutEngine(t *testing.T) {
 	t.Setenv("DOCKER_HOST", "unix://"+t.TempDir()+"/no-engine.sock")
 
-	t.Run("fails", func(t *testing.T) {
-		t.Setenv(testenv.SkipDockerEnv, "")
-		r := &recorder{TB: t}
-		r.run(func(tb testing.TB) { testenv.Client(tb) })
-		if r.skipped != "" {
-			t.Errorf("Client skipped (%q), want it to fail", r.skipped)
-		}
-		if !strings.Contains(r.fatal, "./scripts/engine.sh") || !strings.Contains(r.fatal, "make engine") {
-			t.Errorf("Client failed with %q, want a hint to run ./scripts/engine.sh or make engine", r.fatal)
-		}
-	})
-	t.Run("skips", func(t *testing.T) {
-		t.Setenv(testenv.SkipDockerEnv, "1")
-		r := &recorder{TB: t}
-		r.run(func(tb testing.TB) { testenv.Client(tb) })
-		if r.fatal != "" {
-			t.Errorf("Client failed (%q), want it to skip", r.fatal)
-		}
-		if !strings.HasPrefix(r.skipped, "AIRLOCK_SKIP_DOCKER=1: ") {
-			t.Errorf("Client skipped with %q, want it to start with AIRLOCK_SKIP_DOCKER=1: ", r.skipped)
-		}
-	})
+	for _, tc := range []struct {
+		skip      string   // AIRLOCK_SKIP_DOCKER
+		wantFatal []string // in the failure; none: Client must not fail
+		wantSkip  string   // how the skip message starts; "": Client must not skip
+	}{
+		{skip: "", wantFatal: []string{"./scripts/engine.sh", "make engine"}},
+		{skip: "1", wantSkip: "AIRLOCK_SKIP_DOCKER=1: "},
+	} {
+		t.Run("skip="+tc.skip, func(t *testing.T) {
+			t.Setenv(testenv.SkipDockerEnv, tc.skip)
+			r := &recorder{TB: t}
+			r.run(func(tb testing.TB) { testenv.Client(tb) })
+			if (r.fatal != "") != (len(tc.wantFatal) > 0) {
+				t.Errorf("Client failed with %q, want a failure naming %q", r.fatal, tc.wantFatal)
+			}
+			for _, w := range tc.wantFatal {
+				if !strings.Contains(r.fatal, w) {
+					t.Errorf("Client failed with %q, want a hint naming %q", r.fatal, w)
+				}
+			}
+			if (r.skipped != "") != (tc.wantSkip != "") || !strings.HasPrefix(r.skipped, tc.wantSkip) {
+				t.Errorf("Client skipped with %q, want a skip starting with %q", r.skipped, tc.wantSkip)
+			}
+		})
+	}
 }

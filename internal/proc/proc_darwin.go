@@ -1,6 +1,6 @@
 //go:build darwin
 
-package control
+package proc
 
 import (
 	"fmt"
@@ -12,9 +12,9 @@ import (
 // szomb is p_stat of a zombie (<sys/proc.h>).
 const szomb = 5
 
-// processState asks sysctl kern.proc.pid (see ProcessState): the state is "Z"
-// for a zombie, else "S"; the start time is p_starttime, seconds.microseconds.
-func processState(pid int) (state, start string, ok bool) {
+// readState asks sysctl kern.proc.pid (see State): the state is "Z" for a zombie,
+// else "S"; the start time is p_starttime, seconds.microseconds.
+func readState(pid int) (state, start string, ok bool) {
 	kp, err := unix.SysctlKinfoProc("kern.proc.pid", pid)
 	if err != nil || int(kp.Proc.P_pid) != pid {
 		return "", "", false
@@ -27,16 +27,17 @@ func processState(pid int) (state, start string, ok bool) {
 	return state, fmt.Sprintf("%d.%06d", t.Sec, t.Usec), true
 }
 
-// daemonProcess reports whether pid is a process of the current user's whose
-// command line is `… daemon run …` (kern.procargs2).
-func daemonProcess(pid int) bool {
+// readArgs asks sysctl kern.procargs2 for the command line of a process of the
+// current user's (see Args).
+func readArgs(pid int) ([]string, bool) {
 	kp, err := unix.SysctlKinfoProc("kern.proc.pid", pid)
 	if err != nil || int(kp.Proc.P_pid) != pid || int(kp.Eproc.Ucred.Uid) != os.Getuid() {
-		return false
+		return nil, false
 	}
 	raw, err := unix.SysctlRaw("kern.procargs2", pid)
 	if err != nil {
-		return false
+		return nil, false
 	}
-	return isDaemonArgv(parseProcArgs2(raw))
+	argv := parseProcArgs2(raw)
+	return argv, argv != nil
 }

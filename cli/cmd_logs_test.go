@@ -1,0 +1,231 @@
+package cli
+
+import (
+	"bytes"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/airlock-dev/airlock/client"
+	"github.com/airlock-dev/airlock/sandbox"
+)
+
+// logsSandbox adds a ready sandbox s1 with daemons api and web and their logs.
+func logsSandbox(t *testing.T, f *fakeDaemon) {
+	t.Helper()
+	f.add(client.Sandbox{ID: "s1", DaemonNames: []string{"api", "web"}})
+	f.engine.writeFile("c-s1", sandbox.DaemonLog("api", false), "api 1\napi 2\napi 3\n")
+	f.engine.writeFile("c-s1", sandbox.DaemonLog("web", false), "web 1\nweb 2\nno newline")
+	f.engine.writeFile("c-s1", sandbox.DaemonLog("web", true), "web err 1\nweb err 2\n")
+}
+
+// sortedLines: the daemons' logs are read at the same time, so only each line is whole.
+func sortedLines(s string) []string {
+	lines := strings.Split(strings.TrimSuffix(s, "\n"), "\n")
+	slices.Sort(lines)
+	return lines
+}
+
+func TestLogsEveryDaemonPrefixed(t *testing.T) {
+	t.Parallel()
+	f := newFakeDaemon(t)
+	logsSandbox(t, f)
+	r := f.run("logs", "s1")
+	if r.code != 0 || r.stderr != "" {
+		t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
+	}
+	want := []string{"api | api 1", "api | api 2", "api | api 3", "web | no newline", "web | web 1", "web | web 2"}
+	if got := sortedLines(r.stdout); !slices.Equal(got, want) || !strings.HasSuffix(r.stdout, "\n") {
+		t.Errorf("logs s1:\n%s\nwant the lines %q", r.stdout, want)
+	}
+	// Both read from the sandbox's container through the Engine's archive API.
+	var read []string
+	for _, q := range f.engine.requests("GET", "/containers/c-s1/archive") {
+		read = append(read, q.Query.Get("path"))
+	}
+	slices.Sort(read)
+	if want := []string{sandbox.DaemonLog("api", false), sandbox.DaemonLog("web", false)}; !slices.Equal(read, want) {
+		t.Errorf("files read %q, want %q", read, want)
+	}
+}
+
+func TestLogsOneDaemonTailAndStderr(t *testing.T) {
+	t.Parallel()
+	f := newFakeDaemon(t)
+	logsSandbox(t, f)
+	for _, c := range []struct {
+		args   []string
+		stdout string
+	}{
+		{[]string{"logs", "s1", "api"}, "api 1\napi 2\napi 3\n"},
+		{[]string{"logs", "s1", "web"}, "web 1\nweb 2\nno newline\n"},
+		{[]string{"logs", "--tail", "2", "s1", "api"}, "api 2\napi 3\n"},
+		// A last line without a newline is one of the N, as for tail -n.
+		{[]string{"logs", "-n", "2", "s1", "web"}, "web 2\nno newline\n"},
+		{[]string{"logs", "-n", "0", "s1", "api"}, ""},
+		{[]string{"logs", "--stderr", "s1", "web"}, "web err 1\nweb err 2\n"},
+		{[]string{"logs", "--stderr", "-n", "1", "s1", "web"}, "web err 2\n"},
+		// api has no stderr.log yet: nothing to print.
+		{[]string{"logs", "--stderr", "s1", "api"}, ""},
+	} {
+		r := f.run(c.args...)
+		if r.code != 0 || r.stdout != c.stdout || r.stderr != "" {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q; want %q", c.args, r.code, r.stdout, r.stderr, c.stdout)
+		}
+	}
+	r := f.run("logs", "-n", "2", "s1")
+	if want := []string{"api | api 2", "api | api 3", "web | no newline", "web | web 2"}; r.code != 0 || !slices.Equal(sortedLines(r.stdout), want) {
+		t.Errorf("logs -n 2 s1: exit %d, stdout:\n%s\nwant the lines %q", r.code, r.stdout, want)
+	}
+}
+
+// One argument is a daemon of this project's sandbox, else a sandbox ID; no
+// argument is this project's sandbox.
+func TestLogsArguments(t *testing.T) {
+	t.Parallel()
+	f := newFakeDaemon(t)
+	file, dir := projectFile(t)
+	f.add(client.Sandbox{ID: "mine", Project: dir, DaemonNames: []string{"db"}})
+	f.engine.writeFile("c-mine", sandbox.DaemonLog("db", false), "db ready\n")
+	logsSandbox(t, f)
+
+	for _, c := range []struct {
+		args   []string
+		stdout string
+	}{
+		{[]string{"--file", file, "logs", "db"}, "db ready\n"},
+		{[]string{"--file", file, "logs"}, "db ready\n"},
+		{[]string{"--file", file, "logs", "s1", "api"}, "api 1\napi 2\napi 3\n"},
+		{[]string{"logs", "mine"}, "db ready\n"},
+	} {
+		r := f.run(c.args...)
+		if r.code != 0 || r.stdout != c.stdout {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q; want %q", c.args, r.code, r.stdout, r.stderr, c.stdout)
+		}
+	}
+	// "s1" is no daemon of the project's sandbox: it is a sandbox ID.
+	r := f.run("--file", file, "logs", "-n", "1", "s1", "api")
+	if r.code != 0 || r.stdout != "api 3\n" {
+		t.Errorf("logs s1 from the project: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+}
+
+func TestLogsErrors(t *testing.T) {
+	t.Parallel()
+	f := newFakeDaemon(t)
+	logsSandbox(t, f)
+	f.add(client.Sandbox{ID: "gone", State: client.StateStopped})
+	f.emit("gone", client.Event{Kind: "sandbox.deleting", State: client.StateDeleting})
+	file, dir := projectFile(t)
+
+	for _, c := range []struct {
+		args   []string
+		code   int
+		stderr string
+	}{
+		{[]string{"logs", "s1", "nosuch"}, ExitFailure, `airlock: sandbox s1 has no daemon "nosuch"` + "\n"},
+		{[]string{"logs", "nosuch"}, ExitFailure, "airlock: sandbox nosuch not found\n"},
+		{[]string{"logs", "gone"}, ExitFailure, "airlock: sandbox gone was deleted; its logs are gone\n"},
+		{[]string{"--file", file, "logs"}, ExitFailure, "airlock: no sandbox for the project " + dir + " (start one with `airlock up`)\n"},
+		{[]string{"logs", "a", "b", "c"}, ExitUsage, "airlock: accepts at most 2 arg(s), received 3\n"},
+		{[]string{"logs", "--tail", "x", "s1"}, ExitUsage, "airlock: invalid argument \"x\" for \"-n, --tail\" flag"},
+	} {
+		r := f.run(c.args...)
+		if r.code != c.code || !strings.HasPrefix(r.stderr, c.stderr) || r.stdout != "" {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q; want %d, %q", c.args, r.code, r.stdout, r.stderr, c.code, c.stderr)
+		}
+	}
+}
+
+// A sandbox with no daemons, or no container yet, has no logs: nothing printed,
+// and the Engine is not asked.
+func TestLogsNothingToRead(t *testing.T) {
+	t.Parallel()
+	f := newFakeDaemon(t)
+	f.add(client.Sandbox{ID: "nod"})
+	r := f.run("logs", "nod")
+	if r.code != 0 || r.stdout != "" || r.stderr != "" {
+		t.Errorf("exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	if reqs := f.engine.requests("GET", ".*"); len(reqs) != 0 {
+		t.Errorf("the Engine was asked: %v", reqs)
+	}
+}
+
+// -f prints what there is, then what is appended, until the sandbox stops.
+func TestLogsFollow(t *testing.T) {
+	t.Parallel()
+	f := newFakeDaemon(t)
+	logsSandbox(t, f)
+	file := sandbox.DaemonLog("api", false)
+
+	run := f.start("logs", "-f", "-n", "1", "s1", "api")
+	run.stdout.waitFor(t, "api 3\n")
+	f.engine.appendFile("c-s1", file, "api 4\napi ")
+	run.stdout.waitFor(t, "api 4\n")
+	f.engine.appendFile("c-s1", file, "5\n")
+	run.stdout.waitFor(t, "api 5\n")
+	f.engine.stopContainer("c-s1")
+	r := run.wait(t)
+	if r.code != 0 || r.stdout != "api 3\napi 4\napi 5\n" || r.stderr != "" {
+		t.Errorf("logs -f: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	// The follow starts where the copy ended: no line twice, none missed.
+	execs := f.engine.createdExecs()
+	if len(execs) != 1 {
+		t.Fatalf("want one tail exec, got %+v", execs)
+	}
+	want := []string{sandbox.SupervisorIn, "supervise", "tail", "--follow", "--from", "18", "--", file}
+	if !slices.Equal(execs[0].Cmd, want) {
+		t.Errorf("tail exec %q, want %q", execs[0].Cmd, want)
+	}
+}
+
+// -f with every daemon: each followed, prefixed, until the sandbox stops.
+func TestLogsFollowEveryDaemon(t *testing.T) {
+	t.Parallel()
+	f := newFakeDaemon(t)
+	logsSandbox(t, f)
+	run := f.start("logs", "--follow", "s1")
+	f.engine.waitFor("two tails", func() bool { return f.engine.runningExecs() == 2 })
+	run.stdout.waitFor(t, "api | api 3\n")
+	// web's last line was partial: it is printed whole once it ends.
+	f.engine.appendFile("c-s1", sandbox.DaemonLog("web", false), " yet\nweb 3\n")
+	f.engine.appendFile("c-s1", sandbox.DaemonLog("api", false), "api 4\n")
+	run.stdout.waitFor(t, "web | web 3\n")
+	run.stdout.waitFor(t, "api | api 4\n")
+	f.engine.stopContainer("c-s1")
+	r := run.wait(t)
+	if want := []string{"api | api 1", "api | api 2", "api | api 3", "api | api 4", "web | no newline yet", "web | web 1", "web | web 2", "web | web 3"}; r.code != 0 || !slices.Equal(sortedLines(r.stdout), want) {
+		t.Errorf("logs -f: exit %d, stdout %q, want the lines %q", r.code, r.stdout, want)
+	}
+}
+
+// logs -n N keeps what tail -n N keeps: a last line without a newline is one of
+// the N lines, not an extra one.
+func TestLastLinesCountsAPartialLastLine(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		n    int
+		want string
+	}{
+		{"a\nb\nc", 1, "c"},
+		{"a\nb\nc", 2, "b\nc"},
+		{"a\nb\nc", 0, ""},
+		{"a\nb\nc", 5, "a\nb\nc"},
+		{"a\nb\n", 1, "b\n"},
+		{"a\nb\n", 0, ""},
+		{"", 3, ""},
+	} {
+		// Written in pieces, as a stream arrives.
+		l := &lastLines{n: c.n}
+		for i := 0; i < len(c.in); i += 2 {
+			_, _ = l.Write([]byte(c.in[i:min(i+2, len(c.in))]))
+		}
+		var out bytes.Buffer
+		l.flush(&out)
+		if out.String() != c.want {
+			t.Errorf("last %d lines of %q = %q, want %q", c.n, c.in, out.String(), c.want)
+		}
+	}
+}

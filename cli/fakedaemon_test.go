@@ -1,0 +1,736 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/airlock-dev/airlock/client"
+	"github.com/airlock-dev/airlock/paths"
+)
+
+// fakeDaemon is a control daemon for the CLI's tests, after pebble's
+// cmd_<name>_test.go: the routes of control/server.go on a Unix socket in a
+// temporary directory, where the CLI looks for its daemon (XDG_RUNTIME_DIR). It
+// serves sandbox records and event histories the test sets up, in the client
+// package's wire types (a field renamed there shows here), and records every
+// request, so that a test asserts what the user sees and what the daemon was
+// asked. It answers the CLI's handshake (GET /v1/health with this build's ID),
+// so the CLI never starts or replaces a real daemon.
+//
+// State changes happen as with the real daemon: stop and delete are accepted at
+// once and complete later; here they complete when the client reads the event
+// stream (as client.WaitState does), or at the second GET of the sandbox.
+//
+// Every daemon comes with a fakeEngine (DOCKER_HOST and each sandbox's Engine
+// point at it) for the commands that read a sandbox through the Engine API:
+// logs, exec, and stop's shutdown lines.
+type fakeDaemon struct {
+	t      *testing.T
+	env    map[string]string
+	engine *fakeEngine
+	quit   chan struct{}
+
+	mu       sync.Mutex
+	order    []string
+	boxes    map[string]*client.Sandbox
+	events   map[string][]client.Event
+	pending  map[string]*pendingChange
+	errs     map[string]*client.Error
+	execs    map[string]*client.Exec
+	reqs     []fakeRequest
+	attached map[string]int
+	ended    map[string]bool
+	health   client.Health
+	changed  chan struct{}
+}
+
+// pendingChange is an accepted stop or delete that has not completed yet.
+type pendingChange struct {
+	ev   client.Event
+	gets int
+}
+
+// fakeRequest is one request a fake received.
+type fakeRequest struct {
+	Method string
+	Path   string
+	Query  url.Values
+	Body   []byte
+}
+
+func (r fakeRequest) String() string {
+	s := r.Method + " " + r.Path
+	if len(r.Query) > 0 {
+		s += "?" + r.Query.Encode()
+	}
+	return s
+}
+
+// decode decodes the body into v as the daemon does: unknown fields are errors.
+func (r fakeRequest) decode(t *testing.T, v any) {
+	t.Helper()
+	dec := json.NewDecoder(bytes.NewReader(r.Body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		t.Fatalf("%s: cannot decode the body %q: %v", r, r.Body, err)
+	}
+}
+
+// fakeEpoch is when the fake's sandboxes were made and its events happened.
+var fakeEpoch = time.Date(2025, 3, 4, 10, 20, 30, 0, time.UTC)
+
+// newFakeDaemon starts a fake daemon and its fake Engine, both stopped when the
+// test ends.
+func newFakeDaemon(t *testing.T) *fakeDaemon {
+	t.Helper()
+	base := t.TempDir()
+	if len(base) > 60 {
+		// A Unix socket's path has at most 104 bytes (macOS; 108 on Linux).
+		short, err := os.MkdirTemp("", "al")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.RemoveAll(short) })
+		base = short
+	}
+	runDir := filepath.Join(base, "run")
+	if err := os.MkdirAll(filepath.Join(runDir, "airlock"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	f := &fakeDaemon{
+		t:    t,
+		quit: make(chan struct{}),
+		env: map[string]string{
+			"HOME":            filepath.Join(base, "home"),
+			"XDG_CONFIG_HOME": filepath.Join(base, "config"),
+			"XDG_DATA_HOME":   filepath.Join(base, "data"),
+			"XDG_RUNTIME_DIR": runDir,
+			"DOCKER_CONFIG":   filepath.Join(base, "docker"),
+		},
+		boxes:    map[string]*client.Sandbox{},
+		events:   map[string][]client.Event{},
+		pending:  map[string]*pendingChange{},
+		errs:     map[string]*client.Error{},
+		execs:    map[string]*client.Exec{},
+		attached: map[string]int{},
+		ended:    map[string]bool{},
+		changed:  make(chan struct{}),
+		// PID 0: were the build IDs ever to differ, the CLI could not stop it.
+		health: client.Health{PID: 0, BuildID: BuildID, Version: Version, LogPath: filepath.Join(base, "airlockd.log")},
+	}
+	f.engine = newFakeEngine(t, filepath.Join(base, "engine.sock"), f.quit)
+	f.env["DOCKER_HOST"] = f.engine.host
+
+	p, err := paths.FromEnv(f.getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	socket := p.Socket()
+	if want := filepath.Join(runDir, "airlock", "airlockd.sock"); socket != want {
+		// The CLI would start a daemon of its own (this test binary).
+		t.Fatalf("the CLI would look for its daemon at %s, not at the fake's %s", socket, want)
+	}
+	ln, err := net.Listen("unix", socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewUnstartedServer(f.routes())
+	srv.Listener.Close()
+	srv.Listener = ln
+	srv.Start()
+	t.Cleanup(srv.Close)
+	t.Cleanup(func() { close(f.quit) }) // runs first: ends the streams srv.Close waits for
+	return f
+}
+
+func (f *fakeDaemon) getenv(k string) (string, bool) {
+	v, ok := f.env[k]
+	return v, ok
+}
+
+// notify wakes whoever waits for a change; f.mu is held.
+func (f *fakeDaemon) notify() {
+	close(f.changed)
+	f.changed = make(chan struct{})
+}
+
+// waitFor waits until cond (called with f.mu held) is true.
+func (f *fakeDaemon) waitFor(what string, cond func() bool) {
+	f.t.Helper()
+	deadline := time.After(10 * time.Second)
+	for {
+		f.mu.Lock()
+		ok, ch := cond(), f.changed
+		f.mu.Unlock()
+		if ok {
+			return
+		}
+		select {
+		case <-ch:
+		case <-deadline:
+			f.t.Fatalf("timed out waiting for %s; the daemon received:\n%s", what, f.requestList())
+		}
+	}
+}
+
+// add stores a sandbox record with a history that led to its state: created,
+// then ready, stopped, failed or deleted. Unset fields get defaults: state
+// ready, kind up, created an hour before fakeEpoch, container c-<ID>, and the
+// fake Engine, which gets the sandbox's primary container.
+func (f *fakeDaemon) add(sb client.Sandbox) {
+	f.t.Helper()
+	if sb.State == "" {
+		sb.State = client.StateReady
+	}
+	if sb.Kind == "" {
+		sb.Kind = "up"
+	}
+	if sb.CreatedAt.IsZero() {
+		sb.CreatedAt = fakeEpoch.Add(-time.Hour)
+	}
+	if sb.Container == "" {
+		sb.Container = "c-" + sb.ID
+	}
+	if sb.Engine == nil {
+		sb.Engine = &client.Engine{Host: f.engine.host}
+	}
+	if sb.Engine.Host == f.engine.host {
+		f.engine.addContainer(sb.ID, sb.Container, sb.State == client.StateReady || sb.State == client.StatePending)
+	}
+	state := sb.State
+	sb.State, sb.LastSeq = client.StatePending, 0
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, ok := f.boxes[sb.ID]; ok {
+		f.t.Fatalf("fake daemon: sandbox %s added twice", sb.ID)
+	}
+	f.boxes[sb.ID] = &sb
+	f.order = append(f.order, sb.ID)
+	f.emitLocked(sb.ID, client.Event{Kind: "sandbox.created", State: client.StatePending})
+	if state != client.StatePending {
+		f.emitLocked(sb.ID, client.Event{Kind: "sandbox." + state, State: state})
+	}
+}
+
+// emit appends an event to a sandbox's history (sequence, time and sandbox ID
+// filled in; the state is the sandbox's unless set, and a set one becomes it).
+func (f *fakeDaemon) emit(id string, ev client.Event) client.Event {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.emitLocked(id, ev)
+}
+
+func (f *fakeDaemon) emitLocked(id string, ev client.Event) client.Event {
+	sb := f.boxes[id]
+	if sb == nil {
+		f.t.Errorf("fake daemon: event for unknown sandbox %s", id)
+		return ev
+	}
+	ev.SandboxID = id
+	ev.Sequence = uint64(len(f.events[id]) + 1)
+	if ev.Time.IsZero() {
+		ev.Time = fakeEpoch.Add(time.Duration(ev.Sequence) * time.Second)
+	}
+	if ev.State == "" {
+		ev.State = sb.State
+	}
+	sb.State, sb.LastSeq, sb.UpdatedAt = ev.State, ev.Sequence, ev.Time
+	if ev.Reason != "" {
+		sb.Reason = ev.Reason
+	}
+	f.events[id] = append(f.events[id], ev)
+	f.notify()
+	return ev
+}
+
+// history returns a sandbox's events.
+func (f *fakeDaemon) history(id string) []client.Event {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.events[id])
+}
+
+// state returns a sandbox's state.
+func (f *fakeDaemon) state(id string) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.boxes[id].State
+}
+
+// fail makes the daemon answer method path (e.g. "DELETE /v1/sandboxes/x")
+// with an API error.
+func (f *fakeDaemon) fail(method, path string, e *client.Error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.errs[method+" "+path] = e
+}
+
+// endEvents ends the event streams of a sandbox after what they sent, as when
+// the daemon stops: a following client reads to the end.
+func (f *fakeDaemon) endEvents(id string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.ended[id] = true
+	f.notify()
+}
+
+// requests returns the requests received, optionally only those of a method and
+// path (the path without its query).
+func (f *fakeDaemon) requests(methodPath ...string) []fakeRequest {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []fakeRequest
+	for _, r := range f.reqs {
+		if len(methodPath) == 0 || slices.Contains(methodPath, r.Method+" "+r.Path) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// requestList is the requests received, one a line, for failure messages.
+func (f *fakeDaemon) requestList() string {
+	var b strings.Builder
+	for _, r := range f.requests() {
+		fmt.Fprintf(&b, "  %s %s\n", r, bytes.TrimSpace(r.Body))
+	}
+	return b.String()
+}
+
+// assertRequests checks the requests received, in order, as "METHOD /path"
+// (query left out); the CLI's handshake (GET /v1/health) comes first each time
+// and is left out too.
+func (f *fakeDaemon) assertRequests(want ...string) {
+	f.t.Helper()
+	var got []string
+	for _, r := range f.requests() {
+		if r.Method+" "+r.Path != "GET /v1/health" {
+			got = append(got, r.Method+" "+r.Path)
+		}
+	}
+	if !slices.Equal(got, want) {
+		f.t.Errorf("the daemon received\n  %s\nwant\n  %s", strings.Join(got, "\n  "), strings.Join(want, "\n  "))
+	}
+}
+
+// run runs the CLI in-process against the fake, with empty stdin.
+func (f *fakeDaemon) run(args ...string) result {
+	f.t.Helper()
+	return f.runWithStdin("", args...)
+}
+
+// runWithStdin runs the CLI in-process against the fake.
+func (f *fakeDaemon) runWithStdin(stdin string, args ...string) result {
+	f.t.Helper()
+	var out, errb bytes.Buffer
+	code := run(args, strings.NewReader(stdin), &out, &errb, f.getenv)
+	return result{code, out.String(), errb.String()}
+}
+
+// running is a CLI invocation in progress (see start).
+type running struct {
+	stdout, stderr *syncBuffer
+	done           chan int
+}
+
+// start runs the CLI in the background, for commands that follow a stream.
+func (f *fakeDaemon) start(args ...string) *running {
+	r := &running{stdout: newSyncBuffer(), stderr: newSyncBuffer(), done: make(chan int, 1)}
+	go func() { r.done <- run(args, strings.NewReader(""), r.stdout, r.stderr, f.getenv) }()
+	return r
+}
+
+// wait waits for the invocation to end and returns what it printed.
+func (r *running) wait(t *testing.T) result {
+	t.Helper()
+	select {
+	case code := <-r.done:
+		return result{code, r.stdout.String(), r.stderr.String()}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the command did not end; stdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
+	}
+	return result{}
+}
+
+// syncBuffer is an output stream a test reads while the CLI writes it.
+type syncBuffer struct {
+	mu      sync.Mutex
+	b       bytes.Buffer
+	changed chan struct{}
+}
+
+func newSyncBuffer() *syncBuffer { return &syncBuffer{changed: make(chan struct{})} }
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	close(s.changed)
+	s.changed = make(chan struct{})
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// waitFor waits until the output contains want.
+func (s *syncBuffer) waitFor(t *testing.T, want string) {
+	t.Helper()
+	deadline := time.After(10 * time.Second)
+	for {
+		s.mu.Lock()
+		ok, ch := strings.Contains(s.b.String(), want), s.changed
+		s.mu.Unlock()
+		if ok {
+			return
+		}
+		select {
+		case <-ch:
+		case <-deadline:
+			t.Fatalf("timed out waiting for %q in the output:\n%s", want, s)
+		}
+	}
+}
+
+// projectFile writes a sandbox.toml in a new project directory and returns its
+// path (for --file) and the directory (a sandbox's Project).
+func projectFile(t *testing.T) (file, dir string) {
+	t.Helper()
+	dir = project(t, "[sandbox]\nimage = \"busybox\"\n")
+	return filepath.Join(dir, "sandbox.toml"), dir
+}
+
+// The API, as control/server.go serves it.
+
+func (f *fakeDaemon) routes() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/health", f.serveHealth)
+	mux.HandleFunc("GET /v1/sandboxes", f.serveList)
+	mux.HandleFunc("GET /v1/sandboxes/{id}", f.serveGet)
+	mux.HandleFunc("DELETE /v1/sandboxes/{id}", f.serveDelete)
+	mux.HandleFunc("POST /v1/sandboxes/{id}/stop", f.serveStop)
+	mux.HandleFunc("GET /v1/sandboxes/{id}/events", f.serveEvents)
+	mux.HandleFunc("GET /v1/sandboxes/{id}/attach", f.serveAttach)
+	mux.HandleFunc("POST /v1/sandboxes/{id}/execs", f.serveExec)
+	mux.HandleFunc("GET /v1/sandboxes/{id}/execs/{exec}", f.serveGetExec)
+	mux.HandleFunc("POST /v1/sandboxes/{id}/execs/{exec}/finish", f.serveFinishExec)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		f.mu.Lock()
+		f.reqs = append(f.reqs, fakeRequest{Method: r.Method, Path: r.URL.Path, Query: r.URL.Query(), Body: body})
+		e := f.errs[r.Method+" "+r.URL.Path]
+		f.notify()
+		f.mu.Unlock()
+		if e != nil {
+			fakeError(w, e)
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
+}
+
+func fakeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// fakeError answers an API error with the status the daemon gives its reason.
+func fakeError(w http.ResponseWriter, e *client.Error) {
+	status := e.Status
+	if status == 0 {
+		switch e.Reason {
+		case client.ReasonSandboxNotFound, client.ReasonExecNotFound:
+			status = http.StatusNotFound
+		case client.ReasonIDAlreadyUsed, client.ReasonInvalidState:
+			status = http.StatusConflict
+		case client.ReasonInvalidID, client.ReasonInvalidRequest, client.ReasonBadCursor, client.ReasonConfig:
+			status = http.StatusBadRequest
+		default:
+			status = http.StatusInternalServerError
+		}
+	}
+	fakeJSON(w, status, e)
+}
+
+// decodeBody decodes a request body as the daemon does (unknown fields refused).
+func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		fakeError(w, &client.Error{Reason: client.ReasonInvalidRequest, Message: "cannot decode the request: " + err.Error()})
+		return false
+	}
+	return true
+}
+
+// box returns the sandbox of the request's {id} (f.mu held), or answers 404.
+func (f *fakeDaemon) box(w http.ResponseWriter, r *http.Request) *client.Sandbox {
+	id := r.PathValue("id")
+	sb := f.boxes[id]
+	if sb == nil {
+		fakeError(w, &client.Error{Reason: client.ReasonSandboxNotFound, Message: fmt.Sprintf("sandbox %s not found", id)})
+	}
+	return sb
+}
+
+// applyPending completes an accepted stop or delete (f.mu held).
+func (f *fakeDaemon) applyPending(id string) {
+	if p := f.pending[id]; p != nil {
+		delete(f.pending, id)
+		f.emitLocked(id, p.ev)
+	}
+}
+
+func (f *fakeDaemon) serveHealth(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	h := f.health
+	f.mu.Unlock()
+	h.Engines = []string{f.engine.host}
+	fakeJSON(w, http.StatusOK, h)
+}
+
+func (f *fakeDaemon) serveList(w http.ResponseWriter, r *http.Request) {
+	want := map[string]string{}
+	for _, l := range r.URL.Query()["label"] {
+		k, v, ok := strings.Cut(l, "=")
+		if !ok || k == "" {
+			fakeError(w, &client.Error{Reason: client.ReasonInvalidRequest, Message: "label filters are KEY=VALUE"})
+			return
+		}
+		want[k] = v
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	list := []client.Sandbox{}
+	for _, id := range f.order {
+		sb := f.boxes[id]
+		if sb.State == client.StateDeleted {
+			continue
+		}
+		match := true
+		for k, v := range want {
+			if got, ok := sb.Labels[k]; !ok || got != v {
+				match = false
+			}
+		}
+		if match {
+			list = append(list, *sb)
+		}
+	}
+	fakeJSON(w, http.StatusOK, list)
+}
+
+func (f *fakeDaemon) serveGet(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	sb := f.box(w, r)
+	if sb == nil {
+		return
+	}
+	if p := f.pending[sb.ID]; p != nil {
+		if p.gets++; p.gets > 1 {
+			f.applyPending(sb.ID)
+		}
+	}
+	fakeJSON(w, http.StatusOK, sb)
+}
+
+func (f *fakeDaemon) serveStop(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	sb := f.box(w, r)
+	switch {
+	case sb == nil:
+		return
+	case sb.State == client.StateStopped:
+	case sb.State != client.StateReady && sb.State != client.StatePending:
+		fakeError(w, &client.Error{Reason: client.ReasonInvalidState, Message: fmt.Sprintf("sandbox %s is %s", sb.ID, sb.State)})
+		return
+	default:
+		f.pending[sb.ID] = &pendingChange{ev: client.Event{Kind: "sandbox.stopped", State: client.StateStopped, Reason: "stopped"}}
+		f.engine.stopContainer(sb.Container)
+	}
+	fakeJSON(w, http.StatusAccepted, sb)
+}
+
+func (f *fakeDaemon) serveDelete(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	sb := f.box(w, r)
+	if sb == nil {
+		return
+	}
+	if sb.State != client.StateDeleted && sb.State != client.StateDeleting {
+		f.emitLocked(sb.ID, client.Event{Kind: "sandbox.deleting", State: client.StateDeleting})
+		f.pending[sb.ID] = &pendingChange{ev: client.Event{Kind: "sandbox.deleted", State: client.StateDeleted}}
+		f.engine.stopContainer(sb.Container)
+	}
+	fakeJSON(w, http.StatusAccepted, sb)
+}
+
+// serveEvents streams NDJSON: the events after ?from=, then with follow=1 the
+// new ones, until endEvents, the client leaves or the test ends.
+func (f *fakeDaemon) serveEvents(w http.ResponseWriter, r *http.Request) {
+	var from uint64
+	if v := r.URL.Query().Get("from"); v != "" {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			fakeError(w, &client.Error{Reason: client.ReasonBadCursor, Message: "from must be a sequence number"})
+			return
+		}
+		from = n
+	}
+	follow := r.URL.Query().Get("follow") == "1"
+	f.mu.Lock()
+	sb := f.box(w, r)
+	if sb == nil {
+		f.mu.Unlock()
+		return
+	}
+	id := sb.ID
+	f.applyPending(id)
+	f.mu.Unlock()
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	w.WriteHeader(http.StatusOK)
+	enc := json.NewEncoder(w)
+	flusher := w.(http.Flusher)
+	sent := from
+	for {
+		f.mu.Lock()
+		var batch []client.Event
+		for _, ev := range f.events[id] {
+			if ev.Sequence > sent {
+				batch = append(batch, ev)
+			}
+		}
+		ended, ch := f.ended[id], f.changed
+		f.mu.Unlock()
+		for _, ev := range batch {
+			if err := enc.Encode(ev); err != nil {
+				return
+			}
+			sent = ev.Sequence
+		}
+		flusher.Flush()
+		if !follow || ended {
+			return
+		}
+		select {
+		case <-ch:
+		case <-r.Context().Done():
+			return
+		case <-f.quit:
+			return
+		}
+	}
+}
+
+// attached returns how many clients are attached to a sandbox now.
+func (f *fakeDaemon) attachedTo(id string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.attached[id]
+}
+
+func (f *fakeDaemon) serveAttach(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	sb := f.box(w, r)
+	if sb == nil {
+		f.mu.Unlock()
+		return
+	}
+	id := sb.ID
+	f.attached[id]++
+	f.notify()
+	f.mu.Unlock()
+	w.WriteHeader(http.StatusOK)
+	w.(http.Flusher).Flush()
+	select {
+	case <-r.Context().Done():
+	case <-f.quit:
+	}
+	f.mu.Lock()
+	f.attached[id]--
+	f.notify()
+	f.mu.Unlock()
+}
+
+func (f *fakeDaemon) serveExec(w http.ResponseWriter, r *http.Request) {
+	var req client.ExecRequest
+	if !decodeBody(w, r, &req) {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	sb := f.box(w, r)
+	if sb == nil {
+		return
+	}
+	if sb.State != client.StateReady {
+		fakeError(w, &client.Error{Reason: client.ReasonInvalidState, Message: fmt.Sprintf("sandbox %s is %s, not ready", sb.ID, sb.State)})
+		return
+	}
+	id := req.ID
+	if id == "" {
+		id = fmt.Sprintf("exec-%d", len(f.execs)+1)
+	}
+	ex := &client.Exec{ID: id, SandboxID: sb.ID, Cmd: req.Cmd, StartedAt: fakeEpoch}
+	f.execs[sb.ID+"/"+id] = ex
+	f.emitLocked(sb.ID, client.Event{Kind: "exec.started", ExecID: id})
+	fakeJSON(w, http.StatusAccepted, ex)
+}
+
+func (f *fakeDaemon) exec(sandboxID, execID string) (*client.Exec, *client.Error) {
+	ex := f.execs[sandboxID+"/"+execID]
+	if ex == nil {
+		return nil, &client.Error{Reason: client.ReasonExecNotFound, Message: fmt.Sprintf("exec %s not found", execID)}
+	}
+	return ex, nil
+}
+
+func (f *fakeDaemon) serveGetExec(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	ex, e := f.exec(r.PathValue("id"), r.PathValue("exec"))
+	if e != nil {
+		fakeError(w, e)
+		return
+	}
+	fakeJSON(w, http.StatusOK, ex)
+}
+
+func (f *fakeDaemon) serveFinishExec(w http.ResponseWriter, r *http.Request) {
+	var req client.FinishRequest
+	if !decodeBody(w, r, &req) {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	ex, e := f.exec(r.PathValue("id"), r.PathValue("exec"))
+	if e != nil {
+		fakeError(w, e)
+		return
+	}
+	now, code := fakeEpoch.Add(time.Minute), req.ExitCode
+	ex.FinishedAt, ex.ExitCode = &now, &code
+	f.emitLocked(ex.SandboxID, client.Event{Kind: "exec.finished", ExecID: ex.ID, ExitCode: &code})
+	fakeJSON(w, http.StatusOK, ex)
+}

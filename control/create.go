@@ -1,0 +1,143 @@
+package control
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+
+	"github.com/airlock-dev/airlock/control/store"
+	"github.com/airlock-dev/airlock/engine"
+	"github.com/airlock-dev/airlock/manifest"
+	"github.com/airlock-dev/airlock/sandbox"
+)
+
+// CreateRequest asks for a new sandbox (the API's create request, decoded).
+type CreateRequest struct {
+	ID   string
+	Kind string // sandbox.KindRun or sandbox.KindUp
+	// Manifest is the resolved manifest with its substituted values masked;
+	// Secrets those values by key path, held in memory only.
+	Manifest *manifest.Wire
+	Secrets  map[string]string
+	Command  []string
+	Env      []string
+	// EnvSecrets are -e NAME values from the caller's environment: they reach
+	// the main command like substituted values, held in memory only.
+	EnvSecrets map[string]string
+	Workdir    string
+	TTY        bool
+	Stdin      bool
+	Labels     map[string]string
+	Quiet      bool
+	// RemoveOnExit deletes the sandbox as soon as its primary exited.
+	RemoveOnExit bool
+	// Engine is the Docker Engine to create the sandbox on; nil for the daemon's own.
+	Engine *engine.Endpoint
+	// Start starts the sandbox once created; else it waits, pending, for Resume.
+	Start bool
+	// CLIPid and CLIStart identify the CLI process that owns a run sandbox.
+	CLIPid   int
+	CLIStart string
+}
+
+// Create accepts a sandbox: its ID is reserved and the pending record and the
+// sandbox.accepted event are written before the call returns; the Docker work
+// continues in the background.
+func (s *Service) Create(_ context.Context, req *CreateRequest) (Sandbox, error) {
+	resolved, err := checkCreate(req)
+	if err != nil {
+		return Sandbox{}, err
+	}
+	labels := maps.Clone(req.Labels)
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	var eng []byte
+	if req.Engine != nil {
+		eng, _ = json.Marshal(req.Engine)
+	}
+	rec, _, err := s.store.CreateSandbox(store.Sandbox{
+		ID: req.ID, Kind: req.Kind, Project: req.Manifest.ProjectDir, Labels: labels, Engine: eng,
+		Plan: req.Manifest.Resolved, Sources: req.Manifest.Sources, CLIPid: req.CLIPid, CLIStart: req.CLIStart,
+	}, store.Event{Kind: "sandbox.accepted"})
+	if err != nil {
+		return Sandbox{}, err
+	}
+	l := s.liveOf(rec.ID)
+	l.wire, l.values, l.resolved = *req.Manifest, maps.Clone(req.Secrets), resolved
+	s.setFlags(l, func() { l.removeOnExit = req.RemoveOnExit })
+	held := maps.Clone(req.Secrets)
+	if held == nil {
+		held = map[string]string{}
+	}
+	for k, v := range req.EnvSecrets {
+		held["run.env."+k] = v
+	}
+	s.holdSecrets(l, held)
+	s.touch(rec.ID)
+	sreq := &sandbox.Request{ID: rec.ID, Manifest: resolved, Kind: req.Kind, Command: req.Command, Env: req.Env, EnvSecrets: req.EnvSecrets,
+		Workdir: req.Workdir, TTY: req.TTY, Stdin: req.Stdin, Labels: labels, Quiet: req.Quiet, CLIPid: req.CLIPid, CLIStart: req.CLIStart}
+	s.goAsync(func() { s.prepare(rec.ID, sreq, req.Start) })
+	return s.view(rec), nil
+}
+
+// checkCreate checks a create request before anything is reserved or created:
+// its kind, and its manifest decoded strictly and validated with the rules of
+// `airlock validate`.
+func checkCreate(req *CreateRequest) (*manifest.Resolved, error) {
+	if req.Manifest == nil {
+		return nil, errorf(ErrInvalidRequest, "a manifest is required")
+	}
+	if req.Kind != sandbox.KindRun && req.Kind != sandbox.KindUp {
+		return nil, errorf(ErrInvalidRequest, "kind must be %q or %q", sandbox.KindRun, sandbox.KindUp)
+	}
+	resolved, err := manifest.FromWire(*req.Manifest, req.Secrets)
+	if err != nil {
+		return nil, errorf(ErrInvalidRequest, "%v", err)
+	}
+	if err := resolved.Validate(); err != nil {
+		return nil, errorf(ErrConfig, "%v", err)
+	}
+	return resolved, nil
+}
+
+func (s *Service) prepare(id string, req *sandbox.Request, start bool) {
+	l := s.liveOf(id)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	s.emit(id, store.Event{Kind: "sandbox.preparing"}, "")
+	ctx := s.beginOp(l)
+	sb, err := s.rtOf(id).Create(ctx, req)
+	if err != nil {
+		s.emit(id, store.Event{Kind: "sandbox.failed", Reason: err.Error(), Extra: exitExtra(err)}, store.StateFailed)
+		return
+	}
+	l.handle = sb
+	_, _ = s.store.Update(id, func(r *store.Sandbox) error { r.ContainerID = sb.PrimaryID; return nil })
+	s.emit(id, store.Event{Kind: "sandbox.created", Extra: map[string]string{"container": sb.PrimaryID}}, "")
+	if start {
+		s.startLocked(ctx, id, l)
+	}
+}
+
+// exitExtra carries the exit code a runtime error maps to (2 or 125), and
+// port_in_use (host:port) for a start that failed on a taken host port.
+func exitExtra(err error) map[string]string {
+	extra := map[string]string{"exit_code": "125"}
+	var se *sandbox.Error
+	if errors.As(err, &se) {
+		extra["exit_code"] = fmt.Sprint(se.Code)
+	}
+	// A start that failed on a taken host port: the CLI removes the sandbox
+	// it made for it (nothing of it ran).
+	var pe *sandbox.PortInUseError
+	if errors.As(err, &pe) {
+		extra["port_in_use"] = pe.Addr
+		if pe.Addr == "" {
+			extra["port_in_use"] = "unknown"
+		}
+	}
+	return extra
+}

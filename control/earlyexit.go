@@ -1,0 +1,120 @@
+package control
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/pkg/stdcopy"
+
+	"github.com/airlock-dev/airlock/control/store"
+)
+
+// A primary container that dies between sandbox.started and sandbox.ready
+// without a report of its supervisor (the supervisor could not even be executed:
+// `exec /airlock/bin/airlock: no such file or directory`; or it died at once) has
+// failed to start: the sandbox becomes failed with what the container said, never
+// stays pending (the store has no pending → stopped). Such a failure carries
+// extra "exited_early" (the container's exit code): nothing of the sandbox ran,
+// so `airlock up` removes a sandbox it made for it, as for a taken host port.
+
+// earlyOutputLines and earlyOutputBytes bound the container output a reason quotes.
+const (
+	earlyOutputLines = 5
+	earlyOutputBytes = 1024
+)
+
+// startedNotReady reports whether the sandbox's last start has not reached
+// sandbox.ready (nor ended otherwise) in its recorded history.
+func (s *Service) startedNotReady(id string) bool {
+	evs, err := s.store.Events(id, 0)
+	if err != nil {
+		return false
+	}
+	for i := len(evs) - 1; i >= 0; i-- {
+		switch evs[i].Kind {
+		case "sandbox.started":
+			return true
+		case "sandbox.ready", "sandbox.stopped", "sandbox.failed":
+			return false
+		}
+	}
+	return false
+}
+
+// failEarly records that the primary of sandbox id exited before it was ready.
+func (s *Service) failEarly(id string, rec store.Sandbox, codep *int) {
+	code, out, _ := s.containerEnd(rec.ID, rec.ContainerID)
+	if code == nil {
+		code = codep
+	}
+	s.emit(id, store.Event{Kind: "sandbox.failed", Reason: earlyReason(code, out), ExitCode: code, Extra: earlyExtra(code)}, store.StateFailed)
+}
+
+// earlyReason says why a sandbox whose container exited before it was ready failed.
+func earlyReason(code *int, output string) string {
+	why := "its container exited before the sandbox was ready"
+	if code != nil {
+		why = fmt.Sprintf("its container exited (exit code %d) before the sandbox was ready", *code)
+	}
+	if output == "" {
+		return why
+	}
+	return why + ": " + output
+}
+
+func earlyExtra(code *int) map[string]string {
+	v := "unknown"
+	if code != nil {
+		v = fmt.Sprint(*code)
+	}
+	return map[string]string{"exit_code": "125", "exited_early": v}
+}
+
+// containerEnd returns the exit code and the last lines of the output of a
+// primary container that ran and exited; ok is false when it did not (it runs,
+// it never started, it is gone).
+func (s *Service) containerEnd(id, containerID string) (code *int, output string, ok bool) {
+	if containerID == "" {
+		return nil, "", false
+	}
+	rt := s.rtOf(id)
+	ctx := context.WithoutCancel(s.ctx)
+	ci, err := rt.Engine.ContainerInspect(ctx, containerID)
+	if err != nil || ci.State == nil || ci.State.Status != container.StateExited {
+		return nil, "", false
+	}
+	c := ci.State.ExitCode
+	rc, err := rt.Engine.ContainerLogs(ctx, containerID, container.LogsOptions{ShowStdout: true, ShowStderr: true, Tail: fmt.Sprint(earlyOutputLines)})
+	if err != nil {
+		return &c, "", true
+	}
+	defer rc.Close()
+	var buf bytes.Buffer
+	if ci.Config != nil && ci.Config.Tty {
+		_, _ = buf.ReadFrom(rc)
+	} else {
+		_, _ = stdcopy.StdCopy(&buf, &buf, rc)
+	}
+	return &c, lastLines(buf.String()), true
+}
+
+// lastLines joins the non-empty lines of out with "; ", within earlyOutputBytes.
+func lastLines(out string) string {
+	var lines []string
+	for _, l := range strings.Split(out, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) > earlyOutputLines {
+		lines = lines[len(lines)-earlyOutputLines:]
+	}
+	s := strings.Join(lines, "; ")
+	if len(s) > earlyOutputBytes {
+		s = "…" + strings.ToValidUTF8(s[len(s)-earlyOutputBytes:], "")
+	}
+	return s
+}

@@ -1,0 +1,182 @@
+package control
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+
+	"github.com/airlock-dev/airlock/control/store"
+	"github.com/airlock-dev/airlock/internal/ids"
+	"github.com/airlock-dev/airlock/sandbox"
+)
+
+// ExecRequest is a command to run in a ready sandbox (the API's exec request).
+type ExecRequest struct {
+	// ID is the caller's exec ID; "" for a new one.
+	ID      string
+	Cmd     []string
+	Env     []string
+	Workdir string
+}
+
+// execAbandoned is runExec's answer when the daemon stopped before the exec ended.
+const execAbandoned = -1
+
+// exitCodeWait bounds how long runExec asks the Engine for the code of an exec
+// whose output ended, every exitCodePoll.
+const (
+	exitCodeWait = 5 * time.Second
+	exitCodePoll = 10 * time.Millisecond
+)
+
+// Exec runs a command in a ready sandbox with its output in files (execPaths);
+// for an exec the caller runs itself, see RecordExec.
+func (s *Service) Exec(id string, req *ExecRequest) (store.Exec, error) {
+	execID, err := s.beginExec(id, req)
+	if err != nil {
+		return store.Exec{}, err
+	}
+	stdoutPath, stderrPath, err := execPaths(s.cfg.ExecOutputRoot, s.cfg.ExecOutputTemplate, id, execID)
+	if err != nil {
+		return store.Exec{}, err
+	}
+	ex, err := s.store.CreateExec(store.Exec{ID: execID, SandboxID: id, Cmd: req.Cmd, StartedAt: time.Now(), StdoutPath: stdoutPath, StderrPath: stderrPath})
+	if err != nil {
+		return store.Exec{}, err
+	}
+	s.emit(id, store.Event{Kind: "exec.started", ExecID: execID}, "")
+	l := s.liveOf(id)
+	s.mu.Lock()
+	l.execs++
+	s.mu.Unlock()
+	s.goAsync(func() {
+		code := s.runExec(id, l, req, stdoutPath, stderrPath)
+		_, _ = s.store.FinishExec(id, execID, code, time.Now())
+		if code == execAbandoned {
+			// The daemon stops: the command may go on in the sandbox, but
+			// nobody collects its output or code any more. Say so.
+			s.emit(id, store.Event{Kind: "exec.finished", ExecID: execID, Reason: "daemon_stopped: the daemon stopped while the command ran; its output after that and its exit code were not collected"}, "")
+		} else {
+			s.emit(id, store.Event{Kind: "exec.finished", ExecID: execID, ExitCode: &code}, "")
+		}
+		s.mu.Lock()
+		l.execs--
+		s.active[id] = time.Now()
+		s.mu.Unlock()
+	})
+	return ex, nil
+}
+
+// beginExec checks an exec request of sandbox id and returns its exec ID (the
+// caller's, checked, or a new one).
+func (s *Service) beginExec(id string, req *ExecRequest) (string, error) {
+	rec, err := s.store.Get(id)
+	if err != nil {
+		return "", err
+	}
+	if rec.State != store.StateReady {
+		return "", notIn(id, rec.State, "ready")
+	}
+	if len(req.Cmd) == 0 {
+		return "", errorf(ErrInvalidRequest, "cmd is required")
+	}
+	if req.ID == "" {
+		return ids.New(), nil
+	}
+	if err := ids.Validate(req.ID); err != nil {
+		return "", err
+	}
+	return req.ID, nil
+}
+
+func (s *Service) runExec(id string, l *live, req *ExecRequest, stdoutPath, stderrPath string) int {
+	if err := os.MkdirAll(filepath.Dir(stdoutPath), 0o700); err != nil {
+		return 125
+	}
+	outf, err := os.OpenFile(stdoutPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	if err != nil {
+		return 125
+	}
+	defer outf.Close()
+	errf, err := os.OpenFile(stderrPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	if err != nil {
+		return 125
+	}
+	defer errf.Close()
+	h := l.handle
+	if h == nil {
+		if h, err = s.rtOf(id).Open(s.ctx, id, l.resolved); err != nil {
+			fmt.Fprintln(errf, "airlock:", err)
+			return 125
+		}
+	}
+	ex, err := s.rtOf(id).Exec(s.ctx, h, sandbox.ExecRequest{Cmd: req.Cmd, Env: req.Env, Workdir: req.Workdir}, sandbox.Streams{Stdout: outf, Stderr: errf})
+	if err != nil {
+		fmt.Fprintln(errf, "airlock:", err)
+		return 125
+	}
+	select {
+	case <-ex.Done:
+	case <-s.ctx.Done():
+		// Shutdown must not wait for a command that may run for hours (an
+		// upgrade would SIGKILL the daemon after 5 s and record nothing).
+		return execAbandoned
+	}
+	// The output ended: the Engine knows the code at once, or very soon.
+	code, err := backoff.RetryWithData(func() (int, error) { return ex.ExitCode(s.ctx) },
+		backoff.WithContext(backoff.WithMaxRetries(backoff.NewConstantBackOff(exitCodePoll), uint64(exitCodeWait/exitCodePoll)), s.ctx))
+	if err != nil {
+		return 125
+	}
+	return code
+}
+
+// RecordExec records an exec the caller runs itself (airlock exec streams
+// straight to the Engine): exec.started now, exec.finished when FinishExec is
+// called.
+func (s *Service) RecordExec(id string, req *ExecRequest) (store.Exec, error) {
+	rec, err := s.store.Get(id)
+	if err != nil {
+		return store.Exec{}, err
+	}
+	if rec.State != store.StateReady {
+		return store.Exec{}, notIn(id, rec.State, "ready")
+	}
+	execID := req.ID
+	if execID == "" {
+		execID = ids.New()
+	}
+	ex, err := s.store.CreateExec(store.Exec{ID: execID, SandboxID: id, Cmd: req.Cmd, StartedAt: time.Now()})
+	if err != nil {
+		return store.Exec{}, err
+	}
+	s.emit(id, store.Event{Kind: "exec.started", ExecID: execID}, "")
+	s.mu.Lock()
+	s.liveLocked(id).execs++
+	s.mu.Unlock()
+	return ex, nil
+}
+
+// FinishExec records the end of an exec the caller ran.
+func (s *Service) FinishExec(id, execID string, code int) (store.Exec, error) {
+	ex, err := s.store.FinishExec(id, execID, code, time.Now())
+	if err != nil {
+		return store.Exec{}, err
+	}
+	s.emit(id, store.Event{Kind: "exec.finished", ExecID: execID, ExitCode: &code}, "")
+	s.mu.Lock()
+	if l := s.liveLocked(id); l.execs > 0 {
+		l.execs--
+	}
+	s.active[id] = time.Now()
+	s.mu.Unlock()
+	return ex, nil
+}
+
+// GetExec returns an exec record.
+func (s *Service) GetExec(id, execID string) (store.Exec, error) {
+	return s.store.GetExec(id, execID)
+}

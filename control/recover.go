@@ -1,0 +1,75 @@
+package control
+
+import (
+	"time"
+
+	"github.com/airlock-dev/airlock/control/store"
+	"github.com/airlock-dev/airlock/sandbox"
+)
+
+// recover reconciles the store with Docker when the daemon starts (DESIGN §8):
+// running primaries stay (or become) ready, missing or exited ones of a ready
+// sandbox become failed, pending ones fail, deleting ones finish.
+func (s *Service) recover() {
+	recs, err := s.store.List(store.Filter{})
+	if err != nil {
+		s.log.Error("cannot list sandboxes for recovery", "error", err.Error())
+		return
+	}
+	for _, rec := range recs {
+		id := rec.ID
+		switch rec.State {
+		case store.StatePending:
+			if rec.ContainerID != "" && s.rtOf(id).Running(s.ctx, rec.ContainerID) {
+				// Started, not yet reported ready: its supervisor goes on;
+				// its stream tells what happened (ready or failed).
+				l := s.liveOf(id)
+				l.mu.Lock()
+				s.startTailAt(id, l, s.recordedOffset(id))
+				l.mu.Unlock()
+				continue
+			}
+			if rec.ContainerID != "" && rec.Kind == sandbox.KindRun && rec.CLIPid > 0 && processAlive(rec.CLIPid, rec.CLIStart) {
+				// Created, not started, and its CLI waits: it starts it again
+				// through this daemon (airlock run retries).
+				continue
+			}
+			s.emit(id, store.Event{Kind: "sandbox.failed", Reason: "the daemon restarted while the sandbox was being created"}, store.StateFailed)
+			s.goAsync(func() { _ = s.rtOf(id).Remove(s.ctx, id) })
+		case store.StateDeleting:
+			s.goAsync(func() { s.finishDelete(id, rec.Reason) })
+		case store.StateReady, store.StateStopped, store.StateFailed:
+			in, err := s.rtOf(id).Get(s.ctx, id)
+			switch {
+			case err != nil && rec.State != store.StateFailed:
+				s.emit(id, store.Event{Kind: "sandbox.failed", Reason: "its container is missing"}, store.StateFailed)
+			case err != nil:
+			case in.State == "running":
+				if rec.State != store.StateReady {
+					s.emit(id, store.Event{Kind: "sandbox.ready", Reason: "found running"}, store.StateReady)
+				}
+				l := s.liveOf(id)
+				l.mu.Lock()
+				s.startTailAt(id, l, s.recordedOffset(id))
+				l.mu.Unlock()
+			case rec.State == store.StateReady:
+				// Record what the supervisor reported while no daemon ran, in order.
+				l := s.liveOf(id)
+				s.catchUp(id, l)
+				if cur, err := s.store.Get(id); err == nil && cur.State == store.StateReady {
+					s.emit(id, store.Event{Kind: "sandbox.failed", Reason: "its container exited while the daemon was down"}, store.StateFailed)
+				}
+			}
+		}
+	}
+	if n, err := s.store.Purge(time.Now().Add(-s.retention())); err == nil && n > 0 {
+		s.log.Info("purged deleted sandboxes", "count", n)
+	}
+}
+
+func (s *Service) retention() time.Duration {
+	if s.cfg.EventRetentionTTL > 0 {
+		return s.cfg.EventRetentionTTL
+	}
+	return 168 * time.Hour
+}

@@ -1,0 +1,114 @@
+package control
+
+import (
+	"context"
+	"maps"
+	"path/filepath"
+
+	"github.com/airlock-dev/airlock/control/store"
+	"github.com/airlock-dev/airlock/manifest"
+	"github.com/airlock-dev/airlock/sandbox"
+)
+
+// startLocked starts the sandbox; l.mu is held.
+func (s *Service) startLocked(ctx context.Context, id string, l *live) {
+	if l.handle == nil {
+		h, err := s.rtOf(id).Open(ctx, id, l.resolved)
+		if err != nil {
+			s.emit(id, store.Event{Kind: "sandbox.failed", Reason: err.Error()}, store.StateFailed)
+			return
+		}
+		l.handle = h
+	}
+	s.setFlags(l, func() { l.stopping, l.oom = "", false })
+	// The status stream is ingested only once sandbox.started is recorded, so the
+	// supervisor's daemon.* events never come before it; the runtime empties the
+	// stream before every start, so the previous run's lines are never read again.
+	l.ingestMu.Lock()
+	l.tailGen++ // a follower of the previous run stops
+	l.offset, l.offsetOK, l.starting, l.complete = 0, true, true, false
+	l.ingestMu.Unlock()
+	s.setFlags(l, func() { l.up = map[string]bool{} })
+	err := s.rtOf(id).Start(ctx, l.handle)
+	l.ingestMu.Lock()
+	l.starting = false
+	if err != nil {
+		l.ingestMu.Unlock()
+		reason, extra := err.Error(), exitExtra(err)
+		if code, out, ok := s.containerEnd(id, l.handle.PrimaryID); ok {
+			// The container died while it was being started (what failed then,
+			// a delivery of secrets say, is a consequence): say why it died.
+			reason, extra = earlyReason(code, out), earlyExtra(code)
+		}
+		s.emit(id, store.Event{Kind: "sandbox.failed", Reason: reason, Extra: extra}, store.StateFailed)
+		return
+	}
+	if len(l.handle.Ports) > 0 || (l.resolved != nil && len(l.resolved.Sandbox.Ports) > 0) {
+		s.recordPorts(id, l.handle.Ports)
+	}
+	s.emit(id, store.Event{Kind: "sandbox.started", Extra: s.takeSteps(l)}, "")
+	gen := l.tailGen
+	l.ingestMu.Unlock()
+	s.spawnFollower(id, l, gen)
+	if sandbox.HasEgress(l.resolved) {
+		s.followEgress(id, l)
+	}
+}
+
+// Resume starts a created, stopped or failed sandbox. secrets are the values of
+// its manifest the caller sends again (a daemon that restarted has none).
+func (s *Service) Resume(id string, secrets map[string]string) (Sandbox, error) {
+	rec, err := s.store.Get(id)
+	if err != nil {
+		return Sandbox{}, err
+	}
+	switch rec.State {
+	case store.StatePending, store.StateStopped, store.StateFailed:
+	default:
+		return Sandbox{}, notIn(id, rec.State, "")
+	}
+	if rec.State == store.StatePending && rec.ContainerID != "" && s.rtOf(id).Running(s.ctx, rec.ContainerID) {
+		// Started already (by a daemon that went away before recording it):
+		// its stream is followed; starting it again would break it.
+		return s.view(rec), nil
+	}
+	l := s.liveOf(id)
+	s.goAsync(func() {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if l.resolved == nil {
+			// A daemon that restarted knows the plan and which of its values were
+			// substituted, not the values: the caller resends them (airlock up does).
+			l.wire = manifest.Wire{File: filepath.Join(rec.Project, manifest.FileName), ProjectDir: rec.Project, Resolved: rec.Plan, Sources: rec.Sources}
+			l.values = nil
+		}
+		if l.resolved == nil || len(secrets) > 0 {
+			if len(secrets) > 0 {
+				s.holdSecrets(l, secrets)
+				l.values = mergeValues(l.values, secrets)
+				l.handle = nil // reopen with the values just given
+			}
+			resolved, err := manifest.FromWire(l.wire, l.values)
+			if err != nil {
+				s.emit(id, store.Event{Kind: "sandbox.failed", Reason: "cannot read the sandbox's manifest back: " + err.Error()}, store.StateFailed)
+				return
+			}
+			l.resolved = resolved
+		}
+		if rec.State != store.StatePending {
+			l.handle = nil // reopen: the Engine knows best what ran before
+		}
+		s.startLocked(s.beginOp(l), id, l)
+	})
+	return s.view(rec), nil
+}
+
+// mergeValues is base with the values of over put in (a new map).
+func mergeValues(base, over map[string]string) map[string]string {
+	out := maps.Clone(base)
+	if out == nil {
+		out = map[string]string{}
+	}
+	maps.Copy(out, over)
+	return out
+}

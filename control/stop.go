@@ -1,0 +1,53 @@
+package control
+
+import (
+	"github.com/airlock-dev/airlock/control/store"
+)
+
+// Stop stops a sandbox; reason is "" for a user's request. A pending sandbox
+// stopped before it was ready ends failed (the store has no pending → stopped).
+func (s *Service) Stop(id, reason string) (Sandbox, error) {
+	rec, err := s.store.Get(id)
+	if err != nil {
+		return Sandbox{}, err
+	}
+	if rec.State == store.StateStopped {
+		return s.view(rec), nil
+	}
+	if rec.State != store.StateReady && rec.State != store.StatePending {
+		return Sandbox{}, notIn(id, rec.State, "")
+	}
+	if reason == "" {
+		reason = "stopped"
+	}
+	s.goAsync(func() {
+		l := s.liveOf(id)
+		s.interrupt(l)
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		s.setFlags(l, func() { l.stopping = reason })
+		if err := s.rtOf(id).Stop(s.ctx, id); err != nil {
+			s.log.Warn("cannot stop", "sandbox", id, "error", err.Error())
+		}
+		s.markStopped(id, reason, nil)
+	})
+	return s.view(rec), nil
+}
+
+// markStopped records sandbox.stopped once, whichever of the stop request and
+// the Engine's die event comes first; a sandbox that was never ready fails.
+func (s *Service) markStopped(id, reason string, exitCode *int) {
+	rec, err := s.store.Get(id)
+	if err != nil {
+		return
+	}
+	switch rec.State {
+	case store.StateReady:
+		s.flushEgress(id, s.liveOf(id))
+		s.emit(id, store.Event{Kind: "sandbox.stopped", Reason: reason, ExitCode: exitCode}, store.StateStopped)
+	case store.StatePending:
+		s.flushEgress(id, s.liveOf(id))
+		s.emit(id, store.Event{Kind: "sandbox.failed", Reason: reason + " before it was ready", ExitCode: exitCode,
+			Extra: map[string]string{"exit_code": "125"}}, store.StateFailed)
+	}
+}

@@ -1,0 +1,80 @@
+package e2e
+
+import (
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/volume"
+
+	"github.com/airlock-dev/airlock/sandbox"
+)
+
+// TestUpSupervisorCannotRun: up -d of a sandbox whose supervisor cannot even be
+// executed in its image (AIRLOCK_SUPERVISOR_BINARY names a dynamically linked
+// binary, and the busybox image has no loader for it) fails with exit 125 and
+// the container's own words, instead of waiting forever for a sandbox the daemon
+// left pending, and leaves nothing behind.
+func TestUpSupervisorCannotRun(t *testing.T) {
+	limit(t)
+	e := newEnv(t, "[sandbox]\nimage = \"{{image}}\"\n")
+	bin := filepath.Join(t.TempDir(), "airlock")
+	copyExecutable(t, "/bin/true", bin)
+	if err := sandbox.CheckLinuxBinary(bin, runtime.GOARCH, true); err == nil {
+		t.Fatalf("/bin/true is statically linked here; the test needs a dynamically linked binary")
+	}
+	e.Extra = append(e.Extra, "AIRLOCK_SUPERVISOR_BINARY="+bin)
+	t.Cleanup(func() { e.removeOwnedVolumes() })
+
+	r := e.Run("up", "-d")
+	if r.Code != 125 {
+		t.Errorf("up -d with a supervisor that cannot run: want exit 125, got %s", r)
+	}
+	contains(t, "stderr of up -d", r.Stderr, "exited (exit code 1) before the sandbox was ready", "no such file or directory")
+	e.assertClean()
+	if ps := e.PS(); len(ps) != 0 {
+		t.Errorf("after a failed up -d, ps -a lists %+v", ps)
+	}
+}
+
+func copyExecutable(t *testing.T, src, dst string) {
+	t.Helper()
+	in, err := os.Open(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o755)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		t.Fatal(err)
+	}
+	if err := out.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// removeOwnedVolumes removes the volumes the environment's daemon made (a
+// supervisor volume of a binary of the test's own), its containers first.
+func (e *env) removeOwnedVolumes() {
+	key, err := os.ReadFile(filepath.Join(e.Paths().DaemonDir(), "owner-key"))
+	if err != nil {
+		return
+	}
+	e.StopDaemon()
+	ctx := context.Background()
+	list, err := e.Cli.VolumeList(ctx, volume.ListOptions{Filters: filters.NewArgs(filters.Arg("label", sandbox.LabelOwner+"="+strings.TrimSpace(string(key))))})
+	if err != nil {
+		return
+	}
+	for _, v := range list.Volumes {
+		_ = e.Cli.VolumeRemove(ctx, v.Name, true)
+	}
+}

@@ -1,0 +1,66 @@
+package benchdoc
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Project is a benchmark's hermetic airlock user: a temporary home with its
+// own XDG dirs (so its own control daemon), and a project dir.
+type Project struct {
+	Home string   // the temporary home
+	Dir  string   // the project dir, Home/project
+	Env  []string // this process's environment with the user's XDG dirs
+}
+
+// NewProject makes a Project in a new temporary home named prefix* with files
+// (sandbox.toml and any others) in its project dir. Close removes it.
+func NewProject(prefix string, files map[string]string) (*Project, error) {
+	home, err := os.MkdirTemp("", prefix)
+	if err != nil {
+		return nil, err
+	}
+	p := &Project{Home: home, Dir: filepath.Join(home, "project"), Env: append(os.Environ(),
+		"XDG_DATA_HOME="+filepath.Join(home, "data"), "XDG_CONFIG_HOME="+filepath.Join(home, "config"), "XDG_RUNTIME_DIR="+filepath.Join(home, "run"))}
+	if err := os.MkdirAll(p.Dir, 0o755); err != nil {
+		os.RemoveAll(home)
+		return nil, err
+	}
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(p.Dir, name), []byte(content), 0o644); err != nil {
+			os.RemoveAll(home)
+			return nil, err
+		}
+	}
+	return p, nil
+}
+
+// Command is name args run in the project dir with the user's environment.
+func (p *Project) Command(name string, args ...string) *exec.Cmd {
+	c := exec.Command(name, args...)
+	c.Dir, c.Env = p.Dir, p.Env
+	return c
+}
+
+// Timed runs name args in the project dir and returns how long it took and
+// its output (stdout and stderr); a failure's error holds the output.
+func (p *Project) Timed(name string, args ...string) (time.Duration, string, error) {
+	start := time.Now()
+	out, err := p.Command(name, args...).CombinedOutput()
+	d := time.Since(start)
+	if err != nil {
+		return 0, string(out), fmt.Errorf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
+	}
+	return d, string(out), nil
+}
+
+// Close stops the user's control daemon (airlock daemon stop with the binary
+// airlock) and removes the home.
+func (p *Project) Close(airlock string) {
+	_ = p.Command(airlock, "daemon", "stop").Run()
+	os.RemoveAll(p.Home)
+}

@@ -1,0 +1,88 @@
+// Package clitest runs the airlock binary in tests as a user does: Main, the
+// TestMain of a suite, builds the binary once; each test gets a hermetic Env
+// (its own HOME, XDG dirs and project dir) and runs the binary in it (Run,
+// MustRun, Start). It is the harness of the e2e and faults suites; the control
+// tests use its pieces (Build, Dirs).
+//
+// Like every integration test of the repository, a test fails when no Docker
+// Engine answers, unless AIRLOCK_SKIP_DOCKER=1.
+package clitest
+
+import (
+	"crypto/rand"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/airlock-dev/airlock/internal/testenv"
+	"github.com/airlock-dev/airlock/sandbox"
+)
+
+// Bin is the airlock binary under test, set by Main.
+var Bin string
+
+// tmpRoot is Main's temporary directory: the binary and the warm-up's home.
+var tmpRoot string
+
+// Main is the TestMain of a suite named name ("e2e", "faults"): it builds the
+// static airlock binary, or takes the one the variable binaryEnv names (e.g.
+// bin/airlock of make build), runs the tests with testenv.RunClean (they must
+// not write into the package directory), and removes the supervisor volume
+// the binary it built made on the Engine, so that a run leaves nothing behind.
+// It returns the exit code.
+func Main(m *testing.M, name, binaryEnv string) int {
+	dir, err := os.MkdirTemp("", "airlock-"+name+"-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, name+":", err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	tmpRoot = dir
+	if bin := os.Getenv(binaryEnv); bin != "" {
+		if Bin, err = filepath.Abs(bin); err != nil {
+			fmt.Fprintln(os.Stderr, name+":", err)
+			return 1
+		}
+		return testenv.RunClean(m)
+	}
+	b, err := Build(filepath.Join(dir, "airlock"), name)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, name+":", err)
+		return 1
+	}
+	Bin = b.Path
+	defer b.RemoveSupervisorVolume()
+	return testenv.RunClean(m)
+}
+
+// Binary is an airlock binary built for a test run.
+type Binary struct {
+	Path    string
+	BuildID string
+}
+
+// Build builds the static airlock binary at path, with the build ID prefix-<8
+// random characters>: a build of its own, so its own supervisor volume, and a
+// daemon of another build is replaced rather than used.
+func Build(path, prefix string) (Binary, error) {
+	b := Binary{Path: path, BuildID: prefix + "-" + strings.ToLower(rand.Text()[:8])}
+	return b, testenv.BuildAirlock(b.Path, b.BuildID)
+}
+
+// RemoveSupervisorVolume removes the supervisor volume (and its -ok
+// companion) that sandboxes made by b use on the Engine: b is a build without
+// embedded supervisors, which injects its own executable, so the volume's name
+// derives from the binary. Best effort: a volume a leftover container still
+// uses stays.
+func (b Binary) RemoveSupervisorVolume() {
+	testenv.RemoveSupervisorVolume(func(machine string) (string, error) {
+		arch := sandbox.GoArch(machine)
+		sup, err := sandbox.SupervisorFile(b.Path, arch, b.BuildID, false)
+		if err != nil {
+			return "", err
+		}
+		return sandbox.SupervisorVolumeName(sup, arch), nil
+	})
+}

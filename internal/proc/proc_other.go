@@ -1,0 +1,16 @@
+//go:build !linux && !darwin
+
+package proc
+
+import "syscall"
+
+// readState knows only whether the process exists (see State).
+func readState(pid int) (state, start string, ok bool) {
+	if err := syscall.Kill(pid, 0); err != nil && err != syscall.EPERM {
+		return "", "", false
+	}
+	return "S", "", true
+}
+
+// readArgs cannot tell here.
+func readArgs(int) ([]string, bool) { return nil, false }
