@@ -109,11 +109,11 @@ func TestEventsFollow(t *testing.T) {
 	f := newFakeDaemon(t)
 	f.add(client.Sandbox{ID: "s1"})
 	run := f.start("events", "-f", "--json", "--from", "1", "s1")
-	run.stdout.waitFor(t, `"sequence":2`)
+	run.stdout.WaitFor(t, `"sequence":2`, waitTimeout)
 	f.emit("s1", client.Event{Kind: "daemon.started", Daemon: "web", PID: 7})
-	run.stdout.waitFor(t, `"sequence":3`)
+	run.stdout.WaitFor(t, `"sequence":3`, waitTimeout)
 	f.emit("s1", client.Event{Kind: "sandbox.stopped", State: client.StateStopped})
-	run.stdout.waitFor(t, `"sequence":4`)
+	run.stdout.WaitFor(t, `"sequence":4`, waitTimeout)
 	f.endEvents("s1")
 	r := run.wait(t)
 	if r.code != 0 || r.stderr != "" {
@@ -176,21 +176,12 @@ func TestEventsErrors(t *testing.T) {
 	f := newFakeDaemon(t)
 	f.add(client.Sandbox{ID: "s1"})
 	file, dir := projectFile(t)
-	for _, c := range []struct {
-		args   []string
-		code   int
-		stderr string
-	}{
+	f.assertFailures([]cliFailure{
 		{[]string{"events", "nosuch"}, ExitFailure, "airlock: sandbox nosuch not found\n"},
 		{[]string{"--file", file, "events"}, ExitFailure, "airlock: no sandbox for the project " + dir + " (start one with `airlock up`)\n"},
 		{[]string{"events", "--from", "-1", "s1"}, ExitUsage, `airlock: invalid argument "-1" for "--from" flag`},
 		{[]string{"events", "a", "b"}, ExitUsage, "airlock: accepts at most 1 arg(s), received 2\n"},
-	} {
-		r := f.run(c.args...)
-		if r.code != c.code || !strings.HasPrefix(r.stderr, c.stderr) || r.stdout != "" {
-			t.Errorf("%q: exit %d, stdout %q, stderr %q; want %d, %q", c.args, r.code, r.stdout, r.stderr, c.code, c.stderr)
-		}
-	}
+	})
 	f.fail("GET", "/v1/sandboxes/s1/events", &client.Error{Reason: client.ReasonBadCursor, Message: "from must be a sequence number"})
 	if r := f.run("events", "s1"); r.code != ExitUsage || r.stderr != "airlock: from must be a sequence number\n" {
 		t.Errorf("bad cursor: exit %d, stderr %q", r.code, r.stderr)

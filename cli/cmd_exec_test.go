@@ -207,22 +207,13 @@ func TestExecErrors(t *testing.T) {
 	f.add(client.Sandbox{ID: "pending", State: client.StatePending})
 	f.add(client.Sandbox{ID: "refused"})
 	f.fail("POST", "/v1/sandboxes/refused/execs", &client.Error{Reason: client.ReasonInvalidState, Message: "sandbox refused is deleting, not ready"})
-	for _, c := range []struct {
-		args   []string
-		code   int
-		stderr string
-	}{
+	f.assertFailures([]cliFailure{
 		{[]string{"exec", "nosuch", "--", "true"}, ExitFailure, "airlock: sandbox nosuch not found\n"},
 		{[]string{"exec", "stopped", "--", "true"}, ExitFailure, "airlock: sandbox stopped is stopped (start it with `airlock up -d`)\n"},
 		{[]string{"exec", "pending", "--", "true"}, ExitFailure, "airlock: sandbox pending is pending (start it with `airlock up -d`)\n"},
 		{[]string{"exec", "refused", "--", "true"}, ExitFailure, "airlock: sandbox refused is deleting, not ready\n"},
 		{[]string{"--file", file, "exec", "--", "true"}, ExitFailure, "airlock: no sandbox for the project " + dir + " (start one with `airlock up`)\n"},
-	} {
-		r := f.run(c.args...)
-		if r.code != c.code || r.stderr != c.stderr || r.stdout != "" {
-			t.Errorf("%q: exit %d, stdout %q, stderr %q; want %d, %q", c.args, r.code, r.stdout, r.stderr, c.code, c.stderr)
-		}
-	}
+	})
 	if n := len(f.engine.createdExecs()); n != 0 {
 		t.Errorf("%d Engine execs created", n)
 	}

@@ -8,15 +8,16 @@ import (
 
 	"github.com/airlock-dev/airlock/client"
 	"github.com/airlock-dev/airlock/sandbox"
+	"github.com/airlock-dev/airlock/supervisor"
 )
 
 // logsSandbox adds a ready sandbox s1 with daemons api and web and their logs.
 func logsSandbox(t *testing.T, f *fakeDaemon) {
 	t.Helper()
 	f.add(client.Sandbox{ID: "s1", DaemonNames: []string{"api", "web"}})
-	f.engine.writeFile("c-s1", sandbox.DaemonLog("api", false), "api 1\napi 2\napi 3\n")
-	f.engine.writeFile("c-s1", sandbox.DaemonLog("web", false), "web 1\nweb 2\nno newline")
-	f.engine.writeFile("c-s1", sandbox.DaemonLog("web", true), "web err 1\nweb err 2\n")
+	f.engine.writeFile("c-s1", supervisor.DaemonLogFile("api", false), "api 1\napi 2\napi 3\n")
+	f.engine.writeFile("c-s1", supervisor.DaemonLogFile("web", false), "web 1\nweb 2\nno newline")
+	f.engine.writeFile("c-s1", supervisor.DaemonLogFile("web", true), "web err 1\nweb err 2\n")
 }
 
 // sortedLines: the daemons' logs are read at the same time, so only each line is whole.
@@ -44,7 +45,7 @@ func TestLogsEveryDaemonPrefixed(t *testing.T) {
 		read = append(read, q.Query.Get("path"))
 	}
 	slices.Sort(read)
-	if want := []string{sandbox.DaemonLog("api", false), sandbox.DaemonLog("web", false)}; !slices.Equal(read, want) {
+	if want := []string{supervisor.DaemonLogFile("api", false), supervisor.DaemonLogFile("web", false)}; !slices.Equal(read, want) {
 		t.Errorf("files read %q, want %q", read, want)
 	}
 }
@@ -86,7 +87,7 @@ func TestLogsArguments(t *testing.T) {
 	f := newFakeDaemon(t)
 	file, dir := projectFile(t)
 	f.add(client.Sandbox{ID: "mine", Project: dir, DaemonNames: []string{"db"}})
-	f.engine.writeFile("c-mine", sandbox.DaemonLog("db", false), "db ready\n")
+	f.engine.writeFile("c-mine", supervisor.DaemonLogFile("db", false), "db ready\n")
 	logsSandbox(t, f)
 
 	for _, c := range []struct {
@@ -118,23 +119,14 @@ func TestLogsErrors(t *testing.T) {
 	f.emit("gone", client.Event{Kind: "sandbox.deleting", State: client.StateDeleting})
 	file, dir := projectFile(t)
 
-	for _, c := range []struct {
-		args   []string
-		code   int
-		stderr string
-	}{
+	f.assertFailures([]cliFailure{
 		{[]string{"logs", "s1", "nosuch"}, ExitFailure, `airlock: sandbox s1 has no daemon "nosuch"` + "\n"},
 		{[]string{"logs", "nosuch"}, ExitFailure, "airlock: sandbox nosuch not found\n"},
 		{[]string{"logs", "gone"}, ExitFailure, "airlock: sandbox gone was deleted; its logs are gone\n"},
 		{[]string{"--file", file, "logs"}, ExitFailure, "airlock: no sandbox for the project " + dir + " (start one with `airlock up`)\n"},
 		{[]string{"logs", "a", "b", "c"}, ExitUsage, "airlock: accepts at most 2 arg(s), received 3\n"},
 		{[]string{"logs", "--tail", "x", "s1"}, ExitUsage, "airlock: invalid argument \"x\" for \"-n, --tail\" flag"},
-	} {
-		r := f.run(c.args...)
-		if r.code != c.code || !strings.HasPrefix(r.stderr, c.stderr) || r.stdout != "" {
-			t.Errorf("%q: exit %d, stdout %q, stderr %q; want %d, %q", c.args, r.code, r.stdout, r.stderr, c.code, c.stderr)
-		}
-	}
+	})
 }
 
 // A sandbox with no daemons, or no container yet, has no logs: nothing printed,
@@ -157,14 +149,14 @@ func TestLogsFollow(t *testing.T) {
 	t.Parallel()
 	f := newFakeDaemon(t)
 	logsSandbox(t, f)
-	file := sandbox.DaemonLog("api", false)
+	file := supervisor.DaemonLogFile("api", false)
 
 	run := f.start("logs", "-f", "-n", "1", "s1", "api")
-	run.stdout.waitFor(t, "api 3\n")
+	run.stdout.WaitFor(t, "api 3\n", waitTimeout)
 	f.engine.appendFile("c-s1", file, "api 4\napi ")
-	run.stdout.waitFor(t, "api 4\n")
+	run.stdout.WaitFor(t, "api 4\n", waitTimeout)
 	f.engine.appendFile("c-s1", file, "5\n")
-	run.stdout.waitFor(t, "api 5\n")
+	run.stdout.WaitFor(t, "api 5\n", waitTimeout)
 	f.engine.stopContainer("c-s1")
 	r := run.wait(t)
 	if r.code != 0 || r.stdout != "api 3\napi 4\napi 5\n" || r.stderr != "" {
@@ -188,12 +180,12 @@ func TestLogsFollowEveryDaemon(t *testing.T) {
 	logsSandbox(t, f)
 	run := f.start("logs", "--follow", "s1")
 	f.engine.waitFor("two tails", func() bool { return f.engine.runningExecs() == 2 })
-	run.stdout.waitFor(t, "api | api 3\n")
+	run.stdout.WaitFor(t, "api | api 3\n", waitTimeout)
 	// web's last line was partial: it is printed whole once it ends.
-	f.engine.appendFile("c-s1", sandbox.DaemonLog("web", false), " yet\nweb 3\n")
-	f.engine.appendFile("c-s1", sandbox.DaemonLog("api", false), "api 4\n")
-	run.stdout.waitFor(t, "web | web 3\n")
-	run.stdout.waitFor(t, "api | api 4\n")
+	f.engine.appendFile("c-s1", supervisor.DaemonLogFile("web", false), " yet\nweb 3\n")
+	f.engine.appendFile("c-s1", supervisor.DaemonLogFile("api", false), "api 4\n")
+	run.stdout.WaitFor(t, "web | web 3\n", waitTimeout)
+	run.stdout.WaitFor(t, "api | api 4\n", waitTimeout)
 	f.engine.stopContainer("c-s1")
 	r := run.wait(t)
 	if want := []string{"api | api 1", "api | api 2", "api | api 3", "api | api 4", "web | no newline yet", "web | web 1", "web | web 2", "web | web 3"}; r.code != 0 || !slices.Equal(sortedLines(r.stdout), want) {

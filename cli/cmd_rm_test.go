@@ -79,21 +79,12 @@ func TestRmErrorsNameTheSandbox(t *testing.T) {
 	f.add(client.Sandbox{ID: "broken", State: client.StateStopped})
 	f.fail("DELETE", "/v1/sandboxes/broken", &client.Error{Reason: client.ReasonEngine, Message: "cannot remove sandbox broken: the Engine went away"})
 
-	for _, c := range []struct {
-		id     string
-		code   int
-		stderr string
-	}{
-		{"nosuch", ExitFailure, "airlock: sandbox nosuch not found\n"},
-		{"gone", ExitFailure, "airlock: sandbox gone was deleted\n"},
-		{"busy", ExitFailure, "airlock: sandbox busy is starting\n"},
-		{"broken", ExitAirlock, "airlock: cannot remove sandbox broken: the Engine went away\n"},
-	} {
-		r := f.run("rm", c.id)
-		if r.code != c.code || r.stderr != c.stderr || r.stdout != "" {
-			t.Errorf("rm %s: exit %d, stdout %q, stderr %q; want %d, %q", c.id, r.code, r.stdout, r.stderr, c.code, c.stderr)
-		}
-	}
+	f.assertFailures([]cliFailure{
+		{[]string{"rm", "nosuch"}, ExitFailure, "airlock: sandbox nosuch not found\n"},
+		{[]string{"rm", "gone"}, ExitFailure, "airlock: sandbox gone was deleted\n"},
+		{[]string{"rm", "busy"}, ExitFailure, "airlock: sandbox busy is starting\n"},
+		{[]string{"rm", "broken"}, ExitAirlock, "airlock: cannot remove sandbox broken: the Engine went away\n"},
+	})
 }
 
 func TestRmByLabel(t *testing.T) {

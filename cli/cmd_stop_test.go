@@ -91,23 +91,14 @@ func TestStopErrors(t *testing.T) {
 	f.add(client.Sandbox{ID: "r2"})
 	f.fail("POST", "/v1/sandboxes/r2/stop", &client.Error{Reason: client.ReasonInternal, Message: "cannot stop sandbox r2: boom"})
 
-	for _, c := range []struct {
-		args   []string
-		code   int
-		stderr string
-	}{
+	f.assertFailures([]cliFailure{
 		{[]string{"stop", "-q", "nosuch"}, ExitFailure, "airlock: sandbox nosuch not found\n"},
 		{[]string{"stop", "-q", "gone"}, ExitFailure, "airlock: sandbox gone was deleted\n"},
 		{[]string{"stop", "-q", "r1"}, ExitFailure, "airlock: sandbox r1 is deleting\n"},
 		{[]string{"stop", "-q", "r2"}, ExitAirlock, "airlock: cannot stop sandbox r2: boom\n"},
 		{[]string{"stop", "a", "b"}, ExitUsage, "airlock: accepts at most 1 arg(s), received 2\n"},
 		{[]string{"stop", "r1", "--label", "a=b"}, ExitUsage, "airlock: give a sandbox or --label, not both\n"},
-	} {
-		r := f.run(c.args...)
-		if r.code != c.code || r.stderr != c.stderr || r.stdout != "" {
-			t.Errorf("%q: exit %d, stdout %q, stderr %q; want %d, %q", c.args, r.code, r.stdout, r.stderr, c.code, c.stderr)
-		}
-	}
+	})
 }
 
 func TestStopByLabelAndProject(t *testing.T) {

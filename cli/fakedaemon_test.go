@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/client"
+	"github.com/airlock-dev/airlock/internal/testenv"
 	"github.com/airlock-dev/airlock/paths"
 )
 
@@ -39,23 +40,20 @@ import (
 // point at it) for the commands that read a sandbox through the Engine API:
 // logs, exec, and stop's shutdown lines.
 type fakeDaemon struct {
-	t      *testing.T
+	fakeServer
 	env    map[string]string
 	engine *fakeEngine
 	quit   chan struct{}
 
-	mu       sync.Mutex
 	order    []string
 	boxes    map[string]*client.Sandbox
 	events   map[string][]client.Event
 	pending  map[string]*pendingChange
 	errs     map[string]*client.Error
 	execs    map[string]*client.Exec
-	reqs     []fakeRequest
 	attached map[string]int
 	ended    map[string]bool
 	health   client.Health
-	changed  chan struct{}
 }
 
 // pendingChange is an accepted stop or delete that has not completed yet.
@@ -63,6 +61,62 @@ type pendingChange struct {
 	ev   client.Event
 	gets int
 }
+
+// fakeServer is what the fake daemon and the fake Engine share: a lock over
+// their state, the requests received, and a channel closed at each change, so
+// that a test waits on a condition without sleeping.
+type fakeServer struct {
+	t       *testing.T
+	mu      sync.Mutex
+	reqs    []fakeRequest
+	changes testenv.Changes
+}
+
+// serve serves h on a Unix socket until the test ends.
+func (s *fakeServer) serve(socket string, h http.Handler) {
+	s.t.Helper()
+	ln, err := net.Listen("unix", socket)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	srv := httptest.NewUnstartedServer(h)
+	srv.Listener.Close()
+	srv.Listener = ln
+	srv.Start()
+	s.t.Cleanup(srv.Close)
+}
+
+// notify wakes whoever waits for a change; s.mu is held.
+func (s *fakeServer) notify() { s.changes.Notify() }
+
+// record adds a request to those received (s.mu is held), leaving its body to
+// read again.
+func (s *fakeServer) record(r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	s.reqs = append(s.reqs, fakeRequest{Method: r.Method, Path: r.URL.Path, Query: r.URL.Query(), Body: body})
+	s.notify()
+}
+
+// waitFor waits until cond (called with s.mu held) is true.
+func (s *fakeServer) waitFor(what string, cond func() bool) {
+	s.t.Helper()
+	s.changes.Await(s.t, &s.mu, waitTimeout, what, cond, func() string { return "received:\n" + s.requestList() })
+}
+
+// requestList is the requests received, one a line, for failure messages.
+func (s *fakeServer) requestList() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var b strings.Builder
+	for _, r := range s.reqs {
+		fmt.Fprintf(&b, "  %s %s\n", r, bytes.TrimSpace(r.Body))
+	}
+	return b.String()
+}
+
+// waitTimeout bounds each wait of the CLI's tests for a condition.
+const waitTimeout = 10 * time.Second
 
 // fakeRequest is one request a fake received.
 type fakeRequest struct {
@@ -112,8 +166,8 @@ func newFakeDaemon(t *testing.T) *fakeDaemon {
 		t.Fatal(err)
 	}
 	f := &fakeDaemon{
-		t:    t,
-		quit: make(chan struct{}),
+		fakeServer: fakeServer{t: t},
+		quit:       make(chan struct{}),
 		env: map[string]string{
 			"HOME":            filepath.Join(base, "home"),
 			"XDG_CONFIG_HOME": filepath.Join(base, "config"),
@@ -128,7 +182,6 @@ func newFakeDaemon(t *testing.T) *fakeDaemon {
 		execs:    map[string]*client.Exec{},
 		attached: map[string]int{},
 		ended:    map[string]bool{},
-		changed:  make(chan struct{}),
 		// PID 0: were the build IDs ever to differ, the CLI could not stop it.
 		health: client.Health{PID: 0, BuildID: BuildID, Version: Version, LogPath: filepath.Join(base, "airlockd.log")},
 	}
@@ -144,15 +197,7 @@ func newFakeDaemon(t *testing.T) *fakeDaemon {
 		// The CLI would start a daemon of its own (this test binary).
 		t.Fatalf("the CLI would look for its daemon at %s, not at the fake's %s", socket, want)
 	}
-	ln, err := net.Listen("unix", socket)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewUnstartedServer(f.routes())
-	srv.Listener.Close()
-	srv.Listener = ln
-	srv.Start()
-	t.Cleanup(srv.Close)
+	f.serve(socket, f.routes())
 	t.Cleanup(func() { close(f.quit) }) // runs first: ends the streams srv.Close waits for
 	return f
 }
@@ -160,31 +205,6 @@ func newFakeDaemon(t *testing.T) *fakeDaemon {
 func (f *fakeDaemon) getenv(k string) (string, bool) {
 	v, ok := f.env[k]
 	return v, ok
-}
-
-// notify wakes whoever waits for a change; f.mu is held.
-func (f *fakeDaemon) notify() {
-	close(f.changed)
-	f.changed = make(chan struct{})
-}
-
-// waitFor waits until cond (called with f.mu held) is true.
-func (f *fakeDaemon) waitFor(what string, cond func() bool) {
-	f.t.Helper()
-	deadline := time.After(10 * time.Second)
-	for {
-		f.mu.Lock()
-		ok, ch := cond(), f.changed
-		f.mu.Unlock()
-		if ok {
-			return
-		}
-		select {
-		case <-ch:
-		case <-deadline:
-			f.t.Fatalf("timed out waiting for %s; the daemon received:\n%s", what, f.requestList())
-		}
-	}
 }
 
 // add stores a sandbox record with a history that led to its state: created,
@@ -302,15 +322,6 @@ func (f *fakeDaemon) requests(methodPath ...string) []fakeRequest {
 	return out
 }
 
-// requestList is the requests received, one a line, for failure messages.
-func (f *fakeDaemon) requestList() string {
-	var b strings.Builder
-	for _, r := range f.requests() {
-		fmt.Fprintf(&b, "  %s %s\n", r, bytes.TrimSpace(r.Body))
-	}
-	return b.String()
-}
-
 // assertRequests checks the requests received, in order, as "METHOD /path"
 // (query left out); the CLI's handshake (GET /v1/health) comes first each time
 // and is left out too.
@@ -333,6 +344,27 @@ func (f *fakeDaemon) run(args ...string) result {
 	return f.runWithStdin("", args...)
 }
 
+// cliFailure is an invocation that must fail: its exit code, and its stderr,
+// whole or, when that does not end with a newline, its beginning; nothing on
+// stdout.
+type cliFailure struct {
+	args   []string
+	code   int
+	stderr string
+}
+
+// assertFailures runs each invocation against the fake and checks it failed so.
+func (f *fakeDaemon) assertFailures(cases []cliFailure) {
+	f.t.Helper()
+	for _, c := range cases {
+		r := f.run(c.args...)
+		stderrOK := r.stderr == c.stderr || (!strings.HasSuffix(c.stderr, "\n") && strings.HasPrefix(r.stderr, c.stderr))
+		if r.code != c.code || !stderrOK || r.stdout != "" {
+			f.t.Errorf("%q: exit %d, stdout %q, stderr %q; want %d, %q", c.args, r.code, r.stdout, r.stderr, c.code, c.stderr)
+		}
+	}
+}
+
 // runWithStdin runs the CLI in-process against the fake.
 func (f *fakeDaemon) runWithStdin(stdin string, args ...string) result {
 	f.t.Helper()
@@ -343,13 +375,13 @@ func (f *fakeDaemon) runWithStdin(stdin string, args ...string) result {
 
 // running is a CLI invocation in progress (see start).
 type running struct {
-	stdout, stderr *syncBuffer
+	stdout, stderr *testenv.SyncBuffer
 	done           chan int
 }
 
 // start runs the CLI in the background, for commands that follow a stream.
 func (f *fakeDaemon) start(args ...string) *running {
-	r := &running{stdout: newSyncBuffer(), stderr: newSyncBuffer(), done: make(chan int, 1)}
+	r := &running{stdout: &testenv.SyncBuffer{}, stderr: &testenv.SyncBuffer{}, done: make(chan int, 1)}
 	go func() { r.done <- run(args, strings.NewReader(""), r.stdout, r.stderr, f.getenv) }()
 	return r
 }
@@ -360,52 +392,10 @@ func (r *running) wait(t *testing.T) result {
 	select {
 	case code := <-r.done:
 		return result{code, r.stdout.String(), r.stderr.String()}
-	case <-time.After(10 * time.Second):
+	case <-time.After(waitTimeout):
 		t.Fatalf("the command did not end; stdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
 	}
 	return result{}
-}
-
-// syncBuffer is an output stream a test reads while the CLI writes it.
-type syncBuffer struct {
-	mu      sync.Mutex
-	b       bytes.Buffer
-	changed chan struct{}
-}
-
-func newSyncBuffer() *syncBuffer { return &syncBuffer{changed: make(chan struct{})} }
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	close(s.changed)
-	s.changed = make(chan struct{})
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-// waitFor waits until the output contains want.
-func (s *syncBuffer) waitFor(t *testing.T, want string) {
-	t.Helper()
-	deadline := time.After(10 * time.Second)
-	for {
-		s.mu.Lock()
-		ok, ch := strings.Contains(s.b.String(), want), s.changed
-		s.mu.Unlock()
-		if ok {
-			return
-		}
-		select {
-		case <-ch:
-		case <-deadline:
-			t.Fatalf("timed out waiting for %q in the output:\n%s", want, s)
-		}
-	}
 }
 
 // projectFile writes a sandbox.toml in a new project directory and returns its
@@ -422,21 +412,18 @@ func (f *fakeDaemon) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/health", f.serveHealth)
 	mux.HandleFunc("GET /v1/sandboxes", f.serveList)
-	mux.HandleFunc("GET /v1/sandboxes/{id}", f.serveGet)
-	mux.HandleFunc("DELETE /v1/sandboxes/{id}", f.serveDelete)
-	mux.HandleFunc("POST /v1/sandboxes/{id}/stop", f.serveStop)
+	mux.HandleFunc("GET /v1/sandboxes/{id}", f.forBox(f.serveGet))
+	mux.HandleFunc("DELETE /v1/sandboxes/{id}", f.forBox(f.serveDelete))
+	mux.HandleFunc("POST /v1/sandboxes/{id}/stop", f.forBox(f.serveStop))
 	mux.HandleFunc("GET /v1/sandboxes/{id}/events", f.serveEvents)
 	mux.HandleFunc("GET /v1/sandboxes/{id}/attach", f.serveAttach)
 	mux.HandleFunc("POST /v1/sandboxes/{id}/execs", f.serveExec)
 	mux.HandleFunc("GET /v1/sandboxes/{id}/execs/{exec}", f.serveGetExec)
 	mux.HandleFunc("POST /v1/sandboxes/{id}/execs/{exec}/finish", f.serveFinishExec)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		r.Body = io.NopCloser(bytes.NewReader(body))
 		f.mu.Lock()
-		f.reqs = append(f.reqs, fakeRequest{Method: r.Method, Path: r.URL.Path, Query: r.URL.Query(), Body: body})
+		f.record(r)
 		e := f.errs[r.Method+" "+r.URL.Path]
-		f.notify()
 		f.mu.Unlock()
 		if e != nil {
 			fakeError(w, e)
@@ -538,13 +525,26 @@ func (f *fakeDaemon) serveList(w http.ResponseWriter, r *http.Request) {
 	fakeJSON(w, http.StatusOK, list)
 }
 
-func (f *fakeDaemon) serveGet(w http.ResponseWriter, r *http.Request) {
+// withBox calls fn, with f.mu held, with the sandbox of the request's {id}, or
+// answers 404 for an unknown one; it reports whether fn ran.
+func (f *fakeDaemon) withBox(w http.ResponseWriter, r *http.Request, fn func(*client.Sandbox)) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	sb := f.box(w, r)
-	if sb == nil {
-		return
+	if sb != nil {
+		fn(sb)
 	}
+	return sb != nil
+}
+
+// forBox serves a request about the sandbox of its {id} with f.mu held.
+func (f *fakeDaemon) forBox(serve func(http.ResponseWriter, *client.Sandbox)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		f.withBox(w, r, func(sb *client.Sandbox) { serve(w, sb) })
+	}
+}
+
+func (f *fakeDaemon) serveGet(w http.ResponseWriter, sb *client.Sandbox) {
 	if p := f.pending[sb.ID]; p != nil {
 		if p.gets++; p.gets > 1 {
 			f.applyPending(sb.ID)
@@ -553,13 +553,8 @@ func (f *fakeDaemon) serveGet(w http.ResponseWriter, r *http.Request) {
 	fakeJSON(w, http.StatusOK, sb)
 }
 
-func (f *fakeDaemon) serveStop(w http.ResponseWriter, r *http.Request) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	sb := f.box(w, r)
+func (f *fakeDaemon) serveStop(w http.ResponseWriter, sb *client.Sandbox) {
 	switch {
-	case sb == nil:
-		return
 	case sb.State == client.StateStopped:
 	case sb.State != client.StateReady && sb.State != client.StatePending:
 		fakeError(w, &client.Error{Reason: client.ReasonInvalidState, Message: fmt.Sprintf("sandbox %s is %s", sb.ID, sb.State)})
@@ -571,13 +566,7 @@ func (f *fakeDaemon) serveStop(w http.ResponseWriter, r *http.Request) {
 	fakeJSON(w, http.StatusAccepted, sb)
 }
 
-func (f *fakeDaemon) serveDelete(w http.ResponseWriter, r *http.Request) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	sb := f.box(w, r)
-	if sb == nil {
-		return
-	}
+func (f *fakeDaemon) serveDelete(w http.ResponseWriter, sb *client.Sandbox) {
 	if sb.State != client.StateDeleted && sb.State != client.StateDeleting {
 		f.emitLocked(sb.ID, client.Event{Kind: "sandbox.deleting", State: client.StateDeleting})
 		f.pending[sb.ID] = &pendingChange{ev: client.Event{Kind: "sandbox.deleted", State: client.StateDeleted}}
@@ -599,15 +588,10 @@ func (f *fakeDaemon) serveEvents(w http.ResponseWriter, r *http.Request) {
 		from = n
 	}
 	follow := r.URL.Query().Get("follow") == "1"
-	f.mu.Lock()
-	sb := f.box(w, r)
-	if sb == nil {
-		f.mu.Unlock()
+	var id string
+	if !f.withBox(w, r, func(sb *client.Sandbox) { id = sb.ID; f.applyPending(id) }) {
 		return
 	}
-	id := sb.ID
-	f.applyPending(id)
-	f.mu.Unlock()
 	w.Header().Set("Content-Type", "application/x-ndjson")
 	w.WriteHeader(http.StatusOK)
 	enc := json.NewEncoder(w)
@@ -621,7 +605,7 @@ func (f *fakeDaemon) serveEvents(w http.ResponseWriter, r *http.Request) {
 				batch = append(batch, ev)
 			}
 		}
-		ended, ch := f.ended[id], f.changed
+		ended, ch := f.ended[id], f.changes.C()
 		f.mu.Unlock()
 		for _, ev := range batch {
 			if err := enc.Encode(ev); err != nil {
@@ -651,16 +635,10 @@ func (f *fakeDaemon) attachedTo(id string) int {
 }
 
 func (f *fakeDaemon) serveAttach(w http.ResponseWriter, r *http.Request) {
-	f.mu.Lock()
-	sb := f.box(w, r)
-	if sb == nil {
-		f.mu.Unlock()
+	var id string
+	if !f.withBox(w, r, func(sb *client.Sandbox) { id = sb.ID; f.attached[id]++; f.notify() }) {
 		return
 	}
-	id := sb.ID
-	f.attached[id]++
-	f.notify()
-	f.mu.Unlock()
 	w.WriteHeader(http.StatusOK)
 	w.(http.Flusher).Flush()
 	select {
@@ -678,12 +656,10 @@ func (f *fakeDaemon) serveExec(w http.ResponseWriter, r *http.Request) {
 	if !decodeBody(w, r, &req) {
 		return
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	sb := f.box(w, r)
-	if sb == nil {
-		return
-	}
+	f.forBox(func(w http.ResponseWriter, sb *client.Sandbox) { f.startExec(w, sb, &req) })(w, r)
+}
+
+func (f *fakeDaemon) startExec(w http.ResponseWriter, sb *client.Sandbox, req *client.ExecRequest) {
 	if sb.State != client.StateReady {
 		fakeError(w, &client.Error{Reason: client.ReasonInvalidState, Message: fmt.Sprintf("sandbox %s is %s, not ready", sb.ID, sb.State)})
 		return
@@ -698,23 +674,21 @@ func (f *fakeDaemon) serveExec(w http.ResponseWriter, r *http.Request) {
 	fakeJSON(w, http.StatusAccepted, ex)
 }
 
-func (f *fakeDaemon) exec(sandboxID, execID string) (*client.Exec, *client.Error) {
-	ex := f.execs[sandboxID+"/"+execID]
+// withExec calls fn, with f.mu held, with the exec of the request's {id} and
+// {exec}, or answers 404 for an unknown one.
+func (f *fakeDaemon) withExec(w http.ResponseWriter, r *http.Request, fn func(*client.Exec)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	ex := f.execs[r.PathValue("id")+"/"+r.PathValue("exec")]
 	if ex == nil {
-		return nil, &client.Error{Reason: client.ReasonExecNotFound, Message: fmt.Sprintf("exec %s not found", execID)}
+		fakeError(w, &client.Error{Reason: client.ReasonExecNotFound, Message: fmt.Sprintf("exec %s not found", r.PathValue("exec"))})
+		return
 	}
-	return ex, nil
+	fn(ex)
 }
 
 func (f *fakeDaemon) serveGetExec(w http.ResponseWriter, r *http.Request) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	ex, e := f.exec(r.PathValue("id"), r.PathValue("exec"))
-	if e != nil {
-		fakeError(w, e)
-		return
-	}
-	fakeJSON(w, http.StatusOK, ex)
+	f.withExec(w, r, func(ex *client.Exec) { fakeJSON(w, http.StatusOK, ex) })
 }
 
 func (f *fakeDaemon) serveFinishExec(w http.ResponseWriter, r *http.Request) {
@@ -722,15 +696,10 @@ func (f *fakeDaemon) serveFinishExec(w http.ResponseWriter, r *http.Request) {
 	if !decodeBody(w, r, &req) {
 		return
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	ex, e := f.exec(r.PathValue("id"), r.PathValue("exec"))
-	if e != nil {
-		fakeError(w, e)
-		return
-	}
-	now, code := fakeEpoch.Add(time.Minute), req.ExitCode
-	ex.FinishedAt, ex.ExitCode = &now, &code
-	f.emitLocked(ex.SandboxID, client.Event{Kind: "exec.finished", ExecID: ex.ID, ExitCode: &code})
-	fakeJSON(w, http.StatusOK, ex)
+	f.withExec(w, r, func(ex *client.Exec) {
+		now, code := fakeEpoch.Add(time.Minute), req.ExitCode
+		ex.FinishedAt, ex.ExitCode = &now, &code
+		f.emitLocked(ex.SandboxID, client.Event{Kind: "exec.finished", ExecID: ex.ID, ExitCode: &code})
+		fakeJSON(w, http.StatusOK, ex)
+	})
 }

@@ -3,21 +3,16 @@ package cli
 import (
 	"archive/tar"
 	"bufio"
-	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"net/http/httptest"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
@@ -34,18 +29,15 @@ import (
 // tail` streams a file and `supervise exec` runs the test's execFunc. It
 // records every request.
 type fakeEngine struct {
-	t    *testing.T
+	fakeServer
 	host string
 	quit chan struct{}
 
-	mu         sync.Mutex
 	containers map[string]string // sandbox ID → primary container ID
 	running    map[string]bool   // container ID → running
 	files      map[string]string // container ID + ":" + path → content
 	stderr     map[string]string // container ID → its stderr (the supervisor's shutdown lines)
 	execs      map[string]*fakeEngineExec
-	reqs       []fakeRequest
-	changed    chan struct{}
 	execFunc   func(*fakeExecCall) int
 }
 
@@ -72,25 +64,12 @@ type fakeExecCall struct {
 func newFakeEngine(t *testing.T, socket string, quit chan struct{}) *fakeEngine {
 	t.Helper()
 	e := &fakeEngine{
-		t: t, host: "unix://" + socket, quit: quit,
+		fakeServer: fakeServer{t: t}, host: "unix://" + socket, quit: quit,
 		containers: map[string]string{}, running: map[string]bool{}, files: map[string]string{},
-		stderr: map[string]string{}, execs: map[string]*fakeEngineExec{}, changed: make(chan struct{}),
+		stderr: map[string]string{}, execs: map[string]*fakeEngineExec{},
 	}
-	ln, err := net.Listen("unix", socket)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewUnstartedServer(e.routes())
-	srv.Listener.Close()
-	srv.Listener = ln
-	srv.Start()
-	t.Cleanup(srv.Close)
+	e.serve(socket, e.routes())
 	return e
-}
-
-func (e *fakeEngine) notify() {
-	close(e.changed)
-	e.changed = make(chan struct{})
 }
 
 func (e *fakeEngine) addContainer(sandboxID, containerID string, running bool) {
@@ -163,25 +142,6 @@ func (e *fakeEngine) createdExecs() []container.ExecOptions {
 	return out
 }
 
-// waitFor waits until cond (called with e.mu held) is true.
-func (e *fakeEngine) waitFor(what string, cond func() bool) {
-	e.t.Helper()
-	deadline := time.After(10 * time.Second)
-	for {
-		e.mu.Lock()
-		ok, ch := cond(), e.changed
-		e.mu.Unlock()
-		if ok {
-			return
-		}
-		select {
-		case <-ch:
-		case <-deadline:
-			e.t.Fatalf("timed out waiting for %s", what)
-		}
-	}
-}
-
 // runningExecs counts the execs still running (e.mu held).
 func (e *fakeEngine) runningExecs() int {
 	n := 0
@@ -214,11 +174,8 @@ func (e *fakeEngine) routes() http.Handler {
 	mux.HandleFunc("POST /exec/{id}/resize", func(w http.ResponseWriter, r *http.Request) {})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		r.URL.Path = apiVersionPrefix.ReplaceAllString(r.URL.Path, "/")
-		body, _ := io.ReadAll(r.Body)
-		r.Body = io.NopCloser(bytes.NewReader(body))
 		e.mu.Lock()
-		e.reqs = append(e.reqs, fakeRequest{Method: r.Method, Path: r.URL.Path, Query: r.URL.Query(), Body: body})
-		e.notify()
+		e.record(r)
 		e.mu.Unlock()
 		mux.ServeHTTP(w, r)
 	})
@@ -443,7 +400,7 @@ func (e *fakeEngine) tail(x *fakeEngineExec, argv []string, in *bufio.Reader, st
 	}
 	for {
 		e.mu.Lock()
-		content, running, ch := e.files[key], e.running[x.container], e.changed
+		content, running, ch := e.files[key], e.running[x.container], e.changes.C()
 		e.mu.Unlock()
 		if from > len(content) {
 			from = 0

@@ -20,31 +20,38 @@ func apiError(err error) *client.Error {
 		}
 		return &out
 	}
-	reason := client.ReasonInternal
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		reason = client.ReasonSandboxNotFound
-	case errors.Is(err, store.ErrExecNotFound):
-		reason = client.ReasonExecNotFound
-	case errors.Is(err, store.ErrIDUsed):
-		reason = client.ReasonIDAlreadyUsed
-	case errors.Is(err, store.ErrInvalidID):
-		reason = client.ReasonInvalidID
-	case errors.Is(err, store.ErrInvalidState):
-		reason = client.ReasonInvalidState
-	case errors.Is(err, store.ErrBadCursor):
-		reason = client.ReasonBadCursor
-	case errors.Is(err, ErrInvalidRequest):
-		reason = client.ReasonInvalidRequest
-	case errors.Is(err, ErrConfig):
-		reason = client.ReasonConfig
-	default:
-		var se *sandbox.Error
-		if errors.As(err, &se) && se.Code == 2 {
-			reason = client.ReasonConfig
+	reason := reasonOf(err)
+	return &client.Error{Status: statusOf(reason), Reason: reason, Message: err.Error()}
+}
+
+// reasons are the API's reasons for the service's errors, tried in order.
+var reasons = []struct {
+	err    error
+	reason string
+}{
+	{store.ErrNotFound, client.ReasonSandboxNotFound},
+	{store.ErrExecNotFound, client.ReasonExecNotFound},
+	{store.ErrIDUsed, client.ReasonIDAlreadyUsed},
+	{store.ErrInvalidID, client.ReasonInvalidID},
+	{store.ErrInvalidState, client.ReasonInvalidState},
+	{store.ErrBadCursor, client.ReasonBadCursor},
+	{ErrInvalidRequest, client.ReasonInvalidRequest},
+	{ErrConfig, client.ReasonConfig},
+}
+
+// reasonOf is the API's reason for an error of the service: a config error of
+// the runtime (exit code 2) is the user's, anything else unknown is internal.
+func reasonOf(err error) string {
+	for _, r := range reasons {
+		if errors.Is(err, r.err) {
+			return r.reason
 		}
 	}
-	return &client.Error{Status: statusOf(reason), Reason: reason, Message: err.Error()}
+	var se *sandbox.Error
+	if errors.As(err, &se) && se.Code == 2 {
+		return client.ReasonConfig
+	}
+	return client.ReasonInternal
 }
 
 // statusOf is the HTTP status of an API error reason.

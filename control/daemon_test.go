@@ -68,16 +68,16 @@ func TestSingleton(t *testing.T) {
 	// The first line as DESIGN §8 gives it, then the Engine in use (§7).
 	engineLines := "Engine: unix:///var/run/docker.sock\nServing sandboxes on: unix:///var/run/docker.sock\n"
 	r := e.run(binA, "daemon", "status")
-	if want := fmt.Sprintf("Daemon running (PID %d, build %s, logs: %s)\n", d.pid, buildA, logPath) + engineLines; r.code != 0 || r.stdout != want {
-		t.Errorf("daemon status = %q, want %q\n%s", r.stdout, want, r)
+	if want := fmt.Sprintf("Daemon running (PID %d, build %s, logs: %s)\n", d.pid, buildA, logPath) + engineLines; r.Code != 0 || r.Stdout != want {
+		t.Errorf("daemon status = %q, want %q\n%s", r.Stdout, want, r)
 	}
 	r = e.run(binB, "daemon", "status")
-	if want := fmt.Sprintf("Daemon running (PID %d, build %s, logs: %s) [outdated, restart recommended]\n", d.pid, buildA, logPath) + engineLines; r.code != 0 || r.stdout != want {
-		t.Errorf("daemon status of another build = %q, want %q\n%s", r.stdout, want, r)
+	if want := fmt.Sprintf("Daemon running (PID %d, build %s, logs: %s) [outdated, restart recommended]\n", d.pid, buildA, logPath) + engineLines; r.Code != 0 || r.Stdout != want {
+		t.Errorf("daemon status of another build = %q, want %q\n%s", r.Stdout, want, r)
 	}
 
 	r = e.run(binA, "daemon", "stop")
-	if r.code != 0 || r.stdout != fmt.Sprintf("Daemon stopped (PID %d)\n", d.pid) {
+	if r.Code != 0 || r.Stdout != fmt.Sprintf("Daemon stopped (PID %d)\n", d.pid) {
 		t.Errorf("daemon stop: %s", r)
 	}
 	if code, ok := d.exited(5 * time.Second); !ok || code != 0 {
@@ -89,7 +89,7 @@ func TestSingleton(t *testing.T) {
 		}
 	}
 	r = e.run(binA, "daemon", "status")
-	if r.code == 0 || !strings.HasPrefix(r.stdout, "Daemon not running") {
+	if r.Code == 0 || !strings.HasPrefix(r.Stdout, "Daemon not running") {
 		t.Errorf("daemon status with no daemon: %s", r)
 	}
 }
@@ -138,7 +138,7 @@ func TestStopKillsStubbornDaemon(t *testing.T) {
 	start := time.Now()
 	r := e.run(binA, "daemon", "stop")
 	took := time.Since(start)
-	if r.code != 0 {
+	if r.Code != 0 {
 		t.Errorf("daemon stop: %s", r)
 	}
 	select {

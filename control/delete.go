@@ -56,13 +56,9 @@ func (s *Service) delete(id, reason string) (Sandbox, error) {
 
 func (s *Service) finishDelete(id, reason string) {
 	l := s.liveOf(id)
-	s.mu.Lock()
-	if l.deleting {
-		s.mu.Unlock()
+	if !s.claim(&l.deleting) {
 		return
 	}
-	l.deleting = true
-	s.mu.Unlock()
 	defer s.setFlags(l, func() { l.deleting = false })
 	s.interrupt(l)
 	l.mu.Lock()

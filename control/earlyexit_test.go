@@ -22,7 +22,7 @@ import (
 func brokenSupervisor(t *testing.T) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "airlock")
-	copyFile(t, "/bin/true", bin, 0o755)
+	testenv.CopyFile(t, "/bin/true", bin, 0o755)
 	if err := sandbox.CheckLinuxBinary(bin, runtime.GOARCH, true); err == nil {
 		t.Fatalf("/bin/true is statically linked here; the test needs a dynamically linked binary")
 	}

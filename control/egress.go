@@ -15,13 +15,9 @@ import (
 
 // followEgress reads the denials of a sandbox's proxy while it runs.
 func (s *Service) followEgress(id string, l *live) {
-	s.mu.Lock()
-	if l.egressFollowing {
-		s.mu.Unlock()
+	if !s.claim(&l.egressFollowing) {
 		return
 	}
-	l.egressFollowing = true
-	s.mu.Unlock()
 	s.goAsync(func() {
 		defer s.setFlags(l, func() { l.egressFollowing = false })
 		_ = s.rtOf(id).FollowEgress(s.ctx, id, func(d sandbox.EgressDenial) { s.egressDenied(id, l, d) })

@@ -21,11 +21,7 @@ image = "{{image}}"
 	d := e.startDaemon(binA)
 	c := d.client
 	ctx := ctxT(t, 2*time.Minute)
-	sb, err := c.Create(ctx, e.upRequest(uniq("execstop")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	waitReady(t, c, sb.ID)
+	sb := e.createReady(ctx, c, uniq("execstop"))
 	ex, err := c.Exec(ctx, sb.ID, &client.ExecRequest{Cmd: []string{"sleep", "300"}})
 	if err != nil {
 		t.Fatal(err)

@@ -19,12 +19,7 @@ func TestExec(t *testing.T) {
 	d := e.startDaemon(binA)
 	c := d.client
 	ctx := ctxT(t, 2*time.Minute)
-	sb, err := c.Create(ctx, e.upRequest(""))
-	if err != nil {
-		t.Fatal(err)
-	}
-	id := sb.ID
-	waitReady(t, c, id)
+	id := e.createReady(ctx, c, "").ID
 	ex, err := c.Exec(ctx, id, &client.ExecRequest{Cmd: []string{"sh", "-c", "echo out-$FOO; pwd; echo err >&2; exit 3"}, Env: []string{"FOO=bar"}, Workdir: "/tmp"})
 	if err != nil {
 		t.Fatal(err)

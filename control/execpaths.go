@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/airlock-dev/airlock/internal/ids"
+	"github.com/airlock-dev/airlock/userconfig"
 )
 
 // execPaths returns the output files of API exec execID of sandbox sandboxID
@@ -20,7 +21,7 @@ func execPaths(root, template, sandboxID, execID string) (stdout, stderr string,
 			return "", "", err
 		}
 	}
-	rel := strings.NewReplacer("{sandbox_id}", sandboxID, "{exec_id}", execID).Replace(template)
+	rel := strings.NewReplacer(userconfig.SandboxIDPlaceholder, sandboxID, userconfig.ExecIDPlaceholder, execID).Replace(template)
 	base := filepath.Join(root, rel)
 	if r, err := filepath.Rel(root, base); err != nil || r == "." || r == ".." || strings.HasPrefix(r, ".."+string(filepath.Separator)) {
 		return "", "", fmt.Errorf("cannot place the output of exec %s: %s is %w %s (artifacts.exec_output_template %q)", execID, base, errOutsideRoot, root, template)

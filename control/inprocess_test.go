@@ -19,34 +19,7 @@ import (
 func TestInProcess(t *testing.T) {
 	e := newEnv(t)
 	rt := &sandbox.Runtime{Engine: e.docker, Paths: e.paths, Quiet: true, Binary: binA, BuildID: buildA, Getenv: e.getenv}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- control.Run(ctx, control.Options{Paths: e.paths, Version: "test", BuildID: "inproc", LogLevel: "debug",
-			Service: func() (*control.Service, error) {
-				st, err := store.Open(e.paths.Store())
-				if err != nil {
-					return nil, err
-				}
-				return control.NewService(st, rt, control.Config{IdleTTL: time.Hour, ReapInterval: 100 * time.Millisecond}), nil
-			}})
-	}()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("control.Run: %v", err)
-			}
-		case <-time.After(30 * time.Second):
-			t.Errorf("control.Run did not return within 30 s of its context's end")
-		}
-	})
-	c := client.New(e.paths.Socket())
-	eventually(t, 20*time.Second, "the in-process daemon", func() bool {
-		h, err := c.Health(context.Background())
-		return err == nil && h.BuildID == "inproc"
-	})
+	c := startInProcess(t, e, rt)
 	tctx := ctxT(t, 2*time.Minute)
 	sb, err := c.Create(tctx, e.upRequest(""))
 	if err != nil {
@@ -122,4 +95,38 @@ func TestInProcess(t *testing.T) {
 		t.Errorf("followed %d events, the history has %d", len(followed), len(all))
 	}
 	testenv.AssertNoLeftovers(t, e.docker, labelProject, e.project)
+}
+
+// startInProcess runs a daemon over rt in the test process until the test ends.
+func startInProcess(t *testing.T, e *env, rt *sandbox.Runtime) *client.Client {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- control.Run(ctx, control.Options{Paths: e.paths, Version: "test", BuildID: "inproc", LogLevel: "debug",
+			Service: func() (*control.Service, error) {
+				st, err := store.Open(e.paths.Store())
+				if err != nil {
+					return nil, err
+				}
+				return control.NewService(st, rt, control.Config{IdleTTL: time.Hour, ReapInterval: 100 * time.Millisecond}), nil
+			}})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("control.Run: %v", err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Errorf("control.Run did not return within 30 s of its context's end")
+		}
+	})
+	c := client.New(e.paths.Socket())
+	eventually(t, 20*time.Second, "the in-process daemon", func() bool {
+		h, err := c.Health(context.Background())
+		return err == nil && h.BuildID == "inproc"
+	})
+	return c
 }

@@ -141,12 +141,8 @@ func TestFollowSeam(t *testing.T) {
 	e := newEnv(t)
 	d := e.startDaemon(binA)
 	c := d.client
-	sb, err := c.Create(ctxT(t, 30*time.Second), e.upRequest(""))
-	if err != nil {
-		t.Fatal(err)
-	}
-	id := sb.ID
-	ready := waitReady(t, c, id)
+	ready := e.createReady(ctxT(t, 30*time.Second), c, "")
+	id := ready.ID
 
 	// Activity: execs, each adding exec.started and exec.finished.
 	const execs = 12

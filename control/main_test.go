@@ -158,6 +158,17 @@ func (e *env) upRequest(id string) *client.CreateRequest {
 	return &client.CreateRequest{ID: id, Kind: "up", Manifest: wm, Secrets: secrets, Start: true}
 }
 
+// createReady creates an up sandbox with id ("" for one the daemon chooses) and
+// waits until it is ready.
+func (e *env) createReady(ctx context.Context, c *client.Client, id string) *client.Sandbox {
+	e.t.Helper()
+	sb, err := c.Create(ctx, e.upRequest(id))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return waitReady(e.t, c, sb.ID)
+}
+
 // daemon is an `airlock daemon run` subprocess.
 type daemon struct {
 	proc   *clitest.Proc
@@ -239,14 +250,7 @@ func (d *daemon) exited(timeout time.Duration) (int, bool) {
 }
 
 // result of one CLI invocation.
-type result struct {
-	stdout, stderr string
-	code           int
-}
-
-func (r result) String() string {
-	return fmt.Sprintf("exit %d\n--- stdout:\n%s--- stderr:\n%s", r.code, r.stdout, r.stderr)
-}
+type result = clitest.Result
 
 // run runs the CLI bin with args in the project dir.
 func (e *env) run(bin string, args ...string) result {

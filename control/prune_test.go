@@ -25,7 +25,6 @@ import (
 
 	"github.com/airlock-dev/airlock/client"
 	"github.com/airlock-dev/airlock/control"
-	"github.com/airlock-dev/airlock/control/store"
 	"github.com/airlock-dev/airlock/internal/testenv"
 	"github.com/airlock-dev/airlock/sandbox"
 )
@@ -55,7 +54,7 @@ func TestPrune(t *testing.T) {
 	// A copy of the binary of its own: its supervisor volume is made by this
 	// test (so it carries this owner) and removed at the end.
 	bin := filepath.Join(t.TempDir(), "airlock")
-	copyFile(t, binA, bin, 0o755)
+	testenv.CopyFile(t, binA, bin, 0o755)
 	rt := &sandbox.Runtime{Engine: e.docker, Paths: e.paths, Quiet: true, Binary: bin, BuildID: buildA, Getenv: e.getenv, Owner: owner}
 	c := startInProcess(t, e, rt)
 	t.Cleanup(func() {
@@ -241,40 +240,6 @@ func TestPrune(t *testing.T) {
 		t.Error(err)
 	}
 	testenv.AssertNoLeftovers(t, e.docker, labelProject, e.project)
-}
-
-// startInProcess runs a daemon over rt in the test process until the test ends.
-func startInProcess(t *testing.T, e *env, rt *sandbox.Runtime) *client.Client {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- control.Run(ctx, control.Options{Paths: e.paths, Version: "test", BuildID: "inproc", LogLevel: "debug",
-			Service: func() (*control.Service, error) {
-				st, err := store.Open(e.paths.Store())
-				if err != nil {
-					return nil, err
-				}
-				return control.NewService(st, rt, control.Config{IdleTTL: time.Hour, ReapInterval: 100 * time.Millisecond}), nil
-			}})
-	}()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("control.Run: %v", err)
-			}
-		case <-time.After(30 * time.Second):
-			t.Errorf("control.Run did not return within 30 s of its context's end")
-		}
-	})
-	c := client.New(e.paths.Socket())
-	eventually(t, 20*time.Second, "the in-process daemon", func() bool {
-		h, err := c.Health(context.Background())
-		return err == nil && h.BuildID == "inproc"
-	})
-	return c
 }
 
 // pruned lists "type name" of what a prune removed, sorted; images by ID.

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/control/store"
+	"github.com/airlock-dev/airlock/internal/proc"
 	"github.com/airlock-dev/airlock/sandbox"
 )
 
@@ -51,6 +52,6 @@ func processAlive(pid int, start string) bool {
 	if err := syscall.Kill(pid, 0); err != nil && err != syscall.EPERM {
 		return false
 	}
-	state, started, ok := ProcessState(pid)
+	state, started, ok := proc.State(pid)
 	return ok && state != "Z" && (start == "" || started == start)
 }

@@ -135,12 +135,8 @@ func TestRecoveryAfterSIGTERM(t *testing.T) {
 	e := newEnv(t)
 	d := e.startDaemon(binA)
 	ctx := ctxT(t, 2*time.Minute)
-	sb, err := d.client.Create(ctx, e.upRequest(""))
-	if err != nil {
-		t.Fatal(err)
-	}
-	id := sb.ID
-	last := waitReady(t, d.client, id).LastSeq
+	sb := e.createReady(ctx, d.client, "")
+	id, last := sb.ID, sb.LastSeq
 	d.stop(t, syscall.SIGTERM)
 	if s := e.containerState(id); s != "running" {
 		t.Fatalf("the sandbox is %q after the daemon stopped, want running (sandboxes outlive the daemon)", s)

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/internal/testenv"
-	"github.com/airlock-dev/airlock/sandbox"
+	"github.com/airlock-dev/airlock/supervisor"
 )
 
 // TestStatusReplayAfterRestart: transitions a sandbox's supervisor reports while
@@ -29,11 +29,7 @@ max_restarts = 1
 	d := e.startDaemon(binA)
 	c := d.client
 	ctx := ctxT(t, 2*time.Minute)
-	sb, err := c.Create(ctx, e.upRequest(uniq("replay")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ready := waitReady(t, c, sb.ID)
+	ready := e.createReady(ctx, c, uniq("replay"))
 	d.stop(t, syscall.SIGKILL)
 
 	// While no daemon runs, the worker exits with 3 and is restarted.
@@ -42,18 +38,18 @@ max_restarts = 1
 	}
 	// The status stream lives in the sandbox: read it through the Engine.
 	eventually(t, 30*time.Second, "the supervisor to restart the worker", func() bool {
-		b := testenv.ReadContainerFile(ctx, e.docker, "airlock-"+sb.ID, sandbox.StatusIn)
+		b := testenv.ReadContainerFile(ctx, e.docker, "airlock-"+ready.ID, supervisor.StatusFile)
 		return countSubstr(b, `"daemon.started"`) >= 2
 	})
 
 	d = e.startDaemon(binA)
 	c = d.client
 	eventually(t, 30*time.Second, "the worker's restart to be recorded", func() bool {
-		return indexOf(allEvents(t, c, sb.ID), "daemon.restarting") >= 0
+		return indexOf(allEvents(t, c, ready.ID), "daemon.restarting") >= 0
 	})
-	evs := allEvents(t, c, sb.ID)
+	evs := allEvents(t, c, ready.ID)
 	if evs[len(evs)-1].Sequence <= ready.LastSeq {
-		t.Fatalf("no event after the restart:\n%s", dumpEvents(c, sb.ID))
+		t.Fatalf("no event after the restart:\n%s", dumpEvents(c, ready.ID))
 	}
 	assertContiguous(t, "events", evs, 0)
 	counts := map[string]int{}
@@ -61,12 +57,12 @@ max_restarts = 1
 		counts[ev.Kind]++
 	}
 	if counts["sandbox.ready"] != 1 || counts["daemon.exited"] != 1 || counts["daemon.started"] != 2 {
-		t.Fatalf("want one sandbox.ready, one daemon.exited and two daemon.started, got %v:\n%s", counts, dumpEvents(c, sb.ID))
+		t.Fatalf("want one sandbox.ready, one daemon.exited and two daemon.started, got %v:\n%s", counts, dumpEvents(c, ready.ID))
 	}
-	if _, err := c.Delete(ctx, sb.ID); err != nil {
+	if _, err := c.Delete(ctx, ready.ID); err != nil {
 		t.Fatal(err)
 	}
-	waitState(t, c, sb.ID, time.Minute, "deleted")
+	waitState(t, c, ready.ID, time.Minute, "deleted")
 }
 
 func countSubstr(s, sub string) int {

@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,6 +20,8 @@ import (
 
 	"github.com/airlock-dev/airlock/client"
 	"github.com/airlock-dev/airlock/control"
+	"github.com/airlock-dev/airlock/internal/clitest"
+	"github.com/airlock-dev/airlock/internal/testenv"
 	"github.com/airlock-dev/airlock/paths"
 	"github.com/airlock-dev/airlock/secrets"
 )
@@ -35,19 +36,7 @@ func (e *env) runEnv(bin string, extra []string, args ...string) result {
 	cmd.Dir = e.project
 	cmd.Env = append(e.environ(), extra...)
 	cmd.WaitDelay = 5 * time.Second
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	r := result{stdout: stdout.String(), stderr: stderr.String()}
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-	case errors.As(err, &ee):
-		r.code = ee.ExitCode()
-	default:
-		e.t.Fatalf("airlock %s: %v\n%s", strings.Join(args, " "), err, r)
-	}
-	return r
+	return clitest.RunCmd(e.t, cmd)
 }
 
 // stopBackgroundDaemon stops, when the test ends, whatever daemon answers on
@@ -98,7 +87,7 @@ func TestStopStalePidFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := e.run(binA, "daemon", "stop")
-	if r.code != 0 || r.stdout != "no daemon running; removed a stale pid file\n" {
+	if r.Code != 0 || r.Stdout != "no daemon running; removed a stale pid file\n" {
 		t.Errorf("daemon stop with a stale pid file: %s", r)
 	}
 	select {
@@ -110,7 +99,7 @@ func TestStopStalePidFile(t *testing.T) {
 		t.Errorf("the stale pid file remains (%v)", err)
 	}
 	r = e.run(binA, "daemon", "stop")
-	if r.code != 0 || r.stdout != "Daemon not running\n" {
+	if r.Code != 0 || r.Stdout != "Daemon not running\n" {
 		t.Errorf("daemon stop with no pid file: %s", r)
 	}
 
@@ -215,14 +204,22 @@ func TestRuntimeDirOfAnotherUser(t *testing.T) {
 		t.Fatal(err)
 	}
 	bin := filepath.Join(root, "airlock")
-	copyFile(t, binA, bin, 0o755)
+	testenv.CopyFile(t, binA, bin, 0o755)
+	// mkdirOf makes dir with mode (umask aside), owned by owner.
+	mkdirOf := func(dir string, mode os.FileMode, owner int) {
+		t.Helper()
+		if err := os.Mkdir(dir, mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(dir, mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(dir, owner, owner); err != nil {
+			t.Fatal(err)
+		}
+	}
 	home := filepath.Join(root, "home")
-	if err := os.Mkdir(home, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chown(home, uid, uid); err != nil {
-		t.Fatal(err)
-	}
+	mkdirOf(home, 0o700, uid)
 	run := func(args ...string) result {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -230,27 +227,17 @@ func TestRuntimeDirOfAnotherUser(t *testing.T) {
 		cmd := exec.CommandContext(ctx, setpriv, append([]string{"--reuid=" + strconv.Itoa(uid), "--regid=" + strconv.Itoa(uid), "--clear-groups", bin}, args...)...)
 		cmd.Dir = home
 		cmd.Env = []string{"HOME=" + home, "PATH=/usr/bin:/bin", "USER=nobody4242"}
-		var stdout, stderr bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		err := cmd.Run()
-		r := result{stdout: stdout.String(), stderr: stderr.String()}
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			r.code = ee.ExitCode()
-		} else if err != nil {
-			t.Fatalf("airlock %v as uid %d: %v", args, uid, err)
-		}
-		return r
+		return clitest.RunCmd(t, cmd)
 	}
 	refused := func(what string, parts ...string) {
 		t.Helper()
 		for _, args := range [][]string{{"daemon", "run"}, {"daemon", "start"}, {"daemon", "status"}, {"daemon", "stop"}, {"ps"}} {
 			r := run(args...)
-			if r.code != 125 {
-				t.Errorf("%s: airlock %v exited %d, want 125\n%s", what, args, r.code, r)
+			if r.Code != 125 {
+				t.Errorf("%s: airlock %v exited %d, want 125\n%s", what, args, r.Code, r)
 			}
 			for _, p := range append([]string{"refusing to use " + rtDir}, parts...) {
-				if !strings.Contains(r.stderr, p) {
+				if !strings.Contains(r.Stderr, p) {
 					t.Errorf("%s: airlock %v: the error does not say %q\n%s", what, args, p, r)
 				}
 			}
@@ -258,15 +245,7 @@ func TestRuntimeDirOfAnotherUser(t *testing.T) {
 	}
 
 	// Another user's directory, open to all: nothing is put in it.
-	if err := os.Mkdir(rtDir, 0o777); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(rtDir, 0o777); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chown(rtDir, attacker, attacker); err != nil {
-		t.Fatal(err)
-	}
+	mkdirOf(rtDir, 0o777, attacker)
 	refused("another user's directory", fmt.Sprintf("belongs to uid %d", attacker), fmt.Sprintf("not to you (uid %d", uid), "XDG_RUNTIME_DIR")
 	if ents, err := os.ReadDir(rtDir); err != nil || len(ents) != 0 {
 		t.Errorf("airlock put %v in another user's directory (%v)", ents, err)
@@ -280,12 +259,7 @@ func TestRuntimeDirOfAnotherUser(t *testing.T) {
 
 	// A link (another user's) to a directory of the user's.
 	own := filepath.Join(home, "rt")
-	if err := os.Mkdir(own, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chown(own, uid, uid); err != nil {
-		t.Fatal(err)
-	}
+	mkdirOf(own, 0o700, uid)
 	if err := os.Symlink(own, rtDir); err != nil {
 		t.Fatal(err)
 	}
@@ -296,41 +270,17 @@ func TestRuntimeDirOfAnotherUser(t *testing.T) {
 	os.Remove(rtDir)
 
 	// The user's own directory, but open to others.
-	if err := os.Mkdir(rtDir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chown(rtDir, uid, uid); err != nil {
-		t.Fatal(err)
-	}
+	mkdirOf(rtDir, 0o755, uid)
 	refused("a directory with mode 0755", "has mode 0755")
 	os.Remove(rtDir)
 
 	// No directory: it is made, the user's, mode 0700.
 	r := run("daemon", "status")
-	if r.code != 1 || !strings.HasPrefix(r.stdout, "Daemon not running") {
+	if r.Code != 1 || !strings.HasPrefix(r.Stdout, "Daemon not running") {
 		t.Errorf("daemon status with no runtime dir: %s", r)
 	}
 	st, err := os.Lstat(rtDir)
 	if err != nil || !st.IsDir() || st.Mode().Perm() != 0o700 || int(st.Sys().(*syscall.Stat_t).Uid) != uid {
 		t.Errorf("the runtime dir made: %v %v, want a directory of uid %d with mode 0700", st, err, uid)
-	}
-}
-
-func copyFile(t *testing.T, src, dst string, mode os.FileMode) {
-	t.Helper()
-	in, err := os.Open(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, mode)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		t.Fatal(err)
-	}
-	if err := out.Close(); err != nil {
-		t.Fatal(err)
 	}
 }

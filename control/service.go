@@ -149,6 +149,18 @@ func (s *Service) setFlags(l *live, f func()) {
 	f()
 }
 
+// claim sets a flag of a live sandbox (guarded by s.mu) and reports whether it
+// was clear: the caller then owns the job the flag marks until it clears it.
+func (s *Service) claim(flag *bool) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if *flag {
+		return false
+	}
+	*flag = true
+	return true
+}
+
 func (s *Service) touch(id string) {
 	s.mu.Lock()
 	s.active[id] = time.Now()

@@ -80,7 +80,7 @@ func TestTokenNeverOnArgv(t *testing.T) {
 	r := e.runEnv(binA, []string{"AIRLOCK_TOKEN=" + token, "AIRLOCK_VAULT_PASSPHRASE=vault-pass-9f2b",
 		"AIRLOCK_TEST_MARKER=marker-3a4c", "LC_TIME=C.UTF-8"},
 		"daemon", "start", "--host", "127.0.0.1", "--port", strconv.Itoa(port))
-	if r.code != 0 {
+	if r.Code != 0 {
 		t.Fatalf("daemon start: %s", r)
 	}
 	pid := e.health().PID
@@ -125,11 +125,11 @@ func TestTokenFile(t *testing.T) {
 	bad := filepath.Join(e.home, "loose-token")
 	writeTokenFile(t, bad, "loose-token-value", 0o644)
 	r := e.run(binA, "daemon", "run", "--host", "127.0.0.1", "--port", strconv.Itoa(freePort(t)), "--token-file", bad)
-	if r.code != 2 || !strings.Contains(r.stderr, bad) || !strings.Contains(r.stderr, "mode 0644") || !strings.Contains(r.stderr, "0600") {
+	if r.Code != 2 || !strings.Contains(r.Stderr, bad) || !strings.Contains(r.Stderr, "mode 0644") || !strings.Contains(r.Stderr, "0600") {
 		t.Errorf("a token file with mode 0644: %s", r)
 	}
 	r = e.run(binA, "daemon", "start", "--host", "127.0.0.1", "--port", strconv.Itoa(freePort(t)), "--token-file", e.home)
-	if r.code != 2 || !strings.Contains(r.stderr, "not a regular file") {
+	if r.Code != 2 || !strings.Contains(r.Stderr, "not a regular file") {
 		t.Errorf("a directory as token file: %s", r)
 	}
 	if _, err := client.New(e.paths.Socket()).Health(context.Background()); err == nil {
@@ -199,50 +199,50 @@ func TestUpgradeKeepsListenOptions(t *testing.T) {
 	tokFile := filepath.Join(e.home, "token")
 	writeTokenFile(t, tokFile, "upgrade-file-token", 0o600)
 	port := freePort(t)
-	if r := e.run(binA, "daemon", "start", "--host", "127.0.0.1", "--port", strconv.Itoa(port), "--token-file", tokFile); r.code != 0 {
+	if r := e.run(binA, "daemon", "start", "--host", "127.0.0.1", "--port", strconv.Itoa(port), "--token-file", tokFile); r.Code != 0 {
 		t.Fatalf("daemon start: %s", r)
+	}
+	// upgraded checks that build B now answers, in another process than
+	// first, on port with token.
+	upgraded := func(first client.Health, port int, token string) client.Health {
+		t.Helper()
+		second := e.health()
+		if second.BuildID != buildB || second.PID == first.PID {
+			t.Fatalf("after the upgrade: %+v (before %+v)", second, first)
+		}
+		waitTCP(t, port)
+		if got := tcpHealth(t, port, token); got != second.PID {
+			t.Errorf("TCP health after the upgrade: pid %d, want %d", got, second.PID)
+		}
+		return second
 	}
 	first := e.health()
 	waitTCP(t, port)
 	tcpHealth(t, port, "upgrade-file-token")
 
 	r := e.run(binB, "ps")
-	if r.code != 0 || !strings.Contains(r.stderr, fmt.Sprintf("daemon outdated (build %s -> %s), restarting...", buildA, buildB)) {
+	if r.Code != 0 || !strings.Contains(r.Stderr, fmt.Sprintf("daemon outdated (build %s -> %s), restarting...", buildA, buildB)) {
 		t.Fatalf("ps with a newer CLI: %s", r)
 	}
-	second := e.health()
-	if second.BuildID != buildB || second.PID == first.PID {
-		t.Fatalf("after the upgrade: %+v (before %+v)", second, first)
-	}
-	waitTCP(t, port)
-	if got := tcpHealth(t, port, "upgrade-file-token"); got != second.PID {
-		t.Errorf("TCP health after the upgrade: pid %d, want %d", got, second.PID)
-	}
+	second := upgraded(first, port, "upgrade-file-token")
 	if cmd := procFile(t, second.PID, "cmdline"); !strings.Contains(cmd, tokFile) {
 		t.Errorf("the new daemon does not read the token file: %q", cmd)
 	}
 
 	// A token given by value survives too, and stays off the command line.
-	if r := e.run(binB, "daemon", "stop"); r.code != 0 {
+	if r := e.run(binB, "daemon", "stop"); r.Code != 0 {
 		t.Fatalf("daemon stop: %s", r)
 	}
 	port = freePort(t)
-	if r := e.runEnv(binA, []string{"AIRLOCK_TOKEN=upgrade-value-token"}, "daemon", "start", "--host", "127.0.0.1", "--port", strconv.Itoa(port)); r.code != 0 {
+	if r := e.runEnv(binA, []string{"AIRLOCK_TOKEN=upgrade-value-token"}, "daemon", "start", "--host", "127.0.0.1", "--port", strconv.Itoa(port)); r.Code != 0 {
 		t.Fatalf("daemon start: %s", r)
 	}
 	first = e.health()
 	r = e.run(binB, "daemon", "start")
-	if r.code != 0 || !strings.Contains(r.stderr, "daemon outdated") {
+	if r.Code != 0 || !strings.Contains(r.Stderr, "daemon outdated") {
 		t.Fatalf("daemon start with a newer CLI: %s", r)
 	}
-	second = e.health()
-	if second.BuildID != buildB || second.PID == first.PID {
-		t.Fatalf("after the upgrade: %+v (before %+v)", second, first)
-	}
-	waitTCP(t, port)
-	if got := tcpHealth(t, port, "upgrade-value-token"); got != second.PID {
-		t.Errorf("TCP health after the upgrade: pid %d, want %d", got, second.PID)
-	}
+	second = upgraded(first, port, "upgrade-value-token")
 	if cmd := procFile(t, second.PID, "cmdline") + procFile(t, second.PID, "environ"); strings.Contains(cmd, "upgrade-value-token") {
 		t.Errorf("the new daemon has the token on its command line or in its environment")
 	}

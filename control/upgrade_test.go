@@ -17,12 +17,8 @@ func TestUpgrade(t *testing.T) {
 	e := newEnv(t)
 	d := e.startDaemon(binA)
 	ctx := ctxT(t, 2*time.Minute)
-	sb, err := d.client.Create(ctx, e.upRequest(""))
-	if err != nil {
-		t.Fatal(err)
-	}
-	id := sb.ID
-	last := waitReady(t, d.client, id).LastSeq
+	sb := e.createReady(ctx, d.client, "")
+	id, last := sb.ID, sb.LastSeq
 	// The replacement daemon is started detached by the CLI: stop it at the end.
 	t.Cleanup(func() {
 		h, err := d.client.Health(context.Background())
@@ -37,10 +33,10 @@ func TestUpgrade(t *testing.T) {
 		_ = syscall.Kill(h.PID, syscall.SIGKILL)
 	})
 	r := e.run(binB, "ps")
-	if want := "daemon outdated (build " + buildA + " -> " + buildB + "), restarting...\n"; r.code != 0 || !strings.Contains(r.stderr, want) {
+	if want := "daemon outdated (build " + buildA + " -> " + buildB + "), restarting...\n"; r.Code != 0 || !strings.Contains(r.Stderr, want) {
 		t.Errorf("airlock ps of build B: want %q on stderr\n%s", want, r)
 	}
-	if !strings.Contains(r.stdout, id[:8]) && !strings.Contains(r.stdout, id) {
+	if !strings.Contains(r.Stdout, id[:8]) && !strings.Contains(r.Stdout, id) {
 		t.Errorf("airlock ps does not list the sandbox %s:\n%s", id, r)
 	}
 	if _, ok := d.exited(10 * time.Second); !ok {
@@ -66,7 +62,7 @@ func TestUpgrade(t *testing.T) {
 		t.Errorf("exec after the upgrade: %+v %v", got, err)
 	}
 	r = e.run(binB, "ps")
-	if strings.Contains(r.stderr, "outdated") {
+	if strings.Contains(r.Stderr, "outdated") {
 		t.Errorf("a second airlock ps restarted the daemon again:\n%s", r)
 	}
 	if _, err := d.client.Delete(ctx, id); err != nil {

@@ -16,12 +16,8 @@ func TestEngineEvents(t *testing.T) {
 	d := e.startDaemon(binA)
 	c := d.client
 	ctx := ctxT(t, 2*time.Minute)
-	sb, err := c.Create(ctx, e.upRequest(""))
-	if err != nil {
-		t.Fatal(err)
-	}
-	id := sb.ID
-	last := waitReady(t, c, id).LastSeq
+	sb := e.createReady(ctx, c, "")
+	id, last := sb.ID, sb.LastSeq
 	if err := e.docker.ContainerKill(ctx, "airlock-"+id, "SIGKILL"); err != nil {
 		t.Fatal(err)
 	}

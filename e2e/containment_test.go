@@ -13,6 +13,7 @@ import (
 	"github.com/docker/docker/api/types/filters"
 
 	"github.com/airlock-dev/airlock/sandbox"
+	"github.com/airlock-dev/airlock/supervisor"
 )
 
 const containmentManifest = `
@@ -65,8 +66,8 @@ func TestContainment(t *testing.T) {
 		"ln -sf " + victim + " /airlock/secret/secrets.json.tmp",
 		"ln -sf " + victim + " /airlock/secret/secrets.json",
 		"echo '{\"uid\":4242,\"gid\":4242}' > /airlock/sandbox.json 2>/dev/null || true",
-		"rm -f " + sandbox.StatusIn + " && ln -s " + victim + " " + sandbox.StatusIn,
-		"rm -rf " + sandbox.LogsIn + "/web && ln -s " + filepath.Dir(victim) + " " + sandbox.LogsIn + "/web",
+		"rm -f " + supervisor.StatusFile + " && ln -s " + victim + " " + supervisor.StatusFile,
+		"rm -rf " + supervisor.DaemonLogRoot + "/web && ln -s " + filepath.Dir(victim) + " " + supervisor.DaemonLogRoot + "/web",
 	}, " && "))
 	e.MustRun("stop")
 	e.MustRun("up", "-d")
@@ -125,7 +126,7 @@ image = "{{image}}"
 	id := strings.TrimSpace(e.MustRun("up", "-d").Stdout)
 
 	// A FIFO in place of the stream, then a stop: the daemon must not block on it.
-	e.MustRun("exec", "--", "sh", "-c", "rm -f "+sandbox.StatusIn+" && mkfifo "+sandbox.StatusIn)
+	e.MustRun("exec", "--", "sh", "-c", "rm -f "+supervisor.StatusFile+" && mkfifo "+supervisor.StatusFile)
 	done := make(chan result, 1)
 	go func() { done <- e.Run("stop") }()
 	select {
@@ -141,7 +142,7 @@ image = "{{image}}"
 	e.MustRun("up", "-d")
 
 	// A line longer than the daemon reads: the sandbox fails and is killed.
-	e.MustRun("exec", "--", "sh", "-c", "head -c 200000 /dev/zero | tr '\\0' 'a' >> "+sandbox.StatusIn)
+	e.MustRun("exec", "--", "sh", "-c", "head -c 200000 /dev/zero | tr '\\0' 'a' >> "+supervisor.StatusFile)
 	eventually(t, 30*time.Second, "the sandbox to fail", func() bool {
 		ps := e.PS()
 		return len(ps) == 1 && ps[0].State == "failed"
@@ -151,7 +152,7 @@ image = "{{image}}"
 
 	// A flood of well-formed lines: the sandbox fails, the store is not flooded.
 	e.MustRun("up", "-d")
-	e.MustRun("exec", "--", "sh", "-c", `i=0; while [ $i -lt 5000 ]; do echo '{"time":"2026-01-01T00:00:00Z","kind":"daemon.started","daemon":"x","pid":1}'; i=$((i+1)); done >> `+sandbox.StatusIn)
+	e.MustRun("exec", "--", "sh", "-c", `i=0; while [ $i -lt 5000 ]; do echo '{"time":"2026-01-01T00:00:00Z","kind":"daemon.started","daemon":"x","pid":1}'; i=$((i+1)); done >> `+supervisor.StatusFile)
 	eventually(t, 30*time.Second, "the flooding sandbox to fail", func() bool {
 		ps := e.PS()
 		return len(ps) == 1 && ps[0].State == "failed"

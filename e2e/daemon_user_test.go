@@ -13,6 +13,7 @@ import (
 
 // Per-daemon user (issue 13): daemons.<name>.user is resolved in the sandbox's own
 // /etc/passwd and /etc/group, and the daemon runs with that uid, gid and groups.
+// A user the sandbox does not have is a row of TestRunStartFails.
 
 // TestDaemonUser: a user that exists only in the sandbox's /etc/passwd (copied in)
 // runs the daemon with its uid, primary group, supplementary groups and home; a
@@ -54,22 +55,6 @@ ready = { cmd = ["test", "-s", "/tmp/num.ids"], timeout = "20s" }
 	e.assertClean()
 }
 
-// TestDaemonUserUnknown: a user the sandbox does not have fails the start with
-// 125 naming the daemon, before any daemon or the main command runs; nothing is left.
-func TestDaemonUserUnknown(t *testing.T) {
-	limit(t)
-	e := newEnv(t, `
-[sandbox]
-image = "{{image}}"
-network = "none"
-
-[daemons.web]
-user = "ghost"
-command = ["sleep", "300"]
-`)
-	e.startFails(30*time.Second, `daemon web as user "ghost": no such user in the sandbox's /etc/passwd`)
-}
-
 // TestDaemonUserNonRootSandbox: a sandbox that does not run as root runs a daemon
 // as its own user (named as such: the postgres preset in a sandbox whose user is
 // postgres), but cannot switch to another one: 125 naming the daemon.
@@ -101,24 +86,6 @@ user = "root"
 command = ["sleep", "300"]
 `)
 	e.startFails(cmdTimeout, `cannot run daemon other as user "root" (uid 0, gid 0): the sandbox runs as uid 65534`)
-}
-
-// TestDaemonSameFailureFailsFast: a daemon that fails the same way on every launch
-// before it was ever ready fails the sandbox after 3 launches (about 3 s of
-// backoff), not after max_restarts' 55 s or the ready timeout.
-func TestDaemonSameFailureFailsFast(t *testing.T) {
-	limit(t)
-	e := newEnv(t, `
-[sandbox]
-image = "{{image}}"
-network = "none"
-
-[daemons.db]
-command = ["sh", "-c", "echo \"initdb: error: cannot be run as root (pid $$)\" >&2; exit 1"]
-restart = "on-failure"
-ready = { tcp = "127.0.0.1:5432", timeout = "60s" }
-`)
-	e.startFails(20*time.Second, "daemon db exited before it was ready", "failed the same way (exit 1) on 3 launches in a row", "initdb: error: cannot be run as root")
 }
 
 // postgresImage is a Debian bookworm image with the postgresql package, built by

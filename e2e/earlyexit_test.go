@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -12,6 +11,7 @@ import (
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/volume"
 
+	"github.com/airlock-dev/airlock/internal/testenv"
 	"github.com/airlock-dev/airlock/sandbox"
 )
 
@@ -24,7 +24,7 @@ func TestUpSupervisorCannotRun(t *testing.T) {
 	limit(t)
 	e := newEnv(t, "[sandbox]\nimage = \"{{image}}\"\n")
 	bin := filepath.Join(t.TempDir(), "airlock")
-	copyExecutable(t, "/bin/true", bin)
+	testenv.CopyFile(t, "/bin/true", bin, 0o755)
 	if err := sandbox.CheckLinuxBinary(bin, runtime.GOARCH, true); err == nil {
 		t.Fatalf("/bin/true is statically linked here; the test needs a dynamically linked binary")
 	}
@@ -39,25 +39,6 @@ func TestUpSupervisorCannotRun(t *testing.T) {
 	e.assertClean()
 	if ps := e.PS(); len(ps) != 0 {
 		t.Errorf("after a failed up -d, ps -a lists %+v", ps)
-	}
-}
-
-func copyExecutable(t *testing.T, src, dst string) {
-	t.Helper()
-	in, err := os.Open(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o755)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		t.Fatal(err)
-	}
-	if err := out.Close(); err != nil {
-		t.Fatal(err)
 	}
 }
 

@@ -28,6 +28,20 @@ command = ["sh", "-c", "mkdir -p /www && echo from-daemon > /www/index.html && e
 ready = { http = "http://127.0.0.1:8080/", timeout = "10s" }
 `
 
+// newRemoteEnv is newEnv with a stand-in remote Engine: {{image}} is the busybox
+// image built there, and when the test ends nothing of the project may be left
+// there either. The environment's airlock still uses the local Engine unless the
+// test points DOCKER_HOST (or a context) at the remote one.
+func newRemoteEnv(t *testing.T, manifest string) (*env, *testenv.RemoteEngine) {
+	t.Helper()
+	remote := testenv.StartRemoteEngine(t)
+	e := newEnv(t, "")
+	e.Image = remote.BusyboxImage(t)
+	e.WriteManifest(manifest)
+	t.Cleanup(func() { testenv.AssertNoLeftovers(t, remote.Client, labelProject, e.Project) })
+	return e, remote
+}
+
 // TestRemoteEngine: with DOCKER_HOST pointing at an Engine that cannot see this
 // host's files (a second dockerd in its own mount and network namespaces, reached
 // over loopback TCP), a sandbox gets its project (copied in, .airlockignore
@@ -36,15 +50,11 @@ ready = { http = "http://127.0.0.1:8080/", timeout = "10s" }
 // nothing is left on either Engine (DESIGN §7, the channel issue).
 func TestRemoteEngine(t *testing.T) {
 	limit(t)
-	remote := testenv.StartRemoteEngine(t)
-	e := newEnv(t, "")
-	e.Image = remote.BusyboxImage(t)
-	e.WriteManifest(remoteManifest)
+	e, remote := newRemoteEnv(t, remoteManifest)
 	e.WriteFile("hello.txt", "hello from the project\n")
 	e.WriteFile("secret-notes.txt", "left out\n")
 	e.WriteFile(".airlockignore", "secret-notes.txt\n")
 	e.Extra = append(e.Extra, "DOCKER_HOST="+remote.Host, "AIRLOCK_VAULT_PASSPHRASE=remote passphrase")
-	defer testenv.AssertNoLeftovers(t, remote.Client, labelProject, e.Project)
 
 	ctx, cancel := context.WithTimeout(context.Background(), cmdTimeout)
 	defer cancel()
@@ -110,11 +120,7 @@ target = "/cache"
 // choose the Engine as the docker CLI does.
 func TestDockerContexts(t *testing.T) {
 	limit(t)
-	remote := testenv.StartRemoteEngine(t)
-	e := newEnv(t, "")
-	e.Image = remote.BusyboxImage(t)
-	e.WriteManifest(plainManifest)
-	defer testenv.AssertNoLeftovers(t, remote.Client, labelProject, e.Project)
+	e, remote := newRemoteEnv(t, plainManifest)
 
 	// A context store as `docker context create standin --docker host=…` writes it.
 	cfg := filepath.Join(e.Home, ".docker")

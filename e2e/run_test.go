@@ -78,21 +78,6 @@ ready = { tcp = "127.0.0.1:8080", timeout = "20s" }
 	e.assertClean()
 }
 
-// TestRunDaemonNeverReady: 125 naming the daemon and its log.
-func TestRunDaemonNeverReady(t *testing.T) {
-	limit(t)
-	e := newEnv(t, `
-[sandbox]
-image = "{{image}}"
-
-[daemons.stuck]
-command = ["sleep", "300"]
-timeout = 1
-ready = { cmd = ["false"], timeout = "2s" }
-`)
-	e.startFails(cmdTimeout, "stuck", "daemons/stuck/", ".log")
-}
-
 // TestRunEnvWorkdir: -e, -w and [env] (a host variable substituted) reach the main
 // command; the substituted value is not in the container's configuration; daemons
 // do not get [env].
@@ -332,16 +317,6 @@ ro-refused
 	e.assertClean()
 }
 
-// TestRunMissingImage: 125 naming the image, nothing left.
-func TestRunMissingImage(t *testing.T) {
-	limit(t)
-	e := newEnv(t, `
-[sandbox]
-image = "airlock-nonexistent/image:nope"
-`)
-	e.startFails(cmdTimeout, "airlock-nonexistent/image:nope")
-}
-
 // TestRunEngineUnreachable: 125 with how to start the Engine, nothing created.
 func TestRunEngineUnreachable(t *testing.T) {
 	limit(t)
@@ -422,10 +397,34 @@ ready = { cmd = ["sh", "-c", "test -e {{project}}/never"], timeout = "30s" }
 	}
 }
 
-// TestRunRequiredServiceUnhealthy: 125 naming the service, with its last log lines.
-func TestRunRequiredServiceUnhealthy(t *testing.T) {
-	limit(t)
-	e := newEnv(t, `
+// TestRunStartFails: a sandbox that cannot start fails `run` with 125 before the
+// main command, within a limit, naming what failed (and where to look), and
+// leaves nothing behind.
+func TestRunStartFails(t *testing.T) {
+	for _, tc := range []struct {
+		name, manifest string
+		within         time.Duration
+		wants          []string
+	}{{
+		name: "daemon-never-ready", within: cmdTimeout, wants: []string{"stuck", "daemons/stuck/", ".log"},
+		manifest: `
+[sandbox]
+image = "{{image}}"
+
+[daemons.stuck]
+command = ["sleep", "300"]
+timeout = 1
+ready = { cmd = ["false"], timeout = "2s" }
+`,
+	}, {
+		name: "missing-image", within: cmdTimeout, wants: []string{"airlock-nonexistent/image:nope"},
+		manifest: `
+[sandbox]
+image = "airlock-nonexistent/image:nope"
+`,
+	}, {
+		name: "required-service-unhealthy", within: 30 * time.Second, wants: []string{"service db", "db-log-line-2"},
+		manifest: `
 [sandbox]
 image = "{{image}}"
 ready_timeout = "5s"
@@ -435,6 +434,40 @@ image = "{{image}}"
 command = ["sh", "-c", "echo db-log-line-1; echo db-log-line-2; exec sleep 300"]
 required = true
 healthcheck = { cmd = ["false"], interval = "200ms", timeout = "1s", retries = 2 }
-`)
-	e.startFails(30*time.Second, "service db", "db-log-line-2")
+`,
+	}, {
+		// Before any daemon or the main command runs.
+		name: "daemon-user-unknown", within: 30 * time.Second,
+		wants: []string{`daemon web as user "ghost": no such user in the sandbox's /etc/passwd`},
+		manifest: `
+[sandbox]
+image = "{{image}}"
+network = "none"
+
+[daemons.web]
+user = "ghost"
+command = ["sleep", "300"]
+`,
+	}, {
+		// A daemon that fails the same way on every launch before it was ever
+		// ready fails the sandbox after 3 launches (about 3 s of backoff), not
+		// after max_restarts' 55 s or the ready timeout.
+		name: "daemon-same-failure", within: 20 * time.Second,
+		wants: []string{"daemon db exited before it was ready", "failed the same way (exit 1) on 3 launches in a row", "initdb: error: cannot be run as root"},
+		manifest: `
+[sandbox]
+image = "{{image}}"
+network = "none"
+
+[daemons.db]
+command = ["sh", "-c", "echo \"initdb: error: cannot be run as root (pid $$)\" >&2; exit 1"]
+restart = "on-failure"
+ready = { tcp = "127.0.0.1:5432", timeout = "60s" }
+`,
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			limit(t)
+			newEnv(t, tc.manifest).startFails(tc.within, tc.wants...)
+		})
+	}
 }

@@ -17,6 +17,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/airlock-dev/airlock/internal/testenv"
 )
 
 func TestParseRule(t *testing.T) {
@@ -198,12 +200,12 @@ type proxyFixture struct {
 	dials   atomic.Int32
 	mu      sync.Mutex
 	denials []Denial
-	logs    *syncBuffer
+	logs    *testenv.SyncBuffer
 }
 
 func newProxy(t *testing.T, entries ...string) *proxyFixture {
 	t.Helper()
-	f := &proxyFixture{logs: &syncBuffer{}}
+	f := &proxyFixture{logs: &testenv.SyncBuffer{}}
 	f.srv = &Server{
 		Rules: mustRules(t, entries...),
 		OnDenied: func(d Denial) {
@@ -242,23 +244,6 @@ func (f *proxyFixture) recorded() []Denial {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return append([]Denial(nil), f.denials...)
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }
 
 func hostPort(t *testing.T, rawURL string) string {

@@ -234,46 +234,6 @@ healthcheck = { cmd = ["true"], interval = "8760h", timeout = "1ms", retries = 1
 	load(t, map[string]string{"sandbox.toml": img + "cpus = 0.01\nmemory = \"0\"\n"})
 }
 
-func TestNestedDefaults(t *testing.T) {
-	tests := []struct {
-		name, value, want string
-		env, vault        map[string]string
-		source            manifest.Source
-		asked             []string
-	}{
-		{name: "inner from the host", value: "${A:-${B}}", env: map[string]string{"B": "b"}, want: "b", source: manifest.Host, asked: []string{"A"}},
-		{name: "inner from the vault", value: "${A:-${B}}", vault: map[string]string{"B": "s"}, want: "s", source: manifest.Vault, asked: []string{"A", "B"}},
-		{name: "outer set: inner never looked up", value: "${A:-${B}}", env: map[string]string{"A": "a"}, want: "a", source: manifest.Host},
-		{name: "inner default", value: "${A:-${B:-x}}", want: "x", source: manifest.Literal, asked: []string{"A", "B"}},
-		{name: "text around", value: "<${A:-pre-${B:-b}-post}>", want: "<pre-b-post>", source: manifest.Literal, asked: []string{"A", "B"}},
-		{name: "airlock form", value: "${A:${B:c}}", want: "c", source: manifest.Literal, asked: []string{"A", "B"}},
-		{name: "dollars in a default", value: "${A:-$$${B:-1}$$}", want: "$1$", source: manifest.Literal, asked: []string{"A", "B"}},
-		{name: "brace after a default", value: "${A:-x}}", want: "x}", source: manifest.Literal, asked: []string{"A"}},
-		{name: "eight deep", value: strings.Repeat("${A:-", 8) + "x" + strings.Repeat("}", 8), want: "x", source: manifest.Literal},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			p := newProject(t, map[string]string{"sandbox.toml": img + "[env]\nV = '" + tt.value + "'\n"})
-			for k, v := range tt.env {
-				p.env[k] = v
-			}
-			for k, v := range tt.vault {
-				p.vault.values[k] = v
-			}
-			r := p.mustLoad()
-			if got := r.Env["V"]; got != tt.want {
-				t.Errorf("env.V = %q, want %q", got, tt.want)
-			}
-			if got := r.Sources["env.V"]; got != tt.source {
-				t.Errorf("Sources[env.V] = %v, want %v", got, tt.source)
-			}
-			if tt.asked != nil && !reflect.DeepEqual(p.vault.calls(), tt.asked) {
-				t.Errorf("the vault was asked %q, want %q", p.vault.calls(), tt.asked)
-			}
-		})
-	}
-}
-
 // TestValidateRestored: the control daemon validates what a client sends, with
 // the rules of Load.
 func TestValidateRestored(t *testing.T) {

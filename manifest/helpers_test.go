@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -124,14 +125,7 @@ func wantLines(t *testing.T, got string, want ...string) {
 	t.Helper()
 	lines := strings.Split(got, "\n")
 	for _, w := range want {
-		found := false
-		for _, l := range lines {
-			if l == w {
-				found = true
-				break
-			}
-		}
-		if !found {
+		if !slices.Contains(lines, w) {
 			t.Errorf("error text lacks the line\n\t%s\ngot:\n\t%s", w, strings.Join(lines, "\n\t"))
 		}
 	}

@@ -1,5 +1,7 @@
 package manifest
 
+import "slices"
+
 // origin records which layer set a key, so errors and `config --layers` can name it.
 type origin struct {
 	layer *layer // nil for a default
@@ -73,14 +75,7 @@ func union(a, b any) any {
 	bs, _ := b.([]any)
 	out := append([]any{}, as...)
 	for _, v := range bs {
-		dup := false
-		for _, w := range out {
-			if v == w {
-				dup = true
-				break
-			}
-		}
-		if !dup {
+		if !slices.Contains(out, v) {
 			out = append(out, v)
 		}
 	}

@@ -151,7 +151,7 @@ func (r *Resolved) Redacted() (Manifest, map[string]string) {
 }
 
 // Restore builds a Resolved from a redacted manifest and the values Redacted
-// took out of it. It serves the control daemon, which receives both from the CLI.
+// took out of it: the second half of the wire round trip, called by FromWire.
 func Restore(m Manifest, file, projectDir string, sources map[string]Source, values map[string]string) *Resolved {
 	fill := func(path []string, v string) string {
 		if val, ok := values[KeyPath(path...)]; ok {
@@ -178,24 +178,18 @@ func walkSubstituted(m *Manifest, f func(path []string, v string) string) {
 	}
 	m.Sandbox.Image = f([]string{"sandbox", "image"}, m.Sandbox.Image)
 	m.Env = env([]string{"env"}, m.Env)
-	m.Mounts = maps.Clone(m.Mounts)
-	for n, e := range m.Mounts {
-		e.Source = f([]string{"mounts", n, "source"}, e.Source)
-		m.Mounts[n] = e
+	m.Mounts = editEach(m.Mounts, func(n string, e *Mount) { e.Source = f([]string{"mounts", n, "source"}, e.Source) })
+	m.Copies = editEach(m.Copies, func(n string, e *Copy) { e.Source = f([]string{"copies", n, "source"}, e.Source) })
+	m.Daemons = editEach(m.Daemons, func(n string, e *Daemon) { e.Env = env([]string{"daemons", n, "env"}, e.Env) })
+	m.Services = editEach(m.Services, func(n string, e *Service) { e.Env = env([]string{"services", n, "env"}, e.Env) })
+}
+
+// editEach returns a copy of entries with edit applied to each entry.
+func editEach[E any](entries map[string]E, edit func(name string, e *E)) map[string]E {
+	entries = maps.Clone(entries)
+	for n, e := range entries {
+		edit(n, &e)
+		entries[n] = e
 	}
-	m.Copies = maps.Clone(m.Copies)
-	for n, e := range m.Copies {
-		e.Source = f([]string{"copies", n, "source"}, e.Source)
-		m.Copies[n] = e
-	}
-	m.Daemons = maps.Clone(m.Daemons)
-	for n, e := range m.Daemons {
-		e.Env = env([]string{"daemons", n, "env"}, e.Env)
-		m.Daemons[n] = e
-	}
-	m.Services = maps.Clone(m.Services)
-	for n, e := range m.Services {
-		e.Env = env([]string{"services", n, "env"}, e.Env)
-		m.Services[n] = e
-	}
+	return entries
 }

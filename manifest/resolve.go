@@ -115,10 +115,6 @@ func substitute(m *Manifest, sub *substituter, origins map[string]origin) (map[s
 	return sources, errs
 }
 
-// sortedKeys is slices.Sorted(maps.Keys(m)); validate.go still calls it by
-// this name (its owner switches it over, then this goes).
-func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
-
 // canonicalTools replaces tool aliases by their canonical names, keeping the first
 // place of each tool, and returns the aliases it replaced.
 func canonicalTools(tools *[]string) map[string]string {

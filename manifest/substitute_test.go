@@ -18,6 +18,7 @@ func TestSubstitutionForms(t *testing.T) {
 		env               map[string]string
 		vault             map[string]string
 		source            manifest.Source
+		asked             []string // when set: the names the vault was asked for, in order
 	}{
 		{name: "host", value: "${USER_NAME}", env: map[string]string{"USER_NAME": "ada"}, want: "ada", source: manifest.Host},
 		{name: "in text", value: "pre-${A}-${B}.post", env: map[string]string{"A": "1", "B": "2"}, want: "pre-1-2.post", source: manifest.Host},
@@ -58,6 +59,16 @@ func TestSubstitutionForms(t *testing.T) {
 		{name: "dash dash default", value: "${NOPE:--x}", want: "-x", source: manifest.Literal},
 		{name: "underscore name", value: "${_}", env: map[string]string{"_": "u"}, want: "u", source: manifest.Host},
 		{name: "value with dollar is not expanded", value: "${A}", env: map[string]string{"A": "${B}$$"}, want: "${B}$$", source: manifest.Host},
+		// Nested defaults are looked up lazily: an inner name only when the outer is unset.
+		{name: "inner from the host", value: "${A:-${B}}", env: map[string]string{"B": "b"}, want: "b", source: manifest.Host, asked: []string{"A"}},
+		{name: "inner from the vault", value: "${A:-${B}}", vault: map[string]string{"B": "s"}, want: "s", source: manifest.Vault, asked: []string{"A", "B"}},
+		{name: "outer set: inner never looked up", value: "${A:-${B}}", env: map[string]string{"A": "a"}, want: "a", source: manifest.Host},
+		{name: "inner default", value: "${A:-${B:-x}}", want: "x", source: manifest.Literal, asked: []string{"A", "B"}},
+		{name: "text around", value: "<${A:-pre-${B:-b}-post}>", want: "<pre-b-post>", source: manifest.Literal, asked: []string{"A", "B"}},
+		{name: "airlock form", value: "${A:${B:c}}", want: "c", source: manifest.Literal, asked: []string{"A", "B"}},
+		{name: "dollars in a default", value: "${A:-$$${B:-1}$$}", want: "$1$", source: manifest.Literal, asked: []string{"A", "B"}},
+		{name: "brace after a default", value: "${A:-x}}", want: "x}", source: manifest.Literal, asked: []string{"A"}},
+		{name: "eight deep", value: strings.Repeat("${A:-", 8) + "x" + strings.Repeat("}", 8), want: "x", source: manifest.Literal},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -78,6 +89,9 @@ func TestSubstitutionForms(t *testing.T) {
 			}
 			if tt.source != manifest.Literal && src != tt.source {
 				t.Errorf("Sources[env.V] = %v, want %v", src, tt.source)
+			}
+			if tt.asked != nil && !reflect.DeepEqual(p.vault.calls(), tt.asked) {
+				t.Errorf("the vault was asked %q, want %q", p.vault.calls(), tt.asked)
 			}
 		})
 	}

@@ -2,6 +2,7 @@ package manifest
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"path"
 	"path/filepath"
@@ -65,17 +66,17 @@ func validate(m *Manifest, origins map[string]origin) Errors {
 	v.sandbox(&m.Sandbox)
 	v.processEnv([]string{"env"}, m.Env)
 	targets := map[string]string{}
-	for _, name := range sortedKeys(m.Mounts) {
+	for _, name := range slices.Sorted(maps.Keys(m.Mounts)) {
 		v.mount(name, m.Mounts[name], targets)
 	}
-	for _, name := range sortedKeys(m.Copies) {
+	for _, name := range slices.Sorted(maps.Keys(m.Copies)) {
 		v.copy(name, m.Copies[name], targets)
 	}
-	for _, name := range sortedKeys(m.Daemons) {
+	for _, name := range slices.Sorted(maps.Keys(m.Daemons)) {
 		v.daemon(name, m.Daemons[name], m.Daemons)
 	}
 	v.afterCycles(m.Daemons)
-	for _, name := range sortedKeys(m.Services) {
+	for _, name := range slices.Sorted(maps.Keys(m.Services)) {
 		v.service(name, m.Services[name])
 	}
 	v.noNUL(nil, reflect.ValueOf(m).Elem())
@@ -112,9 +113,9 @@ func checkSubstituted(m *Manifest, sources map[string]Source, origins map[string
 	for _, sec := range []string{"mounts", "copies"} {
 		var names []string
 		if sec == "mounts" {
-			names = sortedKeys(m.Mounts)
+			names = slices.Sorted(maps.Keys(m.Mounts))
 		} else {
-			names = sortedKeys(m.Copies)
+			names = slices.Sorted(maps.Keys(m.Copies))
 		}
 		for _, name := range names {
 			if p := []string{sec, name, "source"}; sources[KeyPath(p...)] == Vault {
@@ -296,7 +297,7 @@ func (v *validator) duration(path []string, s string) {
 // env checks the names of a table of variables the Engine sets (services.*.env,
 // sandbox.build.args).
 func (v *validator) env(prefix []string, vars map[string]string) {
-	for _, k := range sortedKeys(vars) {
+	for _, k := range slices.Sorted(maps.Keys(vars)) {
 		if k == "" || strings.ContainsAny(k, "=\x00") {
 			v.errorf(append(append([]string{}, prefix...), k), "invalid variable name (it must not be empty or contain = or NUL)")
 		}
@@ -306,7 +307,7 @@ func (v *validator) env(prefix []string, vars map[string]string) {
 // processEnv checks the names of a table of variables the supervisor sets in a
 // process's environment ([env], daemons.*.env): it takes what a shell can name.
 func (v *validator) processEnv(prefix []string, vars map[string]string) {
-	for _, k := range sortedKeys(vars) {
+	for _, k := range slices.Sorted(maps.Keys(vars)) {
 		v.check(append(append([]string{}, prefix...), k), specrules.EnvName(k))
 	}
 }
@@ -395,7 +396,7 @@ func (v *validator) daemon(name string, d Daemon, all map[string]Daemon) {
 	if d.User != "" {
 		v.check(p("user"), specrules.User(d.User))
 	}
-	for _, err := range specrules.After(name, d.After, sortedKeys(all)) {
+	for _, err := range specrules.After(name, d.After, slices.Sorted(maps.Keys(all))) {
 		v.check(p("after"), err)
 	}
 	if d.Ready != nil {
@@ -406,24 +407,13 @@ func (v *validator) daemon(name string, d Daemon, all map[string]Daemon) {
 
 func (v *validator) ready(p []string, r *Ready) {
 	at := func(k string) []string { return append(append([]string{}, p...), k) }
-	var kinds []string
-	if r.TCP != "" {
-		kinds = append(kinds, "tcp")
-		v.check(at("tcp"), specrules.ReadyTCP(r.TCP))
+	for _, e := range specrules.Ready(r.TCP, r.HTTP, r.Cmd, r.Log) {
+		if e.Key == "" {
+			v.check(p, e.Err)
+		} else {
+			v.check(at(e.Key), e.Err)
+		}
 	}
-	if r.HTTP != "" {
-		kinds = append(kinds, "http")
-		v.check(at("http"), specrules.ReadyHTTP(r.HTTP))
-	}
-	if r.Cmd != nil {
-		kinds = append(kinds, "cmd")
-		v.check(at("cmd"), specrules.ReadyCmd(r.Cmd))
-	}
-	if r.Log != "" {
-		kinds = append(kinds, "log")
-		v.check(at("log"), specrules.ReadyLog(r.Log))
-	}
-	v.check(p, specrules.ReadyOne(kinds))
 	v.duration(at("timeout"), r.Timeout)
 }
 

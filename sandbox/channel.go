@@ -25,9 +25,9 @@ import (
 //   - the spec is uploaded into the created container (it holds no secret);
 //   - secret values are delivered by a non-TTY exec of `supervise deliver` whose
 //     stdin carries them to PID 1's socket on a tmpfs (deliverSecrets);
-//   - the status stream and daemon logs stay in the container under StateIn and
-//     are read by an exec of `supervise tail` while it runs, and by archive download
-//     once it stopped (FollowFile, ReadFile).
+//   - the status stream and daemon logs stay in the container's state dir
+//     (supervisor.StateDir) and are read by an exec of `supervise tail` while it
+//     runs, and by archive download once it stopped (FollowFile, ReadFile).
 
 // uploadState writes the spec and the sandbox user's empty state folder into a
 // created container (for a sandbox user who could not make the folder itself).
@@ -76,9 +76,9 @@ func (rt *Runtime) uploadState(ctx context.Context, containerID string, b []byte
 func (rt *Runtime) resetStatus(ctx context.Context, containerID string) error {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
-	_ = tw.WriteHeader(&tar.Header{Name: "status.jsonl", Mode: 0o644, ModTime: time.Now(), Typeflag: tar.TypeReg})
+	_ = tw.WriteHeader(&tar.Header{Name: path.Base(supervisor.StatusFile), Mode: 0o644, ModTime: time.Now(), Typeflag: tar.TypeReg})
 	_ = tw.Close()
-	err := rt.Engine.CopyToContainer(ctx, containerID, StateIn, &buf, container.CopyToContainerOptions{AllowOverwriteDirWithFile: true, CopyUIDGID: true})
+	err := rt.Engine.CopyToContainer(ctx, containerID, supervisor.StateDir, &buf, container.CopyToContainerOptions{AllowOverwriteDirWithFile: true, CopyUIDGID: true})
 	if err != nil {
 		return failed("cannot reset the sandbox's status stream: %v", err)
 	}
@@ -156,7 +156,7 @@ func (rt *Runtime) FollowFile(ctx context.Context, containerID, file string, fro
 // follower reports its progress in the sandbox, so that the supervisor lets it read
 // the stream's last lines before the container stops.
 func (rt *Runtime) FollowStatus(ctx context.Context, containerID string, from int64) (io.ReadCloser, error) {
-	return rt.tailExec(ctx, containerID, StatusIn, from, StatusReadIn)
+	return rt.tailExec(ctx, containerID, supervisor.StatusFile, from, StatusReadIn)
 }
 
 func (rt *Runtime) tailExec(ctx context.Context, containerID, file string, from int64, report string) (io.ReadCloser, error) {
@@ -276,13 +276,4 @@ func (rt *Runtime) CopyFile(ctx context.Context, containerID, file string, from 
 	}
 	n, err := io.Copy(w, tr)
 	return from + n, err
-}
-
-// DaemonLog is the path of a daemon's log inside the sandbox.
-func DaemonLog(daemon string, stderr bool) string {
-	f := "stdout.log"
-	if stderr {
-		f = "stderr.log"
-	}
-	return path.Join(LogsIn, daemon, f)
 }

@@ -399,8 +399,8 @@ func buildSpec(req *Request, r *manifest.Resolved, hp *hostPlan) *supervisor.Spe
 	harden := r.Sandbox.Harden
 	spec := &supervisor.Spec{
 		Version:        supervisor.SpecVersion,
-		LogDir:         LogsIn,
-		StatusFile:     StatusIn,
+		LogDir:         supervisor.DaemonLogRoot,
+		StatusFile:     supervisor.StatusFile,
 		ExecEnvFile:    ExecEnvIn,
 		SecretsSocket:  SecretsSocketIn,
 		StatusReadFile: StatusReadIn,

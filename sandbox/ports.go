@@ -20,17 +20,13 @@ import (
 // container after each start.
 
 // Port is one published port: HostIP:HostPort on the host reaches
-// ContainerPort/Protocol in the sandbox.
+// ContainerPort/Protocol in the sandbox. The daemon passes it on as a
+// client.Port, which shows it.
 type Port struct {
 	HostIP        string `json:"host_ip"`
 	HostPort      int    `json:"host_port"`
 	ContainerPort int    `json:"container_port"`
 	Protocol      string `json:"protocol"`
-}
-
-// String is the port as docker ps shows it: 127.0.0.1:18080->8080/tcp.
-func (p Port) String() string {
-	return fmt.Sprintf("%s->%d/%s", net.JoinHostPort(p.HostIP, strconv.Itoa(p.HostPort)), p.ContainerPort, p.Protocol)
 }
 
 // portConfig is what sandbox.ports asks of the Engine (nil, nil without ports).

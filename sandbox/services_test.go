@@ -124,29 +124,53 @@ func (g *testRig) cleanup(id string) {
 // run starts a created sandbox and returns the main command's exit code and output.
 func (g *testRig) run(ctx context.Context, sb *Sandbox) (int, string, string) {
 	g.t.Helper()
-	var stdout, stderr syncBuffer
-	codes, errs := g.rt.WaitExit(ctx, sb)
-	output, err := g.rt.Attach(ctx, sb, Streams{Stdout: &stdout, Stderr: &stderr})
-	if err != nil {
-		g.t.Fatalf("Attach: %v", err)
-	}
+	m := g.attach(ctx, sb)
 	if err := g.rt.Start(ctx, sb); err != nil {
 		g.t.Fatalf("Start: %v", err)
 	}
-	select {
-	case code := <-codes:
-		select {
-		case <-output:
-		case <-ctx.Done():
-			g.t.Fatalf("output did not end: %v", ctx.Err())
-		}
-		return code, stdout.String(), stderr.String()
-	case err := <-errs:
-		g.t.Fatalf("WaitExit: %v", err)
-	case <-ctx.Done():
-		g.t.Fatalf("the sandbox did not exit: %v (stdout %q, stderr %q)", ctx.Err(), stdout.String(), stderr.String())
+	code := m.wait(g.t, ctx)
+	return code, m.stdout.String(), m.stderr.String()
+}
+
+// mainCommand is the main command of a sandbox attached to before its start.
+type mainCommand struct {
+	stdout, stderr syncBuffer
+	codes          <-chan int
+	errs           <-chan error
+	output         <-chan error
+}
+
+// attach waits for the exit of a created sandbox's main command and attaches
+// to its output, before the test starts it.
+func (g *testRig) attach(ctx context.Context, sb *Sandbox) *mainCommand {
+	g.t.Helper()
+	m := &mainCommand{}
+	m.codes, m.errs = g.rt.WaitExit(ctx, sb)
+	var err error
+	if m.output, err = g.rt.Attach(ctx, sb, Streams{Stdout: &m.stdout, Stderr: &m.stderr}); err != nil {
+		g.t.Fatalf("Attach: %v", err)
 	}
-	return 0, "", ""
+	return m
+}
+
+// wait waits for the main command to exit and its output to end, and returns
+// its exit code.
+func (m *mainCommand) wait(t *testing.T, ctx context.Context) int {
+	t.Helper()
+	select {
+	case code := <-m.codes:
+		select {
+		case <-m.output:
+		case <-ctx.Done():
+			t.Fatalf("output did not end: %v", ctx.Err())
+		}
+		return code
+	case err := <-m.errs:
+		t.Fatalf("WaitExit: %v", err)
+	case <-ctx.Done():
+		t.Fatalf("the sandbox did not exit: %v (stdout %q, stderr %q)", ctx.Err(), m.stdout.String(), m.stderr.String())
+	}
+	return 0
 }
 
 // waitFor waits, polling, until cond holds or the deadline passes.
@@ -362,12 +386,7 @@ command = `+webCommand+`
 	startCtx, cancelStart := context.WithCancel(ctx)
 	defer cancelStart()
 
-	var stdout, stderr syncBuffer
-	codes, errs := g.rt.WaitExit(ctx, sb)
-	output, err := g.rt.Attach(ctx, sb, Streams{Stdout: &stdout, Stderr: &stderr})
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := g.attach(ctx, sb)
 	start := time.Now()
 	if err := g.rt.Start(startCtx, sb); err != nil {
 		t.Fatalf("Start = %v, want nil: optional services do not gate", err)
@@ -375,7 +394,12 @@ command = `+webCommand+`
 	if elapsed := time.Since(start); elapsed > 4*time.Second {
 		t.Errorf("Start took %v: it waited for an optional service (ready_timeout 5s)", elapsed)
 	}
-	waitFor(t, 30*time.Second, "the optional services' reports", func() bool {
+	defer func() {
+		if t.Failed() {
+			t.Logf("progress:\n%s", g.progress.String())
+		}
+	}()
+	waitFor(t, 90*time.Second, "the optional services' reports", func() bool {
 		p := g.progress.String()
 		return strings.Contains(p, "optional service flaky failed") && strings.Contains(p, "optional service side is ready") &&
 			strings.Contains(p, "optional service missing failed: cannot start service missing")
@@ -383,16 +407,8 @@ command = `+webCommand+`
 	if err := g.cli.CopyToContainer(ctx, sb.PrimaryID, "/tmp", markerTar(t, "reports-seen"), container.CopyToContainerOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case code := <-codes:
-		<-output
-		if code != 0 || strings.TrimSpace(stdout.String()) != "hello-from-web" {
-			t.Errorf("main = exit %d, stdout %q, stderr %q", code, stdout.String(), stderr.String())
-		}
-	case err := <-errs:
-		t.Fatal(err)
-	case <-ctx.Done():
-		t.Fatal(ctx.Err())
+	if code := m.wait(t, ctx); code != 0 || strings.TrimSpace(m.stdout.String()) != "hello-from-web" {
+		t.Errorf("main = exit %d, stdout %q, stderr %q", code, m.stdout.String(), m.stderr.String())
 	}
 	p := g.progress.String()
 	for _, w := range []string{"service flaky exited with code 1", "flaky-died"} {

@@ -7,10 +7,11 @@ import (
 	"io"
 	"math"
 	"os"
-	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/airlock-dev/airlock/manifest/specrules"
 )
 
 // The account files a user of the spec is resolved against: the sandbox's own.
@@ -21,10 +22,6 @@ const (
 
 // maxAccountsSize bounds what is read of an account file.
 const maxAccountsSize = 4 << 20
-
-// userSpecRE is the form of a spec's user: USER or USER:GROUP, each a name or a
-// number (no blank, no further colon).
-var userSpecRE = regexp.MustCompile(`^[^:\s]{1,256}(:[^:\s]{1,256})?$`)
 
 // account is a resolved user: the credentials a process runs with, and the
 // home its HOME is set to.
@@ -83,8 +80,10 @@ func (a *account) credential() *syscall.Credential {
 // group the supplementary groups are the user's memberships in the group file;
 // with one, that group only.
 func resolveAccount(spec, passwdPath, groupPath string) (*account, error) {
-	if !userSpecRE.MatchString(spec) {
-		return nil, fmt.Errorf("%q is not USER or USER:GROUP", spec)
+	// The form (USER or USER:GROUP, ids in range) is the rule manifest
+	// validation applies too.
+	if err := specrules.User(spec); err != nil {
+		return nil, err
 	}
 	userPart, groupPart, hasGroup := strings.Cut(spec, ":")
 	passwd, err := readAccountFile(passwdPath)
@@ -117,8 +116,6 @@ func resolveAccount(spec, passwdPath, groupPath string) (*account, error) {
 	case found:
 	case uidErr == nil:
 		a.uid, a.gid, a.home = uid, uid, "/"
-	case isDigits(userPart):
-		return nil, fmt.Errorf("uid %s is out of range", userPart)
 	default:
 		return nil, fmt.Errorf("no such user in the sandbox's %s", passwdPath)
 	}
@@ -141,11 +138,7 @@ func resolveAccount(spec, passwdPath, groupPath string) (*account, error) {
 				}
 			}
 		}
-		switch {
-		case ok:
-		case isDigits(groupPart):
-			return nil, fmt.Errorf("gid %s is out of range", groupPart)
-		default:
+		if !ok {
 			return nil, fmt.Errorf("no group %q in the sandbox's %s", groupPart, groupPath)
 		}
 		a.gid = gid
@@ -205,15 +198,6 @@ func parseID(s string) (uint32, error) {
 		return 0, fmt.Errorf("invalid id %q", s)
 	}
 	return uint32(v), nil
-}
-
-func isDigits(s string) bool {
-	for _, r := range s {
-		if r < '0' || r > '9' {
-			return false
-		}
-	}
-	return s != ""
 }
 
 func containsID(ids []uint32, id uint32) bool {

@@ -76,8 +76,8 @@ func (d *daemonRun) openLogs(root string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("cannot create the log folder of daemon %s: %w", d.spec.Name, err)
 	}
-	d.stdoutPath = filepath.Join(dir, "stdout.log")
-	d.stderrPath = filepath.Join(dir, "stderr.log")
+	d.stdoutPath = filepath.Join(dir, StdoutLog)
+	d.stderrPath = filepath.Join(dir, StderrLog)
 	var err error
 	if d.stdout, err = openLog(d.stdoutPath); err != nil {
 		return fmt.Errorf("cannot open the log of daemon %s: %w", d.spec.Name, err)

@@ -1,26 +1,24 @@
 package supervisor
 
 import (
+	"slices"
 	"strconv"
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/airlock-dev/airlock/manifest/specrules"
 )
 
-// daemonSignals are the signals a daemon's `signal` may name (DESIGN §3).
-var daemonSignals = map[string]syscall.Signal{
-	"SIGTERM": unix.SIGTERM,
-	"SIGINT":  unix.SIGINT,
-	"SIGHUP":  unix.SIGHUP,
-	"SIGQUIT": unix.SIGQUIT,
-	"SIGUSR1": unix.SIGUSR1,
-	"SIGUSR2": unix.SIGUSR2,
-	"SIGKILL": unix.SIGKILL,
-}
-
+// signalByName returns the signal a daemon's `signal` names: one of
+// specrules.Signals (DESIGN §3), the list manifest validation checks too, by
+// the kernel's number for it.
 func signalByName(name string) (syscall.Signal, bool) {
-	s, ok := daemonSignals[name]
-	return s, ok
+	if !slices.Contains(specrules.Signals, name) {
+		return 0, false
+	}
+	s := unix.SignalNum(name)
+	return s, s != 0
 }
 
 // signalName returns "SIGTERM" for a signal, or "SIG<n>" for one without a

@@ -19,10 +19,11 @@ import (
 const SpecVersion = 1
 
 // Defaults of the spec, the same as the manifest's (DESIGN §3), so a spec
-// written by hand may leave them out.
+// written by hand may leave them out. The log dir and the status stream default
+// to the sandbox's layout (layout.go), where the runtime puts them too.
 const (
-	DefaultLogDir       = "/airlock/daemons"
-	DefaultStatusFile   = "/airlock/status.jsonl"
+	DefaultLogDir       = DaemonLogRoot
+	DefaultStatusFile   = StatusFile
 	DefaultSignal       = "SIGTERM"
 	DefaultTimeout      = 10
 	DefaultRestart      = RestartAlways
@@ -319,37 +320,11 @@ func (d *Daemon) validate(declared []string) error {
 }
 
 func (r *Ready) validate(p string) error {
-	var kinds []string
-	var err error
-	if r.TCP != "" {
-		kinds = append(kinds, "tcp")
-		if e := specrules.ReadyTCP(r.TCP); e != nil && err == nil {
-			err = fmt.Errorf("cannot use spec: %s.tcp: %w", p, e)
+	if errs := specrules.Ready(r.TCP, r.HTTP, r.Cmd, r.Log); len(errs) > 0 {
+		if e := errs[0]; e.Key != "" {
+			return fmt.Errorf("cannot use spec: %s.%s: %w", p, e.Key, e.Err)
 		}
-	}
-	if r.HTTP != "" {
-		kinds = append(kinds, "http")
-		if e := specrules.ReadyHTTP(r.HTTP); e != nil && err == nil {
-			err = fmt.Errorf("cannot use spec: %s.http: %w", p, e)
-		}
-	}
-	if r.Cmd != nil {
-		kinds = append(kinds, "cmd")
-		if e := specrules.ReadyCmd(r.Cmd); e != nil && err == nil {
-			err = fmt.Errorf("cannot use spec: %s.cmd: %w", p, e)
-		}
-	}
-	if r.Log != "" {
-		kinds = append(kinds, "log")
-		if e := specrules.ReadyLog(r.Log); e != nil && err == nil {
-			err = fmt.Errorf("cannot use spec: %s.log: %w", p, e)
-		}
-	}
-	if err != nil {
-		return err
-	}
-	if e := specrules.ReadyOne(kinds); e != nil {
-		return fmt.Errorf("cannot use spec: %s: %w", p, e)
+		return fmt.Errorf("cannot use spec: %s: %w", p, errs[0].Err)
 	}
 	if e := specrules.Duration(r.Timeout); e != nil {
 		return fmt.Errorf("cannot use spec: %s.timeout: %w", p, e)

@@ -101,16 +101,11 @@ func parseStatusLine(line []byte) (StatusEvent, bool) {
 	if len(line) == 0 || line[0] != '{' || !utf8.Valid(line) {
 		return StatusEvent{}, false
 	}
+	// The fields of StatusEvent, the time as MarshalJSON writes it.
+	type plain StatusEvent
 	var raw struct {
-		Time     string `json:"time"`
-		Kind     string `json:"kind"`
-		Daemon   string `json:"daemon"`
-		PID      int    `json:"pid"`
-		ExitCode *int   `json:"exit_code"`
-		Signal   string `json:"signal"`
-		Attempt  int    `json:"attempt"`
-		DelayMS  *int64 `json:"delay_ms"`
-		Reason   string `json:"reason"`
+		Time string `json:"time"`
+		plain
 	}
 	if err := json.Unmarshal(line, &raw); err != nil {
 		return StatusEvent{}, false
@@ -119,10 +114,8 @@ func parseStatusLine(line []byte) (StatusEvent, bool) {
 	if err != nil {
 		return StatusEvent{}, false
 	}
-	e := StatusEvent{
-		Time: t, Kind: raw.Kind, Daemon: raw.Daemon, PID: raw.PID, ExitCode: raw.ExitCode,
-		Signal: raw.Signal, Attempt: raw.Attempt, DelayMS: raw.DelayMS, Reason: raw.Reason,
-	}
+	e := StatusEvent(raw.plain)
+	e.Time = t
 	if e.Validate() != nil {
 		return StatusEvent{}, false
 	}

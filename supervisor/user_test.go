@@ -65,15 +65,17 @@ func TestResolveAccount(t *testing.T) {
 		}
 	}
 	for spec, msg := range map[string]string{
-		"ghost":                  "no such user in the sandbox's " + passwd,
-		"app:ghosts":             `no group "ghosts" in the sandbox's ` + group,
-		"4294967295":             "uid 4294967295 is out of range",
-		"99999999999":            "uid 99999999999 is out of range",
-		"1:4294967295":           "gid 4294967295 is out of range",
-		"broken":                 `the entry of "broken" in ` + passwd + " has no valid uid and gid",
-		"a:b:c":                  `"a:b:c" is not USER or USER:GROUP`,
-		"a b":                    `"a b" is not USER or USER:GROUP`,
-		strings.Repeat("x", 300): "is not USER or USER:GROUP",
+		"ghost":      "no such user in the sandbox's " + passwd,
+		"app:ghosts": `no group "ghosts" in the sandbox's ` + group,
+		"broken":     `the entry of "broken" in ` + passwd + " has no valid uid and gid",
+		// The form is specrules.User's, as manifest validation checks it.
+		"4294967295":             `invalid user "4294967295"`,
+		"99999999999":            `invalid user "99999999999"`,
+		"1:4294967295":           `invalid user "1:4294967295"`,
+		"a:b:c":                  `invalid user "a:b:c"`,
+		"a b":                    `invalid user "a b"`,
+		"a\u00a0b":               `invalid user "a\u00a0b"`,
+		strings.Repeat("x", 300): "invalid user",
 	} {
 		if _, err := resolveAccount(spec, passwd, group); err == nil || !strings.Contains(err.Error(), msg) {
 			t.Errorf("%s: err %v, want %q", spec, err, msg)

@@ -327,38 +327,6 @@ func (c *Config) ExecOutputRoot(p *paths.Paths) string {
 	return filepath.Join(c.StateDir(p), "exec-output")
 }
 
-// ExecOutputBase returns the path, without the ".stdout.log" / ".stderr.log"
-// suffix, of one exec's output files: the root joined with the template
-// expanded. The IDs must be valid airlock IDs (no "/"); an ID that would
-// escape the root is refused.
-func (c *Config) ExecOutputBase(p *paths.Paths, sandboxID, execID string) (string, error) {
-	for _, id := range []string{sandboxID, execID} {
-		if id == "" || id == "." || id == ".." || strings.ContainsAny(id, "/\\\x00") {
-			return "", fmt.Errorf("invalid ID %q for an exec output path", id)
-		}
-	}
-	t := c.Artifacts.ExecOutputTemplate
-	if t == "" {
-		t = DefaultExecOutputTemplate
-	}
-	rel := strings.NewReplacer(SandboxIDPlaceholder, sandboxID, ExecIDPlaceholder, execID).Replace(t)
-	root := c.ExecOutputRoot(p)
-	full := filepath.Join(root, rel)
-	if r, err := filepath.Rel(root, full); err != nil || r == "." || strings.HasPrefix(r, "..") {
-		return "", fmt.Errorf("exec output path %s is outside %s", full, root)
-	}
-	return full, nil
-}
-
-// ExecOutputFiles returns the stdout and stderr log files of one exec.
-func (c *Config) ExecOutputFiles(p *paths.Paths, sandboxID, execID string) (stdout, stderr string, err error) {
-	base, err := c.ExecOutputBase(p, sandboxID, execID)
-	if err != nil {
-		return "", "", err
-	}
-	return base + ".stdout.log", base + ".stderr.log", nil
-}
-
 var (
 	typeErrRE  = regexp.MustCompile(`^toml: (?:line (\d+) )?\(last key "((?:[^"\\]|\\.)*)"\): (.*)$`)
 	badTypeRE  = regexp.MustCompile(`incompatible types: TOML value has type ([\w.\[\]]+); destination has type ([\w.\[\]*]+)`)

@@ -31,10 +31,6 @@ func TestMissingFileGivesDefaults(t *testing.T) {
 	if got := c.ExecOutputRoot(p); got != "/data/airlock/exec-output" {
 		t.Fatalf("default exec output root %q", got)
 	}
-	out, errf, err := c.ExecOutputFiles(p, "sb1", "ex1")
-	if err != nil || out != "/data/airlock/exec-output/sb1/ex1.stdout.log" || errf != "/data/airlock/exec-output/sb1/ex1.stderr.log" {
-		t.Fatalf("exec output files %q %q %v", out, errf, err)
-	}
 }
 
 func TestFullConfig(t *testing.T) {
@@ -69,15 +65,8 @@ storage = "file"
 	if c.StateDir(p) != "/home/u/airlock-state" {
 		t.Fatal(c.StateDir(p))
 	}
-	base, err := c.ExecOutputBase(p, "sb", "ex")
-	if err != nil || base != "/var/tmp/exec/logs/sb-ex" {
-		t.Fatalf("%q %v", base, err)
-	}
-	if _, err := c.ExecOutputBase(p, "..", "ex"); err == nil {
-		t.Fatal("an ID of .. was accepted")
-	}
-	if _, err := c.ExecOutputBase(p, "a/b", "ex"); err == nil {
-		t.Fatal("an ID with / was accepted")
+	if c.ExecOutputRoot(p) != "/var/tmp/exec" || c.Artifacts.ExecOutputTemplate != "logs/{sandbox_id}-{exec_id}" {
+		t.Fatalf("exec output root %q, template %q", c.ExecOutputRoot(p), c.Artifacts.ExecOutputTemplate)
 	}
 	// state_root moves the default exec output root along.
 	c2, _ := Parse("config.toml", []byte("[runtime]\nstate_root = \"/srv/airlock\"\n"), "/home/u")

@@ -1,6 +1,7 @@
 // Package benchdoc is what the benchmark commands share: a hermetic project to
-// time airlock in (Project), the median, and writing one section of
-// docs/benchmarks.md, leaving the others alone.
+// time airlock in (Project), timed commands and their samples (Timed, Timings),
+// waiting for a run's removal (Settled), the median and the figures' formats,
+// and writing one section of docs/benchmarks.md, leaving the others alone.
 package benchdoc
 
 import (

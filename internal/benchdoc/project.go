@@ -1,11 +1,9 @@
 package benchdoc
 
 import (
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"time"
 )
 
@@ -49,13 +47,7 @@ func (p *Project) Command(name string, args ...string) *exec.Cmd {
 // Timed runs name args in the project dir and returns how long it took and
 // its output (stdout and stderr); a failure's error holds the output.
 func (p *Project) Timed(name string, args ...string) (time.Duration, string, error) {
-	start := time.Now()
-	out, err := p.Command(name, args...).CombinedOutput()
-	d := time.Since(start)
-	if err != nil {
-		return 0, string(out), fmt.Errorf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
-	}
-	return d, string(out), nil
+	return Timed(p.Command(name, args...))
 }
 
 // Close stops the user's control daemon (airlock daemon stop with the binary

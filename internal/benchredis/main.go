@@ -137,13 +137,7 @@ services:
 
 	// airlock run returns once the daemon took the removal over; let it finish
 	// (untimed) before the next command, so that no run pays for the last one's.
-	settle := func() error {
-		left, err := testenv.AwaitNoLeftovers(ctx, cli, "dev.airlock.project", project, 30*time.Second)
-		if err == nil && len(left) > 0 {
-			err = fmt.Errorf("sandbox objects left 30 s after a run: %v", left)
-		}
-		return err
-	}
+	settle := func() error { return benchdoc.Settled(ctx, cli, project) }
 	// Warm up (the supervisor volume is filled once per binary; the daemon starts).
 	if _, err := runAirlock(); err != nil {
 		return err
@@ -155,32 +149,24 @@ services:
 		return err
 	}
 
-	var airlockRun, floorRun, composeUp, composeDown []time.Duration
+	var airlockRun, floorRun, composeUp, composeDown benchdoc.Timings
 	for i := 0; i < runs; i++ {
-		a, err := runAirlock()
-		if err != nil {
+		if err := airlockRun.Add(runAirlock()); err != nil {
 			return err
 		}
-		airlockRun = append(airlockRun, a)
 		if err := settle(); err != nil {
 			return err
 		}
-		f, err := runFloor()
-		if err != nil {
+		if err := floorRun.Add(runFloor()); err != nil {
 			return err
 		}
-		floorRun = append(floorRun, f)
 		if withCompose {
-			c, err := runCompose()
-			if err != nil {
+			if err := composeUp.Add(runCompose()); err != nil {
 				return err
 			}
-			composeUp = append(composeUp, c)
-			d, err := downCompose()
-			if err != nil {
+			if err := composeDown.Add(downCompose()); err != nil {
 				return err
 			}
-			composeDown = append(composeDown, d)
 		}
 	}
 	fmt.Printf("samples (ms): airlock %v\n              floor   %v\n", msList(airlockRun), msList(floorRun))
@@ -190,16 +176,16 @@ services:
 
 	ar, fr := benchdoc.Median(airlockRun), benchdoc.Median(floorRun)
 	rows := []benchdoc.Row{
-		{Measure: "`airlock run -- make test`, `[daemons.redis]` ready-gated (redis preset; median of " + fmt.Sprint(runs) + ")", Result: ms(ar)},
-		{Measure: "floor: one `docker run --rm IMAGE sh -c 'redis-server … --daemonize yes && until redis-cli ping …; make test'` (median)", Result: ms(fr)},
-		{Measure: "ratio airlock / floor", Result: ratio(ar, fr), Target: "≤ 1.15×"},
+		{Measure: "`airlock run -- make test`, `[daemons.redis]` ready-gated (redis preset; median of " + fmt.Sprint(runs) + ")", Result: benchdoc.MS(ar)},
+		{Measure: "floor: one `docker run --rm IMAGE sh -c 'redis-server … --daemonize yes && until redis-cli ping …; make test'` (median)", Result: benchdoc.MS(fr)},
+		{Measure: "ratio airlock / floor", Result: benchdoc.Ratio(ar, fr), Target: "≤ 1.15×"},
 	}
 	if withCompose {
 		cu, cd := benchdoc.Median(composeUp), benchdoc.Median(composeDown)
 		rows = append(rows,
-			benchdoc.Row{Measure: fmt.Sprintf("docker-compose %s `up --abort-on-container-exit --exit-code-from job`, healthcheck-gated redis (interval %s; median)", composeVersion, composeDuration(interval)), Result: ms(cu)},
-			benchdoc.Row{Measure: "ratio airlock / docker-compose", Result: ratio(ar, cu), Target: "≤ 0.3×"},
-			benchdoc.Row{Measure: "docker-compose `down` afterwards (untimed in the ratio; median)", Result: ms(cd)},
+			benchdoc.Row{Measure: fmt.Sprintf("docker-compose %s `up --abort-on-container-exit --exit-code-from job`, healthcheck-gated redis (interval %s; median)", composeVersion, composeDuration(interval)), Result: benchdoc.MS(cu)},
+			benchdoc.Row{Measure: "ratio airlock / docker-compose", Result: benchdoc.Ratio(ar, cu), Target: "≤ 0.3×"},
+			benchdoc.Row{Measure: "docker-compose `down` afterwards (untimed in the ratio; median)", Result: benchdoc.MS(cd)},
 		)
 	}
 	for _, r := range rows {
@@ -252,10 +238,6 @@ func redisVersion(image string) string {
 	}
 	return "?"
 }
-
-func ratio(a, b time.Duration) string { return fmt.Sprintf("%.2f×", float64(a)/float64(b)) }
-
-func ms(d time.Duration) string { return fmt.Sprintf("%.0f ms", float64(d)/float64(time.Millisecond)) }
 
 func msList(ds []time.Duration) []int64 {
 	out := make([]int64, len(ds))

@@ -10,7 +10,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -85,13 +84,13 @@ func bench(airlock string, runs int, doc, command string, remote bool) error {
 			return fmt.Errorf("on %s: %w", remoteHost, err)
 		}
 		timedRemote = func() (time.Duration, error) {
-			c := exec.Command(airlock, "run", "--", "true")
-			c.Dir, c.Env = project, append(append([]string(nil), env...), "DOCKER_HOST="+remoteHost)
-			start := time.Now()
-			if out, err := c.CombinedOutput(); err != nil {
-				return 0, fmt.Errorf("DOCKER_HOST=%s airlock run -- true: %v\n%s", remoteHost, err, out)
+			c := p.Command(airlock, "run", "--", "true")
+			c.Env = append(append([]string(nil), env...), "DOCKER_HOST="+remoteHost)
+			d, _, err := benchdoc.Timed(c)
+			if err != nil {
+				return 0, fmt.Errorf("DOCKER_HOST=%s %w", remoteHost, err)
 			}
-			return time.Since(start), nil
+			return d, nil
 		}
 		if _, err := timedRemote(); err != nil {
 			return err
@@ -99,7 +98,7 @@ func bench(airlock string, runs int, doc, command string, remote bool) error {
 	}
 	// airlock run returns once the daemon took the removal over; let it finish
 	// (untimed) before the next command, so that no run pays for the last one's.
-	settle := func(engine dockerclient.APIClient) error { return settled(ctx, engine, project) }
+	settle := func(engine dockerclient.APIClient) error { return benchdoc.Settled(ctx, engine, project) }
 	// The same run with egress rules (an internal network and a proxy container).
 	egressProject := filepath.Join(home, "egress-project")
 	if err := os.MkdirAll(egressProject, 0o755); err != nil {
@@ -109,83 +108,67 @@ func bench(airlock string, runs int, doc, command string, remote bool) error {
 		return err
 	}
 	timedEgress := func() (time.Duration, error) {
-		c := exec.Command(airlock, "run", "--", "true")
-		c.Dir, c.Env = egressProject, env
-		start := time.Now()
-		if out, err := c.CombinedOutput(); err != nil {
-			return 0, fmt.Errorf("airlock run -- true with egress rules: %v\n%s", err, out)
+		c := p.Command(airlock, "run", "--", "true")
+		c.Dir = egressProject
+		d, _, err := benchdoc.Timed(c)
+		if err != nil {
+			return 0, fmt.Errorf("with egress rules: %w", err)
 		}
-		return time.Since(start), nil
+		return d, nil
 	}
-	settleEgress := func() error { return settled(ctx, cli, egressProject) }
+	settleEgress := func() error { return benchdoc.Settled(ctx, cli, egressProject) }
 	if _, err := timedEgress(); err != nil {
 		return err
 	}
 	if err := settleEgress(); err != nil {
 		return err
 	}
-	var dockerRun, airlockRun, remoteRun, egressRun []time.Duration
+	var dockerRun, airlockRun, remoteRun, egressRun benchdoc.Timings
 	var runIDs []string
 	for i := 0; i < runs; i++ {
-		d, err := timed("docker", "run", "--rm", image, "true")
-		if err != nil {
+		if err := dockerRun.Add(timed("docker", "run", "--rm", image, "true")); err != nil {
 			return err
 		}
-		dockerRun = append(dockerRun, d)
 		runID := fmt.Sprintf("bench-run-%d-%d", os.Getpid(), i)
-		a, err := timed(airlock, "run", "--id", runID, "--", "true")
-		if err != nil {
+		if err := airlockRun.Add(timed(airlock, "run", "--id", runID, "--", "true")); err != nil {
 			return err
 		}
-		airlockRun = append(airlockRun, a)
 		if err := settle(cli); err != nil {
 			return err
 		}
 		runIDs = append(runIDs, runID)
-		g, err := timedEgress()
-		if err != nil {
+		if err := egressRun.Add(timedEgress()); err != nil {
 			return err
 		}
-		egressRun = append(egressRun, g)
 		if err := settleEgress(); err != nil {
 			return err
 		}
 		if timedRemote != nil {
-			r, err := timedRemote()
-			if err != nil {
+			if err := remoteRun.Add(timedRemote()); err != nil {
 				return err
 			}
-			remoteRun = append(remoteRun, r)
 			if err := settle(remoteCli); err != nil {
 				return err
 			}
 		}
 	}
 
-	up := exec.Command(airlock, "up", "-d")
-	up.Dir, up.Env = project, env
-	out, err := up.Output()
+	out, err := p.Command(airlock, "up", "-d").Output()
 	if err != nil {
 		return fmt.Errorf("airlock up -d: %v", err)
 	}
 	id := strings.TrimSpace(string(out))
 	defer func() {
-		down := exec.Command(airlock, "down")
-		down.Dir, down.Env = project, env
-		_ = down.Run()
+		_ = p.Command(airlock, "down").Run()
 	}()
-	var dockerExec, airlockExec []time.Duration
+	var dockerExec, airlockExec benchdoc.Timings
 	for i := 0; i < runs; i++ {
-		d, err := timed("docker", "exec", "airlock-"+id, "true")
-		if err != nil {
+		if err := dockerExec.Add(timed("docker", "exec", "airlock-"+id, "true")); err != nil {
 			return err
 		}
-		dockerExec = append(dockerExec, d)
-		a, err := timed(airlock, "exec", "--", "true")
-		if err != nil {
+		if err := airlockExec.Add(timed(airlock, "exec", "--", "true")); err != nil {
 			return err
 		}
-		airlockExec = append(airlockExec, a)
 	}
 
 	// Control-daemon throughput: concurrent GET /v1/sandboxes/{id} for 2 s.
@@ -211,23 +194,23 @@ func bench(airlock string, runs int, doc, command string, remote bool) error {
 	steps, order := breakdowns(ctx, c, runIDs)
 	dr, ar, de, ae := benchdoc.Median(dockerRun), benchdoc.Median(airlockRun), benchdoc.Median(dockerExec), benchdoc.Median(airlockExec)
 	rows := []benchdoc.Row{
-		{Measure: "`docker run --rm IMAGE true` (median of " + fmt.Sprint(runs) + ")", Result: ms(dr)},
-		{Measure: "`airlock run -- true` (median)", Result: ms(ar)},
-		{Measure: "run ratio airlock / docker", Result: fmt.Sprintf("%.2f×", float64(ar)/float64(dr))},
-		{Measure: "`docker exec CONTAINER true` (median)", Result: ms(de)},
-		{Measure: "`airlock exec -- true` (median)", Result: ms(ae)},
-		{Measure: "exec ratio airlock / docker", Result: fmt.Sprintf("%.2f×", float64(ae)/float64(de))},
+		{Measure: "`docker run --rm IMAGE true` (median of " + fmt.Sprint(runs) + ")", Result: benchdoc.MS(dr)},
+		{Measure: "`airlock run -- true` (median)", Result: benchdoc.MS(ar)},
+		{Measure: "run ratio airlock / docker", Result: benchdoc.Ratio(ar, dr)},
+		{Measure: "`docker exec CONTAINER true` (median)", Result: benchdoc.MS(de)},
+		{Measure: "`airlock exec -- true` (median)", Result: benchdoc.MS(ae)},
+		{Measure: "exec ratio airlock / docker", Result: benchdoc.Ratio(ae, de)},
 		{Measure: "control daemon: `GET /v1/sandboxes/{id}`, 8 concurrent clients", Result: fmt.Sprintf("%.0f requests/s", throughput)},
-		{Measure: "`airlock run -- true` with `[sandbox.egress]` (internal network + egress proxy, median)", Result: fmt.Sprintf("%s (%.2f× without)", ms(benchdoc.Median(egressRun)), float64(benchdoc.Median(egressRun))/float64(ar))},
+		{Measure: "`airlock run -- true` with `[sandbox.egress]` (internal network + egress proxy, median)", Result: fmt.Sprintf("%s (%.2f× without)", benchdoc.MS(benchdoc.Median(egressRun)), float64(benchdoc.Median(egressRun))/float64(ar))},
 	}
 	if len(remoteRun) > 0 {
 		rr := benchdoc.Median(remoteRun)
 		rows = append(rows,
-			benchdoc.Row{Measure: "`airlock run -- true` on the stand-in remote Engine (DOCKER_HOST=tcp://127.0.0.1:…, project copied in, median)", Result: ms(rr)},
-			benchdoc.Row{Measure: "remote run ratio remote / local `airlock run`", Result: fmt.Sprintf("%.2f×", float64(rr)/float64(ar))})
+			benchdoc.Row{Measure: "`airlock run -- true` on the stand-in remote Engine (DOCKER_HOST=tcp://127.0.0.1:…, project copied in, median)", Result: benchdoc.MS(rr)},
+			benchdoc.Row{Measure: "remote run ratio remote / local `airlock run`", Result: benchdoc.Ratio(rr, ar)})
 	}
 	for _, name := range order {
-		rows = append(rows, benchdoc.Row{Measure: "`airlock run -- true` step: " + name + " (median, daemon's clock)", Result: ms(benchdoc.Median(steps[name]))})
+		rows = append(rows, benchdoc.Row{Measure: "`airlock run -- true` step: " + name + " (median, daemon's clock)", Result: benchdoc.MS(benchdoc.Median(steps[name]))})
 	}
 	for _, r := range rows {
 		fmt.Printf("%-50s %s\n", r.Measure, r.Result)
@@ -250,8 +233,6 @@ func bench(airlock string, runs int, doc, command string, remote bool) error {
 	return benchdoc.Write(doc, "Runtime", intro, rows, notes)
 }
 
-func ms(d time.Duration) string { return fmt.Sprintf("%.0f ms", float64(d)/float64(time.Millisecond)) }
-
 // breakdowns collects the per-step breakdown (client.Breakdown) of each run, by
 // step name, in the order the steps first appear.
 func breakdowns(ctx context.Context, c *client.Client, ids []string) (map[string][]time.Duration, []string) {
@@ -267,15 +248,4 @@ func breakdowns(ctx context.Context, c *client.Client, ids []string) (map[string
 		}
 	}
 	return steps, order
-}
-
-// settled waits (untimed) until a project's sandbox objects are gone: airlock run
-// returns once the daemon took their removal over, and no run should pay for the
-// last one's.
-func settled(ctx context.Context, cli dockerclient.APIClient, project string) error {
-	left, err := testenv.AwaitNoLeftovers(ctx, cli, "dev.airlock.project", project, 30*time.Second)
-	if err == nil && len(left) > 0 {
-		err = fmt.Errorf("sandbox objects left 30 s after a run: %v", left)
-	}
-	return err
 }

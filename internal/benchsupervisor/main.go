@@ -7,8 +7,6 @@
 package main
 
 import (
-	"github.com/airlock-dev/airlock/internal/benchdoc"
-
 	"encoding/json"
 	"errors"
 	"flag"
@@ -23,6 +21,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/airlock-dev/airlock/internal/benchdoc"
+	"github.com/airlock-dev/airlock/internal/testenv"
 	"github.com/airlock-dev/airlock/supervisor"
 )
 
@@ -193,15 +193,6 @@ func (r *run) events() []supervisor.StatusEvent {
 
 func (r *run) cleanup() { _ = os.RemoveAll(r.dir) }
 
-func freeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
-}
-
 func helperEnv(mode string) []supervisor.EnvEntry {
 	return []supervisor.EnvEntry{{Name: modeEnv, Value: &mode}}
 }
@@ -213,7 +204,7 @@ func benchReady(airlock, self string, runs int, f *figures) error {
 		if err != nil {
 			return err
 		}
-		addr, err := freeAddr()
+		addr, err := testenv.FreeLoopbackAddr()
 		if err != nil {
 			return err
 		}

@@ -463,16 +463,10 @@ func WireManifest(t testing.TB, projectDir string, getenv func(string) (string, 
 	if err != nil {
 		t.Fatalf("cannot load the manifest: %v", err)
 	}
-	m, values := r.Redacted()
-	b, err := json.Marshal(m)
+	w, values, err := r.ToWire()
 	if err != nil {
 		t.Fatal(err)
 	}
-	sources := map[string]string{}
-	for k, v := range r.Sources {
-		if v != manifest.Literal {
-			sources[k] = v.String()
-		}
-	}
-	return &client.Manifest{File: r.File, ProjectDir: r.ProjectDir, Resolved: b, Sources: sources}, values
+	wm := client.Manifest(w)
+	return &wm, values
 }

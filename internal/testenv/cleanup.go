@@ -3,6 +3,7 @@ package testenv
 import (
 	"context"
 	"net"
+	"net/netip"
 	"testing"
 	"time"
 
@@ -79,10 +80,19 @@ func RemoveSupervisorVolume(nameFor func(engineArch string) (string, error)) {
 // FreePort returns a TCP port on 127.0.0.1 that nothing listens on now.
 func FreePort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := FreeLoopbackAddr()
 	if err != nil {
 		t.Fatal(err)
 	}
+	return int(netip.MustParseAddrPort(addr).Port())
+}
+
+// FreeLoopbackAddr returns an address 127.0.0.1:PORT that nothing listens on now.
+func FreeLoopbackAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
 	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return l.Addr().String(), nil
 }

@@ -4,6 +4,8 @@ import (
 	"archive/tar"
 	"context"
 	"io"
+	"os"
+	"testing"
 
 	"github.com/docker/docker/client"
 )
@@ -22,4 +24,26 @@ func ReadContainerFile(ctx context.Context, cli client.APIClient, container, pat
 	}
 	b, _ := io.ReadAll(io.LimitReader(tr, 16<<20))
 	return string(b)
+}
+
+// CopyFile copies the file src to dst, made or truncated with mode (an
+// executable of the test's own, say).
+func CopyFile(t testing.TB, src, dst string, mode os.FileMode) {
+	t.Helper()
+	in, err := os.Open(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, mode)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		t.Fatal(err)
+	}
+	if err := out.Close(); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -54,7 +53,7 @@ func startRegistryFor(t testing.TB, extra string) string {
 	dir := t.TempDir()
 	var lastErr error
 	for attempt := 0; attempt < 3; attempt++ { // a free port may be taken before the registry binds it
-		addr, err := freeLoopbackAddr()
+		addr, err := FreeLoopbackAddr()
 		if err != nil {
 			t.Fatalf("cannot find a free port for a registry: %v", err)
 		}
@@ -64,15 +63,6 @@ func startRegistryFor(t testing.TB, extra string) string {
 	}
 	t.Fatalf("cannot start a Docker registry: %v", lastErr)
 	return ""
-}
-
-func freeLoopbackAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
 }
 
 func startRegistry(t testing.TB, bin, dir, addr, extra string) error {

@@ -260,7 +260,7 @@ func (r *RemoteEngine) start(t cleaner) error {
 	sock := filepath.Join(dir, "docker.sock")
 	var lastErr error
 	for attempt := 0; attempt < 3; attempt++ { // a free port may be taken before socat binds it
-		addr, err := freeLoopbackAddr()
+		addr, err := FreeLoopbackAddr()
 		if err != nil {
 			return fmt.Errorf("cannot find a free loopback port: %w", err)
 		}

@@ -227,6 +227,43 @@ func ReadyLog(re string) error {
 	return nil
 }
 
+// KeyError is a problem at a key below the one checked ("" for that key itself).
+type KeyError struct {
+	Key string
+	Err error
+}
+
+// Ready checks a readiness check but its timeout: each kind it sets by that
+// kind's rule, then that it sets exactly one (ReadyOne). It returns every
+// problem, each at the kind it concerns ("" for the check as a whole), in that
+// order: a caller that stops at the first reports what validation reports first.
+func Ready(tcp, http string, cmd []string, log string) []KeyError {
+	var kinds []string
+	var out []KeyError
+	for _, k := range []struct {
+		kind  string
+		set   bool
+		check func() error
+	}{
+		{"tcp", tcp != "", func() error { return ReadyTCP(tcp) }},
+		{"http", http != "", func() error { return ReadyHTTP(http) }},
+		{"cmd", cmd != nil, func() error { return ReadyCmd(cmd) }},
+		{"log", log != "", func() error { return ReadyLog(log) }},
+	} {
+		if !k.set {
+			continue
+		}
+		kinds = append(kinds, k.kind)
+		if err := k.check(); err != nil {
+			out = append(out, KeyError{k.kind, err})
+		}
+	}
+	if err := ReadyOne(kinds); err != nil {
+		out = append(out, KeyError{"", err})
+	}
+	return out
+}
+
 // ReadyOne checks that a readiness check sets exactly one kind; kinds are the
 // kinds it sets, in ReadyKinds order.
 func ReadyOne(kinds []string) error {
