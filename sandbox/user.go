@@ -4,11 +4,14 @@ import (
 	"archive/tar"
 	"bufio"
 	"context"
+	"errors"
 	"io"
 	"strconv"
 	"strings"
 
 	"github.com/docker/docker/api/types/container"
+
+	"github.com/airlock-dev/airlock/supervisor"
 )
 
 // sandboxUser is the user the sandbox runs as, resolved as Docker does: the
@@ -43,42 +46,19 @@ func (rt *Runtime) resolveUser(ctx context.Context, imageRef, spec string, need 
 	if err != nil {
 		return u, err
 	}
-	found := false
-	for _, e := range passwd {
-		if (uidErr == nil && e[2] == name) || (uidErr != nil && e[0] == name) {
-			u.UID, _ = strconv.Atoi(e[2])
-			u.GID, _ = strconv.Atoi(e[3])
-			u.Home = e[5]
-			found = true
-			break
-		}
-	}
+	// The same resolution as PID 1's for a daemon's user (runc's rules).
+	a, err := supervisor.ResolveAccount(spec,
+		supervisor.AccountFile{Name: "the image's /etc/passwd", Rows: passwd},
+		supervisor.AccountFile{Name: "the image's /etc/group", Rows: groups})
 	switch {
-	case found:
-	case uidErr == nil:
-		u.UID, u.GID, u.Home = uid, uid, "/"
-	default:
+	case errors.Is(err, supervisor.ErrNoSuchUser):
 		return u, configErr("sandbox.user: user %q is not in the image's /etc/passwd", name)
+	case errors.Is(err, supervisor.ErrNoSuchGroup):
+		return u, configErr("sandbox.user: group %q is not in the image's /etc/group", group)
+	case err != nil:
+		return u, configErr("sandbox.user: %v", err)
 	}
-	if group != "" {
-		if gid, err := strconv.Atoi(group); err == nil {
-			u.GID = gid
-		} else {
-			ok := false
-			for _, g := range groups {
-				if g[0] == group {
-					u.GID, _ = strconv.Atoi(g[2])
-					ok = true
-				}
-			}
-			if !ok {
-				return u, configErr("sandbox.user: group %q is not in the image's /etc/group", group)
-			}
-		}
-	}
-	if u.Home == "" {
-		u.Home = "/"
-	}
+	u.UID, u.GID, u.Home = int(a.UID), int(a.GID), a.Home
 	return u, nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -23,19 +24,19 @@ const (
 // maxAccountsSize bounds what is read of an account file.
 const maxAccountsSize = 4 << 20
 
-// account is a resolved user: the credentials a process runs with, and the
+// Account is a resolved user: the credentials a process runs with, and the
 // home its HOME is set to.
-type account struct {
-	uid, gid uint32
-	groups   []uint32 // supplementary groups, the primary one included
-	home     string   // from the passwd entry; "/" without one
+type Account struct {
+	UID, GID uint32
+	Groups   []uint32 // supplementary groups, the primary one included
+	Home     string   // from the passwd entry; "/" without one
 }
 
 // lookupAccount resolves the user (a spec's user field) that what ("daemon
 // redis", "the main command") runs as, in the sandbox's own account files; nil
 // for "" (the supervisor's user). A supervisor that is not root can only run
 // a process as itself.
-func lookupAccount(what, spec string) (*account, error) {
+func lookupAccount(what, spec string) (*Account, error) {
 	if spec == "" {
 		return nil, nil
 	}
@@ -43,9 +44,9 @@ func lookupAccount(what, spec string) (*account, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cannot run %s as user %q: %w", what, spec, err)
 	}
-	if euid := os.Geteuid(); euid != 0 && (int(a.uid) != euid || int(a.gid) != os.Getegid()) {
+	if euid := os.Geteuid(); euid != 0 && (int(a.UID) != euid || int(a.GID) != os.Getegid()) {
 		return nil, fmt.Errorf("cannot run %s as user %q (uid %d, gid %d): the sandbox runs as uid %d, gid %d, and only a root sandbox can run a process as another user",
-			what, spec, a.uid, a.gid, euid, os.Getegid())
+			what, spec, a.UID, a.GID, euid, os.Getegid())
 	}
 	return a, nil
 }
@@ -53,24 +54,24 @@ func lookupAccount(what, spec string) (*account, error) {
 // withHome returns env with HOME set to the account's home (env unchanged for
 // nil), the way Docker sets HOME for a container's user; the process's own
 // env entries still apply over it.
-func withHome(env []string, a *account) []string {
-	if a == nil || a.home == "" {
+func withHome(env []string, a *Account) []string {
+	if a == nil || a.Home == "" {
 		return env
 	}
-	return setEnv(env, "HOME="+a.home)
+	return setEnv(env, "HOME="+a.Home)
 }
 
 // credential is what ForkExec switches to before exec. setgroups, setgid and
 // setuid need CAP_SETGID and CAP_SETUID: a supervisor that is not root runs a
 // process as itself only, so then it switches nothing.
-func (a *account) credential() *syscall.Credential {
+func (a *Account) credential() *syscall.Credential {
 	if a == nil {
 		return nil
 	}
-	if os.Geteuid() != 0 && int(a.uid) == os.Geteuid() && int(a.gid) == os.Getegid() {
+	if os.Geteuid() != 0 && int(a.UID) == os.Geteuid() && int(a.GID) == os.Getegid() {
 		return nil
 	}
-	return &syscall.Credential{Uid: a.uid, Gid: a.gid, Groups: append([]uint32{}, a.groups...)}
+	return &syscall.Credential{Uid: a.UID, Gid: a.GID, Groups: append([]uint32{}, a.Groups...)}
 }
 
 // resolveAccount resolves spec ("name", "uid", "name:group", "uid:gid", ...)
@@ -79,74 +80,100 @@ func (a *account) credential() *syscall.Credential {
 // uid need not be (its group is then the uid, unless given). Without an explicit
 // group the supplementary groups are the user's memberships in the group file;
 // with one, that group only.
-func resolveAccount(spec, passwdPath, groupPath string) (*account, error) {
+func resolveAccount(spec, passwdPath, groupPath string) (*Account, error) {
 	// The form (USER or USER:GROUP, ids in range) is the rule manifest
 	// validation applies too.
 	if err := specrules.User(spec); err != nil {
 		return nil, err
 	}
-	userPart, groupPart, hasGroup := strings.Cut(spec, ":")
 	passwd, err := readAccountFile(passwdPath)
 	if err != nil {
 		return nil, err
 	}
-	a := &account{}
-	var name string
-	found := false
+	group, err := readAccountFile(groupPath)
+	if err != nil {
+		return nil, err
+	}
+	return ResolveAccount(spec, AccountFile{Name: "the sandbox's " + passwdPath, Rows: passwd}, AccountFile{Name: "the sandbox's " + groupPath, Rows: group})
+}
+
+// AccountFile is the entries of a passwd or group file (the colon-separated
+// fields of each line), with the name errors give it.
+type AccountFile struct {
+	Name string
+	Rows [][]string
+}
+
+// ErrNoSuchUser and ErrNoSuchGroup are what ResolveAccount's errors wrap when a
+// name is not in its file.
+var (
+	ErrNoSuchUser  = errors.New("no such user")
+	ErrNoSuchGroup = errors.New("no such group")
+)
+
+// ResolveAccount resolves spec (USER or USER:GROUP, each a name or an id) against
+// passwd and group entries as runc resolves a container's user, for both sides
+// that do it: the host (sandbox.user against the image) and PID 1 (a daemon's
+// user against the sandbox). A name is looked up by name and must be there; a
+// number is looked up by id and stands for itself when absent (its group is
+// then the uid, its home "/"). Without an explicit group the supplementary
+// groups are the user's memberships in the group file; with one, that group only.
+func ResolveAccount(spec string, passwd, group AccountFile) (*Account, error) {
+	userPart, groupPart, hasGroup := strings.Cut(spec, ":")
 	uid, uidErr := parseID(userPart)
-	for _, e := range passwd {
-		if len(e) < 4 {
+	a := &Account{}
+	name, found := "", false
+	for _, e := range passwd.Rows {
+		if len(e) < 4 || (uidErr != nil && e[0] != userPart) {
 			continue
 		}
 		u, err1 := parseID(e[2])
-		if e[0] == userPart || (uidErr == nil && err1 == nil && u == uid) {
-			g, err2 := parseID(e[3])
-			if err1 != nil || err2 != nil {
-				return nil, fmt.Errorf("the entry of %q in %s has no valid uid and gid", e[0], passwdPath)
-			}
-			name, a.uid, a.gid, found = e[0], u, g, true
-			a.home = "/"
-			if len(e) > 5 && e[5] != "" {
-				a.home = e[5]
-			}
-			break
+		if uidErr == nil && (err1 != nil || u != uid) {
+			continue
 		}
+		g, err2 := parseID(e[3])
+		if err1 != nil || err2 != nil {
+			return nil, fmt.Errorf("the entry of %q in %s has no valid uid and gid", e[0], passwd.Name)
+		}
+		name, a.UID, a.GID, found = e[0], u, g, true
+		a.Home = "/"
+		if len(e) > 5 && e[5] != "" {
+			a.Home = e[5]
+		}
+		break
 	}
 	switch {
 	case found:
 	case uidErr == nil:
-		a.uid, a.gid, a.home = uid, uid, "/"
+		a.UID, a.GID, a.Home = uid, uid, "/"
 	default:
-		return nil, fmt.Errorf("no such user in the sandbox's %s", passwdPath)
-	}
-	if !hasGroup && !found {
-		a.groups = []uint32{a.gid}
-		return a, nil
-	}
-	groups, err := readAccountFile(groupPath)
-	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w in %s", ErrNoSuchUser, passwd.Name)
 	}
 	if hasGroup {
-		gid, gidErr := parseID(groupPart)
-		ok := gidErr == nil
-		for _, g := range groups {
-			if len(g) >= 3 && g[0] == groupPart {
-				if v, err := parseID(g[2]); err == nil {
-					gid, ok = v, true
-					break
+		gid, err := parseID(groupPart)
+		if err != nil {
+			ok := false
+			for _, g := range group.Rows {
+				if len(g) >= 3 && g[0] == groupPart {
+					if gid, err = parseID(g[2]); err == nil {
+						ok = true
+						break
+					}
 				}
 			}
+			if !ok {
+				return nil, fmt.Errorf("%w: no group %q in %s", ErrNoSuchGroup, groupPart, group.Name)
+			}
 		}
-		if !ok {
-			return nil, fmt.Errorf("no group %q in the sandbox's %s", groupPart, groupPath)
-		}
-		a.gid = gid
-		a.groups = []uint32{gid}
+		a.GID = gid
+		a.Groups = []uint32{gid}
 		return a, nil
 	}
-	a.groups = []uint32{a.gid}
-	for _, g := range groups {
+	a.Groups = []uint32{a.GID}
+	if !found {
+		return a, nil
+	}
+	for _, g := range group.Rows {
 		if len(g) < 4 {
 			continue
 		}
@@ -155,8 +182,8 @@ func resolveAccount(spec, passwdPath, groupPath string) (*account, error) {
 			continue
 		}
 		for _, m := range strings.Split(g[3], ",") {
-			if m == name && !containsID(a.groups, gid) {
-				a.groups = append(a.groups, gid)
+			if m == name && !slices.Contains(a.Groups, gid) {
+				a.Groups = append(a.Groups, gid)
 			}
 		}
 	}
@@ -198,13 +225,4 @@ func parseID(s string) (uint32, error) {
 		return 0, fmt.Errorf("invalid id %q", s)
 	}
 	return uint32(v), nil
-}
-
-func containsID(ids []uint32, id uint32) bool {
-	for _, x := range ids {
-		if x == id {
-			return true
-		}
-	}
-	return false
 }

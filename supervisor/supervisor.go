@@ -204,7 +204,7 @@ func (s *supervisor) prepare(o Options, r *reaper, devnull *os.File, secrets *Se
 	if err != nil {
 		return nil, err
 	}
-	accts := make([]*account, len(s.spec.Daemons))
+	accts := make([]*Account, len(s.spec.Daemons))
 	for i, ds := range s.spec.Daemons {
 		if accts[i], err = lookupAccount("daemon "+ds.Name, ds.User); err != nil {
 			return nil, err

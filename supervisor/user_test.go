@@ -43,17 +43,17 @@ func TestResolveAccount(t *testing.T) {
 	if err := os.WriteFile(group, []byte(testGroup), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for spec, want := range map[string]account{
-		"postgres":       {uid: 101, gid: 104, groups: []uint32{104, 103, 50}, home: "/var/lib/postgresql"},
-		"101":            {uid: 101, gid: 104, groups: []uint32{104, 103, 50}, home: "/var/lib/postgresql"},
-		"app":            {uid: 1000, gid: 1000, groups: []uint32{1000, 50}, home: "/home/app"},
-		"root":           {uid: 0, gid: 0, groups: []uint32{0}, home: "/root"},
-		"nohome":         {uid: 1001, gid: 1001, groups: []uint32{1001}, home: "/"},
-		"4242":           {uid: 4242, gid: 4242, groups: []uint32{4242}, home: "/"},
-		"4242:50":        {uid: 4242, gid: 50, groups: []uint32{50}, home: "/"},
-		"4242:staff":     {uid: 4242, gid: 50, groups: []uint32{50}, home: "/"},
-		"postgres:staff": {uid: 101, gid: 50, groups: []uint32{50}, home: "/var/lib/postgresql"},
-		"app:7":          {uid: 1000, gid: 7, groups: []uint32{7}, home: "/home/app"},
+	for spec, want := range map[string]Account{
+		"postgres":       {UID: 101, GID: 104, Groups: []uint32{104, 103, 50}, Home: "/var/lib/postgresql"},
+		"101":            {UID: 101, GID: 104, Groups: []uint32{104, 103, 50}, Home: "/var/lib/postgresql"},
+		"app":            {UID: 1000, GID: 1000, Groups: []uint32{1000, 50}, Home: "/home/app"},
+		"root":           {UID: 0, GID: 0, Groups: []uint32{0}, Home: "/root"},
+		"nohome":         {UID: 1001, GID: 1001, Groups: []uint32{1001}, Home: "/"},
+		"4242":           {UID: 4242, GID: 4242, Groups: []uint32{4242}, Home: "/"},
+		"4242:50":        {UID: 4242, GID: 50, Groups: []uint32{50}, Home: "/"},
+		"4242:staff":     {UID: 4242, GID: 50, Groups: []uint32{50}, Home: "/"},
+		"postgres:staff": {UID: 101, GID: 50, Groups: []uint32{50}, Home: "/var/lib/postgresql"},
+		"app:7":          {UID: 1000, GID: 7, Groups: []uint32{7}, Home: "/home/app"},
 	} {
 		got, err := resolveAccount(spec, passwd, group)
 		if err != nil {
@@ -67,7 +67,7 @@ func TestResolveAccount(t *testing.T) {
 	for spec, msg := range map[string]string{
 		"ghost":      "no such user in the sandbox's " + passwd,
 		"app:ghosts": `no group "ghosts" in the sandbox's ` + group,
-		"broken":     `the entry of "broken" in ` + passwd + " has no valid uid and gid",
+		"broken":     `the entry of "broken" in the sandbox's ` + passwd + " has no valid uid and gid",
 		// The form is specrules.User's, as manifest validation checks it.
 		"4294967295":             `invalid user "4294967295"`,
 		"99999999999":            `invalid user "99999999999"`,
@@ -85,7 +85,7 @@ func TestResolveAccount(t *testing.T) {
 	if _, err := resolveAccount("postgres", filepath.Join(dir, "none"), filepath.Join(dir, "none")); err == nil || !strings.Contains(err.Error(), "no such user") {
 		t.Errorf("no passwd file: %v", err)
 	}
-	if a, err := resolveAccount("7:8", filepath.Join(dir, "none"), filepath.Join(dir, "none")); err != nil || a.uid != 7 || a.gid != 8 {
+	if a, err := resolveAccount("7:8", filepath.Join(dir, "none"), filepath.Join(dir, "none")); err != nil || a.UID != 7 || a.GID != 8 {
 		t.Errorf("no files, 7:8: %+v %v", a, err)
 	}
 }
