@@ -20,6 +20,7 @@ import (
 
 	"github.com/airlock-dev/airlock/internal/benchdoc"
 	"github.com/airlock-dev/airlock/internal/testenv"
+	"github.com/airlock-dev/airlock/sandbox"
 )
 
 // The job: make test pings redis on 127.0.0.1:6379 (the same in all three setups),
@@ -75,8 +76,10 @@ func bench(airlock, image, compose string, interval time.Duration, runs int, doc
 	// arguments, its answer awaited, then the job, in the project at the same path.
 	floorScript := `redis-server --save "" --appendonly no --bind 127.0.0.1 --port 6379 --daemonize yes >/dev/null && ` +
 		`until redis-cli -h 127.0.0.1 -p 6379 ping >/dev/null 2>&1; do sleep 0.01; done && make test`
-	runFloor := func() (time.Duration, error) {
-		return timed(true, "docker", "run", "--rm", "-v", project+":"+project, "-w", project, image, "sh", "-c", floorScript)
+	runFloor := func(network ...string) (time.Duration, error) {
+		args := append([]string{"run", "--rm"}, network...)
+		args = append(args, "-v", project+":"+project, "-w", project, image, "sh", "-c", floorScript)
+		return timed(true, "docker", args...)
 	}
 
 	// docker-compose: a redis service gated by a healthcheck, and the job, which shares
@@ -149,7 +152,7 @@ services:
 		return err
 	}
 
-	var airlockRun, floorRun, composeUp, composeDown benchdoc.Timings
+	var airlockRun, floorRun, sharedFloorRun, composeUp, composeDown benchdoc.Timings
 	for i := 0; i < runs; i++ {
 		if err := airlockRun.Add(runAirlock()); err != nil {
 			return err
@@ -158,6 +161,10 @@ services:
 			return err
 		}
 		if err := floorRun.Add(runFloor()); err != nil {
+			return err
+		}
+		// The same floor on the network airlock's sandbox joins (made by the warm-up run).
+		if err := sharedFloorRun.Add(runFloor("--network", sandbox.SharedNetwork)); err != nil {
 			return err
 		}
 		if withCompose {
@@ -179,6 +186,8 @@ services:
 		{Measure: "`airlock run -- make test`, `[daemons.redis]` ready-gated (redis preset; median of " + fmt.Sprint(runs) + ")", Result: benchdoc.MS(ar)},
 		{Measure: "floor: one `docker run --rm IMAGE sh -c 'redis-server … --daemonize yes && until redis-cli ping …; make test'` (median)", Result: benchdoc.MS(fr)},
 		{Measure: "ratio airlock / floor", Result: benchdoc.Ratio(ar, fr), Target: "≤ 1.15×"},
+		{Measure: "the same floor with `--network " + sandbox.SharedNetwork + "`, the network airlock's sandbox joins (median)", Result: benchdoc.MS(benchdoc.Median(sharedFloorRun))},
+		{Measure: "ratio airlock / floor on that network", Result: benchdoc.Ratio(ar, benchdoc.Median(sharedFloorRun))},
 	}
 	if withCompose {
 		cu, cd := benchdoc.Median(composeUp), benchdoc.Median(composeDown)
