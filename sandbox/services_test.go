@@ -357,6 +357,10 @@ ready_timeout = "5s"
 image = "{{busybox}}"
 required = false
 command = ["sh", "-c", "echo flaky-died; exit 1"]
+# Without a healthcheck a running service counts as ready, and a loaded Engine can
+# show it running before it exits: a check that never passes makes its only result
+# the failure.
+healthcheck = { cmd = ["false"], interval = "100ms", retries = 10000 }
 
 [services.slow]
 image = "{{busybox}}"
@@ -399,7 +403,7 @@ command = `+webCommand+`
 			t.Logf("progress:\n%s", g.progress.String())
 		}
 	}()
-	waitFor(t, 90*time.Second, "the optional services' reports", func() bool {
+	waitFor(t, 30*time.Second, "the optional services' reports", func() bool {
 		p := g.progress.String()
 		return strings.Contains(p, "optional service flaky failed") && strings.Contains(p, "optional service side is ready") &&
 			strings.Contains(p, "optional service missing failed: cannot start service missing")
