@@ -121,8 +121,12 @@ func (s *Service) runExec(id string, l *live, req *ExecRequest, stdoutPath, stde
 	select {
 	case <-ex.Done:
 	case <-s.ctx.Done():
+	}
+	if s.ctx.Err() != nil {
 		// Shutdown must not wait for a command that may run for hours (an
-		// upgrade would SIGKILL the daemon after 5 s and record nothing).
+		// upgrade would SIGKILL the daemon after 5 s and record nothing). The
+		// shutdown also ends the exec's stream, so Done may be what woke us:
+		// the command did not end, its collection did.
 		return execAbandoned
 	}
 	// The output ended: the Engine knows the code at once, or very soon.
