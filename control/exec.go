@@ -2,6 +2,7 @@ package control
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"time"
@@ -109,14 +110,12 @@ func (s *Service) runExec(id string, l *live, req *ExecRequest, stdoutPath, stde
 	h := l.handle
 	if h == nil {
 		if h, err = s.rtOf(id).Open(s.ctx, id, l.resolved); err != nil {
-			fmt.Fprintln(errf, "airlock:", err)
-			return 125
+			return s.execFailed(errf, err)
 		}
 	}
 	ex, err := s.rtOf(id).Exec(s.ctx, h, sandbox.ExecRequest{Cmd: req.Cmd, Env: req.Env, Workdir: req.Workdir}, sandbox.Streams{Stdout: outf, Stderr: errf})
 	if err != nil {
-		fmt.Fprintln(errf, "airlock:", err)
-		return 125
+		return s.execFailed(errf, err)
 	}
 	select {
 	case <-ex.Done:
@@ -133,7 +132,7 @@ func (s *Service) runExec(id string, l *live, req *ExecRequest, stdoutPath, stde
 	code, err := backoff.RetryWithData(func() (int, error) { return ex.ExitCode(s.ctx) },
 		backoff.WithContext(backoff.WithMaxRetries(backoff.NewConstantBackOff(exitCodePoll), uint64(exitCodeWait/exitCodePoll)), s.ctx))
 	if err != nil {
-		return 125
+		return s.execFailed(io.Discard, err)
 	}
 	return code
 }
@@ -183,4 +182,15 @@ func (s *Service) FinishExec(id, execID string, code int) (store.Exec, error) {
 // GetExec returns an exec record.
 func (s *Service) GetExec(id, execID string) (store.Exec, error) {
 	return s.store.GetExec(id, execID)
+}
+
+// execFailed records why an exec could not run in its stderr log and returns its
+// code: 125, or execAbandoned when the daemon is stopping (which is what made
+// the Engine call fail then, not the command).
+func (s *Service) execFailed(errf io.Writer, err error) int {
+	if s.ctx.Err() != nil {
+		return execAbandoned
+	}
+	fmt.Fprintln(errf, "airlock:", err)
+	return 125
 }

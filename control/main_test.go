@@ -318,7 +318,11 @@ func dumpEvents(c *client.Client, id string) string {
 	evs, err := readEvents(c, id, 0)
 	var b strings.Builder
 	for _, ev := range evs {
-		fmt.Fprintf(&b, "  %d %s state=%s reason=%q daemon=%s exec=%s\n", ev.Sequence, ev.Kind, ev.State, ev.Reason, ev.Daemon, ev.ExecID)
+		code := ""
+		if ev.ExitCode != nil {
+			code = fmt.Sprint(*ev.ExitCode)
+		}
+		fmt.Fprintf(&b, "  %d %s state=%s reason=%q daemon=%s exec=%s exit=%s\n", ev.Sequence, ev.Kind, ev.State, ev.Reason, ev.Daemon, ev.ExecID, code)
 	}
 	if err != nil {
 		fmt.Fprintf(&b, "  (%v)\n", err)
