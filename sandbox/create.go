@@ -150,9 +150,7 @@ func (rt *Runtime) Create(ctx context.Context, req *Request) (sb *Sandbox, err e
 	}
 	labels[LabelSandbox] = sb.ID
 	labels[LabelProject] = sb.Project
-	if rt.Owner != "" {
-		labels[LabelOwner] = rt.Owner
-	}
+	rt.ownLabel(labels)
 	labels[LabelPlanHash] = sb.PlanHash
 	labels[LabelKind] = req.Kind
 	done = rt.step(req.ID, "network")

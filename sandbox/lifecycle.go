@@ -345,7 +345,12 @@ func (rt *Runtime) owns(labels map[string]string) bool {
 
 // helperLabels are the labels of a short-lived helper container.
 func (rt *Runtime) helperLabels() map[string]string {
-	l := map[string]string{LabelRole: "helper"}
+	return rt.ownLabel(map[string]string{LabelRole: "helper"})
+}
+
+// ownLabel adds the daemon's owner key to the labels of an object it makes
+// (nothing without one) and returns them.
+func (rt *Runtime) ownLabel(l map[string]string) map[string]string {
 	if rt.Owner != "" {
 		l[LabelOwner] = rt.Owner
 	}

@@ -64,20 +64,12 @@ type PruneOptions struct {
 
 // supervisorLabels are the labels of a supervisor volume (and its -ok companion).
 func (rt *Runtime) supervisorLabels(key string) map[string]string {
-	l := map[string]string{labelSupervisorKey: key}
-	if rt.Owner != "" {
-		l[LabelOwner] = rt.Owner
-	}
-	return l
+	return rt.ownLabel(map[string]string{labelSupervisorKey: key})
 }
 
 // buildLabels are the labels of an image built from [sandbox.build].
 func (rt *Runtime) buildLabels(projectDir string) map[string]string {
-	l := map[string]string{LabelProject: projectDir}
-	if rt.Owner != "" {
-		l[LabelOwner] = rt.Owner
-	}
-	return l
+	return rt.ownLabel(map[string]string{LabelProject: projectDir})
 }
 
 // DiskUsage is what the Engine's df API says about space, for sizing what prune
