@@ -10,6 +10,7 @@ import (
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/events"
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/network"
 
@@ -63,20 +64,48 @@ func (rt *Runtime) Start(ctx context.Context, sb *Sandbox) error {
 
 // WaitExit waits for the primary container to exit and returns its exit code.
 // Register it before Start so that a fast exit is not missed.
+//
+// The code comes from whichever answers first: the Engine's "die" event or its
+// wait. Engine 20.10 answers a wait only once it has released the container's
+// network (50–100 ms after the process exited); the die event, which carries
+// the same exit code, is sent before that. The wait stays as the fallback for an
+// event stream that broke or subscribed too late.
 func (rt *Runtime) WaitExit(ctx context.Context, sb *Sandbox) (<-chan int, <-chan error) {
 	codes := make(chan int, 1)
 	errs := make(chan error, 1)
+	evctx, stopEvents := context.WithCancel(ctx)
+	msgs, evErrs := rt.Engine.Events(evctx, events.ListOptions{Filters: filters.NewArgs(
+		filters.Arg("type", string(events.ContainerEventType)),
+		filters.Arg("container", sb.PrimaryID),
+		filters.Arg("event", string(events.ActionDie)),
+	)})
 	wc, ec := rt.Engine.ContainerWait(ctx, sb.PrimaryID, container.WaitConditionNextExit)
 	go func() {
-		select {
-		case w := <-wc:
-			if w.Error != nil && w.Error.Message != "" {
-				errs <- failed("cannot wait for the sandbox: %s", w.Error.Message)
+		defer stopEvents()
+		for {
+			select {
+			case m, ok := <-msgs:
+				if !ok {
+					msgs = nil
+					continue
+				}
+				if code, err := strconv.Atoi(m.Actor.Attributes["exitCode"]); err == nil {
+					codes <- code
+					return
+				}
+			case <-evErrs:
+				msgs, evErrs = nil, nil // the wait answers
+			case w := <-wc:
+				if w.Error != nil && w.Error.Message != "" {
+					errs <- failed("cannot wait for the sandbox: %s", w.Error.Message)
+					return
+				}
+				codes <- int(w.StatusCode)
+				return
+			case err := <-ec:
+				errs <- err
 				return
 			}
-			codes <- int(w.StatusCode)
-		case err := <-ec:
-			errs <- err
 		}
 	}()
 	return codes, errs
