@@ -23,7 +23,7 @@ CROSS_TARGETS := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
 # make test embeds the supervisors when they were built (make build or make cross ran).
 TEST_TAGS := $(if $(wildcard $(SUPERVISOR_DIR)/linux-arm64/airlock.gz $(SUPERVISOR_DIR)/linux-amd64/airlock.gz),-tags $(EMBED_TAG))
 
-.PHONY: all build supervisors cross test lint bench demo engine faults clean
+.PHONY: all build supervisors cross image test lint bench demo engine faults clean
 
 all: build
 
@@ -48,6 +48,17 @@ cross: supervisors
 	  CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -tags $(EMBED_TAG) -ldflags '$(LDFLAGS)' -o bin/airlock-$$os-$$arch ./cmd/airlock; \
 	done
 	CGO_ENABLED=0 GOOS=darwin GOARCH=arm64 $(GO) build ./...
+
+# The airlock image (the Kubernetes backend's init container copies the supervisor from it):
+# FROM scratch plus the static linux/$(IMAGE_ARCH) airlock at /airlock, named
+# localhost/airlock:$(BUILD_ID) ('+' becomes '_'), written to bin/airlock-image.tar, which
+# docker load and ctr images import both accept. Needs no Docker Engine.
+IMAGE_ARCH ?= $(shell $(GO) env GOARCH)
+image:
+	@mkdir -p bin
+	CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/.airlock-image-linux-$(IMAGE_ARCH) ./cmd/airlock
+	$(GO) run ./internal/cmd/mkimage -binary bin/.airlock-image-linux-$(IMAGE_ARCH) -build-id '$(BUILD_ID)' -arch $(IMAGE_ARCH) -o bin/airlock-image.tar
+	@rm -f bin/.airlock-image-linux-$(IMAGE_ARCH)
 
 # Everything, race detector on, integration tests against the real Docker Engine included.
 test: lint
