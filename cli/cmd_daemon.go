@@ -199,7 +199,7 @@ func (a *app) runDaemon(d daemonArgs) error {
 	rt.Progress, rt.Quiet = nil, true
 	// Sandboxes created on another Engine (DOCKER_HOST, a docker context) are
 	// served on it.
-	openEngine := func(ep engine.Endpoint) (*sandbox.Runtime, error) {
+	openEngine := func(ep engine.Endpoint) (control.Backend, error) {
 		cli, err := ep.Open()
 		if err != nil {
 			return nil, err

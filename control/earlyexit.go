@@ -1,13 +1,9 @@
 package control
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"strings"
-
-	"github.com/docker/docker/api/types/container"
-	"github.com/docker/docker/pkg/stdcopy"
 
 	"github.com/airlock-dev/airlock/control/store"
 )
@@ -80,25 +76,11 @@ func (s *Service) containerEnd(id, containerID string) (code *int, output string
 	if containerID == "" {
 		return nil, "", false
 	}
-	rt := s.rtOf(id)
-	ctx := context.WithoutCancel(s.ctx)
-	ci, err := rt.Engine.ContainerInspect(ctx, containerID)
-	if err != nil || ci.State == nil || ci.State.Status != container.StateExited {
+	code, out, ok := s.rtOf(id).PrimaryEnd(context.WithoutCancel(s.ctx), containerID, earlyOutputLines)
+	if !ok {
 		return nil, "", false
 	}
-	c := ci.State.ExitCode
-	rc, err := rt.Engine.ContainerLogs(ctx, containerID, container.LogsOptions{ShowStdout: true, ShowStderr: true, Tail: fmt.Sprint(earlyOutputLines)})
-	if err != nil {
-		return &c, "", true
-	}
-	defer rc.Close()
-	var buf bytes.Buffer
-	if ci.Config != nil && ci.Config.Tty {
-		_, _ = buf.ReadFrom(rc)
-	} else {
-		_, _ = stdcopy.StdCopy(&buf, &buf, rc)
-	}
-	return &c, lastLines(buf.String()), true
+	return code, lastLines(out), true
 }
 
 // lastLines joins the non-empty lines of out with "; ", within earlyOutputBytes.

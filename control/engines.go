@@ -5,7 +5,6 @@ import (
 
 	"github.com/airlock-dev/airlock/control/store"
 	"github.com/airlock-dev/airlock/engine"
-	"github.com/airlock-dev/airlock/sandbox"
 )
 
 // The daemon serves sandboxes on whichever Engine each was created on (DESIGN §7):
@@ -17,13 +16,13 @@ import (
 func (s *Service) endpointOf(rec store.Sandbox) engine.Endpoint {
 	var ep engine.Endpoint
 	if len(rec.Engine) == 0 || json.Unmarshal(rec.Engine, &ep) != nil || ep.Host == "" {
-		return s.rt.Endpoint
+		return s.rt.Location()
 	}
 	return ep
 }
 
 // rtOf returns the runtime of the Engine sandbox id lives on.
-func (s *Service) rtOf(id string) *sandbox.Runtime {
+func (s *Service) rtOf(id string) Backend {
 	rec, err := s.store.Get(id)
 	if err != nil {
 		return s.rt
@@ -34,9 +33,9 @@ func (s *Service) rtOf(id string) *sandbox.Runtime {
 // runtimeFor returns the runtime of an Engine, opening it (and watching its events)
 // the first time. An Engine that cannot be opened (its TLS files are gone, say)
 // falls back to the daemon's own, with an error in the log.
-func (s *Service) runtimeFor(ep engine.Endpoint) *sandbox.Runtime {
+func (s *Service) runtimeFor(ep engine.Endpoint) Backend {
 	key := ep.Key()
-	if key == s.rt.Endpoint.Key() || s.cfg.OpenEngine == nil {
+	if key == s.rt.Location().Key() || s.cfg.OpenEngine == nil {
 		return s.rt
 	}
 	s.mu.Lock()
@@ -49,7 +48,7 @@ func (s *Service) runtimeFor(ep engine.Endpoint) *sandbox.Runtime {
 		s.log.Error("cannot open a Docker Engine; using the daemon's own", "engine", ep.String(), "error", err.Error())
 		return s.rt
 	}
-	rt.OnService, rt.OnStep = s.rt.OnService, s.rt.OnStep
+	rt.SetHooks(s.serviceResult, s.recordStep)
 	s.engines[key] = rt
 	if s.ctx != nil && s.ctx.Err() == nil {
 		s.goAsync(func() { s.watchEngine(rt) })
@@ -58,10 +57,10 @@ func (s *Service) runtimeFor(ep engine.Endpoint) *sandbox.Runtime {
 }
 
 // runtimes are every Engine's runtime the daemon opened, its own first.
-func (s *Service) runtimes() []*sandbox.Runtime {
+func (s *Service) runtimes() []Backend {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := []*sandbox.Runtime{s.rt}
+	out := []Backend{s.rt}
 	for _, rt := range s.engines {
 		out = append(out, rt)
 	}

@@ -14,7 +14,7 @@ func (s *Service) reapOrphans() {
 	}
 }
 
-func (s *Service) reapOrphansOn(rt *sandbox.Runtime) {
+func (s *Service) reapOrphansOn(rt Backend) {
 	list, err := rt.List(s.ctx, map[string]string{sandbox.LabelKind: sandbox.KindRun}, true)
 	if err != nil {
 		return

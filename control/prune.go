@@ -90,7 +90,7 @@ func (s *Service) Prune(ctx context.Context, req *PruneRequest) (*PruneResult, e
 			rts = append(rts, rt)
 		}
 	}
-	usage := map[*sandbox.Runtime]*sandbox.DiskUsage{}
+	usage := map[Backend]*sandbox.DiskUsage{}
 	for _, rt := range rts {
 		usage[rt] = rt.DiskUsage(ctx)
 	}
@@ -123,7 +123,7 @@ func (s *Service) Prune(ctx context.Context, req *PruneRequest) (*PruneResult, e
 	for _, rec := range kept {
 		rt := s.rtOf(rec.ID)
 		obj := PrunedObject{Type: sandbox.PruneSandbox, Name: rec.ID, Project: rec.Project,
-			Engine: rt.Endpoint.String(), Size: usage[rt].SandboxSize(rec.ID)}
+			Engine: rt.Location().String(), Size: usage[rt].SandboxSize(rec.ID)}
 		if req.DryRun {
 			leaving[rec.ID] = true
 			res.Removed = append(res.Removed, obj)
@@ -151,13 +151,13 @@ func (s *Service) Prune(ctx context.Context, req *PruneRequest) (*PruneResult, e
 		du := usage[rt]
 		cands, err := rt.PruneCandidates(ctx, sandbox.PruneOptions{All: req.All, Leaving: leaving, Busy: busy}, du)
 		if err != nil {
-			res.Errors = append(res.Errors, fmt.Sprintf("%s: %v", rt.Endpoint.String(), err))
+			res.Errors = append(res.Errors, fmt.Sprintf("%s: %v", rt.Location().String(), err))
 			continue
 		}
 		var imagesFreed int64
 		removedImages := false
 		for _, c := range cands {
-			obj := PrunedObject{Type: c.Type, Name: c.Name, ID: c.ID, Project: c.Project, Engine: rt.Endpoint.String(), Size: c.Size}
+			obj := PrunedObject{Type: c.Type, Name: c.Name, ID: c.ID, Project: c.Project, Engine: rt.Location().String(), Size: c.Size}
 			if req.DryRun {
 				res.Removed = append(res.Removed, obj)
 				reclaimed += obj.Size
@@ -177,7 +177,7 @@ func (s *Service) Prune(ctx context.Context, req *PruneRequest) (*PruneResult, e
 			if !freed {
 				obj.Size = 0
 			}
-			s.log.Info("pruned", "type", c.Type, "name", c.Name, "engine", rt.Endpoint.String(), "size", obj.Size)
+			s.log.Info("pruned", "type", c.Type, "name", c.Name, "engine", rt.Location().String(), "size", obj.Size)
 			res.Removed = append(res.Removed, obj)
 			if c.Type == sandbox.PruneImage {
 				removedImages = true

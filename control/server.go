@@ -82,7 +82,7 @@ func (s *server) health(w http.ResponseWriter, r *http.Request) {
 	h := client.Health{PID: os.Getpid(), BuildID: s.opts.BuildID, Version: s.opts.Version, LogPath: LogFile(s.opts.Paths)}
 	if s.svc != nil {
 		for _, rt := range s.svc.runtimes() {
-			h.Engines = append(h.Engines, rt.Endpoint.String())
+			h.Engines = append(h.Engines, rt.Location().String())
 		}
 	}
 	writeJSON(w, http.StatusOK, h)

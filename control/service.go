@@ -28,7 +28,7 @@ type Config struct {
 	Redactor *secrets.Redactor
 	// OpenEngine returns a runtime for another Engine than the daemon's own (a
 	// sandbox created with DOCKER_HOST or a docker context); nil serves only its own.
-	OpenEngine func(engine.Endpoint) (*sandbox.Runtime, error)
+	OpenEngine func(engine.Endpoint) (Backend, error)
 }
 
 // Service runs the daemon's operations: every Docker lifecycle call goes through
@@ -41,7 +41,7 @@ type Config struct {
 // (package client), as pebble's daemon does with its managers.
 type Service struct {
 	store *store.Store
-	rt    *sandbox.Runtime
+	rt    Backend
 	cfg   Config
 	log   *slog.Logger
 
@@ -52,12 +52,12 @@ type Service struct {
 	mu       sync.Mutex
 	live     map[string]*live // sandboxes with work or watchers in this daemon
 	attached map[string]int
-	active   map[string]time.Time        // last time a client or exec used a sandbox
-	engines  map[string]*sandbox.Runtime // other Engines than rt's, by endpoint key
+	active   map[string]time.Time // last time a client or exec used a sandbox
+	engines  map[string]Backend   // other backends than rt, by endpoint key
 }
 
 // NewService returns a service over an open store and a runtime.
-func NewService(st *store.Store, rt *sandbox.Runtime, cfg Config) *Service {
+func NewService(st *store.Store, rt Backend, cfg Config) *Service {
 	if cfg.ReapInterval <= 0 {
 		cfg.ReapInterval = 2 * time.Second
 	}
@@ -67,22 +67,24 @@ func NewService(st *store.Store, rt *sandbox.Runtime, cfg Config) *Service {
 	if cfg.ExecOutputTemplate == "" {
 		cfg.ExecOutputTemplate = "{sandbox_id}/{exec_id}"
 	}
-	if cfg.ExecOutputRoot == "" && rt != nil && rt.Paths != nil {
+	if drt, ok := rt.(*sandbox.Runtime); ok && cfg.ExecOutputRoot == "" && drt != nil && drt.Paths != nil {
 		// The default of artifacts.exec_output_root (DESIGN §2); a relative root
 		// would put the output in the daemon's working directory.
-		cfg.ExecOutputRoot = filepath.Join(rt.Paths.DataDir, "exec-output")
+		cfg.ExecOutputRoot = filepath.Join(drt.Paths.DataDir, "exec-output")
 	}
 	s := &Service{store: st, rt: rt, cfg: cfg, log: slog.New(slog.DiscardHandler),
-		live: map[string]*live{}, attached: map[string]int{}, active: map[string]time.Time{}, engines: map[string]*sandbox.Runtime{}}
-	rt.OnService = func(id, service string, ready bool, detail string) {
-		if ready {
-			s.emit(id, store.Event{Kind: "service.ready", Service: service}, "")
-		} else {
-			s.emit(id, store.Event{Kind: "service.failed", Service: service, Reason: detail}, "")
-		}
-	}
-	rt.OnStep = s.recordStep
+		live: map[string]*live{}, attached: map[string]int{}, active: map[string]time.Time{}, engines: map[string]Backend{}}
+	rt.SetHooks(s.serviceResult, s.recordStep)
 	return s
+}
+
+// serviceResult records a service's first result: ready, or failed with detail.
+func (s *Service) serviceResult(id, service string, ready bool, detail string) {
+	if ready {
+		s.emit(id, store.Event{Kind: "service.ready", Service: service}, "")
+	} else {
+		s.emit(id, store.Event{Kind: "service.failed", Service: service, Reason: detail}, "")
+	}
 }
 
 func (s *Service) start(ctx context.Context) error {

@@ -223,7 +223,7 @@ func (s *Service) abuseLocked(id, what string) {
 		s.emit(id, store.Event{Kind: "sandbox.failed", Reason: "its status stream broke the daemon's bounds (" + what + "); the sandbox was killed"}, store.StateFailed)
 	}
 	if rec.ContainerID != "" {
-		_ = s.rtOf(id).Engine.ContainerKill(context.WithoutCancel(s.ctx), rec.ContainerID, "SIGKILL")
+		_ = s.rtOf(id).KillPrimary(context.WithoutCancel(s.ctx), rec.ContainerID, "SIGKILL")
 	}
 }
 

@@ -1,11 +1,7 @@
 package control
 
 import (
-	"strconv"
 	"time"
-
-	"github.com/docker/docker/api/types/events"
-	"github.com/docker/docker/api/types/filters"
 
 	"github.com/airlock-dev/airlock/control/store"
 	"github.com/airlock-dev/airlock/sandbox"
@@ -14,55 +10,34 @@ import (
 // watchRetry is how long after the Engine's event stream broke it is asked again.
 const watchRetry = time.Second
 
-// watchEngine records deaths and OOM kills of primaries on one Engine while the
+// watchEngine records deaths and OOM kills of primaries on one backend while the
 // daemon runs.
-func (s *Service) watchEngine(rt *sandbox.Runtime) {
+func (s *Service) watchEngine(rt Backend) {
 	for s.ctx.Err() == nil {
-		args := filters.NewArgs(filters.Arg("type", "container"), filters.Arg("label", sandbox.LabelRole+"=primary"),
-			filters.Arg("event", "die"), filters.Arg("event", "oom"))
-		if rt.Owner != "" {
-			args.Add("label", sandbox.LabelOwner+"="+rt.Owner)
+		err := rt.WatchPrimaries(s.ctx, s.onPrimaryEvent)
+		if s.ctx.Err() != nil {
+			return
 		}
-		msgs, errs := rt.Engine.Events(s.ctx, events.ListOptions{Filters: args})
-	loop:
-		for {
-			select {
-			case <-s.ctx.Done():
-				return
-			case err := <-errs:
-				if err != nil && s.ctx.Err() == nil {
-					s.log.Warn("engine events ended; watching again", "error", err.Error())
-					if !sleep(s.ctx, watchRetry) {
-						return
-					}
-				}
-				break loop
-			case m := <-msgs:
-				s.onEngineEvent(m)
-			}
+		if err != nil {
+			s.log.Warn("engine events ended; watching again", "error", err.Error())
+		}
+		if !sleep(s.ctx, watchRetry) {
+			return
 		}
 	}
 }
 
-func (s *Service) onEngineEvent(m events.Message) {
-	id := m.Actor.Attributes[sandbox.LabelSandbox]
-	if id == "" {
-		return
-	}
+func (s *Service) onPrimaryEvent(ev sandbox.PrimaryEvent) {
+	id := ev.SandboxID
 	if _, err := s.store.Get(id); err != nil {
 		return // not one of this daemon's sandboxes
 	}
 	l := s.liveOf(id)
-	switch m.Action {
-	case events.ActionOOM:
+	switch {
+	case ev.OOM:
 		s.setFlags(l, func() { l.oom = true })
-	case events.ActionDie:
-		code, err := strconv.Atoi(m.Actor.Attributes["exitCode"])
-		var codep *int
-		if err == nil {
-			codep = &code
-		}
-		s.primaryDied(id, l, codep)
+	case ev.Died:
+		s.primaryDied(id, l, ev.ExitCode)
 	}
 }
 

@@ -19,9 +19,17 @@ type ExecRequest struct {
 
 // Exec is a started exec: Wait for its exit code after its output ends.
 type Exec struct {
-	ID   string
-	Done <-chan error
-	rt   *Runtime
+	ID       string
+	Done     <-chan error
+	exitCode func(context.Context) (int, error)
+	resize   func(ctx context.Context, height, width uint) error
+}
+
+// NewExec is an exec started by another backend than the Docker Engine: done
+// ends with its output, exitCode reads its code once it finished, resize sets its
+// terminal size (nil when it has none).
+func NewExec(id string, done <-chan error, exitCode func(context.Context) (int, error), resize func(ctx context.Context, height, width uint) error) *Exec {
+	return &Exec{ID: id, Done: done, exitCode: exitCode, resize: resize}
 }
 
 // Exec starts a command in the sandbox through `airlock supervise exec`, which
@@ -53,22 +61,32 @@ func (rt *Runtime) Exec(ctx context.Context, sb *Sandbox, req ExecRequest, s Str
 	if !req.Stdin {
 		s.Stdin = nil
 	}
-	return &Exec{ID: resp.ID, Done: pump(hj, req.TTY, s), rt: rt}, nil
+	id := resp.ID
+	return NewExec(id, pump(hj, req.TTY, s), func(ctx context.Context) (int, error) { return rt.execCode(ctx, id) },
+		func(ctx context.Context, height, width uint) error {
+			return rt.Engine.ContainerExecResize(ctx, id, container.ResizeOptions{Height: height, Width: width})
+		}), nil
 }
 
 // ExitCode returns the exit code of a finished exec.
-func (e *Exec) ExitCode(ctx context.Context) (int, error) {
-	in, err := e.rt.Engine.ContainerExecInspect(ctx, e.ID)
+func (e *Exec) ExitCode(ctx context.Context) (int, error) { return e.exitCode(ctx) }
+
+// Resize sets an exec's terminal size.
+func (e *Exec) Resize(ctx context.Context, height, width uint) error {
+	if e.resize == nil {
+		return nil
+	}
+	return e.resize(ctx, height, width)
+}
+
+// execCode returns the exit code of a finished Engine exec.
+func (rt *Runtime) execCode(ctx context.Context, id string) (int, error) {
+	in, err := rt.Engine.ContainerExecInspect(ctx, id)
 	if err != nil {
 		return 0, failed("cannot inspect the exec: %v", err)
 	}
 	if in.Running {
-		return 0, fmt.Errorf("cannot read the exit code: exec %s still runs", e.ID)
+		return 0, fmt.Errorf("cannot read the exit code: exec %s still runs", id)
 	}
 	return in.ExitCode, nil
-}
-
-// ResizeExec sets an exec's terminal size.
-func (e *Exec) Resize(ctx context.Context, height, width uint) error {
-	return e.rt.Engine.ContainerExecResize(ctx, e.ID, container.ResizeOptions{Height: height, Width: width})
 }

@@ -47,21 +47,8 @@ func (rt *Runtime) copyProject(ctx context.Context, containerID, dir string, u s
 	if err != nil {
 		return err
 	}
-	target := strings.TrimPrefix(path.Clean(filepath.ToSlash(dir)), "/")
 	pr, pw := io.Pipe()
-	go func() {
-		tw := tar.NewWriter(pw)
-		// The project's parents, so that they exist in any image.
-		parts := strings.Split(target, "/")
-		for i := 1; i < len(parts); i++ {
-			_ = tw.WriteHeader(&tar.Header{Name: strings.Join(parts[:i], "/") + "/", Mode: 0o755, Typeflag: tar.TypeDir})
-		}
-		err := writeTreeTo(tw, dir, target, func(rel string) bool { return ig.excluded(rel) }, u)
-		if err == nil {
-			err = tw.Close()
-		}
-		pw.CloseWithError(err)
-	}()
+	go func() { pw.CloseWithError(writeProjectArchive(pw, dir, ig, u)) }()
 	err = rt.Engine.CopyToContainer(ctx, containerID, "/", pr, container.CopyToContainerOptions{AllowOverwriteDirWithFile: true})
 	pr.CloseWithError(err)
 	if err != nil {

@@ -1,0 +1,48 @@
+package control
+
+import (
+	"context"
+	"io"
+	"time"
+
+	"github.com/airlock-dev/airlock/engine"
+	"github.com/airlock-dev/airlock/manifest"
+	"github.com/airlock-dev/airlock/sandbox"
+)
+
+// Backend is what the daemon needs of the place a sandbox runs: a Docker Engine
+// (sandbox.Runtime) or a Kubernetes cluster (kube.Runtime). Its handles, requests
+// and descriptions are package sandbox's types; "container" is the primary's ID
+// there (a container ID on Docker, a Pod name on Kubernetes).
+type Backend interface {
+	// Location names the backend; its Key tells backends apart in records.
+	Location() engine.Endpoint
+	SetHooks(onService func(sandboxID, service string, ready bool, detail string), onStep func(sandboxID, step string, d time.Duration))
+
+	Create(ctx context.Context, req *sandbox.Request) (*sandbox.Sandbox, error)
+	Open(ctx context.Context, id string, r *manifest.Resolved) (*sandbox.Sandbox, error)
+	Start(ctx context.Context, sb *sandbox.Sandbox) error
+	Stop(ctx context.Context, id string) error
+	Remove(ctx context.Context, id string) error
+	RemoveContainers(ctx context.Context, id string) error
+	RemoveNetworks(ctx context.Context, id string) error
+
+	Get(ctx context.Context, id string) (*sandbox.Info, error)
+	List(ctx context.Context, labels map[string]string, all bool) ([]sandbox.Info, error)
+	Running(ctx context.Context, containerID string) bool
+	ExitCode(ctx context.Context, containerID string) *int
+	PrimaryEnd(ctx context.Context, containerID string, lines int) (code *int, output string, ok bool)
+	KillPrimary(ctx context.Context, containerID, signal string) error
+	WatchPrimaries(ctx context.Context, on func(sandbox.PrimaryEvent)) error
+
+	FollowStatus(ctx context.Context, containerID string, from int64) (io.ReadCloser, error)
+	ReadFile(ctx context.Context, containerID, file string, from, limit int64) ([]byte, int64, error)
+	FollowEgress(ctx context.Context, sandboxID string, denied func(sandbox.EgressDenial)) error
+	Exec(ctx context.Context, sb *sandbox.Sandbox, req sandbox.ExecRequest, s sandbox.Streams) (*sandbox.Exec, error)
+
+	DiskUsage(ctx context.Context) *sandbox.DiskUsage
+	PruneCandidates(ctx context.Context, o sandbox.PruneOptions, du *sandbox.DiskUsage) ([]sandbox.PruneObject, error)
+	PruneRemove(ctx context.Context, o sandbox.PruneObject) (freed bool, err error)
+}
+
+var _ Backend = (*sandbox.Runtime)(nil)

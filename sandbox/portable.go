@@ -1,0 +1,71 @@
+package sandbox
+
+import (
+	"archive/tar"
+	"io"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"github.com/airlock-dev/airlock/manifest"
+	"github.com/airlock-dev/airlock/supervisor"
+)
+
+// What another backend (a Kubernetes cluster) shares with the Docker Engine's: the
+// supervisor's spec, the values delivered to it, the project's archive and the
+// sandbox's names and limits. Host files (mounts, builtin tools) have no place there.
+
+// BuildSpec is the supervisor's spec for a sandbox whose backend cannot see this
+// host's files: no host mounts and no builtin tools' environment.
+func BuildSpec(req *Request, r *manifest.Resolved) *supervisor.Spec {
+	return buildSpec(req, r, &hostPlan{})
+}
+
+// DeliveredValues are the values the supervisor waits for at start, by key: the
+// manifest's substituted values and the caller's -e NAME values.
+func DeliveredValues(req *Request, r *manifest.Resolved) map[string]string {
+	values := secretValues(r)
+	for k, v := range req.EnvSecrets {
+		values[envSecretKey(k)] = v
+	}
+	return values
+}
+
+// Hostname is a sandbox's host name: a DNS label made from its ID.
+func Hostname(id string) string { return hostname(id) }
+
+// StopSeconds is how long a stop waits for the supervisor to shut the daemons down.
+func StopSeconds(r *manifest.Resolved) int { return stopSeconds(r) }
+
+// HardenAll reports whether every process of the sandbox is hardened (no new
+// privileges for the whole container).
+func HardenAll(r *manifest.Resolved) bool { return hardenAll(r) }
+
+// Capabilities are the capabilities to add and drop, in the Engine's form.
+func Capabilities(r *manifest.Resolved) (add, drop []string, err error) { return capabilities(r) }
+
+// WriteProjectArchive writes the project dir as a tar archive of paths relative to
+// "/" (its parents first, so they exist in any image), owned by uid:gid, leaving out
+// what .airlockignore names: what a copied-in project is on every backend.
+func WriteProjectArchive(w io.Writer, dir string, uid, gid int) error {
+	ig, err := readIgnoreFile(dir, IgnoreFile)
+	if err != nil {
+		return err
+	}
+	return writeProjectArchive(w, dir, ig, sandboxUser{UID: uid, GID: gid})
+}
+
+func writeProjectArchive(w io.Writer, dir string, ig *dockerignore, u sandboxUser) error {
+	target := strings.TrimPrefix(path.Clean(filepath.ToSlash(dir)), "/")
+	tw := tar.NewWriter(w)
+	parts := strings.Split(target, "/")
+	for i := 1; i < len(parts); i++ {
+		if err := tw.WriteHeader(&tar.Header{Name: strings.Join(parts[:i], "/") + "/", Mode: 0o755, Typeflag: tar.TypeDir}); err != nil {
+			return err
+		}
+	}
+	if err := writeTreeTo(tw, dir, target, func(rel string) bool { return ig.excluded(rel) }, u); err != nil {
+		return err
+	}
+	return tw.Close()
+}
