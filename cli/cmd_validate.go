@@ -11,16 +11,27 @@ func init() { addCommand(newValidateCommand) }
 func newValidateCommand(a *app) *cobra.Command {
 	return &cobra.Command{
 		Use:   "validate",
-		Short: "Check the manifest: exit 0, or print the config errors and exit 2",
+		Short: "Check the manifest (for the chosen backend): exit 0, or print the config errors and exit 2",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			b, err := a.backend()
+			if err != nil {
+				return err
+			}
 			r, err := a.loadManifest()
 			if err != nil {
 				return err
 			}
+			if err := a.checkBackend(r, b); err != nil {
+				return err
+			}
 			a.warnPrivileged(r)
 			if !a.opts.quiet {
-				fmt.Fprintf(a.stdout, "%s: valid (%d layers, %d daemons, %d services)\n", displayPath(r.File), len(r.Layers), len(r.Daemons), len(r.Services))
+				on := ""
+				if b.Kube() {
+					on = " for the kubernetes backend"
+				}
+				fmt.Fprintf(a.stdout, "%s: valid%s (%d layers, %d daemons, %d services)\n", displayPath(r.File), on, len(r.Layers), len(r.Daemons), len(r.Services))
 			}
 			return nil
 		},

@@ -32,6 +32,9 @@ type globalOptions struct {
 	logLevel string
 	// logLevelSet tells whether --log-level was given (its default is "info").
 	logLevelSet bool
+	// backend is --backend, backendSet whether it was given (see app.backend).
+	backend    string
+	backendSet bool
 }
 
 // app carries the global options and the streams of one invocation, so tests
@@ -91,7 +94,8 @@ func newRootCommand(a *app) *cobra.Command {
 				return withCode(ExitUsage, fmt.Errorf("invalid --log-level: %w", err))
 			}
 			a.opts.logLevelSet = cmd.Flags().Changed("log-level")
-			return nil
+			a.opts.backendSet = cmd.Flags().Changed("backend")
+			return a.checkBackendFlag()
 		},
 	}
 	root.SetIn(a.stdin)
@@ -101,6 +105,7 @@ func newRootCommand(a *app) *cobra.Command {
 	pf.BoolVarP(&a.opts.quiet, "quiet", "q", false, "print less: no progress, no shutdown lines")
 	pf.StringVar(&a.opts.file, "file", "", "path of the sandbox.toml to use (default: the nearest one above the current directory)")
 	pf.StringVar(&a.opts.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	pf.StringVar(&a.opts.backend, "backend", "", "where sandboxes run: docker or kubernetes (default: "+backendEnv+", else runtime.backend of config.toml, else docker)")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return withCode(ExitUsage, fmt.Errorf("%w\nSee '%s --help'.", err, c.CommandPath()))
 	})

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/BurntSushi/toml"
+	"github.com/distribution/reference"
 
 	"github.com/airlock-dev/airlock/paths"
 )
@@ -27,8 +28,19 @@ const (
 	ExecIDPlaceholder    = "{exec_id}"
 )
 
+// Backends are the values of runtime.backend (and --backend, AIRLOCK_BACKEND).
+const (
+	BackendDocker     = "docker"
+	BackendKubernetes = "kubernetes"
+)
+
+// Backends lists the backend names, the default first.
+var Backends = []string{BackendDocker, BackendKubernetes}
+
 // Defaults of DESIGN §8.
 const (
+	DefaultBackend            = BackendDocker
+	DefaultNamespace          = "airlock"
 	DefaultIdleTTL            = 30 * time.Minute
 	DefaultEventRetentionTTL  = 168 * time.Hour
 	DefaultLogLevel           = "info"
@@ -43,9 +55,10 @@ type Config struct {
 	// Exists is false when File was missing and every value is a default.
 	Exists bool
 
-	Runtime   Runtime
-	Artifacts Artifacts
-	Vault     Vault
+	Runtime    Runtime
+	Artifacts  Artifacts
+	Vault      Vault
+	Kubernetes Kubernetes
 }
 
 // Runtime is [runtime].
@@ -54,6 +67,7 @@ type Runtime struct {
 	EventRetentionTTL time.Duration // event_retention_ttl: deleted sandboxes' history is purged after this
 	LogLevel          string        // log_level: debug | info | warn | error
 	StateRoot         string        // state_root: "" = $XDG_DATA_HOME/airlock; absolute after Load
+	Backend           string        // backend: docker | kubernetes
 }
 
 // Artifacts is [artifacts].
@@ -67,6 +81,17 @@ type Vault struct {
 	Storage string // storage: encrypted-file | file | disabled
 }
 
+// Kubernetes is [kubernetes]: where and how the kubernetes backend runs
+// sandboxes. The cluster is the one kubectl would use (KUBECONFIG, else
+// ~/.kube/config), in Context.
+type Kubernetes struct {
+	Namespace       string // namespace: where the sandboxes' Pods go
+	Image           string // image: the airlock image; "" = the running build's (the caller resolves it)
+	AllowPrivileged bool   // allow_privileged: sandbox.privileged may make a privileged Pod
+	Context         string // context: the kube context; "" = the current one
+	CreateNamespace bool   // create_namespace: create Namespace when it does not exist
+}
+
 // Default returns the configuration used when config.toml does not exist.
 func Default() *Config {
 	return &Config{
@@ -74,9 +99,11 @@ func Default() *Config {
 			IdleTTL:           DefaultIdleTTL,
 			EventRetentionTTL: DefaultEventRetentionTTL,
 			LogLevel:          DefaultLogLevel,
+			Backend:           DefaultBackend,
 		},
-		Artifacts: Artifacts{ExecOutputTemplate: DefaultExecOutputTemplate},
-		Vault:     Vault{Storage: DefaultVaultStorage},
+		Artifacts:  Artifacts{ExecOutputTemplate: DefaultExecOutputTemplate},
+		Vault:      Vault{Storage: DefaultVaultStorage},
+		Kubernetes: Kubernetes{Namespace: DefaultNamespace, CreateNamespace: true},
 	}
 }
 
@@ -128,6 +155,7 @@ type file struct {
 		EventRetentionTTL *string `toml:"event_retention_ttl"`
 		LogLevel          *string `toml:"log_level"`
 		StateRoot         *string `toml:"state_root"`
+		Backend           *string `toml:"backend"`
 	} `toml:"runtime"`
 	Artifacts *struct {
 		ExecOutputRoot     *string `toml:"exec_output_root"`
@@ -136,6 +164,13 @@ type file struct {
 	Vault *struct {
 		Storage *string `toml:"storage"`
 	} `toml:"vault"`
+	Kubernetes *struct {
+		Namespace       *string `toml:"namespace"`
+		Image           *string `toml:"image"`
+		AllowPrivileged *bool   `toml:"allow_privileged"`
+		Context         *string `toml:"context"`
+		CreateNamespace *bool   `toml:"create_namespace"`
+	} `toml:"kubernetes"`
 }
 
 // Load reads and validates the config.toml at path. A missing file gives the
@@ -182,7 +217,7 @@ func Parse(name string, data []byte, home string) (*Config, error) {
 		}
 		reported = append(reported, key)
 		if len(k) == 1 {
-			add(key, "unknown key (the tables are runtime, artifacts and vault)")
+			add(key, "unknown key (the tables are runtime, artifacts, vault and kubernetes)")
 		} else {
 			add(key, "unknown key")
 		}
@@ -232,6 +267,13 @@ func Parse(name string, data []byte, home string) (*Config, error) {
 			}
 		}
 		dir("runtime.state_root", r.StateRoot, &c.Runtime.StateRoot)
+		if r.Backend != nil {
+			if err := CheckBackend(*r.Backend); err != nil {
+				add("runtime.backend", err.Error())
+			} else {
+				c.Runtime.Backend = *r.Backend
+			}
+		}
 	}
 	if a := f.Artifacts; a != nil {
 		dir("artifacts.exec_output_root", a.ExecOutputRoot, &c.Artifacts.ExecOutputRoot)
@@ -251,6 +293,35 @@ func Parse(name string, data []byte, home string) (*Config, error) {
 			add("vault.storage", fmt.Sprintf("unknown storage %q (want encrypted-file, file or disabled)", *v.Storage))
 		}
 	}
+	if k := f.Kubernetes; k != nil {
+		if k.Namespace != nil {
+			if err := checkNamespace(*k.Namespace); err != nil {
+				add("kubernetes.namespace", err.Error())
+			} else {
+				c.Kubernetes.Namespace = *k.Namespace
+			}
+		}
+		if k.Image != nil {
+			if err := checkImage(*k.Image); err != nil {
+				add("kubernetes.image", err.Error())
+			} else {
+				c.Kubernetes.Image = *k.Image
+			}
+		}
+		if k.Context != nil {
+			if strings.ContainsAny(*k.Context, "\x00\n\r") {
+				add("kubernetes.context", fmt.Sprintf("invalid context name %q (it must not hold a NUL or a line break)", *k.Context))
+			} else {
+				c.Kubernetes.Context = *k.Context
+			}
+		}
+		if k.AllowPrivileged != nil {
+			c.Kubernetes.AllowPrivileged = *k.AllowPrivileged
+		}
+		if k.CreateNamespace != nil {
+			c.Kubernetes.CreateNamespace = *k.CreateNamespace
+		}
+	}
 	if len(errs) > 0 {
 		sort.SliceStable(errs, func(i, j int) bool { return errs[i].Line < errs[j].Line })
 		return nil, errs
@@ -259,6 +330,41 @@ func Parse(name string, data []byte, home string) (*Config, error) {
 }
 
 var placeholderRE = regexp.MustCompile(`\{[^{}]*\}`)
+
+// CheckBackend checks a backend name (runtime.backend, --backend,
+// AIRLOCK_BACKEND): docker or kubernetes.
+func CheckBackend(name string) error {
+	if slices.Contains(Backends, name) {
+		return nil
+	}
+	return fmt.Errorf("unknown backend %q (want docker or kubernetes)", name)
+}
+
+// namespaceRE is a DNS-1123 label, what Kubernetes takes as a namespace name.
+var namespaceRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+
+// checkNamespace validates kubernetes.namespace.
+func checkNamespace(ns string) error {
+	switch {
+	case ns == "":
+		return errors.New("must not be empty (the default is \"airlock\")")
+	case len(ns) > 63 || !namespaceRE.MatchString(ns):
+		return fmt.Errorf("invalid namespace %q (a Kubernetes namespace is at most 63 lower-case letters, digits and '-', starting and ending with a letter or digit)", ns)
+	}
+	return nil
+}
+
+// checkImage validates kubernetes.image: empty (the running build's image) or
+// an image reference a registry takes.
+func checkImage(ref string) error {
+	if ref == "" {
+		return nil
+	}
+	if _, err := reference.ParseNormalizedNamed(ref); err != nil {
+		return fmt.Errorf("invalid image reference %q (%v; e.g. \"registry.example.com/airlock:1.2.0\", or \"\" for this build's localhost/airlock image)", ref, err)
+	}
+	return nil
+}
 
 // checkTemplate validates artifacts.exec_output_template: a relative path with
 // both placeholders, no other placeholder, and no ".." element.
@@ -362,6 +468,8 @@ func describeGo(t string) string {
 	switch {
 	case t == "string":
 		return "a string"
+	case t == "bool" || t == "boolean":
+		return "a boolean"
 	case strings.HasPrefix(t, "struct") || t == "map" || t == "table":
 		return "a table"
 	}
