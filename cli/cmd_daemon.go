@@ -17,6 +17,7 @@ import (
 	"github.com/airlock-dev/airlock/control"
 	"github.com/airlock-dev/airlock/control/store"
 	"github.com/airlock-dev/airlock/engine"
+	"github.com/airlock-dev/airlock/kube"
 	"github.com/airlock-dev/airlock/sandbox"
 	"github.com/airlock-dev/airlock/secrets"
 	"github.com/airlock-dev/airlock/userconfig"
@@ -200,6 +201,11 @@ func (a *app) runDaemon(d daemonArgs) error {
 	// Sandboxes created on another Engine (DOCKER_HOST, a docker context) are
 	// served on it.
 	openEngine := func(ep engine.Endpoint) (control.Backend, error) {
+		if kube.IsEndpoint(ep) {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			return openBackend(ctx, ep, rt.Owner)
+		}
 		cli, err := ep.Open()
 		if err != nil {
 			return nil, err

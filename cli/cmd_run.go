@@ -88,7 +88,7 @@ func (a *app) run(parent context.Context, o runOptions, args []string) error {
 	defer su.close()
 	ctx, sigs, setupErr := su.ctx, su.sigs, su.err
 
-	rt, closeRT, err := a.runtime(ctx)
+	rt, closeRT, err := a.runBackend(ctx)
 	if err != nil {
 		return setupErr(err)
 	}
@@ -339,7 +339,7 @@ func processStart(pid int) string {
 
 // copyOutputs copies each --output path from a sandbox whose project was copied in
 // back into the project dir (with a bind-mounted project the files are there already).
-func (a *app) copyOutputs(rt *sandbox.Runtime, sb *sandbox.Sandbox, r *manifest.Resolved, outputs []string) error {
+func (a *app) copyOutputs(rt runBackend, sb *sandbox.Sandbox, r *manifest.Resolved, outputs []string) error {
 	if len(outputs) == 0 || !rt.ProjectCopied(r) {
 		return nil
 	}

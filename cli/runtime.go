@@ -170,7 +170,7 @@ func (a *app) runtimeFor(ctx context.Context, sb *client.Sandbox) (*sandbox.Runt
 }
 
 // wireEngine is the Engine of rt as the daemon's API carries it.
-func wireEngine(rt *sandbox.Runtime) *client.Engine {
-	e := client.Engine(rt.Endpoint)
+func wireEngine(rt interface{ Location() engine.Endpoint }) *client.Engine {
+	e := client.Engine(rt.Location())
 	return &e
 }

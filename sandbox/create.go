@@ -307,7 +307,7 @@ func (rt *Runtime) primaryConfig(sb *Sandbox, req *Request, r *manifest.Resolved
 		Labels:     copyLabels(labels, LabelRole, "primary", LabelDaemons, daemons),
 		Hostname:   hostname(sb.ID),
 	}
-	cfg.Labels[labelStopTimeout] = strconv.Itoa(stopSeconds(r))
+	cfg.Labels[LabelStopTimeout] = strconv.Itoa(stopSeconds(r))
 	if req.CLIPid > 0 {
 		cfg.Labels[LabelCLIPid] = strconv.Itoa(req.CLIPid)
 		cfg.Labels[LabelCLIStart] = req.CLIStart

@@ -140,7 +140,7 @@ func (rt *Runtime) Stop(ctx context.Context, id string) error {
 
 // stopTimeout gives the supervisor time for the longest daemon timeout plus margin.
 func stopTimeout(labels map[string]string) int {
-	if t, err := strconv.Atoi(labels[labelStopTimeout]); err == nil {
+	if t, err := strconv.Atoi(labels[LabelStopTimeout]); err == nil {
 		return t
 	}
 	return 30

@@ -3,8 +3,11 @@ package sandbox
 import (
 	"archive/tar"
 	"io"
+	"maps"
+	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/airlock-dev/airlock/manifest"
@@ -66,6 +69,28 @@ func writeProjectArchive(w io.Writer, dir string, ig *dockerignore, u sandboxUse
 	}
 	if err := writeTreeTo(tw, dir, target, func(rel string) bool { return ig.excluded(rel) }, u); err != nil {
 		return err
+	}
+	return tw.Close()
+}
+
+// WriteCopiesArchive writes every [copies] entry of r as one tar archive of paths
+// relative to "/", owned by uid:gid, a target under ~ placed in home. A source
+// starting with ~ is under hostHome; a relative one under the project dir. A
+// missing source is a config error naming the entry.
+func WriteCopiesArchive(w io.Writer, r *manifest.Resolved, uid, gid int, home, hostHome string) error {
+	u := sandboxUser{UID: uid, GID: gid, Home: home}
+	tw := tar.NewWriter(w)
+	for _, name := range slices.Sorted(maps.Keys(r.Copies)) {
+		c := r.Copies[name]
+		src := expandHostPath(c.Source, r.ProjectDir, hostHome)
+		if _, err := os.Lstat(src); err != nil {
+			return configErr("copies.%s.source: %s: %v", name, src, err)
+		}
+		target := strings.TrimPrefix(path.Clean(inHome(c.Target, home)), "/")
+		exclude := c.Exclude
+		if err := writeTreeTo(tw, src, target, func(rel string) bool { return excluded(rel, exclude) }, u); err != nil {
+			return failed("cannot copy copies.%s (%s) into the sandbox: %v", name, src, err)
+		}
 	}
 	return tw.Close()
 }

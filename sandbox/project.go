@@ -63,20 +63,41 @@ func (rt *Runtime) copyProject(ctx context.Context, containerID, dir string, u s
 // or an entry that would land outside rel is skipped with a warning, so the
 // sandbox's contents cannot write anywhere else on the host.
 func (rt *Runtime) CopyOut(ctx context.Context, containerID, projectDir, rel string) (warnings []string, err error) {
-	clean := path.Clean(filepath.ToSlash(rel))
-	if rel == "" || path.IsAbs(clean) || clean == ".." || strings.HasPrefix(clean, "../") {
-		return nil, configErr("--output %q: use a path inside the project dir", rel)
+	src, err := OutputPath(projectDir, rel)
+	if err != nil {
+		return nil, err
 	}
-	src := path.Join(filepath.ToSlash(projectDir), clean)
 	rc, _, err := rt.Engine.CopyFromContainer(ctx, containerID, src)
 	if err != nil {
 		return nil, failed("cannot copy %s out of the sandbox: %v", rel, err)
 	}
 	defer rc.Close()
+	return ExtractOutput(rc, projectDir, rel)
+}
+
+// OutputPath is the path in the sandbox of rel, a --output path relative to the
+// project dir (a config error when it leaves the project dir).
+func OutputPath(projectDir, rel string) (string, error) {
+	clean := path.Clean(filepath.ToSlash(rel))
+	if rel == "" || path.IsAbs(clean) || clean == ".." || strings.HasPrefix(clean, "../") {
+		return "", configErr("--output %q: use a path inside the project dir", rel)
+	}
+	return path.Join(filepath.ToSlash(projectDir), clean), nil
+}
+
+// ExtractOutput writes a tar archive of rel, its entries named from rel's base name
+// (as the Engine's archive API gives it), into the project dir on the host. Only
+// directories and regular files are written; a symbolic link or an entry that
+// would land outside rel is skipped with a warning.
+func ExtractOutput(r io.Reader, projectDir, rel string) (warnings []string, err error) {
+	src, err := OutputPath(projectDir, rel)
+	if err != nil {
+		return nil, err
+	}
+	clean := path.Clean(filepath.ToSlash(rel))
 	hostRoot := filepath.Join(projectDir, filepath.FromSlash(clean))
-	// The archive's entries are named from the base name of src.
 	base := path.Base(src)
-	tr := tar.NewReader(rc)
+	tr := tar.NewReader(r)
 	for {
 		h, err := tr.Next()
 		if errors.Is(err, io.EOF) {

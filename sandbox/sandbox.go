@@ -35,8 +35,8 @@ const (
 	// object: a daemon touches only its own (and, for a sandbox in its store,
 	// objects made before owners were recorded).
 	LabelOwner = "dev.airlock.owner"
-	// labelStopTimeout is how long stop waits before SIGKILL, in seconds.
-	labelStopTimeout = "dev.airlock.stop-timeout"
+	// LabelStopTimeout is how long stop waits before SIGKILL, in seconds.
+	LabelStopTimeout = "dev.airlock.stop-timeout"
 )
 
 // Kinds of sandbox.

@@ -32,7 +32,11 @@ var tmpRoot string
 // not write into the package directory), and removes the supervisor volume
 // the binary it built made on the Engine, so that a run leaves nothing behind.
 // It returns the exit code.
-func Main(m *testing.M, name, binaryEnv string) int {
+func Main(m *testing.M, name, binaryEnv string) int { return MainWith(m, name, binaryEnv, nil) }
+
+// MainWith is Main with setup run once Bin is there, before the tests (a failure
+// fails the run).
+func MainWith(m *testing.M, name, binaryEnv string, setup func() error) int {
 	dir, err := os.MkdirTemp("", "airlock-"+name+"-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, name+":", err)
@@ -45,7 +49,7 @@ func Main(m *testing.M, name, binaryEnv string) int {
 			fmt.Fprintln(os.Stderr, name+":", err)
 			return 1
 		}
-		return testenv.RunClean(m)
+		return runWith(m, name, setup)
 	}
 	b, err := Build(filepath.Join(dir, "airlock"), name)
 	if err != nil {
@@ -54,6 +58,16 @@ func Main(m *testing.M, name, binaryEnv string) int {
 	}
 	Bin = b.Path
 	defer b.RemoveSupervisorVolume()
+	return runWith(m, name, setup)
+}
+
+func runWith(m *testing.M, name string, setup func() error) int {
+	if setup != nil {
+		if err := setup(); err != nil {
+			fmt.Fprintln(os.Stderr, name+":", err)
+			return 1
+		}
+	}
 	return testenv.RunClean(m)
 }
 

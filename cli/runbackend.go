@@ -1,0 +1,91 @@
+package cli
+
+import (
+	"context"
+	"path/filepath"
+
+	"github.com/airlock-dev/airlock/control"
+	"github.com/airlock-dev/airlock/engine"
+	"github.com/airlock-dev/airlock/kube"
+	"github.com/airlock-dev/airlock/manifest"
+	"github.com/airlock-dev/airlock/sandbox"
+)
+
+// runBackend is what `airlock run` needs of the backend besides the daemon: the
+// sandbox's terminal I/O, its end, signals, and copies back (sandbox.Runtime on a
+// Docker Engine, kube.Runtime on a cluster).
+type runBackend interface {
+	Location() engine.Endpoint
+	Prepare(ctx context.Context, r *manifest.Resolved) error
+	Attach(ctx context.Context, sb *sandbox.Sandbox, s sandbox.Streams) (<-chan error, error)
+	WaitExit(ctx context.Context, sb *sandbox.Sandbox) (<-chan int, <-chan error)
+	Kill(ctx context.Context, sb *sandbox.Sandbox, signal string) error
+	Resize(ctx context.Context, sb *sandbox.Sandbox, height, width uint) error
+	ProjectCopied(r *manifest.Resolved) bool
+	CopyOut(ctx context.Context, containerID, projectDir, rel string) (warnings []string, err error)
+}
+
+var (
+	_ runBackend = (*sandbox.Runtime)(nil)
+	_ runBackend = (*kube.Runtime)(nil)
+)
+
+// runBackend opens the backend this invocation chose (--backend, AIRLOCK_BACKEND,
+// config.toml).
+func (a *app) runBackend(ctx context.Context) (runBackend, func(), error) {
+	b, err := a.backend()
+	if err != nil {
+		return nil, nil, err
+	}
+	if !b.Kube() {
+		return a.runtime(ctx)
+	}
+	krt, err := a.openKube(ctx, b)
+	if err != nil {
+		return nil, nil, err
+	}
+	return krt, func() {}, nil
+}
+
+// openKube connects to the cluster of the chosen Kubernetes backend.
+func (a *app) openKube(ctx context.Context, b *backendChoice) (*kube.Runtime, error) {
+	p, err := a.paths()
+	if err != nil {
+		return nil, err
+	}
+	owner, err := control.OwnerKey(p)
+	if err != nil {
+		return nil, withCode(ExitAirlock, err)
+	}
+	k := b.Kubernetes
+	kubeconfig, _ := a.getenv("KUBECONFIG")
+	krt, err := kube.Open(ctx, kube.Config{
+		Kubeconfig: firstPath(kubeconfig), Context: k.Context, Namespace: k.Namespace, Image: k.Image,
+		CreateNamespace: k.CreateNamespace, AllowPrivileged: k.AllowPrivileged, Owner: owner,
+	})
+	if err != nil {
+		return nil, sandboxError(err)
+	}
+	return krt, nil
+}
+
+// openBackend opens the backend a sandbox was created on, for the daemon.
+func openBackend(ctx context.Context, ep engine.Endpoint, owner string) (control.Backend, error) {
+	cfg, err := kube.ConfigOf(ep)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Owner = owner
+	return kube.Open(ctx, cfg)
+}
+
+// firstPath is the first file of a KUBECONFIG list ("" for none): the one the
+// daemon is told to read, so that it reaches the cluster the CLI reached.
+func firstPath(list string) string {
+	for _, p := range filepath.SplitList(list) {
+		if p != "" {
+			return p
+		}
+	}
+	return ""
+}

@@ -1,0 +1,163 @@
+package kube
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/httpstream"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/remotecommand"
+	"k8s.io/client-go/transport/spdy"
+
+	"github.com/airlock-dev/airlock/manifest"
+	"github.com/airlock-dev/airlock/sandbox"
+)
+
+// The CLI's end of a sandbox on a cluster: its terminal I/O through the Pod
+// attach API, its end from the Pod's status, signals through `supervise signal`.
+
+// Attach connects the CLI's streams to the primary (the supervisor, which holds
+// the main command until Start). It returns once the connection is up, so that
+// no output of the main command is missed; the channel ends with the stream.
+func (rt *Runtime) Attach(ctx context.Context, sb *sandbox.Sandbox, s sandbox.Streams) (<-chan error, error) {
+	req := rt.cs.CoreV1().RESTClient().Post().Resource("pods").Namespace(rt.cfg.Namespace).Name(sb.PrimaryID).SubResource("attach").
+		VersionedParams(&corev1.PodAttachOptions{
+			Container: MainContainer, Stdin: s.Stdin != nil, Stdout: true, Stderr: !sb.TTY, TTY: sb.TTY,
+		}, scheme.ParameterCodec)
+	transport, upgrader, err := spdy.RoundTripperFor(rt.rest)
+	if err != nil {
+		return nil, failed("cannot attach to the sandbox: %v", err)
+	}
+	connected := make(chan struct{})
+	ex, err := remotecommand.NewSPDYExecutorForTransports(transport, &signalUpgrader{Upgrader: upgrader, connected: connected}, "POST", req.URL())
+	if err != nil {
+		return nil, failed("cannot attach to the sandbox: %v", err)
+	}
+	rt.mu.Lock()
+	if rt.sizes == nil {
+		rt.sizes = map[string]*sizeQueue{}
+	}
+	sizes := newSizeQueue()
+	rt.sizes[sb.ID] = sizes
+	rt.mu.Unlock()
+	done := make(chan error, 1)
+	var stderr io.Writer = s.Stderr
+	if sb.TTY {
+		stderr = nil
+	}
+	go func() {
+		err := ex.StreamWithContext(ctx, remotecommand.StreamOptions{Stdin: s.Stdin, Stdout: s.Stdout, Stderr: stderr, Tty: sb.TTY, TerminalSizeQueue: sizes})
+		sizes.close()
+		done <- err
+	}()
+	select {
+	case <-connected:
+		return done, nil
+	case err := <-done:
+		if err == nil {
+			return closedStream(), nil
+		}
+		return nil, failed("cannot attach to the sandbox: %v", err)
+	case <-ctx.Done():
+		return nil, failed("cannot attach to the sandbox: %v", ctx.Err())
+	}
+}
+
+func closedStream() <-chan error {
+	c := make(chan error, 1)
+	c <- nil
+	return c
+}
+
+// signalUpgrader closes connected once the attach connection is upgraded.
+type signalUpgrader struct {
+	spdy.Upgrader
+	connected chan struct{}
+}
+
+func (u *signalUpgrader) NewConnection(resp *http.Response) (httpstream.Connection, error) {
+	c, err := u.Upgrader.NewConnection(resp)
+	if err == nil {
+		close(u.connected)
+	}
+	return c, err
+}
+
+// WaitExit waits for the primary to end and returns its exit code (from the Pod's
+// status); a Pod deleted before that is an error.
+func (rt *Runtime) WaitExit(ctx context.Context, sb *sandbox.Sandbox) (<-chan int, <-chan error) {
+	codes := make(chan int, 1)
+	errs := make(chan error, 1)
+	go func() {
+		pod, err := rt.waitPod(ctx, sb.PrimaryID, primaryEnded)
+		if err == errGone {
+			errs <- failed("the sandbox's Pod %s was deleted before its main command ended", sb.PrimaryID)
+			return
+		}
+		if err != nil {
+			errs <- err
+			return
+		}
+		cs := mainStatus(pod)
+		if cs == nil || cs.State.Terminated == nil {
+			errs <- failed("the sandbox's Pod %s ended without its primary (%s %s)", sb.PrimaryID, pod.Status.Reason, pod.Status.Message)
+			return
+		}
+		codes <- int(cs.State.Terminated.ExitCode)
+	}()
+	return codes, errs
+}
+
+// Kill sends a signal to the supervisor, which forwards it to the main command.
+func (rt *Runtime) Kill(ctx context.Context, sb *sandbox.Sandbox, signal string) error {
+	return rt.KillPrimary(ctx, sb.PrimaryID, signal)
+}
+
+// Resize sets the primary's terminal size.
+func (rt *Runtime) Resize(_ context.Context, sb *sandbox.Sandbox, height, width uint) error {
+	rt.mu.Lock()
+	q := rt.sizes[sb.ID]
+	rt.mu.Unlock()
+	if q != nil {
+		q.set(height, width)
+	}
+	return nil
+}
+
+// Prepare checks what the CLI can before the daemon creates anything: the keys a
+// cluster cannot honour (images are pulled by the cluster).
+func (rt *Runtime) Prepare(_ context.Context, r *manifest.Resolved) error {
+	if _, err := manifest.CheckBackend(r, manifest.Backend{Name: manifest.BackendKubernetes, AllowPrivileged: rt.cfg.AllowPrivileged}); err != nil {
+		return configErr("%v", err)
+	}
+	return nil
+}
+
+// ProjectCopied is true: a cluster cannot see this host's files.
+func (rt *Runtime) ProjectCopied(*manifest.Resolved) bool { return true }
+
+// CopyOut copies rel (relative to the project dir) from the running primary back
+// into the project dir through `supervise tar`, as the Docker backend does through
+// the Engine's archive API.
+func (rt *Runtime) CopyOut(ctx context.Context, pod, projectDir, rel string) ([]string, error) {
+	src, err := sandbox.OutputPath(projectDir, rel)
+	if err != nil {
+		return nil, err
+	}
+	pr, pw := io.Pipe()
+	errOut := &limited{n: 4096}
+	go func() {
+		code, err := rt.stream(ctx, pod, MainContainer, []string{sandbox.SupervisorIn, "supervise", "tar", "--", src}, nil, pw, errOut, false, nil)
+		if err == nil && code != 0 {
+			err = fmt.Errorf("%s", bytes.TrimSpace(errOut.bytes()))
+		}
+		pw.CloseWithError(err)
+	}()
+	warnings, err := sandbox.ExtractOutput(pr, projectDir, rel)
+	pr.Close()
+	return warnings, err
+}

@@ -1,0 +1,197 @@
+package kube
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/airlock-dev/airlock/engine"
+	"github.com/airlock-dev/airlock/manifest"
+	"github.com/airlock-dev/airlock/sandbox"
+)
+
+// Scheme is the scheme of a Kubernetes backend's endpoint: the daemon's API and
+// store carry a backend as an engine.Endpoint, whose Host for a cluster is
+// "kubernetes:///NAMESPACE?context=…&kubeconfig=…&image=…".
+const Scheme = "kubernetes"
+
+// Config says which cluster, namespace and airlock image a runtime uses.
+type Config struct {
+	// Kubeconfig is the kubeconfig file ("" for client-go's loading rules:
+	// KUBECONFIG, then ~/.kube/config), Context its context ("" for the current one).
+	Kubeconfig, Context string
+	Namespace           string // default "airlock"
+	Image               string // the airlock image the init container copies the supervisor from
+	CreateNamespace     bool
+	AllowPrivileged     bool   // [kubernetes] allow_privileged
+	Owner               string // the control daemon's instance key, on every Pod
+	HostHome            string // what ~ is in a [copies] source ("" for the user's home)
+}
+
+// Runtime runs sandboxes as Pods of one namespace of a cluster.
+type Runtime struct {
+	cfg      Config
+	rest     *rest.Config
+	cs       kubernetes.Interface
+	endpoint engine.Endpoint
+
+	onService func(sandboxID, service string, ready bool, detail string)
+	onStep    func(sandboxID, step string, d time.Duration)
+
+	mu      sync.Mutex
+	nsReady bool
+	live    map[string]*podState  // by sandbox ID: what Start needs of Create
+	sizes   map[string]*sizeQueue // by sandbox ID: the attached terminal's sizes
+}
+
+// podState is what this runtime keeps of a sandbox it created or opened.
+type podState struct {
+	pod      string
+	resolved *manifest.Resolved
+	values   map[string]string // delivered at start
+}
+
+// IsEndpoint reports whether an endpoint names a Kubernetes backend.
+func IsEndpoint(ep engine.Endpoint) bool { return strings.HasPrefix(ep.Host, Scheme+":") }
+
+// Endpoint is how the daemon's API and store name the backend of cfg. The context
+// is the resolved one, so that the daemon reaches the same cluster as the CLI.
+func (c Config) Endpoint() engine.Endpoint {
+	q := url.Values{}
+	if c.Context != "" {
+		q.Set("context", c.Context)
+	}
+	if c.Kubeconfig != "" {
+		q.Set("kubeconfig", c.Kubeconfig)
+	}
+	if c.Image != "" {
+		q.Set("image", c.Image)
+	}
+	if c.AllowPrivileged {
+		q.Set("allow_privileged", "true")
+	}
+	if c.CreateNamespace {
+		q.Set("create_namespace", "true")
+	}
+	u := url.URL{Scheme: Scheme, Path: "/" + c.Namespace, RawQuery: q.Encode()}
+	return engine.Endpoint{Host: u.String()}
+}
+
+// ConfigOf reads a Config back from an endpoint made by Config.Endpoint.
+func ConfigOf(ep engine.Endpoint) (Config, error) {
+	u, err := url.Parse(ep.Host)
+	if err != nil || u.Scheme != Scheme {
+		return Config{}, fmt.Errorf("cannot read the Kubernetes backend %q", ep.Host)
+	}
+	q := u.Query()
+	return Config{Namespace: strings.TrimPrefix(u.Path, "/"), Context: q.Get("context"), Kubeconfig: q.Get("kubeconfig"), Image: q.Get("image"),
+		AllowPrivileged: q.Get("allow_privileged") == "true", CreateNamespace: q.Get("create_namespace") == "true"}, nil
+}
+
+// Open connects to the cluster of cfg as kubectl would (client-go's loading
+// rules), resolving the current context so that the endpoint names it.
+func Open(ctx context.Context, cfg Config) (*Runtime, error) {
+	if cfg.Namespace == "" {
+		cfg.Namespace = "airlock"
+	}
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	if cfg.Kubeconfig != "" {
+		rules.ExplicitPath = cfg.Kubeconfig
+	}
+	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: cfg.Context})
+	raw, err := cc.RawConfig()
+	if err != nil {
+		return nil, &sandbox.Error{Code: 125, Err: fmt.Errorf("cannot read the kubeconfig: %w", err)}
+	}
+	if cfg.Context == "" {
+		cfg.Context = raw.CurrentContext
+	}
+	if cfg.Kubeconfig == "" {
+		if p := rules.GetDefaultFilename(); p != "" {
+			cfg.Kubeconfig = p
+		}
+	}
+	rc, err := cc.ClientConfig()
+	if err != nil {
+		return nil, &sandbox.Error{Code: 125, Err: fmt.Errorf("cannot use the Kubernetes context %q: %w", cfg.Context, err)}
+	}
+	rc.QPS, rc.Burst = 50, 100
+	cs, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return nil, &sandbox.Error{Code: 125, Err: fmt.Errorf("cannot make a Kubernetes client: %w", err)}
+	}
+	rt := &Runtime{cfg: cfg, rest: rc, cs: cs, endpoint: cfg.Endpoint(), live: map[string]*podState{}}
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if _, err := cs.Discovery().RESTClient().Get().AbsPath("/version").DoRaw(pctx); err != nil {
+		return nil, &sandbox.Error{Code: 125, Err: fmt.Errorf("cannot reach the Kubernetes cluster of context %q at %s: %w", cfg.Context, rc.Host, err)}
+	}
+	return rt, nil
+}
+
+// Location is the endpoint naming this backend.
+func (rt *Runtime) Location() engine.Endpoint { return rt.endpoint }
+
+// Namespace is the namespace the sandboxes' Pods live in.
+func (rt *Runtime) Namespace() string { return rt.cfg.Namespace }
+
+// SetHooks sets what hears services' first results and the steps' durations.
+func (rt *Runtime) SetHooks(onService func(sandboxID, service string, ready bool, detail string), onStep func(sandboxID, step string, d time.Duration)) {
+	rt.onService, rt.onStep = onService, onStep
+}
+
+func (rt *Runtime) step(id, name string) func() {
+	start := time.Now()
+	return func() {
+		if rt.onStep != nil {
+			rt.onStep(id, name, time.Since(start))
+		}
+	}
+}
+
+// ensureNamespace makes the namespace when it is missing and that is allowed.
+func (rt *Runtime) ensureNamespace(ctx context.Context) error {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if rt.nsReady {
+		return nil
+	}
+	_, err := rt.cs.CoreV1().Namespaces().Get(ctx, rt.cfg.Namespace, metav1.GetOptions{})
+	switch {
+	case err == nil:
+	case apierrors.IsNotFound(err) && rt.cfg.CreateNamespace:
+		_, err = rt.cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: rt.cfg.Namespace}}, metav1.CreateOptions{})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			return failed("cannot create the namespace %s: %v", rt.cfg.Namespace, err)
+		}
+	case apierrors.IsNotFound(err):
+		return failed("the namespace %s does not exist (create it, or allow airlock to: [kubernetes] create_namespace = true)", rt.cfg.Namespace)
+	case apierrors.IsForbidden(err):
+		// Reading namespaces may be forbidden where using one is not: go on.
+	default:
+		return failed("cannot read the namespace %s: %v", rt.cfg.Namespace, err)
+	}
+	rt.nsReady = true
+	return nil
+}
+
+func failed(format string, args ...any) error {
+	return &sandbox.Error{Code: 125, Err: fmt.Errorf(format, args...)}
+}
+
+func configErr(format string, args ...any) error {
+	return &sandbox.Error{Code: 2, Err: fmt.Errorf(format, args...)}
+}
+
+var errGone = errors.New("the sandbox's Pod is gone")
