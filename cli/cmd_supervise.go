@@ -7,6 +7,7 @@ package cli
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os/signal"
 	"strings"
 	"time"
@@ -66,7 +67,8 @@ func newSuperviseCommand(a *app) *cobra.Command {
 	f.DurationVar(&resetAfter, "reset-after", supervisor.DefaultResetAfter, "run length that resets the restart count (for tests)")
 	_ = f.MarkHidden("backoff-unit")
 	_ = f.MarkHidden("reset-after")
-	cmd.AddCommand(newSuperviseExecCommand(a), newSuperviseWrapCommand(), newSuperviseDeliverCommand(), newSuperviseTailCommand())
+	cmd.AddCommand(newSuperviseExecCommand(a), newSuperviseWrapCommand(), newSuperviseDeliverCommand(), newSuperviseTailCommand(),
+		newSuperviseInstallCommand(), newSuperviseUntarCommand(), newSuperviseTarCommand(), newSuperviseSignalCommand())
 	return cmd
 }
 
@@ -176,4 +178,98 @@ func newSuperviseTailCommand() *cobra.Command {
 	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing what is appended")
 	cmd.Flags().StringVar(&report, "report", "", "write the offset copied so far to this file after each copy")
 	return cmd
+}
+
+// newSuperviseInstallCommand copies this executable to a path: the Kubernetes
+// backend's init container, from an image holding only /airlock, puts the
+// supervisor on the volume the sandbox container runs it from.
+func newSuperviseInstallCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:    "install DEST",
+		Short:  "Copy this airlock executable to DEST (mode 0755), creating its folder",
+		Hidden: true,
+		Args:   cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := supervisor.Install(args[0]); err != nil {
+				return withCode(ExitAirlock, err)
+			}
+			return nil
+		},
+	}
+}
+
+// newSuperviseUntarCommand extracts a tar stream from stdin into a folder of
+// the sandbox (the Kubernetes backend's copy of the project and [copies]).
+func newSuperviseUntarCommand() *cobra.Command {
+	var owner string
+	cmd := &cobra.Command{
+		Use:    "untar [--owner UID:GID] DIR < archive.tar",
+		Short:  "Extract a tar archive from stdin into DIR, never following a symbolic link",
+		Hidden: true,
+		Args:   cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o := supervisor.UntarOptions{Dir: args[0], In: cmd.InOrStdin(), Warn: warnTo(cmd)}
+			if owner != "" {
+				own, err := supervisor.ParseOwner(owner)
+				if err != nil {
+					return withCode(ExitUsage, fmt.Errorf("invalid --owner: %w", err))
+				}
+				o.Owner = &own
+			}
+			if err := supervisor.Untar(o); err != nil {
+				return withCode(ExitAirlock, err)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&owner, "owner", "", "owner of every entry, UID:GID (default: the archive's when run as root)")
+	return cmd
+}
+
+// newSuperviseTarCommand writes a tar archive of paths to stdout in the layout
+// of the Engine's archive API (the Kubernetes backend's `run --output`).
+func newSuperviseTarCommand() *cobra.Command {
+	var dir string
+	cmd := &cobra.Command{
+		Use:    "tar [--from-dir DIR] PATH... > archive.tar",
+		Short:  "Write a tar archive of each PATH, named from its base name, to stdout",
+		Hidden: true,
+		Args:   cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o := supervisor.TarOptions{Dir: dir, Paths: args, Out: cmd.OutOrStdout(), Warn: warnTo(cmd)}
+			if err := supervisor.Tar(o); err != nil {
+				return withCode(ExitAirlock, err)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&dir, "from-dir", "", "folder the relative paths are in (default: the working directory)")
+	return cmd
+}
+
+// newSuperviseSignalCommand sends a signal to PID 1 of the sandbox, the
+// supervisor, which forwards it to the main command (Kubernetes has no API to
+// signal a container).
+func newSuperviseSignalCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:    "signal SIGNAL",
+		Short:  "Send SIGNAL (TERM, SIGINT, 15, …) to PID 1 of this PID namespace",
+		Hidden: true,
+		Args:   cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			sig, err := supervisor.ParseSignal(args[0])
+			if err != nil {
+				return withCode(ExitUsage, err)
+			}
+			if err := supervisor.SignalInit(sig); err != nil {
+				return withCode(ExitAirlock, err)
+			}
+			return nil
+		},
+	}
+}
+
+// warnTo prints a warning line of a subcommand on its stderr.
+func warnTo(cmd *cobra.Command) func(string) {
+	return func(line string) { fmt.Fprintf(cmd.ErrOrStderr(), "airlock: warning: %s\n", line) }
 }

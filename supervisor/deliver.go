@@ -116,8 +116,12 @@ func Deliver(socket string, in io.Reader, timeout time.Duration) error {
 	return nil
 }
 
-// NeedsSecrets reports whether any env entry of the spec takes a delivered value.
+// NeedsSecrets reports whether the supervisor waits for a delivery: the spec
+// holds its start (Hold), or an env entry takes a delivered value.
 func (s *Spec) NeedsSecrets() bool {
+	if s.Hold {
+		return true
+	}
 	has := func(es []EnvEntry) bool {
 		for _, e := range es {
 			if e.Value == nil {

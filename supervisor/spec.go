@@ -71,9 +71,14 @@ type Spec struct {
 	// StatusReadFile, when set, is where the host's follower of the status
 	// stream reports how much it read; at exit the supervisor waits a moment
 	// for it to have read everything. It belongs on a tmpfs.
-	StatusReadFile string    `json:"status_read_file,omitempty"`
-	Main           Main      `json:"main"`
-	Daemons        []*Daemon `json:"daemons,omitempty"`
+	StatusReadFile string `json:"status_read_file,omitempty"`
+	// Hold, with SecretsSocket, makes the supervisor wait for one delivery on
+	// that socket before it starts anything, even when no env entry takes a
+	// secret (an empty object releases it): the Kubernetes backend copies the
+	// project in meanwhile. Given a --secrets file, it takes that and does not wait.
+	Hold    bool      `json:"hold,omitempty"`
+	Main    Main      `json:"main"`
+	Daemons []*Daemon `json:"daemons,omitempty"`
 }
 
 // Main is the main command: the foreground process whose exit ends the sandbox.
@@ -242,6 +247,9 @@ func (s *Spec) applyDefaults() {
 // checked by the rules manifest validation applies (package specrules), so a
 // spec made from a valid manifest is valid and the other way round.
 func (s *Spec) Validate() error {
+	if s.Hold && s.SecretsSocket == "" {
+		return errors.New("cannot use spec: hold needs secrets_socket (where the release is delivered)")
+	}
 	if len(s.Main.Argv) > 0 && s.Main.Argv[0] == "" {
 		return errors.New("cannot use spec: main.argv[0] is empty")
 	}
