@@ -23,7 +23,7 @@ CROSS_TARGETS := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
 # make test embeds the supervisors when they were built (make build or make cross ran).
 TEST_TAGS := $(if $(wildcard $(SUPERVISOR_DIR)/linux-arm64/airlock.gz $(SUPERVISOR_DIR)/linux-amd64/airlock.gz),-tags $(EMBED_TAG))
 
-.PHONY: all build supervisors cross image test lint bench demo engine faults clean
+.PHONY: all build supervisors cross image test lint bench demo engine kube faults clean
 
 all: build
 
@@ -82,6 +82,11 @@ faults: build
 # Starts the Docker Engine when none answers (installing it on Debian when absent).
 engine:
 	./scripts/engine.sh
+
+# Starts the single-node Kubernetes of the tests (building it on first use, ~7 min on 2 cores);
+# scripts/kube.sh says more (down, status, kubeconfig, import).
+kube:
+	./scripts/kube.sh up
 
 demo: build engine
 	./scripts/demo.sh
