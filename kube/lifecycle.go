@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/airlock-dev/airlock/internal/ids"
@@ -223,8 +224,22 @@ func (rt *Runtime) Start(ctx context.Context, sb *sandbox.Sandbox) error {
 		return failed("cannot start sandbox %s again: its Pod's primary ended (on the kubernetes backend a stopped sandbox is gone; airlock up makes a new one)", sb.ID)
 	}
 	defer rt.step(sb.ID, "secrets delivery")()
-	return rt.deliver(ctx, sb.PrimaryID, MainContainer, st.values)
+	if err := rt.deliver(ctx, sb.PrimaryID, MainContainer, st.values); err != nil {
+		return err
+	}
+	// The primary ran since Create, held: the annotation tells a started one
+	// from a held one (Running, ps), for this daemon and the next.
+	patch := []byte(`{"metadata":{"annotations":{"` + annotationStarted + `":"true"}}}`)
+	if _, err := rt.cs.CoreV1().Pods(rt.cfg.Namespace).Patch(ctx, sb.PrimaryID, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		return failed("cannot mark sandbox %s started: %v", sb.ID, err)
+	}
+	return nil
 }
+
+// annotationStarted marks a Pod whose supervisor was released by Start.
+const annotationStarted = "dev.airlock.started"
+
+func started(p *corev1.Pod) bool { return p.Annotations[annotationStarted] == "true" }
 
 // Stop deletes the Pod, giving the supervisor its stop timeout to shut the
 // daemons down: a Pod cannot be stopped and started again.
@@ -374,14 +389,14 @@ func (rt *Runtime) waitPod(ctx context.Context, name string, cond func(*corev1.P
 	}
 }
 
-// Running reports whether a sandbox's primary runs.
+// Running reports whether a sandbox's primary runs, started (not held).
 func (rt *Runtime) Running(ctx context.Context, pod string) bool {
 	p, err := rt.pods().Get(ctx, pod, metav1.GetOptions{})
 	if err != nil {
 		return false
 	}
 	cs := mainStatus(p)
-	return cs != nil && cs.State.Running != nil
+	return cs != nil && cs.State.Running != nil && started(p)
 }
 
 // ExitCode is the primary's exit code once it ended (nil before, or when unknown).
@@ -484,7 +499,7 @@ func info(p *corev1.Pod) sandbox.Info {
 	switch {
 	case p.DeletionTimestamp != nil:
 		in.State = "removing"
-	case cs != nil && cs.State.Running != nil:
+	case cs != nil && cs.State.Running != nil && started(p):
 		in.State = "running"
 	case cs != nil && cs.State.Terminated != nil, p.Status.Phase == corev1.PodSucceeded, p.Status.Phase == corev1.PodFailed:
 		in.State = "stopped"
