@@ -69,10 +69,10 @@ func dnsLabel(prefix, s string) string {
 // alwaysAnnotated are the keys of the sandbox's metadata that are read, never
 // selected on: they go in annotations whatever their value.
 var alwaysAnnotated = map[string]bool{
-	sandbox.LabelProject:  true,
-	sandbox.LabelCLIPid:   true,
-	sandbox.LabelCLIStart: true,
-	sandbox.LabelStopTimeout:      true,
+	sandbox.LabelProject:     true,
+	sandbox.LabelCLIPid:      true,
+	sandbox.LabelCLIStart:    true,
+	sandbox.LabelStopTimeout: true,
 }
 
 // placeMeta splits the sandbox's metadata between labels and annotations: a
