@@ -12,7 +12,6 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
-	"github.com/airlock-dev/airlock/sandbox"
 	"github.com/airlock-dev/airlock/supervisor"
 )
 
@@ -122,7 +121,7 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 // tailLog prints the last lines of a daemon's log, read from the sandbox through
 // the Engine API and, with follow, what is appended to it until the sandbox stops
 // or ctx ends.
-func tailLog(ctx context.Context, rt *sandbox.Runtime, containerID, file, prefix string, o logsOptions, w io.Writer) {
+func tailLog(ctx context.Context, rt runBackend, containerID, file, prefix string, o logsOptions, w io.Writer) {
 	lw := &linePrefixer{w: w, prefix: prefix}
 	var last *lastLines
 	var dst io.Writer = lw

@@ -2,12 +2,14 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/airlock-dev/airlock/client"
+	"github.com/airlock-dev/airlock/kube"
 	"github.com/airlock-dev/airlock/manifest"
 	"github.com/airlock-dev/airlock/sandbox"
 )
@@ -44,7 +46,7 @@ func (a *app) up(detach bool, id string) error {
 	su := newSetup(context.Background())
 	defer su.close()
 	ctx := su.ctx
-	rt, closeRT, err := a.runtime(ctx)
+	rt, closeRT, err := a.runBackend(ctx)
 	if err != nil {
 		return err
 	}
@@ -173,7 +175,7 @@ func (a *app) up(detach bool, id string) error {
 // is refused, except by up -d (detach) when it runs on this Engine with the
 // manifest as it is now: then running is true and sbID is its ID. The caller holds
 // the project's lock.
-func (a *app) upSandbox(ctx context.Context, c *client.Client, rt *sandbox.Runtime, r *manifest.Resolved, id string, detach bool) (sbID string, created bool, from uint64, running bool, err error) {
+func (a *app) upSandbox(ctx context.Context, c *client.Client, rt runBackend, r *manifest.Resolved, id string, detach bool) (sbID string, created bool, from uint64, running bool, err error) {
 	wm, secretValues, werr := wireManifest(r)
 	if werr != nil {
 		return "", false, 0, false, werr
@@ -213,8 +215,11 @@ func (a *app) upSandbox(ctx context.Context, c *client.Client, rt *sandbox.Runti
 		}
 		if !a.opts.quiet {
 			why := "the manifest changed since sandbox %s was created"
-			if ierr != nil && existing.Engine != nil && existing.Engine.Host != rt.Endpoint.Host {
-				why = "sandbox %s is on another Docker Engine (" + engineName(existing.Engine) + ") than " + rt.EngineName
+			switch {
+			case ierr != nil && existing.Engine != nil && existing.Engine.Host != rt.Location().Host:
+				why = "sandbox %s is on another Docker Engine (" + engineName(existing.Engine) + ") than " + rt.Location().String()
+			case errors.Is(ierr, sandbox.ErrNotFound) && kube.IsEndpoint(rt.Location()):
+				why = "sandbox %s is gone from the cluster (on the kubernetes backend, stop deletes its Pod)"
 			}
 			fmt.Fprintf(a.stderr, "airlock: "+why+"; recreating it (changes to its filesystem are lost)\n", existing.ID)
 		}

@@ -15,7 +15,7 @@ import (
 
 // execRecorded is execInteractive recorded by the daemon: exec.started before, and
 // exec.finished with the exit code after; a client is attached meanwhile.
-func (a *app) execRecorded(ctx context.Context, c *client.Client, rt *sandbox.Runtime, sb *sandbox.Sandbox, req sandbox.ExecRequest) (int, error) {
+func (a *app) execRecorded(ctx context.Context, c *client.Client, rt runBackend, sb *sandbox.Sandbox, req sandbox.ExecRequest) (int, error) {
 	ex, err := c.Exec(ctx, sb.ID, &client.ExecRequest{Cmd: req.Cmd, Env: req.Env, Workdir: req.Workdir, Interactive: true})
 	if err != nil {
 		return 0, apiFailure(err)
@@ -37,7 +37,7 @@ func (a *app) execRecorded(ctx context.Context, c *client.Client, rt *sandbox.Ru
 // execInteractive runs cmd in a running sandbox with the CLI's terminal or pipes and
 // returns its exit code. With a TTY the terminal is in raw mode for the duration
 // and restored on every path; resizes are forwarded.
-func (a *app) execInteractive(ctx context.Context, rt *sandbox.Runtime, sb *sandbox.Sandbox, req sandbox.ExecRequest) (int, error) {
+func (a *app) execInteractive(ctx context.Context, rt runBackend, sb *sandbox.Sandbox, req sandbox.ExecRequest) (int, error) {
 	streams := sandbox.Streams{Stdin: a.stdin, Stdout: a.stdout, Stderr: a.stderr}
 	ex, err := rt.Exec(ctx, sb, req, streams)
 	if err != nil {

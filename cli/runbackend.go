@@ -2,7 +2,9 @@ package cli
 
 import (
 	"context"
+	"io"
 	"path/filepath"
+	"time"
 
 	"github.com/airlock-dev/airlock/control"
 	"github.com/airlock-dev/airlock/engine"
@@ -11,11 +13,19 @@ import (
 	"github.com/airlock-dev/airlock/sandbox"
 )
 
-// runBackend is what `airlock run` needs of the backend besides the daemon: the
-// sandbox's terminal I/O, its end, signals, and copies back (sandbox.Runtime on a
-// Docker Engine, kube.Runtime on a cluster).
+// runBackend is what the CLI needs of a backend besides the daemon: the sandbox's
+// terminal I/O, its end, signals, execs, files and copies back (sandbox.Runtime on
+// a Docker Engine, kube.Runtime on a cluster).
 type runBackend interface {
 	Location() engine.Endpoint
+	Open(ctx context.Context, id string, r *manifest.Resolved) (*sandbox.Sandbox, error)
+	Get(ctx context.Context, id string) (*sandbox.Info, error)
+	PlanHashFor(ctx context.Context, r *manifest.Resolved) (string, error)
+	Shell(ctx context.Context, sb *sandbox.Sandbox) []string
+	Exec(ctx context.Context, sb *sandbox.Sandbox, req sandbox.ExecRequest, s sandbox.Streams) (*sandbox.Exec, error)
+	CopyFile(ctx context.Context, containerID, file string, from int64, w io.Writer) (int64, error)
+	FollowFile(ctx context.Context, containerID, file string, from int64) (io.ReadCloser, error)
+	FollowStderr(ctx context.Context, sb *sandbox.Sandbox, since time.Time, w io.Writer) <-chan error
 	Prepare(ctx context.Context, r *manifest.Resolved) error
 	Attach(ctx context.Context, sb *sandbox.Sandbox, s sandbox.Streams) (<-chan error, error)
 	WaitExit(ctx context.Context, sb *sandbox.Sandbox) (<-chan int, <-chan error)

@@ -14,6 +14,7 @@ import (
 	"github.com/airlock-dev/airlock/client"
 	"github.com/airlock-dev/airlock/control"
 	"github.com/airlock-dev/airlock/engine"
+	"github.com/airlock-dev/airlock/kube"
 	"github.com/airlock-dev/airlock/paths"
 	"github.com/airlock-dev/airlock/sandbox"
 )
@@ -153,9 +154,24 @@ func parseLabels(vals []string) (map[string]string, error) {
 
 // runtimeFor returns the runtime of the Engine a sandbox runs on (the CLI's own
 // choice when the daemon did not record one).
-func (a *app) runtimeFor(ctx context.Context, sb *client.Sandbox) (*sandbox.Runtime, func(), error) {
+func (a *app) runtimeFor(ctx context.Context, sb *client.Sandbox) (runBackend, func(), error) {
 	if sb == nil || sb.Engine == nil {
-		return a.runtime(ctx)
+		return a.runBackend(ctx)
+	}
+	if ep := engine.Endpoint(*sb.Engine); kube.IsEndpoint(ep) {
+		p, err := a.paths()
+		if err != nil {
+			return nil, nil, err
+		}
+		owner, err := control.OwnerKey(p)
+		if err != nil {
+			return nil, nil, withCode(ExitAirlock, err)
+		}
+		krt, err := openBackend(ctx, ep, owner)
+		if err != nil {
+			return nil, nil, sandboxError(err)
+		}
+		return krt.(runBackend), func() {}, nil
 	}
 	p, err := a.paths()
 	if err != nil {

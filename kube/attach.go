@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/httpstream"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/remotecommand"
@@ -160,4 +162,53 @@ func (rt *Runtime) CopyOut(ctx context.Context, pod, projectDir, rel string) ([]
 	warnings, err := sandbox.ExtractOutput(pr, projectDir, rel)
 	pr.Close()
 	return warnings, err
+}
+
+// CopyFile streams a file of the running primary to w from an offset and returns
+// the offset after it.
+func (rt *Runtime) CopyFile(ctx context.Context, pod, file string, from int64, w io.Writer) (int64, error) {
+	rc, err := rt.tail(ctx, pod, file, from, false, "")
+	if err != nil {
+		return from, err
+	}
+	defer rc.Close()
+	n, err := io.Copy(w, rc)
+	return from + n, err
+}
+
+// Shell is the shell for `up`: sandbox.shell, else /bin/sh (a cluster does not
+// say what an image's environment holds).
+func (rt *Runtime) Shell(_ context.Context, sb *sandbox.Sandbox) []string {
+	rt.mu.Lock()
+	st := rt.live[sb.ID]
+	rt.mu.Unlock()
+	if st != nil && st.resolved != nil && len(st.resolved.Sandbox.Shell) > 0 {
+		return st.resolved.Sandbox.Shell
+	}
+	return []string{"/bin/sh"}
+}
+
+// PlanHashFor is the plan hash a sandbox made from r now would carry (the image
+// is named, not inspected: the cluster pulls it).
+func (rt *Runtime) PlanHashFor(_ context.Context, r *manifest.Resolved) (string, error) {
+	return sandbox.PlanHash(r, r.Sandbox.Image), nil
+}
+
+// FollowStderr copies the primary's output written from since on (the
+// supervisor's shutdown lines when it is stopped) to w until it ends. A Pod's log
+// does not keep stdout and stderr apart: both are copied.
+func (rt *Runtime) FollowStderr(ctx context.Context, sb *sandbox.Sandbox, since time.Time, w io.Writer) <-chan error {
+	done := make(chan error, 1)
+	t := metav1.NewTime(since)
+	rc, err := rt.cs.CoreV1().Pods(rt.cfg.Namespace).GetLogs(sb.PrimaryID, &corev1.PodLogOptions{Container: MainContainer, Follow: true, SinceTime: &t}).Stream(ctx)
+	if err != nil {
+		done <- err
+		return done
+	}
+	go func() {
+		defer rc.Close()
+		_, err := io.Copy(w, rc)
+		done <- err
+	}()
+	return done
 }

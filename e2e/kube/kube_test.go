@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -143,5 +144,57 @@ healthcheck = { cmd = ["wget", "-q", "-O", "/dev/null", "http://127.0.0.1:9090/"
 	if !strings.Contains(r.Stderr, "to-stderr") || strings.Contains(r.Stdout, "to-stderr") {
 		t.Errorf("stderr not kept apart: %s", r)
 	}
+	waitNoPods(t, cs, e.Project, 10*time.Second)
+}
+
+// TestUpExecLogsDown: an up sandbox is a Pod that stays until down; exec runs in
+// it with the project and its code, logs shows a daemon's output.
+func TestUpExecLogsDown(t *testing.T) {
+	e, cs := newEnv(t, `[sandbox]
+image = "{{image}}"
+
+[daemons.web]
+command = ["sh", "-c", "echo web-started; mkdir -p /tmp/www && echo ok > /tmp/www/index.html && exec httpd -f -p 127.0.0.1:8080 -h /tmp/www"]
+ready = { tcp = "127.0.0.1:8080" }
+`)
+	e.WriteFile("data.txt", "project-file\n")
+	id := strings.TrimSpace(e.MustRun("up", "-d").Stdout)
+	if ps := e.MustRun("ps").Stdout; !strings.Contains(ps, id) || !strings.Contains(ps, "ready") || !strings.Contains(ps, "1/1") {
+		t.Errorf("ps does not show %s ready with its daemon up:\n%s", id, ps)
+	}
+	if len(projectPods(t, cs, e.Project)) != 1 {
+		t.Fatalf("want one Pod for the up sandbox")
+	}
+	r := e.Run("exec", "--", "sh", "-c", "cat data.txt; wget -q -O /dev/null http://127.0.0.1:8080/ && echo reached; exit 5")
+	if r.Code != 5 || !strings.Contains(r.Stdout, "project-file") || !strings.Contains(r.Stdout, "reached") {
+		t.Errorf("exec: want exit 5 with the project file and the daemon reached, got %s", r)
+	}
+	if lr := e.MustRun("logs", "web"); !strings.Contains(lr.Stdout, "web-started") {
+		t.Errorf("logs web lacks the daemon's output: %s", lr)
+	}
+	e.MustRun("down")
+	waitNoPods(t, cs, e.Project, 10*time.Second)
+	if ps := e.MustRun("ps", "-a").Stdout; strings.Contains(ps, id) {
+		t.Errorf("ps -a still lists %s after down:\n%s", id, ps)
+	}
+}
+
+// TestKilledCLILeavesNoPod: kill -9 of the CLI during run → its Pod is gone within
+// 10 s (the daemon's reaper).
+func TestKilledCLILeavesNoPod(t *testing.T) {
+	e, cs := newEnv(t, "[sandbox]\nimage = \"{{image}}\"\n")
+	p := e.Start("run", "--", "sh", "-c", "echo started; sleep 300")
+	deadline := time.Now().Add(2 * time.Minute)
+	for !strings.Contains(p.Stdout.String(), "started") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the main command did not start: %s %s", p.Stdout.String(), p.Stderr.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if len(projectPods(t, cs, e.Project)) != 1 {
+		t.Fatalf("want the run's Pod")
+	}
+	p.Signal(t, syscall.SIGKILL)
+	p.Wait(10 * time.Second)
 	waitNoPods(t, cs, e.Project, 10*time.Second)
 }
