@@ -79,6 +79,9 @@ func (rt *Runtime) Create(ctx context.Context, req *sandbox.Request) (sb *sandbo
 	done = rt.step(req.ID, "start")
 	wctx, cancel := context.WithTimeout(ctx, podTimeout)
 	defer cancel()
+	if err := rt.startServices(wctx, name, r); err != nil {
+		return nil, err
+	}
 	if _, err := rt.waitPod(wctx, name, primaryRunning); err != nil {
 		return nil, err
 	}
@@ -100,6 +103,46 @@ func (rt *Runtime) Create(ctx context.Context, req *sandbox.Request) (sb *sandbo
 	rt.live[req.ID] = &podState{pod: name, resolved: r, values: sandbox.DeliveredValues(req, r)}
 	rt.mu.Unlock()
 	return sb, nil
+}
+
+// startServices hands each wrapped service (one with substituted env) its values
+// once its sidecar runs: it waits for them before its command starts, and the
+// primary starts only once the required services are ready.
+func (rt *Runtime) startServices(ctx context.Context, pod string, r *manifest.Resolved) error {
+	pending := map[string]map[string]string{} // container → values
+	for _, name := range slices.Sorted(maps.Keys(r.Services)) {
+		if v := sandbox.ServiceValues(name, r); len(v) > 0 {
+			pending[ContainerName(name)] = v
+		}
+	}
+	for len(pending) > 0 {
+		var ready []string
+		_, err := rt.waitPod(ctx, pod, func(p *corev1.Pod) (bool, error) {
+			ready = ready[:0]
+			for _, cs := range p.Status.InitContainerStatuses {
+				if _, ok := pending[cs.Name]; ok && cs.State.Running != nil {
+					ready = append(ready, cs.Name)
+				}
+			}
+			if len(ready) > 0 {
+				return true, nil
+			}
+			return primaryRunning(p)
+		})
+		if err != nil {
+			return err
+		}
+		if len(ready) == 0 {
+			return nil // the primary runs: what is left is not waited for
+		}
+		for _, c := range ready {
+			if err := rt.deliver(ctx, pod, c, pending[c]); err != nil {
+				return fmt.Errorf("service %s: %w", strings.TrimPrefix(c, ServicePrefix), err)
+			}
+			delete(pending, c)
+		}
+	}
+	return nil
 }
 
 // numericUser reads sandbox.user as "uid" or "uid:gid" (nil when empty).

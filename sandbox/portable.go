@@ -94,3 +94,13 @@ func WriteCopiesArchive(w io.Writer, r *manifest.Resolved, uid, gid int, home, h
 	}
 	return tw.Close()
 }
+
+// ServiceValues are the substituted values a wrapped service waits for, by key
+// path (none when it has no substituted env: then it is not wrapped).
+func ServiceValues(name string, r *manifest.Resolved) map[string]string {
+	values := map[string]string{}
+	for k, key := range serviceSecretEnv(name, r) {
+		values[key] = r.Services[name].Env[k]
+	}
+	return values
+}

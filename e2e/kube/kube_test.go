@@ -4,7 +4,9 @@ package kube_test
 
 import (
 	"context"
+	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -17,6 +19,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/airlock-dev/airlock/internal/clitest"
+	"github.com/airlock-dev/airlock/internal/testenv"
 	"github.com/airlock-dev/airlock/kube"
 	"github.com/airlock-dev/airlock/sandbox"
 )
@@ -196,5 +199,172 @@ func TestKilledCLILeavesNoPod(t *testing.T) {
 	}
 	p.Signal(t, syscall.SIGKILL)
 	p.Wait(10 * time.Second)
+	waitNoPods(t, cs, e.Project, 10*time.Second)
+}
+
+// TestExamplesOnBothBackends runs every example manifest unchanged on the Docker
+// Engine and on the cluster: the same command, the same output, the same code.
+func TestExamplesOnBothBackends(t *testing.T) {
+	redisImage := "airlock-bench/debian-redis:bookworm-1"
+	examples := []struct {
+		dir, image string // the example, and the local image its sandbox.image names
+		cmd        []string
+		want       string
+	}{
+		{"hello", busybox, []string{"wget", "-qO-", "http://127.0.0.1:8080/"}, "hello"},
+		{"services", busybox, []string{"wget", "-qO-", "http://web:8080/"}, "hello from the web service"},
+		{"redis-ci", redisImage, []string{"make", "test"}, ""},
+	}
+	entries, err := os.ReadDir(filepath.Join("..", "..", "examples"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	covered := map[string]bool{}
+	for _, ex := range examples {
+		covered[ex.dir] = true
+	}
+	for _, d := range entries {
+		if _, err := os.Stat(filepath.Join("..", "..", "examples", d.Name(), "sandbox.toml")); err == nil && !covered[d.Name()] {
+			t.Errorf("examples/%s has a sandbox.toml this test does not run", d.Name())
+		}
+	}
+	if out, err := exec.Command(repoFile("scripts/debian-image.sh"), redisImage, "redis-server", "redis-tools", "make").CombinedOutput(); err != nil {
+		t.Fatalf("cannot build %s: %v: %s", redisImage, err, out)
+	}
+	for _, ex := range examples {
+		t.Run(ex.dir, func(t *testing.T) {
+			e, cs := newEnv(t, "")
+			copyExample(t, ex.dir, e.Project)
+			m, err := os.ReadFile(filepath.Join(e.Project, "sandbox.toml"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ref := imageOf(t, string(m))
+			tagAndImport(t, ex.image, ref)
+			var outs [2]string
+			for i, backend := range []string{"docker", "kubernetes"} {
+				r := e.Run(append([]string{"--backend", backend, "run", "--"}, ex.cmd...)...)
+				if r.Code != 0 || !strings.Contains(r.Stdout, ex.want) {
+					t.Errorf("%s on %s: want exit 0 and %q, got %s", strings.Join(ex.cmd, " "), backend, ex.want, r)
+				}
+				outs[i] = r.Stdout
+			}
+			if outs[0] != outs[1] {
+				t.Errorf("the two backends printed different output:\ndocker: %q\nkubernetes: %q", outs[0], outs[1])
+			}
+			waitNoPods(t, cs, e.Project, 10*time.Second)
+		})
+	}
+}
+
+// copyExample copies examples/<name> into dst.
+func copyExample(t *testing.T, name, dst string) {
+	t.Helper()
+	src := filepath.Join("..", "..", "examples", name)
+	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		to := filepath.Join(dst, rel)
+		if d.IsDir() {
+			return os.MkdirAll(to, 0o755)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(to, b, 0o644)
+	})
+	if err != nil {
+		t.Fatalf("cannot copy example %s: %v", name, err)
+	}
+}
+
+// imageOf is the sandbox.image a manifest names.
+func imageOf(t *testing.T, manifest string) string {
+	t.Helper()
+	for _, line := range strings.Split(manifest, "\n") {
+		if k, v, ok := strings.Cut(line, "="); ok && strings.TrimSpace(k) == "image" {
+			return strings.Trim(strings.TrimSpace(v), `"`)
+		}
+	}
+	t.Fatalf("no sandbox.image in the manifest:\n%s", manifest)
+	return ""
+}
+
+// tagAndImport tags a local image as ref on the Docker Engine and imports it into
+// the cluster under that name.
+func tagAndImport(t *testing.T, local, ref string) {
+	t.Helper()
+	ctx := context.Background()
+	cli := testenv.Client(t)
+	if err := cli.ImageTag(ctx, local, ref); err != nil {
+		t.Fatalf("cannot tag %s as %s: %v", local, ref, err)
+	}
+	rc, err := cli.ImageSave(ctx, []string{ref})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	if err := importImage(ctx, rc); err != nil {
+		t.Fatalf("cannot import %s into the cluster: %v", ref, err)
+	}
+}
+
+// TestVaultSecretOnCluster: a vault value reaches the main command, a daemon and a
+// wrapped service over the Pod exec API, and is in no Kubernetes object.
+func TestVaultSecretOnCluster(t *testing.T) {
+	const value = "s3cr3t-on-the-cluster-42"
+	e, cs := newEnv(t, `[sandbox]
+image = "{{image}}"
+
+[env]
+TOKEN = "${VAULT_TOK}"
+
+[daemons.user]
+command = ["sh", "-c", "echo \"$DTOK\" > /dev/shm/dtok; exec sleep 1000"]
+env = { DTOK = "${VAULT_TOK}" }
+ready = { cmd = ["test", "-s", "/dev/shm/dtok"], timeout = "20s" }
+
+[services.svc]
+image = "{{image}}"
+command = ["sh", "-c", "mkdir -p /dev/shm/www && echo \"$SVCTOK\" > /dev/shm/www/t && exec httpd -f -p 9191 -h /dev/shm/www"]
+env = { SVCTOK = "${VAULT_TOK}" }
+required = true
+healthcheck = { cmd = ["wget", "-q", "-O", "/dev/null", "http://127.0.0.1:9191/t"], interval = "500ms", retries = 60 }
+`)
+	e.Extra = append(e.Extra, "AIRLOCK_VAULT_PASSPHRASE=correct horse battery")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	set := e.Command(ctx, "secrets", "set", "VAULT_TOK", "--stdin")
+	set.Stdin = strings.NewReader(value + "\n")
+	if out, err := set.CombinedOutput(); err != nil {
+		t.Fatalf("secrets set: %v\n%s", err, out)
+	}
+	e.MustRun("up", "-d")
+	r := e.MustRun("exec", "--", "sh", "-c", "echo main=$TOKEN; echo daemon=$(cat /dev/shm/dtok); echo service=$(wget -qO- http://svc:9191/t)")
+	for _, want := range []string{"main=" + value, "daemon=" + value, "service=" + value} {
+		if !strings.Contains(r.Stdout, want) {
+			t.Errorf("exec output lacks %q: %s", want, r)
+		}
+	}
+	for _, p := range projectPods(t, cs, e.Project) {
+		raw, err := cs.CoreV1().RESTClient().Get().AbsPath("/api/v1/namespaces", namespace, "pods", p.Name).DoRaw(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(raw), value) {
+			t.Errorf("the secret is in Pod %s", p.Name)
+		}
+	}
+	secrets, err := cs.CoreV1().Secrets(namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(secrets.Items) > 0 {
+		t.Errorf("airlock made Kubernetes Secrets: %d", len(secrets.Items))
+	}
+	e.MustRun("down")
 	waitNoPods(t, cs, e.Project, 10*time.Second)
 }
