@@ -64,6 +64,13 @@ image:
 test: lint
 	$(GO) test -race -count=1 $(TEST_TAGS) ./...
 
+# The Kubernetes backend's integration tests (e2e/kube) against the project's own
+# single-node cluster, which scripts/kube.sh builds (cached) and starts when it is not up.
+test-kube:
+	./scripts/engine.sh
+	./scripts/kube.sh up
+	$(GO) test -race -tags kube -count=1 -timeout 30m ./e2e/kube/
+
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
