@@ -1,0 +1,158 @@
+// Command benchkube measures `airlock run -- true` on a Kubernetes cluster (the
+// project's own, scripts/kube.sh) against `kubectl run --rm -i --restart=Never` of
+// the same image in the same run, interleaved, and records the medians in
+// docs/benchmarks.md under "## Kubernetes". scripts/bench-kube.sh runs it.
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/airlock-dev/airlock/internal/benchdoc"
+	"github.com/airlock-dev/airlock/internal/imagetar"
+	"github.com/airlock-dev/airlock/internal/testenv"
+)
+
+const namespace = "airlock-bench"
+
+func main() {
+	airlock := flag.String("airlock", "bin/airlock", "the airlock binary")
+	runs := flag.Int("runs", 10, "runs of each command")
+	doc := flag.String("doc", "docs/benchmarks.md", "where to record the figures (\"\" for nowhere)")
+	command := flag.String("command", "scripts/bench-kube.sh", "the command named in the record")
+	kubeconfig := flag.String("kubeconfig", "", "the cluster's kubeconfig")
+	kubectl := flag.String("kubectl", "kubectl", "the kubectl binary (the baseline only)")
+	flag.Parse()
+	if err := bench(*airlock, *runs, *doc, *command, *kubeconfig, *kubectl); err != nil {
+		fmt.Fprintln(os.Stderr, "benchkube:", err)
+		os.Exit(1)
+	}
+}
+
+func bench(airlock string, runs int, doc, command, kubeconfig, kubectl string) error {
+	airlock, _ = filepath.Abs(airlock)
+	ctx := context.Background()
+	cli, err := testenv.NewClient(ctx)
+	if err != nil {
+		return err
+	}
+	defer cli.Close()
+	image, err := testenv.BuildBusyboxImage(ctx, cli)
+	if err != nil {
+		return err
+	}
+	// The cluster gets the busybox image and the airlock image of this binary.
+	rc, err := cli.ImageSave(ctx, []string{image})
+	if err != nil {
+		return err
+	}
+	err = importImage(rc)
+	rc.Close()
+	if err != nil {
+		return err
+	}
+	bin, err := os.ReadFile(airlock)
+	if err != nil {
+		return err
+	}
+	sum := sha256.Sum256(bin)
+	airlockImage := imagetar.ImageRef("bench-" + hex.EncodeToString(sum[:6]))
+	var tarball bytes.Buffer
+	if _, err := imagetar.Write(&tarball, imagetar.Image{Ref: airlockImage, OS: "linux", Architecture: runtime.GOARCH,
+		Entrypoint: []string{"/airlock"}, Files: []imagetar.File{{Path: "/airlock", Mode: 0o755, Data: bin}}}); err != nil {
+		return err
+	}
+	if err := importImage(&tarball); err != nil {
+		return err
+	}
+
+	p, err := benchdoc.NewProject("airlock-bench-kube-", map[string]string{"sandbox.toml": fmt.Sprintf("[sandbox]\nimage = %q\n", image)})
+	if err != nil {
+		return err
+	}
+	defer p.Close(airlock)
+	cfg := fmt.Sprintf("[runtime]\nbackend = \"kubernetes\"\n\n[kubernetes]\nnamespace = %q\nimage = %q\n", namespace, airlockImage)
+	if err := os.MkdirAll(filepath.Join(p.Home, "config", "airlock"), 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(p.Home, "config", "airlock", "config.toml"), []byte(cfg), 0o644); err != nil {
+		return err
+	}
+	p.Env = append(p.Env, "KUBECONFIG="+kubeconfig)
+	kctl := func(args ...string) []string {
+		return append([]string{"--kubeconfig", kubeconfig, "-n", namespace}, args...)
+	}
+	// Warm up both paths (and make the namespace).
+	if _, out, err := p.Timed(airlock, "run", "--", "true"); err != nil {
+		return fmt.Errorf("airlock run on the cluster: %v: %s", err, out)
+	}
+	var ka, kk []time.Duration
+	for i := 0; i <= runs; i++ {
+		d, out, err := p.Timed(airlock, "run", "--", "true")
+		if err != nil {
+			return fmt.Errorf("airlock run: %v: %s", err, out)
+		}
+		if i > 0 {
+			ka = append(ka, d)
+		}
+		name := fmt.Sprintf("bench-kubectl-%d-%d", os.Getpid(), i)
+		d, out, err = p.Timed(kubectl, kctl("run", name, "--rm", "-i", "--restart=Never", "--quiet",
+			"--image="+image, "--image-pull-policy=Never", "--command", "--", "true")...)
+		if err != nil {
+			return fmt.Errorf("kubectl run: %v: %s", err, out)
+		}
+		if i > 0 {
+			kk = append(kk, d)
+		}
+		settle(p, kubectl, kctl)
+	}
+	ma, mk := benchdoc.Median(ka), benchdoc.Median(kk)
+	rows := []benchdoc.Row{
+		{Measure: fmt.Sprintf("`kubectl run --rm -i --restart=Never --image=IMAGE -- true` (median of %d)", runs), Result: benchdoc.MS(mk)},
+		{Measure: "`airlock run -- true` with `backend = \"kubernetes\"` (median)", Result: benchdoc.MS(ma)},
+		{Measure: "ratio airlock / kubectl", Result: benchdoc.Ratio(ma, mk)},
+	}
+	for _, r := range rows {
+		fmt.Printf("%s: %s\n", r.Measure, r.Result)
+	}
+	if doc == "" {
+		return nil
+	}
+	intro := fmt.Sprintf("By `%s` against the project's single-node Kubernetes v1.34.2 (scripts/kube.sh: its own containerd, bridge CNI), %s; image: the local busybox test image, imported into the cluster; runs interleaved.", command, benchdoc.Machine())
+	notes := "Both start one Pod from an image already on the node and return the exit code of `true`; kubectl (v1.34.2, built with the cluster;\n" +
+		"the baseline only) attaches and deletes the Pod (`--rm`). airlock's Pod holds an init container that installs the supervisor,\n" +
+		"and its daemon copies the project in over Pod exec and releases the held supervisor with a second exec before the command runs;\n" +
+		"`run` returns once the primary ended, and the daemon deletes the Pod. Each run waits (untimed) until no Pod of the namespace is left."
+	return benchdoc.Write(doc, "Kubernetes", intro, rows, notes)
+}
+
+// importImage imports an image archive into the cluster's containerd.
+func importImage(r io.Reader) error {
+	cmd := exec.Command("scripts/kube.sh", "import", "-")
+	cmd.Stdin = r
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("cannot import an image into the cluster: %v: %s", err, out)
+	}
+	return nil
+}
+
+// settle waits until no Pod is left in the namespace.
+func settle(p *benchdoc.Project, kubectl string, kctl func(...string) []string) {
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		out, err := p.Command(kubectl, kctl("get", "pods", "-o", "name")...).Output()
+		if err == nil && strings.TrimSpace(string(out)) == "" {
+			return
+		}
+	}
+}
