@@ -18,6 +18,9 @@ LDFLAGS := -s -w -X $(PKG)/cli.Version=$(VERSION) -X $(PKG)/cli.BuildID=$(BUILD_
 SUPERVISOR_DIR := internal/supervisorbin/gen
 SUPERVISOR_ARCHES := amd64 arm64
 EMBED_TAG := embedsupervisors
+# The supervisor (embedded, and in the airlock image) only runs inside sandboxes: it is
+# built without the Kubernetes backend, whose client adds ~9 ms to every process start.
+SUPERVISOR_TAGS := nokube
 # What make cross builds (bin/airlock-<os>-<arch>).
 CROSS_TARGETS := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
 # make test embeds the supervisors when they were built (make build or make cross ran).
@@ -35,7 +38,7 @@ supervisors:
 	@set -e; for arch in $(SUPERVISOR_ARCHES); do \
 	  dir=$(SUPERVISOR_DIR)/linux-$$arch; mkdir -p $$dir; \
 	  echo "supervisor linux/$$arch"; \
-	  CGO_ENABLED=0 GOOS=linux GOARCH=$$arch $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $$dir/airlock.tmp ./cmd/airlock; \
+	  CGO_ENABLED=0 GOOS=linux GOARCH=$$arch $(GO) build -trimpath -tags $(SUPERVISOR_TAGS) -ldflags '$(LDFLAGS)' -o $$dir/airlock.tmp ./cmd/airlock; \
 	  gzip -9 -n -c $$dir/airlock.tmp > $$dir/airlock.gz.tmp; \
 	  rm -f $$dir/airlock.tmp; mv -f $$dir/airlock.gz.tmp $$dir/airlock.gz; \
 	done
@@ -56,7 +59,7 @@ cross: supervisors
 IMAGE_ARCH ?= $(shell $(GO) env GOARCH)
 image:
 	@mkdir -p bin
-	CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/.airlock-image-linux-$(IMAGE_ARCH) ./cmd/airlock
+	CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) $(GO) build -trimpath -tags $(SUPERVISOR_TAGS) -ldflags '$(LDFLAGS)' -o bin/.airlock-image-linux-$(IMAGE_ARCH) ./cmd/airlock
 	$(GO) run ./internal/cmd/mkimage -binary bin/.airlock-image-linux-$(IMAGE_ARCH) -build-id '$(BUILD_ID)' -arch $(IMAGE_ARCH) -o bin/airlock-image.tar
 	@rm -f bin/.airlock-image-linux-$(IMAGE_ARCH)
 

@@ -17,7 +17,6 @@ import (
 	"github.com/airlock-dev/airlock/control"
 	"github.com/airlock-dev/airlock/control/store"
 	"github.com/airlock-dev/airlock/engine"
-	"github.com/airlock-dev/airlock/kube"
 	"github.com/airlock-dev/airlock/sandbox"
 	"github.com/airlock-dev/airlock/secrets"
 	"github.com/airlock-dev/airlock/userconfig"
@@ -201,7 +200,7 @@ func (a *app) runDaemon(d daemonArgs) error {
 	// Sandboxes created on another Engine (DOCKER_HOST, a docker context) are
 	// served on it.
 	openEngine := func(ep engine.Endpoint) (control.Backend, error) {
-		if kube.IsEndpoint(ep) {
+		if ep.IsKubernetes() {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			return openBackend(ctx, ep, rt.Owner)

@@ -68,7 +68,7 @@ func newSuperviseCommand(a *app) *cobra.Command {
 	_ = f.MarkHidden("backoff-unit")
 	_ = f.MarkHidden("reset-after")
 	cmd.AddCommand(newSuperviseExecCommand(a), newSuperviseWrapCommand(), newSuperviseDeliverCommand(), newSuperviseTailCommand(),
-		newSuperviseInstallCommand(), newSuperviseUntarCommand(), newSuperviseTarCommand(), newSuperviseSignalCommand())
+		newSuperviseInstallCommand(), newSuperviseUntarCommand(), newSuperviseTarCommand(), newSuperviseSignalCommand(), newSuperviseKeepCommand())
 	return cmd
 }
 
@@ -272,4 +272,22 @@ func newSuperviseSignalCommand() *cobra.Command {
 // warnTo prints a warning line of a subcommand on its stderr.
 func warnTo(cmd *cobra.Command) func(string) {
 	return func(line string) { fmt.Fprintf(cmd.ErrOrStderr(), "airlock: warning: %s\n", line) }
+}
+
+// newSuperviseKeepCommand idles until it is told to stop (SIGTERM, SIGINT): the
+// Kubernetes backend's keeper container, which keeps a Pod's project readable
+// after its primary ended.
+func newSuperviseKeepCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:    "keep",
+		Short:  "Idle until stopped",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx, cancel := signal.NotifyContext(context.Background(), unix.SIGTERM, unix.SIGINT)
+			defer cancel()
+			<-ctx.Done()
+			return nil
+		},
+	}
 }

@@ -9,7 +9,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/airlock-dev/airlock/client"
-	"github.com/airlock-dev/airlock/kube"
 	"github.com/airlock-dev/airlock/manifest"
 	"github.com/airlock-dev/airlock/sandbox"
 )
@@ -218,7 +217,7 @@ func (a *app) upSandbox(ctx context.Context, c *client.Client, rt runBackend, r 
 			switch {
 			case ierr != nil && existing.Engine != nil && existing.Engine.Host != rt.Location().Host:
 				why = "sandbox %s is on another Docker Engine (" + engineName(existing.Engine) + ") than " + rt.Location().String()
-			case errors.Is(ierr, sandbox.ErrNotFound) && kube.IsEndpoint(rt.Location()):
+			case errors.Is(ierr, sandbox.ErrNotFound) && rt.Location().IsKubernetes():
 				why = "sandbox %s is gone from the cluster (on the kubernetes backend, stop deletes its Pod)"
 			}
 			fmt.Fprintf(a.stderr, "airlock: "+why+"; recreating it (changes to its filesystem are lost)\n", existing.ID)

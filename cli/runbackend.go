@@ -6,9 +6,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/airlock-dev/airlock/control"
 	"github.com/airlock-dev/airlock/engine"
-	"github.com/airlock-dev/airlock/kube"
 	"github.com/airlock-dev/airlock/manifest"
 	"github.com/airlock-dev/airlock/sandbox"
 )
@@ -35,10 +33,7 @@ type runBackend interface {
 	CopyOut(ctx context.Context, containerID, projectDir, rel string) (warnings []string, err error)
 }
 
-var (
-	_ runBackend = (*sandbox.Runtime)(nil)
-	_ runBackend = (*kube.Runtime)(nil)
-)
+var _ runBackend = (*sandbox.Runtime)(nil)
 
 // runBackend opens the backend this invocation chose (--backend, AIRLOCK_BACKEND,
 // config.toml).
@@ -55,38 +50,6 @@ func (a *app) runBackend(ctx context.Context) (runBackend, func(), error) {
 		return nil, nil, err
 	}
 	return krt, func() {}, nil
-}
-
-// openKube connects to the cluster of the chosen Kubernetes backend.
-func (a *app) openKube(ctx context.Context, b *backendChoice) (*kube.Runtime, error) {
-	p, err := a.paths()
-	if err != nil {
-		return nil, err
-	}
-	owner, err := control.OwnerKey(p)
-	if err != nil {
-		return nil, withCode(ExitAirlock, err)
-	}
-	k := b.Kubernetes
-	kubeconfig, _ := a.getenv("KUBECONFIG")
-	krt, err := kube.Open(ctx, kube.Config{
-		Kubeconfig: firstPath(kubeconfig), Context: k.Context, Namespace: k.Namespace, Image: k.Image,
-		CreateNamespace: k.CreateNamespace, AllowPrivileged: k.AllowPrivileged, Owner: owner,
-	})
-	if err != nil {
-		return nil, sandboxError(err)
-	}
-	return krt, nil
-}
-
-// openBackend opens the backend a sandbox was created on, for the daemon.
-func openBackend(ctx context.Context, ep engine.Endpoint, owner string) (control.Backend, error) {
-	cfg, err := kube.ConfigOf(ep)
-	if err != nil {
-		return nil, err
-	}
-	cfg.Owner = owner
-	return kube.Open(ctx, cfg)
 }
 
 // firstPath is the first file of a KUBECONFIG list ("" for none): the one the

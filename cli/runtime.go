@@ -14,7 +14,6 @@ import (
 	"github.com/airlock-dev/airlock/client"
 	"github.com/airlock-dev/airlock/control"
 	"github.com/airlock-dev/airlock/engine"
-	"github.com/airlock-dev/airlock/kube"
 	"github.com/airlock-dev/airlock/paths"
 	"github.com/airlock-dev/airlock/sandbox"
 )
@@ -158,7 +157,7 @@ func (a *app) runtimeFor(ctx context.Context, sb *client.Sandbox) (runBackend, f
 	if sb == nil || sb.Engine == nil {
 		return a.runBackend(ctx)
 	}
-	if ep := engine.Endpoint(*sb.Engine); kube.IsEndpoint(ep) {
+	if ep := engine.Endpoint(*sb.Engine); ep.IsKubernetes() {
 		p, err := a.paths()
 		if err != nil {
 			return nil, nil, err
@@ -171,7 +170,11 @@ func (a *app) runtimeFor(ctx context.Context, sb *client.Sandbox) (runBackend, f
 		if err != nil {
 			return nil, nil, sandboxError(err)
 		}
-		return krt.(runBackend), func() {}, nil
+		rb, ok := krt.(runBackend)
+		if !ok {
+			return nil, nil, withCode(ExitAirlock, errors.New("cannot reach the sandbox's backend from the CLI"))
+		}
+		return rb, func() {}, nil
 	}
 	p, err := a.paths()
 	if err != nil {

@@ -78,7 +78,8 @@ func (s *Service) Create(_ context.Context, req *CreateRequest) (Sandbox, error)
 	s.holdSecrets(l, held)
 	s.touch(rec.ID)
 	sreq := &sandbox.Request{ID: rec.ID, Manifest: resolved, Kind: req.Kind, Command: req.Command, Env: req.Env, EnvSecrets: req.EnvSecrets,
-		Workdir: req.Workdir, TTY: req.TTY, Stdin: req.Stdin, Labels: labels, Quiet: req.Quiet, CLIPid: req.CLIPid, CLIStart: req.CLIStart}
+		Workdir: req.Workdir, TTY: req.TTY, Stdin: req.Stdin, Labels: labels, Quiet: req.Quiet, CLIPid: req.CLIPid, CLIStart: req.CLIStart,
+		KeepFiles: req.Kind == sandbox.KindRun && !req.RemoveOnExit}
 	s.goAsync(func() { s.prepare(rec.ID, sreq, req.Start) })
 	return s.view(rec), nil
 }

@@ -74,6 +74,10 @@ func (e Endpoint) Local() bool {
 	return err == nil && fi.Mode()&os.ModeSocket != 0
 }
 
+// IsKubernetes reports whether the endpoint names a Kubernetes backend
+// ("kubernetes:///NAMESPACE?…", see package kube) rather than a Docker Engine.
+func (e Endpoint) IsKubernetes() bool { return strings.HasPrefix(e.Host, "kubernetes:") }
+
 func (e Endpoint) scheme() string {
 	s, _, _ := strings.Cut(e.Host, "://")
 	return s

@@ -11,7 +11,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/httpstream"
-	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/remotecommand"
 	"k8s.io/client-go/transport/spdy"
 
@@ -26,10 +25,9 @@ import (
 // the main command until Start). It returns once the connection is up, so that
 // no output of the main command is missed; the channel ends with the stream.
 func (rt *Runtime) Attach(ctx context.Context, sb *sandbox.Sandbox, s sandbox.Streams) (<-chan error, error) {
-	req := rt.cs.CoreV1().RESTClient().Post().Resource("pods").Namespace(rt.cfg.Namespace).Name(sb.PrimaryID).SubResource("attach").
-		VersionedParams(&corev1.PodAttachOptions{
-			Container: MainContainer, Stdin: s.Stdin != nil, Stdout: true, Stderr: !sb.TTY, TTY: sb.TTY,
-		}, scheme.ParameterCodec)
+	req := rt.pods().Sub(sb.PrimaryID, "attach", &corev1.PodAttachOptions{
+		Container: MainContainer, Stdin: s.Stdin != nil, Stdout: true, Stderr: !sb.TTY, TTY: sb.TTY,
+	})
 	transport, upgrader, err := spdy.RoundTripperFor(rt.rest)
 	if err != nil {
 		return nil, failed("cannot attach to the sandbox: %v", err)
@@ -153,7 +151,8 @@ func (rt *Runtime) CopyOut(ctx context.Context, pod, projectDir, rel string) ([]
 	pr, pw := io.Pipe()
 	errOut := &limited{n: 4096}
 	go func() {
-		code, err := rt.stream(ctx, pod, MainContainer, []string{sandbox.SupervisorIn, "supervise", "tar", "--", src}, nil, pw, errOut, false, nil)
+		// The primary ended: its files are read through the keeper (BuildPod).
+		code, err := rt.stream(ctx, pod, KeeperContainer, []string{"/airlock", "supervise", "tar", "--", src}, nil, pw, errOut, false, nil)
 		if err == nil && code != 0 {
 			err = fmt.Errorf("%s", bytes.TrimSpace(errOut.bytes()))
 		}
@@ -200,7 +199,7 @@ func (rt *Runtime) PlanHashFor(_ context.Context, r *manifest.Resolved) (string,
 func (rt *Runtime) FollowStderr(ctx context.Context, sb *sandbox.Sandbox, since time.Time, w io.Writer) <-chan error {
 	done := make(chan error, 1)
 	t := metav1.NewTime(since)
-	rc, err := rt.cs.CoreV1().Pods(rt.cfg.Namespace).GetLogs(sb.PrimaryID, &corev1.PodLogOptions{Container: MainContainer, Follow: true, SinceTime: &t}).Stream(ctx)
+	rc, err := rt.pods().Logs(sb.PrimaryID, &corev1.PodLogOptions{Container: MainContainer, Follow: true, SinceTime: &t}).Stream(ctx)
 	if err != nil {
 		done <- err
 		return done

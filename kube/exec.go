@@ -11,7 +11,6 @@ import (
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/remotecommand"
 	utilexec "k8s.io/client-go/util/exec"
 
@@ -26,10 +25,9 @@ import (
 // stream runs cmd in a container of a Pod with the given streams (nil for none)
 // and returns its exit code.
 func (rt *Runtime) stream(ctx context.Context, pod, ctr string, cmd []string, stdin io.Reader, stdout, stderr io.Writer, tty bool, size remotecommand.TerminalSizeQueue) (int, error) {
-	req := rt.cs.CoreV1().RESTClient().Post().Resource("pods").Namespace(rt.cfg.Namespace).Name(pod).SubResource("exec").
-		VersionedParams(&corev1.PodExecOptions{
-			Container: ctr, Command: cmd, Stdin: stdin != nil, Stdout: stdout != nil, Stderr: stderr != nil && !tty, TTY: tty,
-		}, scheme.ParameterCodec)
+	req := rt.pods().Sub(pod, "exec", &corev1.PodExecOptions{
+		Container: ctr, Command: cmd, Stdin: stdin != nil, Stdout: stdout != nil, Stderr: stderr != nil && !tty, TTY: tty,
+	})
 	ex, err := remotecommand.NewSPDYExecutor(rt.rest, "POST", req.URL())
 	if err != nil {
 		return 0, err

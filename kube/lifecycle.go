@@ -60,6 +60,7 @@ func (rt *Runtime) Create(ctx context.Context, req *sandbox.Request) (sb *sandbo
 		ID: req.ID, Namespace: rt.cfg.Namespace, AirlockImage: rt.cfg.Image, Kind: req.Kind, Labels: req.Labels,
 		Manifest: r, Spec: spec, RunAsUser: uid, RunAsGroup: gid, TTY: req.TTY, Stdin: req.Stdin || req.TTY,
 		PlanHash: planHash, Owner: rt.cfg.Owner, CLIPid: req.CLIPid, CLIStart: req.CLIStart, AllowPrivileged: rt.cfg.AllowPrivileged,
+		Keeper: req.KeepFiles,
 	})
 	if err != nil {
 		return nil, err
@@ -273,7 +274,7 @@ func (rt *Runtime) Start(ctx context.Context, sb *sandbox.Sandbox) error {
 	// The primary ran since Create, held: the annotation tells a started one
 	// from a held one (Running, ps), for this daemon and the next.
 	patch := []byte(`{"metadata":{"annotations":{"` + annotationStarted + `":"true"}}}`)
-	if _, err := rt.cs.CoreV1().Pods(rt.cfg.Namespace).Patch(ctx, sb.PrimaryID, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+	if err := rt.pods().Patch(ctx, sb.PrimaryID, types.MergePatchType, patch); err != nil {
 		return failed("cannot mark sandbox %s started: %v", sb.ID, err)
 	}
 	return nil
@@ -316,15 +317,7 @@ func (rt *Runtime) RemoveContainers(ctx context.Context, id string) error { retu
 // RemoveNetworks does nothing: a Pod has no network of its own to remove.
 func (rt *Runtime) RemoveNetworks(context.Context, string) error { return nil }
 
-func (rt *Runtime) pods() podClient { return rt.cs.CoreV1().Pods(rt.cfg.Namespace) }
-
-type podClient interface {
-	Get(ctx context.Context, name string, o metav1.GetOptions) (*corev1.Pod, error)
-	List(ctx context.Context, o metav1.ListOptions) (*corev1.PodList, error)
-	Watch(ctx context.Context, o metav1.ListOptions) (watch.Interface, error)
-	Create(ctx context.Context, p *corev1.Pod, o metav1.CreateOptions) (*corev1.Pod, error)
-	Delete(ctx context.Context, name string, o metav1.DeleteOptions) error
-}
+func (rt *Runtime) pods() podClient { return podClient{rc: rt.core, ns: rt.cfg.Namespace} }
 
 // mainStatus is the primary container's status in a Pod (nil before it has one).
 func mainStatus(pod *corev1.Pod) *corev1.ContainerStatus {
@@ -462,7 +455,7 @@ func (rt *Runtime) PrimaryEnd(ctx context.Context, pod string, lines int) (*int,
 		return nil, "", false
 	}
 	n := int64(lines)
-	b, err := rt.cs.CoreV1().Pods(rt.cfg.Namespace).GetLogs(pod, &corev1.PodLogOptions{Container: MainContainer, TailLines: &n}).DoRaw(ctx)
+	b, err := rt.pods().Logs(pod, &corev1.PodLogOptions{Container: MainContainer, TailLines: &n}).DoRaw(ctx)
 	if err != nil {
 		return code, "", true
 	}

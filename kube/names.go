@@ -18,6 +18,9 @@ const (
 	// InstallContainer copies the supervisor binary into the Pod (the first
 	// init container).
 	InstallContainer = "airlock-install"
+	// KeeperContainer idles beside the primary of a run whose files are read
+	// after it ended (run --output, --keep).
+	KeeperContainer = "airlock-keeper"
 	// PodPrefix starts the name of every sandbox Pod.
 	PodPrefix = "airlock-"
 	// ServicePrefix starts the container name of every service.

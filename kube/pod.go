@@ -41,6 +41,9 @@ const (
 	// sandbox.BinMount, because /airlock is the binary itself in the airlock
 	// image (FROM scratch + /airlock), and a volume cannot be mounted below a file.
 	installMount = "/airlock-bin"
+	// projectVolume holds the project when a keeper container reads it after
+	// the primary ended.
+	projectVolume = "airlock-project"
 )
 
 // runSize bounds the main container's tmpfs (Docker: size=16m);
@@ -93,6 +96,10 @@ type PodInput struct {
 	// reaper (0 and "" for none).
 	CLIPid   int
 	CLIStart string
+	// Keeper keeps the project readable after the primary ended (run --output,
+	// --keep): the project is an emptyDir that a second container, which idles
+	// until the Pod is deleted, mounts too.
+	Keeper bool
 	// AllowPrivileged is [kubernetes] allow_privileged: without it,
 	// sandbox.privileged is a config error.
 	AllowPrivileged bool
@@ -170,6 +177,14 @@ func BuildPod(in PodInput) (*corev1.Pod, error) {
 		return nil, err
 	}
 
+	containers := []corev1.Container{main}
+	if in.Keeper && r.ProjectDir != "" {
+		volumes = append(volumes, corev1.Volume{Name: projectVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+		mount := corev1.VolumeMount{Name: projectVolume, MountPath: r.ProjectDir}
+		containers[0].VolumeMounts = append(containers[0].VolumeMounts, mount)
+		containers = append(containers, keeperContainer(in.AirlockImage, mount))
+	}
+
 	pod := &corev1.Pod{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
 		ObjectMeta: metav1.ObjectMeta{
@@ -185,7 +200,7 @@ func BuildPod(in PodInput) (*corev1.Pod, error) {
 			Hostname:                      sandbox.Hostname(in.ID),
 			Volumes:                       volumes,
 			InitContainers:                inits,
-			Containers:                    []corev1.Container{main},
+			Containers:                    containers,
 		},
 	}
 	if len(annotations) > 0 {
@@ -195,6 +210,23 @@ func BuildPod(in PodInput) (*corev1.Pod, error) {
 		pod.Spec.HostAliases = []corev1.HostAlias{{IP: "127.0.0.1", Hostnames: hosts}}
 	}
 	return pod, nil
+}
+
+// keeperContainer idles (airlock supervise keep) with the project mounted, so that
+// `run --output` can read it after the primary ended.
+func keeperContainer(image string, project corev1.VolumeMount) corev1.Container {
+	return corev1.Container{
+		Name:            KeeperContainer,
+		Image:           image,
+		ImagePullPolicy: corev1.PullIfNotPresent,
+		Command:         []string{"/airlock", "supervise", "keep"},
+		VolumeMounts:    []corev1.VolumeMount{project},
+		SecurityContext: &corev1.SecurityContext{
+			AllowPrivilegeEscalation: ptr(false),
+			ReadOnlyRootFilesystem:   ptr(true),
+			Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+		},
+	}
 }
 
 // podMeta is the sandbox's metadata, as on its Docker objects (DESIGN §7).

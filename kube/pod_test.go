@@ -660,3 +660,30 @@ func TestNamespaceMustBeALabel(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestKeeper: a run whose files are read after it ended gets its project on an
+// emptyDir that an idle keeper container mounts too; without it, neither.
+func TestKeeper(t *testing.T) {
+	plain := build(t, minimal, nil)
+	if len(plain.Spec.Containers) != 1 {
+		t.Errorf("containers %v, want the primary only", names(plain.Spec.Containers))
+	}
+	pod := build(t, minimal, func(in *kube.PodInput) { in.Keeper = true })
+	keeper := container(t, pod.Spec.Containers, kube.KeeperContainer)
+	main := container(t, pod.Spec.Containers, kube.MainContainer)
+	project := main.WorkingDir
+	mounted := func(c corev1.Container) string {
+		for _, m := range c.VolumeMounts {
+			if m.MountPath == project {
+				return m.Name
+			}
+		}
+		return ""
+	}
+	if v := mounted(main); v == "" || mounted(keeper) != v {
+		t.Errorf("the project %s is not one volume in both containers: primary %q, keeper %q", project, mounted(main), mounted(keeper))
+	}
+	if got := strings.Join(keeper.Command, " "); got != "/airlock supervise keep" || keeper.Image != input(load(t, minimal, nil)).AirlockImage {
+		t.Errorf("keeper runs %q from %s", got, keeper.Image)
+	}
+}

@@ -9,10 +9,7 @@ import (
 	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -43,7 +40,7 @@ type Config struct {
 type Runtime struct {
 	cfg      Config
 	rest     *rest.Config
-	cs       kubernetes.Interface
+	core     *rest.RESTClient // the core/v1 API (client.go)
 	endpoint engine.Endpoint
 
 	onService func(sandboxID, service string, ready bool, detail string)
@@ -63,7 +60,7 @@ type podState struct {
 }
 
 // IsEndpoint reports whether an endpoint names a Kubernetes backend.
-func IsEndpoint(ep engine.Endpoint) bool { return strings.HasPrefix(ep.Host, Scheme+":") }
+func IsEndpoint(ep engine.Endpoint) bool { return ep.IsKubernetes() }
 
 // Endpoint is how the daemon's API and store name the backend of cfg. The context
 // is the resolved one, so that the daemon reaches the same cluster as the CLI.
@@ -127,14 +124,14 @@ func Open(ctx context.Context, cfg Config) (*Runtime, error) {
 		return nil, &sandbox.Error{Code: 125, Err: fmt.Errorf("cannot use the Kubernetes context %q: %w", cfg.Context, err)}
 	}
 	rc.QPS, rc.Burst = 50, 100
-	cs, err := kubernetes.NewForConfig(rc)
+	core, err := newCoreClient(rc)
 	if err != nil {
 		return nil, &sandbox.Error{Code: 125, Err: fmt.Errorf("cannot make a Kubernetes client: %w", err)}
 	}
-	rt := &Runtime{cfg: cfg, rest: rc, cs: cs, endpoint: cfg.Endpoint(), live: map[string]*podState{}}
+	rt := &Runtime{cfg: cfg, rest: rc, core: core, endpoint: cfg.Endpoint(), live: map[string]*podState{}}
 	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	if _, err := cs.Discovery().RESTClient().Get().AbsPath("/version").DoRaw(pctx); err != nil {
+	if _, err := core.Get().AbsPath("/version").DoRaw(pctx); err != nil {
 		return nil, &sandbox.Error{Code: 125, Err: fmt.Errorf("cannot reach the Kubernetes cluster of context %q at %s: %w", cfg.Context, rc.Host, err)}
 	}
 	return rt, nil
@@ -167,11 +164,11 @@ func (rt *Runtime) ensureNamespace(ctx context.Context) error {
 	if rt.nsReady {
 		return nil
 	}
-	_, err := rt.cs.CoreV1().Namespaces().Get(ctx, rt.cfg.Namespace, metav1.GetOptions{})
+	err := rt.getNamespace(ctx)
 	switch {
 	case err == nil:
 	case apierrors.IsNotFound(err) && rt.cfg.CreateNamespace:
-		_, err = rt.cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: rt.cfg.Namespace}}, metav1.CreateOptions{})
+		err = rt.createNamespace(ctx)
 		if err != nil && !apierrors.IsAlreadyExists(err) {
 			return failed("cannot create the namespace %s: %v", rt.cfg.Namespace, err)
 		}

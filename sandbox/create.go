@@ -39,6 +39,10 @@ type Request struct {
 	// CLIPid and CLIStart identify the CLI process of a run sandbox, for the reaper.
 	CLIPid   int
 	CLIStart string
+	// KeepFiles says the sandbox's files are read after its main command
+	// exited (run --output, --keep): a backend whose stopped containers cannot
+	// be read (Kubernetes) keeps them readable until the sandbox is removed.
+	KeepFiles bool
 }
 
 // Sandbox is a created sandbox.

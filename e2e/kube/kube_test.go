@@ -4,6 +4,7 @@ package kube_test
 
 import (
 	"context"
+	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -366,5 +367,45 @@ healthcheck = { cmd = ["wget", "-q", "-O", "/dev/null", "http://127.0.0.1:9191/t
 		t.Errorf("airlock made Kubernetes Secrets: %d", len(secrets.Items))
 	}
 	e.MustRun("down")
+	waitNoPods(t, cs, e.Project, 10*time.Second)
+}
+
+// TestRunOutputOnCluster: run --output copies a result back from the Pod into the
+// project dir.
+func TestRunOutputOnCluster(t *testing.T) {
+	e, cs := newEnv(t, "[sandbox]\nimage = \"{{image}}\"\n")
+	r := e.Run("run", "--output", "dist", "--", "sh", "-c", "mkdir -p dist/sub && echo built > dist/app.txt && echo deep > dist/sub/x.txt")
+	if r.Code != 0 {
+		t.Fatalf("run --output: %s", r)
+	}
+	for rel, want := range map[string]string{"dist/app.txt": "built\n", "dist/sub/x.txt": "deep\n"} {
+		b, err := os.ReadFile(filepath.Join(e.Project, rel))
+		if err != nil || string(b) != want {
+			t.Errorf("%s: want %q, got %q (%v)", rel, want, b, err)
+		}
+	}
+	waitNoPods(t, cs, e.Project, 10*time.Second)
+}
+
+// TestOOMKilledOnCluster: a main command the cluster kills for its memory limit
+// fails the sandbox as oom_killed, exit 137.
+func TestOOMKilledOnCluster(t *testing.T) {
+	e, cs := newEnv(t, "[sandbox]\nimage = \"{{image}}\"\nmemory = \"32m\"\n")
+	id := "oom-" + strings.ToLower(fmt.Sprint(time.Now().UnixNano()%1e9))
+	r := e.Run("run", "--id", id, "--", "sh", "-c", "head -c 200m /dev/zero | tail")
+	if r.Code != 137 {
+		t.Errorf("want exit 137 from the OOM kill, got %s", r)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ev := e.MustRun("events", id).Stdout
+		if strings.Contains(ev, "oom_killed") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the events do not say oom_killed:\n%s", ev)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 	waitNoPods(t, cs, e.Project, 10*time.Second)
 }

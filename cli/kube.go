@@ -1,0 +1,49 @@
+//go:build !nokube
+
+package cli
+
+import (
+	"context"
+
+	"github.com/airlock-dev/airlock/control"
+	"github.com/airlock-dev/airlock/engine"
+	"github.com/airlock-dev/airlock/kube"
+)
+
+// The Kubernetes backend (package kube). The supervisor injected into sandboxes is
+// built without it (build tag nokube): it never talks to a cluster, and client-go
+// would add to every sandbox's start.
+
+var _ runBackend = (*kube.Runtime)(nil)
+
+// openKube connects to the cluster of the chosen Kubernetes backend.
+func (a *app) openKube(ctx context.Context, b *backendChoice) (runBackend, error) {
+	p, err := a.paths()
+	if err != nil {
+		return nil, err
+	}
+	owner, err := control.OwnerKey(p)
+	if err != nil {
+		return nil, withCode(ExitAirlock, err)
+	}
+	k := b.Kubernetes
+	kubeconfig, _ := a.getenv("KUBECONFIG")
+	krt, err := kube.Open(ctx, kube.Config{
+		Kubeconfig: firstPath(kubeconfig), Context: k.Context, Namespace: k.Namespace, Image: k.Image,
+		CreateNamespace: k.CreateNamespace, AllowPrivileged: k.AllowPrivileged, Owner: owner,
+	})
+	if err != nil {
+		return nil, sandboxError(err)
+	}
+	return krt, nil
+}
+
+// openBackend opens the Kubernetes backend a sandbox was created on.
+func openBackend(ctx context.Context, ep engine.Endpoint, owner string) (control.Backend, error) {
+	cfg, err := kube.ConfigOf(ep)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Owner = owner
+	return kube.Open(ctx, cfg)
+}
