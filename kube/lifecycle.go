@@ -264,7 +264,7 @@ func (rt *Runtime) Start(ctx context.Context, sb *sandbox.Sandbox) error {
 	if err != nil {
 		return failed("cannot read the Pod of sandbox %s: %v", sb.ID, err)
 	}
-	if ok, _ := primaryRunning(pod); !ok {
+	if ok, _ := primaryRunning(pod); !ok || pod.DeletionTimestamp != nil {
 		return failed("cannot start sandbox %s again: its Pod's primary ended (on the kubernetes backend a stopped sandbox is gone; airlock up makes a new one)", sb.ID)
 	}
 	defer rt.step(sb.ID, "secrets delivery")()
@@ -292,7 +292,10 @@ func (rt *Runtime) Stop(ctx context.Context, id string) error {
 	if err != nil && !apierrors.IsNotFound(err) {
 		return failed("cannot stop sandbox %s: %v", id, err)
 	}
-	if _, err := rt.waitPod(ctx, PodName(id), primaryEnded); err != nil && err != errGone {
+	// Until the Pod is gone, not only its primary: an `up` right after the stop
+	// must not find the Pod still terminating and try to start it.
+	never := func(*corev1.Pod) (bool, error) { return false, nil }
+	if _, err := rt.waitPod(ctx, PodName(id), never); err != nil && err != errGone {
 		return err
 	}
 	return nil
@@ -480,7 +483,8 @@ func (rt *Runtime) KillPrimary(ctx context.Context, pod, signal string) error {
 // Get describes one sandbox.
 func (rt *Runtime) Get(ctx context.Context, id string) (*sandbox.Info, error) {
 	p, err := rt.pods().Get(ctx, PodName(id), metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
+	if apierrors.IsNotFound(err) || (err == nil && p.DeletionTimestamp != nil) {
+		// A Pod being deleted is gone for good: it cannot be started again.
 		return nil, fmt.Errorf("%w: %s", sandbox.ErrNotFound, id)
 	}
 	if err != nil {

@@ -12,4 +12,9 @@ GO=${GO:-go}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 "$GO" build -o "$tmp/benchsupervisor" ./internal/benchsupervisor
-"$tmp/benchsupervisor" -airlock bin/airlock -doc docs/benchmarks.md -command "scripts/bench-supervisor.sh" "$@"
+# The supervisor as sandboxes get it: the one make build embeds for this machine's
+# architecture (built without the Kubernetes backend), not the CLI itself.
+arch=$("$GO" env GOARCH)
+gunzip -c "internal/supervisorbin/gen/linux-$arch/airlock.gz" > "$tmp/airlock"
+chmod +x "$tmp/airlock"
+"$tmp/benchsupervisor" -airlock "$tmp/airlock" -doc docs/benchmarks.md -command "scripts/bench-supervisor.sh" "$@"
