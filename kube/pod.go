@@ -41,8 +41,8 @@ const (
 	// sandbox.BinMount, because /airlock is the binary itself in the airlock
 	// image (FROM scratch + /airlock), and a volume cannot be mounted below a file.
 	installMount = "/airlock-bin"
-	// projectVolume holds the project when a keeper container reads it after
-	// the primary ended.
+	// projectVolume holds the copied project (and a keeper container reads it
+	// after the primary ended).
 	projectVolume = "airlock-project"
 )
 
@@ -178,11 +178,16 @@ func BuildPod(in PodInput) (*corev1.Pod, error) {
 	}
 
 	containers := []corev1.Container{main}
-	if in.Keeper && r.ProjectDir != "" {
+	if r.ProjectDir != "" {
+		// The project is copied into an emptyDir at its path: any sandbox user may
+		// write there (a user other than root could not make the path in the
+		// image), and a keeper can read it after the primary ended.
 		volumes = append(volumes, corev1.Volume{Name: projectVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
 		mount := corev1.VolumeMount{Name: projectVolume, MountPath: r.ProjectDir}
 		containers[0].VolumeMounts = append(containers[0].VolumeMounts, mount)
-		containers = append(containers, keeperContainer(in.AirlockImage, mount))
+		if in.Keeper {
+			containers = append(containers, keeperContainer(in.AirlockImage, mount))
+		}
 	}
 
 	pod := &corev1.Pod{

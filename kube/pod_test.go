@@ -414,17 +414,17 @@ func TestDisabledServicesAbsent(t *testing.T) {
 
 // TestVolumesAndMounts: the supervisor's emptyDir is mounted read-only at
 // BinMount, a 16 MiB memory emptyDir at RunMount (Docker's tmpfs), and the
-// state dir is an emptyDir the sandbox user can write.
+// state dir and the project (copied in) are emptyDirs the sandbox user can write.
 func TestVolumesAndMounts(t *testing.T) {
 	pod := build(t, minimal, nil)
 	vols := map[string]corev1.Volume{}
 	for _, v := range pod.Spec.Volumes {
 		vols[v.Name] = v
 	}
-	if len(vols) != 3 {
-		t.Errorf("volumes %v, want three", slices.Sorted(maps.Keys(vols)))
+	if len(vols) != 4 {
+		t.Errorf("volumes %v, want four", slices.Sorted(maps.Keys(vols)))
 	}
-	for _, name := range []string{"airlock-bin", "airlock-run", "airlock-state"} {
+	for _, name := range []string{"airlock-bin", "airlock-run", "airlock-state", "airlock-project"} {
 		if vols[name].EmptyDir == nil {
 			t.Errorf("volume %s is not an emptyDir: %+v", name, vols[name])
 		}
@@ -436,6 +436,7 @@ func TestVolumesAndMounts(t *testing.T) {
 		{Name: "airlock-bin", MountPath: sandbox.BinMount, ReadOnly: true},
 		{Name: "airlock-run", MountPath: sandbox.RunMount},
 		{Name: "airlock-state", MountPath: supervisor.StateDir},
+		{Name: "airlock-project", MountPath: mainOf(t, pod).WorkingDir},
 	}
 	if got := mainOf(t, pod).VolumeMounts; !slices.Equal(got, want) {
 		t.Errorf("volumeMounts %+v, want %+v", got, want)

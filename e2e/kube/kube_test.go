@@ -409,3 +409,15 @@ func TestOOMKilledOnCluster(t *testing.T) {
 	}
 	waitNoPods(t, cs, e.Project, 10*time.Second)
 }
+
+// TestNonRootUserOnCluster: a numeric sandbox.user runs the main command, reads the
+// copied project and writes into it.
+func TestNonRootUserOnCluster(t *testing.T) {
+	e, cs := newEnv(t, "[sandbox]\nimage = \"{{image}}\"\nuser = \"65534:65534\"\n")
+	e.WriteFile("data.txt", "readable\n")
+	r := e.Run("run", "--", "sh", "-c", "id -u; id -g; cat data.txt; touch written && echo wrote")
+	if r.Code != 0 || !strings.Contains(r.Stdout, "65534\n65534\nreadable\nwrote") {
+		t.Errorf("want uid and gid 65534, the project read and written, got %s", r)
+	}
+	waitNoPods(t, cs, e.Project, 10*time.Second)
+}
