@@ -421,3 +421,39 @@ func TestNonRootUserOnCluster(t *testing.T) {
 	}
 	waitNoPods(t, cs, e.Project, 10*time.Second)
 }
+
+// TestDaemonRestartOnCluster: a new control daemon finds an up sandbox's Pod again:
+// ps shows it ready, exec runs in it, down removes it.
+func TestDaemonRestartOnCluster(t *testing.T) {
+	e, cs := newEnv(t, "[sandbox]\nimage = \"{{image}}\"\n")
+	id := strings.TrimSpace(e.MustRun("up", "-d").Stdout)
+	e.StopDaemon()
+	if ps := e.MustRun("ps").Stdout; !strings.Contains(ps, id) || !strings.Contains(ps, "ready") {
+		t.Errorf("after a daemon restart, ps does not show %s ready:\n%s", id, ps)
+	}
+	if r := e.Run("exec", "--", "sh", "-c", "exit 4"); r.Code != 4 {
+		t.Errorf("exec after a daemon restart: want exit 4, got %s", r)
+	}
+	e.MustRun("down")
+	waitNoPods(t, cs, e.Project, 10*time.Second)
+}
+
+// TestIdleTTLOnCluster: an up sandbox nobody uses for runtime.idle_ttl is stopped,
+// which deletes its Pod.
+func TestIdleTTLOnCluster(t *testing.T) {
+	e, cs := newEnv(t, "[sandbox]\nimage = \"{{image}}\"\n")
+	cfg := filepath.Join(e.Config, "airlock", "config.toml")
+	b, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cfg, []byte(strings.Replace(string(b), "[runtime]\n", "[runtime]\nidle_ttl = \"2s\"\n", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	id := strings.TrimSpace(e.MustRun("up", "-d").Stdout)
+	waitNoPods(t, cs, e.Project, 30*time.Second)
+	if ps := e.MustRun("ps", "-a").Stdout; !strings.Contains(ps, id) || !strings.Contains(ps, "stopped") {
+		t.Errorf("after idle_ttl, ps -a does not show %s stopped:\n%s", id, ps)
+	}
+	e.MustRun("rm", id)
+}
