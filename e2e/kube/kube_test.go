@@ -15,6 +15,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
@@ -456,4 +457,34 @@ func TestIdleTTLOnCluster(t *testing.T) {
 		t.Errorf("after idle_ttl, ps -a does not show %s stopped:\n%s", id, ps)
 	}
 	e.MustRun("rm", id)
+}
+
+// TestPodRefusedOnCluster: a Pod the cluster refuses (a quota of no Pods) fails the
+// run at once with the cluster's reason, exit 125, and leaves nothing.
+func TestPodRefusedOnCluster(t *testing.T) {
+	const ns = "airlock-e2e-quota"
+	e, cs := newEnv(t, "[sandbox]\nimage = \"{{image}}\"\n")
+	ctx := context.Background()
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil && !strings.Contains(err.Error(), "already exists") {
+		t.Fatal(err)
+	}
+	quota := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "no-pods"}, Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("0")}}}
+	if _, err := cs.CoreV1().ResourceQuotas(ns).Create(ctx, quota, metav1.CreateOptions{}); err != nil && !strings.Contains(err.Error(), "already exists") {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(e.Config, "airlock", "config.toml")
+	b, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cfg, []byte(strings.Replace(string(b), namespace, ns, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := e.Run("run", "--", "true")
+	if r.Code != 125 || !strings.Contains(r.Stderr, "exceeded quota") || strings.Contains(r.Stderr, "cannot confirm") {
+		t.Errorf("want exit 125 naming the quota (and no removal left unconfirmed), got %s", r)
+	}
+	if ps := e.MustRun("ps", "-a").Stdout; strings.Count(ps, "\n") > 1 {
+		t.Errorf("the refused run left a sandbox:\n%s", ps)
+	}
 }
