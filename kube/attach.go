@@ -149,12 +149,12 @@ func (rt *Runtime) CopyOut(ctx context.Context, pod, projectDir, rel string) ([]
 		return nil, err
 	}
 	pr, pw := io.Pipe()
-	errOut := &limited{n: 4096}
 	go func() {
 		// The primary ended: its files are read through the keeper (BuildPod).
-		code, err := rt.stream(ctx, pod, KeeperContainer, []string{"/airlock", "supervise", "tar", "--", src}, nil, pw, errOut, false, nil)
+		var errOut bytes.Buffer
+		code, err := rt.execIn(ctx, pod, KeeperContainer, []string{"/airlock", "supervise", "tar", "--", src}, nil, pw, &errOut)
 		if err == nil && code != 0 {
-			err = fmt.Errorf("%s", bytes.TrimSpace(errOut.bytes()))
+			err = fmt.Errorf("%s", bytes.TrimSpace(errOut.Bytes()))
 		}
 		pw.CloseWithError(err)
 	}()
@@ -166,7 +166,7 @@ func (rt *Runtime) CopyOut(ctx context.Context, pod, projectDir, rel string) ([]
 // CopyFile streams a file of the running primary to w from an offset and returns
 // the offset after it.
 func (rt *Runtime) CopyFile(ctx context.Context, pod, file string, from int64, w io.Writer) (int64, error) {
-	rc, err := rt.tail(ctx, pod, file, from, false, "")
+	rc, err := sandbox.TailFile(ctx, rt, pod, file, from, false, "")
 	if err != nil {
 		return from, err
 	}

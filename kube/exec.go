@@ -1,13 +1,9 @@
 package kube
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
-	"strconv"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -46,103 +42,42 @@ func (rt *Runtime) stream(ctx context.Context, pod, ctr string, cmd []string, st
 	return 0, nil
 }
 
-// deliver hands the supervisor its values (none releases a held supervisor): the
-// values cross the API on the exec's stdin only.
-func (rt *Runtime) deliver(ctx context.Context, pod, ctr string, values map[string]string) error {
-	if values == nil {
-		values = map[string]string{}
-	}
-	payload, err := json.Marshal(values)
-	if err != nil {
-		return failed("cannot encode the secret values")
-	}
-	var out bytes.Buffer
-	code, err := rt.stream(ctx, pod, ctr, []string{sandbox.SupervisorIn, "supervise", "deliver", "--socket", sandbox.SecretsSocketIn},
-		bytes.NewReader(payload), &out, &out, false, nil)
-	if err != nil {
-		return failed("cannot deliver the secret values: %v", err)
-	}
-	if code != 0 {
-		return failed("cannot deliver the secret values: %s", bytes.TrimSpace(out.Bytes()))
-	}
-	return nil
+// ExecIn runs cmd in a container of a sandbox's Pod (sandbox.Execer): the channel
+// code (values delivered, files followed) is the Docker backend's.
+func (rt *Runtime) ExecIn(ctx context.Context, pod string, cmd []string, stdin io.Reader, stdout, stderr io.Writer) (int, error) {
+	return rt.execIn(ctx, pod, MainContainer, cmd, stdin, stdout, stderr)
 }
 
-// tail streams a file of the primary from an offset (following appends when
-// follow) through `supervise tail`; report names the file the follower reports its
-// progress in. The stream ends when the exec does.
-func (rt *Runtime) tail(ctx context.Context, pod, file string, from int64, follow bool, report string) (io.ReadCloser, error) {
-	cmd := []string{sandbox.SupervisorIn, "supervise", "tail", "--from", strconv.FormatInt(from, 10)}
-	if follow {
-		cmd = append(cmd, "--follow")
-	}
-	if report != "" {
-		cmd = append(cmd, "--report", report)
-	}
-	cmd = append(cmd, "--", file)
-	ctx, cancel := context.WithCancel(ctx)
-	pr, pw := io.Pipe()
-	errOut := &limited{n: 4096}
-	go func() {
-		code, err := rt.stream(ctx, pod, MainContainer, cmd, nil, pw, errOut, false, nil)
-		if err == nil && code != 0 {
-			err = fmt.Errorf("exit status %d: %s", code, bytes.TrimSpace(errOut.bytes()))
-		}
-		pw.CloseWithError(err)
-	}()
-	header := make([]byte, len(supervisor.TailHeader))
-	if n, err := io.ReadFull(pr, header); err != nil || string(header) != supervisor.TailHeader {
-		cancel()
-		pr.Close()
-		return nil, fmt.Errorf("cannot read %s in the sandbox: %s", file, bytes.TrimSpace(append(header[:n], errOut.bytes()...)))
-	}
-	return &readCloser{Reader: pr, close: func() { cancel(); pr.Close() }}, nil
+// execIn is ExecIn in a given container of the Pod.
+func (rt *Runtime) execIn(ctx context.Context, pod, ctr string, cmd []string, stdin io.Reader, stdout, stderr io.Writer) (int, error) {
+	return rt.stream(ctx, pod, ctr, cmd, stdin, stdout, stderr, false, nil)
 }
 
-type readCloser struct {
-	io.Reader
-	close func()
+// inContainer is the Execer of one container of a Pod (a service's sidecar).
+type inContainer struct {
+	rt  *Runtime
+	ctr string
 }
 
-func (r *readCloser) Close() error { r.close(); return nil }
-
-// limited keeps the first n bytes written to it.
-type limited struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-	n  int
-}
-
-func (l *limited) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if room := l.n - l.b.Len(); room > 0 {
-		l.b.Write(p[:min(room, len(p))])
-	}
-	return len(p), nil
-}
-
-func (l *limited) bytes() []byte {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return append([]byte(nil), l.b.Bytes()...)
+func (c inContainer) ExecIn(ctx context.Context, pod string, cmd []string, stdin io.Reader, stdout, stderr io.Writer) (int, error) {
+	return c.rt.execIn(ctx, pod, c.ctr, cmd, stdin, stdout, stderr)
 }
 
 // FollowStatus follows the supervisor's status stream from a byte offset,
 // reporting progress so that the supervisor lets the follower read its last lines.
 func (rt *Runtime) FollowStatus(ctx context.Context, pod string, from int64) (io.ReadCloser, error) {
-	return rt.tail(ctx, pod, supervisor.StatusFile, from, true, sandbox.StatusReadIn)
+	return sandbox.TailFile(ctx, rt, pod, supervisor.StatusFile, from, true, sandbox.StatusReadIn)
 }
 
 // FollowFile streams a file of a running sandbox from an offset, and what is appended.
 func (rt *Runtime) FollowFile(ctx context.Context, pod, file string, from int64) (io.ReadCloser, error) {
-	return rt.tail(ctx, pod, file, from, true, "")
+	return sandbox.TailFile(ctx, rt, pod, file, from, true, "")
 }
 
 // ReadFile reads at most limit bytes of a file of a running sandbox from an
 // offset. A Pod's stopped container cannot be read: its files went with it.
 func (rt *Runtime) ReadFile(ctx context.Context, pod, file string, from, limit int64) ([]byte, int64, error) {
-	rc, err := rt.tail(ctx, pod, file, from, false, "")
+	rc, err := sandbox.TailFile(ctx, rt, pod, file, from, false, "")
 	if err != nil {
 		return nil, 0, err
 	}

@@ -137,7 +137,7 @@ func (rt *Runtime) startServices(ctx context.Context, pod string, r *manifest.Re
 			return nil // the primary runs: what is left is not waited for
 		}
 		for _, c := range ready {
-			if err := rt.deliver(ctx, pod, c, pending[c]); err != nil {
+			if err := sandbox.DeliverValues(ctx, inContainer{rt, c}, pod, pending[c]); err != nil {
 				return fmt.Errorf("service %s: %w", strings.TrimPrefix(c, ServicePrefix), err)
 			}
 			delete(pending, c)
@@ -268,7 +268,7 @@ func (rt *Runtime) Start(ctx context.Context, sb *sandbox.Sandbox) error {
 		return failed("cannot start sandbox %s again: its Pod's primary ended (on the kubernetes backend a stopped sandbox is gone; airlock up makes a new one)", sb.ID)
 	}
 	defer rt.step(sb.ID, "secrets delivery")()
-	if err := rt.deliver(ctx, sb.PrimaryID, MainContainer, st.values); err != nil {
+	if err := sandbox.DeliverValues(ctx, rt, sb.PrimaryID, st.values); err != nil {
 		return err
 	}
 	// The primary ran since Create, held: the annotation tells a started one

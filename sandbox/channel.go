@@ -4,17 +4,14 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"path"
-	"strconv"
 	"sync"
 	"time"
 
 	"github.com/docker/docker/api/types/container"
-	"github.com/docker/docker/pkg/stdcopy"
 
 	"github.com/airlock-dev/airlock/supervisor"
 )
@@ -24,7 +21,7 @@ import (
 // same and a process in the sandbox can never reach airlock's host state.
 //   - the spec is uploaded into the created container (it holds no secret);
 //   - secret values are delivered by a non-TTY exec of `supervise deliver` whose
-//     stdin carries them to PID 1's socket on a tmpfs (deliverSecrets);
+//     stdin carries them to PID 1's socket on a tmpfs (DeliverValues, execchannel.go);
 //   - the status stream and daemon logs stay in the container's state dir
 //     (supervisor.StateDir) and are read by an exec of `supervise tail` while it
 //     runs, and by archive download once it stopped (FollowFile, ReadFile).
@@ -85,42 +82,6 @@ func (rt *Runtime) resetStatus(ctx context.Context, containerID string) error {
 	return nil
 }
 
-// deliverSecrets hands values to the process waiting on SecretsSocketIn inside a
-// running container: a non-TTY exec whose stdin carries them, closed after them. The
-// exec's configuration holds only the command; nothing is written to any disk.
-func (rt *Runtime) deliverSecrets(ctx context.Context, containerID string, values map[string]string) error {
-	payload, err := json.Marshal(values)
-	if err != nil {
-		return failed("cannot encode the secret values")
-	}
-	resp, err := rt.Engine.ContainerExecCreate(ctx, containerID, container.ExecOptions{
-		Cmd:         []string{SupervisorIn, "supervise", "deliver", "--socket", SecretsSocketIn},
-		AttachStdin: true, AttachStdout: true, AttachStderr: true,
-	})
-	if err != nil {
-		return failed("cannot deliver the secret values: %v", err)
-	}
-	hj, err := rt.Engine.ContainerExecAttach(ctx, resp.ID, container.ExecAttachOptions{})
-	if err != nil {
-		return failed("cannot deliver the secret values: %v", err)
-	}
-	defer hj.Close()
-	if _, err := hj.Conn.Write(payload); err != nil {
-		return failed("cannot deliver the secret values: %v", err)
-	}
-	_ = hj.CloseWrite()
-	var out bytes.Buffer
-	_, _ = stdcopy.StdCopy(&out, &out, io.LimitReader(hj.Reader, 64<<10))
-	code, err := rt.execExitCode(ctx, resp.ID)
-	if err != nil {
-		return failed("cannot deliver the secret values: %v", err)
-	}
-	if code != 0 {
-		return failed("cannot deliver the secret values: %s", bytes.TrimSpace(out.Bytes()))
-	}
-	return nil
-}
-
 // execExitCode waits for a finished exec's exit code (the Engine may report it
 // a moment after the exec's output ended).
 func (rt *Runtime) execExitCode(ctx context.Context, execID string) (int, error) {
@@ -149,47 +110,14 @@ func (rt *Runtime) execExitCode(ctx context.Context, execID string) (int, error)
 // appended to it, through an exec of `supervise tail --follow`. The stream ends
 // when the container stops, when ctx ends or when it is closed.
 func (rt *Runtime) FollowFile(ctx context.Context, containerID, file string, from int64) (io.ReadCloser, error) {
-	return rt.tailExec(ctx, containerID, file, from, "")
+	return TailFile(ctx, rt, containerID, file, from, true, "")
 }
 
 // FollowStatus follows the supervisor's status stream from a byte offset; the
 // follower reports its progress in the sandbox, so that the supervisor lets it read
 // the stream's last lines before the container stops.
 func (rt *Runtime) FollowStatus(ctx context.Context, containerID string, from int64) (io.ReadCloser, error) {
-	return rt.tailExec(ctx, containerID, supervisor.StatusFile, from, StatusReadIn)
-}
-
-func (rt *Runtime) tailExec(ctx context.Context, containerID, file string, from int64, report string) (io.ReadCloser, error) {
-	cmd := []string{SupervisorIn, "supervise", "tail", "--follow", "--from", strconv.FormatInt(from, 10)}
-	if report != "" {
-		cmd = append(cmd, "--report", report)
-	}
-	resp, err := rt.Engine.ContainerExecCreate(ctx, containerID, container.ExecOptions{
-		Cmd: append(cmd, "--", file), AttachStdout: true, AttachStderr: true,
-	})
-	if err != nil {
-		return nil, err
-	}
-	hj, err := rt.Engine.ContainerExecAttach(ctx, resp.ID, container.ExecAttachOptions{})
-	if err != nil {
-		return nil, err
-	}
-	pr, pw := io.Pipe()
-	errOut := &limitedBuffer{n: 4096}
-	go func() {
-		_, err := stdcopy.StdCopy(pw, errOut, hj.Reader)
-		pw.CloseWithError(err)
-	}()
-	stop := context.AfterFunc(ctx, func() { hj.Close() })
-	closeAll := func() { stop(); hj.Close(); pr.Close() }
-	// The Engine writes its own failures (a stopped container, say) into the
-	// stream: only output after the tail's header is the file's.
-	header := make([]byte, len(supervisor.TailHeader))
-	if n, err := io.ReadFull(pr, header); err != nil || string(header) != supervisor.TailHeader {
-		closeAll()
-		return nil, fmt.Errorf("cannot read %s in the sandbox: %s", file, bytes.TrimSpace(append(header[:n], errOut.bytes()...)))
-	}
-	return &execStream{Reader: pr, close: closeAll}, nil
+	return TailFile(ctx, rt, containerID, supervisor.StatusFile, from, true, StatusReadIn)
 }
 
 // limitedBuffer keeps the first n bytes written to it.

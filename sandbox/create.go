@@ -396,7 +396,7 @@ func hostname(id string) string {
 
 // buildSpec turns the manifest into the supervisor's spec. Substituted values are
 // not written: the spec refers to them by key path, and they reach the supervisor
-// through the Engine API (see deliverSecrets).
+// through the Engine API (see DeliverValues).
 func buildSpec(req *Request, r *manifest.Resolved, hp *hostPlan) *supervisor.Spec {
 	harden := r.Sandbox.Harden
 	spec := &supervisor.Spec{

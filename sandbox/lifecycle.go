@@ -55,7 +55,7 @@ func (rt *Runtime) Start(ctx context.Context, sb *Sandbox) error {
 	}
 	if len(values) > 0 {
 		defer rt.step(sb.ID, "secrets delivery")()
-		if err := rt.deliverSecrets(ctx, sb.PrimaryID, values); err != nil {
+		if err := DeliverValues(ctx, rt, sb.PrimaryID, values); err != nil {
 			return err
 		}
 	}

@@ -487,7 +487,7 @@ func (rt *Runtime) deliverServiceSecrets(ctx context.Context, sb *Sandbox, name 
 	for k, key := range secretEnv {
 		values[key] = r.Services[name].Env[k]
 	}
-	if err := rt.deliverSecrets(ctx, sb.Services[name], values); err != nil {
+	if err := DeliverValues(ctx, rt, sb.Services[name], values); err != nil {
 		return fmt.Errorf("service %s: %w", name, err)
 	}
 	return nil

@@ -1,0 +1,118 @@
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/pkg/stdcopy"
+
+	"github.com/airlock-dev/airlock/supervisor"
+)
+
+// The host's end of the channel to a running sandbox, shared by every backend:
+// values delivered to a waiting supervisor (or service wrapper) and files of the
+// sandbox's state followed, each through an exec of `airlock supervise …`, over
+// the Docker Engine's exec API or a Pod's.
+
+// Execer runs a command in a container of a sandbox with the given streams (nil:
+// not attached; stdin is closed after its end) until it exits or ctx ends, and
+// returns its exit code.
+type Execer interface {
+	ExecIn(ctx context.Context, container string, cmd []string, stdin io.Reader, stdout, stderr io.Writer) (int, error)
+}
+
+// DeliverValues hands values to the process waiting on SecretsSocketIn inside a
+// running container: a non-TTY exec of `supervise deliver` whose stdin carries
+// them. The exec's configuration holds only the command; nothing is written to any
+// disk. No values (an empty object) release a supervisor that holds (Spec.Hold).
+func DeliverValues(ctx context.Context, ex Execer, containerID string, values map[string]string) error {
+	if values == nil {
+		values = map[string]string{}
+	}
+	payload, err := json.Marshal(values)
+	if err != nil {
+		return failed("cannot encode the secret values")
+	}
+	out := &limitedBuffer{n: 64 << 10}
+	code, err := ex.ExecIn(ctx, containerID, []string{SupervisorIn, "supervise", "deliver", "--socket", SecretsSocketIn},
+		bytes.NewReader(payload), out, out)
+	if err != nil {
+		return failed("cannot deliver the secret values: %v", err)
+	}
+	if code != 0 {
+		return failed("cannot deliver the secret values: %s", bytes.TrimSpace(out.bytes()))
+	}
+	return nil
+}
+
+// TailFile streams a file of a running sandbox from a byte offset through an exec
+// of `supervise tail` (in the primary), with what is appended when follow, until
+// the exec ends, ctx ends or the stream is closed. report names the file in the
+// sandbox where the follower reports how far it read ("" for none).
+func TailFile(ctx context.Context, ex Execer, containerID, file string, from int64, follow bool, report string) (io.ReadCloser, error) {
+	cmd := []string{SupervisorIn, "supervise", "tail", "--from", strconv.FormatInt(from, 10)}
+	if follow {
+		cmd = append(cmd, "--follow")
+	}
+	if report != "" {
+		cmd = append(cmd, "--report", report)
+	}
+	cmd = append(cmd, "--", file)
+	ctx, cancel := context.WithCancel(ctx)
+	pr, pw := io.Pipe()
+	errOut := &limitedBuffer{n: 4096}
+	go func() {
+		code, err := ex.ExecIn(ctx, containerID, cmd, nil, pw, errOut)
+		if err == nil && code != 0 {
+			err = fmt.Errorf("exit status %d", code)
+		}
+		pw.CloseWithError(err)
+	}()
+	closeAll := func() { cancel(); pr.Close() }
+	// The Engine writes its own failures (a stopped container, say) into the
+	// stream: only output after the tail's header is the file's.
+	header := make([]byte, len(supervisor.TailHeader))
+	if n, err := io.ReadFull(pr, header); err != nil || string(header) != supervisor.TailHeader {
+		closeAll()
+		return nil, fmt.Errorf("cannot read %s in the sandbox: %s", file, bytes.TrimSpace(append(header[:n], errOut.bytes()...)))
+	}
+	return &execStream{Reader: pr, close: closeAll}, nil
+}
+
+// ExecIn runs cmd in a container through the Engine's exec API (Execer).
+func (rt *Runtime) ExecIn(ctx context.Context, containerID string, cmd []string, stdin io.Reader, stdout, stderr io.Writer) (int, error) {
+	resp, err := rt.Engine.ContainerExecCreate(ctx, containerID, container.ExecOptions{
+		Cmd: cmd, AttachStdin: stdin != nil, AttachStdout: stdout != nil, AttachStderr: stderr != nil,
+	})
+	if err != nil {
+		return 0, err
+	}
+	hj, err := rt.Engine.ContainerExecAttach(ctx, resp.ID, container.ExecAttachOptions{})
+	if err != nil {
+		return 0, err
+	}
+	defer hj.Close()
+	stop := context.AfterFunc(ctx, func() { hj.Close() })
+	defer stop()
+	if stdin != nil {
+		go func() {
+			_, _ = io.Copy(hj.Conn, stdin)
+			_ = hj.CloseWrite()
+		}()
+	}
+	if stdout == nil {
+		stdout = io.Discard
+	}
+	if stderr == nil {
+		stderr = io.Discard
+	}
+	if _, err := stdcopy.StdCopy(stdout, stderr, hj.Reader); err != nil && ctx.Err() != nil {
+		return 0, ctx.Err()
+	}
+	return rt.execExitCode(context.WithoutCancel(ctx), resp.ID)
+}
