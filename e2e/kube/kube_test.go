@@ -488,3 +488,28 @@ func TestPodRefusedOnCluster(t *testing.T) {
 		t.Errorf("the refused run left a sandbox:\n%s", ps)
 	}
 }
+
+// TestPodDeletedUnderRun: a run whose Pod is deleted behind airlock's back (by hand,
+// an eviction, a lost node) ends with exit 125 saying so, and the daemon records
+// the sandbox's end.
+func TestPodDeletedUnderRun(t *testing.T) {
+	e, cs := newEnv(t, "[sandbox]\nimage = \"{{image}}\"\n")
+	id := "gone-" + strings.ToLower(fmt.Sprint(time.Now().UnixNano()%1e9))
+	p := e.Start("run", "--id", id, "--", "sh", "-c", "echo started; sleep 300")
+	deadline := time.Now().Add(2 * time.Minute)
+	for !strings.Contains(p.Stdout.String(), "started") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the main command did not start: %s %s", p.Stdout.String(), p.Stderr.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	zero := int64(0)
+	if err := cs.CoreV1().Pods(namespace).Delete(context.Background(), kube.PodName(id), metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
+		t.Fatal(err)
+	}
+	r := p.MustWait(t, time.Minute)
+	if r.Code != 125 || !strings.Contains(r.Stderr, "was deleted before its main command ended") {
+		t.Errorf("want exit 125 saying the Pod was deleted, got %s", r)
+	}
+	waitNoPods(t, cs, e.Project, 10*time.Second)
+}
