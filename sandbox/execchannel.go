@@ -55,10 +55,11 @@ func DeliverValues(ctx context.Context, ex Execer, containerID string, values ma
 // the exec ends, ctx ends or the stream is closed. report names the file in the
 // sandbox where the follower reports how far it read ("" for none).
 func TailFile(ctx context.Context, ex Execer, containerID, file string, from int64, follow bool, report string) (io.ReadCloser, error) {
-	cmd := []string{SupervisorIn, "supervise", "tail", "--from", strconv.FormatInt(from, 10)}
+	cmd := []string{SupervisorIn, "supervise", "tail"}
 	if follow {
 		cmd = append(cmd, "--follow")
 	}
+	cmd = append(cmd, "--from", strconv.FormatInt(from, 10))
 	if report != "" {
 		cmd = append(cmd, "--report", report)
 	}
