@@ -38,30 +38,11 @@ func load(t *testing.T, toml string, vault map[string]string) *manifest.Resolved
 	return r
 }
 
-// specFor builds the supervisor spec the way the runtime does: literal env
-// values written, substituted ones referred to by key path.
+// specFor builds the supervisor spec as the runtime does (sandbox.BuildSpec,
+// held): literal env values written, substituted ones referred to by key path.
 func specFor(r *manifest.Resolved) *supervisor.Spec {
-	env := func(prefix []string, m map[string]string) []supervisor.EnvEntry {
-		var out []supervisor.EnvEntry
-		for _, k := range slices.Sorted(maps.Keys(m)) {
-			key := manifest.KeyPath(append(slices.Clone(prefix), k)...)
-			if r.Sources[key] != manifest.Literal {
-				out = append(out, supervisor.EnvEntry{Name: k, Secret: key})
-				continue
-			}
-			v := m[k]
-			out = append(out, supervisor.EnvEntry{Name: k, Value: &v})
-		}
-		return out
-	}
-	spec := &supervisor.Spec{
-		Version: supervisor.SpecVersion,
-		Main:    supervisor.Main{Argv: []string{"make", "test"}, Cwd: r.ProjectDir, Env: env([]string{"env"}, r.Env)},
-	}
-	for _, name := range slices.Sorted(maps.Keys(r.Daemons)) {
-		d := r.Daemons[name]
-		spec.Daemons = append(spec.Daemons, &supervisor.Daemon{Name: name, Command: d.Command, Env: env([]string{"daemons", name, "env"}, d.Env)})
-	}
+	spec := sandbox.BuildSpec(&sandbox.Request{Command: []string{"make", "test"}}, r)
+	spec.Hold = true
 	return spec
 }
 
