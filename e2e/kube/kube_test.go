@@ -304,13 +304,8 @@ func tagAndImport(t *testing.T, local, ref string) {
 	if err := cli.ImageTag(ctx, local, ref); err != nil {
 		t.Fatalf("cannot tag %s as %s: %v", local, ref, err)
 	}
-	rc, err := cli.ImageSave(ctx, []string{ref})
-	if err != nil {
+	if err := testenv.KubeImportImage(ctx, cli, repoFile("scripts/kube.sh"), ref); err != nil {
 		t.Fatal(err)
-	}
-	defer rc.Close()
-	if err := importImage(ctx, rc); err != nil {
-		t.Fatalf("cannot import %s into the cluster: %v", ref, err)
 	}
 }
 

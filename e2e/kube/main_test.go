@@ -7,22 +7,16 @@
 package kube_test
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/airlock-dev/airlock/internal/clitest"
-	"github.com/airlock-dev/airlock/internal/imagetar"
 	"github.com/airlock-dev/airlock/internal/testenv"
 )
 
@@ -50,19 +44,10 @@ func setup() error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	bin, err := os.ReadFile(clitest.Bin)
-	if err != nil {
+	script := repoFile("scripts/kube.sh")
+	var err error
+	if airlockRef, err = testenv.KubeImportAirlock(ctx, script, clitest.Bin); err != nil {
 		return err
-	}
-	sum := sha256.Sum256(bin)
-	airlockRef = imagetar.ImageRef("e2e-" + hex.EncodeToString(sum[:6]))
-	var tarball bytes.Buffer
-	if _, err := imagetar.Write(&tarball, imagetar.Image{Ref: airlockRef, OS: "linux", Architecture: runtime.GOARCH, Entrypoint: []string{"/airlock"},
-		Files: []imagetar.File{{Path: "/airlock", Mode: 0o755, Data: bin}}}); err != nil {
-		return err
-	}
-	if err := importImage(ctx, &tarball); err != nil {
-		return fmt.Errorf("cannot import %s into the cluster: %v", airlockRef, err)
 	}
 	cli, err := testenv.NewClient(ctx)
 	if err != nil {
@@ -72,26 +57,7 @@ func setup() error {
 	if busybox, err = testenv.BuildBusyboxImage(ctx, cli); err != nil {
 		return err
 	}
-	rc, err := cli.ImageSave(ctx, []string{busybox})
-	if err != nil {
-		return err
-	}
-	defer rc.Close()
-	if err := importImage(ctx, rc); err != nil {
-		return fmt.Errorf("cannot import %s into the cluster: %v", busybox, err)
-	}
-	return nil
-}
-
-// importImage imports an image archive into the test cluster's containerd.
-func importImage(ctx context.Context, r io.Reader) error {
-	cmd := exec.CommandContext(ctx, repoFile("scripts/kube.sh"), "import", "-")
-	cmd.Stdin = r
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("%v: %s", err, out)
-	}
-	return nil
+	return testenv.KubeImportImage(ctx, cli, script, busybox)
 }
 
 func repoFile(rel string) string {

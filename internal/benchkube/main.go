@@ -5,22 +5,15 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"flag"
 	"fmt"
-	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"time"
 
 	"github.com/airlock-dev/airlock/internal/benchdoc"
-	"github.com/airlock-dev/airlock/internal/imagetar"
 	"github.com/airlock-dev/airlock/internal/testenv"
 )
 
@@ -53,27 +46,12 @@ func bench(airlock string, runs int, doc, command, kubeconfig, kubectl string) e
 		return err
 	}
 	// The cluster gets the busybox image and the airlock image of this binary.
-	rc, err := cli.ImageSave(ctx, []string{image})
+	const script = "scripts/kube.sh"
+	if err := testenv.KubeImportImage(ctx, cli, script, image); err != nil {
+		return err
+	}
+	airlockImage, err := testenv.KubeImportAirlock(ctx, script, airlock)
 	if err != nil {
-		return err
-	}
-	err = importImage(rc)
-	rc.Close()
-	if err != nil {
-		return err
-	}
-	bin, err := os.ReadFile(airlock)
-	if err != nil {
-		return err
-	}
-	sum := sha256.Sum256(bin)
-	airlockImage := imagetar.ImageRef("bench-" + hex.EncodeToString(sum[:6]))
-	var tarball bytes.Buffer
-	if _, err := imagetar.Write(&tarball, imagetar.Image{Ref: airlockImage, OS: "linux", Architecture: runtime.GOARCH,
-		Entrypoint: []string{"/airlock"}, Files: []imagetar.File{{Path: "/airlock", Mode: 0o755, Data: bin}}}); err != nil {
-		return err
-	}
-	if err := importImage(&tarball); err != nil {
 		return err
 	}
 
@@ -135,16 +113,6 @@ func bench(airlock string, runs int, doc, command, kubeconfig, kubectl string) e
 		"and its daemon copies the project in over Pod exec and releases the held supervisor with a second exec before the command runs;\n" +
 		"`run` returns once the primary ended, and the daemon deletes the Pod. Each run waits (untimed) until no Pod of the namespace is left."
 	return benchdoc.Write(doc, "Kubernetes", intro, rows, notes)
-}
-
-// importImage imports an image archive into the cluster's containerd.
-func importImage(r io.Reader) error {
-	cmd := exec.Command("scripts/kube.sh", "import", "-")
-	cmd.Stdin = r
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("cannot import an image into the cluster: %v: %s", err, out)
-	}
-	return nil
 }
 
 // settle waits until no Pod is left in the namespace.
