@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,23 +16,7 @@ const demoImage = "airlock-demo/busybox:latest"
 func exampleEnv(t *testing.T, name string) *env {
 	t.Helper()
 	e := newEnv(t, "")
-	src := filepath.Join("..", "examples", name)
-	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		dst := filepath.Join(e.Project, rel)
-		if d.IsDir() {
-			return os.MkdirAll(dst, 0o755)
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(dst, b, 0o644)
-	})
-	if err != nil {
+	if err := os.CopyFS(e.Project, os.DirFS(filepath.Join("..", "examples", name))); err != nil {
 		t.Fatalf("cannot copy example %s: %v", name, err)
 	}
 	return e

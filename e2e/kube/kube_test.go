@@ -5,7 +5,6 @@ package kube_test
 import (
 	"context"
 	"fmt"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -262,23 +261,7 @@ func TestExamplesOnBothBackends(t *testing.T) {
 // copyExample copies examples/<name> into dst.
 func copyExample(t *testing.T, name, dst string) {
 	t.Helper()
-	src := filepath.Join("..", "..", "examples", name)
-	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		to := filepath.Join(dst, rel)
-		if d.IsDir() {
-			return os.MkdirAll(to, 0o755)
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(to, b, 0o644)
-	})
-	if err != nil {
+	if err := os.CopyFS(dst, os.DirFS(filepath.Join("..", "..", "examples", name))); err != nil {
 		t.Fatalf("cannot copy example %s: %v", name, err)
 	}
 }
