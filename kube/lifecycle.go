@@ -188,7 +188,7 @@ func (rt *Runtime) copyIn(ctx context.Context, pod, what string, write func(io.W
 	return nil
 }
 
-// copyFiles copies the project (unless sandbox.project = "none") and every
+// copyFiles copies the project and every
 // [copies] entry into the held primary, owned by the sandbox user.
 func (rt *Runtime) copyFiles(ctx context.Context, pod string, r *manifest.Resolved, uid, gid *int64, hostHome string) error {
 	u, g := 0, 0
@@ -198,7 +198,7 @@ func (rt *Runtime) copyFiles(ctx context.Context, pod string, r *manifest.Resolv
 	if gid != nil {
 		g = int(*gid)
 	}
-	if r.Sandbox.Project != "none" && r.ProjectDir != "" {
+	if r.ProjectDir != "" {
 		if err := rt.copyIn(ctx, pod, "the project "+r.ProjectDir, func(w io.Writer) error {
 			return sandbox.WriteProjectArchive(w, r.ProjectDir, u, g)
 		}); err != nil {
@@ -572,26 +572,28 @@ func (rt *Runtime) WatchPrimaries(ctx context.Context, on func(sandbox.PrimaryEv
 				return fmt.Errorf("the cluster's watch ended")
 			}
 			p, isPod := ev.Object.(*corev1.Pod)
-			if !isPod || reported[string(p.UID)] {
+			if !isPod {
 				continue
 			}
-			id, _ := MetaValue(&p.ObjectMeta, sandbox.LabelSandbox)
-			if id == "" {
-				continue
-			}
-			cs := mainStatus(p)
-			switch {
-			case cs != nil && cs.State.Terminated != nil:
-				reported[string(p.UID)] = true
-				code := int(cs.State.Terminated.ExitCode)
-				if cs.State.Terminated.Reason == "OOMKilled" {
-					on(sandbox.PrimaryEvent{SandboxID: id, OOM: true})
+			uid := string(p.UID)
+			if id, _ := MetaValue(&p.ObjectMeta, sandbox.LabelSandbox); id != "" && !reported[uid] {
+				cs := mainStatus(p)
+				switch {
+				case cs != nil && cs.State.Terminated != nil:
+					reported[uid] = true
+					code := int(cs.State.Terminated.ExitCode)
+					if cs.State.Terminated.Reason == "OOMKilled" {
+						on(sandbox.PrimaryEvent{SandboxID: id, OOM: true})
+					}
+					on(sandbox.PrimaryEvent{SandboxID: id, Died: true, ExitCode: &code})
+				case ev.Type == watch.Deleted, p.Status.Phase == corev1.PodFailed:
+					// Evicted, deleted behind airlock's back, its node lost.
+					reported[uid] = true
+					on(sandbox.PrimaryEvent{SandboxID: id, Died: true})
 				}
-				on(sandbox.PrimaryEvent{SandboxID: id, Died: true, ExitCode: &code})
-			case ev.Type == watch.Deleted, p.Status.Phase == corev1.PodFailed:
-				// Evicted, deleted behind airlock's back, its node lost.
-				reported[string(p.UID)] = true
-				on(sandbox.PrimaryEvent{SandboxID: id, Died: true})
+			}
+			if ev.Type == watch.Deleted {
+				delete(reported, uid) // nothing more comes of this Pod
 			}
 		}
 	}
