@@ -18,20 +18,34 @@ var _ runBackend = (*kube.Runtime)(nil)
 
 // openKube connects to the cluster of the chosen Kubernetes backend.
 func (a *app) openKube(ctx context.Context, b *backendChoice) (runBackend, error) {
+	k := b.Kubernetes
+	kubeconfig, _ := a.getenv("KUBECONFIG")
+	return a.openKubeWith(ctx, kube.Config{
+		Kubeconfig: firstPath(kubeconfig), Context: k.Context, Namespace: k.Namespace, Image: k.Image,
+		CreateNamespace: k.CreateNamespace, AllowPrivileged: k.AllowPrivileged,
+	})
+}
+
+// openKubeAt connects to the Kubernetes backend a sandbox was created on.
+func (a *app) openKubeAt(ctx context.Context, ep engine.Endpoint) (runBackend, error) {
+	cfg, err := kube.ConfigOf(ep)
+	if err != nil {
+		return nil, withCode(ExitAirlock, err)
+	}
+	return a.openKubeWith(ctx, cfg)
+}
+
+// openKubeWith connects to a cluster as this user's daemon (its owner key on
+// every Pod).
+func (a *app) openKubeWith(ctx context.Context, cfg kube.Config) (runBackend, error) {
 	p, err := a.paths()
 	if err != nil {
 		return nil, err
 	}
-	owner, err := control.OwnerKey(p)
-	if err != nil {
+	if cfg.Owner, err = control.OwnerKey(p); err != nil {
 		return nil, withCode(ExitAirlock, err)
 	}
-	k := b.Kubernetes
-	kubeconfig, _ := a.getenv("KUBECONFIG")
-	krt, err := kube.Open(ctx, kube.Config{
-		Kubeconfig: firstPath(kubeconfig), Context: k.Context, Namespace: k.Namespace, Image: k.Image,
-		CreateNamespace: k.CreateNamespace, AllowPrivileged: k.AllowPrivileged, Owner: owner,
-	})
+	krt, err := kube.Open(ctx, cfg)
 	if err != nil {
 		return nil, sandboxError(err)
 	}

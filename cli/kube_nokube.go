@@ -17,6 +17,10 @@ func (a *app) openKube(context.Context, *backendChoice) (runBackend, error) {
 	return nil, withCode(ExitAirlock, errNoKube)
 }
 
+func (a *app) openKubeAt(context.Context, engine.Endpoint) (runBackend, error) {
+	return nil, withCode(ExitAirlock, errNoKube)
+}
+
 func openBackend(context.Context, engine.Endpoint, string) (control.Backend, error) {
 	return nil, errNoKube
 }

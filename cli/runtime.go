@@ -158,23 +158,11 @@ func (a *app) runtimeFor(ctx context.Context, sb *client.Sandbox) (runBackend, f
 		return a.runBackend(ctx)
 	}
 	if ep := engine.Endpoint(*sb.Engine); ep.IsKubernetes() {
-		p, err := a.paths()
+		krt, err := a.openKubeAt(ctx, ep)
 		if err != nil {
 			return nil, nil, err
 		}
-		owner, err := control.OwnerKey(p)
-		if err != nil {
-			return nil, nil, withCode(ExitAirlock, err)
-		}
-		krt, err := openBackend(ctx, ep, owner)
-		if err != nil {
-			return nil, nil, sandboxError(err)
-		}
-		rb, ok := krt.(runBackend)
-		if !ok {
-			return nil, nil, withCode(ExitAirlock, errors.New("cannot reach the sandbox's backend from the CLI"))
-		}
-		return rb, func() {}, nil
+		return krt, func() {}, nil
 	}
 	p, err := a.paths()
 	if err != nil {
