@@ -44,8 +44,17 @@ max_restarts = 1
 
 	d = e.startDaemon(binA)
 	c = d.client
+	// The restart's lines (daemon.restarting, then the second daemon.started)
+	// are recorded one after the other: wait for the last of them.
 	eventually(t, 30*time.Second, "the worker's restart to be recorded", func() bool {
-		return indexOf(allEvents(t, c, ready.ID), "daemon.restarting") >= 0
+		evs := allEvents(t, c, ready.ID)
+		started := 0
+		for _, ev := range evs {
+			if ev.Kind == "daemon.started" {
+				started++
+			}
+		}
+		return indexOf(evs, "daemon.restarting") >= 0 && started >= 2
 	})
 	evs := allEvents(t, c, ready.ID)
 	if evs[len(evs)-1].Sequence <= ready.LastSeq {
