@@ -57,7 +57,7 @@ func TestCheckBackend(t *testing.T) {
 		{name: "bridge network", toml: img + "network = \"bridge\"\n"},
 
 		// [sandbox.egress]
-		{name: "egress", toml: img + "[sandbox.egress]\nallow = [\"proxy.golang.org\"]\n",
+		{name: "egress", toml: img + "[sandbox.egress]\nallow = [\"example.org\"]\n",
 			want: []string{`sandbox.toml:3: sandbox.egress: is not supported on the kubernetes backend yet (airlock has no egress proxy for a Pod); remove [sandbox.egress] for this backend (in sandbox.local.toml, say) and restrict the Pod's egress with the cluster's NetworkPolicy`}},
 
 		// [sandbox.build]

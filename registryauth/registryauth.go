@@ -35,7 +35,7 @@ const hubKey = "https://index.docker.io/v1/"
 //
 // Print them freely: String shows where they came from, never the secret.
 type Credentials struct {
-	// Host is the registry's domain ("ghcr.io", "127.0.0.1:5000"; DockerHub for Hub).
+	// Host is the registry's domain ("registry.example.com", "127.0.0.1:5000"; DockerHub for Hub).
 	Host string
 	// Source says where the credentials came from, for messages: "" when there are
 	// none, else the config file or "credential helper docker-credential-NAME".

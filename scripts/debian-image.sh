@@ -9,7 +9,7 @@
 # debootstrap itself does). Concurrent calls for one tag build it once (flock).
 #
 # Environment: DEBIAN_MIRROR (default: the Debian URI in /etc/apt/sources*, else
-# deb.debian.org), DEBIAN_SUITE (default bookworm).
+# debootstrap's own default mirror), DEBIAN_SUITE (default bookworm).
 set -euo pipefail
 
 if [ $# -lt 1 ] || [ -z "$1" ]; then
@@ -42,7 +42,7 @@ debian_mirror() {
     awk '$1 == "URIs:" && $2 ~ /\/debian\/?$/ { print $2; exit }')
   [ -n "$m" ] || m=$(cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null |
     awk '$1 == "deb" && $2 ~ /\/debian\/?$/ { print $2; exit }')
-  echo "${m:-http://deb.debian.org/debian}"
+  echo "$m"
 }
 
 # One build per tag at a time; whoever waited finds the image made.
@@ -58,9 +58,9 @@ trap 'rm -rf "$log" ${rootfs:+"$rootfs"}' EXIT
 command -v debootstrap >/dev/null 2>&1 || { echo "debian-image.sh: installing debootstrap" >&2; apt_install debootstrap; }
 mirror=$(debian_mirror)
 rootfs=$(mktemp -d /var/tmp/airlock-debian-rootfs.XXXXXX)
-echo "debian-image.sh: building $image (debootstrap $suite from $mirror${include:+, with $include})" >&2
+echo "debian-image.sh: building $image (debootstrap $suite from ${mirror:-its default mirror}${include:+, with $include})" >&2
 start=$(date +%s)
-if ! debootstrap --variant=minbase ${include:+--include="$include"} "$suite" "$rootfs" "$mirror" >"$log" 2>&1; then
+if ! debootstrap --variant=minbase ${include:+--include="$include"} "$suite" "$rootfs" ${mirror:+"$mirror"} >"$log" 2>&1; then
   tail -n 30 "$log" >&2
   exit 1
 fi

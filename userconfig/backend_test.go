@@ -78,7 +78,7 @@ func TestBackendValues(t *testing.T) {
 		{"namespace empty", "[kubernetes]\nnamespace = \"\"\n", `config.toml:2: kubernetes.namespace: must not be empty (the default is "airlock")`, nil},
 
 		{"image", "[kubernetes]\nimage = \"localhost/airlock:abc\"\n", "", func(c *Config) bool { return c.Kubernetes.Image == "localhost/airlock:abc" }},
-		{"image digest", "[kubernetes]\nimage = \"ghcr.io/o/airlock@sha256:" + strings.Repeat("ab", 32) + "\"\n", "", func(c *Config) bool { return strings.HasPrefix(c.Kubernetes.Image, "ghcr.io/") }},
+		{"image digest", "[kubernetes]\nimage = \"registry.example.com/o/airlock@sha256:" + strings.Repeat("ab", 32) + "\"\n", "", func(c *Config) bool { return strings.HasPrefix(c.Kubernetes.Image, "registry.example.com/") }},
 		{"image empty is the build's", "[kubernetes]\nimage = \"\"\n", "", func(c *Config) bool { return c.Kubernetes.Image == "" }},
 		{"image invalid", "[kubernetes]\nimage = \"Registry/Airlock:1\"\n", `config.toml:2: kubernetes.image: invalid image reference "Registry/Airlock:1"`, nil},
 		{"image with space", "[kubernetes]\nimage = \"airlock latest\"\n", `kubernetes.image: invalid image reference "airlock latest"`, nil},

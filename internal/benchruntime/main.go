@@ -105,7 +105,7 @@ func bench(airlock string, runs int, doc, command string, remote bool) error {
 	if err := os.MkdirAll(egressProject, 0o755); err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(egressProject, "sandbox.toml"), []byte(fmt.Sprintf("[sandbox]\nimage = %q\n[sandbox.egress]\nallow = [\"proxy.golang.org\"]\n", image)), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(egressProject, "sandbox.toml"), []byte(fmt.Sprintf("[sandbox]\nimage = %q\n[sandbox.egress]\nallow = [\"example.org\"]\n", image)), 0o644); err != nil {
 		return err
 	}
 	timedEgress := func() (time.Duration, error) {
