@@ -91,7 +91,7 @@ func (p *Paths) EnsureRuntimeDir() error {
 	err := EnsurePrivateDir(p.RuntimeDir)
 	var ue *UnsafeDirError
 	if errors.As(err, &ue) && p.runtimeFallback {
-		ue.Hint = "set XDG_RUNTIME_DIR to a private directory of yours, or have the directory removed (its owner or root can)"
+		ue.Hint = "set XDG_RUNTIME_DIR to a private directory of yours (`mkdir -m 0700 -p ~/.airlock-run && export XDG_RUNTIME_DIR=~/.airlock-run`, or /run/user/<uid> where the login manager made one), or have " + p.RuntimeDir + " removed (its owner or root can)"
 	}
 	return err
 }

@@ -105,7 +105,7 @@ func TestEnsureRuntimeDirHint(t *testing.T) {
 	if err := os.Chmod(p.RuntimeDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	wantUnsafe(t, p.EnsureRuntimeDir(), p.RuntimeDir, "XDG_RUNTIME_DIR", "mode 0755")
+	wantUnsafe(t, p.EnsureRuntimeDir(), p.RuntimeDir, "XDG_RUNTIME_DIR", "mode 0755", "export XDG_RUNTIME_DIR=", "mkdir -m 0700")
 }
 
 func TestOpenSharedLock(t *testing.T) {
