@@ -18,6 +18,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 	"github.com/distribution/reference"
+	"github.com/docker/go-units"
 
 	"github.com/airlock-dev/airlock/paths"
 )
@@ -45,6 +46,9 @@ const (
 	DefaultEventRetentionTTL  = 168 * time.Hour
 	DefaultLogLevel           = "info"
 	DefaultExecOutputTemplate = SandboxIDPlaceholder + "/" + ExecIDPlaceholder
+	DefaultOutputMax          = 1 << 30  // artifacts.output_max: what one run's --output copies may write
+	DefaultExecOutputMax      = 64 << 20 // artifacts.exec_output_max: one API exec's output file, per stream
+	MaxSize                   = 1 << 50  // the largest size a size key or --output-max takes (1 PiB)
 	DefaultVaultStorage       = "encrypted-file"
 )
 
@@ -74,6 +78,8 @@ type Runtime struct {
 type Artifacts struct {
 	ExecOutputRoot     string // exec_output_root: "" = <state root>/exec-output; absolute after Load
 	ExecOutputTemplate string // exec_output_template
+	OutputMax          int64  // output_max: bytes one run's --output copies may write on the host
+	ExecOutputMax      int64  // exec_output_max: bytes an API exec's stdout or stderr file may hold
 }
 
 // Vault is [vault].
@@ -101,7 +107,7 @@ func Default() *Config {
 			LogLevel:          DefaultLogLevel,
 			Backend:           DefaultBackend,
 		},
-		Artifacts:  Artifacts{ExecOutputTemplate: DefaultExecOutputTemplate},
+		Artifacts:  Artifacts{ExecOutputTemplate: DefaultExecOutputTemplate, OutputMax: DefaultOutputMax, ExecOutputMax: DefaultExecOutputMax},
 		Vault:      Vault{Storage: DefaultVaultStorage},
 		Kubernetes: Kubernetes{Namespace: DefaultNamespace, CreateNamespace: true},
 	}
@@ -160,6 +166,8 @@ type file struct {
 	Artifacts *struct {
 		ExecOutputRoot     *string `toml:"exec_output_root"`
 		ExecOutputTemplate *string `toml:"exec_output_template"`
+		OutputMax          *string `toml:"output_max"`
+		ExecOutputMax      *string `toml:"exec_output_max"`
 	} `toml:"artifacts"`
 	Vault *struct {
 		Storage *string `toml:"storage"`
@@ -256,6 +264,17 @@ func Parse(name string, data []byte, home string) (*Config, error) {
 		}
 		*dst = filepath.Clean(p)
 	}
+	size := func(key string, v *string, dst *int64) {
+		if v == nil {
+			return
+		}
+		n, err := ParseSize(*v)
+		if err != nil {
+			add(key, err.Error())
+			return
+		}
+		*dst = n
+	}
 	if r := f.Runtime; r != nil {
 		duration("runtime.idle_ttl", r.IdleTTL, &c.Runtime.IdleTTL)
 		duration("runtime.event_retention_ttl", r.EventRetentionTTL, &c.Runtime.EventRetentionTTL)
@@ -284,6 +303,8 @@ func Parse(name string, data []byte, home string) (*Config, error) {
 				c.Artifacts.ExecOutputTemplate = *a.ExecOutputTemplate
 			}
 		}
+		size("artifacts.output_max", a.OutputMax, &c.Artifacts.OutputMax)
+		size("artifacts.exec_output_max", a.ExecOutputMax, &c.Artifacts.ExecOutputMax)
 	}
 	if v := f.Vault; v != nil && v.Storage != nil {
 		switch *v.Storage {
@@ -330,6 +351,36 @@ func Parse(name string, data []byte, home string) (*Config, error) {
 }
 
 var placeholderRE = regexp.MustCompile(`\{[^{}]*\}`)
+
+// ParseSize reads a size of artifacts.output_max, artifacts.exec_output_max
+// or --output-max: a number of bytes with an optional unit k, m, g, t or p
+// (powers of 1024; "KiB", "MB", "g" and "G" all mean the same), e.g. "1GiB",
+// "64m", "500k". It must be from 1 byte to 1 PiB.
+func ParseSize(s string) (int64, error) {
+	n, err := units.RAMInBytes(strings.TrimSpace(s))
+	switch {
+	case err != nil || strings.TrimSpace(s) == "":
+		return 0, fmt.Errorf("invalid size %q (use a number of bytes with an optional unit k, m, g or t, powers of 1024: e.g. \"1GiB\", \"64m\")", s)
+	case n <= 0:
+		return 0, fmt.Errorf("size %q must be at least 1 byte", s)
+	case n > MaxSize:
+		return 0, fmt.Errorf("size %q is above the maximum of 1 PiB", s)
+	}
+	return n, nil
+}
+
+// FormatSize writes n bytes for people: "512 bytes", "64.0 KiB", "1.0 GiB".
+func FormatSize(n int64) string {
+	if n < 1024 {
+		return fmt.Sprintf("%d bytes", n)
+	}
+	f, unit := float64(n)/1024, 0
+	names := []string{"KiB", "MiB", "GiB", "TiB", "PiB"}
+	for f >= 1024 && unit < len(names)-1 {
+		f, unit = f/1024, unit+1
+	}
+	return fmt.Sprintf("%.1f %s", f, names[unit])
+}
 
 // CheckBackend checks a backend name (runtime.backend, --backend,
 // AIRLOCK_BACKEND): docker or kubernetes.
