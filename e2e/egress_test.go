@@ -3,8 +3,13 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"io"
+	"net"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/network"
@@ -120,4 +125,151 @@ func sharedGateway(t *testing.T, e *env) string {
 		t.Fatalf("cannot inspect %s: %v", sandbox.SharedNetwork, err)
 	}
 	return n.IPAM.Config[0].Gateway
+}
+
+// hostListeners listens on 0.0.0.0 of the host on n TCP ports (each answers
+// an HTTP request with "host-page") and one UDP port; it returns the ports and
+// a function that counts what arrived (connections and datagrams).
+func hostListeners(t *testing.T, n int) (tcpPorts []string, udpPort string, arrived func() int64) {
+	t.Helper()
+	var count atomic.Int64
+	for range n {
+		l, err := net.Listen("tcp4", "0.0.0.0:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { l.Close() })
+		go func() {
+			for {
+				c, err := l.Accept()
+				if err != nil {
+					return
+				}
+				count.Add(1)
+				go func() {
+					defer c.Close()
+					_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+					_, _ = c.Read(make([]byte, 1024))
+					_, _ = io.WriteString(c, "HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\n\r\nhost-page\n")
+				}()
+			}
+		}()
+		tcpPorts = append(tcpPorts, strconv.Itoa(l.Addr().(*net.TCPAddr).Port))
+	}
+	u, err := net.ListenPacket("udp4", "0.0.0.0:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { u.Close() })
+	go func() {
+		buf := make([]byte, 2048)
+		for {
+			if _, _, err := u.ReadFrom(buf); err != nil {
+				return
+			}
+			count.Add(1)
+		}
+	}()
+	return tcpPorts, strconv.Itoa(u.LocalAddr().(*net.UDPAddr).Port), count.Load
+}
+
+// hostAddresses returns every IPv4 address of the host but loopback (the
+// host's own, docker0's, every bridge's gateway).
+func hostAddresses(t *testing.T) []string {
+	t.Helper()
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil && !n.IP.IsLoopback() {
+			out = append(out, n.IP.String())
+		}
+	}
+	return out
+}
+
+// TestEgressIsolation: with [sandbox.egress] the main command reaches an
+// allowed destination through the proxy and nothing of the host: not a
+// listener on 0.0.0.0 (several TCP ports, a UDP port, a published port) through
+// the internal network's gateway, docker0's address, airlock-shared's gateway
+// or any other address of the host; and names outside the allowlist do not
+// resolve (airlock's resolver answers NXDOMAIN at once, an allowed name
+// resolves).
+func TestEgressIsolation(t *testing.T) {
+	limit(t)
+	e := newEnv(t, "")
+	ctx := context.Background()
+	outside := uniq("airlock-test-outside")
+	if _, err := e.Cli.NetworkCreate(ctx, outside, network.CreateOptions{Driver: "bridge"}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e.Cli.NetworkRemove(context.Background(), outside) })
+	ok, no := uniq("ok"), uniq("no")
+	outsideServer(t, e, outside, ok)
+	noPort := outsideServer(t, e, outside, no)
+	okIP := containerIP(t, e, ok, outside)
+
+	tcpPorts, udpPort, arrived := hostListeners(t, 3)
+	tcpPorts = append(tcpPorts, noPort) // a port published on 0.0.0.0 by another container
+	// Every address of the host: its own, docker0's and every bridge's
+	// gateway, airlock-shared's among them when it exists.
+	targets := hostAddresses(t)
+	exfil := uniq("exfil-test") + ".example"
+
+	e.WriteManifest(fmt.Sprintf(`
+[sandbox]
+image = "{{image}}"
+
+[sandbox.egress]
+allow = ["%s:8080"]
+network = "%s"
+`, ok, outside))
+	script := fmt.Sprintf(`GW=$(ip route | awk '/^default/ {print $3}')
+echo "gateway=$GW"
+for h in $GW %s; do
+  for p in %s; do
+    (printf 'GET / HTTP/1.0\r\n\r\n' | timeout 5 nc $h $p 2>/dev/null | grep -q -e host-page -e page-of && echo "REACHED $h:$p") &
+  done
+  (echo probe | timeout 3 nc -u $h %s >/dev/null 2>&1) &
+done
+wait
+echo "allowed: $(wget -qO- http://%s:8080/)"
+for n in %s %s %s; do echo "lookup $n: $(timeout 8 nslookup $n 2>&1 | tr '\n' ' ')"; done
+exit 3`, strings.Join(targets, " "), strings.Join(tcpPorts, " "), udpPort, ok, exfil, no, ok)
+	start := time.Now()
+	r := e.Run("run", "--", "sh", "-c", script)
+	t.Logf("run took %v", time.Since(start))
+	if r.Code != 3 {
+		t.Fatalf("run with egress rules: want exit 3, got %s", r)
+	}
+	if strings.Contains(r.Stdout, "gateway=\n") {
+		t.Errorf("the main command has no default gateway to try:\n%s", r)
+	}
+	if strings.Contains(r.Stdout, "REACHED") {
+		t.Errorf("the host was reached around the egress proxy:\n%s", r)
+	}
+	if n := arrived(); n != 0 {
+		t.Errorf("the host's listeners on 0.0.0.0 got %d connections or datagrams from the sandbox", n)
+	}
+	contains(t, "stdout", r.Stdout, "allowed: page-of-"+ok)
+	lines := strings.Split(r.Stdout, "\n")
+	lookup := func(name string) string {
+		for _, l := range lines {
+			if strings.HasPrefix(l, "lookup "+name+":") {
+				return l
+			}
+		}
+		return ""
+	}
+	for _, name := range []string{exfil, no} {
+		if l := lookup(name); !strings.Contains(l, "NXDOMAIN") {
+			t.Errorf("a name outside the allowlist: want NXDOMAIN from airlock's resolver, got %q", l)
+		}
+	}
+	if l := lookup(ok); !strings.Contains(l, okIP) {
+		t.Errorf("an allowed name: want it resolved to %s, got %q", okIP, l)
+	}
+	e.assertClean()
 }
