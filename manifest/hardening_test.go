@@ -137,6 +137,50 @@ target = "/plain"
 	}
 }
 
+// TestVaultValueInImage: sandbox.image is the one substituted key that reaches an
+// Engine object's configuration as it is (Config.Image of the primary, shown by
+// docker inspect): a vault value there is a config error naming the variable,
+// also in a default; a host value stays allowed.
+func TestVaultValueInImage(t *testing.T) {
+	const secret = "vault-tag-never-shown"
+	const rule = "a vault value cannot be used in an image reference (it would show in docker inspect); use an environment variable"
+	const msg = " comes from the vault: " + rule
+	for _, tt := range []struct{ name, image, want string }{
+		{"a tag", "busybox:${TAG}", "sandbox.toml:2: sandbox.image: ${TAG}" + msg},
+		{"in a default", "busybox:${NOPE:-${TAG}}", "sandbox.toml:2: sandbox.image: ${TAG}" + msg},
+		{"two of them", "${REG}/busybox:${TAG}", "sandbox.toml:2: sandbox.image: ${REG}, ${TAG} come from the vault: " + rule},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p := newProject(t, map[string]string{"sandbox.toml": "[sandbox]\nimage = \"" + tt.image + "\"\n"})
+			p.vault.values["TAG"] = secret
+			p.vault.values["REG"] = "registry.example.com"
+			got := p.loadErr()
+			if strings.Contains(got, secret) {
+				t.Errorf("the error shows the vault value:\n%s", got)
+			}
+			if got != tt.want {
+				t.Errorf("error:\n\tgot  %s\n\twant %s", got, tt.want)
+			}
+		})
+	}
+
+	// A value from the host environment is the user's own: allowed.
+	p := newProject(t, map[string]string{"sandbox.toml": "[sandbox]\nimage = \"busybox:${TAG}\"\n"})
+	p.vault.values["TAG"] = secret
+	p.env["TAG"] = "1.36"
+	r := p.mustLoad()
+	if r.Sandbox.Image != "busybox:1.36" || r.Sources["sandbox.image"] != manifest.Host {
+		t.Errorf("image %q (%v)", r.Sandbox.Image, r.Sources["sandbox.image"])
+	}
+
+	// The same rule for a manifest restored from the wire (the daemon's API).
+	r.Sources["sandbox.image"] = manifest.Vault
+	back := manifest.Restore(r.Manifest, r.File, r.ProjectDir, r.Sources, nil)
+	if err := back.Validate(); err == nil || err.Error() != "sandbox.image: "+rule {
+		t.Errorf("Validate: %v", err)
+	}
+}
+
 func TestAbsurdInputIsAConfigError(t *testing.T) {
 	const daemon = img + "[daemons.d]\ncommand = [\"d\"]\n" // daemons.d at line 3
 	const service = img + "[services.db]\nimage = \"pg\"\n" // services.db at line 3

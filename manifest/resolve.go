@@ -25,11 +25,11 @@ func resolve(stack []*layer, sub *substituter) (*Resolved, error) {
 	if err := errs.orNil(); err != nil {
 		return nil, err
 	}
-	sources, errs := substitute(&m, sub, origins)
+	sources, vaultNames, errs := substitute(&m, sub, origins)
 	if err := errs.orNil(); err != nil {
 		return nil, err
 	}
-	if err := checkSubstituted(&m, sources, origins, true).orNil(); err != nil {
+	if err := checkSubstituted(&m, sources, origins, vaultNames).orNil(); err != nil {
 		return nil, err
 	}
 	if m.Sandbox.Image == "" && m.Sandbox.Build == nil {
@@ -72,12 +72,17 @@ func locate(origins map[string]origin, path []string, msg string) *Error {
 }
 
 // substitute expands ${VAR} in the places DESIGN §5 lists and records where each
-// substituted value came from.
-func substitute(m *Manifest, sub *substituter, origins map[string]origin) (map[string]Source, Errors) {
+// substituted value came from, and which vault variables each key used.
+func substitute(m *Manifest, sub *substituter, origins map[string]origin) (map[string]Source, map[string][]string, Errors) {
 	sources := map[string]Source{}
+	vaultNames := map[string][]string{}
 	var errs Errors
 	do := func(path []string, v *string) {
+		sub.fromVault = nil
 		out, src, err := sub.expand(*v)
+		if len(sub.fromVault) > 0 {
+			vaultNames[KeyPath(path...)] = sub.fromVault
+		}
 		if err != nil {
 			errs = append(errs, locate(origins, path, err.Error()))
 			return
@@ -112,7 +117,7 @@ func substitute(m *Manifest, sub *substituter, origins map[string]origin) (map[s
 	for _, name := range slices.Sorted(maps.Keys(m.Services)) {
 		env([]string{"services", name, "env"}, m.Services[name].Env)
 	}
-	return sources, errs
+	return sources, vaultNames, errs
 }
 
 // canonicalTools replaces tool aliases by their canonical names, keeping the first

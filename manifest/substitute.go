@@ -3,6 +3,7 @@ package manifest
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	envsubst "github.com/a8m/envsubst/parse"
@@ -45,6 +46,8 @@ func (s Source) String() string {
 type substituter struct {
 	getenv func(string) (string, bool)
 	vault  Lookup
+	// fromVault collects the names whose vault values expand used, in order.
+	fromVault []string
 }
 
 // maxNesting bounds how deep ${VAR:-default} expressions may nest in a default.
@@ -110,6 +113,8 @@ func (s *substituter) expand(tmpl string) (string, Source, error) {
 			if err != nil {
 				return "", Literal, err
 			}
+		} else if from == Vault && !slices.Contains(s.fromVault, name) {
+			s.fromVault = append(s.fromVault, name)
 		}
 		b.WriteString(val)
 		src = max(src, from)

@@ -300,7 +300,7 @@ env = { P = "${GITHUB_TOKEN}" }
 `})
 	p.env["CI_TOKEN"] = "host-visible"
 	p.vault.values["GITHUB_TOKEN"] = secret
-	p.vault.values["IMAGE"] = "private.registry/" + secret
+	p.env["IMAGE"] = "private.registry/app" // a vault value is refused there (TestVaultValueInImage)
 	r := p.mustLoad()
 
 	// The resolved manifest holds the real values, for the processes that declared them.
@@ -308,7 +308,7 @@ env = { P = "${GITHUB_TOKEN}" }
 		t.Fatalf("resolved values: env.TOKEN = %q, daemons.d.env.P = %q", r.Env["TOKEN"], r.Daemons["d"].Env["P"])
 	}
 	wantSources := map[string]manifest.Source{
-		"sandbox.image": manifest.Vault, "env.TOKEN": manifest.Vault, "env.HOSTV": manifest.Host,
+		"sandbox.image": manifest.Host, "env.TOKEN": manifest.Vault, "env.HOSTV": manifest.Host,
 		"mounts.m.source": manifest.Host, "copies.c.source": manifest.Host,
 		"daemons.d.env.P": manifest.Vault, "daemons.d.env.H": manifest.Host, "services.s.env.P": manifest.Vault,
 	}
@@ -333,7 +333,7 @@ env = { P = "${GITHUB_TOKEN}" }
 			t.Errorf("%s output hides the host value:\n%s", name, out)
 		}
 	}
-	for _, line := range []string{`TOKEN = "********"`, `HOSTV = "host-visible"`, `PLAIN = "plain"`, `image = "********"`, `source = "host-visible"`, `P = "********"`} {
+	for _, line := range []string{`TOKEN = "********"`, `HOSTV = "host-visible"`, `PLAIN = "plain"`, `image = "private.registry/app"`, `source = "host-visible"`, `P = "********"`} {
 		if !containsLine(string(tomlOut), line) {
 			t.Errorf("TOML output lacks %s:\n%s", line, tomlOut)
 		}

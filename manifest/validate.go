@@ -90,18 +90,22 @@ func validate(m *Manifest, origins map[string]origin) Errors {
 func (r *Resolved) Validate() error {
 	m := r.Manifest
 	errs := validate(&m, r.origins)
-	errs = append(errs, checkSubstituted(&m, r.Sources, r.origins, false)...)
+	errs = append(errs, checkSubstituted(&m, r.Sources, r.origins, nil)...)
 	return errs.orNil()
 }
 
 // checkSubstituted checks what substitution produced: a value from the vault
 // cannot be a host path (mounts.*.source, copies.*.source), since paths show in
 // messages (a missing source, missing = "warn") and in the container's
-// configuration; with nul, no substituted value may hold a NUL byte (validation
+// configuration, nor the image (sandbox.image), which the primary's
+// configuration holds as it is (docker inspect's Config.Image); the other keys
+// substitution applies to are env values, delivered privately (DESIGN §5). Right
+// after substitution (vaultNames, which names the vault variables each key used,
+// is not nil then), no substituted value may hold a NUL byte either (validation
 // saw the templates only).
-func checkSubstituted(m *Manifest, sources map[string]Source, origins map[string]origin, nul bool) Errors {
+func checkSubstituted(m *Manifest, sources map[string]Source, origins map[string]origin, vaultNames map[string][]string) Errors {
 	var errs Errors
-	if nul {
+	if vaultNames != nil {
 		c := *m
 		walkSubstituted(&c, func(path []string, val string) string {
 			if strings.IndexByte(val, 0) >= 0 {
@@ -109,6 +113,17 @@ func checkSubstituted(m *Manifest, sources map[string]Source, origins map[string
 			}
 			return val
 		})
+	}
+	if p := []string{"sandbox", "image"}; sources[KeyPath(p...)] == Vault {
+		msg := "a vault value cannot be used in an image reference (it would show in docker inspect); use an environment variable"
+		if names := vaultNames[KeyPath(p...)]; len(names) > 0 {
+			verb := " comes"
+			if len(names) > 1 {
+				verb = " come"
+			}
+			msg = "${" + strings.Join(names, "}, ${") + "}" + verb + " from the vault: " + msg
+		}
+		errs = append(errs, locate(origins, p, msg))
 	}
 	for _, sec := range []string{"mounts", "copies"} {
 		var names []string
