@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -31,6 +29,8 @@ type runOptions struct {
 	env     []string
 	workdir string
 	outputs []string
+	// outputMax is --output-max ("" = artifacts.output_max of config.toml).
+	outputMax string
 }
 
 func newRunCommand(a *app) *cobra.Command {
@@ -53,7 +53,8 @@ func newRunCommand(a *app) *cobra.Command {
 	f.StringArrayVar(&o.labels, "label", nil, "label KEY=VALUE on the sandbox (repeatable)")
 	f.StringArrayVarP(&o.env, "env", "e", nil, "environment NAME=VALUE (or NAME, from the host) for CMD (repeatable)")
 	f.StringVarP(&o.workdir, "workdir", "w", "", "working directory of CMD inside the sandbox")
-	f.StringArrayVar(&o.outputs, "output", nil, "copy this project path back to the host after CMD exits, when the project was copied in (repeatable)")
+	f.StringArrayVar(&o.outputs, "output", nil, "copy this project path back to the host after CMD exits, when the project was copied in (repeatable; it only writes, never deletes)")
+	f.StringVar(&o.outputMax, "output-max", "", "the most --output may write on the host, e.g. 500MiB (default: artifacts.output_max of config.toml, 1GiB)")
 	return cmd
 }
 
@@ -64,8 +65,11 @@ func (a *app) run(parent context.Context, o runOptions, args []string) error {
 	if parent == nil {
 		parent = context.Background()
 	}
-	r, err := a.loadManifest()
+	r, layers, err := a.loadManifestLayers()
 	if err != nil {
+		return err
+	}
+	if err := a.checkLayers(r, layers); err != nil {
 		return err
 	}
 	env, envSecrets, err := a.parseEnvFlagsPrivate(o.env)
@@ -76,10 +80,9 @@ func (a *app) run(parent context.Context, o runOptions, args []string) error {
 	if err != nil {
 		return err
 	}
-	for _, out := range o.outputs {
-		if c := filepath.ToSlash(filepath.Clean(out)); out == "" || filepath.IsAbs(out) || c == ".." || strings.HasPrefix(c, "../") {
-			return withCode(ExitUsage, fmt.Errorf("invalid --output %q: use a path inside the project dir", out))
-		}
+	outCopy, err := a.runOutput(r, o)
+	if err != nil {
+		return err
 	}
 	a.warnPrivileged(r)
 
@@ -115,6 +118,11 @@ func (a *app) run(parent context.Context, o runOptions, args []string) error {
 	// Without --keep or --output nothing is needed of the sandbox once its main
 	// command exited: the daemon removes it then, and the CLI returns the code.
 	removeOnExit := !o.keep && len(o.outputs) == 0
+	session, err := a.beginLayers(r, layers, rt.ProjectCopied(r), len(o.outputs) > 0)
+	if err != nil {
+		return setupErr(err)
+	}
+	defer session.done()
 	rec, err := c.Create(ctx, &client.CreateRequest{
 		ID: o.id, Kind: sandbox.KindRun, Manifest: wm, Secrets: secretValues, Command: args, Env: env, EnvSecrets: envSecrets,
 		Workdir: o.workdir, TTY: tty, Stdin: stdin, Labels: labels, Quiet: a.opts.quiet,
@@ -124,6 +132,7 @@ func (a *app) run(parent context.Context, o runOptions, args []string) error {
 		return setupErr(apiFailure(err))
 	}
 	id := rec.ID
+	session.started(id)
 	mainExited := false
 	var daemonLost atomic.Bool
 	defer func() {
@@ -277,10 +286,12 @@ func (a *app) run(parent context.Context, o runOptions, args []string) error {
 	// is drained and --output copied back.
 	mainDone := func(code int) error {
 		mainExited = true
+		defer session.ended(false) // after --output wrote
 		waitOutput(output)
 		restore()
-		if err := a.copyOutputs(rt, sb, r, o.outputs); err != nil {
-			return err
+		if err := a.copyOutputs(rt, sb, r, outCopy, o.outputs); err != nil {
+			// The copy failed (exit 125): say what the command's code was.
+			return withCode(ExitAirlock, fmt.Errorf("%w (the command exited with code %d)", err, code))
 		}
 		if code != 0 {
 			return exitCode(code)
@@ -338,15 +349,16 @@ func processStart(pid int) string {
 }
 
 // copyOutputs copies each --output path from a sandbox whose project was copied in
-// back into the project dir (with a bind-mounted project the files are there already).
-func (a *app) copyOutputs(rt runBackend, sb *sandbox.Sandbox, r *manifest.Resolved, outputs []string) error {
+// back into the project dir by the rules of out (with a bind-mounted project the
+// files are there already).
+func (a *app) copyOutputs(rt runBackend, sb *sandbox.Sandbox, r *manifest.Resolved, out *sandbox.Output, outputs []string) error {
 	if len(outputs) == 0 || !rt.ProjectCopied(r) {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	for _, out := range outputs {
-		warnings, err := rt.CopyOut(ctx, sb.PrimaryID, r.ProjectDir, out)
+	for _, rel := range outputs {
+		warnings, err := rt.CopyOut(ctx, sb.PrimaryID, out, rel)
 		for _, w := range warnings {
 			fmt.Fprintf(a.stderr, "airlock: warning: %s\n", w)
 		}

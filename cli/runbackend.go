@@ -30,7 +30,7 @@ type runBackend interface {
 	Kill(ctx context.Context, sb *sandbox.Sandbox, signal string) error
 	Resize(ctx context.Context, sb *sandbox.Sandbox, height, width uint) error
 	ProjectCopied(r *manifest.Resolved) bool
-	CopyOut(ctx context.Context, containerID, projectDir, rel string) (warnings []string, err error)
+	CopyOut(ctx context.Context, containerID string, out *sandbox.Output, rel string) (warnings []string, err error)
 }
 
 var _ runBackend = (*sandbox.Runtime)(nil)

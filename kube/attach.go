@@ -142,9 +142,9 @@ func (rt *Runtime) ProjectCopied(*manifest.Resolved) bool { return true }
 
 // CopyOut copies rel (relative to the project dir) from the running primary back
 // into the project dir through `supervise tar`, as the Docker backend does through
-// the Engine's archive API.
-func (rt *Runtime) CopyOut(ctx context.Context, pod, projectDir, rel string) ([]string, error) {
-	src, err := sandbox.OutputPath(projectDir, rel)
+// the Engine's archive API, by the same rules (sandbox.Output).
+func (rt *Runtime) CopyOut(ctx context.Context, pod string, out *sandbox.Output, rel string) ([]string, error) {
+	src, err := sandbox.OutputPath(out.ProjectDir, rel)
 	if err != nil {
 		return nil, err
 	}
@@ -158,7 +158,7 @@ func (rt *Runtime) CopyOut(ctx context.Context, pod, projectDir, rel string) ([]
 		}
 		pw.CloseWithError(err)
 	}()
-	warnings, err := sandbox.ExtractOutput(pr, projectDir, rel)
+	warnings, err := out.Extract(pr, rel)
 	pr.Close()
 	return warnings, err
 }
