@@ -1,21 +1,32 @@
 package control
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
+	"io"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/airlock-dev/airlock/client"
 	"github.com/airlock-dev/airlock/control/store"
 )
 
-// events streams NDJSON: the backlog after `from`, then (with follow=1) live events.
+// events streams the backlog after `from`, then (with follow=1) live events: as
+// NDJSON, or as server-sent events when the client accepts text/event-stream
+// (`id:` = the sequence; a Last-Event-ID header resumes after it, over `from`).
 func (s *server) events(w http.ResponseWriter, r *http.Request) {
+	sse := acceptsEventStream(r)
+	cursor := r.URL.Query().Get("from")
+	if v := r.Header.Get("Last-Event-ID"); sse && v != "" {
+		cursor = v
+	}
 	var from uint64
-	if v := r.URL.Query().Get("from"); v != "" {
-		n, err := strconv.ParseUint(v, 10, 64)
+	if cursor != "" {
+		n, err := strconv.ParseUint(strings.TrimSpace(cursor), 10, 64)
 		if err != nil {
-			writeError(w, &client.Error{Reason: client.ReasonBadCursor, Message: "from must be a sequence number"})
+			writeError(w, &client.Error{Reason: client.ReasonBadCursor, Message: "from (or Last-Event-ID) must be a sequence number"})
 			return
 		}
 		from = n
@@ -27,12 +38,20 @@ func (s *server) events(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer cancel()
-	w.Header().Set("Content-Type", "application/x-ndjson")
+	write := writeNDJSON
+	if sse {
+		write = writeSSE
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.Header().Set("Cache-Control", "no-cache")
+	} else {
+		w.Header().Set("Content-Type", "application/x-ndjson")
+	}
 	w.WriteHeader(http.StatusOK)
-	enc := json.NewEncoder(w)
 	flusher, _ := w.(http.Flusher)
 	for _, ev := range backlog {
-		_ = enc.Encode(toClientEvent(ev))
+		if err := write(w, toClientEvent(ev)); err != nil {
+			return
+		}
 	}
 	if flusher != nil {
 		flusher.Flush()
@@ -46,10 +65,10 @@ func (s *server) events(w http.ResponseWriter, r *http.Request) {
 			return
 		case ev, ok := <-live:
 			if !ok {
-				_ = enc.Encode(client.Event{Kind: "stream.error", Reason: "the subscriber fell behind or the daemon stopped; resume from the last sequence"})
+				_ = write(w, client.Event{Kind: "stream.error", Reason: "the subscriber fell behind or the daemon stopped; resume from the last sequence"})
 				return
 			}
-			if err := enc.Encode(toClientEvent(ev)); err != nil {
+			if err := write(w, toClientEvent(ev)); err != nil {
 				return
 			}
 			if flusher != nil {
@@ -57,6 +76,45 @@ func (s *server) events(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
+}
+
+// acceptsEventStream tells whether the request's Accept header asks for
+// text/event-stream (what a browser's EventSource sends).
+func acceptsEventStream(r *http.Request) bool {
+	for _, part := range strings.Split(r.Header.Get("Accept"), ",") {
+		mt, _, _ := strings.Cut(part, ";")
+		if strings.EqualFold(strings.TrimSpace(mt), "text/event-stream") {
+			return true
+		}
+	}
+	return false
+}
+
+// writeNDJSON writes one event as a line of JSON.
+func writeNDJSON(w io.Writer, ev client.Event) error {
+	return json.NewEncoder(w).Encode(ev)
+}
+
+// writeSSE writes one event as a server-sent event: `id:` its sequence (none for
+// a stream.error, which has no place in the history), `data:` its JSON (one line:
+// encoding/json escapes every newline). Without an `event:` field, a browser's
+// EventSource delivers every kind to onmessage.
+func writeSSE(w io.Writer, ev client.Event) error {
+	b, err := json.Marshal(ev)
+	if err != nil {
+		return err
+	}
+	var buf bytes.Buffer
+	if ev.Sequence > 0 {
+		fmt.Fprintf(&buf, "id: %d\n", ev.Sequence)
+	} else {
+		buf.WriteString("event: stream.error\n")
+	}
+	buf.WriteString("data: ")
+	buf.Write(b)
+	buf.WriteString("\n\n")
+	_, err = w.Write(buf.Bytes())
+	return err
 }
 
 // attach holds the request open while a client is attached to the sandbox, so the

@@ -15,15 +15,23 @@ import (
 	"github.com/airlock-dev/airlock/internal/testenv"
 )
 
-// rawGet does an HTTP GET on the daemon's socket and returns status and body.
-func rawGet(t *testing.T, sock, path string) (int, string) {
-	t.Helper()
-	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+// socketClient is an HTTP client of the daemon's socket.
+func socketClient(sock string) *http.Client {
+	return &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 		var d net.Dialer
 		return d.DialContext(ctx, "unix", sock)
 	}}}
+}
+
+// rawGet does an HTTP GET on the daemon's socket, with the request headers given
+// as name, value pairs, and returns status and body.
+func rawGet(t *testing.T, sock, path string, header ...string) (int, string) {
+	t.Helper()
 	req, _ := http.NewRequestWithContext(ctxT(t, 10*time.Second), http.MethodGet, "http://airlockd"+path, nil)
-	resp, err := hc.Do(req)
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := socketClient(sock).Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
