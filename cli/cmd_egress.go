@@ -32,12 +32,13 @@ const egressShutdownGrace = 5 * time.Second
 func newEgressProxyCommand(a *app) *cobra.Command {
 	var (
 		listen string
+		dns    string
 		allow  []string
 	)
 	cmd := &cobra.Command{
-		Use:    "egress-proxy [--listen ADDR] [--allow ENTRY]...",
+		Use:    "egress-proxy [--listen ADDR] [--dns ADDR] [--allow ENTRY]...",
 		Short:  "Forward HTTP and HTTPS (CONNECT) only to the allowed destinations",
-		Long:   "egress-proxy is the sandbox's way out when [sandbox.egress] is set: it forwards absolute-URI HTTP\nrequests and CONNECT tunnels to the destinations of --allow, answers 403 to the others and prints\neach denial on stdout as a JSON line: {\"host\":\"example.com\",\"port\":443,\"method\":\"CONNECT\"}.",
+		Long:   "egress-proxy is the sandbox's way out when [sandbox.egress] is set: it forwards absolute-URI HTTP\nrequests and CONNECT tunnels to the destinations of --allow, answers 403 to the others and prints\neach denial on stdout as a JSON line: {\"host\":\"example.com\",\"port\":443,\"method\":\"CONNECT\"}.\nWith --dns it also serves DNS (UDP and TCP): the names of --allow resolve, every other name is NXDOMAIN\nwithout any query leaving.",
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -62,8 +63,16 @@ func newEgressProxyCommand(a *app) *cobra.Command {
 				},
 				ErrorLog: log.New(a.stderr, "airlock: ", 0),
 			}
-			served := make(chan error, 1)
+			served := make(chan error, 3)
 			go func() { served <- srv.Serve(l) }()
+			if dns != "" {
+				stop, err := serveDNS(dns, rules, srv.ErrorLog, served)
+				if err != nil {
+					l.Close()
+					return withCode(ExitAirlock, fmt.Errorf("egress proxy: %w", err))
+				}
+				defer stop()
+			}
 			select {
 			case err := <-served:
 				return withCode(ExitAirlock, fmt.Errorf("egress proxy: %w", err))
@@ -80,6 +89,33 @@ func newEgressProxyCommand(a *app) *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVar(&listen, "listen", ":"+strconv.Itoa(egress.DefaultPort), "address to listen on")
+	f.StringVar(&dns, "dns", "", "address to serve DNS on (UDP and TCP): allowed names only; empty: no DNS")
 	f.StringArrayVar(&allow, "allow", nil, "an allowed destination: host, host:port or *.domain (repeatable; none: deny everything)")
 	return cmd
+}
+
+// serveDNS serves the egress resolver on addr (UDP and TCP) until the returned
+// stop is called; an error that ends a server is sent on failed.
+func serveDNS(addr string, rules []egress.Rule, errLog *log.Logger, failed chan<- error) (stop func(), err error) {
+	pc, err := net.ListenPacket("udp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("cannot listen for DNS: %w", err)
+	}
+	l, err := net.Listen("tcp", pc.LocalAddr().String())
+	if err != nil {
+		pc.Close()
+		return nil, fmt.Errorf("cannot listen for DNS: %w", err)
+	}
+	r := &egress.Resolver{Rules: rules, ErrorLog: errLog}
+	go func() {
+		if err := r.ServePacket(pc); err != nil {
+			failed <- fmt.Errorf("DNS: %w", err)
+		}
+	}()
+	go func() {
+		if err := r.ServeStream(l); err != nil {
+			failed <- fmt.Errorf("DNS: %w", err)
+		}
+	}()
+	return func() { pc.Close(); l.Close() }, nil
 }

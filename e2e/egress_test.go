@@ -128,7 +128,8 @@ func sharedGateway(t *testing.T, e *env) string {
 }
 
 // hostListeners listens on 0.0.0.0 of the host on n TCP ports (each answers
-// an HTTP request with "host-page") and one UDP port; it returns the ports and
+// an HTTP request with "host-page") and one UDP port (busybox's tftp is the
+// client that sends it a datagram); it returns the ports and
 // a function that counts what arrived (connections and datagrams).
 func hostListeners(t *testing.T, n int) (tcpPorts []string, udpPort string, arrived func() int64) {
 	t.Helper()
@@ -194,7 +195,8 @@ func hostAddresses(t *testing.T) []string {
 // allowed destination through the proxy and nothing of the host: not a
 // listener on 0.0.0.0 (several TCP ports, a UDP port, a published port) through
 // the internal network's gateway, docker0's address, airlock-shared's gateway
-// or any other address of the host; and names outside the allowlist do not
+// or any other address of the host, not even an ARP reply (a raw frame of its
+// own would reach the host); and names outside the allowlist do not
 // resolve (airlock's resolver answers NXDOMAIN at once, an allowed name
 // resolves).
 func TestEgressIsolation(t *testing.T) {
@@ -232,7 +234,8 @@ for h in $GW %s; do
   for p in %s; do
     (printf 'GET / HTTP/1.0\r\n\r\n' | timeout 5 nc $h $p 2>/dev/null | grep -q -e host-page -e page-of && echo "REACHED $h:$p") &
   done
-  (echo probe | timeout 3 nc -u $h %s >/dev/null 2>&1) &
+  (timeout 3 tftp -g -r probe -l /tmp/probe-$h $h %s >/dev/null 2>&1) &
+  (timeout 3 arping -c 1 -w 2 -I eth0 $h 2>&1 | grep -qi 'reply from' && echo "REACHED arp $h") &
 done
 wait
 echo "allowed: $(wget -qO- http://%s:8080/)"

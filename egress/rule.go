@@ -240,19 +240,34 @@ func Allowed(rules []Rule, host string, port int) bool {
 		return false
 	}
 	for _, r := range rules {
-		if !r.allowsPort(port) {
-			continue
-		}
-		switch {
-		case r.Wildcard:
-			if !isIP && len(h) > len(r.Host)+1 && strings.HasSuffix(h, r.Host) && h[len(h)-len(r.Host)-1] == '.' {
-				return true
-			}
-		case h == r.Host:
+		if r.allowsPort(port) && r.matchesHost(h, isIP) {
 			return true
 		}
 	}
 	return false
+}
+
+// AllowedName reports whether a rule names host (a host name, not an IP
+// address), on whatever port: the names the sandbox's resolver answers.
+func AllowedName(rules []Rule, host string) bool {
+	h, isIP, err := normalizeHost(host)
+	if err != nil || isIP {
+		return false
+	}
+	for _, r := range rules {
+		if r.matchesHost(h, false) {
+			return true
+		}
+	}
+	return false
+}
+
+// matchesHost reports whether the rule names h, a normalized host.
+func (r Rule) matchesHost(h string, isIP bool) bool {
+	if r.Wildcard {
+		return !isIP && len(h) > len(r.Host)+1 && strings.HasSuffix(h, r.Host) && h[len(h)-len(r.Host)-1] == '.'
+	}
+	return h == r.Host
 }
 
 func (r Rule) allowsPort(port int) bool {

@@ -65,6 +65,7 @@ type Sandbox struct {
 	envSecrets       map[string]string
 	sharedNet        bool   // on the Engine's shared airlock network, not one of its own
 	egressID         string // the egress proxy container, when the sandbox has egress rules
+	egressDNS        string // the proxy's address on the sandbox network, its containers' DNS server
 }
 
 // maxInlineSpec is the largest spec passed on the supervisor's command line (Linux
@@ -162,7 +163,7 @@ func (rt *Runtime) Create(ctx context.Context, req *Request) (sb *Sandbox, err e
 	case r.Sandbox.Egress != nil:
 		// No route out but through the egress proxy.
 		nl := copyLabels(labels, LabelRole, "network")
-		if _, err := rt.Engine.NetworkCreate(ctx, sb.Name, network.CreateOptions{Driver: "bridge", Internal: true, Labels: nl}); err != nil {
+		if _, err := rt.Engine.NetworkCreate(ctx, sb.Name, network.CreateOptions{Driver: "bridge", Internal: true, Options: egressNetworkOptions, Labels: nl}); err != nil {
 			return sb, failed("cannot create network %s: %v", sb.Name, err)
 		}
 		sb.Network = sb.Name
@@ -336,7 +337,7 @@ func (rt *Runtime) primaryConfig(sb *Sandbox, req *Request, r *manifest.Resolved
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	host.CapAdd, host.CapDrop = capAdd, capDrop
+	host.CapAdd, host.CapDrop = capAdd, egressCapDrop(r, capAdd, capDrop)
 	exposed, bindings, err := portConfig(r)
 	if err != nil {
 		return nil, nil, nil, err
@@ -356,6 +357,7 @@ func (rt *Runtime) primaryConfig(sb *Sandbox, req *Request, r *manifest.Resolved
 	switch r.Sandbox.Network {
 	case "bridge":
 		host.NetworkMode = container.NetworkMode(sb.Network)
+		host.DNS = egressDNS(sb)
 		netcfg = &network.NetworkingConfig{EndpointsConfig: map[string]*network.EndpointSettings{sb.Network: {}}}
 	default:
 		host.NetworkMode = container.NetworkMode(r.Sandbox.Network)

@@ -93,7 +93,7 @@ func withProxyEnv(r *manifest.Resolved, entries []supervisor.EnvEntry) []supervi
 // connected to the sandbox's internal network as EgressAlias.
 func (rt *Runtime) createEgress(ctx context.Context, sb *Sandbox, r *manifest.Resolved, imageRef string, labels map[string]string) error {
 	eg := r.Sandbox.Egress
-	cmd := []string{SupervisorIn, "egress-proxy", "--listen", ":" + strconv.Itoa(egressPort)}
+	cmd := []string{SupervisorIn, "egress-proxy", "--listen", ":" + strconv.Itoa(egressPort), "--dns", ":53"}
 	for _, a := range eg.Allow {
 		cmd = append(cmd, "--allow", a)
 	}
@@ -106,6 +106,9 @@ func (rt *Runtime) createEgress(ctx context.Context, sb *Sandbox, r *manifest.Re
 		Mounts:      []mount.Mount{{Type: mount.TypeVolume, Source: sb.supervisorVolume, Target: BinMount, ReadOnly: true}},
 		SecurityOpt: []string{"no-new-privileges"},
 		CapDrop:     []string{"ALL"},
+		// Port 53, where Engines that do not open low ports to everyone
+		// (net.ipv4.ip_unprivileged_port_start) ask for it.
+		CapAdd: []string{"NET_BIND_SERVICE"},
 	}
 	c, err := rt.Engine.ContainerCreate(ctx, cfg, host, nil, nil, egressName(sb.ID))
 	if err != nil {
@@ -115,7 +118,40 @@ func (rt *Runtime) createEgress(ctx context.Context, sb *Sandbox, r *manifest.Re
 	if err := rt.Engine.NetworkConnect(ctx, sb.Network, c.ID, &network.EndpointSettings{Aliases: []string{EgressAlias}}); err != nil {
 		return failed("cannot connect the egress proxy to the sandbox network: %v", err)
 	}
+	// The proxy starts now, first on the sandbox network, so that its address
+	// there is known (the lowest one after the gateway's, which it gets again
+	// at every start since it starts before the rest of the sandbox) and the
+	// services and the primary get it as their only DNS server.
+	if err := rt.startEgress(ctx, sb); err != nil {
+		return err
+	}
+	ci, err := rt.Engine.ContainerInspect(ctx, c.ID)
+	if err != nil {
+		return failed("cannot inspect the egress proxy: %v", err)
+	}
+	if ci.NetworkSettings == nil || ci.NetworkSettings.Networks[sb.Network] == nil || ci.NetworkSettings.Networks[sb.Network].IPAddress == "" {
+		return failed("cannot find the egress proxy's address on the sandbox network")
+	}
+	sb.egressDNS = ci.NetworkSettings.Networks[sb.Network].IPAddress
 	return nil
+}
+
+// egressNetworkOptions are the driver options of a sandbox network with
+// egress rules: besides Internal (no route out, so nothing forwarded leaves),
+// its bridge gets no address on the host (Docker's isolation rules filter only
+// forwarded traffic: with an address, the host itself, every one of its
+// addresses and every port published on them, would be reachable through it).
+var egressNetworkOptions = map[string]string{"com.docker.network.bridge.inhibit_ipv4": "true"}
+
+// egressDNS returns the DNS servers of a container on the sandbox network:
+// the proxy's resolver only, so that Docker's embedded DNS, which answers the
+// names of the sandbox's own containers, forwards every other name to it and
+// to no resolver outside.
+func egressDNS(sb *Sandbox) []string {
+	if sb.egressDNS == "" {
+		return nil
+	}
+	return []string{sb.egressDNS}
 }
 
 // startEgress starts the proxy (before the services and the primary).
@@ -164,3 +200,23 @@ func (rt *Runtime) FollowEgress(ctx context.Context, sandboxID string, denied fu
 
 // HasEgress reports whether a sandbox made from r has egress rules.
 func HasEgress(r *manifest.Resolved) bool { return r != nil && r.Sandbox.Egress != nil }
+
+// egressCapDrop returns the capabilities to drop from a container behind
+// egress rules: drop plus NET_RAW (in Docker's default set), unless the
+// manifest adds it (or ALL) itself. With it, code inside could put frames of
+// its own on the sandbox's bridge, and the host answers ARP for its addresses
+// and accepts datagrams addressed to them on any interface, even one without
+// an address (replies have no route back, but one-way datagrams arrive).
+func egressCapDrop(r *manifest.Resolved, add, drop []string) []string {
+	if r.Sandbox.Egress == nil {
+		return drop
+	}
+	for _, c := range append(slices.Clone(add), drop...) {
+		if c == netRaw || c == manifest.AllCapabilities {
+			return drop
+		}
+	}
+	return append(slices.Clone(drop), netRaw)
+}
+
+const netRaw = "CAP_NET_RAW"

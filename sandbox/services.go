@@ -64,7 +64,7 @@ func (rt *Runtime) createServices(ctx context.Context, sb *Sandbox, r *manifest.
 				cfg.Env = append(cfg.Env, k+"="+pe[k])
 			}
 		}
-		host := &container.HostConfig{NetworkMode: container.NetworkMode(sb.Network)}
+		host := &container.HostConfig{NetworkMode: container.NetworkMode(sb.Network), DNS: egressDNS(sb), CapDrop: egressCapDrop(r, nil, nil)}
 		if len(secretEnv) > 0 {
 			if err := rt.wrapService(ctx, sb, name, r.Services[name], cfg, host, secretEnv); err != nil {
 				return err
