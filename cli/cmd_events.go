@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/airlock-dev/airlock/client"
+	"github.com/airlock-dev/airlock/internal/termsafe"
 )
 
 func init() { addCommand(newEventsCommand) }
@@ -50,7 +52,10 @@ func newEventsCommand(a *app) *cobra.Command {
 				return apiFailure(err)
 			}
 			defer st.Close()
-			enc := json.NewEncoder(a.stdout)
+			// --json: encoding/json escapes C0 controls; termsafe.JSON the C1
+			// ones it leaves raw. Text: every field is escaped (termsafe.Line).
+			var buf bytes.Buffer
+			enc := json.NewEncoder(&buf)
 			for {
 				ev, err := st.Next()
 				if errors.Is(err, io.EOF) || ctx.Err() != nil {
@@ -60,7 +65,10 @@ func newEventsCommand(a *app) *cobra.Command {
 					return withCode(ExitFailure, err)
 				}
 				if asJSON {
-					_ = enc.Encode(ev)
+					buf.Reset()
+					if enc.Encode(ev) == nil {
+						_, _ = a.stdout.Write(termsafe.JSON(buf.Bytes()))
+					}
 					continue
 				}
 				fmt.Fprintln(a.stdout, eventLine(ev))
@@ -75,11 +83,12 @@ func newEventsCommand(a *app) *cobra.Command {
 }
 
 // eventLine renders an event for people: sequence, time, kind, state, details.
+// Its fields may come from inside the sandbox: control characters are escaped.
 func eventLine(ev client.Event) string {
 	var d []string
 	add := func(k, v string) {
 		if v != "" {
-			d = append(d, k+"="+v)
+			d = append(d, k+"="+termsafe.Line(v))
 		}
 	}
 	add("daemon", ev.Daemon)
@@ -99,5 +108,5 @@ func eventLine(ev client.Event) string {
 		add("delay_ms", fmt.Sprint(*ev.DelayMS))
 	}
 	add("reason", ev.Reason)
-	return fmt.Sprintf("%4d  %s  %-18s %-8s %s", ev.Sequence, ev.Time.Local().Format("15:04:05.000"), ev.Kind, ev.State, strings.Join(d, " "))
+	return fmt.Sprintf("%4d  %s  %-18s %-8s %s", ev.Sequence, ev.Time.Local().Format("15:04:05.000"), termsafe.Line(ev.Kind), termsafe.Line(ev.State), strings.Join(d, " "))
 }

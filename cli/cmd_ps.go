@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/airlock-dev/airlock/client"
+	"github.com/airlock-dev/airlock/internal/termsafe"
 )
 
 func init() { addCommand(newPsCommand) }
@@ -54,7 +55,7 @@ func newPsCommand(a *app) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				fmt.Fprintln(a.stdout, string(b))
+				fmt.Fprintln(a.stdout, string(termsafe.JSON(b)))
 				return nil
 			}
 			// An ENGINE column when the sandboxes shown span more than one Engine.
@@ -70,9 +71,9 @@ func newPsCommand(a *app) *cobra.Command {
 			}
 			fmt.Fprintln(tw, head)
 			for _, s := range shown {
-				line := fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%d/%d\t%s\t%s", s.ID, s.State, s.Kind, s.Project, age(time.Since(s.CreatedAt)), s.Daemons.Up, s.Daemons.Total, portList(s.Ports), labelList(s.Labels))
+				line := fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%d/%d\t%s\t%s", termsafe.Line(s.ID), termsafe.Line(string(s.State)), termsafe.Line(s.Kind), termsafe.Line(s.Project), age(time.Since(s.CreatedAt)), s.Daemons.Up, s.Daemons.Total, portList(s.Ports), termsafe.Line(labelList(s.Labels)))
 				if multi {
-					line += "\t" + engineName(s.Engine)
+					line += "\t" + termsafe.Line(engineName(s.Engine))
 				}
 				fmt.Fprintln(tw, line)
 			}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/airlock-dev/airlock/client"
 	"github.com/airlock-dev/airlock/internal/proc"
+	"github.com/airlock-dev/airlock/internal/termsafe"
 	"github.com/airlock-dev/airlock/manifest"
 	"github.com/airlock-dev/airlock/sandbox"
 )
@@ -360,7 +361,7 @@ func (a *app) copyOutputs(rt runBackend, sb *sandbox.Sandbox, r *manifest.Resolv
 	for _, rel := range outputs {
 		warnings, err := rt.CopyOut(ctx, sb.PrimaryID, out, rel)
 		for _, w := range warnings {
-			fmt.Fprintf(a.stderr, "airlock: warning: %s\n", w)
+			fmt.Fprintf(a.stderr, "airlock: warning: %s\n", termsafe.Line(w)) // names paths made in the sandbox
 		}
 		if err != nil {
 			return sandboxError(err)

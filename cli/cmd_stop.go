@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/airlock-dev/airlock/client"
+	"github.com/airlock-dev/airlock/internal/termsafe"
 )
 
 func init() { addCommand(newStopCommand) }
@@ -63,7 +64,8 @@ func (a *app) stopShowingLines(ctx context.Context, c *client.Client, s client.S
 	if rt, closeRT, err := a.runtimeFor(ctx, &s); err == nil {
 		defer closeRT()
 		if sb, err := rt.Open(ctx, s.ID, nil); err == nil {
-			lines = rt.FollowStderr(followCtx, sb, time.Now(), a.stderr)
+			// Written inside the sandbox: control characters shown, not obeyed.
+			lines = rt.FollowStderr(followCtx, sb, time.Now(), termsafe.NewWriter(a.stderr))
 		}
 	}
 	err := stopSandbox(ctx, c, s)

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/airlock-dev/airlock/client"
+	"github.com/airlock-dev/airlock/internal/termsafe"
 	"github.com/airlock-dev/airlock/manifest"
 	"github.com/airlock-dev/airlock/sandbox"
 )
@@ -144,7 +145,8 @@ func (a *app) up(detach bool, id string) error {
 	var shutdownLines <-chan error
 	if !a.opts.quiet {
 		// Show the supervisor's shutdown lines (✔ daemon web: shut down).
-		shutdownLines = rt.FollowStderr(stopCtx, sb, time.Now(), a.stderr)
+		// Its control characters shown, not obeyed (its colours kept).
+		shutdownLines = rt.FollowStderr(stopCtx, sb, time.Now(), termsafe.NewWriter(a.stderr))
 	}
 	if cur, gerr := c.Get(stopCtx, sbID); gerr == nil {
 		if serr := stopSandbox(stopCtx, c, *cur); serr != nil && err == nil {

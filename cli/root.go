@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/airlock-dev/airlock/internal/termsafe"
 	"github.com/airlock-dev/airlock/secrets"
 	"github.com/airlock-dev/airlock/userconfig"
 )
@@ -143,7 +144,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(s
 }
 
 func printError(w io.Writer, err error) {
-	msg := err.Error()
+	// An error may carry text from inside a sandbox (a reason it reported):
+	// its control characters are shown, not sent to the terminal.
+	msg := termsafe.Text(err.Error())
 	if !strings.HasPrefix(msg, "config error:") {
 		msg = "airlock: " + msg
 	}

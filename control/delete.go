@@ -94,7 +94,8 @@ func (s *Service) finishDelete(id, reason string) {
 		}
 		return
 	}
-	s.flushEgress(id, l)
+	s.awaitEgress(l) // the proxy is gone: its last denials are counted
+	s.flushCounts(id, l, true)
 	s.recordStep(id, "remove", time.Since(removeStart))
 	s.emit(id, store.Event{Kind: "sandbox.deleted", Reason: reason, Extra: s.takeSteps(l)}, store.StateDeleted)
 	s.holdSecrets(l, nil)

@@ -4,43 +4,109 @@ import (
 	"fmt"
 	"strconv"
 
+	"golang.org/x/time/rate"
+
 	"github.com/airlock-dev/airlock/control/store"
 	"github.com/airlock-dev/airlock/sandbox"
 )
 
-// Denied egress (DESIGN §7): the daemon follows a sandbox's egress proxy and
-// records the first denial of each destination as an egress.denied event; later
-// denials of it are counted, and the count is recorded once when the sandbox
-// stops or is removed (extra "count"), so a retry loop cannot flood the history.
+// Denied egress (DESIGN §7, docs/egress.md): the daemon follows a sandbox's egress
+// proxy and records the first denial of each destination as an egress.denied
+// event; later denials of it are counted, and the count is recorded once when
+// the sandbox stops or is removed (extra "count"), so a retry loop cannot flood
+// the history. Distinct destinations are bounded too (bounds.go): past
+// maxEgressDestinations, denials are counted in one overflow event (extra
+// "overflow", "limit", "count") and the destinations are not kept.
+const (
+	maxEgressDestinations = 100
+	// egressRate and egressBurst bound how fast first denials are recorded; one
+	// over the rate is recorded with its count when the sandbox stops.
+	egressRate  = 10
+	egressBurst = 100
+)
 
 // followEgress reads the denials of a sandbox's proxy while it runs.
 func (s *Service) followEgress(id string, l *live) {
 	if !s.claim(&l.egressFollowing) {
 		return
 	}
+	done := make(chan struct{})
+	s.mu.Lock()
+	l.bounds.egressDone = done
+	s.mu.Unlock()
 	s.goAsync(func() {
+		defer close(done)
 		defer s.setFlags(l, func() { l.egressFollowing = false })
 		_ = s.rtOf(id).FollowEgress(s.ctx, id, func(d sandbox.EgressDenial) { s.egressDenied(id, l, d) })
 	})
 }
 
+// validDenial reports whether a line of the proxy's output names a destination
+// as the proxy writes them (a normalised host of printable ASCII, a port): the
+// proxy runs in the sandbox's image, so its output is not trusted either.
+func validDenial(d sandbox.EgressDenial) bool {
+	if d.Host == "" || len(d.Host) > 255 || d.Port < 1 || d.Port > 65535 || len(d.Method) > 32 {
+		return false
+	}
+	for _, s := range []string{d.Host, d.Method} {
+		for i := 0; i < len(s); i++ {
+			if c := s[i]; c <= ' ' || c >= 0x7f {
+				return false
+			}
+		}
+	}
+	return true
+}
+
 func (s *Service) egressDenied(id string, l *live, d sandbox.EgressDenial) {
+	if !validDenial(d) {
+		return
+	}
 	dest := d.Host + ":" + strconv.Itoa(d.Port)
 	s.mu.Lock()
 	if l.egress == nil {
 		l.egress = map[string]*egressCount{}
 	}
 	c, seen := l.egress[dest]
+	if !seen && len(l.egress) >= maxEgressDestinations {
+		// Past the cap: counted, not kept (the map stays bounded).
+		l.bounds.egressOverflow++
+		first := l.bounds.egressOverflowRecorded == 0
+		if first {
+			l.bounds.egressOverflowRecorded = 1
+		}
+		s.mu.Unlock()
+		if first {
+			s.emitInside(id, l, overflowEvent(1))
+		}
+		return
+	}
 	if !seen {
 		c = &egressCount{host: d.Host, port: d.Port}
 		l.egress[dest] = c
 	}
 	c.n++
-	s.mu.Unlock()
+	now := false
 	if !seen {
-		s.emit(id, store.Event{Kind: "egress.denied", Reason: fmt.Sprintf("egress to %s denied (%s)", dest, d.Method),
-			Extra: map[string]string{"host": d.Host, "port": strconv.Itoa(d.Port), "count": "1"}}, "")
+		if l.bounds.egressLimiter == nil {
+			l.bounds.egressLimiter = rate.NewLimiter(egressRate, egressBurst)
+		}
+		now = l.bounds.egressLimiter.Allow()
+		if now {
+			c.recorded = 1
+		}
 	}
+	s.mu.Unlock()
+	if now {
+		s.emitInside(id, l, store.Event{Kind: "egress.denied", Reason: fmt.Sprintf("egress to %s denied (%s)", dest, d.Method),
+			Extra: map[string]string{"host": d.Host, "port": strconv.Itoa(d.Port), "count": "1"}})
+	}
+}
+
+func overflowEvent(n int) store.Event {
+	return store.Event{Kind: "egress.denied",
+		Reason: fmt.Sprintf("egress denied to more than %d destinations: the others are counted, not recorded (%d denials so far)", maxEgressDestinations, n),
+		Extra:  map[string]string{"overflow": "true", "limit": strconv.Itoa(maxEgressDestinations), "count": strconv.Itoa(n)}}
 }
 
 // egressCount is how often a destination was denied, and how many of those are
@@ -52,19 +118,24 @@ type egressCount struct {
 	recorded int
 }
 
-// flushEgress records the counts of destinations denied more often than recorded.
+// flushEgress records the counts of destinations denied more often than
+// recorded, and of the denials past the cap.
 func (s *Service) flushEgress(id string, l *live) {
 	s.mu.Lock()
 	var evs []store.Event
 	for dest, c := range l.egress {
-		if c.n > 1 && c.n > c.recorded {
+		if c.n > c.recorded {
 			evs = append(evs, store.Event{Kind: "egress.denied", Reason: fmt.Sprintf("egress to %s denied %d times", dest, c.n),
 				Extra: map[string]string{"host": c.host, "port": strconv.Itoa(c.port), "count": strconv.Itoa(c.n)}})
 		}
 		c.recorded = max(c.recorded, c.n)
 	}
+	if n := l.bounds.egressOverflow; n > l.bounds.egressOverflowRecorded {
+		evs = append(evs, overflowEvent(n))
+		l.bounds.egressOverflowRecorded = n
+	}
 	s.mu.Unlock()
 	for _, ev := range evs {
-		s.emit(id, ev, "")
+		s.emitInside(id, l, ev)
 	}
 }

@@ -41,6 +41,7 @@ type live struct {
 
 	egress          map[string]*egressCount // denied destinations (guarded by Service.mu)
 	egressFollowing bool                    // a follower reads the proxy's denials (guarded by Service.mu)
+	bounds          insideBounds            // what its sources inside were allowed to record (bounds.go; guarded by Service.mu)
 	tailGen         int                     // the follower that owns the stream; older ones stop
 }
 

@@ -44,6 +44,16 @@ func (s *Service) recover() {
 			case err != nil && rec.State != store.StateFailed:
 				s.emit(id, store.Event{Kind: "sandbox.failed", Reason: "its container is missing"}, store.StateFailed)
 			case err != nil:
+			case in.State == "running" && rec.State != store.StateReady && s.startedNotReady(id):
+				// Being started again when the daemon went: its stream tells
+				// whether it got ready or failed.
+				l := s.liveOf(id)
+				l.mu.Lock()
+				s.startTailAt(id, l, s.recordedOffset(id))
+				l.mu.Unlock()
+			case in.State == "running" && rec.State == store.StateFailed:
+				// A sandbox reported failed is not left running (phase.go).
+				s.stopFailed(id)
 			case in.State == "running":
 				if rec.State != store.StateReady {
 					s.emit(id, store.Event{Kind: "sandbox.ready", Reason: "found running"}, store.StateReady)

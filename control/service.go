@@ -54,6 +54,11 @@ type Service struct {
 	attached map[string]int
 	active   map[string]time.Time // last time a client or exec used a sandbox
 	engines  map[string]Backend   // other backends than rt, by endpoint key
+
+	// phaseMu serialises the events that open or end a sandbox's run (phase.go),
+	// so that a check of the phase and the event it allows are one step.
+	phaseMu sync.Mutex
+	phases  map[string]bool // sandbox ID → its last start is open (guarded by phaseMu)
 }
 
 // NewService returns a service over an open store and a runtime.
@@ -73,7 +78,8 @@ func NewService(st *store.Store, rt Backend, cfg Config) *Service {
 		cfg.ExecOutputRoot = filepath.Join(drt.Paths.DataDir, "exec-output")
 	}
 	s := &Service{store: st, rt: rt, cfg: cfg, log: slog.New(slog.DiscardHandler),
-		live: map[string]*live{}, attached: map[string]int{}, active: map[string]time.Time{}, engines: map[string]Backend{}}
+		live: map[string]*live{}, attached: map[string]int{}, active: map[string]time.Time{}, engines: map[string]Backend{},
+		phases: map[string]bool{}}
 	rt.SetHooks(s.serviceResult, s.recordStep)
 	return s
 }
@@ -171,6 +177,15 @@ func (s *Service) touch(id string) {
 
 // emit appends an event, logging a failure (the sandbox may have been purged).
 func (s *Service) emit(id string, ev store.Event, state string) (store.Event, error) {
+	if phaseKind(ev.Kind) {
+		s.phaseMu.Lock()
+		defer s.phaseMu.Unlock()
+	}
+	return s.emitLocked(id, ev, state)
+}
+
+// emitLocked is emit with s.phaseMu held for an event of a phaseKind.
+func (s *Service) emitLocked(id string, ev store.Event, state string) (store.Event, error) {
 	ev.Reason = string(s.cfg.Redactor.Redact([]byte(ev.Reason)))
 	ev, err := s.store.Append(id, ev, state)
 	if err != nil {
@@ -178,6 +193,7 @@ func (s *Service) emit(id string, ev store.Event, state string) (store.Event, er
 		return ev, err
 	}
 	s.log.Info("event", "sandbox", id, "sequence", ev.Sequence, "kind", ev.Kind, "state", ev.State, "reason", ev.Reason)
+	s.notePhase(id, ev.Kind)
 	return ev, nil
 }
 

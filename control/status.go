@@ -264,21 +264,25 @@ func (s *Service) ingestOne(id string, ev supervisor.StatusEvent, after int64) {
 	switch ev.Kind {
 	case supervisor.KindDaemonStarted, supervisor.KindDaemonReady, supervisor.KindDaemonExited, supervisor.KindDaemonRestarting,
 		supervisor.KindDaemonGaveUp, supervisor.KindDaemonStopped, supervisor.KindDaemonKilled:
-		s.emit(id, out, "")
 		l := s.liveOf(id)
+		s.emitInside(id, l, out)
 		s.mu.Lock()
 		if l.up != nil {
 			markUp(l.up, ev.Kind, ev.Daemon)
 		}
 		s.mu.Unlock()
 	case supervisor.KindSupervisorReady:
-		s.emit(id, store.Event{Kind: "sandbox.ready", StatusOffset: after}, store.StateReady)
-		s.touch(id)
+		// Only an open run gets ready (phase.go): never one reported failed.
+		if s.emitIfOpen(id, store.Event{Kind: "sandbox.ready", StatusOffset: after}, store.StateReady) {
+			s.touch(id)
+		}
 	case supervisor.KindSupervisorFailed:
-		s.emit(id, store.Event{Kind: "sandbox.failed", Reason: ev.Reason, Extra: map[string]string{"exit_code": "125"}, StatusOffset: after}, store.StateFailed)
+		if s.emitIfOpen(id, store.Event{Kind: "sandbox.failed", Reason: ev.Reason, Extra: map[string]string{"exit_code": "125"}, StatusOffset: after}, store.StateFailed) {
+			s.stopFailed(id)
+		}
 	case supervisor.KindMainExited:
 		out.Kind = "main.exited"
-		s.emit(id, out, "")
+		s.emitInside(id, s.liveOf(id), out)
 	case supervisor.KindSupervisorExiting:
 		// The stream's last line: not an event of its own, but nothing is left
 		// to read from the stopped container (callers hold l.ingestMu).

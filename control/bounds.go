@@ -1,0 +1,161 @@
+package control
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	"golang.org/x/time/rate"
+
+	"github.com/airlock-dev/airlock/control/store"
+)
+
+// What code inside a sandbox can make the daemon record is bounded
+// (docs/security.md, "Against code inside a sandbox"). Its sources:
+//
+//   - the supervisor's status stream (status.go), which any process inside can
+//     write: lines of at most 64 KiB, 16 MiB a run, a burst of 2000 lines then
+//     100 a second, or the sandbox fails; supervisor.ready and supervisor.failed
+//     only end an open run (phase.go), so at most one of them a start counts;
+//   - the egress proxy's denials (egress.go), which any process inside causes:
+//     at most maxEgressDestinations destinations recorded one by one (their
+//     first denials at most egressRate a second after a burst of egressBurst;
+//     the others' first denials are recorded with their count when the sandbox
+//     stops or is removed), every further destination counted in one overflow
+//     event;
+//   - over a sandbox's whole life, at most maxInsideEvents events of both
+//     sources together: later ones are dropped and counted, in one
+//     events.dropped event when it begins and its count when the sandbox stops
+//     or is removed.
+//
+// The rest of a sandbox's history comes from the host: the user's requests
+// (create, stop, exec, removal) and the runtime's work, one event or a few a
+// start (services' first results: one a service).
+const maxInsideEvents = 10000
+
+// egressDrain bounds how long a stop or a removal waits for the egress follower
+// to read what the stopped proxy printed, before the counts are recorded.
+const egressDrain = 5 * time.Second
+
+// insideBounds is what a sandbox's sources inside recorded (guarded by
+// Service.mu).
+type insideBounds struct {
+	known           bool // recorded and dropped were read from the history
+	recorded        int  // events from inside recorded over the sandbox's life
+	dropped         int  // events from inside dropped past maxInsideEvents
+	droppedRecorded int  // the count the last events.dropped event holds
+
+	egressOverflow         int           // denials to destinations past maxEgressDestinations
+	egressOverflowRecorded int           // the count the last overflow event holds
+	egressLimiter          *rate.Limiter // bounds how fast first denials are recorded
+	egressDone             chan struct{} // closed when the egress follower ended
+}
+
+// emitInside records ev, which a source inside sandbox id caused, within the
+// sandbox's budget of maxInsideEvents; it reports whether it did.
+func (s *Service) emitInside(id string, l *live, ev store.Event) bool {
+	if !s.insideBudget(id, l) {
+		return false
+	}
+	_, err := s.emit(id, ev, "")
+	return err == nil
+}
+
+// insideBudget takes one event from sandbox id's budget; past it, it counts the
+// event as dropped (the first drop is recorded as an events.dropped event).
+func (s *Service) insideBudget(id string, l *live) bool {
+	s.mu.Lock()
+	known := l.bounds.known
+	s.mu.Unlock()
+	if !known {
+		n, dropped := s.countInside(id)
+		s.mu.Lock()
+		if !l.bounds.known {
+			l.bounds.known, l.bounds.recorded = true, n
+			l.bounds.dropped, l.bounds.droppedRecorded = dropped, dropped
+		}
+		s.mu.Unlock()
+	}
+	s.mu.Lock()
+	if l.bounds.recorded < maxInsideEvents {
+		l.bounds.recorded++
+		s.mu.Unlock()
+		return true
+	}
+	l.bounds.dropped++
+	first := l.bounds.droppedRecorded == 0
+	if first {
+		l.bounds.droppedRecorded = 1
+	}
+	s.mu.Unlock()
+	if first {
+		s.log.Warn("a sandbox reached its budget of events from inside; dropping further ones", "sandbox", id, "limit", maxInsideEvents)
+		s.emit(id, droppedEvent(1), "")
+	}
+	return false
+}
+
+func droppedEvent(n int) store.Event {
+	return store.Event{Kind: "events.dropped",
+		Reason: fmt.Sprintf("more than %d events came from inside the sandbox; later ones are dropped (%d so far)", maxInsideEvents, n),
+		Extra:  map[string]string{"limit": strconv.Itoa(maxInsideEvents), "count": strconv.Itoa(n)}}
+}
+
+// countInside reads from sandbox id's history how many events its sources
+// inside recorded, and how many the last events.dropped event counts.
+func (s *Service) countInside(id string) (recorded, dropped int) {
+	evs, err := s.store.Events(id, 0)
+	if err != nil {
+		return 0, 0
+	}
+	for _, ev := range evs {
+		switch {
+		case ev.Kind == "events.dropped":
+			n, _ := strconv.Atoi(ev.Extra["count"])
+			dropped = max(dropped, n)
+		case ev.Kind == "egress.denied", ev.StatusOffset > 0 && !phaseKind(ev.Kind):
+			recorded++
+		}
+	}
+	return recorded, dropped
+}
+
+// flushCounts records the counts kept in memory since they were last recorded:
+// denials of each destination and past the cap (egress.go), events dropped past
+// the budget. It runs when the sandbox stops and when it is removed; a sandbox
+// removed once its primary exits records them once, at its removal.
+func (s *Service) flushCounts(id string, l *live, removal bool) {
+	s.mu.Lock()
+	later := !removal && l.removeOnExit
+	s.mu.Unlock()
+	if later {
+		return
+	}
+	s.flushEgress(id, l)
+	s.mu.Lock()
+	n := l.bounds.dropped
+	grew := n > l.bounds.droppedRecorded
+	l.bounds.droppedRecorded = max(l.bounds.droppedRecorded, n)
+	s.mu.Unlock()
+	if grew {
+		s.emit(id, droppedEvent(n), "")
+	}
+}
+
+// awaitEgress waits, up to egressDrain, until the egress follower of l read
+// everything its proxy printed: call it once the proxy stopped.
+func (s *Service) awaitEgress(l *live) {
+	s.mu.Lock()
+	done := l.bounds.egressDone
+	s.mu.Unlock()
+	if done == nil {
+		return
+	}
+	t := time.NewTimer(egressDrain)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	case <-s.ctx.Done():
+	}
+}
