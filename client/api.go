@@ -169,6 +169,11 @@ type Exec struct {
 	ExitCode   *int       `json:"exit_code,omitempty"`
 	Stdout     string     `json:"stdout_path"`
 	Stderr     string     `json:"stderr_path"`
+	// Truncated: an output file reached the daemon's limit
+	// (artifacts.exec_output_max, per stream) or could not be written; it
+	// ends with a line "[airlock: output truncated …]" and the rest of that
+	// output was discarded.
+	Truncated bool `json:"truncated"`
 }
 
 // Health is what the daemon says about itself.

@@ -50,7 +50,7 @@ func (s *server) finishExec(w http.ResponseWriter, r *http.Request) {
 
 // toClientExec is the API's view of an exec record.
 func toClientExec(e store.Exec) *client.Exec {
-	out := &client.Exec{ID: e.ID, SandboxID: e.SandboxID, Cmd: e.Cmd, StartedAt: e.StartedAt, ExitCode: e.ExitCode, Stdout: e.StdoutPath, Stderr: e.StderrPath}
+	out := &client.Exec{ID: e.ID, SandboxID: e.SandboxID, Cmd: e.Cmd, StartedAt: e.StartedAt, ExitCode: e.ExitCode, Stdout: e.StdoutPath, Stderr: e.StderrPath, Truncated: e.Truncated}
 	if !e.FinishedAt.IsZero() {
 		t := e.FinishedAt
 		out.FinishedAt = &t

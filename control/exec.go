@@ -54,8 +54,8 @@ func (s *Service) Exec(id string, req *ExecRequest) (store.Exec, error) {
 	l.execs++
 	s.mu.Unlock()
 	s.goAsync(func() {
-		code := s.runExec(id, l, req, stdoutPath, stderrPath)
-		_, _ = s.store.FinishExec(id, execID, code, time.Now())
+		code, truncated := s.runExec(id, l, req, stdoutPath, stderrPath)
+		_, _ = s.store.EndExec(id, execID, store.ExecEnd{ExitCode: code, FinishedAt: time.Now(), Truncated: truncated})
 		if code == execAbandoned {
 			// The daemon stops: the command may go on in the sandbox, but
 			// nobody collects its output or code any more. Say so.
@@ -93,29 +93,45 @@ func (s *Service) beginExec(id string, req *ExecRequest) (string, error) {
 	return req.ID, nil
 }
 
-func (s *Service) runExec(id string, l *live, req *ExecRequest, stdoutPath, stderrPath string) int {
+// runExec runs an API exec with its output in files, each bounded by
+// Config.ExecOutputMax (cappedOutput), and returns its exit code and whether
+// an output file was cut.
+func (s *Service) runExec(id string, l *live, req *ExecRequest, stdoutPath, stderrPath string) (int, bool) {
 	if err := os.MkdirAll(filepath.Dir(stdoutPath), 0o700); err != nil {
-		return 125
+		return 125, false
 	}
 	outf, err := os.OpenFile(stdoutPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
 	if err != nil {
-		return 125
+		return 125, false
 	}
 	defer outf.Close()
 	errf, err := os.OpenFile(stderrPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
 	if err != nil {
-		return 125
+		return 125, false
 	}
 	defer errf.Close()
+	cut := func(file string) func(string) {
+		return func(why string) { s.log.Warn("exec output truncated", "sandbox", id, "file", file, "why", why) }
+	}
+	stdout := newCappedOutput(outf, s.cfg.ExecOutputMax, cut(stdoutPath))
+	stderr := newCappedOutput(errf, s.cfg.ExecOutputMax, cut(stderrPath))
+	code := s.collectExec(id, l, req, stdout, stderr)
+	return code, stdout.Truncated() || stderr.Truncated()
+}
+
+// collectExec runs an API exec with its output to stdout and stderr and
+// returns its exit code.
+func (s *Service) collectExec(id string, l *live, req *ExecRequest, stdout, stderr io.Writer) int {
+	var err error
 	h := l.handle
 	if h == nil {
 		if h, err = s.rtOf(id).Open(s.ctx, id, l.resolved); err != nil {
-			return s.execFailed(errf, err)
+			return s.execFailed(stderr, err)
 		}
 	}
-	ex, err := s.rtOf(id).Exec(s.ctx, h, sandbox.ExecRequest{Cmd: req.Cmd, Env: req.Env, Workdir: req.Workdir}, sandbox.Streams{Stdout: outf, Stderr: errf})
+	ex, err := s.rtOf(id).Exec(s.ctx, h, sandbox.ExecRequest{Cmd: req.Cmd, Env: req.Env, Workdir: req.Workdir}, sandbox.Streams{Stdout: stdout, Stderr: stderr})
 	if err != nil {
-		return s.execFailed(errf, err)
+		return s.execFailed(stderr, err)
 	}
 	select {
 	case <-ex.Done:

@@ -21,6 +21,9 @@ type Config struct {
 	EventRetentionTTL  time.Duration
 	ExecOutputRoot     string
 	ExecOutputTemplate string // "{sandbox_id}/{exec_id}"
+	// ExecOutputMax bounds each output file of an API exec (0: the default,
+	// userconfig.DefaultExecOutputMax).
+	ExecOutputMax int64
 	// ReapInterval is how often the reaper looks (default 2 s).
 	ReapInterval time.Duration
 	// Redactor masks the secret values the daemon holds in its log and in event

@@ -24,6 +24,9 @@ type Exec struct {
 	ExitCode   *int   `json:"exit_code,omitempty"`
 	StdoutPath string `json:"stdout_path,omitempty"`
 	StderrPath string `json:"stderr_path,omitempty"`
+	// Truncated: an output file reached its limit (artifacts.exec_output_max)
+	// or could not be written, and ends with a marker line.
+	Truncated bool `json:"truncated,omitempty"`
 }
 
 func (e Exec) clone() Exec {
@@ -95,6 +98,19 @@ func (s *Store) CreateExec(ex Exec) (Exec, error) {
 // FinishExec records the exit code and end time (now when zero) of an exec.
 // Finishing an exec twice is ErrInvalidState.
 func (s *Store) FinishExec(sandboxID, execID string, exitCode int, finishedAt time.Time) (Exec, error) {
+	return s.EndExec(sandboxID, execID, ExecEnd{ExitCode: exitCode, FinishedAt: finishedAt})
+}
+
+// ExecEnd is how an exec ended.
+type ExecEnd struct {
+	ExitCode   int
+	FinishedAt time.Time // zero: now
+	Truncated  bool      // an output file was cut (Exec.Truncated)
+}
+
+// EndExec is FinishExec with all of end recorded in the same write.
+func (s *Store) EndExec(sandboxID, execID string, end ExecEnd) (Exec, error) {
+	exitCode, finishedAt := end.ExitCode, end.FinishedAt
 	if finishedAt.IsZero() {
 		finishedAt = s.now()
 	}
@@ -109,6 +125,7 @@ func (s *Store) FinishExec(sandboxID, execID string, exitCode int, finishedAt ti
 		}
 		ex.ExitCode = &exitCode
 		ex.FinishedAt = finishedAt.UTC()
+		ex.Truncated = ex.Truncated || end.Truncated
 		out = ex
 		return putJSON(b, []byte(execID), ex)
 	})
