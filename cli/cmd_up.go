@@ -38,8 +38,11 @@ func newUpCommand(a *app) *cobra.Command {
 }
 
 func (a *app) up(detach bool, id string) error {
-	r, err := a.loadManifest()
+	r, layers, err := a.loadManifestLayers()
 	if err != nil {
+		return err
+	}
+	if err := a.checkLayers(r, layers); err != nil {
 		return err
 	}
 	a.warnPrivileged(r)
@@ -69,7 +72,15 @@ func (a *app) up(detach bool, id string) error {
 		return su.err(err)
 	}
 	defer lock.release()
+	session, err := a.beginLayers(r, layers, rt.ProjectCopied(r), false)
+	if err != nil {
+		return su.err(err)
+	}
+	defer session.done()
 	sbID, created, from, running, err := a.upSandbox(ctx, c, rt, r, id, detach)
+	if !running {
+		session.started(sbID)
+	}
 	if running {
 		// up -d of a sandbox that already runs, as the manifest now says: it is
 		// left as it is and its ID printed (docker compose up -d does the same).
@@ -148,11 +159,15 @@ func (a *app) up(detach bool, id string) error {
 		// Its control characters shown, not obeyed (its colours kept).
 		shutdownLines = rt.FollowStderr(stopCtx, sb, time.Now(), termsafe.NewWriter(a.stderr))
 	}
+	stopped := false
 	if cur, gerr := c.Get(stopCtx, sbID); gerr == nil {
-		if serr := stopSandbox(stopCtx, c, *cur); serr != nil && err == nil {
+		serr := stopSandbox(stopCtx, c, *cur)
+		if serr != nil && err == nil {
 			err = serr
 		}
+		stopped = serr == nil
 	}
+	session.ended(stopped)
 	if shutdownLines != nil {
 		select {
 		case <-shutdownLines:

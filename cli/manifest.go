@@ -78,7 +78,11 @@ func (a *app) loader() (*manifest.Loader, error) {
 }
 
 // loadManifest resolves the project's manifest; manifest problems become config errors.
-func (a *app) loadManifest() (*manifest.Resolved, error) {
+func (a *app) loadManifest() (*manifest.Resolved, error) { return a.loadManifestWith(nil) }
+
+// loadManifestWith is loadManifest reading the layer files with readFile (nil:
+// os.ReadFile).
+func (a *app) loadManifestWith(readFile func(string) ([]byte, error)) (*manifest.Resolved, error) {
 	file, err := a.manifestFile()
 	if err != nil {
 		return nil, err
@@ -87,6 +91,7 @@ func (a *app) loadManifest() (*manifest.Resolved, error) {
 	if err != nil {
 		return nil, err
 	}
+	l.ReadFile = readFile
 	r, err := l.Load(file)
 	if err != nil {
 		if manifest.IsConfigError(err) {

@@ -123,3 +123,7 @@ func (p *Paths) DaemonDir() string { return filepath.Join(p.StateRoot, "daemon")
 
 // Vault is the prefix of the vault files (vault.*).
 func (p *Paths) Vault() string { return filepath.Join(p.DataDir, "vault") }
+
+// Trust is the folder of the trust record: the manifest layers each project's
+// sandboxes started from (package trust).
+func (p *Paths) Trust() string { return filepath.Join(p.DataDir, "trust") }

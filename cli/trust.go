@@ -1,0 +1,340 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/airlock-dev/airlock/client"
+	"github.com/airlock-dev/airlock/internal/proc"
+	"github.com/airlock-dev/airlock/manifest"
+	"github.com/airlock-dev/airlock/trust"
+)
+
+// The manifest's layers are policy a sandbox must not rewrite for its next run
+// (docs/trust.md): up and run load them through a trust.Snapshot, refuse those
+// changed while a sandbox could write them (or ask on a terminal), and record
+// each sandbox they start as a session.
+
+// ignoreFile is the project's .airlockignore, which acts as a layer.
+const ignoreFile = ".airlockignore"
+
+// loadManifestLayers is loadManifest recording every layer file it read, and
+// the project's .airlockignore.
+func (a *app) loadManifestLayers() (*manifest.Resolved, *trust.Snapshot, error) {
+	snap := trust.NewSnapshot()
+	r, err := a.loadManifestWith(snap.ReadFile)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := snap.Add(filepath.Join(r.ProjectDir, ignoreFile)); err != nil {
+		return nil, nil, withCode(ExitAirlock, err)
+	}
+	return r, snap, nil
+}
+
+func (a *app) trustStore() (*trust.Store, error) {
+	p, err := a.paths()
+	if err != nil {
+		return nil, err
+	}
+	return trust.New(p.Trust()), nil
+}
+
+// checkLayers lets a sandbox start from r only when no layer changed while a
+// sandbox could write it, or the user accepts the change: on a terminal it
+// shows the diff and asks; otherwise it is a config error naming the files and
+// what they widen.
+func (a *app) checkLayers(r *manifest.Resolved, snap *trust.Snapshot) error {
+	store, err := a.trustStore()
+	if err != nil {
+		return err
+	}
+	changes, err := store.Check(r.File, r.ProjectDir, snap, a.sessionResolver())
+	if err != nil {
+		return withCode(ExitAirlock, fmt.Errorf("cannot check the manifest's layers against the trust record: %w", err))
+	}
+	if len(changes) == 0 {
+		return nil
+	}
+	widens := a.layerWidening(r, snap, changes)
+	if isTerminal(a.stdin) && isTerminal(a.stdout) {
+		printLayerChanges(a.stderr, changes, widens)
+		fmt.Fprint(a.stderr, "Trust these layers and go on? [y/N] ")
+		if readYes(a.stdin) {
+			if err := store.Accept(r.File, r.ProjectDir, snap); err != nil {
+				return withCode(ExitAirlock, fmt.Errorf("cannot record the trusted layers: %w", err))
+			}
+			return nil
+		}
+	}
+	return configError(errors.New(refusal(changes, widens)))
+}
+
+// refusal is `sandbox.local.toml changed while sandbox X ran: it widens mounts
+// (…); review with "airlock trust"`.
+func refusal(changes []trust.Change, widens string) string {
+	var names []string
+	sb := ""
+	for _, c := range changes {
+		if c.Inside {
+			names = append(names, displayPath(c.Path))
+			if sb == "" {
+				sb = c.Sandbox
+			}
+		}
+	}
+	who := "a sandbox"
+	if sb != "" {
+		who = "sandbox " + sb
+	}
+	verb := "it widens "
+	if len(names) > 1 {
+		verb = "together they widen "
+	}
+	return fmt.Sprintf("%s changed while %s ran: %s; review with \"airlock trust\"", strings.Join(names, ", "), who, verb+widens)
+}
+
+// layerWidening says what the layers as they are now widen over the accepted
+// ones: trust.Summary, or "nothing airlock knows of".
+func (a *app) layerWidening(r *manifest.Resolved, snap *trust.Snapshot, changes []trust.Change) string {
+	l, err := a.loader()
+	if err != nil {
+		return "(cannot tell: " + err.Error() + ")"
+	}
+	old := maps.Clone(snap.Files)
+	var ws []trust.Widening
+	for _, c := range changes {
+		if c.Old == nil {
+			old[c.Path] = trust.File{Absent: true}
+		} else {
+			old[c.Path] = *c.Old
+		}
+		if filepath.Base(c.Path) == ignoreFile && c.New.Stored() && (c.Old == nil || c.Old.Stored()) {
+			var oc []byte
+			if c.Old != nil {
+				oc = c.Old.Content
+			}
+			ws = append(ws, trust.IgnoreWidens(oc, c.New.Content)...)
+		}
+	}
+	nr, err := trust.Load(*l, r.File, snap.Files)
+	if err != nil {
+		nr = r
+	}
+	oldR, oerr := trust.Load(*l, r.File, old)
+	if oerr != nil {
+		oldR = nil
+	}
+	ws = append(trust.Widens(oldR, nr), ws...)
+	s := trust.Summary(ws)
+	if s == "" {
+		s = "nothing airlock knows of (see the diff)"
+	}
+	if oerr != nil {
+		s += " (compared with an empty manifest: the accepted layers do not load now)"
+	}
+	return s
+}
+
+// printLayerChanges shows every changed layer with its diff, then what the
+// change widens.
+func printLayerChanges(w io.Writer, changes []trust.Change, widens string) {
+	for _, c := range changes {
+		name := displayPath(c.Path)
+		switch {
+		case c.Inside && c.Sandbox != "":
+			fmt.Fprintf(w, "%s: changed while sandbox %s ran\n", name, c.Sandbox)
+		case c.Inside:
+			fmt.Fprintf(w, "%s: changed while a sandbox ran\n", name)
+		default:
+			fmt.Fprintf(w, "%s: changed while no sandbox ran\n", name)
+		}
+		fmt.Fprint(w, trust.Diff(name, c.Old, c.New))
+	}
+	fmt.Fprintf(w, "it widens: %s\n", widens)
+}
+
+// readYes reads one line from r, a byte at a time (the rest of stdin is the
+// sandbox's), and reports whether it is y or yes.
+func readYes(r io.Reader) bool {
+	var line []byte
+	b := make([]byte, 1)
+	for len(line) < 64 {
+		n, err := r.Read(b)
+		if n == 1 {
+			if b[0] == '\n' || b[0] == '\r' {
+				break
+			}
+			line = append(line, b[0])
+		}
+		if err != nil {
+			break
+		}
+	}
+	ans := strings.ToLower(strings.TrimSpace(string(line)))
+	return ans == "y" || ans == "yes"
+}
+
+// sessionResolver tells the trust record whether an open session's sandbox still
+// runs: by its CLI's pid until it has an ID, then by the daemon's record (a stopped,
+// failed or deleted sandbox ended at its last update). When the daemon cannot be
+// asked, the sandbox counts as running (changes are then attributed to it).
+func (a *app) sessionResolver() trust.Resolver {
+	var (
+		once sync.Once
+		c    *client.Client
+		cerr error
+	)
+	return func(s *trust.Session) trust.Status {
+		if s.Sandbox == "" {
+			if st, start, ok := proc.State(s.PID); ok && st != "Z" && start == s.PIDStart {
+				return trust.Status{Running: true}
+			}
+			return trust.Status{}
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		once.Do(func() { c, cerr = a.daemonClient(ctx) })
+		if cerr != nil {
+			return trust.Status{Running: true}
+		}
+		sb, err := c.Get(ctx, s.Sandbox)
+		var ce *client.Error
+		switch {
+		case errors.As(err, &ce) && ce.Status == http.StatusNotFound:
+			return trust.Status{}
+		case err != nil:
+			return trust.Status{Running: true}
+		}
+		switch sb.State {
+		case client.StateStopped, client.StateFailed, client.StateDeleted:
+			return trust.Status{Ended: stoppedAt(ctx, c, sb)}
+		}
+		return trust.Status{Running: true}
+	}
+}
+
+// stoppedAt is when a sandbox that no longer runs stopped: the time of its last
+// sandbox.stopped or sandbox.failed event, else of its record's last update
+// (a removal comes after the stop).
+func stoppedAt(ctx context.Context, c *client.Client, sb *client.Sandbox) time.Time {
+	evs, err := c.History(ctx, sb.ID, 0)
+	if err != nil {
+		return sb.UpdatedAt
+	}
+	for i := len(evs) - 1; i >= 0; i-- {
+		switch evs[i].Kind {
+		case "sandbox.started", "sandbox.ready":
+			return sb.UpdatedAt // started again after: no stop of this run
+		case "sandbox.stopped", "sandbox.failed":
+			if evs[i].Time.Before(sb.UpdatedAt) {
+				return evs[i].Time
+			}
+			return sb.UpdatedAt
+		}
+	}
+	return sb.UpdatedAt
+}
+
+// layerSession is the trust record's session of one sandbox up or run starts.
+type layerSession struct {
+	a      *app
+	store  *trust.Store
+	serial uint64
+	snap   *trust.Snapshot
+	id     string
+}
+
+// beginLayers records that a sandbox of r is about to start, with the host paths
+// it can write: the project dir unless it is copied in (or when --output copies
+// paths back into it), and every writable mount's source.
+func (a *app) beginLayers(r *manifest.Resolved, snap *trust.Snapshot, projectCopied, outputs bool) (*layerSession, error) {
+	store, err := a.trustStore()
+	if err != nil {
+		return nil, err
+	}
+	var roots []string
+	if !projectCopied || outputs {
+		roots = append(roots, r.ProjectDir)
+	}
+	home, _ := a.getenv("HOME")
+	for _, m := range r.Mounts {
+		if m.Enabled && !m.ReadOnly {
+			roots = append(roots, expandHostPath(m.Source, r.ProjectDir, home))
+		}
+	}
+	ss, err := store.Begin(r.File, roots, os.Getpid(), processStart(os.Getpid()))
+	if err != nil {
+		return nil, withCode(ExitAirlock, fmt.Errorf("cannot record the sandbox in the trust record: %w", err))
+	}
+	return &layerSession{a: a, store: store, serial: ss.Serial, snap: snap}, nil
+}
+
+// started names the session's sandbox.
+func (s *layerSession) started(id string) {
+	if s == nil || id == "" {
+		return
+	}
+	s.id = id
+	if err := s.store.SetSandbox(s.serial, id); err != nil {
+		fmt.Fprintf(s.a.stderr, "airlock: warning: cannot record sandbox %s in the trust record: %v\n", id, err)
+	}
+}
+
+// ended compares the layers with those the sandbox started from, as its main
+// command (or shell) ended: a difference is flagged, and said. closed: the
+// sandbox is stopped.
+func (s *layerSession) ended(closed bool) {
+	if s == nil || s.id == "" {
+		return
+	}
+	now := trust.NewSnapshot()
+	for _, p := range s.snap.Paths() {
+		_, _ = now.ReadFile(p)
+	}
+	changes, err := s.store.Ended(s.serial, now, closed)
+	if err != nil {
+		fmt.Fprintf(s.a.stderr, "airlock: warning: cannot check the manifest's layers after sandbox %s: %v\n", s.id, err)
+		return
+	}
+	if len(changes) == 0 || s.a.opts.quiet {
+		return
+	}
+	var names []string
+	for _, c := range changes {
+		names = append(names, displayPath(c.Path))
+	}
+	fmt.Fprintf(s.a.stderr, "airlock: warning: %s changed while sandbox %s ran; the next up or run refuses it until you review it with `airlock trust`\n", strings.Join(names, ", "), s.id)
+}
+
+// done forgets the session when no sandbox came of it.
+func (s *layerSession) done() {
+	if s == nil || s.id != "" {
+		return
+	}
+	_ = s.store.Drop(s.serial)
+}
+
+// expandHostPath is a host path of the manifest made absolute, as the sandbox
+// package does: ~ is home, a relative path is under projectDir.
+func expandHostPath(p, projectDir, home string) string {
+	if p == "~" || strings.HasPrefix(p, "~/") {
+		if home == "" {
+			home, _ = os.UserHomeDir()
+		}
+		return filepath.Join(home, strings.TrimPrefix(p, "~"))
+	}
+	if !filepath.IsAbs(p) {
+		return filepath.Join(projectDir, p)
+	}
+	return filepath.Clean(p)
+}

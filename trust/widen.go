@@ -1,0 +1,335 @@
+package trust
+
+import (
+	"bytes"
+	"fmt"
+	"io/fs"
+	"maps"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/airlock-dev/airlock/manifest"
+)
+
+// Widening is one way a manifest gives its sandbox more than another did.
+type Widening struct {
+	// Area is one of: mounts, copies, privileges, user, capabilities,
+	// network, ports, egress, tools, presets, env, project, build, ignore.
+	Area string
+	// Detail says what, in key paths and values ("mounts.h: ~ -> /hosthome").
+	Detail string
+}
+
+// areaOrder is the order areas are told in.
+var areaOrder = []string{"mounts", "copies", "privileges", "user", "capabilities", "network", "ports", "egress", "tools", "presets", "env", "project", "build", "ignore"}
+
+// Summary is "mounts (mounts.h: ~ -> /hosthome), privileges (sandbox.privileged = true)".
+func Summary(ws []Widening) string {
+	by := map[string][]string{}
+	for _, w := range ws {
+		by[w.Area] = append(by[w.Area], w.Detail)
+	}
+	var parts []string
+	for _, a := range areaOrder {
+		if d := by[a]; len(d) > 0 {
+			parts = append(parts, a+" ("+strings.Join(d, "; ")+")")
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// Widens compares two resolved manifests, old then new, and lists every way new
+// gives its sandbox more of the host than old: mounts and copies (new, moved
+// or now writable), privileged, harden off (the sandbox's or a daemon's), the
+// user, added or no longer dropped capabilities, the network, published ports,
+// egress (removed, allowed more, another network), tools, presets, values taken
+// from the host environment or the vault, the project mode and the build
+// context. A nil old is an empty manifest. Narrowing changes are not listed.
+func Widens(old, new *manifest.Resolved) []Widening {
+	if old == nil {
+		old = &manifest.Resolved{}
+	}
+	if new == nil {
+		return nil
+	}
+	var out []Widening
+	add := func(area, format string, args ...any) {
+		out = append(out, Widening{Area: area, Detail: fmt.Sprintf(format, args...)})
+	}
+	o, n := &old.Manifest, &new.Manifest
+
+	for _, name := range slices.Sorted(maps.Keys(n.Mounts)) {
+		nm := n.Mounts[name]
+		key := manifest.KeyPath("mounts", name)
+		om, had := o.Mounts[name]
+		switch {
+		case !had:
+			add("mounts", "%s: %s -> %s%s", key, nm.Source, nm.Target, rw(nm.ReadOnly))
+		case om.Source != nm.Source || om.Target != nm.Target:
+			add("mounts", "%s: %s -> %s%s (was %s -> %s)", key, nm.Source, nm.Target, rw(nm.ReadOnly), om.Source, om.Target)
+		case om.ReadOnly && !nm.ReadOnly:
+			add("mounts", "%s: %s -> %s is now writable", key, nm.Source, nm.Target)
+		case om.Missing != nm.Missing && strings.HasPrefix(nm.Missing, "create-"):
+			add("mounts", "%s: missing = %s (creates its source on the host)", key, nm.Missing)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(n.Copies)) {
+		nc := n.Copies[name]
+		key := manifest.KeyPath("copies", name)
+		oc, had := o.Copies[name]
+		switch {
+		case !had:
+			add("copies", "%s: %s -> %s", key, nc.Source, nc.Target)
+		case oc.Source != nc.Source:
+			add("copies", "%s: %s -> %s (was %s)", key, nc.Source, nc.Target, oc.Source)
+		case len(nc.Exclude) < len(oc.Exclude) || !subset(oc.Exclude, nc.Exclude):
+			add("copies", "%s: exclude %s (was %s)", key, list(nc.Exclude), list(oc.Exclude))
+		}
+	}
+
+	if n.Sandbox.Privileged && !o.Sandbox.Privileged {
+		add("privileges", "sandbox.privileged = true")
+	}
+	if !n.Sandbox.Harden && (o.Sandbox.Harden || old.File == "" && len(old.Layers) == 0) {
+		add("privileges", "sandbox.harden = false")
+	}
+	for _, name := range slices.Sorted(maps.Keys(n.Daemons)) {
+		nd := n.Daemons[name]
+		od, had := o.Daemons[name]
+		if !nd.Harden && (!had || od.Harden) {
+			add("privileges", "%s = false", manifest.KeyPath("daemons", name, "harden"))
+		}
+		if nd.User != "" && (!had || od.User != nd.User) {
+			add("user", "%s = %q", manifest.KeyPath("daemons", name, "user"), nd.User)
+		}
+	}
+	if n.Sandbox.User != o.Sandbox.User {
+		add("user", "sandbox.user: %q -> %q", o.Sandbox.User, n.Sandbox.User)
+	}
+
+	for _, c := range n.Sandbox.CapAdd {
+		if !containsCap(o.Sandbox.CapAdd, c) {
+			add("capabilities", "cap_add %s", c)
+		}
+	}
+	for _, c := range o.Sandbox.CapDrop {
+		if !containsCap(n.Sandbox.CapDrop, c) {
+			add("capabilities", "cap_drop no longer drops %s", c)
+		}
+	}
+
+	if netRank(n.Sandbox.Network) > netRank(o.Sandbox.Network) ||
+		n.Sandbox.Network != o.Sandbox.Network && netRank(n.Sandbox.Network) == 1 && netRank(o.Sandbox.Network) == 1 {
+		add("network", "sandbox.network: %s -> %s", orDefault(o.Sandbox.Network), n.Sandbox.Network)
+	}
+	for _, p := range n.Sandbox.Ports {
+		if !slices.Contains(o.Sandbox.Ports, p) {
+			add("ports", "%s", p)
+		}
+	}
+
+	switch oe, ne := o.Sandbox.Egress, n.Sandbox.Egress; {
+	case oe != nil && ne == nil:
+		add("egress", "sandbox.egress removed: every destination is reachable")
+	case oe != nil && ne != nil:
+		for _, a := range ne.Allow {
+			if !slices.Contains(oe.Allow, a) {
+				add("egress", "allow %s", a)
+			}
+		}
+		if oe.Network != ne.Network {
+			add("egress", "sandbox.egress.network: %s -> %s", orDefault(oe.Network), ne.Network)
+		}
+	}
+
+	for _, t := range n.Tools {
+		if !slices.Contains(o.Tools, t) {
+			add("tools", "%s", t)
+		}
+	}
+	for _, p := range n.Presets {
+		if !slices.Contains(o.Presets, p) {
+			add("presets", "%s", p)
+		}
+	}
+
+	ov, nv := substituted(o), substituted(n)
+	for _, k := range slices.Sorted(maps.Keys(new.Sources)) {
+		src := new.Sources[k]
+		if src == manifest.Literal {
+			continue
+		}
+		if old.Sources[k] == src && ov[k] == nv[k] {
+			continue
+		}
+		from := "the host environment"
+		if src == manifest.Vault {
+			from = "the vault"
+		}
+		add("env", "%s takes a value from %s", k, from)
+	}
+
+	if projRank(n.Sandbox.Project) > projRank(o.Sandbox.Project) {
+		add("project", "sandbox.project: %s -> %s", orDefault(o.Sandbox.Project), n.Sandbox.Project)
+	}
+	if nb := n.Sandbox.Build; nb != nil {
+		ob := o.Sandbox.Build
+		switch {
+		case ob == nil:
+			add("build", "sandbox.build.context = %q", nb.Context)
+		case ob.Context != nb.Context:
+			add("build", "sandbox.build.context: %q -> %q", ob.Context, nb.Context)
+		case ob.Dockerfile != nb.Dockerfile:
+			add("build", "sandbox.build.dockerfile: %q -> %q", ob.Dockerfile, nb.Dockerfile)
+		}
+	}
+	return out
+}
+
+// IgnoreWidens compares two .airlockignore contents: a pattern no longer
+// there, or a new exception (!pattern), lets more of the project be copied in.
+func IgnoreWidens(old, new []byte) []Widening {
+	ol, nl := ignoreLines(old), ignoreLines(new)
+	var out []Widening
+	for _, l := range ol {
+		if !strings.HasPrefix(l, "!") && !slices.Contains(nl, l) {
+			out = append(out, Widening{Area: "ignore", Detail: ".airlockignore no longer leaves out " + l})
+		}
+	}
+	for _, l := range nl {
+		if strings.HasPrefix(l, "!") && !slices.Contains(ol, l) {
+			out = append(out, Widening{Area: "ignore", Detail: ".airlockignore now copies " + l[1:]})
+		}
+	}
+	return out
+}
+
+func ignoreLines(data []byte) []string {
+	var out []string
+	for _, l := range strings.Split(string(data), "\n") {
+		l = strings.TrimSpace(l)
+		if l != "" && !strings.HasPrefix(l, "#") {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// Load resolves the manifest at file as it was when files were read: each
+// layer is served from files (one not there is read from disk), and every
+// ${VAR} the host environment lacks stands for a marker of its name, so
+// that no vault is opened and two loads compare by the names they use.
+func Load(l manifest.Loader, file string, files map[string]File) (*manifest.Resolved, error) {
+	l.ReadFile = func(p string) ([]byte, error) {
+		f, ok := files[clean(p)]
+		switch {
+		case !ok:
+			return os.ReadFile(p)
+		case f.Absent:
+			return nil, &fs.PathError{Op: "open", Path: p, Err: fs.ErrNotExist}
+		case !f.Stored():
+			return nil, fmt.Errorf("cannot compare %s: it is larger than %d bytes", p, MaxStored)
+		}
+		return bytes.Clone(f.Content), nil
+	}
+	l.Vault = markerVault{}
+	return l.Load(file)
+}
+
+// Read resolves the manifest at file from disk as Load does (no vault is
+// opened: every ${VAR} the host environment lacks stands for a marker) and
+// returns the snapshot of the layers it read.
+func Read(l manifest.Loader, file string) (*manifest.Resolved, *Snapshot, error) {
+	snap := NewSnapshot()
+	l.ReadFile = snap.ReadFile
+	l.Vault = markerVault{}
+	r, err := l.Load(file)
+	return r, snap, err
+}
+
+type markerVault struct{}
+
+func (markerVault) Lookup(name string) (string, bool, error) {
+	return "<value of " + name + ">", true, nil
+}
+
+// substituted maps the key paths of values that may be substituted to the values.
+func substituted(m *manifest.Manifest) map[string]string {
+	out := map[string]string{manifest.KeyPath("sandbox", "image"): m.Sandbox.Image}
+	for k, v := range m.Env {
+		out[manifest.KeyPath("env", k)] = v
+	}
+	for name, mt := range m.Mounts {
+		out[manifest.KeyPath("mounts", name, "source")] = mt.Source
+	}
+	for name, c := range m.Copies {
+		out[manifest.KeyPath("copies", name, "source")] = c.Source
+	}
+	for name, d := range m.Daemons {
+		for k, v := range d.Env {
+			out[manifest.KeyPath("daemons", name, "env", k)] = v
+		}
+	}
+	for name, s := range m.Services {
+		for k, v := range s.Env {
+			out[manifest.KeyPath("services", name, "env", k)] = v
+		}
+	}
+	return out
+}
+
+func rw(readOnly bool) string {
+	if readOnly {
+		return " (read-only)"
+	}
+	return ""
+}
+
+func subset(a, b []string) bool {
+	for _, x := range a {
+		if !slices.Contains(b, x) {
+			return false
+		}
+	}
+	return true
+}
+
+func list(s []string) string {
+	if len(s) == 0 {
+		return "[]"
+	}
+	return "[" + strings.Join(s, ", ") + "]"
+}
+
+func containsCap(caps []string, c string) bool {
+	norm := func(s string) string { return strings.TrimPrefix(strings.ToUpper(s), "CAP_") }
+	return slices.ContainsFunc(caps, func(x string) bool { return norm(x) == norm(c) || norm(x) == "ALL" })
+}
+
+// netRank orders networks by what they reach: none, then bridge (or a named
+// one), then the host's.
+func netRank(n string) int {
+	switch n {
+	case "none":
+		return 0
+	case "host":
+		return 2
+	}
+	return 1
+}
+
+// projRank: a copied project cannot write the host's; a bound one can.
+func projRank(p string) int {
+	if p == "copy" {
+		return 0
+	}
+	return 1
+}
+
+func orDefault(s string) string {
+	if s == "" {
+		return `""`
+	}
+	return s
+}
