@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
@@ -104,8 +105,9 @@ func TestExecExitCode(t *testing.T) {
 }
 
 // -e K=V is literal, -e K takes K from airlock's environment (left out when
-// unset), -w sets the working directory; all reach both the record and the
-// supervisor.
+// unset), -w sets the working directory; all reach the supervisor, the values
+// delivered apart: neither the Engine's exec configuration nor the daemon's
+// record holds them.
 func TestExecEnvAndWorkdir(t *testing.T) {
 	t.Parallel()
 	f := newFakeDaemon(t)
@@ -121,12 +123,18 @@ func TestExecEnvAndWorkdir(t *testing.T) {
 	if !slices.Equal(call.Env, wantEnv) || call.Workdir != "/src/sub" || !slices.Equal(call.Cmd, []string{"env"}) {
 		t.Errorf("the supervisor got env %q, workdir %q, cmd %q; want %q, /src/sub, [env]", call.Env, call.Workdir, call.Cmd, wantEnv)
 	}
-	if o := f.engine.createdExecs()[0]; o.WorkingDir != "/src/sub" {
+	execs := f.engine.createdExecs()
+	if o := execs[len(execs)-1]; o.WorkingDir != "/src/sub" {
 		t.Errorf("Engine exec working dir %q", o.WorkingDir)
 	}
+	for _, o := range execs {
+		if b, _ := json.Marshal(o); strings.Contains(string(b), "host value") || strings.Contains(string(b), "x=y") {
+			t.Errorf("an Engine exec's configuration holds an -e value: %s", b)
+		}
+	}
 	req, _ := execRecord(t, f, "s1")
-	if !slices.Equal(req.Env, wantEnv) || req.Workdir != "/src/sub" {
-		t.Errorf("exec recorded as %+v", req)
+	if len(req.Env) != 0 || req.Workdir != "/src/sub" {
+		t.Errorf("exec recorded as %+v, want no env values", req)
 	}
 }
 

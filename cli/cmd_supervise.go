@@ -77,12 +77,13 @@ func newSuperviseCommand(a *app) *cobra.Command {
 // the Engine's exec API.
 func newSuperviseExecCommand(a *app) *cobra.Command {
 	var (
-		specPath string
-		env      []string
-		workdir  string
+		specPath   string
+		env        []string
+		valuesPath string
+		workdir    string
 	)
 	cmd := &cobra.Command{
-		Use:    "exec --spec PATH [-e K=V] [-w DIR] -- CMD [ARG...]",
+		Use:    "exec --spec PATH [--values PATH] [-e K=V] [-w DIR] -- CMD [ARG...]",
 		Short:  "Replace this process with CMD, with the sandbox's environment",
 		Hidden: true,
 		Args:   cobra.MinimumNArgs(1),
@@ -90,7 +91,7 @@ func newSuperviseExecCommand(a *app) *cobra.Command {
 			if specPath == "" {
 				return withCode(ExitUsage, errors.New("cannot exec: --spec is required"))
 			}
-			code, err := supervisor.Exec(supervisor.ExecOptions{SpecPath: specPath, Env: env, Workdir: workdir, Argv: args})
+			code, err := supervisor.Exec(supervisor.ExecOptions{SpecPath: specPath, Env: env, ValuesPath: valuesPath, Workdir: workdir, Argv: args})
 			return withCode(code, err)
 		},
 	}
@@ -98,6 +99,7 @@ func newSuperviseExecCommand(a *app) *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&specPath, "spec", "", "path of the supervisor spec file")
 	f.StringArrayVarP(&env, "env", "e", nil, "environment NAME=VALUE over the sandbox's (repeatable)")
+	f.StringVar(&valuesPath, "values", "", "more NAME=VALUE from this file (supervise deliver --exec-env), removed once read")
 	f.StringVarP(&workdir, "workdir", "w", "", "working directory (default: the main command's)")
 	return cmd
 }
@@ -131,15 +133,21 @@ func newSuperviseWrapCommand() *cobra.Command {
 // process waiting for them on a socket inside the container; the host runs it as
 // a non-TTY exec, so the values cross the Engine API only.
 func newSuperviseDeliverCommand() *cobra.Command {
-	var socket string
+	var socket, execEnv string
 	cmd := &cobra.Command{
-		Use:    "deliver --socket PATH < values.json",
-		Short:  "Deliver secret values from stdin to the sandbox's supervisor",
+		Use:    "deliver (--socket PATH | --exec-env PATH) < values.json",
+		Short:  "Deliver secret values from stdin to the sandbox's supervisor (or an exec's values to a file)",
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if execEnv != "" {
+				if err := supervisor.StashExecEnv(execEnv, cmd.InOrStdin()); err != nil {
+					return withCode(ExitAirlock, err)
+				}
+				return nil
+			}
 			if socket == "" {
-				return withCode(ExitUsage, errors.New("cannot deliver: --socket is required"))
+				return withCode(ExitUsage, errors.New("cannot deliver: --socket or --exec-env is required"))
 			}
 			if err := supervisor.Deliver(socket, cmd.InOrStdin(), 10*time.Second); err != nil {
 				return withCode(ExitAirlock, err)
@@ -148,6 +156,7 @@ func newSuperviseDeliverCommand() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&socket, "socket", "", "the receiver's unix socket")
+	cmd.Flags().StringVar(&execEnv, "exec-env", "", "write an exec's environment (a JSON array of NAME=VALUE) to this new file, for supervise exec --values")
 	return cmd
 }
 

@@ -16,7 +16,8 @@ import (
 // execRecorded is execInteractive recorded by the daemon: exec.started before, and
 // exec.finished with the exit code after; a client is attached meanwhile.
 func (a *app) execRecorded(ctx context.Context, c *client.Client, rt runBackend, sb *sandbox.Sandbox, req sandbox.ExecRequest) (int, error) {
-	ex, err := c.Exec(ctx, sb.ID, &client.ExecRequest{Cmd: req.Cmd, Env: req.Env, Workdir: req.Workdir, Interactive: true})
+	// The daemon only records this exec: its env values need not travel there.
+	ex, err := c.Exec(ctx, sb.ID, &client.ExecRequest{Cmd: req.Cmd, Workdir: req.Workdir, Interactive: true})
 	if err != nil {
 		return 0, apiFailure(err)
 	}

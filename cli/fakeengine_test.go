@@ -53,7 +53,8 @@ type fakeEngineExec struct {
 // for, and the exec's streams.
 type fakeExecCall struct {
 	Cmd     []string // the command after --
-	Env     []string // -e NAME=VALUE
+	Env     []string // -e NAME=VALUE, then those of --values
+	Values  string   // --values PATH: the file `supervise deliver --exec-env` wrote
 	Workdir string
 	TTY     bool
 	Stdin   io.Reader // nil when stdin is not attached
@@ -329,9 +330,26 @@ func (e *fakeEngine) serveExecStart(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case len(argv) > 2 && argv[0] == sandbox.SupervisorIn && argv[1] == "supervise" && argv[2] == "tail":
 		e.tail(x, argv, rw.Reader, stdout, stderr)
+	case len(argv) == 5 && argv[0] == sandbox.SupervisorIn && argv[1] == "supervise" && argv[2] == "deliver" && argv[3] == "--exec-env":
+		// The exec's values, kept as the file the supervisor would write.
+		b, _ := io.ReadAll(rw.Reader)
+		e.mu.Lock()
+		e.files[x.container+":"+argv[4]] = string(b)
+		e.mu.Unlock()
 	case len(argv) > 2 && argv[0] == sandbox.SupervisorIn && argv[1] == "supervise" && argv[2] == "exec":
 		call := parseSuperviseExec(e.t, argv)
 		call.TTY, call.Stdout, call.Stderr = x.opts.Tty, stdout, stderr
+		if call.Values != "" {
+			e.mu.Lock()
+			b, ok := e.files[x.container+":"+call.Values]
+			delete(e.files, x.container+":"+call.Values)
+			e.mu.Unlock()
+			var values []string
+			if err := json.Unmarshal([]byte(b), &values); !ok || err != nil {
+				e.t.Errorf("fake Engine: --values %s: no values delivered (%v)", call.Values, err)
+			}
+			call.Env = append(call.Env, values...)
+		}
 		if x.opts.AttachStdin {
 			call.Stdin = rw.Reader
 		}
@@ -354,7 +372,7 @@ func (e *fakeEngine) serveExecStart(w http.ResponseWriter, r *http.Request) {
 	e.mu.Unlock()
 }
 
-// parseSuperviseExec reads `airlock supervise exec --spec F [-e K=V]... [-w DIR] -- CMD...`.
+// parseSuperviseExec reads `airlock supervise exec --spec F [--values PATH] [-e K=V]... [-w DIR] -- CMD...`.
 func parseSuperviseExec(t *testing.T, argv []string) *fakeExecCall {
 	call := &fakeExecCall{}
 	args := argv[3:]
@@ -367,6 +385,8 @@ func parseSuperviseExec(t *testing.T, argv []string) *fakeExecCall {
 			args = args[2:]
 		case a == "-e" && len(args) > 1:
 			call.Env, args = append(call.Env, args[1]), args[2:]
+		case a == "--values" && len(args) > 1:
+			call.Values, args = args[1], args[2:]
 		case a == "-w" && len(args) > 1:
 			call.Workdir, args = args[1], args[2:]
 		default:

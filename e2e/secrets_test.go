@@ -3,7 +3,6 @@ package e2e
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -74,10 +73,9 @@ env = { SVCTOK = "${VAULT_TOK}", SVCPLAIN = "plain" }
 		}
 		leak("docker inspect "+c.Names[0], raw)
 		for _, ex := range in.ExecIDs {
-			if xi, err := e.Cli.ContainerExecInspect(ctx, ex); err == nil {
-				b, _ := json.Marshal(xi)
-				leak("docker inspect of exec "+ex, b)
-			}
+			// The Engine's whole answer: the client's ExecInspect leaves out
+			// the ProcessConfig, which holds the exec's arguments.
+			leak("docker inspect of exec "+ex, execInspectRaw(t, e, ex))
 		}
 	}
 	// airlock config in every form.

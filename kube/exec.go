@@ -86,16 +86,14 @@ func (rt *Runtime) ReadFile(ctx context.Context, pod, file string, from, limit i
 	return b, from + int64(len(b)), err
 }
 
-// Exec starts a command in the sandbox through `supervise exec`, as on Docker.
+// Exec starts a command in the sandbox through `supervise exec`, as on Docker:
+// its -e values are delivered apart first (sandbox.ExecArgv), never in the Pod
+// exec request, which the API server may log.
 func (rt *Runtime) Exec(ctx context.Context, sb *sandbox.Sandbox, req sandbox.ExecRequest, s sandbox.Streams) (*sandbox.Exec, error) {
-	argv := []string{sandbox.SupervisorIn, "supervise", "exec", "--spec", sandbox.SpecIn}
-	for _, e := range req.Env {
-		argv = append(argv, "-e", e)
+	argv, err := sandbox.ExecArgv(ctx, rt, sb.PrimaryID, req)
+	if err != nil {
+		return nil, err
 	}
-	if req.Workdir != "" {
-		argv = append(argv, "-w", req.Workdir)
-	}
-	argv = append(append(argv, "--"), req.Cmd...)
 	var stdin io.Reader
 	if req.Stdin {
 		stdin = s.Stdin

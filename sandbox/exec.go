@@ -33,17 +33,17 @@ func NewExec(id string, done <-chan error, exitCode func(context.Context) (int, 
 }
 
 // Exec starts a command in the sandbox through `airlock supervise exec`, which
-// gives it the sandbox's [env] (substituted values included) from the spec, so the
-// exec's own configuration holds only what the caller passed with -e.
+// gives it the sandbox's [env] (substituted values included) from the spec and
+// the caller's -e values delivered apart (ExecArgv), so the exec's own
+// configuration holds neither.
 func (rt *Runtime) Exec(ctx context.Context, sb *Sandbox, req ExecRequest, s Streams) (*Exec, error) {
-	argv := []string{SupervisorIn, "supervise", "exec", "--spec", SpecIn}
-	for _, e := range req.Env {
-		argv = append(argv, "-e", e)
+	argv, err := ExecArgv(ctx, rt, sb.PrimaryID, req)
+	if err != nil {
+		if strings.Contains(err.Error(), "is not running") {
+			return nil, failed("sandbox %s is not running (start it with `airlock up -d`)", sb.ID)
+		}
+		return nil, err
 	}
-	if req.Workdir != "" {
-		argv = append(argv, "-w", req.Workdir)
-	}
-	argv = append(append(argv, "--"), req.Cmd...)
 	resp, err := rt.Engine.ContainerExecCreate(ctx, sb.PrimaryID, container.ExecOptions{
 		Cmd: argv, Tty: req.TTY, AttachStdin: req.Stdin, AttachStdout: true, AttachStderr: true,
 		WorkingDir: req.Workdir,

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -48,6 +49,49 @@ func DeliverValues(ctx context.Context, ex Execer, containerID string, values ma
 		return failed("cannot deliver the secret values: %s", bytes.TrimSpace(out.bytes()))
 	}
 	return nil
+}
+
+// ExecArgv is the command line of an exec of req in a running sandbox: `airlock
+// supervise exec`, which gives CMD the sandbox's [env] (substituted values
+// included) from the supervisor's tmpfs. req.Env values are private too (a token
+// from the CLI's environment, or a literal the CLI cannot tell from one): they are
+// delivered first, as the stdin of a non-TTY exec of `supervise deliver
+// --exec-env` that writes them to a new file with a one-time random name on the
+// tmpfs, which `supervise exec --values` reads and removes. So neither the exec's
+// configuration (docker inspect, a Pod exec request) nor any process's argv holds
+// them, and the exec keeps its own stdin for CMD.
+func ExecArgv(ctx context.Context, ex Execer, containerID string, req ExecRequest) ([]string, error) {
+	argv := []string{SupervisorIn, "supervise", "exec", "--spec", SpecIn}
+	if len(req.Env) > 0 {
+		path, err := deliverExecEnv(ctx, ex, containerID, req.Env)
+		if err != nil {
+			return nil, err
+		}
+		argv = append(argv, "--values", path)
+	}
+	if req.Workdir != "" {
+		argv = append(argv, "-w", req.Workdir)
+	}
+	return append(append(argv, "--"), req.Cmd...), nil
+}
+
+// deliverExecEnv hands env to a new file on the sandbox's tmpfs and returns its path.
+func deliverExecEnv(ctx context.Context, ex Execer, containerID string, env []string) (string, error) {
+	payload, err := json.Marshal(env)
+	if err != nil {
+		return "", failed("cannot encode the exec's environment")
+	}
+	path := RunMount + "/exec-" + rand.Text() + ".json"
+	out := &limitedBuffer{n: 64 << 10}
+	code, err := ex.ExecIn(ctx, containerID, []string{SupervisorIn, "supervise", "deliver", "--exec-env", path},
+		bytes.NewReader(payload), out, out)
+	if err != nil {
+		return "", failed("cannot deliver the exec's environment: %v", err)
+	}
+	if code != 0 {
+		return "", failed("cannot deliver the exec's environment: %s", bytes.TrimSpace(out.bytes()))
+	}
+	return path, nil
 }
 
 // TailFile streams a file of a running sandbox from a byte offset through an exec

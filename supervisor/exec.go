@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -46,8 +47,11 @@ func findCommand(argv0 string, env []string) (path string, code int, err error) 
 type ExecOptions struct {
 	SpecPath string
 	Env      []string // K=V, over the sandbox's main environment
-	Workdir  string   // "" for the spec's main cwd
-	Argv     []string
+	// ValuesPath, when set, is a file StashExecEnv wrote: more K=V over Env,
+	// read once, then removed.
+	ValuesPath string
+	Workdir    string // "" for the spec's main cwd
+	Argv       []string
 }
 
 // Exec replaces the current process with argv, run the way the sandbox runs its
@@ -58,6 +62,14 @@ type ExecOptions struct {
 func Exec(o ExecOptions) (int, error) {
 	if len(o.Argv) == 0 || o.Argv[0] == "" {
 		return ExitAirlock, errors.New("cannot exec: no command given")
+	}
+	// The values go first, so that the file is gone whatever fails next.
+	var values []string
+	if o.ValuesPath != "" {
+		var err error
+		if values, err = takeExecEnv(o.ValuesPath); err != nil {
+			return ExitAirlock, err
+		}
 	}
 	spec, err := LoadSpec(o.SpecPath)
 	if err != nil {
@@ -76,7 +88,8 @@ func Exec(o ExecOptions) (int, error) {
 			env = saved
 		}
 	}
-	for _, kv := range o.Env {
+	extra := slices.Concat(o.Env, values)
+	for _, kv := range extra {
 		if k, _, ok := strings.Cut(kv, "="); ok && k != "" {
 			env = setEnv(env, kv)
 		}
