@@ -198,7 +198,7 @@ func hostAddresses(t *testing.T) []string {
 // or any other address of the host, not even an ARP reply (a raw frame of its
 // own would reach the host); and names outside the allowlist do not
 // resolve (airlock's resolver answers NXDOMAIN at once, an allowed name
-// resolves).
+// resolves, a service's name too), also after a stop and a start.
 func TestEgressIsolation(t *testing.T) {
 	limit(t)
 	e := newEnv(t, "")
@@ -227,6 +227,10 @@ image = "{{image}}"
 [sandbox.egress]
 allow = ["%s:8080"]
 network = "%s"
+
+[services.side]
+image = "{{image}}"
+command = ["sh", "-c", "mkdir -p /www && echo page-of-side > /www/index.html && exec httpd -f -p 8080 -h /www"]
 `, ok, outside))
 	script := fmt.Sprintf(`GW=$(ip route | awk '/^default/ {print $3}')
 echo "gateway=$GW"
@@ -239,6 +243,7 @@ for h in $GW %s; do
 done
 wait
 echo "allowed: $(wget -qO- http://%s:8080/)"
+echo "service: $(wget -Y off -qO- http://side:8080/)"
 for n in %s %s %s; do echo "lookup $n: $(timeout 8 nslookup $n 2>&1 | tr '\n' ' ')"; done
 exit 3`, strings.Join(targets, " "), strings.Join(tcpPorts, " "), udpPort, ok, exfil, no, ok)
 	start := time.Now()
@@ -256,7 +261,7 @@ exit 3`, strings.Join(targets, " "), strings.Join(tcpPorts, " "), udpPort, ok, e
 	if n := arrived(); n != 0 {
 		t.Errorf("the host's listeners on 0.0.0.0 got %d connections or datagrams from the sandbox", n)
 	}
-	contains(t, "stdout", r.Stdout, "allowed: page-of-"+ok)
+	contains(t, "stdout", r.Stdout, "allowed: page-of-"+ok, "service: page-of-side")
 	lines := strings.Split(r.Stdout, "\n")
 	lookup := func(name string) string {
 		for _, l := range lines {
@@ -274,5 +279,15 @@ exit 3`, strings.Join(targets, " "), strings.Join(tcpPorts, " "), udpPort, ok, e
 	if l := lookup(ok); !strings.Contains(l, okIP) {
 		t.Errorf("an allowed name: want it resolved to %s, got %q", okIP, l)
 	}
+
+	// The same after a stop and a start: the proxy's resolver is still the
+	// one the sandbox asks.
+	e.MustRun("up", "-d")
+	e.MustRun("stop")
+	e.MustRun("up", "-d")
+	x := e.MustRun("exec", "--", "sh", "-c", fmt.Sprintf(
+		"wget -qO- http://%s:8080/; wget -Y off -qO- http://side:8080/; nslookup %s 2>&1; nslookup %s 2>&1 || true", ok, ok, exfil))
+	contains(t, "exec after a restart", x.Stdout, "page-of-"+ok, "page-of-side", okIP, "NXDOMAIN")
+	e.MustRun("down")
 	e.assertClean()
 }
