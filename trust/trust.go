@@ -346,9 +346,31 @@ func (s *Store) Review(manifest, dir string, snap *Snapshot, resolve Resolver) (
 }
 
 func (s *Store) evaluate(manifest, dir string, snap *Snapshot, resolve Resolver, accept bool) ([]Change, error) {
-	status, err := s.resolveOpen(resolve)
+	// The usual case needs no Resolver (which may ask the daemon): the layers
+	// are as accepted, or the manifest is new. Open sessions are resolved
+	// then only when many piled up (runs leave theirs to the daemon's word).
+	done := false
+	var status map[uint64]Status
+	err := s.update(func(st *state) error {
+		p := st.Projects[manifest]
+		if p != nil && !unchanged(p, snap) {
+			return nil
+		}
+		done = true
+		if accept {
+			s.accept(st, manifest, dir, snap)
+		}
+		return nil
+	})
+	if err != nil || done && s.openSessions() <= maxOpenUnresolved {
+		return nil, err
+	}
+	status, err = s.resolveOpen(resolve)
 	if err != nil {
 		return nil, err
+	}
+	if done {
+		return nil, s.update(func(st *state) error { s.applyStatus(st, status); return nil })
 	}
 	var out []Change
 	err = s.update(func(st *state) error {
@@ -370,6 +392,38 @@ func (s *Store) evaluate(manifest, dir string, snap *Snapshot, resolve Resolver,
 		return nil
 	})
 	return out, err
+}
+
+// maxOpenUnresolved is how many open sessions may wait for a change to be
+// resolved; past it, every check asks about them.
+const maxOpenUnresolved = 32
+
+// openSessions counts the sessions not known to have ended.
+func (s *Store) openSessions() int {
+	n := 0
+	_ = s.update(func(st *state) error {
+		for _, ss := range st.Sessions {
+			if ss.Ended.IsZero() {
+				n++
+			}
+		}
+		return nil
+	})
+	return n
+}
+
+// unchanged reports whether every layer of snap is as accepted in p, and none is flagged.
+func unchanged(p *project, snap *Snapshot) bool {
+	if len(p.Flagged) > 0 {
+		return false
+	}
+	for path, nf := range snap.Files {
+		of, had := p.Accepted[path]
+		if had && !of.Same(nf) || !had && !nf.Absent {
+			return false
+		}
+	}
+	return true
 }
 
 // changes lists the layers of snap that differ from p's accepted ones, flagging

@@ -148,6 +148,26 @@ func TestCheck(t *testing.T) {
 		}
 	})
 
+	t.Run("layers as accepted ask nothing about sessions, until many are open", func(t *testing.T) {
+		w := newWorld(t)
+		w.check(nil)
+		asked := 0
+		count := func(*Session) Status { asked++; return Status{Ended: w.clock} }
+		for range maxOpenUnresolved {
+			w.begin("s", w.project)
+		}
+		if w.check(count); asked != 0 {
+			t.Fatalf("asked about %d sessions with nothing changed", asked)
+		}
+		w.begin("s", w.project)
+		if w.check(count); asked != maxOpenUnresolved+1 {
+			t.Fatalf("asked about %d sessions, want all %d", asked, maxOpenUnresolved+1)
+		}
+		if w.check(count); asked != maxOpenUnresolved+1 {
+			t.Fatalf("asked again about ended sessions: %d", asked)
+		}
+	})
+
 	t.Run("a change undone is no change", func(t *testing.T) {
 		w := newWorld(t)
 		w.check(nil)
@@ -201,11 +221,13 @@ func TestCheck(t *testing.T) {
 	t.Run("a session that ended before the acceptance does not count", func(t *testing.T) {
 		w := newWorld(t)
 		w.begin("old", w.project)
+		w.at(min(5))
+		ended := endedAt(w.clock)
 		w.at(min(10))
-		w.check(endedAt(w.clock.Add(-min(5)))) // first sight, after it ended
+		w.check(ended) // first sight, after it ended
 		w.at(min(20))
 		w.write(w.local, "x = 1\n")
-		if got := w.check(nil); got != nil {
+		if got := w.check(ended); got != nil {
 			t.Fatalf("an edit after: %v", got)
 		}
 	})
