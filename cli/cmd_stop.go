@@ -54,7 +54,14 @@ func stopSandbox(ctx context.Context, c *client.Client, s client.Sandbox) error 
 // its supervisor's shutdown lines on stderr (✔ daemon web: shut down, ✘ daemon
 // flaky: gave up after 3 launches (exit 3)), as `airlock up` does when its shell
 // exits: the primary's stderr from the moment of the stop until it stopped.
-func (a *app) stopShowingLines(ctx context.Context, c *client.Client, s client.Sandbox) error {
+func (a *app) stopShowingLines(ctx context.Context, c *client.Client, s client.Sandbox) (err error) {
+	if s.State == client.StateReady || s.State == client.StatePending {
+		defer func() {
+			if err == nil {
+				a.layersAfterStop(s.ID) // what it changed in the layers is flagged now
+			}
+		}()
+	}
 	if a.opts.quiet || (s.State != client.StateReady && s.State != client.StatePending) {
 		return stopSandbox(ctx, c, s)
 	}
@@ -68,7 +75,7 @@ func (a *app) stopShowingLines(ctx context.Context, c *client.Client, s client.S
 			lines = rt.FollowStderr(followCtx, sb, time.Now(), termsafe.NewWriter(a.stderr))
 		}
 	}
-	err := stopSandbox(ctx, c, s)
+	err = stopSandbox(ctx, c, s)
 	if lines != nil {
 		// The follow ends when the primary stops; the stop returned by then.
 		select {

@@ -306,14 +306,34 @@ func (s *layerSession) ended(closed bool) {
 		fmt.Fprintf(s.a.stderr, "airlock: warning: cannot check the manifest's layers after sandbox %s: %v\n", s.id, err)
 		return
 	}
-	if len(changes) == 0 || s.a.opts.quiet {
+	warnLayersChanged(s.a, changes, s.id)
+}
+
+// layersAfterStop judges the layers of the sandbox the CLI just stopped (stop,
+// down), so that what it changed is flagged before anyone edits the file again.
+func (a *app) layersAfterStop(id string) {
+	store, err := a.trustStore()
+	if err != nil {
+		return
+	}
+	changes, err := store.Stopped(id)
+	if err != nil {
+		fmt.Fprintf(a.stderr, "airlock: warning: cannot check the manifest's layers after sandbox %s: %v\n", id, err)
+		return
+	}
+	warnLayersChanged(a, changes, id)
+}
+
+// warnLayersChanged says which layers changed while sandbox id ran.
+func warnLayersChanged(a *app, changes []trust.Change, id string) {
+	if len(changes) == 0 || a.opts.quiet {
 		return
 	}
 	var names []string
 	for _, c := range changes {
 		names = append(names, displayPath(c.Path))
 	}
-	fmt.Fprintf(s.a.stderr, "airlock: warning: %s changed while sandbox %s ran; the next up or run refuses it until you review it with `airlock trust`\n", strings.Join(names, ", "), s.id)
+	fmt.Fprintf(a.stderr, "airlock: warning: %s changed while sandbox %s ran; the next up or run refuses it until you review it with `airlock trust`\n", strings.Join(names, ", "), id)
 }
 
 // done forgets the session when no sandbox came of it.

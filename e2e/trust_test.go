@@ -100,7 +100,8 @@ func TestTrustUpDetached(t *testing.T) {
 	e.MustRun("exec", "--", "sh", "-c", `printf '[sandbox]\ncap_add = ["NET_ADMIN"]\n' >> team.toml`)
 	for _, when := range []string{"running", "stopped"} {
 		if when == "stopped" {
-			e.MustRun("stop")
+			r := e.MustRun("stop")
+			contains(t, "stop's stderr", r.Stderr, "warning: team.toml changed while sandbox")
 		}
 		r := e.Run("up", "-d")
 		if r.Code != 2 {

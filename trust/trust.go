@@ -592,6 +592,40 @@ func (s *Store) Ended(serial uint64, snap *Snapshot, closed bool) ([]Change, err
 	return out, err
 }
 
+// Stopped closes the open sessions of sandbox id, which the CLI just saw
+// stop, and judges the layers of their manifests now, as a check would: what
+// changed while it ran is flagged at once, so that a later edit of the file
+// does not hide it. It returns the changes flagged.
+func (s *Store) Stopped(id string) ([]Change, error) {
+	var out []Change
+	err := s.update(func(st *state) error {
+		manifests := map[string]bool{}
+		for _, ss := range st.Sessions {
+			if ss.Sandbox == id && ss.Ended.IsZero() {
+				ss.Ended = s.now()
+				manifests[ss.Manifest] = true
+			}
+		}
+		for m := range manifests {
+			p := st.Projects[m]
+			if p == nil {
+				continue
+			}
+			snap := NewSnapshot()
+			for path := range p.Accepted {
+				_, _ = snap.ReadFile(path)
+			}
+			for _, c := range s.changes(st, p, snap) {
+				if c.Inside {
+					out = append(out, c)
+				}
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
 // Accepted returns the accepted content of manifest's layers (nil when the
 // manifest was never seen), for a diff or to load the accepted manifest.
 func (s *Store) Accepted(manifest string) (map[string]File, error) {

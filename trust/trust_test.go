@@ -249,6 +249,26 @@ func TestCheck(t *testing.T) {
 		}
 	})
 
+	t.Run("Stopped flags at once what changed while the sandbox ran", func(t *testing.T) {
+		w := newWorld(t)
+		w.check(nil)
+		w.at(min(1))
+		w.begin("s1", w.project)
+		w.at(min(2))
+		w.write(w.local, "[sandbox]\nnetwork = \"host\"\n")
+		w.at(min(3))
+		changes, err := w.store.Stopped("s1")
+		if err != nil || len(changes) != 1 || changes[0].Sandbox != "s1" {
+			t.Fatalf("Stopped: %v %+v", err, changes)
+		}
+		// The user edits it later: still the sandbox's.
+		w.at(min(10))
+		w.write(w.local, "[sandbox]\nnetwork = \"host\"\n# mine now\n")
+		if got := strings.Join(w.check(nil), ","); got != "sandbox.local.toml@s1" {
+			t.Fatalf("next check: %q", got)
+		}
+	})
+
 	t.Run("a session dropped before its sandbox was made does not count", func(t *testing.T) {
 		w := newWorld(t)
 		w.check(nil)
