@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/network"
 	"github.com/docker/go-connections/nat"
 
@@ -216,7 +217,13 @@ func TestEgressIsolation(t *testing.T) {
 	tcpPorts, udpPort, arrived := hostListeners(t, 3)
 	tcpPorts = append(tcpPorts, noPort) // a port published on 0.0.0.0 by another container
 	// Every address of the host: its own, docker0's and every bridge's
-	// gateway, airlock-shared's among them when it exists.
+	// gateway, airlock-shared's among them (a run without egress rules makes
+	// it when it is missing).
+	if shared, err := e.Cli.NetworkList(ctx, network.ListOptions{Filters: filters.NewArgs(filters.Arg("name", sandbox.SharedNetwork))}); err != nil {
+		t.Fatal(err)
+	} else if len(shared) == 0 {
+		sharedGateway(t, newEnv(t, plainManifest))
+	}
 	targets := hostAddresses(t)
 	exfil := uniq("exfil-test") + ".example"
 
