@@ -135,14 +135,14 @@ echo flood-done`
 // ready: the daemon's record decides, and ps shows it failed.
 func TestForgedStatusLine(t *testing.T) {
 	limit(t)
-	// The daemon forges the line, then lets the supervisor get ready: the real
-	// supervisor.ready comes after the forged failure.
+	// The daemon forges the line, then lets its ready check pass: the real
+	// supervisor.ready comes after the forged failure in the stream.
 	e := newEnv(t, `
 [sandbox]
 image = "{{image}}"
 
 [daemons.forger]
-command = ["sh", "-c", '''printf '%s\n' '{"time":"2026-01-01T00:00:00Z","kind":"supervisor.failed","reason":"\u001b]0;PWNED\u0007\u001b[31mFORGED\u009b1m"}' >> `+supervisor.StatusFile+`; sleep 2; touch /tmp/go; exec sleep 1000''']
+command = ["sh", "-c", '''printf '%s\n' '{"time":"2026-01-01T00:00:00Z","kind":"supervisor.failed","reason":"\u001b]0;PWNED\u0007\u001b[31mFORGED\u009b1m"}' >> `+supervisor.StatusFile+` && touch /tmp/go; exec sleep 1000''']
 ready = { cmd = ["test", "-f", "/tmp/go"], timeout = "30s" }
 `)
 	r := e.Run("up", "-d")
