@@ -118,7 +118,7 @@ func (o *Output) Check(rel string) error {
 func cleanOutput(rel string) (string, error) {
 	clean := path.Clean(filepath.ToSlash(rel))
 	if rel == "" || path.IsAbs(clean) || clean == ".." || strings.HasPrefix(clean, "../") {
-		return "", fmt.Errorf("cannot copy --output %q back: use a path inside the project dir", rel)
+		return "", fmt.Errorf("invalid --output %q: use a path inside the project dir", rel)
 	}
 	return clean, nil
 }
