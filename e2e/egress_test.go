@@ -1,12 +1,16 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -15,6 +19,7 @@ import (
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/network"
 	"github.com/docker/go-connections/nat"
+	"golang.org/x/sys/unix"
 
 	"github.com/airlock-dev/airlock/sandbox"
 )
@@ -175,6 +180,91 @@ func hostListeners(t *testing.T, n int) (tcpPorts []string, udpPort string, arri
 	return tcpPorts, strconv.Itoa(u.LocalAddr().(*net.UDPAddr).Port), count.Load
 }
 
+// labelWatch counts the IPv4 packets, on every interface of the test's
+// network namespace (the host's: its bridges and the host ends of every
+// container's link), that carry label and whose destination is outside
+// inside, a sandbox's subnet: a DNS query for a name holding label on its way
+// to a resolver outside the sandbox, wherever it would go (the host's
+// resolvers, any other). It needs CAP_NET_RAW (the tests run as root).
+type labelWatch struct {
+	fd    int
+	label []byte
+	mu    sync.Mutex
+	dsts  []netip.Addr
+	done  chan struct{}
+}
+
+func watchLabel(t *testing.T, label string) *labelWatch {
+	t.Helper()
+	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, int(htons(unix.ETH_P_ALL)))
+	if err != nil {
+		t.Fatalf("cannot watch the host's interfaces for DNS queries (the test needs CAP_NET_RAW: run it as root): %v", err)
+	}
+	tv := unix.NsecToTimeval((200 * time.Millisecond).Nanoseconds())
+	if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv); err != nil {
+		unix.Close(fd)
+		t.Fatal(err)
+	}
+	_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF, 8<<20)
+	w := &labelWatch{fd: fd, label: []byte(label), done: make(chan struct{})}
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		buf := make([]byte, 65536)
+		for {
+			select {
+			case <-w.done:
+				return
+			default:
+			}
+			n, _, err := unix.Recvfrom(fd, buf, 0)
+			if err != nil || n < 14+20 || binary.BigEndian.Uint16(buf[12:14]) != 0x0800 {
+				continue
+			}
+			if ip := buf[14:n]; bytes.Contains(ip, w.label) {
+				w.mu.Lock()
+				w.dsts = append(w.dsts, netip.AddrFrom4([4]byte(ip[16:20])))
+				w.mu.Unlock()
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		w.stop()
+		<-stopped
+		unix.Close(fd)
+	})
+	return w
+}
+
+func (w *labelWatch) stop() {
+	select {
+	case <-w.done:
+	default:
+		close(w.done)
+	}
+}
+
+// outside returns the destinations of the packets seen so far that are not in inside.
+func (w *labelWatch) outside(inside netip.Prefix) []netip.Addr {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []netip.Addr
+	for _, d := range w.dsts {
+		if !inside.Contains(d) {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+func (w *labelWatch) seen() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.dsts)
+}
+
+func htons(v uint16) uint16 { return v<<8 | v>>8 }
+
 // hostAddresses returns every IPv4 address of the host but loopback (the
 // host's own, docker0's, every bridge's gateway).
 func hostAddresses(t *testing.T) []string {
@@ -226,6 +316,7 @@ func TestEgressIsolation(t *testing.T) {
 	}
 	targets := hostAddresses(t)
 	exfil := uniq("exfil-test") + ".example"
+	watch := watchLabel(t, strings.Split(exfil, ".")[0])
 
 	e.WriteManifest(fmt.Sprintf(`
 [sandbox]
@@ -241,6 +332,7 @@ command = ["sh", "-c", "mkdir -p /www && echo page-of-side > /www/index.html && 
 `, ok, outside))
 	script := fmt.Sprintf(`GW=$(ip route | awk '/^default/ {print $3}')
 echo "gateway=$GW"
+echo "subnet=$(ip -4 addr show eth0 | awk '/inet / {print $2}')"
 for h in $GW %s; do
   for p in %s; do
     (printf 'GET / HTTP/1.0\r\n\r\n' | timeout 5 nc $h $p 2>/dev/null | grep -q -e host-page -e page-of && echo "REACHED $h:$p") &
@@ -267,6 +359,25 @@ exit 3`, strings.Join(targets, " "), strings.Join(tcpPorts, " "), udpPort, ok, e
 	}
 	if n := arrived(); n != 0 {
 		t.Errorf("the host's listeners on 0.0.0.0 got %d connections or datagrams from the sandbox", n)
+	}
+	// Queries for the unlisted name: seen on the sandbox's network (to the
+	// proxy's resolver), never on their way to a resolver outside it.
+	var subnet netip.Prefix
+	for _, l := range strings.Split(r.Stdout, "\n") {
+		if v, found := strings.CutPrefix(l, "subnet="); found {
+			if p, err := netip.ParsePrefix(v); err == nil {
+				subnet = p.Masked()
+			}
+		}
+	}
+	if !subnet.IsValid() {
+		t.Fatalf("the main command printed no subnet:\n%s", r)
+	}
+	if watch.seen() == 0 {
+		t.Errorf("the watch saw no query for %s at all: it cannot tell whether one left", exfil)
+	}
+	if out := watch.outside(subnet); len(out) != 0 {
+		t.Errorf("%d queries for %s left the sandbox's network %s, to %v", len(out), exfil, subnet, out)
 	}
 	contains(t, "stdout", r.Stdout, "allowed: page-of-"+ok, "service: page-of-side")
 	lines := strings.Split(r.Stdout, "\n")
