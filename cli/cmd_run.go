@@ -119,11 +119,6 @@ func (a *app) run(parent context.Context, o runOptions, args []string) error {
 	// Without --keep or --output nothing is needed of the sandbox once its main
 	// command exited: the daemon removes it then, and the CLI returns the code.
 	removeOnExit := !o.keep && len(o.outputs) == 0
-	session, err := a.beginLayers(r, layers, rt.ProjectCopied(r), len(o.outputs) > 0)
-	if err != nil {
-		return setupErr(err)
-	}
-	defer session.done()
 	rec, err := c.Create(ctx, &client.CreateRequest{
 		ID: o.id, Kind: sandbox.KindRun, Manifest: wm, Secrets: secretValues, Command: args, Env: env, EnvSecrets: envSecrets,
 		Workdir: o.workdir, TTY: tty, Stdin: stdin, Labels: labels, Quiet: a.opts.quiet,
@@ -133,7 +128,6 @@ func (a *app) run(parent context.Context, o runOptions, args []string) error {
 		return setupErr(apiFailure(err))
 	}
 	id := rec.ID
-	session.started(id)
 	mainExited := false
 	var daemonLost atomic.Bool
 	defer func() {
@@ -196,6 +190,12 @@ func (a *app) run(parent context.Context, o runOptions, args []string) error {
 			fmt.Fprintf(a.stderr, "airlock: cannot confirm sandbox %s was removed: %v\n", id, err)
 		}
 	}()
+	// Created, not started (resume starts it): the trust record knows it
+	// before any of its code runs.
+	session, err := a.beginLayers(r, layers, rt.ProjectCopied(r), len(o.outputs) > 0, id)
+	if err != nil {
+		return setupErr(err)
+	}
 	containerID, err := waitCreated(ctx, c, id)
 	if err != nil {
 		return setupErr(err)

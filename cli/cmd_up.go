@@ -72,7 +72,7 @@ func (a *app) up(detach bool, id string) error {
 		return su.err(err)
 	}
 	defer lock.release()
-	session, err := a.beginLayers(r, layers, rt.ProjectCopied(r), false)
+	session, err := a.beginLayers(r, layers, rt.ProjectCopied(r), false, "")
 	if err != nil {
 		return su.err(err)
 	}

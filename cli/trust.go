@@ -254,10 +254,11 @@ type layerSession struct {
 	id     string
 }
 
-// beginLayers records that a sandbox of r is about to start, with the host paths
-// it can write: the project dir unless it is copied in (or when --output copies
-// paths back into it), and every writable mount's source.
-func (a *app) beginLayers(r *manifest.Resolved, snap *trust.Snapshot, projectCopied, outputs bool) (*layerSession, error) {
+// beginLayers records that a sandbox of r is about to start (id, when it is
+// known already: a created sandbox that has not started yet), with the host
+// paths it can write: the project dir unless it is copied in (or when --output
+// copies paths back into it), and every writable mount's source.
+func (a *app) beginLayers(r *manifest.Resolved, snap *trust.Snapshot, projectCopied, outputs bool, id string) (*layerSession, error) {
 	store, err := a.trustStore()
 	if err != nil {
 		return nil, err
@@ -272,11 +273,11 @@ func (a *app) beginLayers(r *manifest.Resolved, snap *trust.Snapshot, projectCop
 			roots = append(roots, expandHostPath(m.Source, r.ProjectDir, home))
 		}
 	}
-	ss, err := store.Begin(r.File, roots, os.Getpid(), processStart(os.Getpid()))
+	ss, err := store.Begin(r.File, roots, os.Getpid(), processStart(os.Getpid()), id)
 	if err != nil {
 		return nil, withCode(ExitAirlock, fmt.Errorf("cannot record the sandbox in the trust record: %w", err))
 	}
-	return &layerSession{a: a, store: store, serial: ss.Serial, snap: snap}, nil
+	return &layerSession{a: a, store: store, serial: ss.Serial, snap: snap, id: id}, nil
 }
 
 // started names the session's sandbox.

@@ -222,6 +222,19 @@ func (s *Store) file() string { return filepath.Join(s.Dir, "state.json") }
 
 // update runs f on the record under its lock and saves it when f succeeds.
 func (s *Store) update(f func(*state) error) error {
+	return s.modify(func(st *state) (bool, error) { return true, f(st) })
+}
+
+// view runs f on the record under its lock, and saves nothing.
+func (s *Store) view(f func(*state) error) error {
+	return s.modify(func(st *state) (bool, error) { return false, f(st) })
+}
+
+// modify runs f on the record under its lock and saves it when f says so.
+// The file is replaced atomically (rename), without an fsync: a record that
+// does not decode after a crash is refused with a message, never reset
+// silently.
+func (s *Store) modify(f func(*state) (bool, error)) error {
 	if err := paths.EnsurePrivateDir(s.Dir); err != nil {
 		return err
 	}
@@ -237,7 +250,8 @@ func (s *Store) update(f func(*state) error) error {
 	if err != nil {
 		return err
 	}
-	if err := f(st); err != nil {
+	save, err := f(st)
+	if err != nil || !save {
 		return err
 	}
 	s.prune(st)
@@ -245,7 +259,7 @@ func (s *Store) update(f func(*state) error) error {
 	if err != nil {
 		return fmt.Errorf("cannot encode the trust record: %w", err)
 	}
-	if err := paths.WriteFileAtomic(s.file(), data, 0o600); err != nil {
+	if err := writeNoSync(s.file(), data); err != nil {
 		return fmt.Errorf("cannot write the trust record: %w", err)
 	}
 	return nil
@@ -291,7 +305,7 @@ func (s *Store) prune(st *state) {
 // may talk to the daemon), and returns what it said by serial.
 func (s *Store) resolveOpen(resolve Resolver) (map[uint64]Status, error) {
 	var open []*Session
-	err := s.update(func(st *state) error {
+	err := s.view(func(st *state) error {
 		for _, ss := range st.Sessions {
 			if ss.Ended.IsZero() {
 				c := *ss
@@ -351,16 +365,21 @@ func (s *Store) evaluate(manifest, dir string, snap *Snapshot, resolve Resolver,
 	// then only when many piled up (runs leave theirs to the daemon's word).
 	done := false
 	var status map[uint64]Status
-	err := s.update(func(st *state) error {
+	err := s.modify(func(st *state) (bool, error) {
 		p := st.Projects[manifest]
-		if p != nil && !unchanged(p, snap) {
-			return nil
+		switch {
+		case p == nil:
+			done = true
+			if accept {
+				s.accept(st, manifest, dir, snap)
+			}
+			return accept, nil
+		case unchanged(p, snap):
+			// Nothing to write: the accepted layers and their time stay
+			// (an older acceptance only makes the windows wider).
+			done = true
 		}
-		done = true
-		if accept {
-			s.accept(st, manifest, dir, snap)
-		}
-		return nil
+		return false, nil
 	})
 	if err != nil || done && s.openSessions() <= maxOpenUnresolved {
 		return nil, err
@@ -401,7 +420,7 @@ const maxOpenUnresolved = 32
 // openSessions counts the sessions not known to have ended.
 func (s *Store) openSessions() int {
 	n := 0
-	_ = s.update(func(st *state) error {
+	_ = s.view(func(st *state) error {
 		for _, ss := range st.Sessions {
 			if ss.Ended.IsZero() {
 				n++
@@ -507,9 +526,10 @@ func (s *Store) Accept(manifest, dir string, snap *Snapshot) error {
 }
 
 // Begin records a session of manifest that can write roots, started now by the
-// CLI process pid (pidStart tells a reused pid apart).
-func (s *Store) Begin(manifest string, roots []string, pid int, pidStart string) (*Session, error) {
-	ss := &Session{Manifest: manifest, PID: pid, PIDStart: pidStart, Started: s.now()}
+// CLI process pid (pidStart tells a reused pid apart), of sandbox id when it is
+// known already (else see SetSandbox).
+func (s *Store) Begin(manifest string, roots []string, pid int, pidStart, id string) (*Session, error) {
+	ss := &Session{Manifest: manifest, PID: pid, PIDStart: pidStart, Started: s.now(), Sandbox: id}
 	for _, r := range roots {
 		ss.Roots = append(ss.Roots, resolvePath(r))
 	}
@@ -552,7 +572,7 @@ func (s *Store) Drop(serial uint64) error {
 // its sandbox is gone (daemons may still run). It returns the flagged changes.
 func (s *Store) Ended(serial uint64, snap *Snapshot, closed bool) ([]Change, error) {
 	var out []Change
-	err := s.update(func(st *state) error {
+	err := s.modify(func(st *state) (bool, error) {
 		var ss *Session
 		for _, x := range st.Sessions {
 			if x.Serial == serial {
@@ -560,14 +580,16 @@ func (s *Store) Ended(serial uint64, snap *Snapshot, closed bool) ([]Change, err
 			}
 		}
 		if ss == nil {
-			return nil
+			return false, nil
 		}
+		save := false
 		if closed && ss.Ended.IsZero() {
 			ss.Ended = s.now()
+			save = true
 		}
 		p := st.Projects[ss.Manifest]
 		if p == nil {
-			return nil
+			return save, nil
 		}
 		if p.Flagged == nil {
 			p.Flagged = map[string]Flag{}
@@ -586,8 +608,9 @@ func (s *Store) Ended(serial uint64, snap *Snapshot, closed bool) ([]Change, err
 				c.Old = &of
 			}
 			out = append(out, c)
+			save = true
 		}
-		return nil
+		return save, nil
 	})
 	return out, err
 }
@@ -630,7 +653,7 @@ func (s *Store) Stopped(id string) ([]Change, error) {
 // manifest was never seen), for a diff or to load the accepted manifest.
 func (s *Store) Accepted(manifest string) (map[string]File, error) {
 	var out map[string]File
-	err := s.update(func(st *state) error {
+	err := s.view(func(st *state) error {
 		if p := st.Projects[manifest]; p != nil {
 			out = p.Accepted
 		}
@@ -660,4 +683,20 @@ func covers(roots []string, p string) bool {
 		}
 	}
 	return false
+}
+
+// writeNoSync replaces p with data (0600) by a rename, without an fsync: the
+// record is written on every up and run, and a reader sees the old content or
+// the new one.
+func writeNoSync(p string, data []byte) error {
+	f, err := paths.CreateAtomic(p, 0o600)
+	if err != nil {
+		return err
+	}
+	defer f.Cleanup()
+	f.NoSync = true
+	if _, err := f.Write(data); err != nil {
+		return err
+	}
+	return f.Commit()
 }

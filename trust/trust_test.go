@@ -79,7 +79,7 @@ func (w *world) check(resolve Resolver) []string {
 
 func (w *world) begin(id string, roots ...string) *Session {
 	w.t.Helper()
-	ss, err := w.store.Begin(w.manifest, roots, 1, "")
+	ss, err := w.store.Begin(w.manifest, roots, 1, "", "")
 	if err != nil {
 		w.t.Fatal(err)
 	}
@@ -272,7 +272,7 @@ func TestCheck(t *testing.T) {
 	t.Run("a session dropped before its sandbox was made does not count", func(t *testing.T) {
 		w := newWorld(t)
 		w.check(nil)
-		ss, err := w.store.Begin(w.manifest, []string{w.project}, 1, "")
+		ss, err := w.store.Begin(w.manifest, []string{w.project}, 1, "", "")
 		if err != nil {
 			t.Fatal(err)
 		}
