@@ -150,9 +150,10 @@ func needsJSON(b []byte) bool {
 const maxPending = 32
 
 // Writer escapes, as Text does, what is written to it before passing it to w,
-// except SGR sequences (colours: ESC [ digits and semicolons m) and the two
+// except SGR sequences (colours: ESC [ digits and semicolons m), the two
 // sequences the supervisor's shutdown spinner draws with (cursor up, ESC [ n
-// A, and erase below, ESC [ J): for a sandbox's messages relayed to the user,
+// A, and erase below, ESC [ J) and a TTY's line ends ("\r\n"): for a
+// sandbox's messages relayed to the user,
 // such as its supervisor's shutdown lines. A sequence or a rune split across
 // two writes is held back until it is whole (Flush writes what is left, escaped).
 type Writer struct {
@@ -175,6 +176,12 @@ func (sw *Writer) Write(p []byte) (int, error) {
 		c := data[i]
 		switch {
 		case c == '\n' || c == '\t' || (c >= 0x20 && c < 0x7f):
+			out = append(out, c)
+			i++
+		case c == '\r' && i+1 == len(data):
+			sw.pending = []byte{c} // a TTY's line end, "\r\n", split?
+			i++
+		case c == '\r' && data[i+1] == '\n':
 			out = append(out, c)
 			i++
 		case c == 0x1b:

@@ -56,19 +56,21 @@ func TestWriter(t *testing.T) {
 	w := NewWriter(&b)
 	// The supervisor's own sequences pass, split anywhere; others are escaped.
 	in := "\x1b[32m✔\x1b[0m daemon web: shut down\n\x1b[2A\x1b[J⠋ daemon db: stopping\n" +
-		"\x1b]0;PWNED\x07\x1b[31mred\x1b[0m \x1b[6n \u009b1m \r\n"
-	for i := 0; i < len(in); i += 3 {
-		if _, err := w.Write([]byte(in[i:min(i+3, len(in))])); err != nil {
+		"\x1b]0;PWNED\x07\x1b[31mred\x1b[0m \x1b[6n \u009b1m \rx\r\n"
+	for _, step := range []int{1, 3, len(in)} {
+		for i := 0; i < len(in); i += step {
+			if _, err := w.Write([]byte(in[i:min(i+step, len(in))])); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := w.Flush(); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := w.Flush(); err != nil {
-		t.Fatal(err)
-	}
 	want := "\x1b[32m✔\x1b[0m daemon web: shut down\n\x1b[2A\x1b[J⠋ daemon db: stopping\n" +
-		`\x1b]0;PWNED\x07` + "\x1b[31mred\x1b[0m " + `\x1b[6n \u009b1m \x0d` + "\n"
-	if got := b.String(); got != want {
-		t.Errorf("Writer wrote\n%q\nwant\n%q", got, want)
+		`\x1b]0;PWNED\x07` + "\x1b[31mred\x1b[0m " + `\x1b[6n \u009b1m \x0dx` + "\r\n"
+	if got := b.String(); got != want+want+want {
+		t.Errorf("Writer wrote\n%q\nwant three times\n%q", got, want)
 	}
 	b.Reset()
 	_, _ = w.Write([]byte("cut \x1b["))
