@@ -287,7 +287,9 @@ func (a *app) run(parent context.Context, o runOptions, args []string) error {
 	// is drained and --output copied back.
 	mainDone := func(code int) error {
 		mainExited = true
-		defer session.ended(false) // after --output wrote
+		// After --output wrote; the primary has exited (codes is its death),
+		// so the sandbox writes no more: its session ends here.
+		defer session.ended(true)
 		waitOutput(output)
 		restore()
 		if err := a.copyOutputs(rt, sb, r, outCopy, o.outputs); err != nil {

@@ -47,9 +47,9 @@ func TestTrustSandboxRewritesItsPolicy(t *testing.T) {
 	e := newEnv(t, trustManifest)
 	secret := e.hostSecret()
 
-	// The user's own edit, made while no sandbox runs, is taken as it is.
+	// The user's own edit, made while no sandbox runs (right after a run
+	// returned), is taken as it is.
 	e.MustRun("run", "--", "true")
-	e.waitGone()
 	e.WriteFile("sandbox.toml", strings.ReplaceAll(trustManifest, "{{image}}", e.Image)+"\n[env]\nUSER_EDIT = \"yes\"\n")
 	if r := e.MustRun("run", "--", "sh", "-c", "echo $USER_EDIT"); strings.TrimSpace(r.Stdout) != "yes" {
 		t.Fatalf("the user's edit did not take effect: %s", r)
