@@ -2,9 +2,12 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
+	"net/http"
 	"strings"
 	"testing"
 
+	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/network"
 
 	"github.com/airlock-dev/airlock/sandbox"
@@ -51,3 +54,53 @@ func TestSharedNetworkIsolates(t *testing.T) {
 }
 
 func networkInspectOptions() network.InspectOptions { return network.InspectOptions{} }
+
+// TestSharedNetworkDuplicate: two processes making the shared network at once can
+// leave two networks of that name (Engine 20.10's duplicate check is not atomic),
+// and a network name that matches two networks is ambiguous to the Engine. A
+// sandbox still starts, on the oldest of them, and the other is removed.
+func TestSharedNetworkDuplicate(t *testing.T) {
+	limit(t)
+	a := newEnv(t, "[sandbox]\nimage = \"{{image}}\"\n")
+	a.MustRun("run", "--", "true")
+	ctx := context.Background()
+	body := `{"Name":"` + sandbox.SharedNetwork + `","Driver":"bridge","CheckDuplicate":false,` +
+		`"Options":{"com.docker.network.bridge.enable_icc":"false"},"Labels":{"` + sandbox.LabelShared + `":"true"}}`
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://docker/v1.41/networks/create", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := a.Cli.HTTPClient().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var made struct{ ID string }
+	err = json.NewDecoder(resp.Body).Decode(&made)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated || err != nil || made.ID == "" {
+		t.Fatalf("cannot make a second %s: %s %v", sandbox.SharedNetwork, resp.Status, err)
+	}
+	t.Cleanup(func() { _ = a.Cli.NetworkRemove(context.Background(), made.ID) })
+
+	b := newEnv(t, "[sandbox]\nimage = \"{{image}}\"\n")
+	r := b.Run("run", "--", "echo", "on-the-shared-network")
+	if r.Code != 0 || !strings.Contains(r.Stdout, "on-the-shared-network") {
+		t.Fatalf("run beside two %s networks: %s", sandbox.SharedNetwork, r)
+	}
+	list, err := b.Cli.NetworkList(ctx, network.ListOptions{Filters: filters.NewArgs(filters.Arg("name", sandbox.SharedNetwork))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, n := range list {
+		if n.Name == sandbox.SharedNetwork {
+			ids = append(ids, n.ID)
+		}
+	}
+	if len(ids) != 1 || ids[0] == made.ID {
+		t.Errorf("after the run, %s networks %v (the younger duplicate %s should be gone)", sandbox.SharedNetwork, ids, made.ID)
+	}
+	a.assertClean()
+	b.assertClean()
+}

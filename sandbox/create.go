@@ -178,11 +178,11 @@ func (rt *Runtime) Create(ctx context.Context, req *Request) (sb *Sandbox, err e
 		}
 		sb.Network = sb.Name
 	case r.Sandbox.Network == "bridge":
-		name, err := rt.sharedNetwork(ctx, false)
+		id, err := rt.sharedNetwork(ctx, false)
 		if err != nil {
 			return sb, err
 		}
-		sb.Network, sb.sharedNet = name, true
+		sb.Network, sb.sharedNet = id, true
 	}
 	done()
 	if err := rt.createServices(ctx, sb, r, labels); err != nil {
@@ -207,8 +207,12 @@ func (rt *Runtime) Create(ctx context.Context, req *Request) (sb *Sandbox, err e
 	done = rt.step(req.ID, "create")
 	c, err := rt.Engine.ContainerCreate(ctx, cfg, host, netcfg, nil, sb.Name)
 	if err != nil && sb.sharedNet && cerrdefs.IsNotFound(err) {
-		// The shared network was removed behind airlock's back: make it again.
-		if _, nerr := rt.sharedNetwork(ctx, true); nerr == nil {
+		// The shared network was removed behind airlock's back (or it was a
+		// duplicate, removed by another process): find or make it again.
+		if id, nerr := rt.sharedNetwork(ctx, true); nerr == nil {
+			sb.Network = id
+			host.NetworkMode = container.NetworkMode(id)
+			netcfg = &network.NetworkingConfig{EndpointsConfig: map[string]*network.EndpointSettings{id: {}}}
 			c, err = rt.Engine.ContainerCreate(ctx, cfg, host, netcfg, nil, sb.Name)
 		}
 	}

@@ -2,9 +2,11 @@ package sandbox
 
 import (
 	"context"
+	"slices"
+	"strings"
 	"sync"
 
-	cerrdefs "github.com/containerd/errdefs"
+	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/network"
 )
 
@@ -23,37 +25,68 @@ const (
 	LabelShared = "dev.airlock.shared"
 )
 
-// sharedNet remembers that the shared network exists on this runtime's Engine.
+// sharedNet remembers the shared network's ID on this runtime's Engine.
 type sharedNet struct {
-	mu    sync.Mutex
-	known bool
+	mu sync.Mutex
+	id string
 }
 
-// sharedNetwork returns the shared network's name, creating it when missing
-// (again, with recheck, when it disappeared).
+// sharedNetwork returns the shared network's ID, creating it when missing
+// (again, with recheck, when it disappeared). Sandboxes join it by ID: two
+// processes making it at once can leave two networks of that name (Engine 20.10's
+// duplicate check is not atomic), and a name that matches two is ambiguous.
 func (rt *Runtime) sharedNetwork(ctx context.Context, recheck bool) (string, error) {
 	rt.shared.mu.Lock()
 	defer rt.shared.mu.Unlock()
-	if rt.shared.known && !recheck {
-		return SharedNetwork, nil
+	if rt.shared.id != "" && !recheck {
+		return rt.shared.id, nil
 	}
-	if _, err := rt.Engine.NetworkInspect(ctx, SharedNetwork, network.InspectOptions{}); err == nil {
-		rt.shared.known = true
-		return SharedNetwork, nil
-	} else if !cerrdefs.IsNotFound(err) {
-		return "", failed("cannot inspect network %s: %v", SharedNetwork, err)
+	id, err := rt.findShared(ctx)
+	if err != nil {
+		return "", err
 	}
-	_, err := rt.Engine.NetworkCreate(ctx, SharedNetwork, network.CreateOptions{
-		Driver:  "bridge",
-		Options: map[string]string{"com.docker.network.bridge.enable_icc": "false"},
-		Labels:  map[string]string{LabelShared: "true"},
-	})
-	if err != nil && !cerrdefs.IsConflict(err) {
-		// Another process may have made it meanwhile; anything else fails.
-		if _, ierr := rt.Engine.NetworkInspect(ctx, SharedNetwork, network.InspectOptions{}); ierr != nil {
-			return "", failed("cannot create network %s: %v", SharedNetwork, err)
+	if id == "" {
+		_, cerr := rt.Engine.NetworkCreate(ctx, SharedNetwork, network.CreateOptions{
+			Driver:  "bridge",
+			Options: map[string]string{"com.docker.network.bridge.enable_icc": "false"},
+			Labels:  map[string]string{LabelShared: "true"},
+		})
+		// Another process may have made it meanwhile: look again either way.
+		if id, err = rt.findShared(ctx); err != nil {
+			return "", err
+		}
+		if id == "" {
+			return "", failed("cannot create network %s: %v", SharedNetwork, cerr)
 		}
 	}
-	rt.shared.known = true
-	return SharedNetwork, nil
+	rt.shared.id = id
+	return id, nil
+}
+
+// findShared returns the ID of the network named SharedNetwork ("" when there is
+// none). When there are several, it is the oldest (every process picks the same
+// one), and the others that airlock made are removed where no container uses them
+// (the Engine refuses to remove a network in use; a sandbox being created on one
+// finds it gone and asks again).
+func (rt *Runtime) findShared(ctx context.Context) (string, error) {
+	list, err := rt.Engine.NetworkList(ctx, network.ListOptions{Filters: filters.NewArgs(filters.Arg("name", SharedNetwork))})
+	if err != nil {
+		return "", failed("cannot list networks named %s: %v", SharedNetwork, err)
+	}
+	list = slices.DeleteFunc(list, func(n network.Summary) bool { return n.Name != SharedNetwork })
+	if len(list) == 0 {
+		return "", nil
+	}
+	slices.SortFunc(list, func(a, b network.Summary) int {
+		if c := a.Created.Compare(b.Created); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	for _, n := range list[1:] {
+		if n.Labels[LabelShared] == "true" {
+			_ = rt.Engine.NetworkRemove(ctx, n.ID)
+		}
+	}
+	return list[0].ID, nil
 }
