@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
+	"github.com/airlock-dev/airlock/client"
 	"github.com/airlock-dev/airlock/supervisor"
 )
 
@@ -100,7 +101,7 @@ func (a *app) logs(args []string, o logsOptions) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			tailLog(ctx, rt, sb.Container, supervisor.DaemonLogFile(n, o.stderr), prefix, o, out)
+			tailLog(ctx, rt, sb.State == client.StateReady, sb.Container, supervisor.DaemonLogFile(n, o.stderr), prefix, o, out)
 		}()
 	}
 	wg.Wait()
@@ -118,97 +119,153 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	return l.w.Write(p)
 }
 
-// tailLog prints the last lines of a daemon's log, read from the sandbox through
-// the Engine API and, with follow, what is appended to it until the sandbox stops
-// or ctx ends.
-func tailLog(ctx context.Context, rt runBackend, containerID, file, prefix string, o logsOptions, w io.Writer) {
-	lw := &linePrefixer{w: w, prefix: prefix}
-	var last *lastLines
-	var dst io.Writer = lw
+// tailLog prints a daemon's log, read from the sandbox through the Engine API, or
+// its last lines and, with follow, what is appended to it until the sandbox stops
+// or ctx ends. No line is held beyond supervisor.MaxLogLine bytes: a longer one is
+// cut, its first MaxLogLine bytes printed, then a marker saying how many were
+// not. A running sandbox's log is read by an exec of `supervise tail`, which
+// finds the last lines by reading backwards from the end and cuts long lines in
+// the sandbox, so only what is printed crosses the API. A stopped container's log
+// can only be read whole through the archive API, which cannot seek: with -n a
+// first read keeps the offsets where the last lines start, a second prints them.
+func tailLog(ctx context.Context, rt runBackend, running bool, containerID, file, prefix string, o logsOptions, w io.Writer) {
+	if running {
+		// Lines come cut already; the bound here (a little above, for the
+		// marker) holds whatever the stream from the sandbox holds.
+		lw := &linePrefixer{w: w, prefix: prefix, max: supervisor.MaxLogLine + 256}
+		if rc, err := rt.TailLog(ctx, containerID, file, o.lines, o.follow); err == nil {
+			_, _ = io.Copy(lw, rc)
+			rc.Close()
+			lw.finish()
+			return
+		}
+		// It stopped meanwhile: read what is left of it.
+	}
+	lw := &linePrefixer{w: w, prefix: prefix, max: supervisor.MaxLogLine}
+	defer lw.finish()
+	var from int64
 	if o.lines >= 0 {
-		last = &lastLines{n: o.lines}
-		dst = last
+		starts := &lineStarts{n: o.lines}
+		size, err := rt.CopyFile(ctx, containerID, file, 0, starts)
+		if err != nil {
+			return
+		}
+		from = starts.start(size)
 	}
-	offset, _ := rt.CopyFile(ctx, containerID, file, 0, dst)
-	if last != nil {
-		last.flush(lw)
-	}
+	offset, _ := rt.CopyFile(ctx, containerID, file, from, lw)
 	if o.follow {
 		if rc, err := rt.FollowFile(ctx, containerID, file, offset); err == nil {
 			_, _ = io.Copy(lw, rc)
 			rc.Close()
 		}
 	}
-	lw.finish()
 }
 
-// linePrefixer writes whole lines, each with a prefix; finish ends a last partial line.
+// linePrefixer writes whole lines, each with a prefix. It holds at most max bytes
+// of a line: a longer one is cut, its first max bytes written with
+// supervisor.LineCut's marker once its end comes. finish ends a last partial line.
 type linePrefixer struct {
 	w       io.Writer
 	prefix  string
+	max     int
 	partial []byte
+	cut     bool  // the line passed max
+	skipped int64 // bytes of the line not held
 }
 
 func (l *linePrefixer) Write(p []byte) (int, error) {
 	n := len(p)
 	for len(p) > 0 {
 		i := bytes.IndexByte(p, '\n')
+		seg := p
+		if i >= 0 {
+			seg = p[:i]
+		}
+		if take := min(l.max-len(l.partial), len(seg)); take > 0 {
+			l.partial = append(l.partial, seg[:take]...)
+			seg = seg[take:]
+		}
+		if len(seg) > 0 {
+			l.cut = true
+			l.skipped += int64(len(seg))
+		}
 		if i < 0 {
-			l.partial = append(l.partial, p...)
 			break
 		}
-		l.partial = append(l.partial, p[:i+1]...)
-		if _, err := fmt.Fprintf(l.w, "%s%s", l.prefix, l.partial); err != nil {
+		if err := l.emit(); err != nil {
 			return n, err
 		}
-		l.partial = l.partial[:0]
 		p = p[i+1:]
 	}
 	return n, nil
 }
 
+// emit writes the held line with its prefix, its marker when it was cut, and a newline.
+func (l *linePrefixer) emit() error {
+	cut := ""
+	if l.cut {
+		cut = supervisor.LineCut(l.skipped)
+	}
+	_, err := fmt.Fprintf(l.w, "%s%s%s\n", l.prefix, l.partial, cut)
+	l.partial, l.cut, l.skipped = l.partial[:0], false, 0
+	return err
+}
+
 func (l *linePrefixer) finish() {
-	if len(l.partial) > 0 {
-		fmt.Fprintf(l.w, "%s%s\n", l.prefix, l.partial)
-		l.partial = l.partial[:0]
+	if len(l.partial) > 0 || l.cut {
+		_ = l.emit()
 	}
 }
 
-// lastLines keeps the last n lines written to it.
-type lastLines struct {
+// lineStarts keeps the offsets where the last n lines written to it start: n
+// offsets, never the lines.
+type lineStarts struct {
 	n       int
-	lines   [][]byte
-	partial []byte
+	offsets []int64 // a ring of the last n starts; next is where the oldest is
+	next    int
+	pos     int64 // bytes written so far
+	inLine  bool  // a line has begun and not ended
 }
 
-func (l *lastLines) Write(p []byte) (int, error) {
-	for _, b := range bytes.SplitAfter(p, []byte("\n")) {
-		if len(b) == 0 {
-			continue
+func (l *lineStarts) Write(p []byte) (int, error) {
+	n := len(p)
+	for len(p) > 0 {
+		if !l.inLine {
+			l.begin()
 		}
-		l.partial = append(l.partial, b...)
-		if b[len(b)-1] == '\n' {
-			l.lines = append(l.lines, l.partial)
-			l.partial = nil
-			if len(l.lines) > l.n {
-				l.lines = l.lines[len(l.lines)-l.n:]
-			}
+		i := bytes.IndexByte(p, '\n')
+		if i < 0 {
+			l.pos += int64(len(p))
+			break
 		}
+		l.pos += int64(i) + 1
+		l.inLine = false
+		p = p[i+1:]
 	}
-	return len(p), nil
+	return n, nil
 }
 
-// flush writes the kept lines. A last line without a newline counts as one of
-// the n, as it does for tail -n.
-func (l *lastLines) flush(w io.Writer) {
-	lines := l.lines
-	if len(l.partial) > 0 {
-		lines = append(lines, l.partial)
+// begin records that a line starts at pos.
+func (l *lineStarts) begin() {
+	l.inLine = true
+	if l.n <= 0 {
+		return
 	}
-	if len(lines) > l.n {
-		lines = lines[len(lines)-l.n:]
+	if len(l.offsets) < l.n {
+		l.offsets = append(l.offsets, l.pos)
+		return
 	}
-	for _, line := range lines {
-		_, _ = w.Write(line)
+	l.offsets[l.next] = l.pos
+	l.next = (l.next + 1) % l.n
+}
+
+// start is where the last n lines of a file of size bytes start.
+func (l *lineStarts) start(size int64) int64 {
+	if l.n <= 0 || len(l.offsets) == 0 {
+		return size
 	}
+	if len(l.offsets) < l.n {
+		return l.offsets[0]
+	}
+	return l.offsets[l.next]
 }

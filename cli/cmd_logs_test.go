@@ -39,10 +39,14 @@ func TestLogsEveryDaemonPrefixed(t *testing.T) {
 	if got := sortedLines(r.stdout); !slices.Equal(got, want) || !strings.HasSuffix(r.stdout, "\n") {
 		t.Errorf("logs s1:\n%s\nwant the lines %q", r.stdout, want)
 	}
-	// Both read from the sandbox's container through the Engine's archive API.
+	// Both read from the running sandbox by an exec of supervise tail, which
+	// cuts long lines there.
 	var read []string
-	for _, q := range f.engine.requests("GET", "/containers/c-s1/archive") {
-		read = append(read, q.Query.Get("path"))
+	for _, x := range f.engine.createdExecs() {
+		if !slices.Contains(x.Cmd, "--max-line") {
+			t.Errorf("tail exec %q does not cut long lines", x.Cmd)
+		}
+		read = append(read, x.Cmd[len(x.Cmd)-1])
 	}
 	slices.Sort(read)
 	if want := []string{supervisor.DaemonLogFile("api", false), supervisor.DaemonLogFile("web", false)}; !slices.Equal(read, want) {
@@ -77,6 +81,36 @@ func TestLogsOneDaemonTailAndStderr(t *testing.T) {
 	r := f.run("logs", "-n", "2", "s1")
 	if want := []string{"api | api 2", "api | api 3", "web | no newline", "web | web 2"}; r.code != 0 || !slices.Equal(sortedLines(r.stdout), want) {
 		t.Errorf("logs -n 2 s1: exit %d, stdout:\n%s\nwant the lines %q", r.code, r.stdout, want)
+	}
+}
+
+// -n of a running sandbox reads the last lines in the sandbox (an exec of
+// supervise tail --lines --max-line); a stopped one's log is read through the archive API,
+// which cannot seek: once to find where the last lines start, once to print them.
+func TestLogsTailRunningAndStopped(t *testing.T) {
+	t.Parallel()
+	f := newFakeDaemon(t)
+	logsSandbox(t, f)
+	f.add(client.Sandbox{ID: "st", State: client.StateStopped, DaemonNames: []string{"api"}})
+	f.engine.writeFile("c-st", supervisor.DaemonLogFile("api", false), "one\ntwo\nthree\nfour")
+	file := supervisor.DaemonLogFile("api", false)
+
+	if r := f.run("logs", "-n", "2", "s1", "api"); r.code != 0 || r.stdout != "api 2\napi 3\n" {
+		t.Errorf("logs -n 2 of a running sandbox: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	execs := f.engine.createdExecs()
+	if want := []string{sandbox.SupervisorIn, "supervise", "tail", "--max-line", "65536", "--lines", "2", "--", file}; len(execs) != 1 || !slices.Equal(execs[0].Cmd, want) {
+		t.Errorf("execs %+v, want one of %q", execs, want)
+	}
+	if reqs := f.engine.requests("GET", "/containers/c-s1/archive"); len(reqs) != 0 {
+		t.Errorf("the running sandbox's log was downloaded: %v", reqs)
+	}
+
+	if r := f.run("logs", "-n", "3", "st", "api"); r.code != 0 || r.stdout != "two\nthree\nfour\n" {
+		t.Errorf("logs -n 3 of a stopped sandbox: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	if reqs := f.engine.requests("GET", "/containers/c-st/archive"); len(reqs) != 2 {
+		t.Errorf("the stopped sandbox's log was read %d times, want 2", len(reqs))
 	}
 }
 
@@ -162,12 +196,16 @@ func TestLogsFollow(t *testing.T) {
 	if r.code != 0 || r.stdout != "api 3\napi 4\napi 5\n" || r.stderr != "" {
 		t.Errorf("logs -f: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
 	}
-	// The follow starts where the copy ended: no line twice, none missed.
+	// One exec finds the last line in the sandbox and follows from there: no
+	// line twice, none missed, and no download of the whole log.
 	execs := f.engine.createdExecs()
 	if len(execs) != 1 {
 		t.Fatalf("want one tail exec, got %+v", execs)
 	}
-	want := []string{sandbox.SupervisorIn, "supervise", "tail", "--follow", "--from", "18", "--", file}
+	if reqs := f.engine.requests("GET", "/containers/c-s1/archive"); len(reqs) != 0 {
+		t.Errorf("the log was downloaded: %v", reqs)
+	}
+	want := []string{sandbox.SupervisorIn, "supervise", "tail", "--max-line", "65536", "--follow", "--lines", "1", "--", file}
 	if !slices.Equal(execs[0].Cmd, want) {
 		t.Errorf("tail exec %q, want %q", execs[0].Cmd, want)
 	}
@@ -194,30 +232,85 @@ func TestLogsFollowEveryDaemon(t *testing.T) {
 }
 
 // logs -n N keeps what tail -n N keeps: a last line without a newline is one of
-// the N lines, not an extra one.
+// the N lines, not an extra one. A stopped sandbox's start of the last lines
+// (lineStarts, over the whole stream) and a running one's (supervisor.TailStart,
+// backwards from the end) agree.
 func TestLastLinesCountsAPartialLastLine(t *testing.T) {
 	for _, c := range []struct {
 		in   string
 		n    int
 		want string
 	}{
-		{"a\nb\nc", 1, "c"},
-		{"a\nb\nc", 2, "b\nc"},
+		{"a\nb\nc", 1, "c\n"},
+		{"a\nb\nc", 2, "b\nc\n"},
 		{"a\nb\nc", 0, ""},
-		{"a\nb\nc", 5, "a\nb\nc"},
+		{"a\nb\nc", 5, "a\nb\nc\n"},
 		{"a\nb\n", 1, "b\n"},
 		{"a\nb\n", 0, ""},
+		{"a\n\n\nb\n", 2, "\nb\n"},
+		{"\n", 1, "\n"},
 		{"", 3, ""},
 	} {
 		// Written in pieces, as a stream arrives.
-		l := &lastLines{n: c.n}
+		l := &lineStarts{n: c.n}
 		for i := 0; i < len(c.in); i += 2 {
 			_, _ = l.Write([]byte(c.in[i:min(i+2, len(c.in))]))
 		}
-		var out bytes.Buffer
-		l.flush(&out)
-		if out.String() != c.want {
-			t.Errorf("last %d lines of %q = %q, want %q", c.n, c.in, out.String(), c.want)
+		back, err := supervisor.TailStart(strings.NewReader(c.in), int64(len(c.in)), c.n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for what, from := range map[string]int64{"lineStarts": l.start(int64(len(c.in))), "TailStart": back} {
+			var out bytes.Buffer
+			lp := &linePrefixer{w: &out, max: supervisor.MaxLogLine}
+			_, _ = lp.Write([]byte(c.in[from:]))
+			lp.finish()
+			if out.String() != c.want {
+				t.Errorf("%s: last %d lines of %q = %q, want %q", what, c.n, c.in, out.String(), c.want)
+			}
 		}
 	}
+}
+
+// A line longer than supervisor.MaxLogLine is cut: its first MaxLogLine bytes,
+// then a marker with the number of bytes left out, also when it has no newline
+// yet; linePrefixer never holds more of it. lineStarts holds offsets only.
+func TestLongLinesCut(t *testing.T) {
+	const max = supervisor.MaxLogLine
+	long := strings.Repeat("x", 3*max+10)
+	in := "short\n" + strings.Repeat("y", max) + "\n" + long + "\nafter\n" + long // the last line has no newline
+	var out bytes.Buffer
+	lp := &linePrefixer{w: &out, prefix: "d | ", max: max}
+	for i := 0; i < len(in); i += 7777 {
+		_, _ = lp.Write([]byte(in[i:min(i+7777, len(in))]))
+		if cap(lp.partial) > 2*max {
+			t.Fatalf("linePrefixer holds %d bytes of a line", cap(lp.partial))
+		}
+	}
+	lp.finish()
+	cut := "d | " + strings.Repeat("x", max) + supervisor.LineCut(2*max+10)
+	want := []string{"d | short", "d | " + strings.Repeat("y", max), cut, "d | after", cut}
+	got := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	if !slices.Equal(got, want) {
+		t.Errorf("got %d lines (lengths %v), want %d (lengths %v)", len(got), lineLengths(got), len(want), lineLengths(want))
+	}
+	if !strings.HasSuffix(cut, " [airlock: 131082 more bytes of this line not shown]") {
+		t.Errorf("marker: %q", cut[len(cut)-60:])
+	}
+
+	l := &lineStarts{n: 3}
+	for i := 0; i < len(in); i += 7777 {
+		_, _ = l.Write([]byte(in[i:min(i+7777, len(in))]))
+	}
+	if from := l.start(int64(len(in))); in[from:] != long+"\nafter\n"+long {
+		t.Errorf("lineStarts: the last 3 lines start at %d", from)
+	}
+}
+
+func lineLengths(lines []string) []int {
+	var out []int
+	for _, l := range lines {
+		out = append(out, len(l))
+	}
+	return out
 }

@@ -165,25 +165,29 @@ func newSuperviseDeliverCommand() *cobra.Command {
 // it through the Engine's exec API.
 func newSuperviseTailCommand() *cobra.Command {
 	var (
-		from   int64
-		follow bool
-		report string
+		from    int64
+		lines   int
+		maxLine int
+		follow  bool
+		report  string
 	)
 	cmd := &cobra.Command{
-		Use:    "tail [--from N] [--follow] FILE",
+		Use:    "tail [--from N | --lines N] [--follow] FILE",
 		Short:  "Print a regular file from a byte offset, following appends",
 		Hidden: true,
 		Args:   cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, cancel := signal.NotifyContext(context.Background(), unix.SIGTERM, unix.SIGINT, unix.SIGHUP)
 			defer cancel()
-			if err := supervisor.Tail(ctx, supervisor.TailOptions{Path: args[0], From: from, Follow: follow, Out: cmd.OutOrStdout(), Report: report}); err != nil {
+			if err := supervisor.Tail(ctx, supervisor.TailOptions{Path: args[0], From: from, ByLines: lines >= 0, Lines: lines, MaxLine: maxLine, Follow: follow, Out: cmd.OutOrStdout(), Report: report}); err != nil {
 				return withCode(ExitAirlock, err)
 			}
 			return nil
 		},
 	}
 	cmd.Flags().Int64Var(&from, "from", 0, "byte offset to start at")
+	cmd.Flags().IntVar(&lines, "lines", -1, "start at the last N lines (read backwards from the end; see supervisor.TailStart) instead of --from")
+	cmd.Flags().IntVar(&maxLine, "max-line", 0, "cut lines longer than this many bytes, with a marker (0: copy the bytes as they are)")
 	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing what is appended")
 	cmd.Flags().StringVar(&report, "report", "", "write the offset copied so far to this file after each copy")
 	return cmd

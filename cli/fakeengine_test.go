@@ -398,21 +398,40 @@ func parseSuperviseExec(t *testing.T, argv []string) *fakeExecCall {
 	return call
 }
 
-// tail is `supervise tail --follow --from N -- FILE`: the header, the file from
-// N, then what is appended, until the container stops or the client leaves.
+// tail is `supervise tail [--follow] [--max-line N] [--from N | --lines N] -- FILE`:
+// the header, the file from N (or its last N lines, or its start), then with
+// --follow what is appended (lines are not cut),
+// until the container stops or the client leaves.
 func (e *fakeEngine) tail(x *fakeEngineExec, argv []string, in *bufio.Reader, stdout, stderr io.Writer) {
 	dash := slices.Index(argv, "--")
 	fromAt := slices.Index(argv, "--from")
-	if dash < 0 || dash != len(argv)-2 || fromAt < 0 || !slices.Contains(argv, "--follow") {
+	linesAt := slices.Index(argv, "--lines")
+	follow := slices.Contains(argv, "--follow")
+	if dash < 0 || dash != len(argv)-2 || (fromAt >= 0 && linesAt >= 0) {
 		fmt.Fprintf(stderr, "fake Engine: bad tail %q\n", argv)
 		return
 	}
-	from, err := strconv.Atoi(argv[fromAt+1])
+	key := x.container + ":" + argv[dash+1]
+	var from int
+	var err error
+	switch {
+	case fromAt >= 0:
+		from, err = strconv.Atoi(argv[fromAt+1])
+	case linesAt >= 0:
+		var lines int
+		if lines, err = strconv.Atoi(argv[linesAt+1]); err == nil {
+			e.mu.Lock()
+			content := e.files[key]
+			e.mu.Unlock()
+			var start int64
+			start, err = supervisor.TailStart(strings.NewReader(content), int64(len(content)), lines)
+			from = int(start)
+		}
+	}
 	if err != nil {
-		fmt.Fprintf(stderr, "fake Engine: bad --from in %q\n", argv)
+		fmt.Fprintf(stderr, "fake Engine: bad --from or --lines in %q\n", argv)
 		return
 	}
-	key := x.container + ":" + argv[dash+1]
 	gone := make(chan struct{})
 	go func() { _, _ = io.Copy(io.Discard, in); close(gone) }()
 	if _, err := io.WriteString(stdout, supervisor.TailHeader); err != nil {
@@ -431,7 +450,7 @@ func (e *fakeEngine) tail(x *fakeEngineExec, argv []string, in *bufio.Reader, st
 			}
 			from = len(content)
 		}
-		if !running {
+		if !running || !follow {
 			return
 		}
 		select {

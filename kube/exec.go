@@ -74,6 +74,12 @@ func (rt *Runtime) FollowFile(ctx context.Context, pod, file string, from int64)
 	return sandbox.TailFile(ctx, rt, pod, file, from, true, "")
 }
 
+// TailLog streams a daemon log of the running primary, from its last lines when
+// lines >= 0, and with follow what is appended (sandbox.TailLog).
+func (rt *Runtime) TailLog(ctx context.Context, pod, file string, lines int, follow bool) (io.ReadCloser, error) {
+	return sandbox.TailLog(ctx, rt, pod, file, lines, follow)
+}
+
 // ReadFile reads at most limit bytes of a file of a running sandbox from an
 // offset. A Pod's stopped container cannot be read: its files went with it.
 func (rt *Runtime) ReadFile(ctx context.Context, pod, file string, from, limit int64) ([]byte, int64, error) {

@@ -107,7 +107,34 @@ func TailFile(ctx context.Context, ex Execer, containerID, file string, from int
 	if report != "" {
 		cmd = append(cmd, "--report", report)
 	}
-	cmd = append(cmd, "--", file)
+	return tailExec(ctx, ex, containerID, file, append(cmd, "--", file))
+}
+
+// TailLog streams a daemon log of a running sandbox through an exec of
+// `supervise tail`: from its start, or with lines >= 0 from its last lines
+// (found in the sandbox by reading backwards from the end, supervisor.TailStart),
+// then with follow what is appended, until the exec ends, ctx ends or the stream
+// is closed. Lines longer than supervisor.MaxLogLine are cut in the sandbox, so
+// only what is printed crosses the API.
+func TailLog(ctx context.Context, ex Execer, containerID, file string, lines int, follow bool) (io.ReadCloser, error) {
+	cmd := []string{SupervisorIn, "supervise", "tail", "--max-line", strconv.Itoa(supervisor.MaxLogLine)}
+	if follow {
+		cmd = append(cmd, "--follow")
+	}
+	if lines >= 0 {
+		cmd = append(cmd, "--lines", strconv.Itoa(lines))
+	}
+	return tailExec(ctx, ex, containerID, file, append(cmd, "--", file))
+}
+
+// TailLog is TailLog on the Docker Engine.
+func (rt *Runtime) TailLog(ctx context.Context, containerID, file string, lines int, follow bool) (io.ReadCloser, error) {
+	return TailLog(ctx, rt, containerID, file, lines, follow)
+}
+
+// tailExec runs cmd, an exec of `supervise tail` of file, and returns its output
+// after the tail's header.
+func tailExec(ctx context.Context, ex Execer, containerID, file string, cmd []string) (io.ReadCloser, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	pr, pw := io.Pipe()
 	errOut := &limitedBuffer{n: 4096}

@@ -20,3 +20,17 @@ func isTermios(fd int) bool {
 	_, err := unix.IoctlGetTermios(fd, unix.TCGETS)
 	return err == nil
 }
+
+// nextData returns the offset of the first byte of data (not a hole of a sparse
+// file) at or after off in f, size when there is none; ok is false when the file
+// system cannot tell (then every byte counts as data).
+func nextData(f interface{ Fd() uintptr }, off, size int64) (int64, bool) {
+	d, err := unix.Seek(int(f.Fd()), off, unix.SEEK_DATA)
+	switch {
+	case err == unix.ENXIO:
+		return size, true
+	case err != nil:
+		return off, false
+	}
+	return min(d, size), true
+}
