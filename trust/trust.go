@@ -363,9 +363,14 @@ func (s *Store) evaluate(manifest, dir string, snap *Snapshot, resolve Resolver,
 	// The usual case needs no Resolver (which may ask the daemon): the layers
 	// are as accepted, or the manifest is new. Open sessions are resolved
 	// then only when many piled up (runs leave theirs to the daemon's word).
-	done := false
+	done, open := false, 0
 	var status map[uint64]Status
 	err := s.modify(func(st *state) (bool, error) {
+		for _, ss := range st.Sessions {
+			if ss.Ended.IsZero() {
+				open++
+			}
+		}
 		p := st.Projects[manifest]
 		switch {
 		case p == nil:
@@ -381,7 +386,7 @@ func (s *Store) evaluate(manifest, dir string, snap *Snapshot, resolve Resolver,
 		}
 		return false, nil
 	})
-	if err != nil || done && s.openSessions() <= maxOpenUnresolved {
+	if err != nil || done && open <= maxOpenUnresolved {
 		return nil, err
 	}
 	status, err = s.resolveOpen(resolve)
@@ -416,20 +421,6 @@ func (s *Store) evaluate(manifest, dir string, snap *Snapshot, resolve Resolver,
 // maxOpenUnresolved is how many open sessions may wait for a change to be
 // resolved; past it, every check asks about them.
 const maxOpenUnresolved = 32
-
-// openSessions counts the sessions not known to have ended.
-func (s *Store) openSessions() int {
-	n := 0
-	_ = s.view(func(st *state) error {
-		for _, ss := range st.Sessions {
-			if ss.Ended.IsZero() {
-				n++
-			}
-		}
-		return nil
-	})
-	return n
-}
 
 // unchanged reports whether every layer of snap is as accepted in p, and none is flagged.
 func unchanged(p *project, snap *Snapshot) bool {
