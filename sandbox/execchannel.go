@@ -89,7 +89,12 @@ func deliverExecEnv(ctx context.Context, ex Execer, containerID string, env []st
 		return "", failed("cannot deliver the exec's environment: %v", err)
 	}
 	if code != 0 {
-		return "", failed("cannot deliver the exec's environment: %s", bytes.TrimSpace(out.bytes()))
+		msg := bytes.TrimSpace(out.bytes())
+		if bytes.Contains(msg, []byte("unknown flag: --exec-env")) {
+			// Never fall back to a command line: the values would show there.
+			return "", failed("cannot deliver the exec's environment: the sandbox runs the supervisor of an older airlock, which cannot take -e values privately; recreate the sandbox (airlock down, then airlock up -d) or pass none")
+		}
+		return "", failed("cannot deliver the exec's environment: %s", msg)
 	}
 	return path, nil
 }
