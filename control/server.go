@@ -20,22 +20,39 @@ type server struct {
 	svc  *Service
 }
 
+// apiRoutes is the API: each route's method and path (net/http's pattern
+// syntax) and its handler. control/openapi.json documents every one of them and
+// nothing else (TestOpenAPIRoutes); needsService marks the routes a daemon
+// without a Service does not serve.
+var apiRoutes = []struct {
+	method, path string
+	handler      func(*server, http.ResponseWriter, *http.Request)
+	needsService bool
+}{
+	{"GET", "/v1/health", (*server).health, false},
+	{"GET", "/v1/openapi.json", (*server).openAPI, false},
+	{"POST", "/v1/sandboxes", (*server).create, true},
+	{"GET", "/v1/sandboxes", (*server).list, true},
+	{"GET", "/v1/sandboxes/{id}", (*server).get, true},
+	{"DELETE", "/v1/sandboxes/{id}", (*server).remove, true},
+	{"POST", "/v1/sandboxes/{id}/stop", (*server).stop, true},
+	{"POST", "/v1/sandboxes/{id}/resume", (*server).resume, true},
+	{"GET", "/v1/sandboxes/{id}/events", (*server).events, true},
+	{"GET", "/v1/sandboxes/{id}/attach", (*server).attach, true},
+	{"POST", "/v1/sandboxes/{id}/execs", (*server).exec, true},
+	{"GET", "/v1/sandboxes/{id}/execs/{exec}", (*server).getExec, true},
+	{"POST", "/v1/sandboxes/{id}/execs/{exec}/finish", (*server).finishExec, true},
+	{"POST", "/v1/prune", (*server).prune, true},
+}
+
 func (s *server) routes(tcp bool) http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /v1/health", s.health)
-	if s.svc != nil {
-		mux.HandleFunc("POST /v1/sandboxes", s.create)
-		mux.HandleFunc("GET /v1/sandboxes", s.list)
-		mux.HandleFunc("GET /v1/sandboxes/{id}", s.get)
-		mux.HandleFunc("DELETE /v1/sandboxes/{id}", s.remove)
-		mux.HandleFunc("POST /v1/sandboxes/{id}/stop", s.stop)
-		mux.HandleFunc("POST /v1/sandboxes/{id}/resume", s.resume)
-		mux.HandleFunc("GET /v1/sandboxes/{id}/events", s.events)
-		mux.HandleFunc("GET /v1/sandboxes/{id}/attach", s.attach)
-		mux.HandleFunc("POST /v1/sandboxes/{id}/execs", s.exec)
-		mux.HandleFunc("GET /v1/sandboxes/{id}/execs/{exec}", s.getExec)
-		mux.HandleFunc("POST /v1/sandboxes/{id}/execs/{exec}/finish", s.finishExec)
-		mux.HandleFunc("POST /v1/prune", s.prune)
+	for _, rt := range apiRoutes {
+		if rt.needsService && s.svc == nil {
+			continue
+		}
+		h := rt.handler
+		mux.HandleFunc(rt.method+" "+rt.path, func(w http.ResponseWriter, r *http.Request) { h(s, w, r) })
 	}
 	var h http.Handler = mux
 	if tcp && !s.opts.NoToken {
