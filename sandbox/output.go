@@ -129,10 +129,11 @@ func (o *Output) guarded(rel string) (string, string) {
 	segs := strings.Split(rel, "/")
 	for i := range segs {
 		p := strings.Join(segs[:i+1], "/")
+		// Without case: on macOS .GIT is .git and Sandbox.toml is sandbox.toml.
 		switch {
-		case segs[i] == ".git":
+		case strings.EqualFold(segs[i], ".git"):
 			return p, "a .git folder (its hooks and config run on the host)"
-		case slices.Contains(o.protect, p):
+		case slices.ContainsFunc(o.protect, func(f string) bool { return strings.EqualFold(f, p) }):
 			return p, "a manifest file"
 		case o.ignore.excluded(p):
 			return p, "left out of the sandbox by " + IgnoreFile

@@ -154,6 +154,7 @@ func TestOutputCheck(t *testing.T) {
 		"..": "use a path inside the project dir", "../x": "use a path inside the project dir", "/abs": "use a path inside the project dir", "": "use a path inside the project dir",
 		"sandbox.toml": "sandbox.toml is a manifest file", "sandbox.local.toml": "a manifest file", ".airlockignore": "a manifest file",
 		"cfg/team.toml": "cfg/team.toml is a manifest file", ".git": "a .git folder", "sub/.git/hooks": "sub/.git is a .git folder",
+		"CFG/Team.toml": "CFG/Team.toml is a manifest file", "sub/.Git/hooks": "sub/.Git is a .git folder",
 		"secrets": "left out of the sandbox by .airlockignore", "secrets/x": "secrets is left out", "b.key": "b.key is left out",
 	} {
 		err := o.Check(rel)
