@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Makes sure a Docker Engine answers on /var/run/docker.sock (or $DOCKER_HOST).
 # On a fresh Debian machine it installs docker.io, docker-registry, busybox-static (test
-# images are built from the static busybox), socat (it exposes the stand-in remote
+# images are built from the static busybox), curl and jq (docs/api.md's examples, which a test
+# runs), socat (it exposes the stand-in remote
 # Engine of the tests over loopback TCP) and qemu-user-static (a test runs the linux/arm64
 # supervisor under qemu-aarch64-static), starts dockerd in the background with its log in
 # $AIRLOCK_DOCKERD_LOG (default /var/log/airlock-dockerd.log) and waits for it.
@@ -16,6 +17,8 @@ command -v docker >/dev/null 2>&1 || need_pkgs+=(docker.io)
 command -v docker-registry >/dev/null 2>&1 || need_pkgs+=(docker-registry)
 [ -x /bin/busybox ] && /bin/busybox --list 2>/dev/null | grep -x httpd >/dev/null || need_pkgs+=(busybox-static)
 command -v socat >/dev/null 2>&1 || need_pkgs+=(socat)
+command -v curl >/dev/null 2>&1 || need_pkgs+=(curl)
+command -v jq >/dev/null 2>&1 || need_pkgs+=(jq)
 command -v qemu-aarch64-static >/dev/null 2>&1 || need_pkgs+=(qemu-user-static)
 if [ ${#need_pkgs[@]} -gt 0 ]; then
   if [ "$(id -u)" != 0 ]; then
