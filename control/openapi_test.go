@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
@@ -72,6 +73,29 @@ func TestOpenAPIRoutes(t *testing.T) {
 		if !slices.Contains(routes, d) {
 			t.Errorf("control/openapi.json describes %s; the daemon does not serve it", d)
 		}
+	}
+	// A handler registered beside the table would escape this test: the one
+	// Handle call of the package is the loop over apiRoutes in server.go.
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	register := regexp.MustCompile(`\.(Handle|HandleFunc)\(`)
+	calls := map[string]int{}
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := len(register.FindAll(b, -1)); n > 0 {
+			calls[f] = n
+		}
+	}
+	if !maps.Equal(calls, map[string]int{"server.go": 1}) {
+		t.Errorf("package control registers handlers at %v; want one call, in server.go's routes: add routes to apiRoutes", calls)
 	}
 }
 
@@ -380,7 +404,7 @@ func TestOpenAPIDocument(t *testing.T) {
 			if len(obj(op["responses"])) == 0 {
 				t.Errorf("%s: no responses", where)
 			}
-			saved := maps(declared)
+			saved := maps.Clone(declared)
 			addParams(op["parameters"])
 			for _, p := range param.FindAllStringSubmatch(path, -1) {
 				if !declared[p[1]] {
@@ -390,14 +414,6 @@ func TestOpenAPIDocument(t *testing.T) {
 			declared = saved
 		}
 	}
-}
-
-func maps(m map[string]bool) map[string]bool {
-	out := make(map[string]bool, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
 }
 
 // docExample is a ```sh block of docs/api.md and, when a ```text block follows
@@ -562,13 +578,16 @@ func TestAPIDocExamples(t *testing.T) {
 	id := "apidoc-" + hex.EncodeToString(rnd[:])
 	subst := strings.NewReplacer("demo-1", id, "127.0.0.1:7878", "127.0.0.1:"+strconv.Itoa(port))
 	t.Cleanup(func() { _, _ = d.client.Delete(ctxT(t, time.Minute), id) })
+	ran := 0
 	for _, ex := range examples {
 		ex.cmd, ex.want = subst.Replace(ex.cmd), subst.Replace(ex.want)
 		runDocExample(t, ex, e.project, environ)
 		if t.Failed() {
 			break // the examples build on each other
 		}
+		ran++
 	}
+	t.Logf("ran %d of docs/api.md's %d examples", ran, len(examples))
 
 	// The document the daemon serves is control/openapi.json as is; on TCP it
 	// needs the token.
