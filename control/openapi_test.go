@@ -550,16 +550,16 @@ func runDocExample(t *testing.T, ex docExample, dir string, environ []string) {
 // The page's sandbox ID demo-1 becomes one of this test's own (container names
 // come from it and the Engine is shared), its port 7878 a free one.
 func TestAPIDocExamples(t *testing.T) {
-	for _, tool := range []string{"bash", "curl", "jq"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Fatalf("docs/api.md's examples need %s (scripts/engine.sh installs it): %v", tool, err)
-		}
-	}
 	examples := docExamples(t)
 	if len(examples) < 10 {
 		t.Fatalf("docs/api.md has %d ```sh examples, want at least 10", len(examples))
 	}
 	e := newEnv(t)
+	for _, tool := range []string{"bash", "curl", "jq"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Fatalf("docs/api.md's examples need %s (scripts/engine.sh installs it): %v", tool, err)
+		}
+	}
 	port := freePort(t)
 	const token = "api-doc-token-4f1e"
 	tokenFile := filepath.Join(e.home, "token")
