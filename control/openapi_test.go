@@ -329,6 +329,41 @@ func TestOpenAPISchemas(t *testing.T) {
 			t.Errorf("components/schemas/%s is no wire type's (add it to wireTypes or remove it)", name)
 		}
 	}
+	// Every JSON body of an operation is a wire type's schema (or an array
+	// of them), so that the checks above cover it: none is written inline.
+	// The document itself is the one exception.
+	for path, item := range obj(doc["paths"]) {
+		for _, m := range httpMethods {
+			op := obj(obj(item)[m])
+			if op == nil || path == "/v1/openapi.json" {
+				continue
+			}
+			where := strings.ToUpper(m) + " " + path
+			bodies := map[string]any{"request": obj(op["requestBody"])}
+			for code, r := range obj(op["responses"]) {
+				bodies[code] = r
+			}
+			for name, b := range bodies {
+				if ref, ok := obj(b)["$ref"].(string); ok {
+					r, _ := resolveRef(doc, ref)
+					b = r
+				}
+				for ct, media := range obj(obj(b)["content"]) {
+					if !strings.HasSuffix(ct, "json") {
+						continue
+					}
+					sch := obj(obj(media)["schema"])
+					if sch["type"] == "array" {
+						sch = obj(sch["items"])
+					}
+					ref, _ := sch["$ref"].(string)
+					if schema, ok := strings.CutPrefix(ref, "#/components/schemas/"); !ok || !mapped[schema] {
+						t.Errorf("%s: the %s body (%s) is not a $ref to a schema of wireTypes: %v", where, name, ct, sch)
+					}
+				}
+			}
+		}
+	}
 }
 
 func asSlice(v any) []any { s, _ := v.([]any); return s }
