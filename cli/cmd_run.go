@@ -66,12 +66,19 @@ func (a *app) run(parent context.Context, o runOptions, args []string) error {
 	if parent == nil {
 		parent = context.Background()
 	}
+	// Setup: from the first step, a signal cancels it, everything made is
+	// removed, exit 130 (a Ctrl-C while the manifest loads must not kill the CLI
+	// with the signal's default action).
+	su := newSetup(parent)
+	defer su.close()
+	ctx, sigs, setupErr := su.ctx, su.sigs, su.err
+
 	r, layers, err := a.loadManifestLayers()
 	if err != nil {
 		return err
 	}
-	if err := a.checkLayers(r, layers); err != nil {
-		return err
+	if err := a.checkLayers(ctx, r, layers); err != nil {
+		return setupErr(err)
 	}
 	env, envSecrets, err := a.parseEnvFlagsPrivate(o.env)
 	if err != nil {
@@ -86,11 +93,9 @@ func (a *app) run(parent context.Context, o runOptions, args []string) error {
 		return err
 	}
 	a.warnPrivileged(r)
-
-	// Setup: a signal cancels it, everything made is removed, exit 130.
-	su := newSetup(parent)
-	defer su.close()
-	ctx, sigs, setupErr := su.ctx, su.sigs, su.err
+	if err := ctx.Err(); err != nil {
+		return setupErr(err)
+	}
 
 	rt, closeRT, err := a.runBackend(ctx)
 	if err != nil {

@@ -38,17 +38,20 @@ func newUpCommand(a *app) *cobra.Command {
 }
 
 func (a *app) up(detach bool, id string) error {
+	su := newSetup(context.Background())
+	defer su.close()
+	ctx := su.ctx
 	r, layers, err := a.loadManifestLayers()
 	if err != nil {
 		return err
 	}
-	if err := a.checkLayers(r, layers); err != nil {
-		return err
+	if err := a.checkLayers(ctx, r, layers); err != nil {
+		return su.err(err)
 	}
 	a.warnPrivileged(r)
-	su := newSetup(context.Background())
-	defer su.close()
-	ctx := su.ctx
+	if err := ctx.Err(); err != nil {
+		return su.err(err)
+	}
 	rt, closeRT, err := a.runBackend(ctx)
 	if err != nil {
 		return err

@@ -53,7 +53,8 @@ func (a *app) trustStore() (*trust.Store, error) {
 // sandbox could write it, or the user accepts the change: on a terminal it
 // shows the diff and asks; otherwise it is a config error naming the files and
 // what they widen.
-func (a *app) checkLayers(r *manifest.Resolved, snap *trust.Snapshot) error {
+// A signal while it asks (ctx ends) is an interruption, not an answer.
+func (a *app) checkLayers(ctx context.Context, r *manifest.Resolved, snap *trust.Snapshot) error {
 	store, err := a.trustStore()
 	if err != nil {
 		return err
@@ -69,7 +70,16 @@ func (a *app) checkLayers(r *manifest.Resolved, snap *trust.Snapshot) error {
 	if isTerminal(a.stdin) && isTerminal(a.stdout) {
 		printLayerChanges(a.stderr, changes, widens)
 		fmt.Fprint(a.stderr, "Trust these layers and go on? [y/N] ")
-		if readYes(a.stdin) {
+		answer := make(chan bool, 1)
+		go func() { answer <- readYes(a.stdin) }()
+		var yes bool
+		select {
+		case yes = <-answer:
+		case <-ctx.Done():
+			fmt.Fprintln(a.stderr)
+			return ctx.Err()
+		}
+		if yes {
 			if err := store.Accept(r.File, r.ProjectDir, snap); err != nil {
 				return withCode(ExitAirlock, fmt.Errorf("cannot record the trusted layers: %w", err))
 			}
