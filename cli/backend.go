@@ -64,17 +64,9 @@ func (a *app) backend() (*backendChoice, error) {
 		}
 		b.Name, b.From = env, backendEnv
 	}
-	p, err := a.paths()
+	cfg, err := a.userConfig()
 	if err != nil {
 		return nil, err
-	}
-	home, _ := a.getenv("HOME")
-	cfg, err := userconfig.LoadWithHome(p.UserConfig(), home)
-	if err != nil {
-		if userconfig.IsConfigError(err) {
-			return nil, configError(err)
-		}
-		return nil, withCode(ExitUsage, err)
 	}
 	if b.Name == "" {
 		b.Name, b.From = cfg.Runtime.Backend, "default"
@@ -104,4 +96,22 @@ func (a *app) checkBackend(r *manifest.Resolved, b *backendChoice) error {
 	default:
 		return withCode(ExitUsage, err)
 	}
+}
+
+// userConfig loads the user's config.toml: a file that does not load is a
+// config error (exit 2).
+func (a *app) userConfig() (*userconfig.Config, error) {
+	p, err := a.paths()
+	if err != nil {
+		return nil, err
+	}
+	home, _ := a.getenv("HOME")
+	cfg, err := userconfig.LoadWithHome(p.UserConfig(), home)
+	if err != nil {
+		if userconfig.IsConfigError(err) {
+			return nil, configError(err)
+		}
+		return nil, withCode(ExitUsage, err)
+	}
+	return cfg, nil
 }

@@ -54,12 +54,12 @@ func (a *app) up(detach bool, id string) error {
 	}
 	rt, closeRT, err := a.runBackend(ctx)
 	if err != nil {
-		return err
+		return su.err(err)
 	}
 	defer closeRT()
 	c, err := a.daemonClient(ctx)
 	if err != nil {
-		return err
+		return su.err(err)
 	}
 	if err := rt.Prepare(ctx, r); err != nil {
 		return su.err(sandboxError(err))

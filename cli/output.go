@@ -26,17 +26,9 @@ func (a *app) runOutput(r *manifest.Resolved, o runOptions) (*sandbox.Output, er
 		return nil, nil
 	}
 	if max == 0 {
-		p, err := a.paths()
+		cfg, err := a.userConfig()
 		if err != nil {
 			return nil, err
-		}
-		home, _ := a.getenv("HOME")
-		cfg, err := userconfig.LoadWithHome(p.UserConfig(), home)
-		if err != nil {
-			if userconfig.IsConfigError(err) {
-				return nil, configError(err)
-			}
-			return nil, withCode(ExitUsage, err)
 		}
 		max, from = cfg.Artifacts.OutputMax, "artifacts.output_max of config.toml; --output-max overrides it"
 	}

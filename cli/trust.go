@@ -16,6 +16,7 @@ import (
 	"github.com/airlock-dev/airlock/client"
 	"github.com/airlock-dev/airlock/internal/proc"
 	"github.com/airlock-dev/airlock/manifest"
+	"github.com/airlock-dev/airlock/sandbox"
 	"github.com/airlock-dev/airlock/trust"
 )
 
@@ -280,7 +281,7 @@ func (a *app) beginLayers(r *manifest.Resolved, snap *trust.Snapshot, projectCop
 	home, _ := a.getenv("HOME")
 	for _, m := range r.Mounts {
 		if m.Enabled && !m.ReadOnly {
-			roots = append(roots, expandHostPath(m.Source, r.ProjectDir, home))
+			roots = append(roots, sandbox.ExpandHostPath(m.Source, r.ProjectDir, home))
 		}
 	}
 	ss, err := store.Begin(r.File, roots, os.Getpid(), processStart(os.Getpid()), id)
@@ -353,19 +354,4 @@ func (s *layerSession) done() {
 		return
 	}
 	_ = s.store.Drop(s.serial)
-}
-
-// expandHostPath is a host path of the manifest made absolute, as the sandbox
-// package does: ~ is home, a relative path is under projectDir.
-func expandHostPath(p, projectDir, home string) string {
-	if p == "~" || strings.HasPrefix(p, "~/") {
-		if home == "" {
-			home, _ = os.UserHomeDir()
-		}
-		return filepath.Join(home, strings.TrimPrefix(p, "~"))
-	}
-	if !filepath.IsAbs(p) {
-		return filepath.Join(projectDir, p)
-	}
-	return filepath.Clean(p)
 }

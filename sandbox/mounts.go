@@ -34,12 +34,12 @@ type hostPlan struct {
 
 // expandHost resolves ~ (the host home) and relative paths (from the project dir).
 func (rt *Runtime) expandHost(p, projectDir string) string {
-	return expandHostPath(p, projectDir, rt.getenv("HOME"))
+	return ExpandHostPath(p, projectDir, rt.getenv("HOME"))
 }
 
-// expandHostPath is a host path of the manifest made absolute: ~ is home (the
+// ExpandHostPath makes a host path of the manifest absolute: ~ is home (the
 // user's home directory when empty), a relative path is under projectDir.
-func expandHostPath(p, projectDir, home string) string {
+func ExpandHostPath(p, projectDir, home string) string {
 	if p == "~" || strings.HasPrefix(p, "~/") {
 		if home == "" {
 			home, _ = os.UserHomeDir()

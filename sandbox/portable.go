@@ -82,7 +82,7 @@ func WriteCopiesArchive(w io.Writer, r *manifest.Resolved, uid, gid int, home, h
 	tw := tar.NewWriter(w)
 	for _, name := range slices.Sorted(maps.Keys(r.Copies)) {
 		c := r.Copies[name]
-		src := expandHostPath(c.Source, r.ProjectDir, hostHome)
+		src := ExpandHostPath(c.Source, r.ProjectDir, hostHome)
 		if _, err := os.Lstat(src); err != nil {
 			return configErr("copies.%s.source: %s: %v", name, src, err)
 		}
