@@ -78,8 +78,10 @@ func TestReaper(t *testing.T) {
 	waitState(t, c, reused.ID, 20*time.Second, client.StateDeleted)
 
 	// idle_ttl: the unattached up sandbox stops; the attached one stays.
-	sb, ev := waitState(t, c, idle.ID, 20*time.Second, client.StateStopped, client.StateFailed)
-	if sb.State != client.StateStopped || ev.Reason != "idle_ttl" {
+	// (It may have stopped before the wait began: then the wait returns no event,
+	// and the reason is read from the history.)
+	sb, _ := waitState(t, c, idle.ID, 20*time.Second, client.StateStopped, client.StateFailed)
+	if ev := lastEvent(t, c, idle.ID, "sandbox.stopped"); sb.State != client.StateStopped || ev.Reason != "idle_ttl" {
 		t.Errorf("an idle up sandbox: %s (%q), want stopped with reason idle_ttl", sb.State, ev.Reason)
 	}
 	if got, _ := c.Get(ctx, held.ID); got.State != client.StateReady {
@@ -89,8 +91,8 @@ func TestReaper(t *testing.T) {
 		t.Errorf("the run sandbox of a live CLI is %s, want ready", got.State)
 	}
 	release()
-	sb, ev = waitState(t, c, held.ID, 20*time.Second, client.StateStopped, client.StateFailed)
-	if sb.State != client.StateStopped || ev.Reason != "idle_ttl" {
+	sb, _ = waitState(t, c, held.ID, 20*time.Second, client.StateStopped, client.StateFailed)
+	if ev := lastEvent(t, c, held.ID, "sandbox.stopped"); sb.State != client.StateStopped || ev.Reason != "idle_ttl" {
 		t.Errorf("an up sandbox after its client detached: %s (%q), want stopped with reason idle_ttl", sb.State, ev.Reason)
 	}
 	if got, _ := c.Get(ctx, alive.ID); got.State != client.StateReady {
@@ -124,4 +126,16 @@ func TestReaper(t *testing.T) {
 		waitState(t, c, id, 30*time.Second, client.StateDeleted)
 	}
 	testenv.AssertNoLeftovers(t, e.docker, labelProject, e.project)
+}
+
+// lastEvent is the last event of kind in a sandbox's history (zero when none).
+func lastEvent(t *testing.T, c *client.Client, id, kind string) client.Event {
+	t.Helper()
+	evs := allEvents(t, c, id)
+	for i := len(evs) - 1; i >= 0; i-- {
+		if evs[i].Kind == kind {
+			return evs[i]
+		}
+	}
+	return client.Event{}
 }
