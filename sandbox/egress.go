@@ -186,16 +186,42 @@ func (rt *Runtime) FollowEgress(ctx context.Context, sandboxID string, denied fu
 		_, err := stdcopy.StdCopy(pw, io.Discard, rc)
 		pw.CloseWithError(err)
 	}()
-	sc := bufio.NewScanner(pr)
-	sc.Buffer(make([]byte, 4096), 4096)
-	for sc.Scan() {
-		var d EgressDenial
-		if json.Unmarshal(sc.Bytes(), &d) == nil && d.Host != "" && len(d.Host) <= 255 {
-			denied(d)
+	err = scanDenials(pr, denied)
+	pr.Close()
+	return err
+}
+
+// maxDenialLine bounds a line of the proxy's output that can be a denial.
+const maxDenialLine = 4096
+
+// scanDenials calls denied for each line of r that decodes as a denial. A line
+// longer than maxDenialLine (a client can make the proxy print one, with a long
+// CONNECT target) is skipped, up to its end, without ending the scan: one such
+// line must not stop the recording of every later denial.
+func scanDenials(r io.Reader, denied func(EgressDenial)) error {
+	br := bufio.NewReaderSize(r, maxDenialLine)
+	long := false
+	for {
+		line, err := br.ReadSlice('\n')
+		switch {
+		case err == bufio.ErrBufferFull:
+			long = true
+			continue
+		case long:
+			long = false // the end of a skipped line
+		default:
+			var d EgressDenial
+			if json.Unmarshal(line, &d) == nil && d.Host != "" && len(d.Host) <= 255 {
+				denied(d)
+			}
+		}
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
 		}
 	}
-	pr.Close()
-	return sc.Err()
 }
 
 // HasEgress reports whether a sandbox made from r has egress rules.
