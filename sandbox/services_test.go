@@ -351,7 +351,7 @@ func TestOptionalServicesDoNotGate(t *testing.T) {
 	r := g.manifest(t.TempDir(), `
 [sandbox]
 image = "{{busybox}}"
-ready_timeout = "5s"
+ready_timeout = "60s"
 
 [services.flaky]
 image = "{{busybox}}"
@@ -375,7 +375,8 @@ command = ["no-such-program"]
 
 # Healthy only once the test drops /tmp/go into it, after Start returned: had
 # Start waited for optional services, it would have returned an error or a
-# report of gate first.
+# report of gate (not healthy after ready_timeout) first. ready_timeout is long,
+# so that gate cannot time out before the test releases it on a slow machine.
 [services.gate]
 image = "{{busybox}}"
 required = false
