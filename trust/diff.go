@@ -3,6 +3,8 @@ package trust
 import (
 	"fmt"
 	"strings"
+
+	"github.com/airlock-dev/airlock/internal/termsafe"
 )
 
 // maxDiffLines bounds the lines of either side a diff compares line by line.
@@ -61,7 +63,7 @@ func Diff(name string, old *File, new File) string {
 		}
 		last = i
 		b.WriteByte(op.kind)
-		b.WriteString(escape(op.text))
+		b.WriteString(termsafe.Text(op.text))
 		b.WriteByte('\n')
 	}
 	return b.String()
@@ -121,24 +123,4 @@ func editScript(a, b []string) []edit {
 		}
 	}
 	return out
-}
-
-// escape shows control characters (but tabs) as \xNN.
-func escape(s string) string {
-	if !strings.ContainsFunc(s, isControl) {
-		return s
-	}
-	var b strings.Builder
-	for _, r := range s {
-		if isControl(r) {
-			fmt.Fprintf(&b, `\x%02x`, r)
-			continue
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
-}
-
-func isControl(r rune) bool {
-	return r != '\t' && (r < 0x20 || r == 0x7f || r >= 0x80 && r < 0xa0)
 }
