@@ -306,10 +306,36 @@ func (a *app) run(parent context.Context, o runOptions, args []string) error {
 		}
 		return nil
 	}
+	// Until the supervisor reports the sandbox ready it may not catch signals
+	// yet (the Go runtime ends a PID 1 that has not subscribed to SIGINT with
+	// status 2), and the main command has not started: a signal then is an
+	// interrupted setup, handled as before sandbox.started.
+	ready := make(chan struct{})
+	go func() {
+		for {
+			_, err := c.WaitEvent(waitCtx, id, before.LastSeq, "sandbox.ready")
+			if err == nil {
+				close(ready)
+				return
+			}
+			if waitCtx.Err() != nil || !lostDaemon(err) {
+				return
+			}
+			if _, err := a.retryDaemon(waitCtx, func() (*client.Sandbox, error) { return c.Get(waitCtx, id) }); err != nil {
+				return
+			}
+		}
+	}()
 	// Running: signals go to the supervisor, which forwards them to CMD.
 	for {
 		select {
 		case s := <-sigs:
+			select {
+			case <-ready:
+			default:
+				restore()
+				return interruptedBeforeReady(s)
+			}
 			if sig, ok := s.(syscall.Signal); ok {
 				_ = rt.Kill(waitCtx, sb, strconv.Itoa(int(sig)))
 			}
@@ -342,11 +368,26 @@ func waitOutput(output <-chan error) {
 }
 
 func interruptedDuringSetup(s os.Signal) error {
-	code := ExitInterrupted
-	if sig, ok := s.(syscall.Signal); ok && sig != syscall.SIGINT {
-		code = 128 + int(sig)
+	return withCode(interruptCode(s), errors.New("interrupted during setup; nothing was left behind"))
+}
+
+// interruptedBeforeReady is interruptedDuringSetup once the sandbox started:
+// its daemons or services were getting ready.
+func interruptedBeforeReady(s os.Signal) error {
+	name := s.String()
+	if sig, ok := s.(syscall.Signal); ok {
+		name = unix.SignalName(sig)
 	}
-	return withCode(code, errors.New("interrupted during setup; nothing was left behind"))
+	return withCode(interruptCode(s), fmt.Errorf("interrupted during setup (%s while the sandbox was getting ready); nothing was left behind", name))
+}
+
+// interruptCode is the exit code of a setup ended by signal s: 130 for
+// SIGINT, else 128+N.
+func interruptCode(s os.Signal) int {
+	if sig, ok := s.(syscall.Signal); ok && sig != syscall.SIGINT {
+		return 128 + int(sig)
+	}
+	return ExitInterrupted
 }
 
 // processStart returns a process's start time, which tells the reaper a reused pid

@@ -365,8 +365,8 @@ ready = { cmd = ["sh", "-c", "test -e {{project}}/never"], timeout = "30s" }
 			eventually(t, time.Minute, "the "+tc.role+" container to run", func() bool { return e.runningContainer(tc.role) })
 			p.Signal(t, syscall.SIGINT)
 			r := p.MustWait(t, time.Minute)
-			if r.Code != 130 || strings.Contains(r.Stdout, "main-ran") {
-				t.Errorf("SIGINT while %s: want exit 130, got %s", tc.what, r)
+			if r.Code != 130 || strings.Contains(r.Stdout, "main-ran") || !strings.Contains(r.Stderr, "interrupted during setup") {
+				t.Errorf("SIGINT while %s: want exit 130 saying the setup was interrupted, got %s", tc.what, r)
 			}
 			e.assertClean()
 		})
