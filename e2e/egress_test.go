@@ -180,9 +180,9 @@ func hostListeners(t *testing.T, n int) (tcpPorts []string, udpPort string, arri
 	return tcpPorts, strconv.Itoa(u.LocalAddr().(*net.UDPAddr).Port), count.Load
 }
 
-// labelWatch counts the IPv4 packets, on every interface of the test's
-// network namespace (the host's: its bridges and the host ends of every
-// container's link), that carry label and whose destination is outside
+// labelWatch counts the IPv4 DNS packets (UDP or TCP to port 53), on every
+// interface of the test's network namespace (the host's: its bridges and the
+// host ends of every container's link), that carry label and whose destination is outside
 // inside, a sandbox's subnet: a DNS query for a name holding label on its way
 // to a resolver outside the sandbox, wherever it would go (the host's
 // resolvers, any other). It needs CAP_NET_RAW (the tests run as root).
@@ -202,6 +202,13 @@ func watchLabel(t *testing.T, label string) *labelWatch {
 	}
 	tv := unix.NsecToTimeval((200 * time.Millisecond).Nanoseconds())
 	if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv); err != nil {
+		unix.Close(fd)
+		t.Fatal(err)
+	}
+	// Only DNS queries reach the socket: copying every packet of the host
+	// (image layers, other tests' traffic) to this race-instrumented loop cost
+	// the whole test run CPU.
+	if err := unix.SetsockoptSockFprog(fd, unix.SOL_SOCKET, unix.SO_ATTACH_FILTER, &dnsFilter); err != nil {
 		unix.Close(fd)
 		t.Fatal(err)
 	}
@@ -235,6 +242,26 @@ func watchLabel(t *testing.T, label string) *labelWatch {
 	})
 	return w
 }
+
+// dnsFilter is the classic BPF program of tcpdump's "ip and (udp or tcp) and
+// dst port 53" on Ethernet frames: the packets labelWatch looks at.
+var dnsFilter = func() unix.SockFprog {
+	f := []unix.SockFilter{
+		{Code: 0x28, K: 12},                   // 0: ldh [12] (EtherType)
+		{Code: 0x15, Jt: 0, Jf: 9, K: 0x800},  // 1: IPv4, else drop
+		{Code: 0x30, K: 23},                   // 2: ldb [23] (IP protocol)
+		{Code: 0x15, Jt: 1, Jf: 0, K: 17},     // 3: UDP
+		{Code: 0x15, Jt: 0, Jf: 6, K: 6},      // 4: TCP, else drop
+		{Code: 0x28, K: 20},                   // 5: ldh [20] (fragment offset)
+		{Code: 0x45, Jt: 4, Jf: 0, K: 0x1fff}, // 6: a later fragment: drop
+		{Code: 0xb1, K: 14},                   // 7: ldxb 4*([14]&0xf) (IP header length)
+		{Code: 0x48, K: 16},                   // 8: ldh [x+16] (destination port)
+		{Code: 0x15, Jt: 0, Jf: 1, K: 53},     // 9: port 53
+		{Code: 0x06, K: 262144},               // 10: accept
+		{Code: 0x06, K: 0},                    // 11: drop
+	}
+	return unix.SockFprog{Len: uint16(len(f)), Filter: &f[0]}
+}()
 
 func (w *labelWatch) stop() {
 	select {

@@ -11,6 +11,7 @@ package e2e
 import (
 	"crypto/rand"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -26,8 +27,17 @@ const labelProject = sandbox.LabelProject
 // cmdTimeout bounds one airlock invocation.
 const cmdTimeout = clitest.CmdTimeout
 
-// parallel limits how many tests drive sandboxes at once (2 cores).
-var parallel = make(chan struct{}, 3)
+// parallel limits how many tests drive sandboxes at once: most of a test's
+// time is spent waiting on the Engine, not on the 2 cores
+// (AIRLOCK_E2E_PARALLEL overrides the default).
+var parallel = make(chan struct{}, e2eParallel())
+
+func e2eParallel() int {
+	if n, err := strconv.Atoi(os.Getenv("AIRLOCK_E2E_PARALLEL")); err == nil && n > 0 {
+		return n
+	}
+	return 3
+}
 
 func TestMain(m *testing.M) { os.Exit(clitest.Main(m, "e2e", "AIRLOCK_E2E_BINARY")) }
 
