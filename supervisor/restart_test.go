@@ -47,7 +47,10 @@ func TestRestartPolicyLaunches(t *testing.T) {
 					evs := s.events()
 					launches := countLines(s.read("launches"))
 					started := filter(evs, "d", KindDaemonStarted)
-					if len(started) != launches {
+					// Restarted without end, the stop can come between a
+					// launch's start and its first command: one started
+					// event more than launches then (seen on a loaded machine).
+					if len(started) != launches && (maxR != 0 || !restarts || len(started) != launches+1) {
 						t.Errorf("%d started events for %d launches", len(started), launches)
 					}
 					gaveUp := filter(evs, "d", KindDaemonGaveUp)

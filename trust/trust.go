@@ -218,6 +218,35 @@ func (s *Store) ctime(p string) (time.Time, bool) {
 	return time.Unix(int64(st.Ctim.Sec), int64(st.Ctim.Nsec)), true
 }
 
+// settle returns once the file system's clock has passed end, a session's end
+// just recorded (zero: none). The kernel stamps files with a coarse clock, up
+// to a tick (1-10 ms) behind time.Now: an edit made right after the command
+// that ended the session returned (airlock stop && edit && airlock up) could
+// otherwise carry a change time before the end and be taken for one made
+// inside the sandbox. Bounded to 100 ms; a store with a test's clock skips it.
+func (s *Store) settle(end time.Time) {
+	if end.IsZero() || s.Now != nil || s.Ctime != nil {
+		return
+	}
+	f, err := os.CreateTemp(s.Dir, ".clock-*")
+	if err != nil {
+		return
+	}
+	defer os.Remove(f.Name())
+	defer f.Close()
+	deadline := time.Now().Add(100 * time.Millisecond)
+	for {
+		var st unix.Stat_t
+		if _, err := f.Write([]byte{0}); err != nil || unix.Fstat(int(f.Fd()), &st) != nil {
+			return
+		}
+		if time.Unix(int64(st.Ctim.Sec), int64(st.Ctim.Nsec)).After(end) || time.Now().After(deadline) {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 func (s *Store) file() string { return filepath.Join(s.Dir, "state.json") }
 
 // update runs f on the record under its lock and saves it when f succeeds.
@@ -563,6 +592,8 @@ func (s *Store) Drop(serial uint64) error {
 // its sandbox is gone (daemons may still run). It returns the flagged changes.
 func (s *Store) Ended(serial uint64, snap *Snapshot, closed bool) ([]Change, error) {
 	var out []Change
+	var end time.Time
+	defer func() { s.settle(end) }()
 	err := s.modify(func(st *state) (bool, error) {
 		var ss *Session
 		for _, x := range st.Sessions {
@@ -576,6 +607,7 @@ func (s *Store) Ended(serial uint64, snap *Snapshot, closed bool) ([]Change, err
 		save := false
 		if closed && ss.Ended.IsZero() {
 			ss.Ended = s.now()
+			end = ss.Ended
 			save = true
 		}
 		p := st.Projects[ss.Manifest]
@@ -612,11 +644,14 @@ func (s *Store) Ended(serial uint64, snap *Snapshot, closed bool) ([]Change, err
 // does not hide it. It returns the changes flagged.
 func (s *Store) Stopped(id string) ([]Change, error) {
 	var out []Change
+	var end time.Time
+	defer func() { s.settle(end) }()
 	err := s.update(func(st *state) error {
 		manifests := map[string]bool{}
 		for _, ss := range st.Sessions {
 			if ss.Sandbox == id && ss.Ended.IsZero() {
 				ss.Ended = s.now()
+				end = ss.Ended
 				manifests[ss.Manifest] = true
 			}
 		}
