@@ -101,7 +101,7 @@ func TestPlainBuildReportsVCSRevision(t *testing.T) {
 		t.Skipf("not a git checkout (%v): nothing to stamp", err)
 	}
 	bin := filepath.Join(t.TempDir(), "airlock")
-	cmd := exec.Command("go", "build", "-buildvcs=true", "-o", bin, "./cmd/airlock")
+	cmd := exec.Command("go", "build", "-trimpath", "-buildvcs=true", "-o", bin, "./cmd/airlock")
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if b, err := cmd.CombinedOutput(); err != nil {

@@ -210,17 +210,19 @@ func TestOutputFreeSpace(t *testing.T) {
 	// Not parallel: it replaces freeSpace.
 	old := freeSpace
 	t.Cleanup(func() { freeSpace = old })
-	freeSpace = func(string) (uint64, uint64, error) { return 100 << 20, 10 << 30, nil }
+	// 2 MiB above the 64 MiB airlock leaves free (small files: a tar of tens
+	// of MiB cost this test 10 s under the race detector).
+	freeSpace = func(string) (uint64, uint64, error) { return 66 << 20, 10 << 30, nil }
 	dir := t.TempDir()
 	o := newTestOutput(t, dir, 1<<30)
-	_, err := o.Extract(outputArchive(t, outputEntry{name: "f", data: strings.Repeat("f", 40<<20)}), "f")
-	if err == nil || !strings.Contains(err.Error(), "cannot copy f back: it is 40.0 MiB and the host's file system at "+dir+" has 100.0 MiB free (airlock leaves 64.0 MiB of it free)") {
+	_, err := o.Extract(outputArchive(t, outputEntry{name: "f", data: strings.Repeat("f", 3<<20)}), "f")
+	if err == nil || !strings.Contains(err.Error(), "cannot copy f back: it is 3.0 MiB and the host's file system at "+dir+" has 66.0 MiB free (airlock leaves 64.0 MiB of it free)") {
 		t.Fatalf("no room: %v", err)
 	}
 	if _, err := os.Lstat(filepath.Join(dir, "f")); err == nil {
 		t.Errorf("the file was written")
 	}
-	if _, err := o.Extract(outputArchive(t, outputEntry{name: "g", data: strings.Repeat("g", 30<<20)}), "g"); err != nil {
+	if _, err := o.Extract(outputArchive(t, outputEntry{name: "g", data: strings.Repeat("g", 1<<20)}), "g"); err != nil {
 		t.Errorf("room enough: %v", err)
 	}
 }

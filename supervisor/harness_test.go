@@ -51,10 +51,10 @@ func buildAndRun(m *testing.M) int {
 		return 1
 	}
 	airlockBin = filepath.Join(dir, "airlock")
-	build := exec.Command("go", "build", "-o", airlockBin, "./cmd/airlock")
+	build := exec.Command("go", "build", "-trimpath", "-o", airlockBin, "./cmd/airlock")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if raceEnabled {
-		build = exec.Command("go", "build", "-race", "-o", airlockBin, "./cmd/airlock")
+		build = exec.Command("go", "build", "-race", "-trimpath", "-o", airlockBin, "./cmd/airlock")
 		build.Env = append(os.Environ(), "CGO_ENABLED=1")
 	}
 	build.Dir = filepath.Dir(strings.TrimSpace(string(gomod)))
