@@ -152,6 +152,9 @@ type ExecRequest struct {
 	// Interactive records an exec the caller runs itself (streaming straight
 	// to the Engine); the caller reports its end with FinishExec.
 	Interactive bool `json:"interactive,omitempty"`
+	// Stdin is the command's whole standard input (base64 in JSON), for a
+	// streamed exec (Accept: application/x-ndjson); without it stdin is empty.
+	Stdin []byte `json:"stdin,omitempty"`
 }
 
 // FinishRequest reports the end of an interactive exec.

@@ -55,18 +55,7 @@ func (s *Service) Exec(id string, req *ExecRequest) (store.Exec, error) {
 	s.mu.Unlock()
 	s.goAsync(func() {
 		code, truncated := s.runExec(id, l, req, stdoutPath, stderrPath)
-		_, _ = s.store.EndExec(id, execID, store.ExecEnd{ExitCode: code, FinishedAt: time.Now(), Truncated: truncated})
-		if code == execAbandoned {
-			// The daemon stops: the command may go on in the sandbox, but
-			// nobody collects its output or code any more. Say so.
-			s.emit(id, store.Event{Kind: "exec.finished", ExecID: execID, Reason: "daemon_stopped: the daemon stopped while the command ran; its output after that and its exit code were not collected"}, "")
-		} else {
-			s.emit(id, store.Event{Kind: "exec.finished", ExecID: execID, ExitCode: &code}, "")
-		}
-		s.mu.Lock()
-		l.execs--
-		s.active[id] = time.Now()
-		s.mu.Unlock()
+		s.endExec(id, execID, l, code, truncated)
 	})
 	return ex, nil
 }
@@ -115,13 +104,57 @@ func (s *Service) runExec(id string, l *live, req *ExecRequest, stdoutPath, stde
 	}
 	stdout := newCappedOutput(outf, s.cfg.ExecOutputMax, cut(stdoutPath))
 	stderr := newCappedOutput(errf, s.cfg.ExecOutputMax, cut(stderrPath))
-	code := s.collectExec(id, l, req, stdout, stderr)
+	code := s.collectExec(id, l, req, nil, stdout, stderr)
 	return code, stdout.Truncated() || stderr.Truncated()
 }
 
-// collectExec runs an API exec with its output to stdout and stderr and
-// returns its exit code.
-func (s *Service) collectExec(id string, l *live, req *ExecRequest, stdout, stderr io.Writer) int {
+// ExecStream runs a command in a ready sandbox with stdin (nil: none) and its
+// output written to stdout and stderr as it comes (a streamed API exec, whose
+// caller reads it). The code arrives on the returned channel once the command
+// ended; the exec is recorded (exec.started, exec.finished) like any other.
+// The writers must not block: a caller that went away is written to no more.
+func (s *Service) ExecStream(id string, req *ExecRequest, stdin io.Reader, stdout, stderr io.Writer) (store.Exec, <-chan int, error) {
+	execID, err := s.beginExec(id, req)
+	if err != nil {
+		return store.Exec{}, nil, err
+	}
+	ex, err := s.store.CreateExec(store.Exec{ID: execID, SandboxID: id, Cmd: req.Cmd, StartedAt: time.Now()})
+	if err != nil {
+		return store.Exec{}, nil, err
+	}
+	s.emit(id, store.Event{Kind: "exec.started", ExecID: execID}, "")
+	l := s.liveOf(id)
+	s.mu.Lock()
+	l.execs++
+	s.mu.Unlock()
+	done := make(chan int, 1)
+	s.goAsync(func() {
+		code := s.collectExec(id, l, req, stdin, stdout, stderr)
+		s.endExec(id, execID, l, code, false)
+		done <- code
+	})
+	return ex, done, nil
+}
+
+// endExec records the end of an exec the daemon ran.
+func (s *Service) endExec(id, execID string, l *live, code int, truncated bool) {
+	_, _ = s.store.EndExec(id, execID, store.ExecEnd{ExitCode: code, FinishedAt: time.Now(), Truncated: truncated})
+	if code == execAbandoned {
+		// The daemon stops: the command may go on in the sandbox, but
+		// nobody collects its output or code any more. Say so.
+		s.emit(id, store.Event{Kind: "exec.finished", ExecID: execID, Reason: "daemon_stopped: the daemon stopped while the command ran; its output after that and its exit code were not collected"}, "")
+	} else {
+		s.emit(id, store.Event{Kind: "exec.finished", ExecID: execID, ExitCode: &code}, "")
+	}
+	s.mu.Lock()
+	l.execs--
+	s.active[id] = time.Now()
+	s.mu.Unlock()
+}
+
+// collectExec runs an API exec with stdin (nil: none) and its output to
+// stdout and stderr and returns its exit code.
+func (s *Service) collectExec(id string, l *live, req *ExecRequest, stdin io.Reader, stdout, stderr io.Writer) int {
 	var err error
 	h := l.handle
 	if h == nil {
@@ -129,7 +162,7 @@ func (s *Service) collectExec(id string, l *live, req *ExecRequest, stdout, stde
 			return s.execFailed(stderr, err)
 		}
 	}
-	ex, err := s.rtOf(id).Exec(s.ctx, h, sandbox.ExecRequest{Cmd: req.Cmd, Env: req.Env, Workdir: req.Workdir}, sandbox.Streams{Stdout: stdout, Stderr: stderr})
+	ex, err := s.rtOf(id).Exec(s.ctx, h, sandbox.ExecRequest{Cmd: req.Cmd, Env: req.Env, Workdir: req.Workdir, Stdin: stdin != nil}, sandbox.Streams{Stdin: stdin, Stdout: stdout, Stderr: stderr})
 	if err != nil {
 		return s.execFailed(stderr, err)
 	}
