@@ -222,7 +222,7 @@ func (a *app) runDaemon(d daemonArgs) error {
 		return control.NewService(st, rt, control.Config{
 			IdleTTL: cfg.Runtime.IdleTTL, EventRetentionTTL: cfg.Runtime.EventRetentionTTL,
 			ExecOutputRoot: cfg.ExecOutputRoot(p), ExecOutputTemplate: cfg.Artifacts.ExecOutputTemplate, ExecOutputMax: cfg.Artifacts.ExecOutputMax,
-			Redactor: redactor, OpenEngine: openEngine,
+			OutputMax: cfg.Artifacts.OutputMax, Redactor: redactor, OpenEngine: openEngine,
 		}), nil
 	}
 	logCopy := a.stderr

@@ -81,15 +81,21 @@ func (c *Client) send(ctx context.Context, method, path string, in any) (*http.R
 		return nil, fmt.Errorf("cannot reach the airlock daemon: %w", err)
 	}
 	if resp.StatusCode >= 400 {
-		defer resp.Body.Close()
-		e := &Error{Status: resp.StatusCode}
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-		if json.Unmarshal(b, e) != nil || e.Reason == "" {
-			e.Reason, e.Message = ReasonInternal, strings.TrimSpace(string(b))
-		}
-		return nil, e
+		return nil, responseError(resp)
 	}
 	return resp, nil
+}
+
+// responseError reads the API error of a response with an error status and
+// closes its body.
+func responseError(resp *http.Response) error {
+	defer resp.Body.Close()
+	e := &Error{Status: resp.StatusCode}
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if json.Unmarshal(b, e) != nil || e.Reason == "" {
+		e.Reason, e.Message = ReasonInternal, strings.TrimSpace(string(b))
+	}
+	return e
 }
 
 // Health asks the daemon who it is.

@@ -37,6 +37,9 @@ var reasons = []struct {
 	{store.ErrBadCursor, client.ReasonBadCursor},
 	{ErrInvalidRequest, client.ReasonInvalidRequest},
 	{ErrConfig, client.ReasonConfig},
+	{sandbox.ErrNoSuchPath, client.ReasonPathNotFound},
+	{ErrNotRegular, client.ReasonNotRegular},
+	{ErrTooLarge, client.ReasonTooLarge},
 }
 
 // reasonOf is the API's reason for an error of the service: a config error of
@@ -57,8 +60,12 @@ func reasonOf(err error) string {
 // statusOf is the HTTP status of an API error reason.
 func statusOf(reason string) int {
 	switch reason {
-	case client.ReasonSandboxNotFound, client.ReasonExecNotFound:
+	case client.ReasonSandboxNotFound, client.ReasonExecNotFound, client.ReasonPathNotFound:
 		return http.StatusNotFound
+	case client.ReasonNotRegular:
+		return http.StatusNotAcceptable
+	case client.ReasonTooLarge:
+		return http.StatusRequestEntityTooLarge
 	case client.ReasonIDAlreadyUsed, client.ReasonInvalidState:
 		return http.StatusConflict
 	case client.ReasonInvalidID, client.ReasonInvalidRequest, client.ReasonBadCursor, client.ReasonConfig:

@@ -40,6 +40,13 @@ type Backend interface {
 	FollowEgress(ctx context.Context, sandboxID string, denied func(sandbox.EgressDenial)) error
 	Exec(ctx context.Context, sb *sandbox.Sandbox, req sandbox.ExecRequest, s sandbox.Streams) (*sandbox.Exec, error)
 
+	// ReadArchive streams a tar archive of path (absolute) in the primary,
+	// entries named from its base name, a link at path not followed; a
+	// missing path wraps sandbox.ErrNoSuchPath. WriteArchive extracts a tar
+	// stream into dir (made when missing), every entry the sandbox user's.
+	ReadArchive(ctx context.Context, containerID, path string) (io.ReadCloser, error)
+	WriteArchive(ctx context.Context, containerID, dir string, tar io.Reader) error
+
 	DiskUsage(ctx context.Context) *sandbox.DiskUsage
 	PruneCandidates(ctx context.Context, o sandbox.PruneOptions, du *sandbox.DiskUsage) ([]sandbox.PruneObject, error)
 	PruneRemove(ctx context.Context, o sandbox.PruneObject) (freed bool, err error)

@@ -100,6 +100,12 @@ func TestInProcess(t *testing.T) {
 // startInProcess runs a daemon over rt in the test process until the test ends.
 func startInProcess(t *testing.T, e *env, rt *sandbox.Runtime) *client.Client {
 	t.Helper()
+	return startInProcessConfig(t, e, rt, control.Config{IdleTTL: time.Hour, ReapInterval: 100 * time.Millisecond})
+}
+
+// startInProcessConfig is startInProcess with the daemon's settings.
+func startInProcessConfig(t *testing.T, e *env, rt *sandbox.Runtime, cfg control.Config) *client.Client {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
@@ -109,7 +115,7 @@ func startInProcess(t *testing.T, e *env, rt *sandbox.Runtime) *client.Client {
 				if err != nil {
 					return nil, err
 				}
-				return control.NewService(st, rt, control.Config{IdleTTL: time.Hour, ReapInterval: 100 * time.Millisecond}), nil
+				return control.NewService(st, rt, cfg), nil
 			}})
 	}()
 	t.Cleanup(func() {

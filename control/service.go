@@ -24,6 +24,9 @@ type Config struct {
 	// ExecOutputMax bounds each output file of an API exec (0: the default,
 	// userconfig.DefaultExecOutputMax).
 	ExecOutputMax int64
+	// OutputMax bounds a file or archive moved by the files API, either way
+	// (artifacts.output_max; 0: userconfig.DefaultOutputMax).
+	OutputMax int64
 	// ReapInterval is how often the reaper looks (default 2 s).
 	ReapInterval time.Duration
 	// Redactor masks the secret values the daemon holds in its log and in event

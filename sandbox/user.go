@@ -75,8 +75,15 @@ func (rt *Runtime) readAccounts(ctx context.Context, imageRef string) (passwd, g
 		return nil, nil, failed("cannot read the accounts of image %s: %v", imageRef, err)
 	}
 	defer rt.Engine.ContainerRemove(context.WithoutCancel(ctx), c.ID, container.RemoveOptions{Force: true})
+	passwd, group = rt.containerAccounts(ctx, c.ID)
+	return passwd, group, nil
+}
+
+// containerAccounts reads /etc/passwd and /etc/group of a container, running
+// or not; a missing file reads as empty.
+func (rt *Runtime) containerAccounts(ctx context.Context, containerID string) (passwd, group [][]string) {
 	read := func(p string) [][]string {
-		rc, _, err := rt.Engine.CopyFromContainer(ctx, c.ID, p)
+		rc, _, err := rt.Engine.CopyFromContainer(ctx, containerID, p)
 		if err != nil {
 			return nil
 		}
@@ -98,5 +105,5 @@ func (rt *Runtime) readAccounts(ctx context.Context, imageRef string) (passwd, g
 		}
 		return rows
 	}
-	return read("/etc/passwd"), read("/etc/group"), nil
+	return read("/etc/passwd"), read("/etc/group")
 }

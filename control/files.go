@@ -1,0 +1,395 @@
+package control
+
+import (
+	"archive/tar"
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/airlock-dev/airlock/control/store"
+	"github.com/airlock-dev/airlock/userconfig"
+)
+
+// Files in and out of a sandbox (GET and PUT /v1/sandboxes/{id}/files): a tar
+// stream in the layout of the Engine's archive API, or one regular file,
+// through the backend's ReadArchive and WriteArchive. What moves is bounded by
+// Config.OutputMax (artifacts.output_max), as `run --output` is.
+
+var (
+	// ErrTooLarge: a file, archive or body over Config.OutputMax.
+	ErrTooLarge = errors.New("too large")
+	// ErrNotRegular: a path asked for as one file that is something else.
+	ErrNotRegular = errors.New("not a regular file")
+)
+
+// outputMax is the bound of what the files API moves.
+func (s *Service) outputMax() int64 {
+	if s.cfg.OutputMax > 0 {
+		return s.cfg.OutputMax
+	}
+	return userconfig.DefaultOutputMax
+}
+
+// filesPath checks a path of the files API: absolute, no NUL; cleaned.
+func filesPath(p string) (string, error) {
+	switch {
+	case p == "":
+		return "", errorf(ErrInvalidRequest, "path is required: the absolute path in the sandbox (?path=/work/out)")
+	case strings.ContainsRune(p, 0):
+		return "", errorf(ErrInvalidRequest, "path %q holds a NUL byte", p)
+	case !strings.HasPrefix(p, "/"):
+		return "", errorf(ErrInvalidRequest, "path %q is not absolute: give the path in the sandbox from /", p)
+	}
+	return path.Clean(p), nil
+}
+
+// filesTarget is the container of sandbox id for a files request, which its
+// state must allow (one of states).
+func (s *Service) filesTarget(id string, states ...string) (Backend, string, error) {
+	rec, err := s.store.Get(id)
+	if err != nil {
+		return nil, "", err
+	}
+	ok := false
+	for _, st := range states {
+		ok = ok || rec.State == st
+	}
+	if !ok || rec.ContainerID == "" {
+		return nil, "", notIn(id, rec.State, strings.Join(states, " or "))
+	}
+	s.mu.Lock()
+	s.active[id] = time.Now()
+	s.mu.Unlock()
+	return s.rtOf(id), rec.ContainerID, nil
+}
+
+// Download is what ReadFiles sends: one file's bytes (Size of them) or a tar
+// stream (Tar, Size -1), which reads ErrTooLarge once it passed the bound.
+type Download struct {
+	Body io.Reader
+	Size int64
+	Tar  bool
+	rc   io.Closer
+}
+
+// Close ends the backend's stream.
+func (d *Download) Close() error { return d.rc.Close() }
+
+// ReadFiles reads path p of sandbox id, ready or stopped (where the backend
+// can read a stopped one): a tar stream with asTar, or when p is a regular
+// file, its bytes. A file over the bound is ErrTooLarge before anything is
+// sent; so is an archive whose first entry is such a file. A missing path
+// wraps sandbox.ErrNoSuchPath.
+func (s *Service) ReadFiles(ctx context.Context, id, p string, asTar bool) (*Download, error) {
+	p, err := filesPath(p)
+	if err != nil {
+		return nil, err
+	}
+	rt, cid, err := s.filesTarget(id, store.StateReady, store.StateStopped)
+	if err != nil {
+		return nil, err
+	}
+	rc, err := rt.ReadArchive(ctx, cid, p)
+	if err != nil {
+		return nil, err
+	}
+	max := s.outputMax()
+	tooLarge := func(size int64) error {
+		rc.Close()
+		return errorf(ErrTooLarge, "cannot read %s: it holds %s, over the limit of %s (artifacts.output_max)", p, userconfig.FormatSize(size), userconfig.FormatSize(max))
+	}
+	if asTar {
+		br := bufio.NewReaderSize(rc, 64<<10)
+		if h := firstHeader(br); h != nil && isRegular(h) && h.Size > max {
+			return nil, tooLarge(h.Size)
+		}
+		return &Download{Body: &cutReader{r: br, left: max, what: p, max: max}, Size: -1, Tar: true, rc: rc}, nil
+	}
+	tr := tar.NewReader(rc)
+	h, err := tr.Next()
+	if err != nil {
+		rc.Close()
+		return nil, fmt.Errorf("cannot read %s: the sandbox's archive of it: %w", p, err)
+	}
+	if !isRegular(h) {
+		rc.Close()
+		what := "a " + entryKind(h.Typeflag)
+		if h.Typeflag == tar.TypeSymlink {
+			what = fmt.Sprintf("a symbolic link to %s (never followed)", h.Linkname)
+		}
+		return nil, errorf(ErrNotRegular, "cannot read %s as one file: it is %s; ask for an archive of it (Accept: application/x-tar)", p, what)
+	}
+	if h.Size > max {
+		return nil, tooLarge(h.Size)
+	}
+	return &Download{Body: io.LimitReader(tr, h.Size), Size: h.Size, rc: rc}, nil
+}
+
+func isRegular(h *tar.Header) bool {
+	return h.Typeflag == tar.TypeReg || h.Typeflag == '\x00' // TypeRegA, deprecated
+}
+
+// firstHeader parses the first entry of the tar stream that br begins with,
+// without consuming it; nil when it does not fit in br's buffer.
+func firstHeader(br *bufio.Reader) *tar.Header {
+	b, _ := br.Peek(br.Size())
+	h, err := tar.NewReader(bytes.NewReader(b)).Next()
+	if err != nil {
+		return nil
+	}
+	return h
+}
+
+// cutReader reads at most left bytes, then fails with ErrTooLarge.
+type cutReader struct {
+	r    io.Reader
+	left int64
+	what string
+	max  int64
+}
+
+func (c *cutReader) Read(p []byte) (int, error) {
+	if c.left <= 0 {
+		// One byte more tells a stream of exactly max bytes from a longer one.
+		var one [1]byte
+		n, err := io.ReadFull(c.r, one[:])
+		if n == 0 {
+			return 0, err
+		}
+		return 0, errorf(ErrTooLarge, "cannot send the archive of %s: it is over the limit of %s (artifacts.output_max)", c.what, userconfig.FormatSize(c.max))
+	}
+	if int64(len(p)) > c.left {
+		p = p[:c.left]
+	}
+	n, err := c.r.Read(p)
+	c.left -= int64(n)
+	return n, err
+}
+
+// Upload is a body for WriteFiles: a tar stream to extract into Path, or the
+// bytes of the regular file Path (Size of them; -1 when not known), Mode its
+// permission bits as chmod takes them (0o644).
+type Upload struct {
+	Path string
+	Body io.Reader
+	Size int64
+	Tar  bool
+	Mode uint32
+}
+
+// WriteFiles writes into sandbox id, which must be ready, through the
+// backend's WriteArchive: the entries are the sandbox user's. A body over the
+// bound is ErrTooLarge: before anything is written when its size is known;
+// otherwise once it passed the bound, when a part of an archive may already
+// be extracted.
+func (s *Service) WriteFiles(ctx context.Context, id string, u Upload) error {
+	p, err := filesPath(u.Path)
+	if err != nil {
+		return err
+	}
+	if !u.Tar && p == "/" {
+		return errorf(ErrInvalidRequest, "path / is a directory: a file needs a name (?path=/work/file)")
+	}
+	if u.Mode&^0o7777 != 0 {
+		return errorf(ErrInvalidRequest, "mode %o is not a file mode (0 to 7777, octal)", u.Mode)
+	}
+	rt, cid, err := s.filesTarget(id, store.StateReady)
+	if err != nil {
+		return err
+	}
+	max := s.outputMax()
+	tooLarge := func(what string) error {
+		return errorf(ErrTooLarge, "cannot write %s: %s is over the limit of %s (artifacts.output_max)", p, what, userconfig.FormatSize(max))
+	}
+	if u.Size > max {
+		return tooLarge(fmt.Sprintf("the body (%s)", userconfig.FormatSize(u.Size)))
+	}
+	body := &boundReader{r: u.Body, left: max}
+	defer func() {
+		s.mu.Lock()
+		s.active[id] = time.Now()
+		s.mu.Unlock()
+	}()
+	if !u.Tar && u.Size < 0 {
+		// A tar header needs the size: the body is kept in a file first.
+		f, err := os.CreateTemp("", "airlock-upload-*")
+		if err != nil {
+			return fmt.Errorf("cannot keep the body of %s: %w", p, err)
+		}
+		defer os.Remove(f.Name())
+		defer f.Close()
+		n, err := io.Copy(f, body)
+		if body.over {
+			return tooLarge("the body")
+		}
+		if err != nil {
+			return errorf(ErrInvalidRequest, "cannot read the body of %s: %v", p, err)
+		}
+		if _, err := f.Seek(0, io.SeekStart); err != nil {
+			return fmt.Errorf("cannot keep the body of %s: %w", p, err)
+		}
+		u.Body, u.Size = f, n
+	} else {
+		u.Body = body
+	}
+	dir := p
+	write := func(w io.Writer) error { return checkArchive(w, u.Body) }
+	if !u.Tar {
+		dir = path.Dir(p)
+		write = func(w io.Writer) error { return fileArchive(w, path.Base(p), u) }
+	}
+	pr, pw := io.Pipe()
+	bodyErr := make(chan error, 1) // the caller's: a bad archive, a short body
+	go func() {
+		err := write(pw)
+		pw.CloseWithError(err)
+		bodyErr <- err
+	}()
+	err = rt.WriteArchive(ctx, cid, dir, pr)
+	pr.CloseWithError(io.ErrClosedPipe)
+	berr := <-bodyErr // it ends at its next write, on the closed pipe
+	switch {
+	case body.over:
+		return tooLarge("the body")
+	case berr != nil && !errors.Is(berr, io.ErrClosedPipe):
+		return berr
+	}
+	return err
+}
+
+// fileArchive writes a tar stream of one regular file, name, of u.
+func fileArchive(w io.Writer, name string, u Upload) error {
+	tw := tar.NewWriter(w)
+	h := &tar.Header{Typeflag: tar.TypeReg, Name: name, Mode: int64(u.Mode), Size: u.Size, ModTime: time.Now()}
+	if err := tw.WriteHeader(h); err != nil {
+		return err
+	}
+	n, err := io.Copy(tw, u.Body)
+	if err != nil && !errors.Is(err, io.ErrClosedPipe) {
+		return errorf(ErrInvalidRequest, "cannot read the body: %v", err)
+	}
+	if err == nil && n < u.Size {
+		return errorf(ErrInvalidRequest, "the body ended after %d of its %d bytes (Content-Length)", n, u.Size)
+	}
+	if err != nil {
+		return err
+	}
+	return tw.Close()
+}
+
+// checkArchive copies the caller's tar stream to w, refusing what a sandbox
+// must not get: an entry named from / or with a .. part, a hard link to such
+// a name, an entry below a symbolic link of the archive (extracting it would
+// follow the link), and devices or FIFOs.
+func checkArchive(w io.Writer, r io.Reader) error {
+	tr := tar.NewReader(r)
+	tw := tar.NewWriter(w)
+	links := map[string]bool{}
+	bad := func(h *tar.Header, format string, a ...any) error {
+		return errorf(ErrInvalidRequest, "cannot extract the archive: entry %q %s", h.Name, fmt.Sprintf(format, a...))
+	}
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return errorf(ErrInvalidRequest, "cannot read the archive (Content-Type: application/x-tar): %v", err)
+		}
+		switch h.Typeflag {
+		case tar.TypeReg, '\x00', tar.TypeDir, tar.TypeSymlink, tar.TypeLink:
+		case tar.TypeXGlobalHeader:
+			continue
+		default:
+			return bad(h, "is a %s: only files, directories and links are extracted", entryKind(h.Typeflag))
+		}
+		name, err := archiveName(h.Name)
+		if err != nil {
+			return bad(h, "%v", err)
+		}
+		if h.Typeflag == tar.TypeLink {
+			if _, err := archiveName(h.Linkname); err != nil {
+				return bad(h, "links to %q: %v", h.Linkname, err)
+			}
+		}
+		for d := path.Dir(name); d != "."; d = path.Dir(d) {
+			if links[d] {
+				return bad(h, "is below %s, a symbolic link of the archive: it would be followed", d)
+			}
+		}
+		if h.Typeflag == tar.TypeSymlink {
+			links[name] = true
+		} else {
+			delete(links, name)
+		}
+		if err := tw.WriteHeader(h); err != nil {
+			return err
+		}
+		if _, err := io.Copy(tw, tr); err != nil {
+			return err
+		}
+	}
+	return tw.Close()
+}
+
+// archiveName is an entry's name below the folder it is extracted into: not
+// from /, no .. part ("." for the folder itself).
+func archiveName(name string) (string, error) {
+	if strings.HasPrefix(name, "/") {
+		return "", errors.New("is named from / (names are relative to the path)")
+	}
+	for _, part := range strings.Split(name, "/") {
+		if part == ".." {
+			return "", errors.New("has a .. part")
+		}
+	}
+	return path.Clean(name), nil
+}
+
+func entryKind(t byte) string {
+	switch t {
+	case tar.TypeDir:
+		return "directory"
+	case tar.TypeSymlink:
+		return "symbolic link"
+	case tar.TypeLink:
+		return "hard link"
+	case tar.TypeChar:
+		return "character device"
+	case tar.TypeBlock:
+		return "block device"
+	case tar.TypeFifo:
+		return "FIFO"
+	}
+	return fmt.Sprintf("entry of type %q", t)
+}
+
+// boundReader reads at most left bytes; past them it fails and says so (over).
+type boundReader struct {
+	r    io.Reader
+	left int64
+	over bool
+}
+
+func (b *boundReader) Read(p []byte) (int, error) {
+	if b.left < 0 {
+		return 0, ErrTooLarge
+	}
+	if int64(len(p)) > b.left+1 {
+		p = p[:b.left+1]
+	}
+	n, err := b.r.Read(p)
+	b.left -= int64(n)
+	if b.left < 0 {
+		b.over = true
+		return n + int(b.left), ErrTooLarge
+	}
+	return n, err
+}

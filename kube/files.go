@@ -1,0 +1,90 @@
+package kube
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+
+	"github.com/airlock-dev/airlock/sandbox"
+)
+
+// Files in and out of a running sandbox for the daemon's files API, through
+// `supervise tar` and `supervise untar` in the primary: the archives the
+// Docker backend gets from the Engine's archive API. A stopped sandbox has no
+// Pod (Stop deletes it), so nothing can be read from it.
+
+// lockedBuffer is a buffer an exec's stderr is written to while it is read.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.TrimSpace(l.b.String())
+}
+
+// ReadArchive streams a tar archive of p in the running primary (entries named
+// from p's base name, links not followed); it returns once the archive has
+// begun, so a missing path is an error wrapping sandbox.ErrNoSuchPath.
+func (rt *Runtime) ReadArchive(ctx context.Context, pod, p string) (io.ReadCloser, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	pr, pw := io.Pipe()
+	var errOut lockedBuffer
+	go func() {
+		code, err := rt.execIn(ctx, pod, MainContainer, []string{sandbox.SupervisorIn, "supervise", "tar", "--", p}, nil, pw, &errOut)
+		switch {
+		case err != nil:
+			err = failed("cannot read %s in the sandbox: %v", p, err)
+		case code != 0 && strings.Contains(errOut.String(), "no such file or directory"):
+			err = fmt.Errorf("cannot read %s: %w", p, sandbox.ErrNoSuchPath)
+		case code != 0:
+			err = failed("cannot read %s in the sandbox: %s", p, errOut.String())
+		}
+		pw.CloseWithError(err)
+	}()
+	br := bufio.NewReader(pr)
+	if _, err := br.Peek(1); err != nil {
+		cancel()
+		pr.Close()
+		return nil, err
+	}
+	return &archiveReader{Reader: br, close: func() { cancel(); pr.Close() }}, nil
+}
+
+type archiveReader struct {
+	io.Reader
+	close func()
+}
+
+func (a *archiveReader) Close() error { a.close(); return nil }
+
+// WriteArchive extracts a tar stream into dir of the running primary through
+// `supervise untar`, run as the sandbox's user: the entries are that user's
+// (as root, the archive's owners count, so they are made root's), no symbolic
+// link in dir is followed, and missing folders on the way are made.
+func (rt *Runtime) WriteArchive(ctx context.Context, pod, dir string, r io.Reader) error {
+	pr, pw := io.Pipe()
+	go func() { pw.CloseWithError(sandbox.OwnArchive(pw, r, nil, 0, 0)) }()
+	var out lockedBuffer
+	code, err := rt.stream(ctx, pod, MainContainer, []string{sandbox.SupervisorIn, "supervise", "untar", dir}, pr, &out, &out, false, nil)
+	pr.CloseWithError(io.ErrClosedPipe)
+	if err == nil && code != 0 {
+		err = fmt.Errorf("%s", out.String())
+	}
+	if err != nil {
+		return failed("cannot write into %s in the sandbox: %v", dir, err)
+	}
+	return nil
+}

@@ -1,0 +1,184 @@
+package sandbox
+
+import (
+	"archive/tar"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"strings"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/docker/docker/api/types/container"
+
+	"github.com/airlock-dev/airlock/supervisor"
+)
+
+// Files in and out of a sandbox for the daemon's files API (control's
+// ReadArchive and WriteArchive): tar streams in the layout of the Engine's
+// archive API, which the Kubernetes backend's `supervise tar` and `supervise
+// untar` share.
+
+// ErrNoSuchPath is what ReadArchive and WriteArchive wrap for a path that is
+// not in the sandbox.
+var ErrNoSuchPath = errors.New("no such file or directory in the sandbox")
+
+// ErrNotDirectory is what WriteArchive wraps when the folder to extract into,
+// or one on the way to it, is something else.
+var ErrNotDirectory = errors.New("not a directory")
+
+// ReadArchive returns a tar stream of p (absolute) in a sandbox's container,
+// running or stopped, as the Engine's archive API gives it: entries named from
+// p's base name, a symbolic link at p archived as a link, not followed.
+func (rt *Runtime) ReadArchive(ctx context.Context, containerID, p string) (io.ReadCloser, error) {
+	rc, _, err := rt.Engine.CopyFromContainer(ctx, containerID, p)
+	if err != nil {
+		return nil, rt.archiveErr(ctx, containerID, "read", p, err)
+	}
+	return rc, nil
+}
+
+// archiveErr is the error of an archive call on p that failed with err: a
+// path the Engine did not find wraps ErrNoSuchPath, unless the container is
+// what is gone (ErrNotFound).
+func (rt *Runtime) archiveErr(ctx context.Context, containerID, verb, p string, err error) error {
+	if cerrdefs.IsNotFound(err) {
+		if _, ierr := rt.Engine.ContainerInspect(ctx, containerID); cerrdefs.IsNotFound(ierr) {
+			return fmt.Errorf("cannot %s %s: %w: its container %s is gone", verb, p, ErrNotFound, containerID)
+		}
+		return fmt.Errorf("cannot %s %s: %w", verb, p, ErrNoSuchPath)
+	}
+	return failed("cannot %s %s in the sandbox: %v", verb, p, err)
+}
+
+// WriteArchive extracts a tar stream into dir (absolute) of a sandbox's
+// container, every entry owned by the sandbox's user: the container's user,
+// resolved in its own /etc/passwd and /etc/group as runc does (not by the
+// Engine's CopyUIDGID, which looks the name up on the Engine's host). Folders
+// missing on the way to dir are made, mode 0755, the user's. The Engine
+// extracts it (confined to the container's filesystem and its mounts; a
+// directory is not replaced by a file, nor the other way round).
+func (rt *Runtime) WriteArchive(ctx context.Context, containerID, dir string, r io.Reader) error {
+	in, err := rt.Engine.ContainerInspect(ctx, containerID)
+	if err != nil {
+		if cerrdefs.IsNotFound(err) {
+			return fmt.Errorf("cannot write into %s: %w: its container %s is gone", dir, ErrNotFound, containerID)
+		}
+		return failed("cannot write into %s in the sandbox: %v", dir, err)
+	}
+	uid, gid, err := rt.containerUser(ctx, containerID, in.Config.User)
+	if err != nil {
+		return err
+	}
+	base, missing, err := rt.existingDir(ctx, containerID, dir)
+	if err != nil {
+		return err
+	}
+	pr, pw := io.Pipe()
+	go func() { pw.CloseWithError(OwnArchive(pw, r, missing, uid, gid)) }()
+	err = rt.Engine.CopyToContainer(ctx, containerID, base, pr, container.CopyToContainerOptions{})
+	pr.CloseWithError(io.ErrClosedPipe)
+	if err != nil {
+		if cerrdefs.IsNotFound(err) {
+			return rt.archiveErr(ctx, containerID, "write into", dir, err)
+		}
+		return failed("cannot write into %s in the sandbox: %v", dir, err)
+	}
+	return nil
+}
+
+// containerUser is the uid and gid of a container's user spec (Config.User).
+func (rt *Runtime) containerUser(ctx context.Context, containerID, spec string) (uid, gid int, err error) {
+	name, _, _ := strings.Cut(spec, ":")
+	if spec == "" || name == "root" || spec == "0" {
+		return 0, 0, nil
+	}
+	passwd, group := rt.containerAccounts(ctx, containerID)
+	a, err := supervisor.ResolveAccount(spec,
+		supervisor.AccountFile{Name: "the sandbox's /etc/passwd", Rows: passwd},
+		supervisor.AccountFile{Name: "the sandbox's /etc/group", Rows: group})
+	if err != nil {
+		return 0, 0, failed("cannot resolve the sandbox's user %q: %v", spec, err)
+	}
+	return int(a.UID), int(a.GID), nil
+}
+
+// existingDir is the deepest folder of dir's path that is in the container
+// (base) and the parts below it that are not (missing). A part that is there
+// and is neither a folder nor a symbolic link (which the Engine resolves in
+// the container) is an error wrapping ErrNotDirectory.
+func (rt *Runtime) existingDir(ctx context.Context, containerID, dir string) (base string, missing []string, err error) {
+	base = path.Clean(dir)
+	for base != "/" {
+		st, err := rt.Engine.ContainerStatPath(ctx, containerID, base)
+		if err == nil {
+			if !st.Mode.IsDir() && st.Mode&os.ModeSymlink == 0 {
+				return "", nil, fmt.Errorf("cannot write into %s: %s is %w", dir, base, ErrNotDirectory)
+			}
+			break
+		}
+		if !cerrdefs.IsNotFound(err) {
+			return "", nil, failed("cannot write into %s in the sandbox: %v", dir, err)
+		}
+		missing = append([]string{path.Base(base)}, missing...)
+		base = path.Dir(base)
+	}
+	return base, missing, nil
+}
+
+// OwnArchive copies the tar stream r to w with every entry owned by uid:gid
+// (user and group names dropped) and, with prefix, named below those folders,
+// which come first (mode 0755, uid:gid). What the archive itself says of
+// owners is not kept.
+func OwnArchive(w io.Writer, r io.Reader, prefix []string, uid, gid int) error {
+	tw := tar.NewWriter(w)
+	now := time.Now()
+	for i := range prefix {
+		h := &tar.Header{Typeflag: tar.TypeDir, Name: path.Join(prefix[:i+1]...) + "/", Mode: 0o755, Uid: uid, Gid: gid, ModTime: now}
+		if err := tw.WriteHeader(h); err != nil {
+			return fmt.Errorf("cannot write the archive: %w", err)
+		}
+	}
+	under := path.Join(prefix...)
+	tr := tar.NewReader(r)
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("cannot read the archive: %w", err)
+		}
+		if h.Typeflag == tar.TypeXGlobalHeader {
+			continue
+		}
+		h.Uid, h.Gid, h.Uname, h.Gname = uid, gid, "", ""
+		for _, k := range []string{"uid", "gid", "uname", "gname", "path", "linkpath"} {
+			delete(h.PAXRecords, k)
+		}
+		h.Format = tar.FormatUnknown
+		if under != "" {
+			dirSlash := strings.HasSuffix(h.Name, "/")
+			h.Name = path.Join(under, h.Name)
+			if dirSlash || h.Typeflag == tar.TypeDir {
+				h.Name += "/"
+			}
+			if h.Typeflag == tar.TypeLink {
+				h.Linkname = path.Join(under, h.Linkname)
+			}
+		}
+		if err := tw.WriteHeader(h); err != nil {
+			return fmt.Errorf("cannot write the archive: %w", err)
+		}
+		if _, err := io.Copy(tw, tr); err != nil {
+			return fmt.Errorf("cannot copy %s of the archive: %w", h.Name, err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return fmt.Errorf("cannot write the archive: %w", err)
+	}
+	return nil
+}
