@@ -126,6 +126,14 @@ type CreateRequest struct {
 	// CLIPid and CLIStart identify the CLI process that owns a run sandbox.
 	CLIPid   int    `json:"cli_pid,omitempty"`
 	CLIStart string `json:"cli_start,omitempty"`
+	// ManifestTOML (a sandbox.toml's text) or ManifestDoc (the same as a JSON
+	// object) is a manifest the daemon resolves, instead of Manifest: built-in
+	// presets, ${NAME} from Vars only, no vault. ProjectDir is its project on
+	// the daemon's host; without it the sandbox gets an empty project of its own.
+	ManifestTOML string            `json:"manifest_toml,omitempty"`
+	ManifestDoc  json.RawMessage   `json:"manifest_doc,omitempty"`
+	ProjectDir   string            `json:"project_dir,omitempty"`
+	Vars         map[string]string `json:"vars,omitempty"`
 }
 
 // Manifest is a resolved manifest on the wire: manifest.Wire's fields and JSON,

@@ -101,6 +101,9 @@ func fromCreateRequest(req *client.CreateRequest) *CreateRequest {
 		ep := engine.Endpoint(*req.Engine)
 		out.Engine = &ep
 	}
+	if req.ManifestTOML != "" || req.ManifestDoc != nil || req.ProjectDir != "" || req.Vars != nil {
+		out.Text = &ManifestText{TOML: req.ManifestTOML, Doc: req.ManifestDoc, ProjectDir: req.ProjectDir, Vars: req.Vars}
+	}
 	return out
 }
 

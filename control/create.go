@@ -18,8 +18,10 @@ type CreateRequest struct {
 	ID   string
 	Kind string // sandbox.KindRun or sandbox.KindUp
 	// Manifest is the resolved manifest with its substituted values masked;
-	// Secrets those values by key path, held in memory only.
+	// Secrets those values by key path, held in memory only. Text is a
+	// manifest to resolve instead (ManifestText).
 	Manifest *manifest.Wire
+	Text     *ManifestText
 	Secrets  map[string]string
 	Command  []string
 	Env      []string
@@ -46,6 +48,18 @@ type CreateRequest struct {
 // sandbox.accepted event are written before the call returns; the Docker work
 // continues in the background.
 func (s *Service) Create(_ context.Context, req *CreateRequest) (Sandbox, error) {
+	if req.Text != nil {
+		if req.Manifest != nil {
+			return Sandbox{}, errorf(ErrInvalidRequest, "give a resolved manifest or a manifest text, not both")
+		}
+		w, values, err := s.resolveText(req.Text)
+		if err != nil {
+			return Sandbox{}, err
+		}
+		r := *req
+		r.Manifest, r.Secrets, r.Text = w, values, nil
+		req = &r
+	}
 	resolved, err := checkCreate(req)
 	if err != nil {
 		return Sandbox{}, err

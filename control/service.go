@@ -27,6 +27,9 @@ type Config struct {
 	// OutputMax bounds a file or archive moved by the files API, either way
 	// (artifacts.output_max; 0: userconfig.DefaultOutputMax).
 	OutputMax int64
+	// EmptyProject is the project directory of sandboxes created from a
+	// manifest text without one (default <data dir>/empty-project).
+	EmptyProject string
 	// ReapInterval is how often the reaper looks (default 2 s).
 	ReapInterval time.Duration
 	// Redactor masks the secret values the daemon holds in its log and in event
@@ -82,6 +85,9 @@ func NewService(st *store.Store, rt Backend, cfg Config) *Service {
 		// The default of artifacts.exec_output_root (DESIGN §2); a relative root
 		// would put the output in the daemon's working directory.
 		cfg.ExecOutputRoot = filepath.Join(drt.Paths.DataDir, "exec-output")
+	}
+	if drt, ok := rt.(*sandbox.Runtime); ok && cfg.EmptyProject == "" && drt != nil && drt.Paths != nil {
+		cfg.EmptyProject = filepath.Join(drt.Paths.DataDir, "empty-project")
 	}
 	s := &Service{store: st, rt: rt, cfg: cfg, log: slog.New(slog.DiscardHandler),
 		live: map[string]*live{}, attached: map[string]int{}, active: map[string]time.Time{}, engines: map[string]Backend{},
