@@ -162,7 +162,7 @@ func newDaemonCommand(a *app) *cobra.Command {
 			return nil
 		},
 	}
-	cmd.AddCommand(start, run, stop, status)
+	cmd.AddCommand(start, run, stop, status, newDaemonDialStdioCommand(a))
 	return cmd
 }
 
