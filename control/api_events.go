@@ -17,7 +17,7 @@ import (
 // NDJSON, or as server-sent events when the client accepts text/event-stream
 // (`id:` = the sequence; a Last-Event-ID header resumes after it, over `from`).
 func (s *server) events(w http.ResponseWriter, r *http.Request) {
-	sse := acceptsEventStream(r)
+	sse := accepts(r, "text/event-stream")
 	cursor := r.URL.Query().Get("from")
 	if v := r.Header.Get("Last-Event-ID"); sse && v != "" {
 		cursor = v
@@ -76,18 +76,6 @@ func (s *server) events(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-}
-
-// acceptsEventStream tells whether the request's Accept header asks for
-// text/event-stream (what a browser's EventSource sends).
-func acceptsEventStream(r *http.Request) bool {
-	for _, part := range strings.Split(r.Header.Get("Accept"), ",") {
-		mt, _, _ := strings.Cut(part, ";")
-		if strings.EqualFold(strings.TrimSpace(mt), "text/event-stream") {
-			return true
-		}
-	}
-	return false
 }
 
 // writeNDJSON writes one event as a line of JSON.

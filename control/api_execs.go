@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"strings"
 	"sync"
 
 	"github.com/airlock-dev/airlock/client"
@@ -18,7 +17,7 @@ func (s *server) exec(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	if acceptsNDJSON(r) && !req.Interactive {
+	if accepts(r, client.NDJSON) && !req.Interactive {
 		s.execStream(w, &req, r.PathValue("id"))
 		return
 	}
@@ -69,18 +68,6 @@ func toClientExec(e store.Exec) *client.Exec {
 		out.FinishedAt = &t
 	}
 	return out
-}
-
-// acceptsNDJSON tells whether the request's Accept header asks for
-// application/x-ndjson: a streamed exec.
-func acceptsNDJSON(r *http.Request) bool {
-	for _, part := range strings.Split(r.Header.Get("Accept"), ",") {
-		mt, _, _ := strings.Cut(part, ";")
-		if strings.EqualFold(strings.TrimSpace(mt), client.NDJSON) {
-			return true
-		}
-	}
-	return false
 }
 
 // execStream answers a streamed exec: the record, the output frames as they

@@ -16,7 +16,7 @@ import (
 // the bound, or one the backend ends early, is aborted, never ended cleanly.
 func (s *server) readFiles(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	d, err := s.svc.ReadFiles(r.Context(), id, r.URL.Query().Get("path"), acceptsTar(r))
+	d, err := s.svc.ReadFiles(r.Context(), id, r.URL.Query().Get("path"), accepts(r, client.MediaTar))
 	if err != nil {
 		writeError(w, err)
 		return
@@ -35,18 +35,6 @@ func (s *server) readFiles(w http.ResponseWriter, r *http.Request) {
 		}
 		panic(http.ErrAbortHandler)
 	}
-}
-
-// acceptsTar reports whether the request's Accept names application/x-tar.
-func acceptsTar(r *http.Request) bool {
-	for _, v := range r.Header.Values("Accept") {
-		for _, part := range strings.Split(v, ",") {
-			if mt, _, err := mime.ParseMediaType(strings.TrimSpace(part)); err == nil && mt == client.MediaTar {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // writeFiles: PUT /v1/sandboxes/{id}/files?path=P[&mode=0644].

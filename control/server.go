@@ -4,6 +4,7 @@ import (
 	"crypto/subtle"
 	"encoding/json"
 	"log/slog"
+	"mime"
 	"net/http"
 	"os"
 	"strings"
@@ -85,6 +86,20 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(v)
+}
+
+// accepts reports whether the request's Accept header names mediaType
+// (text/event-stream for server-sent events, application/x-ndjson for a
+// streamed exec, application/x-tar for an archive); parameters are ignored.
+func accepts(r *http.Request, mediaType string) bool {
+	for _, v := range r.Header.Values("Accept") {
+		for _, part := range strings.Split(v, ",") {
+			if mt, _, err := mime.ParseMediaType(strings.TrimSpace(part)); err == nil && strings.EqualFold(mt, mediaType) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // decode reads a request body strictly: an unknown field is an error.
