@@ -59,19 +59,27 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 
 func (c *Client) send(ctx context.Context, method, path string, in any) (*http.Response, error) {
 	var body io.Reader
+	h := http.Header{}
 	if in != nil {
 		b, err := json.Marshal(in)
 		if err != nil {
 			return nil, fmt.Errorf("cannot encode the request: %w", err)
 		}
 		body = bytes.NewReader(b)
+		h.Set("Content-Type", "application/json")
 	}
+	return c.sendRaw(ctx, method, path, body, h)
+}
+
+// sendRaw sends a request with body and the headers h (and the token), and
+// returns the response, or the API error of an error status.
+func (c *Client) sendRaw(ctx context.Context, method, path string, body io.Reader, h http.Header) (*http.Response, error) {
 	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
 	if err != nil {
 		return nil, fmt.Errorf("cannot make the request: %w", err)
 	}
-	if in != nil {
-		req.Header.Set("Content-Type", "application/json")
+	for k, v := range h {
+		req.Header[k] = v
 	}
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)

@@ -54,22 +54,10 @@ func (c *Client) ExecStream(ctx context.Context, id string, req *ExecRequest, st
 	if err != nil {
 		return nil, 0, fmt.Errorf("cannot encode the request: %w", err)
 	}
-	path := "/v1/sandboxes/" + url.PathEscape(id) + "/execs"
-	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+path, bytes.NewReader(b))
+	resp, err := c.sendRaw(ctx, http.MethodPost, "/v1/sandboxes/"+url.PathEscape(id)+"/execs", bytes.NewReader(b),
+		http.Header{"Content-Type": {"application/json"}, "Accept": {NDJSON}})
 	if err != nil {
-		return nil, 0, fmt.Errorf("cannot make the request: %w", err)
-	}
-	hr.Header.Set("Content-Type", "application/json")
-	hr.Header.Set("Accept", NDJSON)
-	if c.token != "" {
-		hr.Header.Set("Authorization", "Bearer "+c.token)
-	}
-	resp, err := c.http.Do(hr)
-	if err != nil {
-		return nil, 0, fmt.Errorf("cannot reach the airlock daemon: %w", err)
-	}
-	if resp.StatusCode >= 400 {
-		return nil, 0, responseError(resp)
+		return nil, 0, err
 	}
 	defer resp.Body.Close()
 	sc := bufio.NewScanner(resp.Body)

@@ -112,22 +112,5 @@ func fileModeOctal(mode os.FileMode) string {
 }
 
 func (c *Client) filesRequest(ctx context.Context, method, id string, q url.Values, body io.Reader, h http.Header) (*http.Response, error) {
-	req, err := http.NewRequestWithContext(ctx, method, c.base+"/v1/sandboxes/"+url.PathEscape(id)+"/files?"+q.Encode(), body)
-	if err != nil {
-		return nil, fmt.Errorf("cannot make the request: %w", err)
-	}
-	for k, v := range h {
-		req.Header[k] = v
-	}
-	if c.token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.token)
-	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("cannot reach the airlock daemon: %w", err)
-	}
-	if resp.StatusCode >= 400 {
-		return nil, responseError(resp)
-	}
-	return resp, nil
+	return c.sendRaw(ctx, method, "/v1/sandboxes/"+url.PathEscape(id)+"/files?"+q.Encode(), body, h)
 }
