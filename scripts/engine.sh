@@ -19,6 +19,7 @@ command -v docker-registry >/dev/null 2>&1 || need_pkgs+=(docker-registry)
 command -v socat >/dev/null 2>&1 || need_pkgs+=(socat)
 command -v curl >/dev/null 2>&1 || need_pkgs+=(curl)
 command -v jq >/dev/null 2>&1 || need_pkgs+=(jq)
+command -v python3 >/dev/null 2>&1 || need_pkgs+=(python3)  # the Python SDK's tests (sdk/python)
 command -v qemu-aarch64-static >/dev/null 2>&1 || need_pkgs+=(qemu-user-static)
 if [ ${#need_pkgs[@]} -gt 0 ]; then
   if [ "$(id -u)" != 0 ]; then

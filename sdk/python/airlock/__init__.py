@@ -1,0 +1,94 @@
+"""airlock: a Python client of the airlock control daemon.
+
+Create a Docker sandbox from a sandbox.toml (text or a dict), run commands in
+it, stream an exec, write and read files, follow its events, stop and delete
+it — all through the daemon's HTTP API (docs/api.md), standard library only::
+
+    import airlock
+
+    manifest = '''
+    [sandbox]
+    image = "debian:12"
+    '''
+    with airlock.Client().create(manifest) as sb:
+        sb.write_file("/tmp/job.sh", "echo 6 x 7 = $((6 * 7))\\n", mode=0o755)
+        print(sb.run(["/tmp/job.sh"]).stdout_text)
+
+The guide: docs/sdk.md in the airlock repository.
+"""
+
+from ._transport import Endpoint, default_socket, parse_host
+from .client import Client, Command, EventStream, ExecStream, Manifest, Sandbox
+from .errors import (
+    AirlockError,
+    BadCursorError,
+    BadRequestError,
+    CommandFailedError,
+    ConfigError,
+    ConflictError,
+    DaemonUnreachableError,
+    EngineError,
+    ExecNotFoundError,
+    IDAlreadyUsedError,
+    InternalError,
+    InvalidIDError,
+    InvalidRequestError,
+    InvalidStateError,
+    NotAFileError,
+    NotFoundError,
+    PathNotFoundError,
+    ProtocolError,
+    SandboxFailedError,
+    SandboxNotFoundError,
+    ServerError,
+    TooLargeError,
+    UnauthorizedError,
+    WaitTimeoutError,
+)
+from .models import DaemonCount, Event, ExecFrame, ExecInfo, ExecResult, Health, Port, SandboxInfo
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Client",
+    "Sandbox",
+    "EventStream",
+    "ExecStream",
+    "Command",
+    "Manifest",
+    "Endpoint",
+    "default_socket",
+    "parse_host",
+    "Health",
+    "SandboxInfo",
+    "DaemonCount",
+    "Port",
+    "Event",
+    "ExecInfo",
+    "ExecFrame",
+    "ExecResult",
+    "AirlockError",
+    "DaemonUnreachableError",
+    "ProtocolError",
+    "BadRequestError",
+    "InvalidRequestError",
+    "InvalidIDError",
+    "BadCursorError",
+    "ConfigError",
+    "UnauthorizedError",
+    "NotFoundError",
+    "SandboxNotFoundError",
+    "ExecNotFoundError",
+    "PathNotFoundError",
+    "NotAFileError",
+    "ConflictError",
+    "InvalidStateError",
+    "IDAlreadyUsedError",
+    "TooLargeError",
+    "ServerError",
+    "EngineError",
+    "InternalError",
+    "SandboxFailedError",
+    "WaitTimeoutError",
+    "CommandFailedError",
+]

@@ -1,0 +1,320 @@
+"""How the SDK reaches the daemon: HTTP/1.1 over a Unix socket, TCP (optionally TLS), or ssh.
+
+Every request opens a connection of its own and closes it once its answer was
+read: a Unix socket costs nothing to open, and a stream (events, a streamed
+exec) holds its connection for as long as it is read anyway. Over ssh each
+request runs one ``ssh`` process; an ssh ``ControlMaster`` in ``~/.ssh/config``
+makes that cheap.
+"""
+
+from __future__ import annotations
+
+import http.client
+import os
+import socket
+import ssl
+import subprocess
+import sys
+import urllib.parse
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+from .errors import DaemonUnreachableError, error_from_response
+
+__all__ = ["Endpoint", "default_socket", "parse_host", "Transport", "Response"]
+
+#: The host name sent to a daemon on a Unix socket or over ssh (any will do).
+_LOCAL_HOST = "airlockd"
+
+
+def default_socket(environ: Mapping[str, str] | None = None, platform: str | None = None) -> str:
+    """Returns the daemon's Unix socket as the airlock CLI computes it (package paths).
+
+    ``$XDG_RUNTIME_DIR/airlock/airlockd.sock`` when ``XDG_RUNTIME_DIR`` is an
+    absolute path; else on macOS ``~/Library/Application Support/airlock/run/airlockd.sock``;
+    else ``$TMPDIR/airlock-<uid>/airlockd.sock`` (``/tmp`` without ``TMPDIR``).
+    """
+    env = os.environ if environ is None else environ
+    plat = sys.platform if platform is None else platform
+    rt = env.get("XDG_RUNTIME_DIR", "")
+    if rt and os.path.isabs(rt):
+        return os.path.join(rt, "airlock", "airlockd.sock")
+    if plat == "darwin":
+        home = env.get("HOME") or os.path.expanduser("~")
+        return os.path.join(home, "Library", "Application Support", "airlock", "run", "airlockd.sock")
+    tmp = env.get("TMPDIR") or "/tmp"
+    return os.path.join(tmp, f"airlock-{os.getuid()}", "airlockd.sock")
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """Where a daemon listens, parsed from a host string by :func:`parse_host`.
+
+    ``scheme`` is ``unix`` (``path``), ``tcp`` (``host``, ``port``, ``tls``) or
+    ``ssh`` (``host``, ``user``, ``port``).
+    """
+
+    scheme: str
+    path: str = ""
+    host: str = ""
+    port: int | None = None
+    user: str = ""
+    tls: bool = False
+
+
+def parse_host(host: str) -> Endpoint:
+    """Parses a daemon address.
+
+    Accepted forms: ``unix:///path/airlockd.sock`` or an absolute path;
+    ``tcp://host:port`` or ``http://host:port`` (plain HTTP);
+    ``https://host:port`` (TLS); ``ssh://[user@]host[:port]``.
+    """
+    if host.startswith("/"):
+        return Endpoint("unix", path=host)
+    u = urllib.parse.urlsplit(host)
+    scheme = u.scheme.lower()
+    if scheme == "unix":
+        path = u.path or u.netloc
+        if not path:
+            raise ValueError(f"no socket path in {host!r}")
+        return Endpoint("unix", path=path)
+    if scheme in ("tcp", "http", "https"):
+        if not u.hostname or u.port is None:
+            raise ValueError(f"{host!r}: a TCP address needs a host and a port ({scheme}://HOST:PORT)")
+        return Endpoint("tcp", host=u.hostname, port=u.port, tls=scheme == "https")
+    if scheme == "ssh":
+        if not u.hostname:
+            raise ValueError(f"{host!r}: no host (ssh://[user@]host[:port])")
+        if u.path not in ("", "/"):
+            raise ValueError(f"{host!r}: an ssh address has no path (ssh://[user@]host[:port])")
+        return Endpoint("ssh", host=u.hostname, user=u.username or "", port=u.port)
+    raise ValueError(f"{host!r}: not a daemon address (unix:///path, tcp://host:port, https://host:port, ssh://user@host)")
+
+
+class _UnixConnection(http.client.HTTPConnection):
+    """HTTP over a Unix socket."""
+
+    def __init__(self, path: str, timeout: float | None) -> None:
+        super().__init__(_LOCAL_HOST, timeout=timeout)
+        self._path = path
+
+    def connect(self) -> None:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            s.settimeout(self.timeout)
+            s.connect(self._path)
+        except BaseException:
+            s.close()
+            raise
+        self.sock = s
+
+
+class _PipeSocket:
+    """The part of a socket http.client uses, over an ssh process's stdin and stdout."""
+
+    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
+        self._proc = proc
+
+    def sendall(self, data: bytes) -> None:
+        assert self._proc.stdin is not None
+        try:
+            self._proc.stdin.write(data)
+            self._proc.stdin.flush()
+        except BrokenPipeError as e:
+            raise ConnectionError(f"ssh ended (exit code {self._proc.poll()})") from e
+
+    def makefile(self, mode: str, *args: Any, **kwargs: Any) -> IO[bytes]:
+        assert self._proc.stdout is not None
+        return self._proc.stdout
+
+    def settimeout(self, timeout: float | None) -> None:
+        """Timeouts are not supported over ssh; ssh's own keep-alive options apply."""
+
+    def setsockopt(self, *args: Any) -> None:
+        """No socket options on a pipe."""
+
+    def close(self) -> None:
+        for f in (self._proc.stdin, self._proc.stdout):
+            try:
+                if f is not None:
+                    f.close()
+            except OSError:
+                pass
+        try:
+            self._proc.wait(timeout=2)
+        except subprocess.TimeoutExpired:
+            self._proc.kill()
+            self._proc.wait()
+
+
+class _SSHConnection(http.client.HTTPConnection):
+    """HTTP over ``ssh [user@]host airlock daemon dial-stdio``'s standard input and output."""
+
+    def __init__(self, argv: Sequence[str], timeout: float | None) -> None:
+        super().__init__(_LOCAL_HOST, timeout=timeout)
+        self._argv = list(argv)
+
+    def connect(self) -> None:
+        proc = subprocess.Popen(self._argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0)
+        self.sock = _PipeSocket(proc)
+
+
+class Response:
+    """An answer being read: its status, headers and body, and the connection it holds.
+
+    Close it (or use it as a context manager) once read; :meth:`read_all` and
+    iterating :meth:`lines` to their end close it too.
+    """
+
+    def __init__(self, conn: http.client.HTTPConnection, resp: http.client.HTTPResponse) -> None:
+        self._conn = conn
+        self._resp = resp
+        self.status: int = resp.status
+        self.headers = resp.headers
+
+    def read_all(self) -> bytes:
+        """The whole body; closes the response."""
+        try:
+            return self._resp.read()
+        finally:
+            self.close()
+
+    def read(self, n: int = -1) -> bytes:
+        """Up to n bytes of the body (all with -1)."""
+        return self._resp.read(n)
+
+    def readline(self) -> bytes:
+        """The next line of the body, with its newline (b"" at the end)."""
+        return self._resp.readline()
+
+    def set_timeout(self, timeout: float | None) -> None:
+        """Bounds each later read of the body (not on ssh)."""
+        sock = self._conn.sock
+        if sock is not None:
+            sock.settimeout(timeout)
+
+    def close(self) -> None:
+        """Closes the body and the connection."""
+        try:
+            self._resp.close()
+        finally:
+            self._conn.close()
+
+    def __enter__(self) -> Response:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+@dataclass
+class Transport:
+    """Sends requests to one daemon. Made by :class:`airlock.Client`."""
+
+    endpoint: Endpoint
+    token: str | None = None
+    timeout: float | None = 60.0
+    tls_context: ssl.SSLContext | None = None
+    ssh_command: Sequence[str] = ("ssh",)
+    ssh_options: Sequence[str] = ()
+    remote_command: Sequence[str] = ("airlock", "daemon", "dial-stdio")
+    _tls: ssl.SSLContext | None = field(default=None, init=False, repr=False)
+
+    def describe(self) -> str:
+        """The daemon's address, for messages."""
+        ep = self.endpoint
+        if ep.scheme == "unix":
+            return ep.path
+        if ep.scheme == "ssh":
+            return "ssh://" + (ep.user + "@" if ep.user else "") + ep.host + (f":{ep.port}" if ep.port else "")
+        return ("https://" if ep.tls else "http://") + f"{ep.host}:{ep.port}"
+
+    def ssh_argv(self) -> list[str]:
+        """The command line that reaches an ssh daemon (``ssh … HOST airlock daemon dial-stdio``)."""
+        ep = self.endpoint
+        argv = list(self.ssh_command) + ["-T"] + list(self.ssh_options)
+        if ep.user:
+            argv += ["-l", ep.user]
+        if ep.port:
+            argv += ["-p", str(ep.port)]
+        return argv + ["--", ep.host] + list(self.remote_command)
+
+    def _connection(self, timeout: float | None) -> http.client.HTTPConnection:
+        ep = self.endpoint
+        if ep.scheme == "unix":
+            return _UnixConnection(ep.path, timeout)
+        if ep.scheme == "ssh":
+            return _SSHConnection(self.ssh_argv(), timeout)
+        assert ep.port is not None
+        if ep.tls:
+            if self._tls is None:
+                self._tls = self.tls_context or ssl.create_default_context()
+            return http.client.HTTPSConnection(ep.host, ep.port, timeout=timeout, context=self._tls)
+        return http.client.HTTPConnection(ep.host, ep.port, timeout=timeout)
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Mapping[str, str | int] | Iterable[tuple[str, str]] | None = None,
+        body: bytes | IO[bytes] | None = None,
+        headers: Mapping[str, str] | None = None,
+        stream: bool = False,
+    ) -> Response:
+        """Sends a request and returns its answer once the status is read.
+
+        An error status raises the :class:`airlock.AirlockError` its body names.
+        With ``stream`` the body is read without a timeout (events, a streamed
+        exec); else each read is bounded by the transport's timeout. A body
+        given as a file is sent chunked when its length is unknown.
+        """
+        if query:
+            path += "?" + urllib.parse.urlencode(list(query.items()) if isinstance(query, Mapping) else list(query))
+        hdrs = {"Host": _LOCAL_HOST if self.endpoint.scheme != "tcp" else f"{self.endpoint.host}:{self.endpoint.port}"}
+        if self.token:
+            hdrs["Authorization"] = "Bearer " + self.token
+        hdrs.update(headers or {})
+        conn = self._connection(self.timeout)
+        try:
+            try:
+                conn.connect()
+            except (OSError, ssl.SSLError) as e:
+                raise DaemonUnreachableError(f"cannot reach the airlock daemon at {self.describe()}: {e}") from e
+            conn.putrequest(method, path, skip_host=True, skip_accept_encoding=True)
+            for k, v in hdrs.items():
+                conn.putheader(k, v)
+            if body is None:
+                if method in ("POST", "PUT", "PATCH"):
+                    conn.putheader("Content-Length", "0")
+                conn.endheaders()
+            elif isinstance(body, (bytes, bytearray, memoryview)):
+                conn.putheader("Content-Length", str(len(body)))
+                conn.endheaders(bytes(body))
+            else:
+                conn.putheader("Transfer-Encoding", "chunked")
+                conn.endheaders()
+                while chunk := body.read(1 << 16):
+                    conn.send(b"%x\r\n" % len(chunk) + chunk + b"\r\n")
+                conn.send(b"0\r\n\r\n")
+            resp = conn.getresponse()
+        except DaemonUnreachableError:
+            conn.close()
+            raise
+        except (OSError, http.client.HTTPException) as e:
+            conn.close()
+            raise DaemonUnreachableError(f"the airlock daemon at {self.describe()} did not answer {method} {path}: {e!r}") from e
+        except BaseException:
+            conn.close()
+            raise
+        out = Response(conn, resp)
+        if resp.status >= 400:
+            try:
+                data = out.read_all()
+            except (OSError, http.client.HTTPException):
+                data = b""
+            raise error_from_response(resp.status, data)
+        if stream:
+            out.set_timeout(None)
+        return out

@@ -1,0 +1,228 @@
+"""The records the daemon sends, as dataclasses (control/openapi.json's schemas).
+
+Each keeps the whole JSON object it was read from in ``raw``, so a field a
+newer daemon adds is there before this SDK names it. Times are the daemon's
+RFC 3339 strings.
+"""
+
+from __future__ import annotations
+
+import base64
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["DaemonCount", "Port", "SandboxInfo", "Event", "ExecInfo", "ExecFrame", "ExecResult", "Health"]
+
+
+def _str(d: dict[str, Any], k: str) -> str:
+    v = d.get(k)
+    return v if isinstance(v, str) else ""
+
+
+def _opt_int(d: dict[str, Any], k: str) -> int | None:
+    v = d.get(k)
+    return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+
+@dataclass(frozen=True)
+class Health:
+    """``GET /v1/health``: who the daemon is."""
+
+    pid: int
+    build_id: str
+    version: str
+    log_path: str
+    engines: list[str] = field(default_factory=list)
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> Health:
+        """Reads the daemon's JSON."""
+        return cls(pid=int(d.get("pid") or 0), build_id=_str(d, "build_id"), version=_str(d, "version"),
+                   log_path=_str(d, "log_path"), engines=list(d.get("engines") or []), raw=d)
+
+
+@dataclass(frozen=True)
+class DaemonCount:
+    """How many of a sandbox's daemons are up, of how many."""
+
+    up: int
+    total: int
+
+
+@dataclass(frozen=True)
+class Port:
+    """A published port: ``host_ip:host_port`` on the host reaches ``container_port/protocol``."""
+
+    host_ip: str
+    host_port: int
+    container_port: int
+    protocol: str
+
+
+@dataclass(frozen=True)
+class SandboxInfo:
+    """A sandbox's record (``GET /v1/sandboxes/{id}``).
+
+    ``state`` is ``pending``, ``ready``, ``stopped``, ``failed``, ``deleting`` or
+    ``deleted``; ``reason`` says why it failed or stopped; ``last_seq`` is the
+    sequence of its last event.
+    """
+
+    id: str
+    state: str
+    kind: str
+    project: str
+    labels: dict[str, str]
+    created_at: str
+    updated_at: str
+    last_seq: int
+    daemons: DaemonCount
+    reason: str = ""
+    container_id: str = ""
+    daemon_names: list[str] = field(default_factory=list)
+    ports: list[Port] = field(default_factory=list)
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> SandboxInfo:
+        """Reads the daemon's JSON."""
+        dc = d.get("daemons") or {}
+        return cls(
+            id=_str(d, "id"), state=_str(d, "state"), kind=_str(d, "kind"), project=_str(d, "project"),
+            labels=dict(d.get("labels") or {}), created_at=_str(d, "created_at"), updated_at=_str(d, "updated_at"),
+            last_seq=int(d.get("last_seq") or 0), daemons=DaemonCount(int(dc.get("up") or 0), int(dc.get("total") or 0)),
+            reason=_str(d, "reason"), container_id=_str(d, "container_id"),
+            daemon_names=list(d.get("daemon_names") or []),
+            ports=[Port(_str(p, "host_ip"), int(p.get("host_port") or 0), int(p.get("container_port") or 0), _str(p, "protocol"))
+                   for p in d.get("ports") or []],
+            raw=d,
+        )
+
+
+@dataclass(frozen=True)
+class Event:
+    """One entry of a sandbox's history (``GET /v1/sandboxes/{id}/events``).
+
+    ``kind`` is e.g. ``sandbox.accepted``, ``sandbox.ready``, ``sandbox.failed``,
+    ``sandbox.stopped``, ``sandbox.deleted``, ``daemon.ready``, ``exec.started``,
+    ``exec.finished``; ``state`` is the sandbox's state after it. Sequences
+    count from 1 without gaps. A ``stream.error`` (sequence 0) is not part of
+    the history: it ends a follow that fell behind.
+    """
+
+    sandbox_id: str
+    sequence: int
+    kind: str
+    time: str
+    state: str
+    reason: str = ""
+    daemon: str = ""
+    service: str = ""
+    exec_id: str = ""
+    exit_code: int | None = None
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> Event:
+        """Reads the daemon's JSON."""
+        return cls(sandbox_id=_str(d, "sandbox_id"), sequence=int(d.get("sequence") or 0), kind=_str(d, "kind"),
+                   time=_str(d, "time"), state=_str(d, "state"), reason=_str(d, "reason"), daemon=_str(d, "daemon"),
+                   service=_str(d, "service"), exec_id=_str(d, "exec_id"), exit_code=_opt_int(d, "exit_code"), raw=d)
+
+
+@dataclass(frozen=True)
+class ExecInfo:
+    """An exec's record (the first frame of a streamed exec)."""
+
+    id: str
+    sandbox_id: str
+    cmd: list[str]
+    started_at: str
+    finished_at: str = ""
+    exit_code: int | None = None
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> ExecInfo:
+        """Reads the daemon's JSON."""
+        return cls(id=_str(d, "id"), sandbox_id=_str(d, "sandbox_id"), cmd=list(d.get("cmd") or []),
+                   started_at=_str(d, "started_at"), finished_at=_str(d, "finished_at"),
+                   exit_code=_opt_int(d, "exit_code"), raw=d)
+
+
+@dataclass(frozen=True)
+class ExecFrame:
+    """One frame of a streamed exec, in the order the daemon sends them.
+
+    The first frame carries ``exec`` (the record); then each output frame has
+    ``stream`` (``"stdout"`` or ``"stderr"``) and ``data`` (the bytes, decoded
+    from ``data`` or ``data_b64`` on the wire); the last has ``exit_code``.
+    """
+
+    stream: str | None = None
+    data: bytes = b""
+    exit_code: int | None = None
+    exec: ExecInfo | None = None
+
+    @property
+    def text(self) -> str:
+        """``data`` as text (UTF-8, undecodable bytes replaced)."""
+        return self.data.decode("utf-8", "replace")
+
+    @property
+    def is_output(self) -> bool:
+        """Whether this is an output frame (stdout or stderr)."""
+        return self.stream is not None
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> ExecFrame:
+        """Reads one NDJSON line of the daemon's stream."""
+        if "exec" in d and isinstance(d["exec"], dict):
+            return cls(exec=ExecInfo.from_json(d["exec"]))
+        if "stream" in d:
+            if "data_b64" in d:
+                data = base64.b64decode(d["data_b64"])
+            else:
+                data = str(d.get("data") or "").encode("utf-8")
+            return cls(stream=str(d["stream"]), data=data)
+        if "exit_code" in d:
+            return cls(exit_code=int(d["exit_code"]))
+        return cls()
+
+
+@dataclass(frozen=True)
+class ExecResult:
+    """What a finished command gave: its exit code and whole output."""
+
+    exit_code: int
+    stdout: bytes
+    stderr: bytes
+    exec_id: str = ""
+
+    @property
+    def stdout_text(self) -> str:
+        """stdout as text (UTF-8, undecodable bytes replaced)."""
+        return self.stdout.decode("utf-8", "replace")
+
+    @property
+    def stderr_text(self) -> str:
+        """stderr as text (UTF-8, undecodable bytes replaced)."""
+        return self.stderr.decode("utf-8", "replace")
+
+    @property
+    def ok(self) -> bool:
+        """Whether the exit code is 0."""
+        return self.exit_code == 0
+
+    def check(self) -> ExecResult:
+        """Returns self when the exit code is 0, else raises :class:`airlock.CommandFailedError`."""
+        if self.exit_code != 0:
+            from .errors import CommandFailedError
+
+            tail = self.stderr_text.strip().splitlines()[-3:]
+            msg = f"the command exited with code {self.exit_code}"
+            if tail:
+                msg += ": " + " | ".join(tail)
+            raise CommandFailedError(msg, result=self)
+        return self

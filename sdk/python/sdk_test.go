@@ -1,0 +1,115 @@
+// Package python_test runs the Python SDK's tests (sdk/python/tests) in
+// `make test`: against a control daemon they start from the airlock binary
+// built here and the real Docker Engine, with the busybox test image.
+package python_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/airlock-dev/airlock/control"
+	"github.com/airlock-dev/airlock/internal/clitest"
+	"github.com/airlock-dev/airlock/internal/testenv"
+	"github.com/airlock-dev/airlock/paths"
+	"github.com/airlock-dev/airlock/sandbox"
+)
+
+// TestMain builds airlock (or takes $AIRLOCK_BINARY) and checks that the
+// tests write nothing into the package directory (no __pycache__).
+func TestMain(m *testing.M) { os.Exit(clitest.Main(m, "sdk-python", "AIRLOCK_BINARY")) }
+
+// pythonTimeout bounds the whole Python suite.
+const pythonTimeout = 5 * time.Minute
+
+// TestPythonSDK runs `python3 -m unittest discover -s sdk/python/tests -v`,
+// failing on a non-zero exit. Without python3 it fails, unless
+// AIRLOCK_SKIP_DOCKER=1 (as every integration test does without an Engine).
+func TestPythonSDK(t *testing.T) {
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		if os.Getenv(testenv.SkipDockerEnv) == "1" {
+			t.Skipf("%s=1 and no python3: %v", testenv.SkipDockerEnv, err)
+		}
+		t.Fatalf("the Python SDK's tests need python3 (./scripts/engine.sh installs it): %v", err)
+	}
+	cli := testenv.Client(t) // fails (or skips) without an Engine
+	image := testenv.BusyboxImage(t)
+	state := t.TempDir() // the daemon's HOME and XDG dirs
+	if err := os.Chmod(state, 0o755); err != nil {
+		t.Fatal(err)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), pythonTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, python, "-m", "unittest", "discover", "-s", "tests", "-t", "tests", "-v")
+	cmd.Dir = "." // sdk/python
+	cmd.Env = append(os.Environ(),
+		"AIRLOCK_BINARY="+clitest.Bin,
+		"AIRLOCK_TEST_IMAGE="+image,
+		"AIRLOCK_TEST_STATE_DIR="+state,
+		"PYTHONDONTWRITEBYTECODE=1",
+		"PYTHONUNBUFFERED=1",
+	)
+	cmd.WaitDelay = 10 * time.Second
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	start := time.Now()
+	runErr := cmd.Run()
+	t.Logf("python3 -m unittest (%v):\n%s", time.Since(start).Round(time.Millisecond), out.String())
+
+	// Whatever happened, nothing the tests' daemon made may stay on the Engine.
+	p, err := paths.FromEnv(func(k string) (string, bool) {
+		switch k {
+		case "HOME":
+			return filepath.Join(state, "home"), true
+		case "XDG_DATA_HOME":
+			return filepath.Join(state, "data"), true
+		case "XDG_CONFIG_HOME":
+			return filepath.Join(state, "config"), true
+		case "XDG_RUNTIME_DIR":
+			return filepath.Join(state, "run"), true
+		}
+		return "", false
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(p.DaemonDir(), "owner-key")); err == nil {
+		owner, err := control.OwnerKey(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if runErr == nil {
+			// The tests waited for each deletion; the supervisor volume is
+			// shared by the sandboxes of the binary and removed by TestMain.
+			lctx, lcancel := context.WithTimeout(context.Background(), time.Minute)
+			left, err := testenv.Leftovers(lctx, cli, sandbox.LabelOwner, owner)
+			lcancel()
+			if err != nil {
+				t.Error(err)
+			}
+			left = slices.DeleteFunc(left, func(s string) bool { return strings.HasPrefix(s, "volume airlock-supervisor-") })
+			if len(left) > 0 {
+				t.Errorf("the Python tests left %d Engine object(s) of their daemon:\n  %s", len(left), strings.Join(left, "\n  "))
+			}
+		}
+		testenv.ForceRemove(cli, sandbox.LabelOwner, owner)
+	}
+
+	if ctx.Err() != nil {
+		t.Fatalf("the Python tests did not end within %v", pythonTimeout)
+	}
+	if runErr != nil {
+		t.Fatalf("python3 -m unittest: %v (output above)", runErr)
+	}
+	if !strings.Contains(out.String(), "\nOK") {
+		t.Fatalf("python3 -m unittest did not say OK (output above)")
+	}
+}

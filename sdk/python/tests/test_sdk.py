@@ -1,0 +1,353 @@
+"""Tests of the airlock SDK.
+
+The unit tests need nothing. The others run against a real control daemon
+(started here from $AIRLOCK_BINARY, with XDG dirs of its own) and Docker Engine,
+with the busybox test image $AIRLOCK_TEST_IMAGE: `go test ./sdk/python` sets
+both and runs this module. Without them those tests are skipped.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import io
+import json
+import os
+import re
+import tarfile
+import tempfile
+import threading
+import unittest
+import uuid
+from pathlib import Path
+
+from _daemon import HERE, Daemon
+
+import airlock
+from airlock.errors import error_from_response
+
+REPO = HERE.parent.parent.parent
+IMAGE = os.environ.get("AIRLOCK_TEST_IMAGE", "")
+
+_daemon: Daemon | None = None
+
+
+def setUpModule() -> None:
+    global _daemon
+    if os.environ.get("AIRLOCK_BINARY") and IMAGE:
+        _daemon = Daemon()
+
+
+def tearDownModule() -> None:
+    if _daemon is not None:
+        _daemon.stop()
+
+
+def _uid(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:12]}"
+
+
+class UnitTest(unittest.TestCase):
+    """What needs no daemon."""
+
+    def test_parse_host(self) -> None:
+        self.assertEqual(airlock.parse_host("/run/a.sock"), airlock.Endpoint("unix", path="/run/a.sock"))
+        self.assertEqual(airlock.parse_host("unix:///run/a.sock"), airlock.Endpoint("unix", path="/run/a.sock"))
+        self.assertEqual(airlock.parse_host("tcp://127.0.0.1:7878"), airlock.Endpoint("tcp", host="127.0.0.1", port=7878))
+        self.assertEqual(airlock.parse_host("https://box:7878"), airlock.Endpoint("tcp", host="box", port=7878, tls=True))
+        self.assertEqual(airlock.parse_host("ssh://bob@box:2222"), airlock.Endpoint("ssh", host="box", user="bob", port=2222))
+        self.assertEqual(airlock.parse_host("ssh://box"), airlock.Endpoint("ssh", host="box"))
+        for bad in ("tcp://box", "ftp://box:1", "ssh://box/x", "box:7878"):
+            with self.assertRaises(ValueError, msg=bad):
+                airlock.parse_host(bad)
+
+    def test_ssh_command_line(self) -> None:
+        c = airlock.Client("ssh://bob@box:2222", ssh_options=["-o", "BatchMode=yes"])
+        self.assertEqual(c._t.ssh_argv(), ["ssh", "-T", "-o", "BatchMode=yes", "-l", "bob", "-p", "2222", "--", "box",
+                                          "airlock", "daemon", "dial-stdio"])
+
+    def test_default_socket(self) -> None:
+        self.assertEqual(airlock.default_socket({"XDG_RUNTIME_DIR": "/run/user/7"}, "linux"), "/run/user/7/airlock/airlockd.sock")
+        uid = os.getuid()
+        self.assertEqual(airlock.default_socket({}, "linux"), f"/tmp/airlock-{uid}/airlockd.sock")
+        self.assertEqual(airlock.default_socket({"XDG_RUNTIME_DIR": "rel"}, "linux"), f"/tmp/airlock-{uid}/airlockd.sock")
+        self.assertEqual(airlock.default_socket({"TMPDIR": "/var/tmp"}, "linux"), f"/var/tmp/airlock-{uid}/airlockd.sock")
+        self.assertEqual(airlock.default_socket({"HOME": "/Users/a"}, "darwin"),
+                         "/Users/a/Library/Application Support/airlock/run/airlockd.sock")
+
+    def test_errors(self) -> None:
+        e = error_from_response(404, b'{"reason":"sandbox_not_found","message":"no sandbox x"}')
+        self.assertIsInstance(e, airlock.SandboxNotFoundError)
+        self.assertIsInstance(e, airlock.NotFoundError)
+        self.assertEqual((e.status, e.reason, e.message), (404, "sandbox_not_found", "no sandbox x"))
+        e = error_from_response(409, b'{"reason":"some_new_reason","message":"m"}')
+        self.assertIs(type(e), airlock.ConflictError)
+        self.assertEqual(e.reason, "some_new_reason")
+        e = error_from_response(502, b"<html>bad gateway</html>")
+        self.assertIs(type(e), airlock.ServerError)
+        self.assertEqual((e.status, e.reason, e.message), (502, "internal", "<html>bad gateway</html>"))
+        self.assertIs(type(error_from_response(404, b"")), airlock.NotFoundError)
+
+    def test_frames(self) -> None:
+        f = airlock.ExecFrame.from_json({"stream": "stdout", "data_b64": base64.b64encode(b"\xff\n").decode()})
+        self.assertEqual((f.stream, f.data), ("stdout", b"\xff\n"))
+        f = airlock.ExecFrame.from_json({"stream": "stderr", "data": "é"})
+        self.assertEqual(f.data, "é".encode())
+        self.assertEqual(airlock.ExecFrame.from_json({"exit_code": 3}).exit_code, 3)
+
+    def test_unreachable(self) -> None:
+        with tempfile.TemporaryDirectory() as d:
+            c = airlock.Client(os.path.join(d, "none.sock"))
+            with self.assertRaises(airlock.DaemonUnreachableError) as cm:
+                c.health()
+            self.assertEqual(cm.exception.reason, "unreachable")
+            self.assertIsNone(cm.exception.status)
+
+
+class DaemonTest(unittest.TestCase):
+    """The base of the tests against the real daemon."""
+
+    client: airlock.Client
+
+    @classmethod
+    def setUpClass(cls) -> None:
+        if _daemon is None:
+            raise unittest.SkipTest("needs AIRLOCK_BINARY and AIRLOCK_TEST_IMAGE (go test ./sdk/python sets them)")
+        cls.client = _daemon.client
+
+    def assertGone(self, sandbox_id: str) -> None:
+        """The sandbox was deleted: its record stays (state deleted, the ID stays used), the list leaves it out.
+
+        That nothing of it is left on the Engine, the Go wrapper checks.
+        """
+        self.assertEqual(self.client.get(sandbox_id).state, "deleted")
+        self.assertNotIn(sandbox_id, [s.id for s in self.client.list()])
+        with self.assertRaises(airlock.InvalidStateError) as cm:
+            self.client.sandbox(sandbox_id).run("true")
+        self.assertEqual((cm.exception.status, cm.exception.reason), (409, "invalid_state"))
+
+
+class AgentFlowTest(DaemonTest):
+    """An agent's session in one sandbox: everything the SDK does."""
+
+    def test_agent_flow(self) -> None:
+        manifest = f"""
+[sandbox]
+image = "{IMAGE}"
+network = "none"
+
+[env]
+GREETING = "${{GREETING}}"
+"""
+        sid = _uid("sdk-flow")
+        with self.client.create(manifest, vars={"GREETING": "hello from vars"}, id=sid,
+                                labels={"suite": "sdk-python", "test": sid}, timeout=120) as sb:
+            self.assertEqual(sb.id, sid)
+            self.assertEqual(sb.info.state, "ready")
+            self.assertEqual([s.id for s in self.client.list({"test": sid})], [sid])
+            self.assertEqual(self.client.get(sid).labels["suite"], "sdk-python")
+
+            # Write a script, run it, read what it wrote.
+            script = '#!/bin/sh\nset -e\nmkdir -p /tmp/agent/out\necho "$GREETING, $1" > /tmp/agent/out/result.txt\necho done\n'
+            sb.write_file("/tmp/agent/job.sh", script, mode=0o755)
+            self.assertEqual(sb.read_text("/tmp/agent/job.sh"), script)
+            r = sb.run(["/tmp/agent/job.sh", "world"])
+            self.assertEqual((r.exit_code, r.stdout, r.stderr), (0, b"done\n", b""))
+            self.assertTrue(r.exec_id)
+            self.assertEqual(sb.read_file("/tmp/agent/out/result.txt"), b"hello from vars, world\n")
+
+            # A mode, env, workdir, a shell string.
+            r = sb.run("pwd; echo $X", env={"X": "from env"}, workdir="/tmp/agent")
+            self.assertEqual(r.stdout_text, "/tmp/agent\nfrom env\n")
+
+            # Exit codes.
+            r = sb.run(["sh", "-c", "echo failing >&2; exit 4"])
+            self.assertEqual((r.exit_code, r.ok, r.stderr_text), (4, False, "failing\n"))
+            with self.assertRaises(airlock.CommandFailedError) as cm:
+                r.check()
+            self.assertEqual((cm.exception.exit_code, cm.exception.result), (4, r))
+            r = sb.run(["no-such-command"])
+            self.assertEqual(r.exit_code, 127, r)
+            self.assertIn("no-such-command", r.stderr_text)
+
+            # A streamed exec with stdin and output that is not UTF-8.
+            exec_id = _uid("sdk-exec")
+            with sb.exec_stream(["sh", "-c", "cat; printf '\\377\\376\\n'; echo oops >&2; exit 3"],
+                                stdin=b"line one\nline two\n", id=exec_id) as stream:
+                frames = list(stream)
+            first = frames[0].exec
+            assert first is not None and stream.exec is not None
+            self.assertEqual((first.id, first.sandbox_id, first.cmd[0]), (exec_id, sid, "sh"))
+            self.assertEqual(stream.exec.id, exec_id)
+            self.assertEqual(frames[-1].exit_code, 3)
+            self.assertEqual(stream.exit_code, 3)
+            out = b"".join(f.data for f in frames if f.stream == "stdout")
+            err = b"".join(f.data for f in frames if f.stream == "stderr")
+            self.assertEqual(out, b"line one\nline two\n\xff\xfe\n")
+            self.assertEqual(err, b"oops\n")
+            self.assertTrue(all(f.is_output for f in frames[1:-1]))
+
+            # Binary files both ways, errors of files.
+            blob = bytes(range(256)) * 64
+            sb.write_file("/tmp/agent/blob.bin", blob)
+            self.assertEqual(sb.read_file("/tmp/agent/blob.bin"), blob)
+            with self.assertRaises(airlock.NotAFileError) as cm2:
+                sb.read_file("/tmp/agent")
+            self.assertEqual((cm2.exception.status, cm2.exception.reason), (406, "not_a_file"))
+            with self.assertRaises(airlock.PathNotFoundError):
+                sb.read_file("/tmp/agent/nothing")
+
+            # A directory in, an archive out.
+            with tempfile.TemporaryDirectory() as d:
+                Path(d, "src").mkdir()
+                Path(d, "src", "main.sh").write_text("echo from upload\n")
+                Path(d, "README").write_text("read me\n")
+                sb.upload_dir(d, "/tmp/project")
+            self.assertEqual(sb.run(["sh", "/tmp/project/src/main.sh"]).stdout_text, "from upload\n")
+            with tarfile.open(fileobj=io.BytesIO(sb.read_archive("/tmp/project")), mode="r") as tar:
+                names = sorted(tar.getnames())
+            self.assertEqual(names, ["project", "project/README", "project/src", "project/src/main.sh"])
+            with tarfile.open(fileobj=io.BytesIO(sb.read_archive("/tmp/agent/job.sh")), mode="r") as tar:
+                self.assertEqual(tar.getmember("job.sh").mode & 0o7777, 0o755)
+
+            # The events: the history, then a live one.
+            with sb.events(from_seq=0, follow=False) as evs:
+                history = list(evs)
+            kinds = [e.kind for e in history]
+            self.assertEqual(history[0].kind, "sandbox.accepted")
+            self.assertIn("sandbox.ready", kinds)
+            self.assertEqual([e.sequence for e in history], list(range(1, len(history) + 1)))
+            finished = [e for e in history if e.kind == "exec.finished" and e.exec_id == exec_id]
+            self.assertEqual([e.exit_code for e in finished], [3])
+
+            last = history[-1].sequence
+            with sb.events(from_seq=last, follow=True, timeout=30) as live:
+                live_id = _uid("sdk-live")
+                threading.Thread(target=sb.run, args=(["true"],), kwargs={"id": live_id}, daemon=True).start()
+                seen = []
+                for ev in live:
+                    seen.append(ev.kind)
+                    if ev.kind == "exec.finished" and ev.exec_id == live_id:
+                        self.assertEqual(ev.exit_code, 0)
+                        break
+            self.assertEqual(seen[-2:], ["exec.started", "exec.finished"], seen)
+
+            # Stop: files stay readable; an exec is refused.
+            stopped = sb.stop()
+            self.assertEqual(stopped.state, "stopped")
+            self.assertEqual(sb.read_file("/tmp/agent/out/result.txt"), b"hello from vars, world\n")
+            with self.assertRaises(airlock.InvalidStateError) as cm3:
+                sb.run("true")
+            self.assertEqual((cm3.exception.status, cm3.exception.reason), (409, "invalid_state"))
+
+        # The context manager deleted it.
+        self.assertGone(sid)
+
+    def test_errors(self) -> None:
+        with self.assertRaises(airlock.SandboxNotFoundError) as cm:
+            self.client.sandbox("no-such-sandbox").run(["true"])
+        self.assertEqual((cm.exception.status, cm.exception.reason), (404, "sandbox_not_found"))
+        self.assertIsInstance(cm.exception, airlock.AirlockError)
+        self.assertTrue(cm.exception.message)
+
+        with self.assertRaises(airlock.ConfigError) as cm2:
+            self.client.create('[sandbox]\nimage = "x"\nno_such_key = 1\n')
+        self.assertEqual((cm2.exception.status, cm2.exception.reason), (400, "config_error"))
+        self.assertIn("no_such_key", cm2.exception.message)
+
+        with self.assertRaises(airlock.InvalidIDError):
+            self.client.create(f'[sandbox]\nimage = "{IMAGE}"\n', id="-x-")
+
+        # A sandbox that fails while create waits: its reason, and it is deleted.
+        sid = _uid("sdk-fail")
+        with self.assertRaises(airlock.SandboxFailedError) as cm3:
+            self.client.create('[sandbox]\nimage = "localhost:1/airlock-sdk/none:x"\nnetwork = "none"\n', id=sid, timeout=60)
+        self.assertEqual((cm3.exception.reason, cm3.exception.state, cm3.exception.sandbox_id), ("sandbox_failed", "failed", sid))
+        self.assertIn("localhost:1/airlock-sdk/none:x", cm3.exception.sandbox_reason)
+        self.assertIn(self.client.get(sid).state, ("deleting", "deleted"))
+        self.client.sandbox(sid).delete()
+
+
+class TCPTest(DaemonTest):
+    """The daemon's TCP listener, with its token."""
+
+    def test_tcp_token(self) -> None:
+        assert _daemon is not None
+        h = airlock.Client(_daemon.tcp, token=_daemon.token).health()
+        self.assertEqual(h.pid, _daemon.proc.pid)
+        with self.assertRaises(airlock.UnauthorizedError) as cm:
+            airlock.Client(_daemon.tcp, token="wrong").health()
+        self.assertEqual((cm.exception.status, cm.exception.reason), (401, "unauthorized"))
+        with _patched_env({"AIRLOCK_HOST": _daemon.tcp, "AIRLOCK_TOKEN": _daemon.token}):
+            c = airlock.Client()
+        self.assertEqual(c.address, _daemon.tcp.replace("tcp://", "http://"))
+        with self.assertRaises(airlock.SandboxNotFoundError):
+            c.get("no-such-sandbox")
+
+
+class StdioTest(DaemonTest):
+    """The ssh transport's pipe, with a stand-in for ssh that runs the remote command here.
+
+    (No sshd: the stand-in drops ssh's options and host and runs `airlock daemon
+    dial-stdio` as the daemon's user.)
+    """
+
+    def test_dial_stdio(self) -> None:
+        assert _daemon is not None
+        fake_ssh = ["sh", "-c", 'while [ "$1" != -- ]; do shift; done; shift 2; exec "$@"', "fake-ssh"]
+        env = [f"{k}={_daemon.env[k]}" for k in ("HOME", "XDG_RUNTIME_DIR", "XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_STATE_HOME")]
+        c = airlock.Client("ssh://someone@remote-box:2222", ssh_command=fake_ssh,
+                           remote_command=["env", *env, _daemon.binary, "daemon", "dial-stdio"])
+        self.assertEqual(c.health().pid, _daemon.proc.pid)
+        with self.assertRaises(airlock.SandboxNotFoundError):
+            c.sandbox("no-such-sandbox").run("true")
+        self.assertIsInstance(c.list(), list)
+
+
+class DictManifestTest(DaemonTest):
+    """A manifest given as a dict, the context manager deleting after an exception."""
+
+    def test_dict_manifest(self) -> None:
+        doc = {"sandbox": {"image": IMAGE, "network": "none"}, "env": {"ANSWER": "${ANSWER}"}}
+        sid = _uid("sdk-doc")
+        with self.assertRaises(KeyError):
+            with self.client.create(doc, vars={"ANSWER": "42"}, id=sid) as sb:
+                self.assertEqual(sb.run("echo $ANSWER").stdout_text, "42\n")
+                raise KeyError("the block failed")
+        self.assertGone(sid)
+
+
+class DocsExampleTest(DaemonTest):
+    """docs/sdk.md's agent example, run as written (the image replaced by the test image)."""
+
+    def test_docs_example(self) -> None:
+        text = (REPO / "docs" / "sdk.md").read_text()
+        m = re.search(r"<!-- example -->\s*```python\n(.*?)```\s*```text\n(.*?)```", text, re.S)
+        self.assertIsNotNone(m, "docs/sdk.md has no <!-- example --> python block followed by a text block")
+        assert m is not None
+        code, want = m.group(1), m.group(2)
+        self.assertIn('"debian:12-slim"', code)
+        code = code.replace('"debian:12-slim"', json.dumps(IMAGE))
+        env = {"AIRLOCK_HOST": _daemon.socket if _daemon else ""}
+        out = io.StringIO()
+        with _patched_env(env), contextlib.redirect_stdout(out):
+            exec(compile(code, "docs/sdk.md", "exec"), {"__name__": "__docs__"})
+        self.assertEqual(out.getvalue(), want)
+
+
+@contextlib.contextmanager
+def _patched_env(env: dict[str, str]):
+    old = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        yield
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+if __name__ == "__main__":
+    unittest.main()
