@@ -163,6 +163,9 @@ type ExecRequest struct {
 	// Stdin is the command's whole standard input (base64 in JSON), for a
 	// streamed exec (Accept: application/x-ndjson); without it stdin is empty.
 	Stdin []byte `json:"stdin,omitempty"`
+	// TTY runs the command on a terminal: an attached exec (Upgrade:
+	// airlock-stream) only.
+	TTY bool `json:"tty,omitempty"`
 }
 
 // FinishRequest reports the end of an interactive exec.

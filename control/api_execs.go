@@ -3,8 +3,11 @@ package control
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"sync"
 
 	"github.com/airlock-dev/airlock/client"
@@ -15,6 +18,14 @@ func (s *server) exec(w http.ResponseWriter, r *http.Request) {
 	var req client.ExecRequest
 	if err := decode(r, &req); err != nil {
 		writeError(w, err)
+		return
+	}
+	if upgradesTo(r, client.StreamProtocol) && !req.Interactive {
+		s.execAttach(w, &req, r.PathValue("id"))
+		return
+	}
+	if req.TTY {
+		writeError(w, &client.Error{Reason: client.ReasonInvalidRequest, Message: "cannot run on a TTY: only an attached exec (Upgrade: " + client.StreamProtocol + ") has one"})
 		return
 	}
 	if accepts(r, client.NDJSON) && !req.Interactive {
@@ -81,7 +92,7 @@ func (s *server) execStream(w http.ResponseWriter, req *client.ExecRequest, id s
 	}
 	// Output waits for the header and the record frame.
 	fw.mu.Lock()
-	ex, done, err := s.svc.ExecStream(id, &ExecRequest{ID: req.ID, Cmd: req.Cmd, Env: req.Env, Workdir: req.Workdir}, stdin, fw.stream("stdout"), fw.stream("stderr"))
+	se, err := s.svc.ExecStream(id, &ExecRequest{ID: req.ID, Cmd: req.Cmd, Env: req.Env, Workdir: req.Workdir}, stdin, fw.stream("stdout"), fw.stream("stderr"))
 	if err != nil {
 		fw.broken = true
 		fw.mu.Unlock()
@@ -91,9 +102,9 @@ func (s *server) execStream(w http.ResponseWriter, req *client.ExecRequest, id s
 	w.Header().Set("Content-Type", client.NDJSON)
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusOK)
-	fw.frameLocked(client.ExecFrame{Exec: toClientExec(ex)})
+	fw.frameLocked(client.ExecFrame{Exec: toClientExec(se.Record)})
 	fw.mu.Unlock()
-	code := <-done
+	code := <-se.Done
 	fw.frame(client.ExecFrame{ExitCode: &code})
 }
 
@@ -139,3 +150,124 @@ func (f *frameWriter) stream(name string) io.Writer {
 type writerFunc func(p []byte) (int, error)
 
 func (w writerFunc) Write(p []byte) (int, error) { return w(p) }
+
+// upgradesTo reports whether the request asks to switch to protocol
+// (Connection: Upgrade, Upgrade: protocol).
+func upgradesTo(r *http.Request, protocol string) bool {
+	upgrade := false
+	for _, v := range r.Header.Values("Connection") {
+		for _, t := range strings.Split(v, ",") {
+			upgrade = upgrade || strings.EqualFold(strings.TrimSpace(t), "upgrade")
+		}
+	}
+	return upgrade && strings.EqualFold(strings.TrimSpace(r.Header.Get("Upgrade")), protocol)
+}
+
+// execAttach answers an attached exec: 101, then frames both ways
+// (client.StreamProtocol): stdin and resizes in, output out, the exit frame last.
+func (s *server) execAttach(w http.ResponseWriter, req *client.ExecRequest, id string) {
+	if req.Stdin != nil {
+		writeError(w, &client.Error{Reason: client.ReasonInvalidRequest, Message: "cannot take stdin in the request of an attached exec: send it on the stream"})
+		return
+	}
+	hj, ok := w.(http.Hijacker)
+	if !ok {
+		writeError(w, errors.New("cannot attach: the connection cannot be taken over"))
+		return
+	}
+	stdinR, stdinW := io.Pipe()
+	out := &streamWriter{}
+	// Output waits for the 101 answer.
+	out.mu.Lock()
+	se, err := s.svc.ExecStream(id, &ExecRequest{ID: req.ID, Cmd: req.Cmd, Env: req.Env, Workdir: req.Workdir, TTY: req.TTY},
+		stdinR, out.stream(client.FrameStdout), out.stream(client.FrameStderr))
+	if err != nil {
+		out.broken = true
+		out.mu.Unlock()
+		stdinW.Close()
+		writeError(w, err)
+		return
+	}
+	conn, bufrw, err := hj.Hijack()
+	if err == nil {
+		_, err = fmt.Fprintf(conn, "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: %s\r\n\r\n", client.StreamProtocol)
+	}
+	if err != nil {
+		// The command runs to its end unseen; its record has the code.
+		out.broken = true
+		out.mu.Unlock()
+		stdinW.Close()
+		if conn != nil {
+			conn.Close()
+		}
+		return
+	}
+	out.w = conn
+	out.mu.Unlock()
+	go func() {
+		// The client's frames: stdin until its end, and resizes.
+		defer stdinW.Close()
+		for {
+			typ, p, err := client.ReadFrame(bufrw.Reader)
+			if err != nil {
+				return
+			}
+			switch typ {
+			case client.FrameStdin:
+				if len(p) == 0 {
+					// On a TTY the end of stdin is not passed on: the Engine
+					// would end the terminal's output with it.
+					if !req.TTY {
+						stdinW.Close()
+					}
+					continue
+				}
+				<-se.Running() // a size sent first is set before the input arrives
+				_, _ = stdinW.Write(p)
+			case client.FrameResize:
+				var sz client.ResizeFrame
+				if json.Unmarshal(p, &sz) == nil && sz.Height > 0 && sz.Width > 0 {
+					_ = se.Resize(sz.Height, sz.Width)
+				}
+			}
+		}
+	}()
+	code := <-se.Done
+	b, _ := json.Marshal(client.ExitFrame{ExecID: se.Record.ID, ExitCode: code})
+	out.frame(client.FrameExit, b)
+	conn.Close()
+}
+
+// streamWriter writes the frames of an attached exec. A client that went away
+// is written to no more; the output is still drained.
+type streamWriter struct {
+	mu     sync.Mutex
+	w      io.Writer
+	broken bool
+}
+
+func (s *streamWriter) frame(typ byte, p []byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for len(p) > 0 || typ == client.FrameExit {
+		if s.broken {
+			return
+		}
+		chunk := p[:min(len(p), client.MaxFramePayload)]
+		if err := client.WriteFrame(s.w, typ, chunk); err != nil {
+			s.broken = true
+			return
+		}
+		p = p[len(chunk):]
+		if typ == client.FrameExit {
+			return
+		}
+	}
+}
+
+func (s *streamWriter) stream(typ byte) io.Writer {
+	return writerFunc(func(p []byte) (int, error) {
+		s.frame(typ, p)
+		return len(p), nil
+	})
+}

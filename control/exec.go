@@ -1,10 +1,12 @@
 package control
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
@@ -21,6 +23,8 @@ type ExecRequest struct {
 	Cmd     []string
 	Env     []string
 	Workdir string
+	// TTY runs it on a terminal (an attached exec only).
+	TTY bool
 }
 
 // execAbandoned is runExec's answer when the daemon stopped before the exec ended.
@@ -104,7 +108,7 @@ func (s *Service) runExec(id string, l *live, req *ExecRequest, stdoutPath, stde
 	}
 	stdout := newCappedOutput(outf, s.cfg.ExecOutputMax, cut(stdoutPath))
 	stderr := newCappedOutput(errf, s.cfg.ExecOutputMax, cut(stderrPath))
-	code := s.collectExec(id, l, req, nil, stdout, stderr)
+	code := s.collectExec(id, l, req, nil, stdout, stderr, nil)
 	return code, stdout.Truncated() || stderr.Truncated()
 }
 
@@ -113,14 +117,14 @@ func (s *Service) runExec(id string, l *live, req *ExecRequest, stdoutPath, stde
 // caller reads it). The code arrives on the returned channel once the command
 // ended; the exec is recorded (exec.started, exec.finished) like any other.
 // The writers must not block: a caller that went away is written to no more.
-func (s *Service) ExecStream(id string, req *ExecRequest, stdin io.Reader, stdout, stderr io.Writer) (store.Exec, <-chan int, error) {
+func (s *Service) ExecStream(id string, req *ExecRequest, stdin io.Reader, stdout, stderr io.Writer) (*StreamedExec, error) {
 	execID, err := s.beginExec(id, req)
 	if err != nil {
-		return store.Exec{}, nil, err
+		return nil, err
 	}
 	ex, err := s.store.CreateExec(store.Exec{ID: execID, SandboxID: id, Cmd: req.Cmd, StartedAt: time.Now()})
 	if err != nil {
-		return store.Exec{}, nil, err
+		return nil, err
 	}
 	s.emit(id, store.Event{Kind: "exec.started", ExecID: execID}, "")
 	l := s.liveOf(id)
@@ -128,12 +132,55 @@ func (s *Service) ExecStream(id string, req *ExecRequest, stdin io.Reader, stdou
 	l.execs++
 	s.mu.Unlock()
 	done := make(chan int, 1)
+	se := &StreamedExec{Record: ex, Done: done, ctx: s.ctx, running: make(chan struct{})}
 	s.goAsync(func() {
-		code := s.collectExec(id, l, req, stdin, stdout, stderr)
+		code := s.collectExec(id, l, req, stdin, stdout, stderr, se.started)
+		se.once.Do(func() { close(se.running) })
 		s.endExec(id, execID, l, code, false)
 		done <- code
 	})
-	return ex, done, nil
+	return se, nil
+}
+
+// StreamedExec is a running exec whose caller has its streams.
+type StreamedExec struct {
+	Record store.Exec
+	// Done gives the exit code once the command ended.
+	Done <-chan int
+
+	ctx     context.Context
+	mu      sync.Mutex
+	ex      *sandbox.Exec
+	height  uint // a size asked for before the exec started
+	width   uint
+	running chan struct{}
+	once    sync.Once
+}
+
+func (e *StreamedExec) started(ex *sandbox.Exec) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.ex = ex
+	if e.height > 0 && e.width > 0 {
+		_ = ex.Resize(e.ctx, e.height, e.width)
+	}
+	e.once.Do(func() { close(e.running) })
+}
+
+// Running is closed once the exec started with the size asked for before
+// (or could not start): input sent after it meets the terminal as sized.
+func (e *StreamedExec) Running() <-chan struct{} { return e.running }
+
+// Resize sets the terminal size of an exec with a TTY (kept for the start
+// when it has not started yet).
+func (e *StreamedExec) Resize(height, width uint) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.ex == nil {
+		e.height, e.width = height, width
+		return nil
+	}
+	return e.ex.Resize(e.ctx, height, width)
 }
 
 // endExec records the end of an exec the daemon ran.
@@ -154,7 +201,7 @@ func (s *Service) endExec(id, execID string, l *live, code int, truncated bool) 
 
 // collectExec runs an API exec with stdin (nil: none) and its output to
 // stdout and stderr and returns its exit code.
-func (s *Service) collectExec(id string, l *live, req *ExecRequest, stdin io.Reader, stdout, stderr io.Writer) int {
+func (s *Service) collectExec(id string, l *live, req *ExecRequest, stdin io.Reader, stdout, stderr io.Writer, started func(*sandbox.Exec)) int {
 	var err error
 	h := l.handle
 	if h == nil {
@@ -162,9 +209,12 @@ func (s *Service) collectExec(id string, l *live, req *ExecRequest, stdin io.Rea
 			return s.execFailed(stderr, err)
 		}
 	}
-	ex, err := s.rtOf(id).Exec(s.ctx, h, sandbox.ExecRequest{Cmd: req.Cmd, Env: req.Env, Workdir: req.Workdir, Stdin: stdin != nil}, sandbox.Streams{Stdin: stdin, Stdout: stdout, Stderr: stderr})
+	ex, err := s.rtOf(id).Exec(s.ctx, h, sandbox.ExecRequest{Cmd: req.Cmd, Env: req.Env, Workdir: req.Workdir, TTY: req.TTY, Stdin: stdin != nil}, sandbox.Streams{Stdin: stdin, Stdout: stdout, Stderr: stderr})
 	if err != nil {
 		return s.execFailed(stderr, err)
+	}
+	if started != nil {
+		started(ex)
 	}
 	select {
 	case <-ex.Done:

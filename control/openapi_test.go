@@ -122,6 +122,8 @@ var wireTypes = []struct {
 	{client.FinishRequest{}, "FinishRequest", false},
 	{client.Exec{}, "Exec", true},
 	{client.ExecFrame{}, "ExecFrame", true},
+	{client.ExitFrame{}, "ExitFrame", true},
+	{client.ResizeFrame{}, "ResizeFrame", false},
 	{client.PruneRequest{}, "PruneRequest", false},
 	{client.PruneResult{}, "PruneResult", true},
 	{client.PrunedObject{}, "PrunedObject", true},
