@@ -8,7 +8,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/airlock-dev/airlock/client"
-	"github.com/airlock-dev/airlock/sandbox"
 )
 
 func init() { addCommand(newExecCommand) }
@@ -48,24 +47,17 @@ func newExecCommand(a *app) *cobra.Command {
 			if list[0].State != client.StateReady {
 				return withCode(ExitFailure, fmt.Errorf("sandbox %s is %s (start it with `airlock up -d`)", list[0].ID, list[0].State))
 			}
-			rt, closeRT, err := a.runtimeFor(ctx, &list[0])
-			if err != nil {
-				return err
-			}
-			defer closeRT()
-			sb, err := rt.Open(ctx, list[0].ID, nil)
-			if err != nil {
-				return sandboxError(err)
-			}
 			useTTY := isTerminal(a.stdin) && isTerminal(a.stdout)
 			if tty && !useTTY {
 				return withCode(ExitUsage, fmt.Errorf("-t needs stdin and stdout to be terminals"))
 			}
-			code, err := a.execRecorded(ctx, c, rt, sb, sandbox.ExecRequest{
-				Cmd: args, Env: envs, Workdir: workdir, TTY: useTTY, Stdin: useTTY || forwardsStdin(a.stdin),
-			})
+			// Through the daemon, which runs it on the sandbox's Engine or
+			// cluster and records it; the -e values travel to it privately
+			// (held in memory, delivered apart from the exec's configuration).
+			code, err := a.execAttached(ctx, c, list[0].ID, &client.ExecRequest{Cmd: args, Env: envs, Workdir: workdir, TTY: useTTY},
+				useTTY || forwardsStdin(a.stdin))
 			if err != nil {
-				return sandboxError(err)
+				return err
 			}
 			if code != 0 {
 				return exitCode(code)

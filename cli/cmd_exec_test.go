@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
@@ -9,40 +8,36 @@ import (
 	"testing"
 
 	"github.com/airlock-dev/airlock/client"
-	"github.com/airlock-dev/airlock/sandbox"
 )
 
-// execRecord returns the daemon's record requests of an exec: the start (POST
-// .../execs) and the finish.
-func execRecord(t *testing.T, f *fakeDaemon, id string) (client.ExecRequest, []client.FinishRequest) {
+// execRecord returns the exec request the daemon received for sandbox id
+// (exec runs through the daemon: an attached exec) and the exit codes of the
+// exec.finished events it recorded.
+func execRecord(t *testing.T, f *fakeDaemon, id string) (client.ExecRequest, []int) {
 	t.Helper()
 	starts := f.requests("POST /v1/sandboxes/" + id + "/execs")
 	if len(starts) != 1 {
-		t.Fatalf("want one exec recorded for %s, the daemon received:\n%s", id, f.requestList())
+		t.Fatalf("want one exec for %s, the daemon received:\n%s", id, f.requestList())
 	}
 	var req client.ExecRequest
 	starts[0].decode(t, &req)
-	var finishes []client.FinishRequest
-	for _, r := range f.requests() {
-		if r.Method == "POST" && strings.HasPrefix(r.Path, "/v1/sandboxes/"+id+"/execs/") && strings.HasSuffix(r.Path, "/finish") {
-			var fr client.FinishRequest
-			r.decode(t, &fr)
-			finishes = append(finishes, fr)
+	var codes []int
+	for _, ev := range f.history(id) {
+		if ev.Kind == "exec.finished" && ev.ExitCode != nil {
+			codes = append(codes, *ev.ExitCode)
 		}
 	}
-	return req, finishes
+	return req, codes
 }
 
-// exec runs the command with the sandbox's streams: stdin forwarded, stdout and
-// stderr apart; the daemon records it (started, the client attached meanwhile,
-// finished with the exit code).
+// exec runs the command through the daemon (an attached exec) with the
+// CLI's streams: stdin forwarded, stdout and stderr apart; the daemon runs and
+// records it (started, finished with the exit code); the CLI opens no Engine.
 func TestExecStreamsAndRecord(t *testing.T) {
 	t.Parallel()
 	f := newFakeDaemon(t)
 	f.add(client.Sandbox{ID: "s1"})
-	var attached int
 	f.engine.onExec(func(c *fakeExecCall) int {
-		attached = f.attachedTo("s1")
 		in, _ := io.ReadAll(c.Stdin)
 		fmt.Fprintf(c.Stdout, "got %q\n", in)
 		fmt.Fprintf(c.Stderr, "a warning\n")
@@ -52,32 +47,19 @@ func TestExecStreamsAndRecord(t *testing.T) {
 	if r.code != 0 || r.stdout != "got \"line 1\\nline 2\\n\"\n" || r.stderr != "a warning\n" {
 		t.Fatalf("exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
 	}
-	if attached != 1 {
-		t.Errorf("%d clients attached while the exec ran, want 1", attached)
-	}
-	f.waitFor("the client to detach", func() bool { return f.attached["s1"] == 0 })
 	req, fin := execRecord(t, f, "s1")
-	if !slices.Equal(req.Cmd, []string{"cat", "-n"}) || !req.Interactive || req.Env != nil || req.Workdir != "" {
-		t.Errorf("exec recorded as %+v", req)
+	if !slices.Equal(req.Cmd, []string{"cat", "-n"}) || req.Interactive || req.TTY || req.Env != nil || req.Workdir != "" {
+		t.Errorf("exec asked as %+v", req)
 	}
-	if len(fin) != 1 || fin[0].ExitCode != 0 {
-		t.Errorf("exec finished with %+v, want exit code 0", fin)
+	if !slices.Equal(fin, []int{0}) {
+		t.Errorf("exec finished with %v, want exit code 0", fin)
 	}
-	f.assertRequests("GET /v1/sandboxes/s1", "POST /v1/sandboxes/s1/execs", "GET /v1/sandboxes/s1/attach", "POST /v1/sandboxes/s1/execs/exec-1/finish")
-	h := f.history("s1")
-	if k := h[len(h)-1]; k.Kind != "exec.finished" || k.ExecID != "exec-1" || k.ExitCode == nil || *k.ExitCode != 0 {
-		t.Errorf("last event %+v", k)
-	}
-
-	// The Engine ran it through the supervisor, which adds the sandbox's [env].
-	execs := f.engine.createdExecs()
-	if len(execs) != 1 {
-		t.Fatalf("the Engine created %d execs", len(execs))
-	}
-	o := execs[0]
-	want := []string{sandbox.SupervisorIn, "supervise", "exec", "--spec", sandbox.SpecIn, "--", "cat", "-n"}
-	if !slices.Equal(o.Cmd, want) || o.Tty || !o.AttachStdin || !o.AttachStdout || !o.AttachStderr {
-		t.Errorf("Engine exec %+v, want Cmd %q, no TTY, every stream attached", o, want)
+	f.assertRequests("GET /v1/sandboxes/s1", "POST /v1/sandboxes/s1/execs")
+	f.engine.mu.Lock()
+	n := len(f.engine.reqs)
+	f.engine.mu.Unlock()
+	if n != 0 {
+		t.Errorf("the CLI made %d Engine requests; exec goes through the daemon only", n)
 	}
 }
 
@@ -97,17 +79,17 @@ func TestExecExitCode(t *testing.T) {
 			if r.code != code || r.stdout != "" || r.stderr != "it failed\n" {
 				t.Errorf("exit %d (want %d), stdout %q, stderr %q", r.code, code, r.stdout, r.stderr)
 			}
-			if _, fin := execRecord(t, f, "s1"); len(fin) != 1 || fin[0].ExitCode != code {
-				t.Errorf("exec finished with %+v, want %d", fin, code)
+			if _, fin := execRecord(t, f, "s1"); !slices.Equal(fin, []int{code}) {
+				t.Errorf("exec finished with %v, want %d", fin, code)
 			}
 		})
 	}
 }
 
 // -e K=V is literal, -e K takes K from airlock's environment (left out when
-// unset), -w sets the working directory; all reach the supervisor, the values
-// delivered apart: neither the Engine's exec configuration nor the daemon's
-// record holds them.
+// unset), -w sets the working directory; all go to the daemon, which runs the
+// exec (that the values stay out of the Engine's exec configuration and of
+// every record is e2e.TestExecEnvStaysPrivate's, through the real daemon).
 func TestExecEnvAndWorkdir(t *testing.T) {
 	t.Parallel()
 	f := newFakeDaemon(t)
@@ -123,18 +105,9 @@ func TestExecEnvAndWorkdir(t *testing.T) {
 	if !slices.Equal(call.Env, wantEnv) || call.Workdir != "/src/sub" || !slices.Equal(call.Cmd, []string{"env"}) {
 		t.Errorf("the supervisor got env %q, workdir %q, cmd %q; want %q, /src/sub, [env]", call.Env, call.Workdir, call.Cmd, wantEnv)
 	}
-	execs := f.engine.createdExecs()
-	if o := execs[len(execs)-1]; o.WorkingDir != "/src/sub" {
-		t.Errorf("Engine exec working dir %q", o.WorkingDir)
-	}
-	for _, o := range execs {
-		if b, _ := json.Marshal(o); strings.Contains(string(b), "host value") || strings.Contains(string(b), "x=y") {
-			t.Errorf("an Engine exec's configuration holds an -e value: %s", b)
-		}
-	}
 	req, _ := execRecord(t, f, "s1")
-	if len(req.Env) != 0 || req.Workdir != "/src/sub" {
-		t.Errorf("exec recorded as %+v, want no env values", req)
+	if !slices.Equal(req.Env, wantEnv) || req.Workdir != "/src/sub" {
+		t.Errorf("exec asked as %+v", req)
 	}
 }
 
@@ -202,9 +175,6 @@ func TestExecUsageErrors(t *testing.T) {
 	if n := len(f.requests("POST /v1/sandboxes/s1/execs")); n != 0 {
 		t.Errorf("a usage error recorded %d execs", n)
 	}
-	if n := len(f.engine.createdExecs()); n != 0 {
-		t.Errorf("a usage error created %d Engine execs", n)
-	}
 }
 
 func TestExecErrors(t *testing.T) {
@@ -222,13 +192,10 @@ func TestExecErrors(t *testing.T) {
 		{[]string{"exec", "refused", "--", "true"}, ExitFailure, "airlock: sandbox refused is deleting, not ready\n"},
 		{[]string{"--file", file, "exec", "--", "true"}, ExitFailure, "airlock: no sandbox for the project " + dir + " (start one with `airlock up`)\n"},
 	})
-	if n := len(f.engine.createdExecs()); n != 0 {
-		t.Errorf("%d Engine execs created", n)
-	}
 }
 
-// The Engine finds the container stopped: 125, and the daemon's record of the
-// exec is finished (with 125) and the client detached, nothing left open.
+// The Engine finds the container stopped: the daemon says so, 125, and its
+// record of the exec is finished with 125.
 func TestExecContainerNotRunning(t *testing.T) {
 	t.Parallel()
 	f := newFakeDaemon(t)
@@ -238,25 +205,7 @@ func TestExecContainerNotRunning(t *testing.T) {
 	if r.code != ExitAirlock || r.stderr != "airlock: sandbox s1 is not running (start it with `airlock up -d`)\n" {
 		t.Errorf("exit %d, stderr %q", r.code, r.stderr)
 	}
-	if _, fin := execRecord(t, f, "s1"); len(fin) != 1 || fin[0].ExitCode != ExitAirlock {
-		t.Errorf("exec finished with %+v, want 125", fin)
-	}
-	f.waitFor("the client to detach", func() bool { return f.attached["s1"] == 0 })
-}
-
-// The daemon knows the sandbox, the Engine has no container of it.
-func TestExecSandboxGoneFromTheEngine(t *testing.T) {
-	t.Parallel()
-	f := newFakeDaemon(t)
-	f.add(client.Sandbox{ID: "s1", Container: "c-s1"})
-	f.engine.mu.Lock()
-	delete(f.engine.containers, "s1")
-	f.engine.mu.Unlock()
-	r := f.run("exec", "s1", "--", "true")
-	if r.code != ExitFailure || r.stderr != "airlock: no such sandbox: s1\n" {
-		t.Errorf("exit %d, stderr %q", r.code, r.stderr)
-	}
-	if n := len(f.requests("POST /v1/sandboxes/s1/execs")); n != 0 {
-		t.Errorf("%d execs recorded", n)
+	if _, fin := execRecord(t, f, "s1"); !slices.Equal(fin, []int{ExitAirlock}) {
+		t.Errorf("exec finished with %v, want 125", fin)
 	}
 }

@@ -656,6 +656,10 @@ func (f *fakeDaemon) serveExec(w http.ResponseWriter, r *http.Request) {
 	if !decodeBody(w, r, &req) {
 		return
 	}
+	if strings.EqualFold(r.Header.Get("Upgrade"), client.StreamProtocol) {
+		f.serveExecAttach(w, r, &req)
+		return
+	}
 	f.forBox(func(w http.ResponseWriter, sb *client.Sandbox) { f.startExec(w, sb, &req) })(w, r)
 }
 
@@ -703,3 +707,83 @@ func (f *fakeDaemon) serveFinishExec(w http.ResponseWriter, r *http.Request) {
 		fakeJSON(w, http.StatusOK, ex)
 	})
 }
+
+// serveExecAttach answers an attached exec (client.StreamProtocol) as the
+// daemon does: it records the exec, switches protocols, runs it with the fake
+// Engine's exec function (stdin from the client's frames, output as frames),
+// and ends with the exit frame. A stopped container fails it with 125 and the
+// daemon's message on stderr.
+func (f *fakeDaemon) serveExecAttach(w http.ResponseWriter, r *http.Request, req *client.ExecRequest) {
+	f.mu.Lock()
+	sb := f.box(w, r)
+	if sb == nil {
+		f.mu.Unlock()
+		return
+	}
+	if sb.State != client.StateReady {
+		f.mu.Unlock()
+		fakeError(w, &client.Error{Reason: client.ReasonInvalidState, Message: fmt.Sprintf("sandbox %s is %s, not ready", sb.ID, sb.State)})
+		return
+	}
+	id := fmt.Sprintf("exec-%d", len(f.execs)+1)
+	ex := &client.Exec{ID: id, SandboxID: sb.ID, Cmd: req.Cmd, StartedAt: fakeEpoch}
+	f.execs[sb.ID+"/"+id] = ex
+	f.emitLocked(sb.ID, client.Event{Kind: "exec.started", ExecID: id})
+	sbID, container := sb.ID, sb.Container
+	f.mu.Unlock()
+
+	conn, rw, err := w.(http.Hijacker).Hijack()
+	if err != nil {
+		f.t.Errorf("fake daemon: cannot hijack: %v", err)
+		return
+	}
+	defer conn.Close()
+	_, _ = rw.WriteString("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: " + client.StreamProtocol + "\r\n\r\n")
+	_ = rw.Flush()
+	var wmu sync.Mutex
+	frames := func(typ byte) io.Writer {
+		return writerFunc(func(p []byte) (int, error) {
+			wmu.Lock()
+			defer wmu.Unlock()
+			return len(p), client.WriteFrame(conn, typ, p)
+		})
+	}
+	stdinR, stdinW := io.Pipe()
+	go func() {
+		defer stdinW.Close()
+		for {
+			typ, p, err := client.ReadFrame(rw.Reader)
+			if err != nil || typ == client.FrameStdin && len(p) == 0 {
+				return
+			}
+			if typ == client.FrameStdin {
+				_, _ = stdinW.Write(p)
+			}
+		}
+	}()
+	call := &fakeExecCall{Cmd: req.Cmd, Env: req.Env, Workdir: req.Workdir, TTY: req.TTY, Stdin: stdinR, Stdout: frames(client.FrameStdout), Stderr: frames(client.FrameStderr)}
+	f.engine.mu.Lock()
+	fn, running := f.engine.execFunc, f.engine.running[container]
+	f.engine.mu.Unlock()
+	code := ExitAirlock
+	switch {
+	case !running:
+		fmt.Fprintf(call.Stderr, "airlock: sandbox %s is not running (start it with `airlock up -d`)\n", sbID)
+	case fn == nil:
+		fmt.Fprintf(call.Stderr, "fake daemon: no exec function for %q\n", call.Cmd)
+	default:
+		code = fn(call)
+	}
+	f.mu.Lock()
+	ex.ExitCode = &code
+	f.emitLocked(sbID, client.Event{Kind: "exec.finished", ExecID: id, ExitCode: &code})
+	f.mu.Unlock()
+	b, _ := json.Marshal(client.ExitFrame{ExecID: id, ExitCode: code})
+	wmu.Lock()
+	_ = client.WriteFrame(conn, client.FrameExit, b)
+	wmu.Unlock()
+}
+
+type writerFunc func(p []byte) (int, error)
+
+func (w writerFunc) Write(p []byte) (int, error) { return w(p) }
