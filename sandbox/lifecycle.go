@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
@@ -40,7 +41,22 @@ func (rt *Runtime) Start(ctx context.Context, sb *Sandbox) error {
 		}
 	}
 	done := rt.step(sb.ID, "start")
-	if err := rt.Engine.ContainerStart(ctx, sb.PrimaryID, container.StartOptions{}); err != nil {
+	if sb.sharedNet {
+		// Engine 20.10 finds a container's networks by name when it starts it,
+		// though it was created with the network's ID: a second network named
+		// airlock-shared (another process made one at the same time) fails the
+		// start, and a failed start ends the caller's attach. Look first, and
+		// remove the younger ones (findShared); one list call.
+		_, _ = rt.sharedNetwork(ctx, true)
+	}
+	err := rt.Engine.ContainerStart(ctx, sb.PrimaryID, container.StartOptions{})
+	if err != nil && sb.sharedNet && strings.Contains(err.Error(), "is ambiguous") {
+		// One appeared since: remove it and start again.
+		if _, nerr := rt.sharedNetwork(ctx, true); nerr == nil {
+			err = rt.Engine.ContainerStart(ctx, sb.PrimaryID, container.StartOptions{})
+		}
+	}
+	if err != nil {
 		if pe := portInUse(err, sb.manifest.Sandbox.Ports); pe != nil {
 			return &Error{Code: 125, Err: pe}
 		}
