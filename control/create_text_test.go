@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/client"
+	"github.com/airlock-dev/airlock/internal/testenv"
 )
 
 // TestCreateFromManifestText: a client that cannot resolve a manifest (the
@@ -21,6 +22,9 @@ import (
 // key.
 func TestCreateFromManifestText(t *testing.T) {
 	e := newEnv(t)
+	// Sandboxes without a project dir have the daemon's empty project as
+	// theirs: removed by that label too if the test stops early.
+	t.Cleanup(func() { testenv.ForceRemove(e.docker, labelProject, filepath.Join(e.data, "airlock", "empty-project")) })
 	c := e.startDaemon(binA).client
 	ctx := ctxT(t, 2*time.Minute)
 	text := strings.ReplaceAll(`
