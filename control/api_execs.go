@@ -1,11 +1,13 @@
 package control
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -82,67 +84,74 @@ func toClientExec(e store.Exec) *client.Exec {
 }
 
 // execStream answers a streamed exec: the record, the output frames as they
-// come, then the exit code (client.ExecFrame).
+// come, then the exit code (client.ExecFrame), each flushed at once.
 func (s *server) execStream(w http.ResponseWriter, req *client.ExecRequest, id string) {
-	fw := &frameWriter{w: w}
-	fw.flusher, _ = w.(http.Flusher)
+	flusher, _ := w.(http.Flusher)
+	frame := func(fr client.ExecFrame) func() error {
+		return func() error {
+			enc := json.NewEncoder(w)
+			enc.SetEscapeHTML(false) // output is read by people and programs, not pasted into HTML
+			if err := enc.Encode(fr); err != nil {
+				return err
+			}
+			if flusher != nil {
+				flusher.Flush()
+			}
+			return nil
+		}
+	}
+	output := func(name string) func([]byte) func() error {
+		return func(p []byte) func() error { return frame(client.OutputFrame(name, p)) }
+	}
 	var stdin io.Reader
 	if req.Stdin != nil {
 		stdin = bytes.NewReader(req.Stdin)
 	}
+	sink := &frameSink{}
 	// Output waits for the header and the record frame.
-	fw.mu.Lock()
-	se, err := s.svc.ExecStream(id, &ExecRequest{ID: req.ID, Cmd: req.Cmd, Env: req.Env, Workdir: req.Workdir}, stdin, fw.stream("stdout"), fw.stream("stderr"))
+	sink.mu.Lock()
+	se, err := s.svc.ExecStream(id, &ExecRequest{ID: req.ID, Cmd: req.Cmd, Env: req.Env, Workdir: req.Workdir}, stdin,
+		sink.writer(output("stdout")), sink.writer(output("stderr")))
 	if err != nil {
-		fw.broken = true
-		fw.mu.Unlock()
+		sink.broken = true
+		sink.mu.Unlock()
 		writeError(w, err)
 		return
 	}
 	w.Header().Set("Content-Type", client.NDJSON)
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusOK)
-	fw.frameLocked(client.ExecFrame{Exec: toClientExec(se.Record)})
-	fw.mu.Unlock()
+	sink.sendLocked(frame(client.ExecFrame{Exec: toClientExec(se.Record)}))
+	sink.mu.Unlock()
 	code := <-se.Done
-	fw.frame(client.ExecFrame{ExitCode: &code})
+	sink.send(frame(client.ExecFrame{ExitCode: &code}))
 }
 
-// frameWriter writes the frames of a streamed exec, each flushed at once. A
-// caller that went away is written to no more, but the command's output is
-// still drained (a command blocked on a full pipe would never end).
-type frameWriter struct {
-	mu      sync.Mutex
-	w       io.Writer
-	flusher http.Flusher
-	broken  bool
+// frameSink writes an exec's frames to its client one at a time. A client
+// that went away is written to no more, but the command's output is still
+// drained (a command blocked on a full pipe would never end).
+type frameSink struct {
+	mu     sync.Mutex
+	broken bool // a write failed
 }
 
-func (f *frameWriter) frame(fr client.ExecFrame) {
+// send runs write unless an earlier one failed.
+func (f *frameSink) send(write func() error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.frameLocked(fr)
+	f.sendLocked(write)
 }
 
-func (f *frameWriter) frameLocked(fr client.ExecFrame) {
-	if f.broken {
-		return
-	}
-	enc := json.NewEncoder(f.w)
-	enc.SetEscapeHTML(false) // output is read by people and programs, not pasted into HTML
-	if err := enc.Encode(fr); err != nil {
+func (f *frameSink) sendLocked(write func() error) {
+	if !f.broken && write() != nil {
 		f.broken = true
-		return
-	}
-	if f.flusher != nil {
-		f.flusher.Flush()
 	}
 }
 
-// stream is the writer of one output stream.
-func (f *frameWriter) stream(name string) io.Writer {
+// writer is an output stream whose writes go out as frame(p).
+func (f *frameSink) writer(frame func(p []byte) func() error) io.Writer {
 	return writerFunc(func(p []byte) (int, error) {
-		f.frame(client.OutputFrame(name, p))
+		f.send(frame(p))
 		return len(p), nil
 	})
 }
@@ -176,34 +185,49 @@ func (s *server) execAttach(w http.ResponseWriter, req *client.ExecRequest, id s
 		return
 	}
 	stdinR, stdinW := io.Pipe()
-	out := &streamWriter{}
+	var conn net.Conn // set before any output goes out
+	frames := func(typ byte) func([]byte) func() error {
+		return func(p []byte) func() error {
+			return func() error {
+				for len(p) > 0 {
+					n := min(len(p), client.MaxFramePayload)
+					if err := client.WriteFrame(conn, typ, p[:n]); err != nil {
+						return err
+					}
+					p = p[n:]
+				}
+				return nil
+			}
+		}
+	}
+	sink := &frameSink{}
 	// Output waits for the 101 answer.
-	out.mu.Lock()
+	sink.mu.Lock()
 	se, err := s.svc.ExecStream(id, &ExecRequest{ID: req.ID, Cmd: req.Cmd, Env: req.Env, Workdir: req.Workdir, TTY: req.TTY},
-		stdinR, out.stream(client.FrameStdout), out.stream(client.FrameStderr))
+		stdinR, sink.writer(frames(client.FrameStdout)), sink.writer(frames(client.FrameStderr)))
 	if err != nil {
-		out.broken = true
-		out.mu.Unlock()
+		sink.broken = true
+		sink.mu.Unlock()
 		stdinW.Close()
 		writeError(w, err)
 		return
 	}
-	conn, bufrw, err := hj.Hijack()
+	var bufrw *bufio.ReadWriter
+	conn, bufrw, err = hj.Hijack()
 	if err == nil {
 		_, err = fmt.Fprintf(conn, "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: %s\r\n\r\n", client.StreamProtocol)
 	}
 	if err != nil {
 		// The command runs to its end unseen; its record has the code.
-		out.broken = true
-		out.mu.Unlock()
+		sink.broken = true
+		sink.mu.Unlock()
 		stdinW.Close()
 		if conn != nil {
 			conn.Close()
 		}
 		return
 	}
-	out.w = conn
-	out.mu.Unlock()
+	sink.mu.Unlock()
 	go func() {
 		// The client's frames: stdin until its end, and resizes.
 		defer stdinW.Close()
@@ -234,40 +258,6 @@ func (s *server) execAttach(w http.ResponseWriter, req *client.ExecRequest, id s
 	}()
 	code := <-se.Done
 	b, _ := json.Marshal(client.ExitFrame{ExecID: se.Record.ID, ExitCode: code})
-	out.frame(client.FrameExit, b)
+	sink.send(frames(client.FrameExit)(b))
 	conn.Close()
-}
-
-// streamWriter writes the frames of an attached exec. A client that went away
-// is written to no more; the output is still drained.
-type streamWriter struct {
-	mu     sync.Mutex
-	w      io.Writer
-	broken bool
-}
-
-func (s *streamWriter) frame(typ byte, p []byte) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for len(p) > 0 || typ == client.FrameExit {
-		if s.broken {
-			return
-		}
-		chunk := p[:min(len(p), client.MaxFramePayload)]
-		if err := client.WriteFrame(s.w, typ, chunk); err != nil {
-			s.broken = true
-			return
-		}
-		p = p[len(chunk):]
-		if typ == client.FrameExit {
-			return
-		}
-	}
-}
-
-func (s *streamWriter) stream(typ byte) io.Writer {
-	return writerFunc(func(p []byte) (int, error) {
-		s.frame(typ, p)
-		return len(p), nil
-	})
 }
