@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"os/exec"
 	"strconv"
 	"sync"
@@ -76,11 +77,26 @@ func dialCommand(ctx context.Context, argv []string) (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &commandConn{cmd: cmd, stdin: stdin, stdout: stdout, stderr: &boundedBuffer{max: 4 << 10}}
-	cmd.Stderr = c.stderr
-	if err := cmd.Start(); err != nil {
+	// Our own pipe for stderr: a read of stdout that ends must be able to
+	// wait for what the command said there (exec copies a non-file Stderr
+	// on a goroutine of its own, which may not have run yet).
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	c := &commandConn{cmd: cmd, stdin: stdin, stdout: stdout, stderr: &boundedBuffer{max: 4 << 10}, stderrDone: make(chan struct{})}
+	cmd.Stderr = errW
+	err = cmd.Start()
+	errW.Close()
+	if err != nil {
+		errR.Close()
 		return nil, fmt.Errorf("cannot start %s: %w", argv[0], err)
 	}
+	go func() {
+		defer close(c.stderrDone)
+		defer errR.Close()
+		_, _ = io.Copy(c.stderr, errR)
+	}()
 	if err := ctx.Err(); err != nil {
 		c.Close()
 		return nil, err
@@ -95,21 +111,44 @@ type commandConn struct {
 	stdin  io.WriteCloser
 	stdout io.ReadCloser
 	stderr *boundedBuffer
-	once   sync.Once
+	// stderrDone is closed when the command's stderr ends.
+	stderrDone chan struct{}
+	once       sync.Once
 }
 
 func (c *commandConn) Read(p []byte) (int, error) {
 	n, err := c.stdout.Read(p)
 	if errors.Is(err, io.EOF) {
-		if msg := c.stderr.String(); msg != "" {
-			// The command ended: say what it said (ssh's errors).
-			return n, fmt.Errorf("%w: %s", io.ErrUnexpectedEOF, msg)
-		}
+		return n, c.ended(err)
 	}
 	return n, err
 }
 
-func (c *commandConn) Write(p []byte) (int, error) { return c.stdin.Write(p) }
+func (c *commandConn) Write(p []byte) (int, error) {
+	n, err := c.stdin.Write(p)
+	if err != nil {
+		// The command ended before it read the request.
+		return n, c.ended(err)
+	}
+	return n, nil
+}
+
+// ended returns err with what the command said on stderr (ssh's errors) once
+// the command's stdin or stdout ended.
+func (c *commandConn) ended(err error) error {
+	select {
+	case <-c.stderrDone:
+	case <-time.After(time.Second):
+		// Something the command started holds its stderr open.
+	}
+	if msg := c.stderr.String(); msg != "" {
+		if errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
+		return fmt.Errorf("%w: %s", err, msg)
+	}
+	return err
+}
 
 // CloseWrite ends the command's stdin.
 func (c *commandConn) CloseWrite() error { return c.stdin.Close() }

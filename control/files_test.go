@@ -44,7 +44,7 @@ const filesMax = 64 << 10
 func TestFiles(t *testing.T) {
 	e := newEnv(t)
 	e.writeManifest(filesManifest)
-	rt := &sandbox.Runtime{Engine: e.docker, Paths: e.paths, Quiet: true, Binary: binA, BuildID: buildA, Getenv: e.getenv}
+	rt := &sandbox.Runtime{Engine: e.docker, Paths: e.paths, Quiet: true, Binary: binA, BuildID: buildA, Getenv: e.getenv, Owner: randHex(16)}
 	c := startInProcessConfig(t, e, rt, control.Config{IdleTTL: time.Hour, ReapInterval: 100 * time.Millisecond, OutputMax: filesMax})
 	ctx := ctxT(t, 2*time.Minute)
 	id := e.createReady(ctx, c, "").ID

@@ -18,7 +18,7 @@ import (
 // resume and delete.
 func TestInProcess(t *testing.T) {
 	e := newEnv(t)
-	rt := &sandbox.Runtime{Engine: e.docker, Paths: e.paths, Quiet: true, Binary: binA, BuildID: buildA, Getenv: e.getenv}
+	rt := &sandbox.Runtime{Engine: e.docker, Paths: e.paths, Quiet: true, Binary: binA, BuildID: buildA, Getenv: e.getenv, Owner: randHex(16)}
 	c := startInProcess(t, e, rt)
 	tctx := ctxT(t, 2*time.Minute)
 	sb, err := c.Create(tctx, e.upRequest(""))
@@ -106,6 +106,11 @@ func startInProcess(t *testing.T, e *env, rt *sandbox.Runtime) *client.Client {
 // startInProcessConfig is startInProcess with the daemon's settings.
 func startInProcessConfig(t *testing.T, e *env, rt *sandbox.Runtime, cfg control.Config) *client.Client {
 	t.Helper()
+	if rt.Owner == "" {
+		// Without an owner key the daemon's reaper would take every orphan run
+		// sandbox on the Engine, other tests' included (as no real daemon does).
+		t.Fatal("an in-process daemon needs an owner key (sandbox.Runtime.Owner)")
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
