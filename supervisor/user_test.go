@@ -107,9 +107,12 @@ func TestDaemonUser(t *testing.T) {
 	s := newSandbox(t)
 	s.spec.Main.Argv = sh(idsScript)
 	s.spec.Main.User, s.spec.Main.Cwd = "4242:4343", "/"
-	named := s.daemon("named", sh(idsScript+"; exec sleep 100"))
+	// The check runs as the daemon's user too, and passes once the daemon
+	// has printed (it is then the sleep it execs): a main command that ends
+	// at once must not end the daemon before its lines are in its log.
+	named := s.daemon("named", sh(idsScript+"; exec sleep 100.25"))
 	named.User, named.Cwd = "nobody", "/"
-	named.Ready = &Ready{Cmd: sh(`[ "$(id -u)" = ` + nobody.Uid + ` ]`), Timeout: "20s"}
+	named.Ready = &Ready{Cmd: sh(`[ "$(id -u)" = ` + nobody.Uid + ` ] && pgrep -u ` + nobody.Uid + ` -xf 'sleep 100.25' >/dev/null`), Timeout: "20s"}
 	num := s.daemon("num", sh(idsScript+"; exec sleep 100"))
 	num.User, num.Cwd = "4242:4343", "/"
 	num.Ready = &Ready{Log: "^HOME", Timeout: "20s"}
