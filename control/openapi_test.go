@@ -566,7 +566,8 @@ func runDocExample(t *testing.T, ex docExample, dir string, environ []string) {
 		case err := <-done:
 			out := stdout.String()
 			if err != nil {
-				t.Errorf("docs/api.md:%d: %v\n%s\nstdout:\n%s\nstderr:\n%s", ex.line, err, ex.cmd, out, stderr.String())
+				ls, _ := exec.Command("ls", "-la", dir).CombinedOutput()
+				t.Errorf("docs/api.md:%d: %v\n%s\nstdout:\n%s\nstderr:\n%s\nthe project dir %s:\n%s", ex.line, err, ex.cmd, out, stderr.String(), dir, ls)
 			} else if ex.hasWant && !globMatch(ex.want, out) {
 				t.Errorf("docs/api.md:%d: the output differs from the page's\n%s\ngot:\n%s\nwant:\n%s\nstderr:\n%s", ex.line, ex.cmd, out, ex.want, stderr.String())
 			}

@@ -41,6 +41,11 @@ const (
 	followRetryMax = 30 * time.Second
 )
 
+// stallCheck is how often the stream of a pending sandbox is also read from the
+// container's filesystem (catchUp): an exec whose output the Engine never passes
+// on (seen under load) must not leave a sandbox pending for ever.
+var stallCheck = 5 * time.Second
+
 // errStatusAbuse is a status stream beyond its bounds.
 var errStatusAbuse = errors.New("the status stream broke its bounds")
 
@@ -75,6 +80,9 @@ func (s *Service) follow(id string, l *live, gen int) {
 			return
 		}
 	}
+	wctx, stopWatch := context.WithCancel(s.ctx)
+	defer stopWatch()
+	s.goAsync(func() { s.watchStall(wctx, id, l, gen) })
 	for s.ctx.Err() == nil && l.current(gen) {
 		rec, err := s.store.Get(id)
 		if err != nil || rec.ContainerID == "" || rec.State == store.StateDeleted || rec.State == store.StateDeleting {
@@ -104,6 +112,34 @@ func (s *Service) follow(id string, l *live, gen int) {
 		}
 		if !sleep(s.ctx, retry.NextBackOff()) {
 			return
+		}
+	}
+}
+
+// watchStall reads the stream from the container's filesystem every stallCheck
+// while the sandbox is pending and gen follows it. Lines the follower delivers
+// later are not recorded twice (l.offset); a catch-up that found lines is logged.
+func (s *Service) watchStall(ctx context.Context, id string, l *live, gen int) {
+	t := time.NewTicker(stallCheck)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if rec, err := s.store.Get(id); err != nil || rec.State != store.StatePending || !l.current(gen) {
+			return
+		}
+		l.ingestMu.Lock()
+		before := l.offset
+		l.ingestMu.Unlock()
+		s.catchUp(id, l)
+		l.ingestMu.Lock()
+		after := l.offset
+		l.ingestMu.Unlock()
+		if after > before {
+			s.log.Warn("the status follower delivered nothing; read the stream from the container", "sandbox", id, "bytes", after-before)
 		}
 	}
 }
