@@ -69,7 +69,7 @@ image:
 # lets a fresh clone reuse the build cache (half a minute of compiling on 2 cores).
 SLOW_PACKAGES := ./e2e/ ./supervisor/ ./control/ ./sandbox/
 test: lint
-	$(GO) test -trimpath -race -count=1 $(TEST_TAGS) $(SLOW_PACKAGES) ./...
+	$(GO) test -trimpath -ldflags=-w -race -count=1 $(TEST_TAGS) $(SLOW_PACKAGES) ./...
 
 # The Kubernetes backend's integration tests (e2e/kube) against the project's own
 # single-node cluster, which scripts/kube.sh builds (cached) and starts when it is not up.

@@ -10,6 +10,7 @@ package e2e
 
 import (
 	"crypto/rand"
+	"flag"
 	"os"
 	"strconv"
 	"strings"
@@ -39,7 +40,18 @@ func e2eParallel() int {
 	return 3
 }
 
-func TestMain(m *testing.M) { os.Exit(clitest.Main(m, "e2e", "AIRLOCK_E2E_BINARY")) }
+func TestMain(m *testing.M) {
+	// go test runs at most -parallel (GOMAXPROCS: 2 here) parallel tests at
+	// once, which would leave the semaphore above without effect: unless the
+	// command line says otherwise, the semaphore is the bound.
+	flag.Parse()
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	if !set {
+		_ = flag.Set("test.parallel", strconv.Itoa(cap(parallel)))
+	}
+	os.Exit(clitest.Main(m, "e2e", "AIRLOCK_E2E_BINARY"))
+}
 
 // env is one test's hermetic environment (clitest.Env).
 type env struct{ *clitest.Env }
