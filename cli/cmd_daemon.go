@@ -40,6 +40,8 @@ func newDaemonCommand(a *app) *cobra.Command {
 		c.Flags().StringVar(&d.tokenFile, "token-file", "", "file holding the token TCP clients must send (Authorization: Bearer or Token); a regular file of yours, mode 0600 (else AIRLOCK_TOKEN)")
 		c.Flags().StringVar(&d.token, "token", "", "the token itself (deprecated: other local users can read a command line; use --token-file or AIRLOCK_TOKEN)")
 		c.Flags().BoolVar(&d.noToken, "no-token", false, "accept TCP clients without a token")
+		c.Flags().StringVar(&d.tlsCert, "tls-cert", "", "serve TLS on TCP with this certificate (PEM; needed unless --host is loopback)")
+		c.Flags().StringVar(&d.tlsKey, "tls-key", "", "the TLS certificate's private key (PEM)")
 		c.Flags().BoolVar(&d.removeTokenFile, "remove-token-file", false, "remove the token file once read (the CLI's hand-off to a daemon it starts)")
 		_ = c.Flags().MarkHidden("remove-token-file")
 	}
@@ -231,6 +233,7 @@ func (a *app) runDaemon(d daemonArgs) error {
 	}
 	err = control.Run(ctx, control.Options{
 		Paths: p, Version: Version, BuildID: BuildID, Host: d.host, Port: d.port, Token: d.token, TokenFile: d.tokenFile, NoToken: d.noToken,
+		TLSCert: d.tlsCert, TLSKey: d.tlsKey,
 		LogLevel: level, Stderr: logCopy, Service: openService, Redactor: redactor,
 	})
 	if errors.Is(err, control.ErrAlreadyRunning) {
@@ -286,6 +289,10 @@ func (a *app) resolveToken(d *daemonArgs, read bool) error {
 	if d.host != "" && !d.noToken && d.token == "" && d.tokenFile == "" {
 		return withCode(ExitUsage, errors.New("cannot listen on TCP without a token: give --token-file PATH (mode 0600), AIRLOCK_TOKEN, or --no-token"))
 	}
+	d.tlsCert, d.tlsKey = absPath(d.tlsCert), absPath(d.tlsKey)
+	if _, err := (control.Options{Host: d.host, TLSCert: d.tlsCert, TLSKey: d.tlsKey}).TLSConfig(); err != nil {
+		return withCode(ExitUsage, err)
+	}
 	return nil
 }
 
@@ -296,4 +303,16 @@ func daemonLogLevel(config string, flagSet bool, flag string) string {
 		return flag
 	}
 	return config
+}
+
+// absPath is p made absolute ("" stays ""): a daemon started again in the
+// background reads the same file from another directory.
+func absPath(p string) string {
+	if p == "" {
+		return ""
+	}
+	if abs, err := filepath.Abs(p); err == nil {
+		return abs
+	}
+	return p
 }

@@ -26,17 +26,19 @@ type daemonArgs struct {
 	token     string // the token itself: --token, AIRLOCK_TOKEN, or recorded
 	tokenFile string // --token-file
 	noToken   bool
+	// tlsCert and tlsKey: --tls-cert, --tls-key (PEM files).
+	tlsCert, tlsKey string
 	// removeTokenFile: tokenFile is the CLI's hand-off file
 	// (control.TokenHandoffFile), read once and removed by the daemon.
 	removeTokenFile bool
 }
 
 func (d daemonArgs) listenGiven() bool {
-	return d.host != "" || d.token != "" || d.tokenFile != "" || d.noToken
+	return d.host != "" || d.token != "" || d.tokenFile != "" || d.noToken || d.tlsCert != "" || d.tlsKey != ""
 }
 
 func argsOf(l control.Listen) daemonArgs {
-	return daemonArgs{host: l.Host, port: l.Port, token: l.Token, tokenFile: l.TokenFile, noToken: l.NoToken}
+	return daemonArgs{host: l.Host, port: l.Port, token: l.Token, tokenFile: l.TokenFile, noToken: l.NoToken, tlsCert: l.TLSCert, tlsKey: l.TLSKey}
 }
 
 // argv is the command line of a daemon started in the background. The token
@@ -55,6 +57,12 @@ func (d daemonArgs) argv() []string {
 	}
 	if d.noToken {
 		argv = append(argv, "--no-token")
+	}
+	if d.tlsCert != "" {
+		argv = append(argv, "--tls-cert", d.tlsCert)
+	}
+	if d.tlsKey != "" {
+		argv = append(argv, "--tls-key", d.tlsKey)
 	}
 	return argv
 }

@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -39,6 +42,32 @@ func New(socket string) *Client {
 // is sent as a bearer token when not empty.
 func NewTCP(addr, token string) *Client {
 	return &Client{base: "http://" + addr, token: token, http: &http.Client{}}
+}
+
+// NewTLS returns a client of a daemon's TCP listener serving TLS (`airlock
+// daemon run --tls-cert … --tls-key …`); config verifies the daemon's
+// certificate (nil: the system's roots). token is sent as with NewTCP.
+func NewTLS(addr, token string, config *tls.Config) *Client {
+	if config == nil {
+		config = &tls.Config{MinVersion: tls.VersionTLS12}
+	}
+	// HTTP/1.1 only: an attached exec is an Upgrade, which HTTP/2 lacks.
+	tr := &http.Transport{TLSClientConfig: config, MaxIdleConns: 4, ForceAttemptHTTP2: false}
+	return &Client{base: "https://" + addr, token: token, http: &http.Client{Transport: tr}}
+}
+
+// TLSConfigCA returns a TLS configuration that trusts the certificates of a
+// PEM file (what AIRLOCK_TLS_CA names), and only them.
+func TLSConfigCA(file string) (*tls.Config, error) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read the CA certificates: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(b) {
+		return nil, fmt.Errorf("cannot use %s: no PEM certificate in it", file)
+	}
+	return &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}, nil
 }
 
 func (c *Client) do(ctx context.Context, method, path string, in, out any) error {

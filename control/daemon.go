@@ -5,6 +5,7 @@ package control
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -39,6 +41,9 @@ type Options struct {
 	Token     string
 	TokenFile string
 	NoToken   bool
+	// TLSCert and TLSKey (PEM files) make the TCP listener serve TLS; a
+	// listener on an address that is not loopback must.
+	TLSCert, TLSKey string
 	// LogLevel is debug, info, warn or error.
 	LogLevel string
 	// Stderr, when set, receives the log lines too (airlock daemon run).
@@ -69,6 +74,10 @@ func LogFile(p *paths.Paths) string { return filepath.Join(p.DaemonDir(), "airlo
 func Run(ctx context.Context, o Options) error {
 	if o.Host != "" && !o.NoToken && o.Token == "" {
 		return errors.New("cannot listen on TCP without a token: give --token-file PATH (mode 0600), AIRLOCK_TOKEN, or --no-token")
+	}
+	tlsConfig, err := o.TLSConfig()
+	if err != nil {
+		return err
 	}
 	l, err := acquireLock(o.Paths)
 	if err != nil {
@@ -139,6 +148,9 @@ func Run(ctx context.Context, o Options) error {
 			ul.Close()
 			return fmt.Errorf("cannot listen on %s:%d: %w", o.Host, o.Port, err)
 		}
+		if tlsConfig != nil {
+			tl = tls.NewListener(tl, tlsConfig)
+		}
 		ts = &http.Server{Handler: srv.routes(true), ReadHeaderTimeout: 10 * time.Second}
 	}
 	// Recovery reconciles the store with Docker before any request is served, so
@@ -157,7 +169,7 @@ func Run(ctx context.Context, o Options) error {
 	go func() { errs <- hs.Serve(ul) }()
 	if ts != nil {
 		go func() { errs <- ts.Serve(tl) }()
-		log.Info("listening", "tcp", tl.Addr().String(), "token", !o.NoToken)
+		log.Info("listening", "tcp", tl.Addr().String(), "token", !o.NoToken, "tls", tlsConfig != nil)
 	}
 	log.Info("daemon started", "pid", os.Getpid(), "build", o.BuildID, "version", o.Version, "socket", sock)
 	select {
@@ -233,10 +245,12 @@ type Listen struct {
 	TokenFile string `json:"token_file,omitempty"`
 	Token     string `json:"token,omitempty"`
 	NoToken   bool   `json:"no_token,omitempty"`
+	TLSCert   string `json:"tls_cert,omitempty"`
+	TLSKey    string `json:"tls_key,omitempty"`
 }
 
 func (o Options) listen() Listen {
-	l := Listen{Host: o.Host, Port: o.Port, TokenFile: o.TokenFile, NoToken: o.NoToken}
+	l := Listen{Host: o.Host, Port: o.Port, TokenFile: o.TokenFile, NoToken: o.NoToken, TLSCert: o.TLSCert, TLSKey: o.TLSKey}
 	if l.TokenFile == "" {
 		l.Token = o.Token
 	}
@@ -361,4 +375,41 @@ func ReadState(p *paths.Paths) (State, bool) {
 	v, _ := os.ReadFile(versionFile(p))
 	st.BuildID = strings.TrimSpace(string(v))
 	return st, st.PID > 0
+}
+
+// TLSConfig is the TCP listener's TLS (nil for plain HTTP). A plain listener
+// is allowed on loopback only: elsewhere the token, and every secret in a
+// request, would cross the network in the clear.
+func (o Options) TLSConfig() (*tls.Config, error) {
+	if o.Host == "" {
+		if o.TLSCert != "" || o.TLSKey != "" {
+			return nil, errors.New("cannot use --tls-cert or --tls-key without --host: only the TCP listener serves TLS")
+		}
+		return nil, nil
+	}
+	if (o.TLSCert == "") != (o.TLSKey == "") {
+		return nil, errors.New("cannot serve TLS: give both --tls-cert FILE and --tls-key FILE")
+	}
+	if o.TLSCert == "" {
+		if !Loopback(o.Host) {
+			return nil, fmt.Errorf("cannot listen on %s without TLS: the token and the secrets in requests would cross the network in the clear; "+
+				"give --tls-cert FILE and --tls-key FILE, or listen on 127.0.0.1 and reach the daemon over ssh (airlock daemon dial-stdio)", o.Host)
+		}
+		return nil, nil
+	}
+	cert, err := tls.LoadX509KeyPair(o.TLSCert, o.TLSKey)
+	if err != nil {
+		return nil, fmt.Errorf("cannot load the TLS certificate %s and key %s: %w", o.TLSCert, o.TLSKey, err)
+	}
+	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil
+}
+
+// Loopback reports whether a listen host is a loopback address ("localhost"
+// included); a name is not resolved, so any other name is not.
+func Loopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
 }
