@@ -27,7 +27,7 @@ func newDaemonDialStdioCommand(a *app) *cobra.Command {
 			if ctx == nil {
 				ctx = context.Background()
 			}
-			if _, err := a.daemonClient(ctx); err != nil {
+			if _, err := a.localDaemonClient(ctx); err != nil {
 				return err
 			}
 			p, err := a.daemonPaths()

@@ -46,6 +46,9 @@ func newLogsCommand(a *app) *cobra.Command {
 }
 
 func (a *app) logs(args []string, o logsOptions) error {
+	if a.remoteHost() != "" {
+		return a.errNeedsLocal() // the logs are read through the Engine, not the API, yet
+	}
 	ctx, cancel := signal.NotifyContext(context.Background(), unix.SIGINT, unix.SIGTERM)
 	defer cancel()
 	c, err := a.daemonClient(ctx)

@@ -84,6 +84,15 @@ func (a *app) daemonPaths() (*paths.Paths, error) {
 // daemonClient returns a client of a healthy daemon of this build, starting one
 // (or replacing an outdated one, without stopping any sandbox) when needed.
 func (a *app) daemonClient(ctx context.Context) (*client.Client, error) {
+	if h := a.remoteHost(); h != "" {
+		return a.remoteDaemonClient(ctx, h)
+	}
+	return a.localDaemonClient(ctx)
+}
+
+// localDaemonClient is a client of this user's daemon on this machine, started
+// (or replaced by one of this build) when need be.
+func (a *app) localDaemonClient(ctx context.Context) (*client.Client, error) {
 	p, err := a.daemonPaths()
 	if err != nil {
 		return nil, err

@@ -36,6 +36,8 @@ type globalOptions struct {
 	// backend is --backend, backendSet whether it was given (see app.backend).
 	backend    string
 	backendSet bool
+	// host is -H/--host: a daemon other than the local one (see remoteHost).
+	host string
 }
 
 // app carries the global options and the streams of one invocation, so tests
@@ -106,6 +108,7 @@ func newRootCommand(a *app) *cobra.Command {
 	pf.BoolVarP(&a.opts.quiet, "quiet", "q", false, "print less: no progress, no shutdown lines")
 	pf.StringVar(&a.opts.file, "file", "", "path of the sandbox.toml to use (default: the nearest one above the current directory)")
 	pf.StringVar(&a.opts.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	pf.StringVarP(&a.opts.host, "host", "H", "", "the daemon to use: unix:///path, tcp://host:port, https://host:port or ssh://[user@]host[:port] (default: "+hostEnv+", else this user's local daemon)")
 	pf.StringVar(&a.opts.backend, "backend", "", "where sandboxes run: docker or kubernetes (default: "+backendEnv+", else runtime.backend of config.toml, else docker)")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return withCode(ExitUsage, fmt.Errorf("%w\nSee '%s --help'.", err, c.CommandPath()))

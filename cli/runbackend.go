@@ -39,6 +39,9 @@ var _ runBackend = (*sandbox.Runtime)(nil)
 // runBackend opens the backend this invocation chose (--backend, AIRLOCK_BACKEND,
 // config.toml).
 func (a *app) runBackend(ctx context.Context) (runBackend, func(), error) {
+	if a.remoteHost() != "" {
+		return nil, nil, a.errNeedsLocal()
+	}
 	b, err := a.backend()
 	if err != nil {
 		return nil, nil, err

@@ -154,6 +154,9 @@ func parseLabels(vals []string) (map[string]string, error) {
 // runtimeFor returns the runtime of the Engine a sandbox runs on (the CLI's own
 // choice when the daemon did not record one).
 func (a *app) runtimeFor(ctx context.Context, sb *client.Sandbox) (runBackend, func(), error) {
+	if a.remoteHost() != "" {
+		return nil, nil, a.errNeedsLocal()
+	}
 	if sb == nil || sb.Engine == nil {
 		return a.runBackend(ctx)
 	}

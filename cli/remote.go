@@ -1,0 +1,93 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"time"
+
+	"github.com/airlock-dev/airlock/client"
+	"github.com/airlock-dev/airlock/control"
+)
+
+// hostEnv names the daemon to use instead of this user's local one, as
+// -H/--host does (DOCKER_HOST is to the docker CLI what this is to airlock).
+const hostEnv = "AIRLOCK_HOST"
+
+// remoteHost is the daemon address of -H/--host, else AIRLOCK_HOST; "" is the
+// local daemon (started when it does not run).
+func (a *app) remoteHost() string {
+	if a.opts.host != "" {
+		return a.opts.host
+	}
+	v, _ := a.getenv(hostEnv)
+	return v
+}
+
+// remoteClient is a client of the daemon at address:
+//   - unix:///path: a socket on this machine;
+//   - ssh://[user@]host[:port]: `ssh … airlock daemon dial-stdio` there (the
+//     remote daemon starts on demand; ssh's keys and configuration apply);
+//   - tcp://host:port or https://host:port: its TCP listener, with
+//     AIRLOCK_TOKEN; TLS for https://, for tcp:// when AIRLOCK_TLS_CA is set
+//     (the certificates to trust) and for any host that is not loopback, where
+//     a daemon serves nothing else.
+func (a *app) remoteClient(address string) (*client.Client, error) {
+	u, err := url.Parse(address)
+	if err != nil || u.Scheme == "" {
+		return nil, fmt.Errorf("cannot use %s %q: want unix:///path, tcp://host:port, https://host:port or ssh://[user@]host[:port]", hostEnv, address)
+	}
+	switch u.Scheme {
+	case "unix":
+		if u.Path == "" {
+			return nil, fmt.Errorf("cannot use %q: a unix address needs a path (unix:///path/to/airlockd.sock)", address)
+		}
+		return client.New(u.Path), nil
+	case "ssh":
+		return client.NewSSH(address)
+	case "tcp", "https":
+		if u.Port() == "" || u.Hostname() == "" || (u.Path != "" && u.Path != "/") {
+			return nil, fmt.Errorf("cannot use %q: want %s://host:port", address, u.Scheme)
+		}
+		addr := net.JoinHostPort(u.Hostname(), u.Port())
+		token, _ := a.getenv("AIRLOCK_TOKEN")
+		ca, _ := a.getenv("AIRLOCK_TLS_CA")
+		if u.Scheme == "tcp" && ca == "" && control.Loopback(u.Hostname()) {
+			return client.NewTCP(addr, token), nil
+		}
+		if ca == "" {
+			return client.NewTLS(addr, token, nil), nil
+		}
+		cfg, err := client.TLSConfigCA(ca)
+		if err != nil {
+			return nil, fmt.Errorf("cannot use AIRLOCK_TLS_CA: %w", err)
+		}
+		return client.NewTLS(addr, token, cfg), nil
+	}
+	return nil, fmt.Errorf("cannot use %q: unknown scheme %q (want unix, tcp, https or ssh)", address, u.Scheme)
+}
+
+// remoteDaemonClient connects to the daemon at address and checks that it
+// answers.
+func (a *app) remoteDaemonClient(ctx context.Context, address string) (*client.Client, error) {
+	c, err := a.remoteClient(address)
+	if err != nil {
+		return nil, withCode(ExitUsage, err)
+	}
+	hctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if _, err := c.Health(hctx); err != nil {
+		return nil, withCode(ExitAirlock, fmt.Errorf("cannot reach the airlock daemon at %s: %w", address, err))
+	}
+	return c, nil
+}
+
+// errNeedsLocal is the refusal of a command whose sandbox streams do not go
+// through the daemon's API yet, when a remote daemon was asked for.
+func (a *app) errNeedsLocal() error {
+	return withCode(ExitUsage, errors.New("cannot do this through the daemon at "+a.remoteHost()+
+		" yet: run, up and logs still reach the Docker Engine or cluster from this machine; "+
+		"ps, exec, stop, down, rm, events and prune work through a remote daemon (unset "+hostEnv+" or drop --host for the rest)"))
+}
