@@ -46,9 +46,6 @@ func newLogsCommand(a *app) *cobra.Command {
 }
 
 func (a *app) logs(args []string, o logsOptions) error {
-	if a.remoteHost() != "" {
-		return a.errNeedsLocal() // the logs are read through the Engine, not the API, yet
-	}
 	ctx, cancel := signal.NotifyContext(context.Background(), unix.SIGINT, unix.SIGTERM)
 	defer cancel()
 	c, err := a.daemonClient(ctx)
@@ -89,11 +86,6 @@ func (a *app) logs(args []string, o logsOptions) error {
 	if sb.Container == "" || len(names) == 0 {
 		return nil
 	}
-	rt, closeRT, err := a.runtimeFor(ctx, sb)
-	if err != nil {
-		return err
-	}
-	defer closeRT()
 	out := &lockedWriter{w: a.stdout}
 	var wg sync.WaitGroup
 	for _, n := range names {
@@ -104,7 +96,16 @@ func (a *app) logs(args []string, o logsOptions) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			tailLog(ctx, rt, sb.State == client.StateReady, sb.Container, supervisor.DaemonLogFile(n, o.stderr), prefix, o, out)
+			rc, err := c.DaemonLog(ctx, id, n, client.LogOptions{Stderr: o.stderr, Tail: o.lines, Follow: o.follow})
+			if err != nil {
+				return // gone meanwhile: nothing to show of it
+			}
+			defer rc.Close()
+			// Lines longer than supervisor.MaxLogLine come cut already; the
+			// bound here (a little above, for the marker) holds whatever comes.
+			lw := &linePrefixer{w: out, prefix: prefix, max: supervisor.MaxLogLine + 256}
+			_, _ = io.Copy(lw, rc)
+			lw.finish()
 		}()
 	}
 	wg.Wait()
@@ -120,48 +121,6 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(p)
-}
-
-// tailLog prints a daemon's log, read from the sandbox through the Engine API, or
-// its last lines and, with follow, what is appended to it until the sandbox stops
-// or ctx ends. No line is held beyond supervisor.MaxLogLine bytes: a longer one is
-// cut, its first MaxLogLine bytes printed, then a marker saying how many were
-// not. A running sandbox's log is read by an exec of `supervise tail`, which
-// finds the last lines by reading backwards from the end and cuts long lines in
-// the sandbox, so only what is printed crosses the API. A stopped container's log
-// can only be read whole through the archive API, which cannot seek: with -n a
-// first read keeps the offsets where the last lines start, a second prints them.
-func tailLog(ctx context.Context, rt runBackend, running bool, containerID, file, prefix string, o logsOptions, w io.Writer) {
-	if running {
-		// Lines come cut already; the bound here (a little above, for the
-		// marker) holds whatever the stream from the sandbox holds.
-		lw := &linePrefixer{w: w, prefix: prefix, max: supervisor.MaxLogLine + 256}
-		if rc, err := rt.TailLog(ctx, containerID, file, o.lines, o.follow); err == nil {
-			_, _ = io.Copy(lw, rc)
-			rc.Close()
-			lw.finish()
-			return
-		}
-		// It stopped meanwhile: read what is left of it.
-	}
-	lw := &linePrefixer{w: w, prefix: prefix, max: supervisor.MaxLogLine}
-	defer lw.finish()
-	var from int64
-	if o.lines >= 0 {
-		starts := &lineStarts{n: o.lines}
-		size, err := rt.CopyFile(ctx, containerID, file, 0, starts)
-		if err != nil {
-			return
-		}
-		from = starts.start(size)
-	}
-	offset, _ := rt.CopyFile(ctx, containerID, file, from, lw)
-	if o.follow {
-		if rc, err := rt.FollowFile(ctx, containerID, file, offset); err == nil {
-			_, _ = io.Copy(lw, rc)
-			rc.Close()
-		}
-	}
 }
 
 // linePrefixer writes whole lines, each with a prefix. It holds at most max bytes
@@ -218,57 +177,4 @@ func (l *linePrefixer) finish() {
 	if len(l.partial) > 0 || l.cut {
 		_ = l.emit()
 	}
-}
-
-// lineStarts keeps the offsets where the last n lines written to it start: n
-// offsets, never the lines.
-type lineStarts struct {
-	n       int
-	offsets []int64 // a ring of the last n starts; next is where the oldest is
-	next    int
-	pos     int64 // bytes written so far
-	inLine  bool  // a line has begun and not ended
-}
-
-func (l *lineStarts) Write(p []byte) (int, error) {
-	n := len(p)
-	for len(p) > 0 {
-		if !l.inLine {
-			l.begin()
-		}
-		i := bytes.IndexByte(p, '\n')
-		if i < 0 {
-			l.pos += int64(len(p))
-			break
-		}
-		l.pos += int64(i) + 1
-		l.inLine = false
-		p = p[i+1:]
-	}
-	return n, nil
-}
-
-// begin records that a line starts at pos.
-func (l *lineStarts) begin() {
-	l.inLine = true
-	if l.n <= 0 {
-		return
-	}
-	if len(l.offsets) < l.n {
-		l.offsets = append(l.offsets, l.pos)
-		return
-	}
-	l.offsets[l.next] = l.pos
-	l.next = (l.next + 1) % l.n
-}
-
-// start is where the last n lines of a file of size bytes start.
-func (l *lineStarts) start(size int64) int64 {
-	if l.n <= 0 || len(l.offsets) == 0 {
-		return size
-	}
-	if len(l.offsets) < l.n {
-		return l.offsets[0]
-	}
-	return l.offsets[l.next]
 }

@@ -231,50 +231,9 @@ func TestLogsFollowEveryDaemon(t *testing.T) {
 	}
 }
 
-// logs -n N keeps what tail -n N keeps: a last line without a newline is one of
-// the N lines, not an extra one. A stopped sandbox's start of the last lines
-// (lineStarts, over the whole stream) and a running one's (supervisor.TailStart,
-// backwards from the end) agree.
-func TestLastLinesCountsAPartialLastLine(t *testing.T) {
-	for _, c := range []struct {
-		in   string
-		n    int
-		want string
-	}{
-		{"a\nb\nc", 1, "c\n"},
-		{"a\nb\nc", 2, "b\nc\n"},
-		{"a\nb\nc", 0, ""},
-		{"a\nb\nc", 5, "a\nb\nc\n"},
-		{"a\nb\n", 1, "b\n"},
-		{"a\nb\n", 0, ""},
-		{"a\n\n\nb\n", 2, "\nb\n"},
-		{"\n", 1, "\n"},
-		{"", 3, ""},
-	} {
-		// Written in pieces, as a stream arrives.
-		l := &lineStarts{n: c.n}
-		for i := 0; i < len(c.in); i += 2 {
-			_, _ = l.Write([]byte(c.in[i:min(i+2, len(c.in))]))
-		}
-		back, err := supervisor.TailStart(strings.NewReader(c.in), int64(len(c.in)), c.n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for what, from := range map[string]int64{"lineStarts": l.start(int64(len(c.in))), "TailStart": back} {
-			var out bytes.Buffer
-			lp := &linePrefixer{w: &out, max: supervisor.MaxLogLine}
-			_, _ = lp.Write([]byte(c.in[from:]))
-			lp.finish()
-			if out.String() != c.want {
-				t.Errorf("%s: last %d lines of %q = %q, want %q", what, c.n, c.in, out.String(), c.want)
-			}
-		}
-	}
-}
-
 // A line longer than supervisor.MaxLogLine is cut: its first MaxLogLine bytes,
 // then a marker with the number of bytes left out, also when it has no newline
-// yet; linePrefixer never holds more of it. lineStarts holds offsets only.
+// yet; linePrefixer never holds more of it.
 func TestLongLinesCut(t *testing.T) {
 	const max = supervisor.MaxLogLine
 	long := strings.Repeat("x", 3*max+10)
@@ -298,13 +257,6 @@ func TestLongLinesCut(t *testing.T) {
 		t.Errorf("marker: %q", cut[len(cut)-60:])
 	}
 
-	l := &lineStarts{n: 3}
-	for i := 0; i < len(in); i += 7777 {
-		_, _ = l.Write([]byte(in[i:min(i+7777, len(in))]))
-	}
-	if from := l.start(int64(len(in))); in[from:] != long+"\nafter\n"+long {
-		t.Errorf("lineStarts: the last 3 lines start at %d", from)
-	}
 }
 
 func lineLengths(lines []string) []int {

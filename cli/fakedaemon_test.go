@@ -4,6 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/airlock-dev/airlock/control"
+	"github.com/airlock-dev/airlock/sandbox"
+	"github.com/airlock-dev/airlock/supervisor"
+	dockerclient "github.com/docker/docker/client"
 	"io"
 	"net"
 	"net/http"
@@ -418,6 +422,7 @@ func (f *fakeDaemon) routes() http.Handler {
 	mux.HandleFunc("GET /v1/sandboxes/{id}/events", f.serveEvents)
 	mux.HandleFunc("GET /v1/sandboxes/{id}/attach", f.serveAttach)
 	mux.HandleFunc("POST /v1/sandboxes/{id}/execs", f.serveExec)
+	mux.HandleFunc("GET /v1/sandboxes/{id}/logs", f.serveLogs)
 	mux.HandleFunc("GET /v1/sandboxes/{id}/execs/{exec}", f.serveGetExec)
 	mux.HandleFunc("POST /v1/sandboxes/{id}/execs/{exec}/finish", f.serveFinishExec)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -787,3 +792,40 @@ func (f *fakeDaemon) serveExecAttach(w http.ResponseWriter, r *http.Request, req
 type writerFunc func(p []byte) (int, error)
 
 func (w writerFunc) Write(p []byte) (int, error) { return w(p) }
+
+// serveLogs serves a daemon's log as the daemon does (control.WriteDaemonLog),
+// read from the fake Engine.
+func (f *fakeDaemon) serveLogs(w http.ResponseWriter, r *http.Request) {
+	var sb client.Sandbox
+	if !f.withBox(w, r, func(b *client.Sandbox) { sb = *b }) {
+		return
+	}
+	q := r.URL.Query()
+	if !slices.Contains(sb.DaemonNames, q.Get("daemon")) {
+		fakeError(w, &client.Error{Reason: client.ReasonInvalidRequest, Message: "no daemon " + q.Get("daemon")})
+		return
+	}
+	tail := -1
+	if v := q.Get("tail"); v != "" {
+		tail, _ = strconv.Atoi(v)
+	}
+	eng, err := dockerclient.NewClientWithOpts(dockerclient.WithHost(f.engine.host), dockerclient.WithAPIVersionNegotiation())
+	if err != nil {
+		fakeError(w, &client.Error{Reason: client.ReasonInternal, Message: err.Error()})
+		return
+	}
+	defer eng.Close()
+	w.WriteHeader(http.StatusOK)
+	file := supervisor.DaemonLogFile(q.Get("daemon"), q.Get("stderr") == "1")
+	control.WriteDaemonLog(r.Context(), &sandbox.Runtime{Engine: eng, Quiet: true}, sb.State == client.StateReady,
+		sb.Container, file, tail, q.Get("follow") == "1", flushEach{w})
+}
+
+// flushEach flushes every write of a response.
+type flushEach struct{ w http.ResponseWriter }
+
+func (f flushEach) Write(p []byte) (int, error) {
+	n, err := f.w.Write(p)
+	f.w.(http.Flusher).Flush()
+	return n, err
+}

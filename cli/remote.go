@@ -88,6 +88,6 @@ func (a *app) remoteDaemonClient(ctx context.Context, address string) (*client.C
 // through the daemon's API yet, when a remote daemon was asked for.
 func (a *app) errNeedsLocal() error {
 	return withCode(ExitUsage, errors.New("cannot do this through the daemon at "+a.remoteHost()+
-		" yet: run, up and logs still reach the Docker Engine or cluster from this machine; "+
-		"ps, exec, stop, down, rm, events and prune work through a remote daemon (unset "+hostEnv+" or drop --host for the rest)"))
+		" yet: run and up still reach the Docker Engine or cluster from this machine; "+
+		"ps, exec, logs, stop, down, rm, events and prune work through a remote daemon (unset "+hostEnv+" or drop --host for the rest)"))
 }

@@ -21,9 +21,6 @@ type runBackend interface {
 	PlanHashFor(ctx context.Context, r *manifest.Resolved) (string, error)
 	Shell(ctx context.Context, sb *sandbox.Sandbox) []string
 	Exec(ctx context.Context, sb *sandbox.Sandbox, req sandbox.ExecRequest, s sandbox.Streams) (*sandbox.Exec, error)
-	CopyFile(ctx context.Context, containerID, file string, from int64, w io.Writer) (int64, error)
-	FollowFile(ctx context.Context, containerID, file string, from int64) (io.ReadCloser, error)
-	TailLog(ctx context.Context, containerID, file string, lines int, follow bool) (io.ReadCloser, error)
 	FollowStderr(ctx context.Context, sb *sandbox.Sandbox, since time.Time, w io.Writer) <-chan error
 	Prepare(ctx context.Context, r *manifest.Resolved) error
 	Attach(ctx context.Context, sb *sandbox.Sandbox, s sandbox.Streams) (<-chan error, error)

@@ -47,6 +47,9 @@ type Backend interface {
 	ReadArchive(ctx context.Context, containerID, path string) (io.ReadCloser, error)
 	WriteArchive(ctx context.Context, containerID, dir string, tar io.Reader) error
 
+	// The daemons' logs (LogSource).
+	LogSource
+
 	DiskUsage(ctx context.Context) *sandbox.DiskUsage
 	PruneCandidates(ctx context.Context, o sandbox.PruneOptions, du *sandbox.DiskUsage) ([]sandbox.PruneObject, error)
 	PruneRemove(ctx context.Context, o sandbox.PruneObject) (freed bool, err error)

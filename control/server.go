@@ -43,6 +43,7 @@ var apiRoutes = []struct {
 	{"POST", "/v1/sandboxes/{id}/execs", (*server).exec, true},
 	{"GET", "/v1/sandboxes/{id}/execs/{exec}", (*server).getExec, true},
 	{"POST", "/v1/sandboxes/{id}/execs/{exec}/finish", (*server).finishExec, true},
+	{"GET", "/v1/sandboxes/{id}/logs", (*server).logs, true},
 	{"GET", "/v1/sandboxes/{id}/files", (*server).readFiles, true},
 	{"PUT", "/v1/sandboxes/{id}/files", (*server).writeFiles, true},
 	{"POST", "/v1/prune", (*server).prune, true},

@@ -68,7 +68,10 @@ func TestRemoteDaemonHost(t *testing.T) {
 	if r.Code == 0 || !strings.Contains(r.Stderr, "127.0.0.1:"+port) {
 		t.Errorf("a wrong token: want a failure naming the daemon, got %s", r)
 	}
-	for _, args := range [][]string{{"run", "--", "true"}, {"up", "-d"}, {"logs", id}} {
+	if r = me.RunEnv(tcp, "logs", id); r.Code != 0 {
+		t.Errorf("logs through tcp://: %s", r)
+	}
+	for _, args := range [][]string{{"run", "--", "true"}, {"up", "-d"}} {
 		r = me.RunEnv(tcp, args...)
 		if r.Code != 2 || !strings.Contains(r.Stderr, "through the daemon at tcp://127.0.0.1:"+port) {
 			t.Errorf("%v through a remote daemon: want exit 2 saying it is not there yet, got %s", args, r)

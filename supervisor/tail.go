@@ -262,3 +262,11 @@ func openRegular(path string) (*os.File, error) {
 	}
 	return f, err
 }
+
+// CutLines returns a writer that copies lines to w, each cut after max bytes
+// as Tail's MaxLine cuts them (LineCut's marker after the first max bytes),
+// and the function that ends a cut last line that has no newline yet.
+func CutLines(w io.Writer, max int) (io.Writer, func() error) {
+	c := &lineCutter{w: w, max: max}
+	return c, c.flush
+}
