@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/control/store"
+	"github.com/airlock-dev/airlock/supervisor"
 	"github.com/airlock-dev/airlock/userconfig"
 )
 
@@ -120,7 +121,7 @@ func (s *Service) ReadFiles(ctx context.Context, id, p string, asTar bool) (*Dow
 	}
 	if !isRegular(h) {
 		rc.Close()
-		what := "a " + entryKind(h.Typeflag)
+		what := "a " + supervisor.TarEntryKind(h.Typeflag)
 		if h.Typeflag == tar.TypeSymlink {
 			what = fmt.Sprintf("a symbolic link to %s (never followed)", h.Linkname)
 		}
@@ -308,7 +309,7 @@ func checkArchive(w io.Writer, r io.Reader) error {
 		case tar.TypeXGlobalHeader:
 			continue
 		default:
-			return bad(h, "is a %s: only files, directories and links are extracted", entryKind(h.Typeflag))
+			return bad(h, "is a %s: only files, directories and links are extracted", supervisor.TarEntryKind(h.Typeflag))
 		}
 		name, err := archiveName(h.Name)
 		if err != nil {
@@ -351,24 +352,6 @@ func archiveName(name string) (string, error) {
 		}
 	}
 	return path.Clean(name), nil
-}
-
-func entryKind(t byte) string {
-	switch t {
-	case tar.TypeDir:
-		return "directory"
-	case tar.TypeSymlink:
-		return "symbolic link"
-	case tar.TypeLink:
-		return "hard link"
-	case tar.TypeChar:
-		return "character device"
-	case tar.TypeBlock:
-		return "block device"
-	case tar.TypeFifo:
-		return "FIFO"
-	}
-	return fmt.Sprintf("entry of type %q", t)
 }
 
 // boundReader reads at most left bytes; past them it fails and says so (over).

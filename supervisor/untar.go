@@ -142,7 +142,7 @@ func (x *extractor) entry(h *tar.Header, r io.Reader) error {
 	case tar.TypeXGlobalHeader:
 		return nil
 	default:
-		x.warn(fmt.Sprintf("skipped %q: %s entries are not extracted", h.Name, kindOf(h.Typeflag)))
+		x.warn(fmt.Sprintf("skipped %q: %s entries are not extracted", h.Name, TarEntryKind(h.Typeflag)))
 		return nil
 	}
 	parts, err := entryParts(h.Name)
@@ -417,8 +417,13 @@ func times(h *tar.Header) []unix.Timespec {
 	return []unix.Timespec{a, m}
 }
 
-func kindOf(t byte) string {
+// TarEntryKind names the kind of a tar entry of type t, for messages.
+func TarEntryKind(t byte) string {
 	switch t {
+	case tar.TypeDir:
+		return "directory"
+	case tar.TypeSymlink:
+		return "symbolic link"
 	case tar.TypeLink:
 		return "hard link"
 	case tar.TypeChar:

@@ -19,32 +19,8 @@ The guide: docs/sdk.md in the airlock repository.
 
 from ._transport import Endpoint, default_socket, parse_host
 from .client import Client, Command, EventStream, ExecStream, Manifest, Sandbox
-from .errors import (
-    AirlockError,
-    BadCursorError,
-    BadRequestError,
-    CommandFailedError,
-    ConfigError,
-    ConflictError,
-    DaemonUnreachableError,
-    EngineError,
-    ExecNotFoundError,
-    IDAlreadyUsedError,
-    InternalError,
-    InvalidIDError,
-    InvalidRequestError,
-    InvalidStateError,
-    NotAFileError,
-    NotFoundError,
-    PathNotFoundError,
-    ProtocolError,
-    SandboxFailedError,
-    SandboxNotFoundError,
-    ServerError,
-    TooLargeError,
-    UnauthorizedError,
-    WaitTimeoutError,
-)
+from . import errors as _errors
+from .errors import *  # noqa: F403 (the error classes, errors.__all__)
 from .models import DaemonCount, Event, ExecFrame, ExecInfo, ExecResult, Health, Port, SandboxInfo
 
 __version__ = "0.1.0"
@@ -67,28 +43,5 @@ __all__ = [
     "ExecInfo",
     "ExecFrame",
     "ExecResult",
-    "AirlockError",
-    "DaemonUnreachableError",
-    "ProtocolError",
-    "BadRequestError",
-    "InvalidRequestError",
-    "InvalidIDError",
-    "BadCursorError",
-    "ConfigError",
-    "UnauthorizedError",
-    "NotFoundError",
-    "SandboxNotFoundError",
-    "ExecNotFoundError",
-    "PathNotFoundError",
-    "NotAFileError",
-    "ConflictError",
-    "InvalidStateError",
-    "IDAlreadyUsedError",
-    "TooLargeError",
-    "ServerError",
-    "EngineError",
-    "InternalError",
-    "SandboxFailedError",
-    "WaitTimeoutError",
-    "CommandFailedError",
 ]
+__all__ += [n for n in _errors.__all__ if n != "error_from_response"]
