@@ -17,7 +17,6 @@ import (
 	"github.com/airlock-dev/airlock/client"
 	"github.com/airlock-dev/airlock/internal/proc"
 	"github.com/airlock-dev/airlock/internal/termsafe"
-	"github.com/airlock-dev/airlock/manifest"
 	"github.com/airlock-dev/airlock/sandbox"
 )
 
@@ -97,6 +96,11 @@ func (a *app) run(parent context.Context, o runOptions, args []string) error {
 		return setupErr(err)
 	}
 
+	tgt, err := a.target()
+	if err != nil {
+		return setupErr(err)
+	}
+	projectCopied := tgt.projectCopied(r)
 	rt, closeRT, err := a.runBackend(ctx)
 	if err != nil {
 		return setupErr(err)
@@ -127,7 +131,7 @@ func (a *app) run(parent context.Context, o runOptions, args []string) error {
 	rec, err := c.Create(ctx, &client.CreateRequest{
 		ID: o.id, Kind: sandbox.KindRun, Manifest: wm, Secrets: secretValues, Command: args, Env: env, EnvSecrets: envSecrets,
 		Workdir: o.workdir, TTY: tty, Stdin: stdin, Labels: labels, Quiet: a.opts.quiet,
-		CLIPid: cliPid, CLIStart: cliStart, Engine: wireEngine(rt), RemoveOnExit: removeOnExit,
+		CLIPid: cliPid, CLIStart: cliStart, Engine: tgt.engine, RemoveOnExit: removeOnExit,
 	})
 	if err != nil {
 		return setupErr(apiFailure(err))
@@ -197,26 +201,21 @@ func (a *app) run(parent context.Context, o runOptions, args []string) error {
 	}()
 	// Created, not started (resume starts it): the trust record knows it
 	// before any of its code runs.
-	session, err := a.beginLayers(r, layers, rt.ProjectCopied(r), len(o.outputs) > 0, id)
+	session, err := a.beginLayers(r, layers, projectCopied, len(o.outputs) > 0, id)
 	if err != nil {
 		return setupErr(err)
 	}
-	containerID, err := waitCreated(ctx, c, id)
-	if err != nil {
+	if _, err := waitCreated(ctx, c, id); err != nil {
 		return setupErr(err)
 	}
-	sb := sandbox.Handle(id, containerID, tty)
 
-	streams := sandbox.Streams{Stdout: a.stdout, Stderr: a.stderr}
-	if stdin {
-		streams.Stdin = a.stdin
-	}
 	waitCtx, waitCancel := context.WithCancel(context.WithoutCancel(parent))
 	defer waitCancel()
-	codes, waitErrs := rt.WaitExit(waitCtx, sb)
-	output, err := rt.Attach(waitCtx, sb, streams)
+	// The main command's streams, through the daemon, attached before the
+	// start so that no output is missed.
+	main, err := a.attachMain(waitCtx, c, id, stdin, &daemonLost)
 	if err != nil {
-		return setupErr(sandboxError(err))
+		return setupErr(apiFailure(err))
 	}
 	before, err := c.Get(ctx, id)
 	if err != nil {
@@ -285,7 +284,7 @@ func (a *app) run(parent context.Context, o runOptions, args []string) error {
 		return interruptedDuringSetup(sig)
 	}
 	if tty {
-		followResize(waitCtx, a.stdout, func(h, w uint) { _ = rt.Resize(waitCtx, sb, h, w) })
+		followResize(waitCtx, a.stdout, func(h, w uint) { _ = main.resize(h, w) })
 	}
 
 	// mainDone ends the run with the main command's exit code, once its output
@@ -295,9 +294,8 @@ func (a *app) run(parent context.Context, o runOptions, args []string) error {
 		// After --output wrote; the primary has exited (codes is its death),
 		// so the sandbox writes no more: its session ends here.
 		defer session.ended(true)
-		waitOutput(output)
 		restore()
-		if err := a.copyOutputs(rt, sb, r, outCopy, o.outputs); err != nil {
+		if err := a.copyOutputs(c, id, projectCopied, outCopy, o.outputs); err != nil {
 			// The copy failed (exit 125): say what the command's code was.
 			return withCode(ExitAirlock, fmt.Errorf("%w (the command exited with code %d)", err, code))
 		}
@@ -337,33 +335,28 @@ func (a *app) run(parent context.Context, o runOptions, args []string) error {
 				return interruptedBeforeReady(s)
 			}
 			if sig, ok := s.(syscall.Signal); ok {
-				_ = rt.Kill(waitCtx, sb, strconv.Itoa(int(sig)))
+				_ = main.signal(strconv.Itoa(int(sig)))
 			}
 		case ev := <-failed:
 			// The supervisor failing to run CMD (126, 127) or a daemon not
 			// getting ready (125) also ends the container: its code wins, and
 			// the supervisor already said why on stderr.
 			select {
-			case code := <-codes:
-				return mainDone(code)
+			case end := <-main.ended:
+				if end.err == nil {
+					return mainDone(end.code)
+				}
 			case <-time.After(3 * time.Second):
 			}
 			restore()
 			return failure(ev)
-		case code := <-codes:
-			return mainDone(code)
-		case err := <-waitErrs:
-			restore()
-			return sandboxError(err)
+		case end := <-main.ended:
+			if end.err != nil {
+				restore()
+				return end.err
+			}
+			return mainDone(end.code)
 		}
-	}
-}
-
-// waitOutput lets the attach stream drain after the container exited.
-func waitOutput(output <-chan error) {
-	select {
-	case <-output:
-	case <-time.After(5 * time.Second):
 	}
 }
 
@@ -398,16 +391,29 @@ func processStart(pid int) string {
 }
 
 // copyOutputs copies each --output path from a sandbox whose project was copied in
-// back into the project dir by the rules of out (with a bind-mounted project the
-// files are there already).
-func (a *app) copyOutputs(rt runBackend, sb *sandbox.Sandbox, r *manifest.Resolved, out *sandbox.Output, outputs []string) error {
-	if len(outputs) == 0 || !rt.ProjectCopied(r) {
+// back into the project dir by the rules of out, through the daemon's files API
+// (with a bind-mounted project the files are there already).
+func (a *app) copyOutputs(c *client.Client, id string, projectCopied bool, out *sandbox.Output, outputs []string) error {
+	if len(outputs) == 0 || !projectCopied {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
+	// The daemon reads a stopped sandbox's files once it recorded the stop.
+	if _, _, err := c.WaitState(ctx, id, client.StateStopped, client.StateFailed); err != nil {
+		return withCode(ExitAirlock, fmt.Errorf("cannot copy the outputs out of sandbox %s: %w", id, apiFailure(err)))
+	}
 	for _, rel := range outputs {
-		warnings, err := rt.CopyOut(ctx, sb.PrimaryID, out, rel)
+		src, err := sandbox.OutputPath(out.ProjectDir, rel)
+		if err != nil {
+			return sandboxError(err)
+		}
+		rc, err := c.ReadArchive(ctx, id, src)
+		if err != nil {
+			return withCode(ExitAirlock, fmt.Errorf("cannot copy %s out of the sandbox: %w", rel, err))
+		}
+		warnings, err := out.Extract(rc, rel)
+		rc.Close()
 		for _, w := range warnings {
 			fmt.Fprintf(a.stderr, "airlock: warning: %s\n", termsafe.Line(w)) // names paths made in the sandbox
 		}

@@ -26,6 +26,28 @@ func (a *app) openKube(ctx context.Context, b *backendChoice) (runBackend, error
 	})
 }
 
+// kubeEndpoint is the endpoint of the chosen Kubernetes backend, read from the
+// kubeconfig without reaching the cluster. Through a daemon on another machine
+// the kubeconfig is that daemon's: only the context and namespace are sent.
+func (a *app) kubeEndpoint(b *backendChoice) (engine.Endpoint, error) {
+	k := b.Kubernetes
+	cfg := kube.Config{Context: k.Context, Namespace: k.Namespace, Image: k.Image,
+		CreateNamespace: k.CreateNamespace, AllowPrivileged: k.AllowPrivileged}
+	if a.remoteHost() != "" {
+		if cfg.Namespace == "" {
+			cfg.Namespace = "airlock"
+		}
+		return cfg.Endpoint(), nil
+	}
+	kubeconfig, _ := a.getenv("KUBECONFIG")
+	cfg.Kubeconfig = firstPath(kubeconfig)
+	cfg, err := kube.Resolve(cfg)
+	if err != nil {
+		return engine.Endpoint{}, sandboxError(err)
+	}
+	return cfg.Endpoint(), nil
+}
+
 // openKubeAt connects to the Kubernetes backend a sandbox was created on.
 func (a *app) openKubeAt(ctx context.Context, ep engine.Endpoint) (runBackend, error) {
 	cfg, err := kube.ConfigOf(ep)

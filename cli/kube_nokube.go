@@ -17,6 +17,10 @@ func (a *app) openKube(context.Context, *backendChoice) (runBackend, error) {
 	return nil, withCode(ExitAirlock, errNoKube)
 }
 
+func (a *app) kubeEndpoint(*backendChoice) (engine.Endpoint, error) {
+	return engine.Endpoint{}, withCode(ExitAirlock, errNoKube)
+}
+
 func (a *app) openKubeAt(context.Context, engine.Endpoint) (runBackend, error) {
 	return nil, withCode(ExitAirlock, errNoKube)
 }

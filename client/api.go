@@ -168,6 +168,20 @@ type ExecRequest struct {
 	TTY bool `json:"tty,omitempty"`
 }
 
+// AttachRequest attaches to a sandbox's main command (POST
+// /v1/sandboxes/{id}/attach, a stream upgrade).
+type AttachRequest struct {
+	// Stdin forwards stdin frames to the main command (the sandbox must have
+	// been created with stdin).
+	Stdin bool `json:"stdin,omitempty"`
+	// Replay sends the output from the main command's start rather than from
+	// now, less the first SkipStdout and SkipStderr bytes (a client that lost
+	// its stream attaching again); no stdin is forwarded then.
+	Replay     bool  `json:"replay,omitempty"`
+	SkipStdout int64 `json:"skip_stdout,omitempty"`
+	SkipStderr int64 `json:"skip_stderr,omitempty"`
+}
+
 // FinishRequest reports the end of an interactive exec.
 type FinishRequest struct {
 	ExitCode int `json:"exit_code"`

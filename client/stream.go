@@ -29,15 +29,25 @@ const (
 	FrameStderr byte = 2 // daemon to client
 	FrameExit   byte = 3 // daemon to client, last: ExitFrame as JSON
 	FrameResize byte = 4 // client to daemon: ResizeFrame as JSON
+	FrameSignal byte = 5 // client to daemon: SignalFrame as JSON (the main command only)
 )
 
 // MaxFramePayload bounds one frame's payload.
 const MaxFramePayload = 1 << 20
 
-// ExitFrame is the payload of the last frame of an attached exec.
+// ExitFrame is the payload of the last frame of an attached stream.
 type ExitFrame struct {
+	// ExecID is the exec's ID ("" for a sandbox's main command).
 	ExecID   string `json:"exec_id"`
 	ExitCode int    `json:"exit_code"`
+	// Error says why the exit code is not known (ExitCode is then -1).
+	Error string `json:"error,omitempty"`
+}
+
+// SignalFrame asks for a signal to the main command: a number ("15") or a
+// name ("SIGTERM").
+type SignalFrame struct {
+	Signal string `json:"signal"`
 }
 
 // ResizeFrame asks for a terminal size.
@@ -77,8 +87,9 @@ func ReadFrame(r io.Reader) (typ byte, payload []byte, err error) {
 	return hdr[0], payload, nil
 }
 
-// ExecSession is an attached exec: its output is being written to the
-// writers given to ExecAttach; Wait gives its exit code.
+// ExecSession is an attached exec or main command: its output is being
+// written to the writers given to ExecAttach or Attach; Wait gives its exit
+// code.
 type ExecSession struct {
 	conn io.ReadWriteCloser
 	wmu  sync.Mutex
@@ -93,11 +104,32 @@ type ExecSession struct {
 // req.TTY, the terminal's output all to stdout). Resize sets a TTY's size;
 // Wait returns the exit code.
 func (c *Client) ExecAttach(ctx context.Context, id string, req *ExecRequest, stdin io.Reader, stdout, stderr io.Writer) (*ExecSession, error) {
+	return c.upgrade(ctx, "/v1/sandboxes/"+url.PathEscape(id)+"/execs", req, stdin, stdout, stderr)
+}
+
+// AttachMain connects to the main command of a sandbox (run's): stdin (nil: none)
+// is forwarded when req.Stdin, its output written to stdout and stderr as it
+// comes (on a TTY all to stdout). Attach before resuming a created sandbox so
+// that no output is missed. Signal and Resize reach the main command; Wait
+// returns its exit code.
+func (c *Client) AttachMain(ctx context.Context, id string, req *AttachRequest, stdin io.Reader, stdout, stderr io.Writer) (*ExecSession, error) {
+	if req == nil {
+		req = &AttachRequest{}
+	}
+	if !req.Stdin {
+		stdin = nil
+	}
+	return c.upgrade(ctx, "/v1/sandboxes/"+url.PathEscape(id)+"/attach", req, stdin, stdout, stderr)
+}
+
+// upgrade POSTs req to path asking for a StreamProtocol upgrade, and runs the
+// session's frames.
+func (c *Client) upgrade(ctx context.Context, path string, req any, stdin io.Reader, stdout, stderr io.Writer) (*ExecSession, error) {
 	b, err := json.Marshal(req)
 	if err != nil {
 		return nil, fmt.Errorf("cannot encode the request: %w", err)
 	}
-	resp, err := c.sendRaw(ctx, http.MethodPost, "/v1/sandboxes/"+url.PathEscape(id)+"/execs", bytes.NewReader(b),
+	resp, err := c.sendRaw(ctx, http.MethodPost, path, bytes.NewReader(b),
 		http.Header{"Content-Type": {"application/json"}, "Connection": {"Upgrade"}, "Upgrade": {StreamProtocol}})
 	if err != nil {
 		return nil, err
@@ -105,7 +137,7 @@ func (c *Client) ExecAttach(ctx context.Context, id string, req *ExecRequest, st
 	conn, ok := resp.Body.(io.ReadWriteCloser)
 	if resp.StatusCode != http.StatusSwitchingProtocols || !ok {
 		resp.Body.Close()
-		return nil, fmt.Errorf("cannot attach to the exec: the daemon answered %s, not 101 Switching Protocols", resp.Status)
+		return nil, fmt.Errorf("cannot attach: the daemon answered %s, not 101 Switching Protocols", resp.Status)
 	}
 	s := &ExecSession{conn: conn, done: make(chan struct{})}
 	if stdout == nil {
@@ -139,6 +171,8 @@ func (s *ExecSession) read(r io.Reader, stdout, stderr io.Writer) {
 		case FrameExit:
 			if err := json.Unmarshal(p, &s.exit); err != nil {
 				s.err = fmt.Errorf("cannot read the exec's exit frame: %w", err)
+			} else if s.exit.Error != "" {
+				s.err = &Error{Reason: ReasonEngine, Message: s.exit.Error}
 			}
 			return
 		}
@@ -172,6 +206,13 @@ func (s *ExecSession) write(typ byte, p []byte) error {
 func (s *ExecSession) Resize(height, width uint) error {
 	b, _ := json.Marshal(ResizeFrame{Height: height, Width: width})
 	return s.write(FrameResize, b)
+}
+
+// Signal sends a signal (a number, or a name such as "SIGTERM") to the main
+// command (an attached exec takes none).
+func (s *ExecSession) Signal(signal string) error {
+	b, _ := json.Marshal(SignalFrame{Signal: signal})
+	return s.write(FrameSignal, b)
 }
 
 // Done is closed once the exit code (or an error) is known.

@@ -179,6 +179,48 @@ func (s *server) execAttach(w http.ResponseWriter, req *client.ExecRequest, id s
 		writeError(w, &client.Error{Reason: client.ReasonInvalidRequest, Message: "cannot take stdin in the request of an attached exec: send it on the stream"})
 		return
 	}
+	serveStream(w, req.TTY, func(stdin io.Reader, stdout, stderr io.Writer) (streamTarget, error) {
+		se, err := s.svc.ExecStream(id, &ExecRequest{ID: req.ID, Cmd: req.Cmd, Env: req.Env, Workdir: req.Workdir, TTY: req.TTY}, stdin, stdout, stderr)
+		if err != nil {
+			return nil, err
+		}
+		return execTarget{se}, nil
+	})
+}
+
+// execTarget is an attached exec as serveStream drives it.
+type execTarget struct{ se *StreamedExec }
+
+func (e execTarget) running() <-chan struct{}       { return e.se.Running() }
+func (e execTarget) resize(height, width uint) error { return e.se.Resize(height, width) }
+func (e execTarget) signal(string) error {
+	return errors.New("cannot signal an exec")
+}
+func (e execTarget) close() {}
+func (e execTarget) wait() client.ExitFrame {
+	return client.ExitFrame{ExecID: e.se.Record.ID, ExitCode: <-e.se.Done}
+}
+
+// streamTarget is what an attached stream's frames drive: an exec, or a
+// sandbox's main command.
+type streamTarget interface {
+	// running is closed once input may be sent (a size sent first is set).
+	running() <-chan struct{}
+	resize(height, width uint) error
+	signal(sig string) error
+	// wait gives the exit frame once the target ended and its output was sent.
+	wait() client.ExitFrame
+	// close ends the attachment early: the client went away (an exec runs
+	// on to its end, recorded; a main command too, unattached).
+	close()
+}
+
+// serveStream answers a stream upgrade (client.StreamProtocol): start is
+// given the stdin the client's frames feed and writers that send output
+// frames; once it started, 101, then frames both ways — stdin, resizes and
+// signals in, output out, the exit frame last. An error from start is an
+// ordinary JSON answer.
+func serveStream(w http.ResponseWriter, tty bool, start func(stdin io.Reader, stdout, stderr io.Writer) (streamTarget, error)) {
 	hj, ok := w.(http.Hijacker)
 	if !ok {
 		writeError(w, errors.New("cannot attach: the connection cannot be taken over"))
@@ -203,8 +245,7 @@ func (s *server) execAttach(w http.ResponseWriter, req *client.ExecRequest, id s
 	sink := &frameSink{}
 	// Output waits for the 101 answer.
 	sink.mu.Lock()
-	se, err := s.svc.ExecStream(id, &ExecRequest{ID: req.ID, Cmd: req.Cmd, Env: req.Env, Workdir: req.Workdir, TTY: req.TTY},
-		stdinR, sink.writer(frames(client.FrameStdout)), sink.writer(frames(client.FrameStderr)))
+	target, err := start(stdinR, sink.writer(frames(client.FrameStdout)), sink.writer(frames(client.FrameStderr)))
 	if err != nil {
 		sink.broken = true
 		sink.mu.Unlock()
@@ -218,10 +259,11 @@ func (s *server) execAttach(w http.ResponseWriter, req *client.ExecRequest, id s
 		_, err = fmt.Fprintf(conn, "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: %s\r\n\r\n", client.StreamProtocol)
 	}
 	if err != nil {
-		// The command runs to its end unseen; its record has the code.
+		// The target runs to its end unseen (an exec's record has the code).
 		sink.broken = true
 		sink.mu.Unlock()
 		stdinW.Close()
+		target.close()
 		if conn != nil {
 			conn.Close()
 		}
@@ -229,11 +271,12 @@ func (s *server) execAttach(w http.ResponseWriter, req *client.ExecRequest, id s
 	}
 	sink.mu.Unlock()
 	go func() {
-		// The client's frames: stdin until its end, and resizes.
+		// The client's frames: stdin until its end, resizes and signals.
 		defer stdinW.Close()
 		for {
 			typ, p, err := client.ReadFrame(bufrw.Reader)
 			if err != nil {
+				target.close() // the client went away
 				return
 			}
 			switch typ {
@@ -241,23 +284,28 @@ func (s *server) execAttach(w http.ResponseWriter, req *client.ExecRequest, id s
 				if len(p) == 0 {
 					// On a TTY the end of stdin is not passed on: the Engine
 					// would end the terminal's output with it.
-					if !req.TTY {
+					if !tty {
 						stdinW.Close()
 					}
 					continue
 				}
-				<-se.Running() // a size sent first is set before the input arrives
+				<-target.running() // a size sent first is set before the input arrives
 				_, _ = stdinW.Write(p)
 			case client.FrameResize:
 				var sz client.ResizeFrame
 				if json.Unmarshal(p, &sz) == nil && sz.Height > 0 && sz.Width > 0 {
-					_ = se.Resize(sz.Height, sz.Width)
+					_ = target.resize(sz.Height, sz.Width)
+				}
+			case client.FrameSignal:
+				var sf client.SignalFrame
+				if json.Unmarshal(p, &sf) == nil && sf.Signal != "" {
+					_ = target.signal(sf.Signal)
 				}
 			}
 		}
 	}()
-	code := <-se.Done
-	b, _ := json.Marshal(client.ExitFrame{ExecID: se.Record.ID, ExitCode: code})
+	exit := target.wait()
+	b, _ := json.Marshal(exit)
 	sink.send(frames(client.FrameExit)(b))
 	conn.Close()
 }

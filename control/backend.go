@@ -40,6 +40,14 @@ type Backend interface {
 	FollowEgress(ctx context.Context, sandboxID string, denied func(sandbox.EgressDenial)) error
 	Exec(ctx context.Context, sb *sandbox.Sandbox, req sandbox.ExecRequest, s sandbox.Streams) (*sandbox.Exec, error)
 
+	// The main command's streams: Attach connects them live (before the
+	// start, so nothing is missed), FollowOutput copies its output from the
+	// start until it ends (a client attaching again), WaitExit gives its code.
+	Attach(ctx context.Context, sb *sandbox.Sandbox, s sandbox.Streams) (<-chan error, error)
+	FollowOutput(ctx context.Context, sb *sandbox.Sandbox, stdout, stderr io.Writer) <-chan error
+	WaitExit(ctx context.Context, sb *sandbox.Sandbox) (<-chan int, <-chan error)
+	Resize(ctx context.Context, sb *sandbox.Sandbox, height, width uint) error
+
 	// ReadArchive streams a tar archive of path (absolute) in the primary,
 	// entries named from its base name, a link at path not followed; a
 	// missing path wraps sandbox.ErrNoSuchPath. WriteArchive extracts a tar

@@ -124,6 +124,8 @@ var wireTypes = []struct {
 	{client.ExecFrame{}, "ExecFrame", true},
 	{client.ExitFrame{}, "ExitFrame", true},
 	{client.ResizeFrame{}, "ResizeFrame", false},
+	{client.SignalFrame{}, "SignalFrame", false},
+	{client.AttachRequest{}, "AttachRequest", false},
 	{client.PruneRequest{}, "PruneRequest", false},
 	{client.PruneResult{}, "PruneResult", true},
 	{client.PrunedObject{}, "PrunedObject", true},

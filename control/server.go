@@ -40,6 +40,7 @@ var apiRoutes = []struct {
 	{"POST", "/v1/sandboxes/{id}/resume", (*server).resume, true},
 	{"GET", "/v1/sandboxes/{id}/events", (*server).events, true},
 	{"GET", "/v1/sandboxes/{id}/attach", (*server).attach, true},
+	{"POST", "/v1/sandboxes/{id}/attach", (*server).attachPrimary, true},
 	{"POST", "/v1/sandboxes/{id}/execs", (*server).exec, true},
 	{"GET", "/v1/sandboxes/{id}/execs/{exec}", (*server).getExec, true},
 	{"POST", "/v1/sandboxes/{id}/execs/{exec}/finish", (*server).finishExec, true},

@@ -193,6 +193,23 @@ func (rt *Runtime) PlanHashFor(_ context.Context, r *manifest.Resolved) (string,
 	return sandbox.PlanHash(r, r.Sandbox.Image), nil
 }
 
+// FollowOutput copies the primary's output from its start until it ends, all
+// to stdout: a Pod's log does not keep stdout and stderr apart.
+func (rt *Runtime) FollowOutput(ctx context.Context, sb *sandbox.Sandbox, stdout, _ io.Writer) <-chan error {
+	done := make(chan error, 1)
+	rc, err := rt.pods().Logs(sb.PrimaryID, &corev1.PodLogOptions{Container: MainContainer, Follow: true}).Stream(ctx)
+	if err != nil {
+		done <- failed("cannot read the sandbox's output: %v", err)
+		return done
+	}
+	go func() {
+		defer rc.Close()
+		_, err := io.Copy(stdout, rc)
+		done <- err
+	}()
+	return done
+}
+
 // FollowStderr copies the primary's output written from since on (the
 // supervisor's shutdown lines when it is stopped) to w until it ends. A Pod's log
 // does not keep stdout and stderr apart: both are copied.

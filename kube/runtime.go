@@ -96,9 +96,15 @@ func ConfigOf(ep engine.Endpoint) (Config, error) {
 		AllowPrivileged: q.Get("allow_privileged") == "true", CreateNamespace: q.Get("create_namespace") == "true"}, nil
 }
 
-// Open connects to the cluster of cfg as kubectl would (client-go's loading
-// rules), resolving the current context so that the endpoint names it.
-func Open(ctx context.Context, cfg Config) (*Runtime, error) {
+// Resolve completes cfg as kubectl would read it (client-go's loading rules)
+// without reaching the cluster: the default namespace, the current context and
+// the kubeconfig file, so that its endpoint names them.
+func Resolve(cfg Config) (Config, error) {
+	_, cfg, err := load(cfg)
+	return cfg, err
+}
+
+func load(cfg Config) (clientcmd.ClientConfig, Config, error) {
 	if cfg.Namespace == "" {
 		cfg.Namespace = "airlock"
 	}
@@ -109,7 +115,7 @@ func Open(ctx context.Context, cfg Config) (*Runtime, error) {
 	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: cfg.Context})
 	raw, err := cc.RawConfig()
 	if err != nil {
-		return nil, &sandbox.Error{Code: 125, Err: fmt.Errorf("cannot read the kubeconfig: %w", err)}
+		return nil, cfg, &sandbox.Error{Code: 125, Err: fmt.Errorf("cannot read the kubeconfig: %w", err)}
 	}
 	if cfg.Context == "" {
 		cfg.Context = raw.CurrentContext
@@ -118,6 +124,16 @@ func Open(ctx context.Context, cfg Config) (*Runtime, error) {
 		if p := rules.GetDefaultFilename(); p != "" {
 			cfg.Kubeconfig = p
 		}
+	}
+	return cc, cfg, nil
+}
+
+// Open connects to the cluster of cfg as kubectl would (client-go's loading
+// rules), resolving the current context so that the endpoint names it.
+func Open(ctx context.Context, cfg Config) (*Runtime, error) {
+	cc, cfg, err := load(cfg)
+	if err != nil {
+		return nil, err
 	}
 	rc, err := cc.ClientConfig()
 	if err != nil {

@@ -65,6 +65,29 @@ func (rt *Runtime) Kill(ctx context.Context, sb *Sandbox, signal string) error {
 	return rt.Engine.ContainerKill(ctx, sb.PrimaryID, signal)
 }
 
+// FollowOutput copies the primary's output from its start (stdout and stderr
+// apart; on a TTY all of it to stdout) until the container stops or ctx ends:
+// a client that attaches again after losing its stream.
+func (rt *Runtime) FollowOutput(ctx context.Context, sb *Sandbox, stdout, stderr io.Writer) <-chan error {
+	done := make(chan error, 1)
+	rc, err := rt.Engine.ContainerLogs(ctx, sb.PrimaryID, container.LogsOptions{ShowStdout: true, ShowStderr: true, Follow: true})
+	if err != nil {
+		done <- failed("cannot read the sandbox's output: %v", err)
+		return done
+	}
+	go func() {
+		defer rc.Close()
+		var err error
+		if sb.TTY {
+			_, err = io.Copy(stdout, rc)
+		} else {
+			_, err = stdcopy.StdCopy(stdout, stderr, rc)
+		}
+		done <- err
+	}()
+	return done
+}
+
 // FollowStderr copies the primary's stderr written from since on (the supervisor's
 // shutdown lines, when the sandbox is stopped) to w until the container stops or
 // ctx ends.

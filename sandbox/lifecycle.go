@@ -405,8 +405,8 @@ func (rt *Runtime) ownLabel(l map[string]string) map[string]string {
 // ExitCode returns a stopped container's exit code (nil when unknown).
 func (rt *Runtime) ExitCode(ctx context.Context, containerID string) *int {
 	ci, err := rt.Engine.ContainerInspect(ctx, containerID)
-	if err != nil || ci.State == nil || ci.State.Running {
-		return nil
+	if err != nil || ci.State == nil || ci.State.Running || ci.State.Status == "created" {
+		return nil // running, or never ran
 	}
 	code := ci.State.ExitCode
 	return &code

@@ -17,12 +17,16 @@ const IgnoreFile = ".airlockignore"
 
 // projectMode is how the project dir reaches the Engine: "bind" or "copy"
 // (sandbox.project; auto binds on a local Engine and copies on a remote one).
-func (rt *Runtime) projectMode(r *manifest.Resolved) string {
+func (rt *Runtime) projectMode(r *manifest.Resolved) string { return ProjectMode(r, rt.Remote) }
+
+// ProjectMode is how the project dir reaches an Engine: "bind" or "copy"
+// (project = "auto" copies it to an Engine that cannot see this host's files).
+func ProjectMode(r *manifest.Resolved, remote bool) string {
 	switch r.Sandbox.Project {
 	case "bind", "copy":
 		return r.Sandbox.Project
 	}
-	if rt.Remote {
+	if remote {
 		return "copy"
 	}
 	return "bind"

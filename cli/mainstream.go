@@ -1,0 +1,105 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"io"
+	"sync"
+	"sync/atomic"
+
+	"github.com/airlock-dev/airlock/client"
+)
+
+// mainStream is the CLI's end of a run's main command, attached through the
+// daemon: output to the CLI's stdout and stderr, stdin, signals and terminal
+// size to the command, its exit code at the end. A daemon that goes away
+// (killed, upgraded) is started again and the stream attached again, the output
+// replayed from where the CLI had it.
+type mainStream struct {
+	// ended gives the main command's exit code, or why it is not known.
+	ended chan mainEnd
+
+	mu   sync.Mutex
+	sess *client.ExecSession
+}
+
+type mainEnd struct {
+	code int
+	err  error
+}
+
+// attachMain attaches to the main command of run sandbox id, forwarding stdin
+// when withStdin.
+func (a *app) attachMain(ctx context.Context, c *client.Client, id string, withStdin bool, daemonLost *atomic.Bool) (*mainStream, error) {
+	stdout, stderr := &countingWriter{w: a.stdout}, &countingWriter{w: a.stderr}
+	var stdin io.Reader
+	if withStdin {
+		stdin = a.stdin
+	}
+	sess, err := c.AttachMain(ctx, id, &client.AttachRequest{Stdin: withStdin}, stdin, stdout, stderr)
+	if err != nil {
+		return nil, err
+	}
+	m := &mainStream{ended: make(chan mainEnd, 1), sess: sess}
+	go func() {
+		for {
+			_, code, err := sess.Wait()
+			if err == nil {
+				m.ended <- mainEnd{code: code}
+				return
+			}
+			if !lostDaemon(err) || ctx.Err() != nil {
+				var ce *client.Error
+				if errors.As(err, &ce) {
+					err = errors.New(ce.Message)
+				}
+				m.ended <- mainEnd{err: withCode(ExitAirlock, err)}
+				return
+			}
+			daemonLost.Store(true)
+			// Attach again through the daemon that answers now; the output
+			// comes again from the start, less what was written here.
+			_, err = a.retryDaemon(ctx, func() (*client.Sandbox, error) {
+				next, err := c.AttachMain(ctx, id, &client.AttachRequest{Replay: true, SkipStdout: stdout.written(), SkipStderr: stderr.written()}, nil, stdout, stderr)
+				if err == nil {
+					sess = next
+					m.mu.Lock()
+					m.sess = next
+					m.mu.Unlock()
+				}
+				return nil, err
+			})
+			if err != nil {
+				m.ended <- mainEnd{err: withCode(ExitAirlock, apiFailure(err))}
+				return
+			}
+		}
+	}()
+	return m, nil
+}
+
+func (m *mainStream) current() *client.ExecSession {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.sess
+}
+
+// signal sends a signal (its number) to the main command.
+func (m *mainStream) signal(sig string) error { return m.current().Signal(sig) }
+
+// resize sets the main command's terminal size.
+func (m *mainStream) resize(height, width uint) error { return m.current().Resize(height, width) }
+
+// countingWriter counts what was written through it.
+type countingWriter struct {
+	w io.Writer
+	n atomic.Int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+func (c *countingWriter) written() int64 { return c.n.Load() }

@@ -1,0 +1,53 @@
+package cli
+
+import (
+	"github.com/airlock-dev/airlock/client"
+	"github.com/airlock-dev/airlock/engine"
+	"github.com/airlock-dev/airlock/manifest"
+	"github.com/airlock-dev/airlock/sandbox"
+)
+
+// target is where a new sandbox goes, as the CLI resolves it without opening
+// an Engine or cluster client: the daemon is told, and opens it.
+type target struct {
+	// engine is the Docker Engine or Kubernetes backend to create it on (nil:
+	// the daemon's own, for a daemon on another machine).
+	engine *client.Engine
+	// remote says the sandbox cannot see this host's files: its project is
+	// copied in when the manifest says "auto".
+	remote bool
+	kube   bool
+}
+
+// projectCopied reports whether a sandbox of r on t gets a copy of the
+// project rather than a bind mount (then run --output copies results back).
+func (t *target) projectCopied(r *manifest.Resolved) bool {
+	return sandbox.ProjectMode(r, t.remote) == "copy"
+}
+
+// target resolves where this invocation's sandbox goes (--backend,
+// AIRLOCK_BACKEND, config.toml; DOCKER_HOST, DOCKER_CONTEXT or the kubeconfig).
+func (a *app) target() (*target, error) {
+	b, err := a.backend()
+	if err != nil {
+		return nil, err
+	}
+	if b.Kube() {
+		ep, err := a.kubeEndpoint(b)
+		if err != nil {
+			return nil, err
+		}
+		e := client.Engine(ep)
+		return &target{engine: &e, remote: true, kube: true}, nil
+	}
+	if a.remoteHost() != "" {
+		// The daemon's own Engine; it cannot see this machine's files.
+		return &target{remote: true}, nil
+	}
+	ep, err := engine.Resolve(a.getenv)
+	if err != nil {
+		return nil, withCode(ExitAirlock, err)
+	}
+	e := client.Engine(ep)
+	return &target{engine: &e, remote: !ep.Local()}, nil
+}

@@ -1,0 +1,166 @@
+package control
+
+import (
+	"context"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/airlock-dev/airlock/control/store"
+	"github.com/airlock-dev/airlock/sandbox"
+)
+
+// primaryDrain bounds how long an attached client's output may still be
+// copied once the main command's exit code is known (the Engine may deliver
+// the code before the last output).
+const primaryDrain = 5 * time.Second
+
+// AttachRequest asks for the main command's streams (the API's attach).
+type AttachRequest struct {
+	// Stdin forwards the client's input to the main command (the sandbox
+	// must have been created with stdin).
+	Stdin bool
+	// Replay, for a client that lost its daemon mid-run, sends the output
+	// from its start instead of from now, less the bytes the client already
+	// has (SkipStdout, SkipStderr); no stdin is forwarded then.
+	Replay                 bool
+	SkipStdout, SkipStderr int64
+}
+
+// AttachedPrimary is a client's attachment to a sandbox's main command.
+type AttachedPrimary struct {
+	// Done gives the main command's end once its output was copied.
+	Done <-chan PrimaryEnd
+
+	s      *Service
+	rt     Backend
+	h      *sandbox.Sandbox
+	cancel context.CancelFunc
+}
+
+// PrimaryEnd is how a main command ended: its exit code, or why it is not known.
+type PrimaryEnd struct {
+	ExitCode int
+	Err      error
+}
+
+// AttachPrimary connects stdin, stdout and stderr to the main command of
+// sandbox id (on a TTY its output all goes to stdout). A live attach is made
+// before the sandbox starts so that no output is lost; it returns once the
+// backend's stream is up. The writers must not block for long: the caller
+// drops what a client that went away would have received.
+func (s *Service) AttachPrimary(ctx context.Context, id string, req *AttachRequest, stdin io.Reader, stdout, stderr io.Writer) (*AttachedPrimary, error) {
+	rec, err := s.store.Get(id)
+	if err != nil {
+		return nil, err
+	}
+	switch rec.State {
+	case store.StatePending, store.StateReady:
+	case store.StateStopped, store.StateFailed:
+		if !req.Replay {
+			return nil, notIn(id, rec.State, "pending or ready")
+		}
+	default:
+		return nil, notIn(id, rec.State, "pending, ready, stopped or failed")
+	}
+	if rec.ContainerID == "" {
+		return nil, errorf(store.ErrInvalidState, "sandbox %s has no main container yet", id)
+	}
+	release, err := s.Attach(id)
+	if err != nil {
+		return nil, err
+	}
+	rt := s.rtOf(id)
+	l := s.liveOf(id)
+	h := l.handle
+	if h == nil {
+		if h, err = rt.Open(ctx, id, l.resolved); err != nil {
+			release()
+			return nil, err
+		}
+	}
+	actx, cancel := context.WithCancel(s.ctx)
+	stop := context.AfterFunc(ctx, cancel) // the client went away
+	codes, waitErrs := rt.WaitExit(actx, h)
+	var output <-chan error
+	if req.Replay {
+		// The main command may have ended before this wait began (a wait
+		// answers the next exit only).
+		if !rt.Running(actx, h.PrimaryID) {
+			if code := rt.ExitCode(actx, h.PrimaryID); code != nil {
+				ended := make(chan int, 1)
+				ended <- *code
+				codes = ended
+			}
+		}
+		output = rt.FollowOutput(actx, h, skipBytes(stdout, req.SkipStdout), skipBytes(stderr, req.SkipStderr))
+	} else {
+		streams := sandbox.Streams{Stdout: stdout, Stderr: stderr}
+		if req.Stdin {
+			streams.Stdin = stdin
+		}
+		if output, err = rt.Attach(actx, h, streams); err != nil {
+			stop()
+			cancel()
+			release()
+			return nil, err
+		}
+	}
+	done := make(chan PrimaryEnd, 1)
+	go func() {
+		defer release()
+		defer cancel()
+		defer stop()
+		var end PrimaryEnd
+		select {
+		case end.ExitCode = <-codes:
+			select {
+			case <-output:
+			case <-time.After(primaryDrain):
+			}
+		case end.Err = <-waitErrs:
+		case <-actx.Done():
+			end.Err = actx.Err()
+		}
+		done <- end
+	}()
+	return &AttachedPrimary{Done: done, s: s, rt: rt, h: h, cancel: cancel}, nil
+}
+
+// Signal sends a signal (a number or a name) to the supervisor, which forwards
+// it to the main command.
+func (a *AttachedPrimary) Signal(signal string) error {
+	return a.rt.KillPrimary(a.s.ctx, a.h.PrimaryID, signal)
+}
+
+// Resize sets the main command's terminal size.
+func (a *AttachedPrimary) Resize(height, width uint) error {
+	return a.rt.Resize(a.s.ctx, a.h, height, width)
+}
+
+// Close detaches (the main command runs on).
+func (a *AttachedPrimary) Close() { a.cancel() }
+
+// skipBytes drops the first n bytes written to w.
+func skipBytes(w io.Writer, n int64) io.Writer {
+	if n <= 0 {
+		return w
+	}
+	var mu sync.Mutex
+	return writerFunc(func(p []byte) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		all := len(p)
+		if n > 0 {
+			k := min(int64(len(p)), n)
+			n -= k
+			p = p[k:]
+		}
+		if len(p) > 0 {
+			if _, err := w.Write(p); err != nil {
+				return 0, err
+			}
+		}
+		return all, nil
+	})
+}
