@@ -43,8 +43,8 @@ func (p primaryTarget) running() <-chan struct{} {
 	return c
 }
 func (p primaryTarget) resize(height, width uint) error { return p.ap.Resize(height, width) }
-func (p primaryTarget) signal(sig string) error           { return p.ap.Signal(sig) }
-func (p primaryTarget) close()                            { p.ap.Close() }
+func (p primaryTarget) signal(sig string) error         { return p.ap.Signal(sig) }
+func (p primaryTarget) close()                          { p.ap.Close() }
 func (p primaryTarget) wait() client.ExitFrame {
 	end := <-p.ap.Done
 	if end.Err != nil {

@@ -191,7 +191,7 @@ func (s *server) execAttach(w http.ResponseWriter, req *client.ExecRequest, id s
 // execTarget is an attached exec as serveStream drives it.
 type execTarget struct{ se *StreamedExec }
 
-func (e execTarget) running() <-chan struct{}       { return e.se.Running() }
+func (e execTarget) running() <-chan struct{}        { return e.se.Running() }
 func (e execTarget) resize(height, width uint) error { return e.se.Resize(height, width) }
 func (e execTarget) signal(string) error {
 	return errors.New("cannot signal an exec")
