@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -50,6 +51,28 @@ func stopSandbox(ctx context.Context, c *client.Client, s client.Sandbox) error 
 	return nil
 }
 
+// followShutdownLines shows on stderr the sandbox's primary's stderr from now
+// until it stops (its supervisor's shutdown lines), attached through the
+// daemon; the channel is closed at the end (at once when it cannot attach).
+// Written inside the sandbox: control characters shown, not obeyed.
+func (a *app) followShutdownLines(ctx context.Context, c *client.Client, id string) <-chan struct{} {
+	done := make(chan struct{})
+	s, err := c.AttachMain(ctx, id, &client.AttachRequest{}, nil, io.Discard, termsafe.NewWriter(a.stderr))
+	if err != nil {
+		close(done)
+		return done
+	}
+	go func() {
+		defer close(done)
+		select {
+		case <-s.Done():
+		case <-ctx.Done():
+		}
+		s.Close()
+	}()
+	return done
+}
+
 // stopShowingLines stops a sandbox as stopSandbox does and, unless --quiet, shows
 // its supervisor's shutdown lines on stderr (✔ daemon web: shut down, ✘ daemon
 // flaky: gave up after 3 launches (exit 3)), as `airlock up` does when its shell
@@ -67,21 +90,12 @@ func (a *app) stopShowingLines(ctx context.Context, c *client.Client, s client.S
 	}
 	followCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	var lines <-chan error
-	if rt, closeRT, err := a.runtimeFor(ctx, &s); err == nil {
-		defer closeRT()
-		if sb, err := rt.Open(ctx, s.ID, nil); err == nil {
-			// Written inside the sandbox: control characters shown, not obeyed.
-			lines = rt.FollowStderr(followCtx, sb, time.Now(), termsafe.NewWriter(a.stderr))
-		}
-	}
+	lines := a.followShutdownLines(followCtx, c, s.ID)
 	err = stopSandbox(ctx, c, s)
-	if lines != nil {
-		// The follow ends when the primary stops; the stop returned by then.
-		select {
-		case <-lines:
-		case <-time.After(2 * time.Second):
-		}
+	// The follow ends when the primary stops; the stop returned by then.
+	select {
+	case <-lines:
+	case <-time.After(2 * time.Second):
 	}
 	return err
 }

@@ -2,14 +2,13 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/airlock-dev/airlock/client"
-	"github.com/airlock-dev/airlock/internal/termsafe"
+	"github.com/airlock-dev/airlock/engine"
 	"github.com/airlock-dev/airlock/manifest"
 	"github.com/airlock-dev/airlock/sandbox"
 )
@@ -52,6 +51,10 @@ func (a *app) up(detach bool, id string) error {
 	if err := ctx.Err(); err != nil {
 		return su.err(err)
 	}
+	tgt, err := a.target()
+	if err != nil {
+		return su.err(err)
+	}
 	rt, closeRT, err := a.runBackend(ctx)
 	if err != nil {
 		return su.err(err)
@@ -75,12 +78,12 @@ func (a *app) up(detach bool, id string) error {
 		return su.err(err)
 	}
 	defer lock.release()
-	session, err := a.beginLayers(r, layers, rt.ProjectCopied(r), false, "")
+	session, err := a.beginLayers(r, layers, tgt.projectCopied(r), false, "")
 	if err != nil {
 		return su.err(err)
 	}
 	defer session.done()
-	sbID, created, from, running, err := a.upSandbox(ctx, c, rt, r, id, detach)
+	sbID, created, from, running, err := a.upSandbox(ctx, c, tgt, r, id, detach)
 	if !running {
 		session.started(sbID)
 	}
@@ -146,21 +149,13 @@ func (a *app) up(detach bool, id string) error {
 		fmt.Fprintln(a.stdout, sbID)
 		return nil
 	}
-	sb, err := rt.Open(context.Background(), sbID, r)
-	if err != nil {
-		return sandboxError(err)
-	}
 	tty := isTerminal(a.stdin) && isTerminal(a.stdout)
-	code, err := a.execRecorded(context.Background(), c, rt, sb, sandbox.ExecRequest{
-		Cmd: rt.Shell(context.Background(), sb), TTY: tty, Stdin: tty || forwardsStdin(a.stdin),
-	})
+	code, err := a.execAttached(context.Background(), c, sbID, &client.ExecRequest{Shell: true, TTY: tty}, tty || forwardsStdin(a.stdin))
 	stopCtx, stopCancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer stopCancel()
-	var shutdownLines <-chan error
+	var shutdownLines <-chan struct{}
 	if !a.opts.quiet {
-		// Show the supervisor's shutdown lines (✔ daemon web: shut down).
-		// Its control characters shown, not obeyed (its colours kept).
-		shutdownLines = rt.FollowStderr(stopCtx, sb, time.Now(), termsafe.NewWriter(a.stderr))
+		shutdownLines = a.followShutdownLines(stopCtx, c, sbID)
 	}
 	stopped := false
 	if cur, gerr := c.Get(stopCtx, sbID); gerr == nil {
@@ -194,7 +189,7 @@ func (a *app) up(detach bool, id string) error {
 // is refused, except by up -d (detach) when it runs on this Engine with the
 // manifest as it is now: then running is true and sbID is its ID. The caller holds
 // the project's lock.
-func (a *app) upSandbox(ctx context.Context, c *client.Client, rt runBackend, r *manifest.Resolved, id string, detach bool) (sbID string, created bool, from uint64, running bool, err error) {
+func (a *app) upSandbox(ctx context.Context, c *client.Client, tgt *target, r *manifest.Resolved, id string, detach bool) (sbID string, created bool, from uint64, running bool, err error) {
 	wm, secretValues, werr := wireManifest(r)
 	if werr != nil {
 		return "", false, 0, false, werr
@@ -211,13 +206,12 @@ func (a *app) upSandbox(ctx context.Context, c *client.Client, rt runBackend, r 
 		if id != "" && id != existing.ID {
 			return "", false, 0, false, withCode(ExitUsage, fmt.Errorf("the project already has sandbox %s; remove it (airlock rm) to use --id %s", existing.ID, id))
 		}
-		hash, err := rt.PlanHashFor(ctx, r)
+		cmp, err := c.Compare(ctx, existing.ID, &client.CompareRequest{Manifest: wm, Secrets: secretValues, Engine: tgt.engine})
 		if err != nil {
-			return "", false, 0, false, sandboxError(err)
+			return "", false, 0, false, apiFailure(err)
 		}
-		info, ierr := rt.Get(ctx, existing.ID)
 		if live {
-			if ierr != nil || hash != info.PlanHash {
+			if !cmp.Same {
 				return "", false, 0, false, withCode(ExitFailure, fmt.Errorf("sandbox %s is already running for %s, made from another manifest or on another Docker Engine; stop it (airlock stop) and run `airlock up -d` again to recreate it, or run commands in it as it is with `airlock exec -- CMD`", existing.ID, existing.Project))
 			}
 			if existing.State == client.StatePending {
@@ -226,7 +220,7 @@ func (a *app) upSandbox(ctx context.Context, c *client.Client, rt runBackend, r 
 			}
 			return existing.ID, false, 0, true, nil
 		}
-		if ierr == nil && hash == info.PlanHash {
+		if cmp.Same {
 			if _, err := c.Resume(ctx, existing.ID, &client.ResumeRequest{Secrets: secretValues}); err != nil {
 				return "", false, 0, false, apiFailure(err)
 			}
@@ -235,9 +229,9 @@ func (a *app) upSandbox(ctx context.Context, c *client.Client, rt runBackend, r 
 		if !a.opts.quiet {
 			why := "the manifest changed since sandbox %s was created"
 			switch {
-			case ierr != nil && existing.Engine != nil && existing.Engine.Host != rt.Location().Host:
-				why = "sandbox %s is on another Docker Engine (" + engineName(existing.Engine) + ") than " + rt.Location().String()
-			case errors.Is(ierr, sandbox.ErrNotFound) && rt.Location().IsKubernetes():
+			case !cmp.Found && existing.Engine != nil && tgt.engine != nil && existing.Engine.Host != tgt.engine.Host:
+				why = "sandbox %s is on another Docker Engine (" + engineName(existing.Engine) + ") than " + engine.Endpoint(*tgt.engine).String()
+			case !cmp.Found && tgt.kube:
 				why = "sandbox %s is gone from the cluster (on the kubernetes backend, stop deletes its Pod)"
 			}
 			fmt.Fprintf(a.stderr, "airlock: "+why+"; recreating it (changes to its filesystem are lost)\n", existing.ID)
@@ -249,7 +243,7 @@ func (a *app) upSandbox(ctx context.Context, c *client.Client, rt runBackend, r 
 			return "", false, 0, false, apiFailure(err)
 		}
 	}
-	rec, err := c.Create(ctx, &client.CreateRequest{ID: id, Kind: sandbox.KindUp, Manifest: wm, Secrets: secretValues, Start: true, Engine: wireEngine(rt)})
+	rec, err := c.Create(ctx, &client.CreateRequest{ID: id, Kind: sandbox.KindUp, Manifest: wm, Secrets: secretValues, Start: true, Engine: tgt.engine})
 	if err != nil {
 		return "", false, 0, false, apiFailure(err)
 	}

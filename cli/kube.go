@@ -48,15 +48,6 @@ func (a *app) kubeEndpoint(b *backendChoice) (engine.Endpoint, error) {
 	return cfg.Endpoint(), nil
 }
 
-// openKubeAt connects to the Kubernetes backend a sandbox was created on.
-func (a *app) openKubeAt(ctx context.Context, ep engine.Endpoint) (runBackend, error) {
-	cfg, err := kube.ConfigOf(ep)
-	if err != nil {
-		return nil, withCode(ExitAirlock, err)
-	}
-	return a.openKubeWith(ctx, cfg)
-}
-
 // openKubeWith connects to a cluster as this user's daemon (its owner key on
 // every Pod).
 func (a *app) openKubeWith(ctx context.Context, cfg kube.Config) (runBackend, error) {

@@ -21,10 +21,6 @@ func (a *app) kubeEndpoint(*backendChoice) (engine.Endpoint, error) {
 	return engine.Endpoint{}, withCode(ExitAirlock, errNoKube)
 }
 
-func (a *app) openKubeAt(context.Context, engine.Endpoint) (runBackend, error) {
-	return nil, withCode(ExitAirlock, errNoKube)
-}
-
 func openBackend(context.Context, engine.Endpoint, string) (control.Backend, error) {
 	return nil, errNoKube
 }

@@ -11,7 +11,6 @@ import (
 	dockerclient "github.com/docker/docker/client"
 	"golang.org/x/term"
 
-	"github.com/airlock-dev/airlock/client"
 	"github.com/airlock-dev/airlock/control"
 	"github.com/airlock-dev/airlock/engine"
 	"github.com/airlock-dev/airlock/paths"
@@ -149,38 +148,4 @@ func parseLabels(vals []string) (map[string]string, error) {
 		out[k] = val
 	}
 	return out, nil
-}
-
-// runtimeFor returns the runtime of the Engine a sandbox runs on (the CLI's own
-// choice when the daemon did not record one).
-func (a *app) runtimeFor(ctx context.Context, sb *client.Sandbox) (runBackend, func(), error) {
-	if a.remoteHost() != "" {
-		return nil, nil, a.errNeedsLocal()
-	}
-	if sb == nil || sb.Engine == nil {
-		return a.runBackend(ctx)
-	}
-	if ep := engine.Endpoint(*sb.Engine); ep.IsKubernetes() {
-		krt, err := a.openKubeAt(ctx, ep)
-		if err != nil {
-			return nil, nil, err
-		}
-		return krt, func() {}, nil
-	}
-	p, err := a.paths()
-	if err != nil {
-		return nil, nil, err
-	}
-	ep := engine.Endpoint(*sb.Engine)
-	cli, err := ep.Connect(ctx)
-	if err != nil {
-		return nil, nil, withCode(ExitAirlock, err)
-	}
-	return a.newRuntime(p, cli, ep)
-}
-
-// wireEngine is the Engine of rt as the daemon's API carries it.
-func wireEngine(rt interface{ Location() engine.Endpoint }) *client.Engine {
-	e := client.Engine(rt.Location())
-	return &e
 }

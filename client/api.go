@@ -166,6 +166,9 @@ type ExecRequest struct {
 	// TTY runs the command on a terminal: an attached exec (Upgrade:
 	// airlock-stream) only.
 	TTY bool `json:"tty,omitempty"`
+	// Shell runs the sandbox's shell (sandbox.shell, else the image's SHELL,
+	// else /bin/sh), with Cmd empty.
+	Shell bool `json:"shell,omitempty"`
 }
 
 // AttachRequest attaches to a sandbox's main command (POST
@@ -180,6 +183,24 @@ type AttachRequest struct {
 	Replay     bool  `json:"replay,omitempty"`
 	SkipStdout int64 `json:"skip_stdout,omitempty"`
 	SkipStderr int64 `json:"skip_stderr,omitempty"`
+}
+
+// CompareRequest asks whether a sandbox is what a manifest would make now
+// (POST /v1/sandboxes/{id}/compare): `up` starts it again if so, else makes it anew.
+type CompareRequest struct {
+	Manifest *Manifest         `json:"manifest"`
+	Secrets  map[string]string `json:"secrets,omitempty"`
+	// Engine is the Engine or cluster the sandbox should be on (nil: the daemon's own).
+	Engine *Engine `json:"engine,omitempty"`
+}
+
+// Comparison is the answer to a CompareRequest.
+type Comparison struct {
+	// Same: the sandbox is on that Engine, made from that manifest and the
+	// images it names now.
+	Same bool `json:"same"`
+	// Found: that Engine holds the sandbox (else it is gone, or on another).
+	Found bool `json:"found"`
 }
 
 // FinishRequest reports the end of an interactive exec.

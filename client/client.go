@@ -179,6 +179,13 @@ func (c *Client) Resume(ctx context.Context, id string, req *ResumeRequest) (*Sa
 	return &sb, c.do(ctx, http.MethodPost, "/v1/sandboxes/"+url.PathEscape(id)+"/resume", req, &sb)
 }
 
+// Compare asks whether sandbox id is what req's manifest would make now on
+// req's Engine (images pulled or built when missing).
+func (c *Client) Compare(ctx context.Context, id string, req *CompareRequest) (*Comparison, error) {
+	var cmp Comparison
+	return &cmp, c.do(ctx, http.MethodPost, "/v1/sandboxes/"+url.PathEscape(id)+"/compare", req, &cmp)
+}
+
 // Delete removes a sandbox (stopping it first); it returns once accepted.
 func (c *Client) Delete(ctx context.Context, id string) (*Sandbox, error) {
 	var sb Sandbox

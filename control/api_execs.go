@@ -42,7 +42,7 @@ func (s *server) exec(w http.ResponseWriter, r *http.Request) {
 	if req.Interactive {
 		exec = s.svc.RecordExec
 	}
-	ex, err := exec(r.PathValue("id"), &ExecRequest{ID: req.ID, Cmd: req.Cmd, Env: req.Env, Workdir: req.Workdir})
+	ex, err := exec(r.PathValue("id"), &ExecRequest{ID: req.ID, Cmd: req.Cmd, Env: req.Env, Workdir: req.Workdir, Shell: req.Shell})
 	if err != nil {
 		writeError(w, err)
 		return
@@ -110,7 +110,7 @@ func (s *server) execStream(w http.ResponseWriter, req *client.ExecRequest, id s
 	sink := &frameSink{}
 	// Output waits for the header and the record frame.
 	sink.mu.Lock()
-	se, err := s.svc.ExecStream(id, &ExecRequest{ID: req.ID, Cmd: req.Cmd, Env: req.Env, Workdir: req.Workdir}, stdin,
+	se, err := s.svc.ExecStream(id, &ExecRequest{ID: req.ID, Cmd: req.Cmd, Env: req.Env, Workdir: req.Workdir, Shell: req.Shell}, stdin,
 		sink.writer(output("stdout")), sink.writer(output("stderr")))
 	if err != nil {
 		sink.broken = true
@@ -180,7 +180,7 @@ func (s *server) execAttach(w http.ResponseWriter, req *client.ExecRequest, id s
 		return
 	}
 	serveStream(w, req.TTY, func(stdin io.Reader, stdout, stderr io.Writer) (streamTarget, error) {
-		se, err := s.svc.ExecStream(id, &ExecRequest{ID: req.ID, Cmd: req.Cmd, Env: req.Env, Workdir: req.Workdir, TTY: req.TTY}, stdin, stdout, stderr)
+		se, err := s.svc.ExecStream(id, &ExecRequest{ID: req.ID, Cmd: req.Cmd, Env: req.Env, Workdir: req.Workdir, Shell: req.Shell, TTY: req.TTY}, stdin, stdout, stderr)
 		if err != nil {
 			return nil, err
 		}

@@ -123,3 +123,26 @@ func toClientSandbox(sb Sandbox) client.Sandbox {
 	}
 	return out
 }
+
+func (s *server) compare(w http.ResponseWriter, r *http.Request) {
+	var req client.CompareRequest
+	if err := decode(r, &req); err != nil {
+		writeError(w, err)
+		return
+	}
+	creq := &CompareRequest{Secrets: req.Secrets}
+	if req.Manifest != nil {
+		m := manifest.Wire(*req.Manifest)
+		creq.Manifest = &m
+	}
+	if req.Engine != nil {
+		ep := engine.Endpoint(*req.Engine)
+		creq.Engine = &ep
+	}
+	cmp, err := s.svc.Compare(r.Context(), r.PathValue("id"), creq)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, client.Comparison{Same: cmp.Same, Found: cmp.Found})
+}

@@ -28,6 +28,10 @@ type Backend interface {
 	RemoveNetworks(ctx context.Context, id string) error
 
 	Get(ctx context.Context, id string) (*sandbox.Info, error)
+	// PlanHashFor is the plan hash a sandbox made from r now would carry.
+	PlanHashFor(ctx context.Context, r *manifest.Resolved) (string, error)
+	// Shell is the command of an interactive shell in the sandbox.
+	Shell(ctx context.Context, sb *sandbox.Sandbox) []string
 	List(ctx context.Context, labels map[string]string, all bool) ([]sandbox.Info, error)
 	Running(ctx context.Context, containerID string) bool
 	ExitCode(ctx context.Context, containerID string) *int

@@ -25,6 +25,8 @@ type ExecRequest struct {
 	Workdir string
 	// TTY runs it on a terminal (an attached exec only).
 	TTY bool
+	// Shell runs the sandbox's shell (Backend.Shell), with Cmd empty.
+	Shell bool
 }
 
 // execAbandoned is runExec's answer when the daemon stopped before the exec ended.
@@ -73,6 +75,19 @@ func (s *Service) beginExec(id string, req *ExecRequest) (string, error) {
 	}
 	if rec.State != store.StateReady {
 		return "", notIn(id, rec.State, "ready")
+	}
+	if req.Shell {
+		if len(req.Cmd) > 0 {
+			return "", errorf(ErrInvalidRequest, "give cmd or shell, not both")
+		}
+		l := s.liveOf(id)
+		h := l.handle
+		if h == nil {
+			if h, err = s.rtOf(id).Open(s.ctx, id, l.resolved); err != nil {
+				return "", err
+			}
+		}
+		req.Cmd = s.rtOf(id).Shell(s.ctx, h)
 	}
 	if len(req.Cmd) == 0 {
 		return "", errorf(ErrInvalidRequest, "cmd is required")

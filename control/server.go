@@ -38,6 +38,7 @@ var apiRoutes = []struct {
 	{"DELETE", "/v1/sandboxes/{id}", (*server).remove, true},
 	{"POST", "/v1/sandboxes/{id}/stop", (*server).stop, true},
 	{"POST", "/v1/sandboxes/{id}/resume", (*server).resume, true},
+	{"POST", "/v1/sandboxes/{id}/compare", (*server).compare, true},
 	{"GET", "/v1/sandboxes/{id}/events", (*server).events, true},
 	{"GET", "/v1/sandboxes/{id}/attach", (*server).attach, true},
 	{"POST", "/v1/sandboxes/{id}/attach", (*server).attachPrimary, true},
