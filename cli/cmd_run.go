@@ -102,11 +102,11 @@ func (a *app) run(parent context.Context, o runOptions, args []string) error {
 		return setupErr(err)
 	}
 	defer closeRT()
-	if err := rt.Prepare(ctx, r); err != nil {
-		return setupErr(sandboxError(err))
-	}
 	c, err := a.daemonClient(ctx)
 	if err != nil {
+		return setupErr(err)
+	}
+	if err := a.prepareViaDaemon(ctx, c, r, wireEngine(rt)); err != nil {
 		return setupErr(err)
 	}
 	wm, secretValues, err := wireManifest(r)

@@ -61,8 +61,8 @@ func (a *app) up(detach bool, id string) error {
 	if err != nil {
 		return su.err(err)
 	}
-	if err := rt.Prepare(ctx, r); err != nil {
-		return su.err(sandboxError(err))
+	if err := a.prepareViaDaemon(ctx, c, r, wireEngine(rt)); err != nil {
+		return su.err(err)
 	}
 	// One `up` of a project at a time, from the lookup until the sandbox is ready
 	// or failed: a second one waits, then finds this one's sandbox.

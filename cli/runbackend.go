@@ -22,7 +22,6 @@ type runBackend interface {
 	Shell(ctx context.Context, sb *sandbox.Sandbox) []string
 	Exec(ctx context.Context, sb *sandbox.Sandbox, req sandbox.ExecRequest, s sandbox.Streams) (*sandbox.Exec, error)
 	FollowStderr(ctx context.Context, sb *sandbox.Sandbox, since time.Time, w io.Writer) <-chan error
-	Prepare(ctx context.Context, r *manifest.Resolved) error
 	Attach(ctx context.Context, sb *sandbox.Sandbox, s sandbox.Streams) (<-chan error, error)
 	WaitExit(ctx context.Context, sb *sandbox.Sandbox) (<-chan int, <-chan error)
 	Kill(ctx context.Context, sb *sandbox.Sandbox, signal string) error
