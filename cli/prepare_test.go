@@ -120,7 +120,9 @@ func TestPrepareViaDaemon(t *testing.T) {
 	}
 	req := d.reqs[0]
 	app, db := req.RegistryAuth["registry.example:5000/team/app:1"], req.RegistryAuth["other.example/db:2"]
-	sent := func(a client.RegistryAuth) bool { return a.Auth == auth || a.Username == "me" && a.Password == password }
+	sent := func(a client.RegistryAuth) bool {
+		return a.Auth == auth || a.Username == "me" && a.Password == password
+	}
 	if !sent(app) || app.Source != filepath.Join(home, ".docker", "config.json") {
 		t.Errorf("the sandbox image's credentials: %+v (sent: %v), want the config's", app, sent(app))
 	}
