@@ -101,16 +101,11 @@ func (a *app) run(parent context.Context, o runOptions, args []string) error {
 		return setupErr(err)
 	}
 	projectCopied := tgt.projectCopied(r)
-	rt, closeRT, err := a.runBackend(ctx)
+	c, err := a.daemonClient(ctx)
 	if err != nil {
 		return setupErr(err)
 	}
-	defer closeRT()
-	if err := rt.Prepare(ctx, r); err != nil {
-		return setupErr(sandboxError(err))
-	}
-	c, err := a.daemonClient(ctx)
-	if err != nil {
+	if err := a.prepareViaDaemon(ctx, c, r, tgt.engine); err != nil {
 		return setupErr(err)
 	}
 	wm, secretValues, err := wireManifest(r)

@@ -55,17 +55,12 @@ func (a *app) up(detach bool, id string) error {
 	if err != nil {
 		return su.err(err)
 	}
-	rt, closeRT, err := a.runBackend(ctx)
-	if err != nil {
-		return su.err(err)
-	}
-	defer closeRT()
 	c, err := a.daemonClient(ctx)
 	if err != nil {
 		return su.err(err)
 	}
-	if err := rt.Prepare(ctx, r); err != nil {
-		return su.err(sandboxError(err))
+	if err := a.prepareViaDaemon(ctx, c, r, tgt.engine); err != nil {
+		return su.err(err)
 	}
 	// One `up` of a project at a time, from the lookup until the sandbox is ready
 	// or failed: a second one waits, then finds this one's sandbox.

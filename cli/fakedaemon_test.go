@@ -421,6 +421,7 @@ func (f *fakeDaemon) routes() http.Handler {
 	mux.HandleFunc("POST /v1/sandboxes/{id}/stop", f.forBox(f.serveStop))
 	mux.HandleFunc("GET /v1/sandboxes/{id}/events", f.serveEvents)
 	mux.HandleFunc("GET /v1/sandboxes/{id}/attach", f.serveAttach)
+	mux.HandleFunc("POST /v1/sandboxes/{id}/attach", f.serveAttachMain)
 	mux.HandleFunc("POST /v1/sandboxes/{id}/execs", f.serveExec)
 	mux.HandleFunc("GET /v1/sandboxes/{id}/logs", f.serveLogs)
 	mux.HandleFunc("GET /v1/sandboxes/{id}/execs/{exec}", f.serveGetExec)
@@ -630,6 +631,43 @@ func (f *fakeDaemon) serveEvents(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+}
+
+// serveAttachMain attaches to a sandbox's primary (a stream upgrade): once the
+// sandbox is no longer running, the fake Engine's stderr of its container as
+// the primary's, then exit code 0.
+func (f *fakeDaemon) serveAttachMain(w http.ResponseWriter, r *http.Request) {
+	var id string
+	if !f.withBox(w, r, func(sb *client.Sandbox) { id = sb.ID }) {
+		return
+	}
+	conn, _, err := w.(http.Hijacker).Hijack()
+	if err != nil {
+		return
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: %s\r\n\r\n", client.StreamProtocol)
+	for {
+		f.mu.Lock()
+		st, ch := f.boxes[id].State, f.changes.C()
+		f.mu.Unlock()
+		if st != client.StateReady && st != client.StatePending {
+			break
+		}
+		select {
+		case <-ch:
+		case <-f.quit:
+			return
+		}
+	}
+	f.engine.mu.Lock()
+	lines := f.engine.stderr["c-"+id]
+	f.engine.mu.Unlock()
+	if lines != "" {
+		_ = client.WriteFrame(conn, client.FrameStderr, []byte(lines))
+	}
+	b, _ := json.Marshal(client.ExitFrame{})
+	_ = client.WriteFrame(conn, client.FrameExit, b)
 }
 
 // attached returns how many clients are attached to a sandbox now.

@@ -14,18 +14,6 @@ import (
 // built without it (build tag nokube): it never talks to a cluster, and client-go
 // would add to every sandbox's start.
 
-var _ runBackend = (*kube.Runtime)(nil)
-
-// openKube connects to the cluster of the chosen Kubernetes backend.
-func (a *app) openKube(ctx context.Context, b *backendChoice) (runBackend, error) {
-	k := b.Kubernetes
-	kubeconfig, _ := a.getenv("KUBECONFIG")
-	return a.openKubeWith(ctx, kube.Config{
-		Kubeconfig: firstPath(kubeconfig), Context: k.Context, Namespace: k.Namespace, Image: k.Image,
-		CreateNamespace: k.CreateNamespace, AllowPrivileged: k.AllowPrivileged,
-	})
-}
-
 // kubeEndpoint is the endpoint of the chosen Kubernetes backend, read from the
 // kubeconfig without reaching the cluster. Through a daemon on another machine
 // the kubeconfig is that daemon's: only the context and namespace are sent.
@@ -46,23 +34,6 @@ func (a *app) kubeEndpoint(b *backendChoice) (engine.Endpoint, error) {
 		return engine.Endpoint{}, sandboxError(err)
 	}
 	return cfg.Endpoint(), nil
-}
-
-// openKubeWith connects to a cluster as this user's daemon (its owner key on
-// every Pod).
-func (a *app) openKubeWith(ctx context.Context, cfg kube.Config) (runBackend, error) {
-	p, err := a.paths()
-	if err != nil {
-		return nil, err
-	}
-	if cfg.Owner, err = control.OwnerKey(p); err != nil {
-		return nil, withCode(ExitAirlock, err)
-	}
-	krt, err := kube.Open(ctx, cfg)
-	if err != nil {
-		return nil, sandboxError(err)
-	}
-	return krt, nil
 }
 
 // openBackend opens the Kubernetes backend a sandbox was created on.

@@ -13,10 +13,6 @@ import (
 // This build (the supervisor injected into sandboxes) has no Kubernetes backend.
 var errNoKube = errors.New("this airlock binary was built without the Kubernetes backend (build tag nokube)")
 
-func (a *app) openKube(context.Context, *backendChoice) (runBackend, error) {
-	return nil, withCode(ExitAirlock, errNoKube)
-}
-
 func (a *app) kubeEndpoint(*backendChoice) (engine.Endpoint, error) {
 	return engine.Endpoint{}, withCode(ExitAirlock, errNoKube)
 }

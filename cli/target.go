@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"path/filepath"
+
 	"github.com/airlock-dev/airlock/client"
 	"github.com/airlock-dev/airlock/engine"
 	"github.com/airlock-dev/airlock/manifest"
@@ -50,4 +52,15 @@ func (a *app) target() (*target, error) {
 	}
 	e := client.Engine(ep)
 	return &target{engine: &e, remote: !ep.Local()}, nil
+}
+
+// firstPath is the first file of a KUBECONFIG list ("" for none): the one the
+// daemon is told to read, so that it reaches the cluster the CLI reached.
+func firstPath(list string) string {
+	for _, p := range filepath.SplitList(list) {
+		if p != "" {
+			return p
+		}
+	}
+	return ""
 }

@@ -19,6 +19,9 @@ type Backend interface {
 	Location() engine.Endpoint
 	SetHooks(onService func(sandboxID, service string, ready bool, detail string), onStep func(sandboxID, step string, d time.Duration))
 
+	// Prepare does a future Create's checks and image work (pull, build) with
+	// its output and credentials in o, which are the call's own.
+	Prepare(ctx context.Context, r *manifest.Resolved, o sandbox.PrepareOptions) error
 	Create(ctx context.Context, req *sandbox.Request) (*sandbox.Sandbox, error)
 	Open(ctx context.Context, id string, r *manifest.Resolved) (*sandbox.Sandbox, error)
 	Start(ctx context.Context, sb *sandbox.Sandbox) error

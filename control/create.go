@@ -108,7 +108,13 @@ func checkCreate(req *CreateRequest) (*manifest.Resolved, error) {
 	if req.Kind != sandbox.KindRun && req.Kind != sandbox.KindUp {
 		return nil, errorf(ErrInvalidRequest, "kind must be %q or %q", sandbox.KindRun, sandbox.KindUp)
 	}
-	resolved, err := manifest.FromWire(*req.Manifest, req.Secrets)
+	return fromWire(*req.Manifest, req.Secrets)
+}
+
+// fromWire is a wire manifest decoded strictly, its values put back, and
+// validated with the rules of `airlock validate`.
+func fromWire(w manifest.Wire, values map[string]string) (*manifest.Resolved, error) {
+	resolved, err := manifest.FromWire(w, values)
 	if err != nil {
 		return nil, errorf(ErrInvalidRequest, "%v", err)
 	}

@@ -48,6 +48,7 @@ var apiRoutes = []struct {
 	{"GET", "/v1/sandboxes/{id}/logs", (*server).logs, true},
 	{"GET", "/v1/sandboxes/{id}/files", (*server).readFiles, true},
 	{"PUT", "/v1/sandboxes/{id}/files", (*server).writeFiles, true},
+	{"POST", "/v1/prepare", (*server).prepare, true},
 	{"POST", "/v1/prune", (*server).prune, true},
 }
 

@@ -128,9 +128,10 @@ func (rt *Runtime) Resize(_ context.Context, sb *sandbox.Sandbox, height, width 
 	return nil
 }
 
-// Prepare checks what the CLI can before the daemon creates anything: the keys a
-// cluster cannot honour (images are pulled by the cluster).
-func (rt *Runtime) Prepare(_ context.Context, r *manifest.Resolved) error {
+// Prepare checks what it can before a sandbox is created: the keys a cluster
+// cannot honour. Images are pulled by the cluster (its own credentials): o's
+// are not used.
+func (rt *Runtime) Prepare(_ context.Context, r *manifest.Resolved, _ sandbox.PrepareOptions) error {
 	if _, err := manifest.CheckBackend(r, manifest.Backend{Name: manifest.BackendKubernetes, AllowPrivileged: rt.cfg.AllowPrivileged}); err != nil {
 		return configErr("%v", err)
 	}

@@ -49,6 +49,34 @@ type Credentials struct {
 	Helper string
 
 	header string
+	auth   registry.AuthConfig
+}
+
+// AuthConfig is what the credentials send, for passing them on to a process
+// that pulls for this one (the control daemon): never print it.
+func (c Credentials) AuthConfig() registry.AuthConfig { return c.auth }
+
+// Given returns the credentials for image that another process found (a client
+// of the control daemon, with For) and passed on: auth is what to send; source
+// (where they came from), where (where they were looked for: Where's text) and
+// warning (why none were found) are for messages. Credentials given without a
+// source are said to come from the request.
+func Given(image string, auth registry.AuthConfig, source, where, warning string) (Credentials, error) {
+	named, err := reference.ParseNormalizedNamed(image)
+	if err != nil {
+		return Credentials{}, fmt.Errorf("cannot parse image reference %q: %w", image, err)
+	}
+	c := Credentials{Host: reference.Domain(named), Source: source, Config: where, Warning: warning, auth: auth}
+	if c.Source == "" && (auth.Username != "" || auth.Password != "" || auth.IdentityToken != "" || auth.RegistryToken != "" || auth.Auth != "") {
+		c.Source = "the request"
+	}
+	if c.Config == "" {
+		c.Config = "the request"
+	}
+	if c.header, err = registry.EncodeAuthConfig(auth); err != nil {
+		return Credentials{Host: c.Host}, errors.New("cannot encode the registry credentials")
+	}
+	return c, nil
 }
 
 // Header is the X-Registry-Auth value for the Engine's pull (ImagePullOptions.RegistryAuth).
@@ -130,14 +158,15 @@ func For(image string, getenv func(string) (string, bool)) (Credentials, error) 
 		}
 	}
 	// As command.RetrieveAuthTokenFromImage: every field the CLI sends.
-	c.header, err = registry.EncodeAuthConfig(registry.AuthConfig{
+	c.auth = registry.AuthConfig{
 		Username:      auth.Username,
 		Password:      auth.Password,
 		ServerAddress: auth.ServerAddress,
 		Auth:          auth.Auth,
 		IdentityToken: auth.IdentityToken,
 		RegistryToken: auth.RegistryToken,
-	})
+	}
+	c.header, err = registry.EncodeAuthConfig(c.auth)
 	if err != nil {
 		return Credentials{Host: c.Host}, errors.New("cannot encode the registry credentials")
 	}

@@ -182,3 +182,29 @@ func TestCredentialHelpers(t *testing.T) {
 		assertNoSecret(t, c)
 	}
 }
+
+// TestGiven: credentials another process found (the CLI, for the daemon's
+// pull) are sent as given and print no secret; given without a source they
+// are said to come from the request.
+func TestGiven(t *testing.T) {
+	a := registry.AuthConfig{Username: "alice", Password: secret, ServerAddress: "registry.example:5000"}
+	c, err := Given("registry.example:5000/team/app:1", a, "/home/alice/.docker/config.json", "/home/alice/.docker/config.json", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertNoSecret(t, c)
+	if got := decode(t, c); got != a || c.AuthConfig() != a || c.Host != "registry.example:5000" || !c.Found() || c.Where() != "/home/alice/.docker/config.json" {
+		t.Errorf("Given = %v (where %s), sends %v", c, c.Where(), got == a)
+	}
+	c, err = Given("busybox", registry.AuthConfig{Username: "bob", Password: secret}, "", "", "")
+	if err != nil || c.Source != "the request" || c.Host != DockerHub || c.Login() != "docker login" {
+		t.Errorf("Given without a source = %v, %v", c, err)
+	}
+	c, err = Given("busybox", registry.AuthConfig{}, "", "", "helper gone")
+	if err != nil || c.Found() || c.Warning != "helper gone" || c.Where() != "the request" {
+		t.Errorf("Given with nothing = %v (where %s), %v", c, c.Where(), err)
+	}
+	if _, err := Given("Not A Reference", a, "", "", ""); err == nil || strings.Contains(err.Error(), secret) {
+		t.Errorf("Given of a bad reference: %v", err)
+	}
+}

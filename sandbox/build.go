@@ -58,6 +58,11 @@ const buildHashVersion = "airlock-build-v1"
 
 // build builds [sandbox.build] through the Engine API and returns the image reference.
 func (rt *Runtime) build(ctx context.Context, r *manifest.Resolved) (string, error) {
+	return rt.ownWork().build(ctx, r)
+}
+
+func (w *imageWork) build(ctx context.Context, r *manifest.Resolved) (string, error) {
+	rt := w.rt
 	bc, err := newBuildContext(r)
 	if err != nil {
 		return "", err
@@ -74,11 +79,13 @@ func (rt *Runtime) build(ctx context.Context, r *manifest.Resolved) (string, err
 	}
 
 	// As docker build: every stored credential goes with the build, for private FROM images.
-	auths, err := registryauth.All(rt.Getenv)
-	if err != nil {
-		return "", failed("cannot build the sandbox image: %v", err)
+	auths := w.o.BuildAuths
+	if auths == nil {
+		if auths, err = registryauth.All(rt.Getenv); err != nil {
+			return "", failed("cannot build the sandbox image: %v", err)
+		}
 	}
-	rt.notice("building image %s from %s", tag, bc.dir)
+	w.notice("building image %s from %s", tag, bc.dir)
 	pr, pw := io.Pipe()
 	defer pr.Close() // unblocks the writer when the Engine stops reading early
 	go func() { pw.CloseWithError(bc.writeTar(pw)) }()
@@ -100,7 +107,7 @@ func (rt *Runtime) build(ctx context.Context, r *manifest.Resolved) (string, err
 		return "", failed("cannot build the sandbox image: %v", err)
 	}
 	defer resp.Body.Close()
-	if err := rt.buildOutput(resp.Body); err != nil {
+	if err := w.buildOutput(resp.Body); err != nil {
 		return "", failed("cannot build the sandbox image: %v", err)
 	}
 	if _, err := rt.Engine.ImageInspect(ctx, tag); err != nil {
@@ -123,8 +130,8 @@ type buildMessage struct {
 
 // buildOutput reads the build stream to its end, copying its text to the progress
 // writer as plain lines ("Step 1/3 : FROM …"), and returns the error it reports.
-func (rt *Runtime) buildOutput(r io.Reader) error {
-	show := !rt.Quiet && rt.Progress != nil
+func (w *imageWork) buildOutput(r io.Reader) error {
+	show := !w.o.Quiet && w.o.Progress != nil
 	var partial strings.Builder // text of the line being received
 	flush := func(all bool) {
 		s := partial.String()
@@ -134,13 +141,13 @@ func (rt *Runtime) buildOutput(r io.Reader) error {
 				break
 			}
 			if show {
-				fmt.Fprintln(rt.Progress, strings.TrimRight(s[:i], "\r"))
+				fmt.Fprintln(w.o.Progress, strings.TrimRight(s[:i], "\r"))
 			}
 			s = s[i+1:]
 		}
 		if all && s != "" {
 			if show {
-				fmt.Fprintln(rt.Progress, s)
+				fmt.Fprintln(w.o.Progress, s)
 			}
 			s = ""
 		}
@@ -148,7 +155,7 @@ func (rt *Runtime) buildOutput(r io.Reader) error {
 		partial.WriteString(s)
 	}
 	// Base images pulled by FROM report layer progress, shown like a pull.
-	p := newProgress(rt.Progress, rt.ProgressTTY, !show)
+	p := newProgress(w.o.Progress, w.o.ProgressTTY, !show)
 	defer p.done()
 	dec := json.NewDecoder(r)
 	for {

@@ -242,8 +242,13 @@ func (rt *Runtime) Create(ctx context.Context, req *Request) (sb *Sandbox, err e
 // image returns the sandbox image: built from [sandbox.build], or sandbox.image
 // (pulled when missing).
 func (rt *Runtime) image(ctx context.Context, r *manifest.Resolved) (string, imageInspect, error) {
+	return rt.ownWork().image(ctx, r)
+}
+
+func (w *imageWork) image(ctx context.Context, r *manifest.Resolved) (string, imageInspect, error) {
+	rt := w.rt
 	if r.Sandbox.Build != nil {
-		ref, err := rt.build(ctx, r)
+		ref, err := w.build(ctx, r)
 		if err != nil {
 			return "", imageInspect{}, err
 		}
@@ -253,7 +258,7 @@ func (rt *Runtime) image(ctx context.Context, r *manifest.Resolved) (string, ima
 		}
 		return ref, img, nil
 	}
-	img, err := rt.ensureImage(ctx, r.Sandbox.Image)
+	img, err := w.ensureImage(ctx, r.Sandbox.Image)
 	return r.Sandbox.Image, img, err
 }
 
@@ -495,20 +500,22 @@ func (rt *Runtime) PlanHashFor(ctx context.Context, r *manifest.Resolved) (strin
 
 // Prepare does the host-side and image work of a future Create where its output can
 // be seen: mount sources are checked (a missing one with missing = "fail" is a config
-// error), warnings printed, and the images pulled with progress or built.
-func (rt *Runtime) Prepare(ctx context.Context, r *manifest.Resolved) error {
+// error), warnings printed, and the images pulled with progress or built. Its output
+// and credentials are o's, not the runtime's: calls may run at once.
+func (rt *Runtime) Prepare(ctx context.Context, r *manifest.Resolved, o PrepareOptions) error {
+	w := &imageWork{rt: rt, o: o}
 	hp, err := rt.planHost(r)
 	if err != nil {
 		return err
 	}
-	for _, w := range hp.Warnings {
-		rt.notice("warning: %s", w)
+	for _, warning := range hp.Warnings {
+		w.notice("warning: %s", warning)
 	}
-	if _, _, err := rt.image(ctx, r); err != nil {
+	if _, _, err := w.image(ctx, r); err != nil {
 		return err
 	}
 	for name, s := range r.Services {
-		if _, err := rt.ensureImage(ctx, s.Image); err != nil {
+		if _, err := w.ensureImage(ctx, s.Image); err != nil {
 			return fmt.Errorf("services.%s: %w", name, err)
 		}
 	}

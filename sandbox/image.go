@@ -11,6 +11,7 @@ import (
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/image"
+	"github.com/docker/docker/api/types/registry"
 	"github.com/docker/go-units"
 
 	"github.com/airlock-dev/airlock/registryauth"
@@ -18,8 +19,51 @@ import (
 
 type imageInspect = image.InspectResponse
 
+// PrepareOptions are one Prepare call's own: where its output goes and the
+// credentials its pulls and build send. They are not the runtime's: calls with
+// options of their own may run at once on one runtime (the control daemon's).
+type PrepareOptions struct {
+	// Progress receives pull and build progress and notices; nil for none.
+	Progress io.Writer
+	// ProgressTTY draws progress for a terminal rather than as plain lines.
+	ProgressTTY bool
+	Quiet       bool
+	// Credentials, when set, gives the credentials to pull ref with (the
+	// caller's, looked up by registryauth.For where the caller runs); ok false
+	// leaves the runtime to look them up, as a create does. An error is the
+	// caller's failed lookup: the pull fails with it.
+	Credentials func(ref string) (c registryauth.Credentials, ok bool, err error)
+	// BuildAuths, when not nil, are the credentials a build sends, by registry
+	// (the caller's, from registryauth.All), instead of those the runtime finds.
+	BuildAuths map[string]registry.AuthConfig
+}
+
+// imageWork is the image side of one create or prepare: the runtime, and the
+// call's output and credentials.
+type imageWork struct {
+	rt *Runtime
+	o  PrepareOptions
+}
+
+// ownWork is image work with the runtime's own output and credentials.
+func (rt *Runtime) ownWork() *imageWork {
+	return &imageWork{rt: rt, o: PrepareOptions{Progress: rt.Progress, ProgressTTY: rt.ProgressTTY, Quiet: rt.Quiet}}
+}
+
+func (w *imageWork) notice(format string, args ...any) {
+	if w.o.Quiet || w.o.Progress == nil {
+		return
+	}
+	fmt.Fprintf(w.o.Progress, "airlock: "+format+"\n", args...)
+}
+
 // ensureImage makes ref available: present locally, or pulled with a progress display.
 func (rt *Runtime) ensureImage(ctx context.Context, ref string) (image.InspectResponse, error) {
+	return rt.ownWork().ensureImage(ctx, ref)
+}
+
+func (w *imageWork) ensureImage(ctx context.Context, ref string) (image.InspectResponse, error) {
+	rt := w.rt
 	img, err := rt.Engine.ImageInspect(ctx, ref)
 	if err == nil {
 		return img, nil
@@ -27,7 +71,7 @@ func (rt *Runtime) ensureImage(ctx context.Context, ref string) (image.InspectRe
 	if !cerrdefs.IsNotFound(err) {
 		return img, failed("cannot inspect image %s: %v", ref, err)
 	}
-	if err := rt.pull(ctx, ref); err != nil {
+	if err := w.pull(ctx, ref); err != nil {
 		return img, err
 	}
 	img, err = rt.Engine.ImageInspect(ctx, ref)
@@ -54,21 +98,29 @@ type pullMessage struct {
 	} `json:"errorDetail"`
 }
 
-// pull pulls ref with the credentials `docker pull` would send (registryauth),
-// showing progress. A registry that wants credentials it did not get, or
-// refuses them, is an error that says which `docker login` to run.
-func (rt *Runtime) pull(ctx context.Context, ref string) error {
-	creds, err := registryauth.For(ref, rt.Getenv)
+// pull pulls ref with the credentials `docker pull` would send (registryauth:
+// the caller's, else as this process finds them), showing progress. A registry
+// that wants credentials it did not get, or refuses them, is an error that says
+// which `docker login` to run.
+func (w *imageWork) pull(ctx context.Context, ref string) error {
+	rt := w.rt
+	creds, given, err := registryauth.Credentials{}, false, error(nil)
+	if w.o.Credentials != nil {
+		creds, given, err = w.o.Credentials(ref)
+	}
+	if !given && err == nil {
+		creds, err = registryauth.For(ref, rt.Getenv)
+	}
 	if err != nil {
 		return failed("cannot pull image %s: %v", ref, err)
 	}
-	rt.notice("pulling image %s", ref)
+	w.notice("pulling image %s", ref)
 	rc, err := rt.Engine.ImagePull(ctx, ref, image.PullOptions{RegistryAuth: creds.Header()})
 	if err != nil {
 		return pullError(ref, creds, err.Error(), cerrdefs.IsUnauthorized(err))
 	}
 	defer rc.Close()
-	p := newProgress(rt.Progress, rt.ProgressTTY, rt.Quiet)
+	p := newProgress(w.o.Progress, w.o.ProgressTTY, w.o.Quiet)
 	defer p.done()
 	dec := json.NewDecoder(rc)
 	for {
