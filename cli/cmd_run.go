@@ -101,6 +101,11 @@ func (a *app) run(parent context.Context, o runOptions, args []string) error {
 		return setupErr(err)
 	}
 	projectCopied := tgt.projectCopied(r)
+	if tgt.clientFiles {
+		if err := checkClientFiles(r); err != nil {
+			return err
+		}
+	}
 	c, err := a.daemonClient(ctx)
 	if err != nil {
 		return setupErr(err)
@@ -126,7 +131,7 @@ func (a *app) run(parent context.Context, o runOptions, args []string) error {
 	rec, err := c.Create(ctx, &client.CreateRequest{
 		ID: o.id, Kind: sandbox.KindRun, Manifest: wm, Secrets: secretValues, Command: args, Env: env, EnvSecrets: envSecrets,
 		Workdir: o.workdir, TTY: tty, Stdin: stdin, Labels: labels, Quiet: a.opts.quiet,
-		CLIPid: cliPid, CLIStart: cliStart, Engine: tgt.engine, RemoveOnExit: removeOnExit,
+		CLIPid: cliPid, CLIStart: cliStart, Engine: tgt.engine, RemoveOnExit: removeOnExit, ClientFiles: tgt.clientFiles,
 	})
 	if err != nil {
 		return setupErr(apiFailure(err))
@@ -202,6 +207,11 @@ func (a *app) run(parent context.Context, o runOptions, args []string) error {
 	}
 	if _, err := waitCreated(ctx, c, id); err != nil {
 		return setupErr(err)
+	}
+	if tgt.clientFiles {
+		if err := a.uploadFiles(ctx, c, id, r, projectCopied); err != nil {
+			return setupErr(err)
+		}
 	}
 
 	waitCtx, waitCancel := context.WithCancel(context.WithoutCancel(parent))

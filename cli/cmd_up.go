@@ -73,6 +73,11 @@ func (a *app) up(detach bool, id string) error {
 		return su.err(err)
 	}
 	defer lock.release()
+	if tgt.clientFiles {
+		if err := checkClientFiles(r); err != nil {
+			return err
+		}
+	}
 	session, err := a.beginLayers(r, layers, tgt.projectCopied(r), false, "")
 	if err != nil {
 		return su.err(err)
@@ -238,9 +243,33 @@ func (a *app) upSandbox(ctx context.Context, c *client.Client, tgt *target, r *m
 			return "", false, 0, false, apiFailure(err)
 		}
 	}
-	rec, err := c.Create(ctx, &client.CreateRequest{ID: id, Kind: sandbox.KindUp, Manifest: wm, Secrets: secretValues, Start: true, Engine: tgt.engine})
+	rec, err := c.Create(ctx, &client.CreateRequest{ID: id, Kind: sandbox.KindUp, Manifest: wm, Secrets: secretValues,
+		Start: !tgt.clientFiles, Engine: tgt.engine, ClientFiles: tgt.clientFiles})
 	if err != nil {
 		return "", false, 0, false, apiFailure(err)
+	}
+	if tgt.clientFiles {
+		// This machine's files are written in, then it starts; a failure
+		// leaves nothing behind.
+		err := func() error {
+			if _, err := waitCreated(ctx, c, rec.ID); err != nil {
+				return err
+			}
+			if err := a.uploadFiles(ctx, c, rec.ID, r, tgt.projectCopied(r)); err != nil {
+				return err
+			}
+			if _, err := c.Resume(ctx, rec.ID, &client.ResumeRequest{Secrets: secretValues}); err != nil {
+				return apiFailure(err)
+			}
+			return nil
+		}()
+		if err != nil {
+			bg := context.WithoutCancel(ctx)
+			if _, derr := c.Delete(bg, rec.ID); derr == nil {
+				_, _, _ = c.WaitState(bg, rec.ID, client.StateDeleted)
+			}
+			return "", false, 0, false, err
+		}
 	}
 	return rec.ID, true, 0, false, nil
 }

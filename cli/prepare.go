@@ -30,7 +30,7 @@ func (a *app) prepareViaDaemon(ctx context.Context, c *client.Client, r *manifes
 	if err != nil {
 		return withCode(ExitAirlock, err)
 	}
-	req := &client.PrepareRequest{Manifest: wm, Secrets: values, Engine: eng, Quiet: a.opts.quiet, TTY: isTerminal(a.stderr)}
+	req := &client.PrepareRequest{Manifest: wm, Secrets: values, Engine: eng, Quiet: a.opts.quiet, TTY: isTerminal(a.stderr), ClientFiles: a.remoteDaemon()}
 	if eng == nil || !engine.Endpoint(*eng).IsKubernetes() {
 		req.RegistryAuth, req.BuildAuth = a.registryAuth(r)
 	}

@@ -19,6 +19,9 @@ type target struct {
 	// copied in when the manifest says "auto".
 	remote bool
 	kube   bool
+	// clientFiles says the daemon is on another machine: the CLI writes the
+	// project and [copies] into the created sandbox through the files API.
+	clientFiles bool
 }
 
 // projectCopied reports whether a sandbox of r on t gets a copy of the
@@ -40,11 +43,12 @@ func (a *app) target() (*target, error) {
 			return nil, err
 		}
 		e := client.Engine(ep)
-		return &target{engine: &e, remote: true, kube: true}, nil
+		return &target{engine: &e, remote: true, kube: true, clientFiles: a.remoteDaemon()}, nil
 	}
 	if a.remoteHost() != "" {
-		// The daemon's own Engine; it cannot see this machine's files.
-		return &target{remote: true}, nil
+		// The daemon's own Engine. A daemon on another machine cannot see
+		// this one's files; one on a unix socket here can.
+		return &target{remote: a.remoteDaemon(), clientFiles: a.remoteDaemon()}, nil
 	}
 	ep, err := engine.Resolve(a.getenv)
 	if err != nil {

@@ -126,6 +126,12 @@ type CreateRequest struct {
 	// CLIPid and CLIStart identify the CLI process that owns a run sandbox.
 	CLIPid   int    `json:"cli_pid,omitempty"`
 	CLIStart string `json:"cli_start,omitempty"`
+	// ClientFiles says the project dir and the [copies] sources are on the
+	// caller's machine, not the daemon's: the sandbox is made as on a remote
+	// Engine (project copied, host mounts refused, tools skipped) with none of
+	// them copied in; the caller writes them through PUT …/files while the
+	// sandbox is pending, then resumes it (start must be false).
+	ClientFiles bool `json:"client_files,omitempty"`
 	// ManifestTOML (a sandbox.toml's text) or ManifestDoc (the same as a JSON
 	// object) is a manifest the daemon resolves, instead of Manifest: built-in
 	// presets, ${NAME} from Vars only, no vault. ProjectDir is its project on

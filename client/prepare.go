@@ -43,6 +43,9 @@ type PrepareRequest struct {
 	// ("registry.example:5000", "https://index.docker.io/v1/"); left out,
 	// the daemon's own. For this request only, as RegistryAuth.
 	BuildAuth map[string]RegistryAuth `json:"build_auth,omitempty"`
+	// ClientFiles: the manifest's host paths are on the caller's machine
+	// (CreateRequest.ClientFiles): mounts are checked as on a remote Engine.
+	ClientFiles bool `json:"client_files,omitempty"`
 }
 
 // RegistryAuth is a registry credential, as the docker CLI's config holds one

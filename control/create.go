@@ -42,6 +42,10 @@ type CreateRequest struct {
 	// CLIPid and CLIStart identify the CLI process that owns a run sandbox.
 	CLIPid   int
 	CLIStart string
+	// ClientFiles: the project and [copies] sources are on the client's
+	// machine; it writes them through the files API before Resume
+	// (sandbox.Request.ClientFiles).
+	ClientFiles bool
 }
 
 // Create accepts a sandbox: its ID is reserved and the pending record and the
@@ -93,7 +97,7 @@ func (s *Service) Create(_ context.Context, req *CreateRequest) (Sandbox, error)
 	s.touch(rec.ID)
 	sreq := &sandbox.Request{ID: rec.ID, Manifest: resolved, Kind: req.Kind, Command: req.Command, Env: req.Env, EnvSecrets: req.EnvSecrets,
 		Workdir: req.Workdir, TTY: req.TTY, Stdin: req.Stdin, Labels: labels, Quiet: req.Quiet, CLIPid: req.CLIPid, CLIStart: req.CLIStart,
-		KeepFiles: req.Kind == sandbox.KindRun && !req.RemoveOnExit}
+		KeepFiles: req.Kind == sandbox.KindRun && !req.RemoveOnExit, ClientFiles: req.ClientFiles}
 	s.goAsync(func() { s.prepare(rec.ID, sreq, req.Start) })
 	return s.view(rec), nil
 }
@@ -107,6 +111,9 @@ func checkCreate(req *CreateRequest) (*manifest.Resolved, error) {
 	}
 	if req.Kind != sandbox.KindRun && req.Kind != sandbox.KindUp {
 		return nil, errorf(ErrInvalidRequest, "kind must be %q or %q", sandbox.KindRun, sandbox.KindUp)
+	}
+	if req.ClientFiles && req.Start {
+		return nil, errorf(ErrInvalidRequest, "client_files needs start: false (the client writes the files, then resumes)")
 	}
 	return fromWire(*req.Manifest, req.Secrets)
 }

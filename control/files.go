@@ -201,7 +201,9 @@ func (s *Service) WriteFiles(ctx context.Context, id string, u Upload) error {
 	if u.Mode&^0o7777 != 0 {
 		return errorf(ErrInvalidRequest, "mode %o is not a file mode (0 to 7777, octal)", u.Mode)
 	}
-	rt, cid, err := s.filesTarget(id, store.StateReady)
+	// Pending too: a client writes its project and copies into a sandbox made
+	// with ClientFiles before resuming it.
+	rt, cid, err := s.filesTarget(id, store.StateReady, store.StatePending)
 	if err != nil {
 		return err
 	}

@@ -126,6 +126,8 @@ var wireTypes = []struct {
 	{client.ResizeFrame{}, "ResizeFrame", false},
 	{client.SignalFrame{}, "SignalFrame", false},
 	{client.AttachRequest{}, "AttachRequest", false},
+	{client.CompareRequest{}, "CompareRequest", false},
+	{client.Comparison{}, "Comparison", true},
 	{client.PrepareRequest{}, "PrepareRequest", false},
 	{client.RegistryAuth{}, "RegistryAuth", false},
 	{client.PrepareFrame{}, "PrepareFrame", true},

@@ -33,6 +33,8 @@ type PrepareRequest struct {
 	// daemon's own). Both are held for the call only.
 	Credentials map[string]PullCredentials
 	BuildAuths  map[string]registry.AuthConfig
+	// ClientFiles: the host paths are on the caller's machine.
+	ClientFiles bool
 }
 
 // PullCredentials are the credentials a caller found for an image, or why it
@@ -79,7 +81,7 @@ func (s *Service) Prepare(req *PrepareRequest) (func(ctx context.Context, w io.W
 		held = append(held, secretsOf(a)...)
 	}
 	creds := req.Credentials
-	o := sandbox.PrepareOptions{ProgressTTY: req.TTY, Quiet: req.Quiet, BuildAuths: req.BuildAuths,
+	o := sandbox.PrepareOptions{ProgressTTY: req.TTY, Quiet: req.Quiet, BuildAuths: req.BuildAuths, ClientFiles: req.ClientFiles,
 		Credentials: func(ref string) (registryauth.Credentials, bool, error) {
 			c, ok := creds[ref]
 			if ok && c.LookupError != "" {

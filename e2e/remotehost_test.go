@@ -11,16 +11,42 @@ import (
 	"github.com/airlock-dev/airlock/internal/testenv"
 )
 
+// remoteDaemonManifest has a copy and a ready-gated daemon: what the CLI writes into
+// a remote daemon's sandbox, and what it waits for there.
+const remoteDaemonManifest = `
+[sandbox]
+image = "{{image}}"
+
+[copies.data]
+source = "data"
+target = "/data"
+
+[daemons.web]
+command = ["sh", "-c", "echo web-is-up; exec sleep 300"]
+ready = { log = "web-is-up", timeout = "20s" }
+`
+
 // TestRemoteDaemonHost: with -H/--host (or AIRLOCK_HOST) the CLI uses that
 // daemon instead of its user's local one: over TCP with the token, and over
 // ssh:// (`ssh … airlock daemon dial-stdio`, here a stand-in ssh that runs it
-// as the other user). ps, exec and stop reach the other daemon's sandbox; the
-// commands whose streams do not go through the API yet are refused (exit 2)
-// before anything is made; no local daemon is started.
+// as the other user). ps, exec and stop reach the other daemon's sandbox. run
+// and up work there as if this machine's files were out of its reach: the
+// project and copies are written in through the API (a file the command makes
+// stays inside), --output comes back through it, the exit code is the
+// command's; no local daemon is started, nothing is left.
 func TestRemoteDaemonHost(t *testing.T) {
 	limit(t)
 	box := newEnv(t, plainManifest)
-	me := newEnv(t, plainManifest)
+	me := newEnv(t, remoteDaemonManifest)
+	if err := os.MkdirAll(filepath.Join(me.Project, "data"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(me.Project, "data", "x"), []byte("copied\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(me.Project, "hello.txt"), []byte("project-file\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	tokenFile := filepath.Join(box.Home, "token")
 	if err := os.WriteFile(tokenFile, []byte("remote-host-token-9c2d\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -71,11 +97,30 @@ func TestRemoteDaemonHost(t *testing.T) {
 	if r = me.RunEnv(tcp, "logs", id); r.Code != 0 {
 		t.Errorf("logs through tcp://: %s", r)
 	}
-	for _, args := range [][]string{{"run", "--", "true"}, {"up", "-d"}} {
-		r = me.RunEnv(tcp, args...)
-		if r.Code != 2 || !strings.Contains(r.Stderr, "through the daemon at tcp://127.0.0.1:"+port) {
-			t.Errorf("%v through a remote daemon: want exit 2 saying it is not there yet, got %s", args, r)
-		}
+	r = me.RunEnv(tcp, "run", "--output", "out", "--", "sh", "-c",
+		"cat /data/x hello.txt; mkdir out; echo made > out/f; echo no > stays-inside; exit 7")
+	if r.Code != 7 || r.Stdout != "copied\nproject-file\n" {
+		t.Errorf("run through a remote daemon: want exit 7 and the copied files, got %s", r)
+	}
+	if b, err := os.ReadFile(filepath.Join(me.Project, "out", "f")); err != nil || string(b) != "made\n" {
+		t.Errorf("--output through a remote daemon: out/f %q, %v", b, err)
+	}
+	if _, err := os.Stat(filepath.Join(me.Project, "stays-inside")); err == nil {
+		t.Error("a file the command made reached this machine's project: it was bind-mounted, not copied")
+	}
+	r = me.RunEnv(viaSSH, "-H", "ssh://me@box", "up", "-d")
+	mine := strings.TrimSpace(r.Stdout)
+	if r.Code != 0 || mine == "" {
+		t.Fatalf("up -d through ssh://: %s", r)
+	}
+	if r = me.RunEnv(viaSSH, "-H", "ssh://me@box", "exec", mine, "--", "cat", "/data/x"); r.Code != 0 || r.Stdout != "copied\n" {
+		t.Errorf("exec in the up sandbox through ssh://: %s", r)
+	}
+	if r = me.RunEnv(tcp, "logs", mine, "web"); r.Code != 0 || !strings.Contains(r.Stdout, "web-is-up") {
+		t.Errorf("logs of its daemon through tcp://: %s", r)
+	}
+	if r = me.RunEnv(viaSSH, "-H", "ssh://me@box", "down", mine); r.Code != 0 {
+		t.Errorf("down through ssh://: %s", r)
 	}
 	if r = me.Run("-H", "gopher://box", "ps"); r.Code != 2 || !strings.Contains(r.Stderr, "gopher") {
 		t.Errorf("an unknown scheme: %s", r)
@@ -91,7 +136,7 @@ func TestRemoteDaemonHost(t *testing.T) {
 		t.Error("a local daemon was started although every command named another")
 	}
 	if len(me.Containers()) != 0 {
-		t.Errorf("the refused commands left containers: %+v", me.Containers())
+		t.Errorf("run, up and down through the remote daemon left containers: %+v", me.Containers())
 	}
 	box.MustRun("down")
 	box.assertClean()

@@ -92,11 +92,13 @@ func (rt *Runtime) Create(ctx context.Context, req *sandbox.Request) (sb *sandbo
 			rt.onService(req.ID, svc, true, "")
 		}
 	}
-	done = rt.step(req.ID, "copy-in")
-	err = rt.copyFiles(ctx, name, r, uid, gid, rt.cfg.HostHome)
-	done()
-	if err != nil {
-		return nil, err
+	if !req.ClientFiles { // else the client writes them (files API)
+		done = rt.step(req.ID, "copy-in")
+		err = rt.copyFiles(ctx, name, r, uid, gid, rt.cfg.HostHome)
+		done()
+		if err != nil {
+			return nil, err
+		}
 	}
 	sb = sandbox.Handle(req.ID, name, req.TTY)
 	sb.Name, sb.Project, sb.Kind, sb.PlanHash = name, r.ProjectDir, req.Kind, planHash

@@ -43,6 +43,12 @@ type Request struct {
 	// exited (run --output, --keep): a backend whose stopped containers cannot
 	// be read (Kubernetes) keeps them readable until the sandbox is removed.
 	KeepFiles bool
+	// ClientFiles says the project and the [copies] sources are on the
+	// client's machine, not this one: the sandbox is made as on a remote Engine
+	// (the project copied, host mounts refused, tools skipped) and nothing is
+	// copied in; the client writes the project and copies through the files
+	// API before the start.
+	ClientFiles bool
 }
 
 // Sandbox is a created sandbox.
@@ -99,7 +105,7 @@ func (rt *Runtime) Create(ctx context.Context, req *Request) (sb *Sandbox, err e
 		return nil, configErr("services need sandbox.network = \"bridge\", not %q", r.Sandbox.Network)
 	}
 	done := rt.step(req.ID, "host plan")
-	hp, err := rt.planHost(r)
+	hp, err := rt.planHost(r, rt.Remote || req.ClientFiles)
 	done()
 	if err != nil {
 		return nil, err
@@ -228,6 +234,9 @@ func (rt *Runtime) Create(ctx context.Context, req *Request) (sb *Sandbox, err e
 			return sb, err
 		}
 	}
+	if req.ClientFiles {
+		return sb, nil // the client writes them (files API)
+	}
 	if rt.projectMode(r) == "copy" {
 		if err := rt.copyProject(ctx, c.ID, r.ProjectDir, u); err != nil {
 			return sb, err
@@ -333,7 +342,7 @@ func (rt *Runtime) primaryConfig(sb *Sandbox, req *Request, r *manifest.Resolved
 			{Type: mount.TypeVolume, Source: vol, Target: BinMount, ReadOnly: true},
 		},
 	}
-	if rt.projectMode(r) == "bind" {
+	if ProjectMode(r, rt.Remote || req.ClientFiles) == "bind" {
 		host.Mounts = append(host.Mounts, mount.Mount{Type: mount.TypeBind, Source: r.ProjectDir, Target: r.ProjectDir})
 	}
 	for _, b := range hp.Binds {
@@ -504,7 +513,7 @@ func (rt *Runtime) PlanHashFor(ctx context.Context, r *manifest.Resolved) (strin
 // and credentials are o's, not the runtime's: calls may run at once.
 func (rt *Runtime) Prepare(ctx context.Context, r *manifest.Resolved, o PrepareOptions) error {
 	w := &imageWork{rt: rt, o: o}
-	hp, err := rt.planHost(r)
+	hp, err := rt.planHost(r, rt.Remote || o.ClientFiles)
 	if err != nil {
 		return err
 	}

@@ -36,6 +36,9 @@ type PrepareOptions struct {
 	// BuildAuths, when not nil, are the credentials a build sends, by registry
 	// (the caller's, from registryauth.All), instead of those the runtime finds.
 	BuildAuths map[string]registry.AuthConfig
+	// ClientFiles: the sandbox's host paths are on the client's machine
+	// (Request.ClientFiles): mounts are checked as on a remote Engine.
+	ClientFiles bool
 }
 
 // imageWork is the image side of one create or prepare: the runtime, and the

@@ -55,13 +55,15 @@ func ExpandHostPath(p, projectDir, home string) string {
 // planHost handles every mount's missing mode and every tool. It runs before any
 // Docker object exists, so a missing source with missing = "fail" is a config error
 // that leaves nothing behind.
-func (rt *Runtime) planHost(r *manifest.Resolved) (*hostPlan, error) {
+// remote says the sandbox cannot see this host's files (a remote Engine, or a
+// client on another machine).
+func (rt *Runtime) planHost(r *manifest.Resolved, remote bool) (*hostPlan, error) {
 	hp := &hostPlan{}
 	for _, name := range slices.Sorted(maps.Keys(r.Mounts)) {
 		m := r.Mounts[name]
 		src := rt.expandHost(m.Source, r.ProjectDir)
 		key := "mounts." + name
-		if rt.Remote {
+		if remote {
 			// A remote Engine cannot see this host's files (DESIGN §7).
 			if m.Missing == "ignore" {
 				continue
@@ -91,7 +93,7 @@ func (rt *Runtime) planHost(r *manifest.Resolved) (*hostPlan, error) {
 		hp.Binds = append(hp.Binds, bind{Name: key, Source: src, Target: m.Target, ReadOnly: m.ReadOnly})
 	}
 	for _, t := range r.Tools {
-		if rt.Remote {
+		if remote {
 			hp.Warnings = append(hp.Warnings, fmt.Sprintf("tools.%s: skipped: the Engine at %s cannot see this host's files", t, rt.EngineName))
 			continue
 		}

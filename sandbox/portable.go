@@ -73,6 +73,40 @@ func writeProjectArchive(w io.Writer, dir string, ig *dockerignore, u sandboxUse
 	return tw.Close()
 }
 
+// WriteProjectTree writes the project dir as a tar archive of paths under its
+// base name, leaving out what .airlockignore names: what a client writes into
+// the project dir's parent through the daemon's files API (ClientFiles).
+func WriteProjectTree(w io.Writer, dir string) error {
+	ig, err := readIgnoreFile(dir, IgnoreFile)
+	if err != nil {
+		return err
+	}
+	tw := tar.NewWriter(w)
+	if err := writeTreeTo(tw, dir, filepath.Base(dir), func(rel string) bool { return ig.excluded(rel) }, sandboxUser{}); err != nil {
+		return err
+	}
+	return tw.Close()
+}
+
+// WriteCopyTree writes [copies.name] of r as a tar archive of paths under its
+// target's base name: what a client writes into the target's parent through
+// the daemon's files API (ClientFiles). A source starting with ~ is under
+// hostHome, a relative one under the project dir; a missing one is a config
+// error naming the entry.
+func WriteCopyTree(w io.Writer, r *manifest.Resolved, name, hostHome string) error {
+	c := r.Copies[name]
+	src := ExpandHostPath(c.Source, r.ProjectDir, hostHome)
+	if _, err := os.Lstat(src); err != nil {
+		return configErr("copies.%s.source: %s: %v", name, src, err)
+	}
+	tw := tar.NewWriter(w)
+	exclude := c.Exclude
+	if err := writeTreeTo(tw, src, path.Base(path.Clean(c.Target)), func(rel string) bool { return excluded(rel, exclude) }, sandboxUser{}); err != nil {
+		return failed("cannot copy copies.%s (%s) into the sandbox: %v", name, src, err)
+	}
+	return tw.Close()
+}
+
 // WriteCopiesArchive writes every [copies] entry of r as one tar archive of paths
 // relative to "/", owned by uid:gid, a target under ~ placed in home. A source
 // starting with ~ is under hostHome; a relative one under the project dir. A
