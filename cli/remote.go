@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/url"
@@ -82,12 +81,4 @@ func (a *app) remoteDaemonClient(ctx context.Context, address string) (*client.C
 		return nil, withCode(ExitAirlock, fmt.Errorf("cannot reach the airlock daemon at %s: %w", address, err))
 	}
 	return c, nil
-}
-
-// errNeedsLocal is the refusal of a command whose sandbox streams do not go
-// through the daemon's API yet, when a remote daemon was asked for.
-func (a *app) errNeedsLocal() error {
-	return withCode(ExitUsage, errors.New("cannot do this through the daemon at "+a.remoteHost()+
-		" yet: run and up still reach the Docker Engine or cluster from this machine; "+
-		"ps, exec, logs, stop, down, rm, events and prune work through a remote daemon (unset "+hostEnv+" or drop --host for the rest)"))
 }
