@@ -38,16 +38,21 @@ func newPruneCommand(a *app) *cobra.Command {
 
 func (a *app) prune(dryRun, all bool) error {
 	ctx := context.Background()
-	ep, err := engine.Resolve(a.getenv)
-	if err != nil {
-		return withCode(ExitAirlock, fmt.Errorf("cannot choose the Docker Engine: %w", err))
+	// The caller's Engine too (none through another daemon: that one's own).
+	var we *client.Engine
+	if a.remoteHost() == "" {
+		ep, err := engine.Resolve(a.getenv)
+		if err != nil {
+			return withCode(ExitAirlock, fmt.Errorf("cannot choose the Docker Engine: %w", err))
+		}
+		e := client.Engine(ep)
+		we = &e
 	}
 	c, err := a.daemonClient(ctx)
 	if err != nil {
 		return err
 	}
-	we := client.Engine(ep)
-	res, err := c.Prune(ctx, &client.PruneRequest{DryRun: dryRun, All: all, Engine: &we})
+	res, err := c.Prune(ctx, &client.PruneRequest{DryRun: dryRun, All: all, Engine: we})
 	if err != nil {
 		return apiFailure(err)
 	}
