@@ -16,12 +16,9 @@ import (
 	"time"
 
 	"github.com/docker/docker/api/types/container"
-	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/network"
 	"github.com/docker/go-connections/nat"
 	"golang.org/x/sys/unix"
-
-	"github.com/airlock-dev/airlock/sandbox"
 )
 
 // outsideServer runs a busybox httpd named name on net serving its own name, with
@@ -47,71 +44,6 @@ func outsideServer(t *testing.T, e *env, net, name string) string {
 	return ci.NetworkSettings.Ports["8080/tcp"][0].HostPort
 }
 
-// TestEgressAllowlist: with [sandbox.egress] the main command, a daemon and an
-// exec reach an allowed destination by name through the proxy, a denied one gets
-// 403 (an event, and a summary line at the end), direct connections bypassing the
-// proxy fail; without it a sandbox reaches both as before; nothing is left.
-func TestEgressAllowlist(t *testing.T) {
-	limit(t)
-	e := newEnv(t, "")
-	ctx := context.Background()
-	outside := uniq("airlock-test-outside")
-	if _, err := e.Cli.NetworkCreate(ctx, outside, network.CreateOptions{Driver: "bridge"}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = e.Cli.NetworkRemove(context.Background(), outside) })
-	ok, no := uniq("ok"), uniq("no")
-	okPort := outsideServer(t, e, outside, ok)
-	noPort := outsideServer(t, e, outside, no)
-	okIP := containerIP(t, e, ok, outside)
-
-	e.WriteManifest(fmt.Sprintf(`
-[sandbox]
-image = "{{image}}"
-
-[sandbox.egress]
-allow = ["%s:8080"]
-network = "%s"
-
-[daemons.fetch]
-command = ["sh", "-c", "wget -qO- http://%s:8080/ > /tmp/daemon-got; exec sleep 1000"]
-ready = { cmd = ["test", "-s", "/tmp/daemon-got"], timeout = "20s" }
-`, ok, outside, ok))
-	script := fmt.Sprintf(`wget -qO- http://%s:8080/; echo "daemon: $(cat /tmp/daemon-got)"
-if wget -qO- http://%s:8080/ 2>/tmp/err; then echo DENIED-REACHED; else echo "denied: $(cat /tmp/err)"; fi
-if timeout 5 wget -Y off -qO- http://%s:8080/; then echo DIRECT-REACHED; else echo direct-blocked; fi
-exit 3`, ok, no, okIP)
-	r := e.Run("run", "--", "sh", "-c", script)
-	if r.Code != 3 {
-		t.Fatalf("run with egress rules: want exit 3, got %s", r)
-	}
-	contains(t, "stdout", r.Stdout, "page-of-"+ok, "daemon: page-of-"+ok, "denied:", "403", "direct-blocked")
-	if strings.Contains(r.Stdout, "REACHED") {
-		t.Errorf("a destination was reached that egress rules forbid:\n%s", r)
-	}
-	contains(t, "stderr", r.Stderr, "egress denied 1× to "+no+":8080")
-
-	// exec in an up sandbox goes through the proxy too; the denial is an event.
-	id := strings.TrimSpace(e.MustRun("up", "-d").Stdout)
-	x := e.MustRun("exec", "--", "sh", "-c", "wget -qO- http://"+ok+":8080/; wget -qO- http://"+no+":8080/ || echo exec-denied")
-	contains(t, "exec", x.Stdout, "page-of-"+ok, "exec-denied")
-	eventually(t, cmdTimeout, "an egress.denied event", func() bool {
-		return strings.Contains(e.MustRun("events", id).Stdout, "egress.denied")
-	})
-	e.MustRun("down")
-	e.assertClean()
-
-	// Without [sandbox.egress] both are reachable, as before (through the host).
-	plain := newEnv(t, plainManifest)
-	gw := sharedGateway(t, plain)
-	p := plain.Run("run", "--", "sh", "-c", fmt.Sprintf("wget -qO- http://%s:%s/ && wget -qO- http://%s:%s/", gw, okPort, gw, noPort))
-	if p.Code != 0 {
-		t.Fatalf("without egress rules: %s", p)
-	}
-	contains(t, "stdout", p.Stdout, "page-of-"+ok, "page-of-"+no)
-	plain.assertClean()
-}
-
 func containerIP(t *testing.T, e *env, name, net string) string {
 	t.Helper()
 	ci, err := e.Cli.ContainerInspect(context.Background(), name)
@@ -119,18 +51,6 @@ func containerIP(t *testing.T, e *env, name, net string) string {
 		t.Fatalf("cannot find the address of %s on %s: %v", name, net, err)
 	}
 	return ci.NetworkSettings.Networks[net].IPAddress
-}
-
-// sharedGateway makes sure the shared network exists (a run creates it) and
-// returns its gateway, an address of the host.
-func sharedGateway(t *testing.T, e *env) string {
-	t.Helper()
-	e.MustRun("run", "--", "true")
-	n, err := e.Cli.NetworkInspect(context.Background(), sandbox.SharedNetwork, network.InspectOptions{})
-	if err != nil || len(n.IPAM.Config) == 0 {
-		t.Fatalf("cannot inspect %s: %v", sandbox.SharedNetwork, err)
-	}
-	return n.IPAM.Config[0].Gateway
 }
 
 // hostListeners listens on 0.0.0.0 of the host on n TCP ports (each answers
@@ -309,15 +229,14 @@ func hostAddresses(t *testing.T) []string {
 	return out
 }
 
-// TestEgressIsolation: with [sandbox.egress] the main command reaches an
-// allowed destination through the proxy and nothing of the host: not a
-// listener on 0.0.0.0 (several TCP ports, a UDP port, a published port) through
-// the internal network's gateway, docker0's address, airlock-shared's gateway
-// or any other address of the host, not even an ARP reply (a raw frame of its
-// own would reach the host); and names outside the allowlist do not
-// resolve (airlock's resolver answers NXDOMAIN at once, an allowed name
-// resolves, a service's name too), also after a stop and a start.
-func TestEgressIsolation(t *testing.T) {
+// TestEgress: one sandbox with [sandbox.egress] (an "outside" of two httpd
+// containers on a user-defined network, the one named "ok" allowed, the other,
+// "no", not; a daemon; a service) serves the checks of the allowlist and of the
+// isolation, each a subtest, in its run, then in an up sandbox before and after a
+// stop and a start; a sandbox without egress rules reaches both (through the
+// host); nothing is left. (One egress sandbox for all the checks: each costs the
+// Engine three containers and a network.)
+func TestEgress(t *testing.T) {
 	limit(t)
 	e := newEnv(t, "")
 	ctx := context.Background()
@@ -327,20 +246,29 @@ func TestEgressIsolation(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = e.Cli.NetworkRemove(context.Background(), outside) })
 	ok, no := uniq("ok"), uniq("no")
-	outsideServer(t, e, outside, ok)
+	okPort := outsideServer(t, e, outside, ok)
 	noPort := outsideServer(t, e, outside, no)
 	okIP := containerIP(t, e, ok, outside)
+
+	// Without [sandbox.egress] both are reachable, as before, through the host:
+	// the gateway of airlock-shared, which this run makes when it is missing
+	// (its address is among the host's that the isolation checks below target).
+	t.Run("without-egress", func(t *testing.T) {
+		plain := newEnv(t, plainManifest)
+		p := plain.Run("run", "--", "sh", "-c", fmt.Sprintf(`GW=$(ip route | awk '/^default/ {print $3}')
+echo "gateway=$GW"
+wget -qO- http://$GW:%s/ && wget -qO- http://$GW:%s/`, okPort, noPort))
+		if p.Code != 0 || strings.Contains(p.Stdout, "gateway=\n") {
+			t.Fatalf("without egress rules: %s", p)
+		}
+		contains(t, "stdout", p.Stdout, "page-of-"+ok, "page-of-"+no)
+		plain.assertClean()
+	})
 
 	tcpPorts, udpPort, arrived := hostListeners(t, 3)
 	tcpPorts = append(tcpPorts, noPort) // a port published on 0.0.0.0 by another container
 	// Every address of the host: its own, docker0's and every bridge's
-	// gateway, airlock-shared's among them (a run without egress rules makes
-	// it when it is missing).
-	if shared, err := e.Cli.NetworkList(ctx, network.ListOptions{Filters: filters.NewArgs(filters.Arg("name", sandbox.SharedNetwork))}); err != nil {
-		t.Fatal(err)
-	} else if len(shared) == 0 {
-		sharedGateway(t, newEnv(t, plainManifest))
-	}
+	// gateway, airlock-shared's among them.
 	targets := hostAddresses(t)
 	exfil := uniq("exfil-test") + ".example"
 	watch := watchLabel(t, strings.Split(exfil, ".")[0])
@@ -353,11 +281,23 @@ image = "{{image}}"
 allow = ["%s:8080"]
 network = "%s"
 
+[daemons.fetch]
+command = ["sh", "-c", "wget -qO- http://%s:8080/ > /tmp/daemon-got; exec sleep 1000"]
+ready = { cmd = ["test", "-s", "/tmp/daemon-got"], timeout = "20s" }
+
 [services.side]
 image = "{{image}}"
 command = ["sh", "-c", "mkdir -p /www && echo page-of-side > /www/index.html && exec httpd -f -p 8080 -h /www"]
-`, ok, outside))
-	script := fmt.Sprintf(`GW=$(ip route | awk '/^default/ {print $3}')
+`, ok, outside, ok))
+	// The allowlist: the allowed server by name, from the main command and the
+	// daemon; the other denied (403); a direct connection bypassing the proxy.
+	allowlist := fmt.Sprintf(`wget -qO- http://%s:8080/; echo "daemon: $(cat /tmp/daemon-got)"
+if wget -qO- http://%s:8080/ 2>/tmp/err; then echo DENIED-REACHED; else echo "denied: $(cat /tmp/err)"; fi
+if timeout 5 wget -Y off -qO- http://%s:8080/; then echo DIRECT-REACHED; else echo direct-blocked; fi
+`, ok, no, okIP)
+	// The isolation: every listener of the host on every address, TCP, UDP and
+	// ARP; then the allowed server, the service, and names resolved.
+	isolation := fmt.Sprintf(`GW=$(ip route | awk '/^default/ {print $3}')
 echo "gateway=$GW"
 echo "subnet=$(ip -4 addr show eth0 | awk '/inet / {print $2}')"
 for h in $GW %s; do
@@ -371,66 +311,93 @@ wait
 echo "allowed: $(wget -qO- http://%s:8080/)"
 echo "service: $(wget -Y off -qO- http://side:8080/)"
 for n in %s %s %s; do echo "lookup $n: $(timeout 8 nslookup $n 2>&1 | tr '\n' ' ')"; done
-exit 3`, strings.Join(targets, " "), strings.Join(tcpPorts, " "), udpPort, ok, exfil, no, ok)
+`, strings.Join(targets, " "), strings.Join(tcpPorts, " "), udpPort, ok, exfil, no, ok)
 	start := time.Now()
-	r := e.Run("run", "--", "sh", "-c", script)
+	r := e.Run("run", "--", "sh", "-c", allowlist+isolation+"exit 3")
 	t.Logf("run took %v", time.Since(start))
 	if r.Code != 3 {
 		t.Fatalf("run with egress rules: want exit 3, got %s", r)
 	}
-	if strings.Contains(r.Stdout, "gateway=\n") {
-		t.Errorf("the main command has no default gateway to try:\n%s", r)
-	}
-	if strings.Contains(r.Stdout, "REACHED") {
-		t.Errorf("the host was reached around the egress proxy:\n%s", r)
-	}
-	if n := arrived(); n != 0 {
-		t.Errorf("the host's listeners on 0.0.0.0 got %d connections or datagrams from the sandbox", n)
-	}
-	// Queries for the unlisted name: seen on the sandbox's network (to the
-	// proxy's resolver), never on their way to a resolver outside it.
-	var subnet netip.Prefix
-	for _, l := range strings.Split(r.Stdout, "\n") {
-		if v, found := strings.CutPrefix(l, "subnet="); found {
-			if p, err := netip.ParsePrefix(v); err == nil {
-				subnet = p.Masked()
-			}
-		}
-	}
-	if !subnet.IsValid() {
-		t.Fatalf("the main command printed no subnet:\n%s", r)
-	}
-	if watch.seen() == 0 {
-		t.Errorf("the watch saw no query for %s at all: it cannot tell whether one left", exfil)
-	}
-	if out := watch.outside(subnet); len(out) != 0 {
-		t.Errorf("%d queries for %s left the sandbox's network %s, to %v", len(out), exfil, subnet, out)
-	}
-	contains(t, "stdout", r.Stdout, "allowed: page-of-"+ok, "service: page-of-side")
-	lines := strings.Split(r.Stdout, "\n")
-	lookup := func(name string) string {
-		for _, l := range lines {
-			if strings.HasPrefix(l, "lookup "+name+":") {
-				return l
-			}
-		}
-		return ""
-	}
-	for _, name := range []string{exfil, no} {
-		if l := lookup(name); !strings.Contains(l, "NXDOMAIN") {
-			t.Errorf("a name outside the allowlist: want NXDOMAIN from airlock's resolver, got %q", l)
-		}
-	}
-	if l := lookup(ok); !strings.Contains(l, okIP) {
-		t.Errorf("an allowed name: want it resolved to %s, got %q", okIP, l)
-	}
 
-	// The same after a stop and a start: the proxy's resolver is still the
-	// one the sandbox asks.
-	e.MustRun("up", "-d")
+	// The main command and a daemon reach an allowed destination by name
+	// through the proxy, a denied one gets 403 (and a summary line at the
+	// end), direct connections bypassing the proxy fail.
+	t.Run("allowlist", func(t *testing.T) {
+		contains(t, "stdout", r.Stdout, "page-of-"+ok, "daemon: page-of-"+ok, "denied:", "403", "direct-blocked")
+		if strings.Contains(r.Stdout, "-REACHED") {
+			t.Errorf("a destination was reached that egress rules forbid:\n%s", r)
+		}
+		contains(t, "stderr", r.Stderr, "egress denied 1× to "+no+":8080")
+	})
+
+	// The main command reaches an allowed destination through the proxy and
+	// nothing of the host: not a listener on 0.0.0.0 (several TCP ports, a UDP
+	// port, a published port) through the internal network's gateway, docker0's
+	// address, airlock-shared's gateway or any other address of the host, not
+	// even an ARP reply (a raw frame of its own would reach the host); and names
+	// outside the allowlist do not resolve (airlock's resolver answers NXDOMAIN
+	// at once, an allowed name resolves, a service's name too).
+	t.Run("isolation", func(t *testing.T) {
+		if strings.Contains(r.Stdout, "gateway=\n") {
+			t.Errorf("the main command has no default gateway to try:\n%s", r)
+		}
+		if strings.Contains(r.Stdout, "REACHED ") {
+			t.Errorf("the host was reached around the egress proxy:\n%s", r)
+		}
+		if n := arrived(); n != 0 {
+			t.Errorf("the host's listeners on 0.0.0.0 got %d connections or datagrams from the sandbox", n)
+		}
+		// Queries for the unlisted name: seen on the sandbox's network (to the
+		// proxy's resolver), never on their way to a resolver outside it.
+		var subnet netip.Prefix
+		for _, l := range strings.Split(r.Stdout, "\n") {
+			if v, found := strings.CutPrefix(l, "subnet="); found {
+				if p, err := netip.ParsePrefix(v); err == nil {
+					subnet = p.Masked()
+				}
+			}
+		}
+		if !subnet.IsValid() {
+			t.Fatalf("the main command printed no subnet:\n%s", r)
+		}
+		if watch.seen() == 0 {
+			t.Errorf("the watch saw no query for %s at all: it cannot tell whether one left", exfil)
+		}
+		if out := watch.outside(subnet); len(out) != 0 {
+			t.Errorf("%d queries for %s left the sandbox's network %s, to %v", len(out), exfil, subnet, out)
+		}
+		contains(t, "stdout", r.Stdout, "allowed: page-of-"+ok, "service: page-of-side")
+		lines := strings.Split(r.Stdout, "\n")
+		lookup := func(name string) string {
+			for _, l := range lines {
+				if strings.HasPrefix(l, "lookup "+name+":") {
+					return l
+				}
+			}
+			return ""
+		}
+		for _, name := range []string{exfil, no} {
+			if l := lookup(name); !strings.Contains(l, "NXDOMAIN") {
+				t.Errorf("a name outside the allowlist: want NXDOMAIN from airlock's resolver, got %q", l)
+			}
+		}
+		if l := lookup(ok); !strings.Contains(l, okIP) {
+			t.Errorf("an allowed name: want it resolved to %s, got %q", okIP, l)
+		}
+	})
+
+	// An exec in an up sandbox goes through the proxy too, and the denial is an
+	// event; after a stop and a start, the proxy's resolver is still the one
+	// the sandbox asks.
+	id := strings.TrimSpace(e.MustRun("up", "-d").Stdout)
+	x := e.MustRun("exec", "--", "sh", "-c", "wget -qO- http://"+ok+":8080/; wget -qO- http://"+no+":8080/ || echo exec-denied")
+	contains(t, "exec", x.Stdout, "page-of-"+ok, "exec-denied")
+	eventually(t, cmdTimeout, "an egress.denied event", func() bool {
+		return strings.Contains(e.MustRun("events", id).Stdout, "egress.denied")
+	})
 	e.MustRun("stop")
 	e.MustRun("up", "-d")
-	x := e.MustRun("exec", "--", "sh", "-c", fmt.Sprintf(
+	x = e.MustRun("exec", "--", "sh", "-c", fmt.Sprintf(
 		"wget -qO- http://%s:8080/; wget -Y off -qO- http://side:8080/; nslookup %s 2>&1; nslookup %s 2>&1 || true", ok, ok, exfil))
 	contains(t, "exec after a restart", x.Stdout, "page-of-"+ok, "page-of-side", okIP, "NXDOMAIN")
 	e.MustRun("down")

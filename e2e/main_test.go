@@ -11,6 +11,7 @@ package e2e
 import (
 	"crypto/rand"
 	"flag"
+	"fmt"
 	"os"
 	"strconv"
 	"strings"
@@ -50,7 +51,12 @@ func TestMain(m *testing.M) {
 	if !set {
 		_ = flag.Set("test.parallel", strconv.Itoa(cap(parallel)))
 	}
-	os.Exit(clitest.Main(m, "e2e", "AIRLOCK_E2E_BINARY"))
+	code := clitest.Main(m, "e2e", "AIRLOCK_E2E_BINARY")
+	if err := sharedRemote.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		code = 1
+	}
+	os.Exit(code)
 }
 
 // env is one test's hermetic environment (clitest.Env).

@@ -28,13 +28,18 @@ command = ["sh", "-c", "mkdir -p /www && echo from-daemon > /www/index.html && e
 ready = { http = "http://127.0.0.1:8080/", timeout = "10s" }
 `
 
-// newRemoteEnv is newEnv with a stand-in remote Engine: {{image}} is the busybox
+// sharedRemote is the stand-in remote Engine the package's tests share (TestMain
+// stops it): each test's objects carry its own project label, which is what
+// newRemoteEnv checks the Engine for.
+var sharedRemote testenv.SharedRemoteEngine
+
+// newRemoteEnv is newEnv with the stand-in remote Engine: {{image}} is the busybox
 // image built there, and when the test ends nothing of the project may be left
 // there either. The environment's airlock still uses the local Engine unless the
 // test points DOCKER_HOST (or a context) at the remote one.
 func newRemoteEnv(t *testing.T, manifest string) (*env, *testenv.RemoteEngine) {
 	t.Helper()
-	remote := testenv.StartRemoteEngine(t)
+	remote := sharedRemote.Get(t)
 	e := newEnv(t, "")
 	e.Image = remote.BusyboxImage(t)
 	e.WriteManifest(manifest)

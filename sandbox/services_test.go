@@ -208,7 +208,7 @@ ready_timeout = "20s"
 image = "{{busybox}}"
 command = `+webCommand+`
 env = { B_VAR = "two", A_VAR = "one" }
-healthcheck = { cmd = ["wget", "-qO", "/dev/null", "http://127.0.0.1/"], interval = "100ms", timeout = "2s", retries = 100 }
+healthcheck = { cmd = ["wget", "-qO", "/dev/null", "http://127.0.0.1/"], interval = "1s", timeout = "2s", retries = 100 }
 `)
 	sb := g.create(ctx, r, "wget", "-qO-", "http://web/")
 	id, ok := sb.Services["web"]
@@ -237,7 +237,7 @@ healthcheck = { cmd = ["wget", "-qO", "/dev/null", "http://127.0.0.1/"], interva
 		t.Errorf("service env = %v, want A_VAR=one B_VAR=two in order", env)
 	}
 	hc := ci.Config.Healthcheck
-	if hc == nil || strings.Join(hc.Test, " ") != "CMD wget -qO /dev/null http://127.0.0.1/" || hc.Interval != 100*time.Millisecond || hc.Timeout != 2*time.Second || hc.Retries != 100 {
+	if hc == nil || strings.Join(hc.Test, " ") != "CMD wget -qO /dev/null http://127.0.0.1/" || hc.Interval != time.Second || hc.Timeout != 2*time.Second || hc.Retries != 100 {
 		t.Errorf("healthcheck = %+v", hc)
 	}
 	if es := ci.NetworkSettings.Networks[sb.Network]; es == nil || !contains(es.Aliases, "web") {
@@ -276,8 +276,10 @@ func TestRequiredServiceFailures(t *testing.T) {
 		within  time.Duration // Start must fail within this
 	}{{
 		name: "never-healthy",
+		// A probe or two fails within ready_timeout: each is an exec on the
+		// Engine, so not one every 100 ms.
 		service: `command = ["sh", "-c", "echo db-starting; echo db-last-words; exec sleep 3600"]
-healthcheck = { cmd = ["false"], interval = "100ms", retries = 10000 }`,
+healthcheck = { cmd = ["false"], interval = "700ms", retries = 10000 }`,
 		want:   []string{"service db is not healthy after 2s (healthcheck false)", "last log lines:", "db-starting", "db-last-words"},
 		within: 10 * time.Second,
 	}, {
@@ -362,11 +364,13 @@ command = ["sh", "-c", "echo flaky-died; exit 1"]
 # the failure.
 healthcheck = { cmd = ["false"], interval = "100ms", retries = 10000 }
 
+# Never healthy: the Engine shows it "starting" for as long as the test runs
+# (the probe, an exec on the Engine, need not run every 100 ms for that).
 [services.slow]
 image = "{{busybox}}"
 required = false
 command = ["sleep", "3600"]
-healthcheck = { cmd = ["false"], interval = "100ms", retries = 10000 }
+healthcheck = { cmd = ["false"], interval = "1h", retries = 10000 }
 
 [services.missing]
 image = "{{busybox}}"
@@ -381,7 +385,7 @@ command = ["no-such-program"]
 image = "{{busybox}}"
 required = false
 command = ["sleep", "3600"]
-healthcheck = { cmd = ["test", "-e", "/tmp/go"], interval = "100ms", retries = 10000 }
+healthcheck = { cmd = ["test", "-e", "/tmp/go"], interval = "300ms", retries = 10000 }
 
 [services.side]
 image = "{{busybox}}"
