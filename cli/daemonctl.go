@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strings"
@@ -128,6 +129,24 @@ func (a *app) replaceDaemon(p *paths.Paths, h *client.Health) (daemonArgs, error
 	return argsOf(l), nil
 }
 
+// lastError is the last error line ("airlock: …") the daemon wrote to its log
+// after offset from (at most 64 KiB of it read), without the prefix.
+func lastError(logPath string, from int64) string {
+	f, err := os.Open(logPath)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	b, _ := io.ReadAll(io.LimitReader(io.NewSectionReader(f, from, 64<<10), 64<<10))
+	why := ""
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "airlock: "); ok {
+			why = rest
+		}
+	}
+	return why
+}
+
 // startDaemon starts `airlock daemon run` in the background, detached, and waits
 // until it answers; if the child dies first it fails at once with the log path.
 func (a *app) startDaemon(ctx context.Context, p *paths.Paths, args daemonArgs) error {
@@ -144,6 +163,7 @@ func (a *app) startDaemon(ctx context.Context, p *paths.Paths, args daemonArgs) 
 		return withCode(ExitAirlock, fmt.Errorf("cannot open %s: %w", logPath, err))
 	}
 	defer logf.Close()
+	logStart, _ := logf.Seek(0, io.SeekEnd) // what this child writes comes after
 	if args.token != "" && args.tokenFile == "" {
 		// A token given by value reaches the child through a 0600 file in
 		// the daemon dir, never its command line or environment.
@@ -199,7 +219,17 @@ func (a *app) startDaemon(ctx context.Context, p *paths.Paths, args daemonArgs) 
 	if waitUntil(ctx, b, func() (bool, error) { return answers(func(h *client.Health) bool { return h.BuildID == BuildID }), nil }) {
 		return nil
 	}
-	return withCode(ExitAirlock, fmt.Errorf("the airlock daemon exited at start (%v); see %s", werr, logPath))
+	// Say why, as the daemon said it (an Engine it cannot reach, say), with
+	// its exit code.
+	code := ExitAirlock
+	var ee *exec.ExitError
+	if errors.As(werr, &ee) && ee.ExitCode() > 0 {
+		code = ee.ExitCode()
+	}
+	if why := lastError(logPath, logStart); why != "" {
+		return withCode(code, fmt.Errorf("the airlock daemon could not start: %s (its log: %s)", why, logPath))
+	}
+	return withCode(code, fmt.Errorf("the airlock daemon exited at start (%v); see %s", werr, logPath))
 }
 
 // errExited: the daemon child exited while the CLI waited for it.

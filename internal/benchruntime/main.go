@@ -177,6 +177,35 @@ func bench(airlock string, runs int, doc, command string, remote bool) error {
 		}
 	}
 
+	// Keystroke echo on an interactive shell: airlock's attached exec (what
+	// up's shell is) against docker exec -it, 50 keys each, twice interleaved.
+	var dockerEcho, airlockEcho benchdoc.Timings
+	for i := 0; i < 2; i++ {
+		if err := dockerEcho.Add(echoLatency(p.Command("docker", "exec", "-it", "airlock-"+id, "sh"), 50)); err != nil {
+			return err
+		}
+		if err := airlockEcho.Add(echoLatency(p.Command(airlock, "exec", "--", "sh"), 50)); err != nil {
+			return err
+		}
+	}
+	// Output throughput: 1 GiB through run's stdout against docker run's, into
+	// a pipe here, twice interleaved.
+	var dockerBps, airlockBps []float64
+	for i := 0; i < 2; i++ {
+		bps, err := throughput(p.Command("docker", "run", "--rm", image, "head", "-c", fmt.Sprint(streamBytes), "/dev/zero"))
+		if err != nil {
+			return err
+		}
+		dockerBps = append(dockerBps, bps)
+		if bps, err = throughput(p.Command(airlock, "run", "-q", "--", "head", "-c", fmt.Sprint(streamBytes), "/dev/zero")); err != nil {
+			return err
+		}
+		airlockBps = append(airlockBps, bps)
+		if err := settle(cli); err != nil {
+			return err
+		}
+	}
+
 	// Control-daemon throughput: concurrent GET /v1/sandboxes/{id} for 2 s.
 	socket := filepath.Join(home, "run", "airlock", "airlockd.sock")
 	c := client.New(socket)
@@ -195,7 +224,7 @@ func bench(airlock string, runs int, doc, command string, remote bool) error {
 		}()
 	}
 	wg.Wait()
-	throughput := float64(n.Load()) / 2
+	requests := float64(n.Load()) / 2
 
 	steps, order := breakdowns(ctx, c, runIDs)
 	dr, ar, de, ae := benchdoc.Median(dockerRun), benchdoc.Median(airlockRun), benchdoc.Median(dockerExec), benchdoc.Median(airlockExec)
@@ -208,7 +237,13 @@ func bench(airlock string, runs int, doc, command string, remote bool) error {
 		{Measure: "`docker exec CONTAINER true` (median)", Result: benchdoc.MS(de)},
 		{Measure: "`airlock exec -- true` (median)", Result: benchdoc.MS(ae)},
 		{Measure: "exec ratio airlock / docker", Result: benchdoc.Ratio(ae, de), Target: "≤ 1.10×"},
-		{Measure: "control daemon: `GET /v1/sandboxes/{id}`, 8 concurrent clients", Result: fmt.Sprintf("%.0f requests/s", throughput)},
+		{Measure: "keystroke echo, `docker exec -it CONTAINER sh` (median of 100)", Result: fmt.Sprintf("%.2f ms", float64(benchdoc.Median(dockerEcho))/1e6)},
+		{Measure: "keystroke echo, `airlock exec -- sh` on a terminal (up's shell; median)", Result: fmt.Sprintf("%.2f ms", float64(benchdoc.Median(airlockEcho))/1e6)},
+		{Measure: "echo ratio airlock / docker", Result: benchdoc.Ratio(benchdoc.Median(airlockEcho), benchdoc.Median(dockerEcho)), Target: "≤ 1.00×"},
+		{Measure: "1 GiB on stdout, `docker run --rm IMAGE head -c 1G /dev/zero` into a pipe (mean of 2)", Result: mibps(dockerBps)},
+		{Measure: "1 GiB on stdout, `airlock run` into a pipe (mean of 2)", Result: mibps(airlockBps)},
+		{Measure: "throughput ratio airlock / docker", Result: fmt.Sprintf("%.2f×", mean(airlockBps)/mean(dockerBps)), Target: "≥ 0.80×"},
+		{Measure: "control daemon: `GET /v1/sandboxes/{id}`, 8 concurrent clients", Result: fmt.Sprintf("%.0f requests/s", requests)},
 		{Measure: "`airlock run -- true` with `[sandbox.egress]` (internal network + egress proxy, median)", Result: fmt.Sprintf("%s (%.2f× without)", benchdoc.MS(benchdoc.Median(egressRun)), float64(benchdoc.Median(egressRun))/float64(ar))},
 	}
 	if len(remoteRun) > 0 {
@@ -243,6 +278,17 @@ func bench(airlock string, runs int, doc, command string, remote bool) error {
 		"which is running (warm) during the measured runs."
 	return benchdoc.Write(doc, "Runtime", intro, rows, notes)
 }
+
+func mean(xs []float64) float64 {
+	t := 0.0
+	for _, x := range xs {
+		t += x
+	}
+	return t / float64(len(xs))
+}
+
+// mibps is a mean throughput in MiB/s.
+func mibps(bps []float64) string { return fmt.Sprintf("%.0f MiB/s", mean(bps)/(1<<20)) }
 
 // breakdowns collects the per-step breakdown (client.Breakdown) of each run, by
 // step name, in the order the steps first appear.
