@@ -4,6 +4,7 @@ package kube_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -490,4 +491,60 @@ func TestPodDeletedUnderRun(t *testing.T) {
 		t.Errorf("want exit 125 saying the Pod was deleted, got %s", r)
 	}
 	waitNoPods(t, cs, e.Project, 10*time.Second)
+}
+
+// TestEveryCommandThroughTheDaemonOnCluster: the CLI reaches the cluster only
+// through the daemon. With KUBECONFIG an empty file, DOCKER_HOST a dead socket
+// and AIRLOCK_HOST naming a daemon started beforehand with the real ones, the
+// README's commands work on the kubernetes backend: run (output, exit code),
+// up -d, exec, ps, logs, events, stop, up with a piped shell, down; no Pod is
+// left.
+func TestEveryCommandThroughTheDaemonOnCluster(t *testing.T) {
+	e, cs := newEnv(t, `[sandbox]
+image = "{{image}}"
+
+[daemons.ticker]
+command = ["sh", "-c", "echo ticker-up; exec sleep 3600"]
+ready = { log = "ticker-up", timeout = "30s" }
+`)
+	e.WriteFile("data.txt", "project-file\n")
+	e.MustRun("daemon", "start")
+	empty := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(empty, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e.Extra = append(e.Extra, "KUBECONFIG="+empty, "DOCKER_HOST=unix://"+filepath.Join(t.TempDir(), "dead.sock"),
+		"AIRLOCK_HOST=unix://"+e.Socket())
+
+	r := e.Run("run", "--", "sh", "-c", "cat data.txt; echo err >&2; exit 6")
+	if r.Code != 6 || r.Stdout != "project-file\n" || !strings.Contains(r.Stderr, "err") {
+		t.Errorf("run: want exit 6 and its output, got %s", r)
+	}
+	id := strings.TrimSpace(e.MustRun("up", "-d").Stdout)
+	if r = e.Run("exec", "--", "sh", "-c", "cat data.txt; exit 4"); r.Code != 4 || r.Stdout != "project-file\n" {
+		t.Errorf("exec: %s", r)
+	}
+	if r = e.Run("ps"); r.Code != 0 || !strings.Contains(r.Stdout, id) {
+		t.Errorf("ps: want %s, got %s", id, r)
+	}
+	if r = e.Run("logs", "ticker"); r.Code != 0 || !strings.Contains(r.Stdout, "ticker-up") {
+		t.Errorf("logs ticker: %s", r)
+	}
+	if r = e.Run("events", id); r.Code != 0 || !strings.Contains(r.Stdout, "sandbox.ready") {
+		t.Errorf("events: %s", r)
+	}
+	if r = e.Run("stop"); r.Code != 0 {
+		t.Errorf("stop: %s", r)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), clitest.CmdTimeout)
+	defer cancel()
+	cmd := e.Command(ctx, "up")
+	cmd.Stdin = strings.NewReader("cat data.txt; exit 3\n")
+	out, err := cmd.Output()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 3 || string(out) != "project-file\n" {
+		t.Errorf("up with a piped shell: want exit 3 and the project file, got %v, stdout %q", err, out)
+	}
+	e.MustRun("down")
+	waitNoPods(t, cs, e.Project, 30*time.Second)
 }
