@@ -389,6 +389,7 @@ func (e *Env) DaemonPID() (pid int, alive bool) {
 // StopDaemon stops the control daemon a command of this environment started
 // (DESIGN §8), which would outlive the test otherwise.
 func (e *Env) StopDaemon() {
+	defer e.killStartingDaemons()
 	if _, err := os.Stat(e.PidFile()); err != nil {
 		return
 	}
@@ -396,6 +397,27 @@ func (e *Env) StopDaemon() {
 	defer cancel()
 	if out, err := e.Command(ctx, "daemon", "stop").CombinedOutput(); err != nil {
 		e.T.Logf("airlock daemon stop: %v\n%s", err, out)
+	}
+}
+
+// killStartingDaemons kills the daemons of this environment that have no pid
+// file yet: one a command started just before it was interrupted would
+// outlive the test.
+func (e *Env) killStartingDaemons() {
+	entries, _ := os.ReadDir("/proc")
+	mark := []byte("XDG_RUNTIME_DIR=" + e.Runtime + "\x00")
+	for _, d := range entries {
+		pid, err := strconv.Atoi(d.Name())
+		if err != nil {
+			continue
+		}
+		cmdline, _ := os.ReadFile(filepath.Join("/proc", d.Name(), "cmdline"))
+		if !bytes.Contains(cmdline, []byte("daemon\x00run")) {
+			continue
+		}
+		if env, _ := os.ReadFile(filepath.Join("/proc", d.Name(), "environ")); bytes.Contains(env, mark) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
 	}
 }
 
