@@ -83,7 +83,7 @@ type Download struct {
 // Close ends the backend's stream.
 func (d *Download) Close() error { return d.rc.Close() }
 
-// ReadFiles reads path p of sandbox id, ready or stopped (where the backend
+// ReadFiles reads path p of sandbox id, ready, stopped or failed (where the backend
 // can read a stopped one): a tar stream with asTar, or when p is a regular
 // file, its bytes. A file over the bound is ErrTooLarge before anything is
 // sent; so is an archive whose first entry is such a file. A missing path
@@ -93,7 +93,9 @@ func (s *Service) ReadFiles(ctx context.Context, id, p string, asTar bool) (*Dow
 	if err != nil {
 		return nil, err
 	}
-	rt, cid, err := s.filesTarget(id, store.StateReady, store.StateStopped)
+	// Failed too: what a failed sandbox left is worth reading (and run
+	// --output copies back what the main command made whatever the state).
+	rt, cid, err := s.filesTarget(id, store.StateReady, store.StateStopped, store.StateFailed)
 	if err != nil {
 		return nil, err
 	}
