@@ -2,10 +2,11 @@
 # Makes sure a Docker Engine answers on /var/run/docker.sock (or $DOCKER_HOST).
 # On a fresh Debian machine it installs docker.io, docker-registry, busybox-static (test
 # images are built from the static busybox), curl and jq (docs/api.md's examples, which a test
-# runs), socat (it exposes the stand-in remote
-# Engine of the tests over loopback TCP) and qemu-user-static (a test runs the linux/arm64
-# supervisor under qemu-aarch64-static), starts dockerd in the background with its log in
-# $AIRLOCK_DOCKERD_LOG (default /var/log/airlock-dockerd.log) and waits for it.
+# runs), socat (it exposes the stand-in remote Engine of the tests over loopback TCP),
+# qemu-user-static (a test runs the linux/arm64 supervisor under qemu-aarch64-static) and
+# openssh-server and openssh-client (a test runs sshd in the stand-in's namespaces and reaches it
+# with ssh), starts dockerd in the background with its log in $AIRLOCK_DOCKERD_LOG (default
+# /var/log/airlock-dockerd.log) and waits for it.
 set -euo pipefail
 
 log=${AIRLOCK_DOCKERD_LOG:-/var/log/airlock-dockerd.log}
@@ -21,6 +22,8 @@ command -v curl >/dev/null 2>&1 || need_pkgs+=(curl)
 command -v jq >/dev/null 2>&1 || need_pkgs+=(jq)
 command -v python3 >/dev/null 2>&1 || need_pkgs+=(python3)  # the Python SDK's tests (sdk/python)
 command -v qemu-aarch64-static >/dev/null 2>&1 || need_pkgs+=(qemu-user-static)
+[ -x /usr/sbin/sshd ] || need_pkgs+=(openssh-server)  # e2e.TestRemoteDaemonOverSSHD
+command -v ssh >/dev/null 2>&1 && command -v ssh-keygen >/dev/null 2>&1 || need_pkgs+=(openssh-client)
 if [ ${#need_pkgs[@]} -gt 0 ]; then
   if [ "$(id -u)" != 0 ]; then
     echo "engine.sh: missing ${need_pkgs[*]}; run as root or install them" >&2

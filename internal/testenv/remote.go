@@ -108,6 +108,9 @@ type RemoteEngine struct {
 	socat    *process
 	socatOut SyncBuffer
 
+	sshdMu sync.Mutex // guards sshds
+	sshds  int        // the SSHDs started in its namespaces and not yet stopped
+
 	busybox struct {
 		once sync.Once
 		ref  string
