@@ -159,6 +159,24 @@ func bench(airlock string, runs int, doc, command string, remote bool) error {
 		}
 	}
 
+	// Output throughput: 1 GiB through run's stdout against docker run's, into
+	// a pipe here, twice interleaved.
+	var dockerBps, airlockBps []float64
+	for i := 0; i < 2; i++ {
+		bps, err := throughput(p.Command("docker", "run", "--rm", image, "head", "-c", fmt.Sprint(streamBytes), "/dev/zero"))
+		if err != nil {
+			return err
+		}
+		dockerBps = append(dockerBps, bps)
+		if bps, err = throughput(p.Command(airlock, "run", "-q", "--", "head", "-c", fmt.Sprint(streamBytes), "/dev/zero")); err != nil {
+			return err
+		}
+		airlockBps = append(airlockBps, bps)
+		if err := settle(cli); err != nil {
+			return err
+		}
+	}
+
 	out, err := p.Command(airlock, "up", "-d").Output()
 	if err != nil {
 		return fmt.Errorf("airlock up -d: %v", err)
@@ -188,24 +206,6 @@ func bench(airlock string, runs int, doc, command string, remote bool) error {
 			return err
 		}
 	}
-	// Output throughput: 1 GiB through run's stdout against docker run's, into
-	// a pipe here, twice interleaved.
-	var dockerBps, airlockBps []float64
-	for i := 0; i < 2; i++ {
-		bps, err := throughput(p.Command("docker", "run", "--rm", image, "head", "-c", fmt.Sprint(streamBytes), "/dev/zero"))
-		if err != nil {
-			return err
-		}
-		dockerBps = append(dockerBps, bps)
-		if bps, err = throughput(p.Command(airlock, "run", "-q", "--", "head", "-c", fmt.Sprint(streamBytes), "/dev/zero")); err != nil {
-			return err
-		}
-		airlockBps = append(airlockBps, bps)
-		if err := settle(cli); err != nil {
-			return err
-		}
-	}
-
 	// Control-daemon throughput: concurrent GET /v1/sandboxes/{id} for 2 s.
 	socket := filepath.Join(home, "run", "airlock", "airlockd.sock")
 	c := client.New(socket)

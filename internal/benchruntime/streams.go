@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/creack/pty"
+	"golang.org/x/sys/unix"
 
 	"github.com/airlock-dev/airlock/internal/benchdoc"
 )
@@ -47,17 +48,30 @@ func throughput(c *exec.Cmd) (float64, error) {
 // character at a time and times until the terminal echoes it back, keys times;
 // it returns the median.
 func echoLatency(c *exec.Cmd, keys int) (time.Duration, error) {
-	ptmx, err := pty.StartWithSize(c, &pty.Winsize{Rows: 24, Cols: 200})
+	tty, err := pty.StartWithSize(c, &pty.Winsize{Rows: 24, Cols: 200})
 	if err != nil {
 		return 0, err
 	}
+	// Non-blocking, so that reads honour deadlines (a pty's file is not
+	// pollable as opened).
+	fd, err := unix.Dup(int(tty.Fd()))
+	if err != nil {
+		return 0, err
+	}
+	if err := unix.SetNonblock(fd, true); err != nil {
+		unix.Close(fd)
+		return 0, err
+	}
+	ptmx := os.NewFile(uintptr(fd), tty.Name())
 	defer func() {
 		_ = c.Process.Kill()
 		_ = c.Wait()
 		ptmx.Close()
+		tty.Close()
 	}()
-	// The shell is there once it echoes a marker.
-	if err := typeAndWait(ptmx, "echo sh-ready\r", "sh-ready\r\n", 30*time.Second); err != nil {
+	// The shell is there once it ran a command (its output, not the
+	// terminal's echo of the line typed, which has the quote).
+	if err := typeAndWait(ptmx, "echo sh-'ready'\r", "sh-ready\r\n", 30*time.Second); err != nil {
 		return 0, fmt.Errorf("%s: the shell did not answer: %w", c, err)
 	}
 	drain(ptmx) // the prompt
