@@ -1,6 +1,8 @@
 package kube
 
 import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"context"
 	"errors"
 	"io"
@@ -53,6 +55,27 @@ func (rt *Runtime) execIn(ctx context.Context, pod, ctr string, cmd []string, st
 	return rt.stream(ctx, pod, ctr, cmd, stdin, stdout, stderr, false, nil)
 }
 
+// primaryEnded reports whether the Pod's main container terminated.
+func (rt *Runtime) primaryEnded(ctx context.Context, pod string) bool {
+	p, err := rt.pods().Get(ctx, pod, metav1.GetOptions{})
+	if err != nil {
+		return false
+	}
+	cs := mainStatus(p)
+	return cs != nil && cs.State.Terminated != nil
+}
+
+// keeperExec runs the supervisor's commands in the Pod's keeper (the airlock
+// binary at /airlock there), which shares the project and state dirs.
+type keeperExec struct{ rt *Runtime }
+
+func (k keeperExec) ExecIn(ctx context.Context, pod string, cmd []string, stdin io.Reader, stdout, stderr io.Writer) (int, error) {
+	if len(cmd) > 0 && cmd[0] == sandbox.SupervisorIn {
+		cmd = append([]string{"/airlock"}, cmd[1:]...)
+	}
+	return k.rt.execIn(ctx, pod, KeeperContainer, cmd, stdin, stdout, stderr)
+}
+
 // inContainer is the Execer of one container of a Pod (a service's sidecar).
 type inContainer struct {
 	rt  *Runtime
@@ -83,7 +106,13 @@ func (rt *Runtime) TailLog(ctx context.Context, pod, file string, lines int, fol
 // ReadFile reads at most limit bytes of a file of a running sandbox from an
 // offset. A Pod's stopped container cannot be read: its files went with it.
 func (rt *Runtime) ReadFile(ctx context.Context, pod, file string, from, limit int64) ([]byte, int64, error) {
-	rc, err := sandbox.TailFile(ctx, rt, pod, file, from, false, "")
+	var ex sandbox.Execer = rt
+	if rt.primaryEnded(ctx, pod) {
+		// The keeper of a run whose files are kept reads the state dir
+		// (the status stream's last lines, once the primary ended).
+		ex = keeperExec{rt}
+	}
+	rc, err := sandbox.TailFile(ctx, ex, pod, file, from, false, "")
 	if err != nil {
 		return nil, 0, err
 	}

@@ -1,8 +1,6 @@
 package kube
 
 import (
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	"bufio"
 	"bytes"
 	"context"
@@ -45,12 +43,10 @@ func (rt *Runtime) ReadArchive(ctx context.Context, pod, p string) (io.ReadClose
 	pr, pw := io.Pipe()
 	var errOut lockedBuffer
 	container, supervisor := MainContainer, sandbox.SupervisorIn
-	if po, err := rt.pods().Get(ctx, pod, metav1.GetOptions{}); err == nil {
-		if cs := mainStatus(po); cs != nil && cs.State.Terminated != nil {
-			// The primary ended (run --output): its project files are read
-			// through the keeper, which shares them (BuildPod).
-			container, supervisor = KeeperContainer, "/airlock"
-		}
+	if rt.primaryEnded(ctx, pod) {
+		// The primary ended (run --output): its project files are read
+		// through the keeper, which shares them (BuildPod).
+		container, supervisor = KeeperContainer, "/airlock"
 	}
 	go func() {
 		code, err := rt.execIn(ctx, pod, container, []string{supervisor, "supervise", "tar", "--", p}, nil, pw, &errOut)

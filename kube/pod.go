@@ -186,7 +186,8 @@ func BuildPod(in PodInput) (*corev1.Pod, error) {
 		mount := corev1.VolumeMount{Name: projectVolume, MountPath: r.ProjectDir}
 		containers[0].VolumeMounts = append(containers[0].VolumeMounts, mount)
 		if in.Keeper {
-			containers = append(containers, keeperContainer(in.AirlockImage, mount))
+			containers = append(containers, keeperContainer(in.AirlockImage, mount,
+				corev1.VolumeMount{Name: stateVolume, MountPath: supervisor.StateDir, ReadOnly: true}))
 		}
 	}
 
@@ -219,13 +220,13 @@ func BuildPod(in PodInput) (*corev1.Pod, error) {
 
 // keeperContainer idles (airlock supervise keep) with the project mounted, so that
 // `run --output` can read it after the primary ended.
-func keeperContainer(image string, project corev1.VolumeMount) corev1.Container {
+func keeperContainer(image string, mounts ...corev1.VolumeMount) corev1.Container {
 	return corev1.Container{
 		Name:            KeeperContainer,
 		Image:           image,
 		ImagePullPolicy: corev1.PullIfNotPresent,
 		Command:         []string{"/airlock", "supervise", "keep"},
-		VolumeMounts:    []corev1.VolumeMount{project},
+		VolumeMounts:    mounts,
 		SecurityContext: &corev1.SecurityContext{
 			AllowPrivilegeEscalation: ptr(false),
 			ReadOnlyRootFilesystem:   ptr(true),
