@@ -2,6 +2,7 @@ package kube
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"strings"
 
 	"context"
 	"errors"
@@ -65,15 +66,23 @@ func (rt *Runtime) primaryEnded(ctx context.Context, pod string) bool {
 	return cs != nil && cs.State.Terminated != nil
 }
 
-// keeperExec runs the supervisor's commands in the Pod's keeper (the airlock
-// binary at /airlock there), which shares the project and state dirs.
+// keeperExec runs the supervisor's commands in the Pod's keeper, which shares
+// the project and state dirs: the airlock binary is /airlock there, and the
+// state dir keeperStateDir.
 type keeperExec struct{ rt *Runtime }
 
 func (k keeperExec) ExecIn(ctx context.Context, pod string, cmd []string, stdin io.Reader, stdout, stderr io.Writer) (int, error) {
-	if len(cmd) > 0 && cmd[0] == sandbox.SupervisorIn {
-		cmd = append([]string{"/airlock"}, cmd[1:]...)
+	args := make([]string, len(cmd))
+	for i, a := range cmd {
+		switch {
+		case i == 0 && a == sandbox.SupervisorIn:
+			a = "/airlock"
+		case strings.HasPrefix(a, supervisor.StateDir+"/"):
+			a = keeperStateDir + strings.TrimPrefix(a, supervisor.StateDir)
+		}
+		args[i] = a
 	}
-	return k.rt.execIn(ctx, pod, KeeperContainer, cmd, stdin, stdout, stderr)
+	return k.rt.execIn(ctx, pod, KeeperContainer, args, stdin, stdout, stderr)
 }
 
 // inContainer is the Execer of one container of a Pod (a service's sidecar).

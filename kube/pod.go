@@ -34,6 +34,9 @@ const (
 	// status stream and logs there (on Docker the runtime uploads the folder
 	// owned by the sandbox user instead).
 	stateVolume = "airlock-state"
+	// keeperStateDir is where the keeper sees stateVolume (its image's
+	// /airlock is the binary, so not supervisor.StateDir).
+	keeperStateDir = "/airlock-state"
 	// runVolumePrefix starts the tmpfs of each wrapped service (its own
 	// secrets socket at sandbox.RunMount).
 	runVolumePrefix = "airlock-run-"
@@ -187,7 +190,7 @@ func BuildPod(in PodInput) (*corev1.Pod, error) {
 		containers[0].VolumeMounts = append(containers[0].VolumeMounts, mount)
 		if in.Keeper {
 			containers = append(containers, keeperContainer(in.AirlockImage, mount,
-				corev1.VolumeMount{Name: stateVolume, MountPath: supervisor.StateDir, ReadOnly: true}))
+				corev1.VolumeMount{Name: stateVolume, MountPath: keeperStateDir, ReadOnly: true}))
 		}
 	}
 

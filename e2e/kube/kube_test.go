@@ -365,6 +365,19 @@ func TestRunOutputOnCluster(t *testing.T) {
 		}
 	}
 	waitNoPods(t, cs, e.Project, 10*time.Second)
+
+	// A quick main command of a kept run is recorded stopped, not failed: its
+	// status stream is read through the keeper once the primary ended.
+	r = e.Run("run", "--keep", "--label", "t=kept", "--", "true")
+	if r.Code != 0 {
+		t.Fatalf("run --keep: %s", r)
+	}
+	ps := e.MustRun("ps", "-a").Stdout
+	if !strings.Contains(ps, "stopped") || strings.Contains(ps, "failed") {
+		t.Errorf("ps -a after run --keep -- true: want it stopped, got\n%s", ps)
+	}
+	e.MustRun("rm", "--label", "t=kept")
+	waitNoPods(t, cs, e.Project, 10*time.Second)
 }
 
 // TestOOMKilledOnCluster: a main command the cluster kills for its memory limit
