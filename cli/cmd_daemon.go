@@ -223,7 +223,7 @@ func (a *app) runDaemon(d daemonArgs) error {
 		}
 		return control.NewService(st, rt, control.Config{
 			IdleTTL: cfg.Runtime.IdleTTL, EventRetentionTTL: cfg.Runtime.EventRetentionTTL,
-			ExecOutputRoot: cfg.ExecOutputRoot(p), ExecOutputTemplate: cfg.Artifacts.ExecOutputTemplate, ExecOutputMax: cfg.Artifacts.ExecOutputMax,
+			BuildContextDir: filepath.Join(p.DaemonDir(), "build-contexts"), ExecOutputRoot: cfg.ExecOutputRoot(p), ExecOutputTemplate: cfg.Artifacts.ExecOutputTemplate, ExecOutputMax: cfg.Artifacts.ExecOutputMax,
 			OutputMax: cfg.Artifacts.OutputMax, Redactor: redactor, OpenEngine: openEngine,
 		}), nil
 	}

@@ -110,10 +110,13 @@ func (a *app) run(parent context.Context, o runOptions, args []string) error {
 	if err != nil {
 		return setupErr(err)
 	}
-	if err := a.prepareViaDaemon(ctx, c, r, tgt.engine); err != nil {
+	// What the sandbox is made from (through a daemon on another machine,
+	// the image built from the context sent instead of [sandbox.build]).
+	made, err := a.prepareViaDaemon(ctx, c, r, tgt.engine)
+	if err != nil {
 		return setupErr(err)
 	}
-	wm, secretValues, err := wireManifest(r)
+	wm, secretValues, err := wireManifest(made)
 	if err != nil {
 		return err
 	}

@@ -59,7 +59,10 @@ func (a *app) up(detach bool, id string) error {
 	if err != nil {
 		return su.err(err)
 	}
-	if err := a.prepareViaDaemon(ctx, c, r, tgt.engine); err != nil {
+	// What the sandbox is made from (through a daemon on another machine,
+	// the image built from the context sent instead of [sandbox.build]).
+	made, err := a.prepareViaDaemon(ctx, c, r, tgt.engine)
+	if err != nil {
 		return su.err(err)
 	}
 	// One `up` of a project at a time, from the lookup until the sandbox is ready
@@ -83,7 +86,7 @@ func (a *app) up(detach bool, id string) error {
 		return su.err(err)
 	}
 	defer session.done()
-	sbID, created, from, running, err := a.upSandbox(ctx, c, tgt, r, id, detach)
+	sbID, created, from, running, err := a.upSandbox(ctx, c, tgt, made, id, detach)
 	if !running {
 		session.started(sbID)
 	}

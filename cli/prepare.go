@@ -13,6 +13,7 @@ import (
 	"github.com/airlock-dev/airlock/engine"
 	"github.com/airlock-dev/airlock/manifest"
 	"github.com/airlock-dev/airlock/registryauth"
+	"github.com/airlock-dev/airlock/sandbox"
 )
 
 // prepareViaDaemon has the daemon do what comes before a create and can be
@@ -20,19 +21,37 @@ import (
 // mount source with missing = "fail" is a config error, exit 2), warnings, and
 // the images pulled or built, the progress on stderr unless -q. The registry
 // credentials of this user (registryauth, as docker pull finds them) go with
-// the request, for it only; a cluster pulls with its own.
-func (a *app) prepareViaDaemon(ctx context.Context, c *client.Client, r *manifest.Resolved, eng *client.Engine) error {
-	if r.Sandbox.Build != nil && a.remoteDaemon() {
-		return withCode(ExitUsage, fmt.Errorf("cannot build the sandbox image from [sandbox.build] through a remote daemon yet (%s): "+
-			"the daemon reads the build context from its own files; build and push the image here and set sandbox.image, or unset %s", a.remoteHost(), hostEnv))
-	}
+// the request, for it only; a cluster pulls with its own. Through a daemon on
+// another machine a [sandbox.build] context is sent first (PUT
+// /v1/build-contexts); the manifest to create from then names the image built
+// from it instead (the daemon cannot read the context dir): it is returned,
+// r itself otherwise.
+func (a *app) prepareViaDaemon(ctx context.Context, c *client.Client, r *manifest.Resolved, eng *client.Engine) (*manifest.Resolved, error) {
 	wm, values, err := wireManifest(r)
 	if err != nil {
-		return withCode(ExitAirlock, err)
+		return nil, withCode(ExitAirlock, err)
 	}
 	req := &client.PrepareRequest{Manifest: wm, Secrets: values, Engine: eng, Quiet: a.opts.quiet, TTY: isTerminal(a.stderr), ClientFiles: a.remoteDaemon()}
 	if eng == nil || !engine.Endpoint(*eng).IsKubernetes() {
 		req.RegistryAuth, req.BuildAuth = a.registryAuth(r)
+	}
+	created := r
+	if r.Sandbox.Build != nil && a.remoteDaemon() {
+		bs, err := sandbox.ReadBuildContext(r)
+		if err != nil {
+			return nil, sandboxError(err)
+		}
+		pr, pw := io.Pipe()
+		go func() { pw.CloseWithError(bs.WriteTar(pw)) }()
+		err = c.PutBuildContext(ctx, bs.Sum, pr)
+		pr.CloseWithError(io.ErrClosedPipe)
+		if err != nil {
+			return nil, withCode(ExitAirlock, fmt.Errorf("cannot send the build context to the daemon at %s: %w", a.remoteHost(), apiFailure(err)))
+		}
+		req.BuildContext = bs.Sum
+		built := *r
+		built.Sandbox.Build, built.Sandbox.Image = nil, bs.Tag
+		created = &built
 	}
 	var progress io.Writer
 	if !a.opts.quiet {
@@ -42,13 +61,13 @@ func (a *app) prepareViaDaemon(ctx context.Context, c *client.Client, r *manifes
 	var pe *client.PrepareError
 	switch {
 	case err == nil:
-		return nil
+		return created, nil
 	case errors.As(err, &pe) && pe.ExitCode == ExitUsage:
-		return configError(errors.New(pe.Err.Message))
+		return nil, configError(errors.New(pe.Err.Message))
 	case errors.As(err, &pe) && pe.ExitCode != 0:
-		return withCode(pe.ExitCode, errors.New(pe.Err.Message))
+		return nil, withCode(pe.ExitCode, errors.New(pe.Err.Message))
 	}
-	return apiFailure(err)
+	return nil, apiFailure(err)
 }
 
 // remoteDaemon says the daemon is not on this machine: it cannot read this

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"archive/tar"
 	"bytes"
 	"context"
 	"encoding/base64"
@@ -11,21 +12,24 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/airlock-dev/airlock/client"
 	"github.com/airlock-dev/airlock/manifest"
+	"github.com/airlock-dev/airlock/sandbox"
 	"github.com/airlock-dev/airlock/secrets"
 )
 
 // prepareDaemon serves POST /v1/prepare on a Unix socket: it records each
 // request and answers the frames a test set.
 type prepareDaemon struct {
-	mu     sync.Mutex
-	reqs   []client.PrepareRequest
-	frames []client.PrepareFrame
+	mu       sync.Mutex
+	reqs     []client.PrepareRequest
+	frames   []client.PrepareFrame
+	contexts map[string][]string // build contexts sent, by hash: their entries
 }
 
 func (d *prepareDaemon) start(t *testing.T) *client.Client {
@@ -41,6 +45,24 @@ func (d *prepareDaemon) start(t *testing.T) *client.Client {
 		t.Fatal(err)
 	}
 	mux := http.NewServeMux()
+	mux.HandleFunc("PUT /v1/build-contexts/{sum}", func(w http.ResponseWriter, r *http.Request) {
+		var names []string
+		tr := tar.NewReader(r.Body)
+		for {
+			h, err := tr.Next()
+			if err != nil {
+				break
+			}
+			names = append(names, h.Name)
+		}
+		d.mu.Lock()
+		if d.contexts == nil {
+			d.contexts = map[string][]string{}
+		}
+		d.contexts[r.PathValue("sum")] = names
+		d.mu.Unlock()
+		w.WriteHeader(http.StatusNoContent)
+	})
 	mux.HandleFunc("POST /v1/prepare", func(w http.ResponseWriter, r *http.Request) {
 		var req client.PrepareRequest
 		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
@@ -78,7 +100,8 @@ func exitOf(err error) int {
 // credentials of the user's docker config for the sandbox's and services'
 // images go in the request, the progress frames reach stderr (not with -q),
 // and the last frame's exit code is the CLI's (2 a config error, 125 a failed
-// pull). A build through a remote daemon is refused, exit 2, before any request.
+// pull). Through a daemon on another machine a build's context is sent first
+// and the prepare names it; the sandbox is then made from the image built.
 func TestPrepareViaDaemon(t *testing.T) {
 	home := t.TempDir()
 	const password = "pw-prepare-cli-4d2a"
@@ -112,8 +135,8 @@ func TestPrepareViaDaemon(t *testing.T) {
 
 	r := load("[sandbox]\nimage = \"registry.example:5000/team/app:1\"\nnetwork = \"bridge\"\n\n[services.db]\nimage = \"other.example/db:2\"\n")
 	d.frames = []client.PrepareFrame{{Progress: "airlock: pulling image registry.example:5000/team/app:1\n"}, {ExitCode: code(0)}}
-	if err := a.prepareViaDaemon(ctx, c, r, nil); err != nil {
-		t.Fatalf("prepare: %v", err)
+	if made, err := a.prepareViaDaemon(ctx, c, r, nil); err != nil || made != r {
+		t.Fatalf("prepare: %v (made from the manifest as it is: %v)", err, made == r)
 	}
 	if got := stderr.String(); got != "airlock: pulling image registry.example:5000/team/app:1\n" {
 		t.Errorf("stderr %q, want the progress frame's text", got)
@@ -141,7 +164,7 @@ func TestPrepareViaDaemon(t *testing.T) {
 	stderr.Reset()
 	a.opts.quiet = true
 	d.frames = []client.PrepareFrame{{ExitCode: code(125), Error: &client.Error{Reason: client.ReasonInternal, Message: "cannot pull image x: unauthorized"}}}
-	err := a.prepareViaDaemon(ctx, c, r, nil)
+	_, err := a.prepareViaDaemon(ctx, c, r, nil)
 	if exitOf(err) != 125 || err.Error() != "cannot pull image x: unauthorized" {
 		t.Errorf("a failed pull: %v (exit %d), want 125 and the message", err, exitOf(err))
 	}
@@ -149,7 +172,7 @@ func TestPrepareViaDaemon(t *testing.T) {
 		t.Errorf("-q does not ask for a quiet prepare")
 	}
 	d.frames = []client.PrepareFrame{{ExitCode: code(2), Error: &client.Error{Reason: client.ReasonConfig, Message: "mounts.data.source: ./x does not exist"}}}
-	err = a.prepareViaDaemon(ctx, c, r, nil)
+	_, err = a.prepareViaDaemon(ctx, c, r, nil)
 	if exitOf(err) != 2 || err.Error() != "config error: mounts.data.source: ./x does not exist" {
 		t.Errorf("a config error: %v (exit %d), want 2 and config error: …", err, exitOf(err))
 	}
@@ -158,25 +181,35 @@ func TestPrepareViaDaemon(t *testing.T) {
 	// sandbox image has none of its own. Through a remote daemon: refused.
 	d.frames = []client.PrepareFrame{{ExitCode: code(0)}}
 	rb := load("[sandbox]\nnetwork = \"none\"\n\n[sandbox.build]\ncontext = \".\"\n")
-	if err := a.prepareViaDaemon(ctx, c, rb, nil); err != nil {
+	if err := os.WriteFile(filepath.Join(project, "Dockerfile"), []byte("FROM scratch\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.prepareViaDaemon(ctx, c, rb, nil); err != nil {
 		t.Fatal(err)
 	}
 	req = d.reqs[len(d.reqs)-1]
 	if !sent(req.BuildAuth["registry.example:5000"]) || len(req.RegistryAuth) != 0 {
 		t.Errorf("a build's request: build auth sent %v, pull credentials %v", sent(req.BuildAuth["registry.example:5000"]), len(req.RegistryAuth))
 	}
-	n := len(d.reqs)
-	a.opts.host = "ssh://builder.example"
-	err = a.prepareViaDaemon(ctx, c, rb, nil)
-	if exitOf(err) != 2 || !strings.Contains(err.Error(), "cannot build the sandbox image from [sandbox.build] through a remote daemon yet") || len(d.reqs) != n {
-		t.Errorf("a build through a remote daemon: %v (exit %d, %d requests more), want exit 2 and no request", err, exitOf(err), len(d.reqs)-n)
+	if len(d.contexts) != 0 {
+		t.Errorf("a build through this machine's daemon sent its context: %v", d.contexts)
 	}
-	if err := a.prepareViaDaemon(ctx, c, r, nil); err != nil {
+	a.opts.host = "ssh://builder.example"
+	made, err := a.prepareViaDaemon(ctx, c, rb, nil)
+	req = d.reqs[len(d.reqs)-1]
+	if err != nil || req.BuildContext == "" || !slices.Contains(d.contexts[req.BuildContext], "Dockerfile") || !req.ClientFiles {
+		t.Errorf("a build through a remote daemon: %v; prepare names context %q (sent: %v), client files %v", err, req.BuildContext, d.contexts, req.ClientFiles)
+	}
+	if made == nil || made.Sandbox.Build != nil || !strings.HasPrefix(made.Sandbox.Image, sandbox.BuildRepo+"/") || !strings.HasSuffix(made.Sandbox.Image, req.BuildContext[:16]) || rb.Sandbox.Build == nil {
+		t.Errorf("a build through a remote daemon: the sandbox is made from %+v, want the image built from the context sent (and the loaded manifest unchanged)", made)
+	}
+	if _, err := a.prepareViaDaemon(ctx, c, r, nil); err != nil {
 		t.Errorf("a pull through a remote daemon: %v, want it done there", err)
 	}
+	n := len(d.contexts)
 	a.opts.host = "unix:///run/other.sock"
-	if err := a.prepareViaDaemon(ctx, c, rb, nil); err != nil {
-		t.Errorf("a build through another daemon on this machine (unix://): %v", err)
+	if _, err := a.prepareViaDaemon(ctx, c, rb, nil); err != nil || len(d.contexts) != n {
+		t.Errorf("a build through another daemon on this machine (unix://): %v (contexts sent: %d more)", err, len(d.contexts)-n)
 	}
 	if strings.Contains(stderr.String(), password) {
 		t.Errorf("stderr shows the password: %s", stderr.String())

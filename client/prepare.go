@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 )
 
 // PrepareRequest asks the daemon to do a future create's checks and image work
@@ -46,6 +47,21 @@ type PrepareRequest struct {
 	// ClientFiles: the manifest's host paths are on the caller's machine
 	// (CreateRequest.ClientFiles): mounts are checked as on a remote Engine.
 	ClientFiles bool `json:"client_files,omitempty"`
+	// BuildContext is the hash of the [sandbox.build] context the caller sent
+	// with PutBuildContext: the image is built from it (and tagged by it)
+	// rather than from a directory on the daemon's machine.
+	BuildContext string `json:"build_context,omitempty"`
+}
+
+// PutBuildContext sends a [sandbox.build] context (a tar stream, as the
+// builder takes it) whose hash is sum, for the next Prepare that names it.
+func (c *Client) PutBuildContext(ctx context.Context, sum string, tar io.Reader) error {
+	resp, err := c.sendRaw(ctx, http.MethodPut, "/v1/build-contexts/"+url.PathEscape(sum), tar, http.Header{"Content-Type": {"application/x-tar"}})
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	return nil
 }
 
 // RegistryAuth is a registry credential, as the docker CLI's config holds one

@@ -91,7 +91,7 @@ func (f *frameWriter) frame(fr client.PrepareFrame) {
 
 // fromPrepareRequest is the service's prepare request for the API's.
 func fromPrepareRequest(req *client.PrepareRequest) (*PrepareRequest, error) {
-	out := &PrepareRequest{Secrets: req.Secrets, Quiet: req.Quiet, TTY: req.TTY, ClientFiles: req.ClientFiles}
+	out := &PrepareRequest{Secrets: req.Secrets, Quiet: req.Quiet, TTY: req.TTY, ClientFiles: req.ClientFiles, BuildContext: req.BuildContext}
 	if req.Manifest != nil {
 		w := manifest.Wire(*req.Manifest)
 		out.Manifest = &w
@@ -125,4 +125,14 @@ func fromPrepareRequest(req *client.PrepareRequest) (*PrepareRequest, error) {
 func authConfig(a client.RegistryAuth) registry.AuthConfig {
 	return registry.AuthConfig{Username: a.Username, Password: a.Password, Auth: a.Auth, IdentityToken: a.IdentityToken,
 		RegistryToken: a.RegistryToken, ServerAddress: a.ServerAddress}
+}
+
+// putBuildContext answers PUT /v1/build-contexts/{sum}: a tar body kept for
+// the prepare that names it.
+func (s *server) putBuildContext(w http.ResponseWriter, r *http.Request) {
+	if err := s.svc.PutBuildContext(r.PathValue("sum"), r.Body); err != nil {
+		writeError(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
 }

@@ -35,6 +35,10 @@ type PrepareRequest struct {
 	BuildAuths  map[string]registry.AuthConfig
 	// ClientFiles: the host paths are on the caller's machine.
 	ClientFiles bool
+	// BuildContext is the hash of a build context the caller sent (PUT
+	// /v1/build-contexts/{sum}): the image is built from it, which is then
+	// removed.
+	BuildContext string
 }
 
 // PullCredentials are the credentials a caller found for an image, or why it
@@ -73,6 +77,16 @@ func (s *Service) Prepare(req *PrepareRequest) (func(ctx context.Context, w io.W
 	if req.Engine != nil && req.Engine.Host != "" {
 		rt = s.runtimeFor(*req.Engine)
 	}
+	var buildTar string
+	dropContext := func() {}
+	if req.BuildContext != "" {
+		if resolved.Sandbox.Build == nil {
+			return nil, errorf(ErrInvalidRequest, "build_context is for a manifest with [sandbox.build]")
+		}
+		if buildTar, dropContext, err = s.takeBuildContext(req.BuildContext); err != nil {
+			return nil, err
+		}
+	}
 	held := slices.Collect(maps.Values(values))
 	for _, c := range req.Credentials {
 		held = append(held, secretsOf(c.AuthConfig())...)
@@ -82,6 +96,7 @@ func (s *Service) Prepare(req *PrepareRequest) (func(ctx context.Context, w io.W
 	}
 	creds := req.Credentials
 	o := sandbox.PrepareOptions{ProgressTTY: req.TTY, Quiet: req.Quiet, BuildAuths: req.BuildAuths, ClientFiles: req.ClientFiles,
+		BuildTar: buildTar, BuildSum: req.BuildContext,
 		Credentials: func(ref string) (registryauth.Credentials, bool, error) {
 			c, ok := creds[ref]
 			if ok && c.LookupError != "" {
@@ -90,6 +105,7 @@ func (s *Service) Prepare(req *PrepareRequest) (func(ctx context.Context, w io.W
 			return c.Credentials, ok, nil
 		}}
 	return func(ctx context.Context, w io.Writer) error {
+		defer dropContext()
 		s.cfg.Redactor.Add(held...)
 		defer s.cfg.Redactor.Remove(held...)
 		o.Progress = s.cfg.Redactor.Writer(w)

@@ -24,6 +24,7 @@ import (
 	"github.com/airlock-dev/airlock/control"
 	"github.com/airlock-dev/airlock/internal/clitest"
 	"github.com/airlock-dev/airlock/internal/testenv"
+	"github.com/airlock-dev/airlock/manifest"
 	"github.com/airlock-dev/airlock/sandbox"
 )
 
@@ -262,5 +263,61 @@ func TestPrepareWireManifest(t *testing.T) {
 	var progress testenv.SyncBuffer
 	if err := c.Prepare(ctxT(t, time.Minute), &client.PrepareRequest{Manifest: wm, Secrets: values}, &progress); err != nil {
 		t.Errorf("prepare of a present image named by a host value: %v (%s)", err, progress.String())
+	}
+}
+
+// TestPrepareBuildContext: a context sent with PUT /v1/build-contexts/{sum}
+// is built from by the prepare that names it (tagged by its hash, from no
+// directory of the daemon's), then removed; a hash that is not one, or a
+// prepare naming a context never sent, is invalid_request.
+func TestPrepareBuildContext(t *testing.T) {
+	e := newEnv(t)
+	rt := &sandbox.Runtime{Engine: e.docker, Paths: e.paths, Quiet: true, Binary: binA, BuildID: buildA, Getenv: e.getenv, Owner: randHex(16)}
+	c := startInProcess(t, e, rt)
+	ctx := ctxT(t, 2*time.Minute)
+	ctxDir := filepath.Join(e.project, "img")
+	if err := os.MkdirAll(ctxDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(ctxDir, "Dockerfile"), []byte("FROM "+e.image+"\nCOPY mark /mark\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(ctxDir, "mark"), []byte("sent\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e.writeManifest("[sandbox]\nnetwork = \"none\"\n\n[sandbox.build]\ncontext = \"img\"\n")
+	wm, values := e.wire()
+	r, err := manifest.FromWire(manifest.Wire(*wm), values)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bs, err := sandbox.ReadBuildContext(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The daemon must not read the directory: it is gone once the tar is made.
+	var tarball bytes.Buffer
+	if err := bs.WriteTar(&tarball); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(ctxDir); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.PutBuildContext(ctx, bs.Sum, &tarball); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = e.docker.ImageRemove(context.Background(), bs.Tag, image.RemoveOptions{Force: true}) })
+	req := &client.PrepareRequest{Manifest: wm, Secrets: values, BuildContext: bs.Sum, ClientFiles: true}
+	if err := c.Prepare(ctx, req, nil); err != nil {
+		t.Fatalf("prepare from the context sent: %v", err)
+	}
+	if _, err := e.docker.ImageInspect(ctx, bs.Tag); err != nil {
+		t.Errorf("the image %s built from the context sent: %v", bs.Tag, err)
+	}
+	if err := c.Prepare(ctx, req, nil); apiReason(err) != client.ReasonInvalidRequest {
+		t.Errorf("a second prepare of the same context (removed after the first): %v, want invalid_request", err)
+	}
+	if err := c.PutBuildContext(ctx, "../../etc", strings.NewReader("x")); apiReason(err) != client.ReasonInvalidRequest {
+		t.Errorf("a context named by no hash: %v, want invalid_request", err)
 	}
 }

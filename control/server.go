@@ -50,6 +50,7 @@ var apiRoutes = []struct {
 	{"PUT", "/v1/sandboxes/{id}/files", (*server).writeFiles, true},
 	{"POST", "/v1/prepare", (*server).prepare, true},
 	{"POST", "/v1/prune", (*server).prune, true},
+	{"PUT", "/v1/build-contexts/{sum}", (*server).putBuildContext, true},
 }
 
 func (s *server) routes(tcp bool) http.Handler {

@@ -20,6 +20,9 @@ type Config struct {
 	IdleTTL            time.Duration
 	EventRetentionTTL  time.Duration
 	ExecOutputRoot     string
+	// BuildContextDir keeps the build contexts clients send until their
+	// prepare ends ("": a private directory under the system temp dir).
+	BuildContextDir string
 	ExecOutputTemplate string // "{sandbox_id}/{exec_id}"
 	// ExecOutputMax bounds each output file of an API exec (0: the default,
 	// userconfig.DefaultExecOutputMax).

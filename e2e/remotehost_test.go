@@ -1,11 +1,15 @@
 package e2e
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/image"
 
 	"github.com/airlock-dev/airlock/internal/clitest"
 	"github.com/airlock-dev/airlock/internal/testenv"
@@ -107,6 +111,27 @@ func TestRemoteDaemonHost(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(me.Project, "stays-inside")); err == nil {
 		t.Error("a file the command made reached this machine's project: it was bind-mounted, not copied")
+	}
+	// A [sandbox.build] through the remote daemon: the context goes through the API.
+	builder := newEnv(t, "[sandbox]\nnetwork = \"none\"\n\n[sandbox.build]\ncontext = \"img\"\n")
+	if err := os.MkdirAll(filepath.Join(builder.Project, "img"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(builder.Project, "img", "Dockerfile"), []byte("FROM "+builder.Image+"\nCOPY mark /mark\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(builder.Project, "img", "mark"), []byte("built-remotely\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if r = builder.RunEnv(tcp, "run", "-q", "--", "cat", "/mark"); r.Code != 0 || r.Stdout != "built-remotely\n" {
+		t.Errorf("run of a [sandbox.build] through a remote daemon: %s", r)
+	}
+	built, _ := builder.Cli.ImageList(context.Background(), image.ListOptions{Filters: filters.NewArgs(filters.Arg("label", "dev.airlock.project="+builder.Project))})
+	if len(built) != 1 {
+		t.Errorf("the images built for the project: %+v, want one", built)
+	}
+	for _, im := range built {
+		_, _ = builder.Cli.ImageRemove(context.Background(), im.ID, image.RemoveOptions{Force: true})
 	}
 	r = me.RunEnv(viaSSH, "-H", "ssh://me@box", "up", "-d")
 	mine := strings.TrimSpace(r.Stdout)

@@ -63,15 +63,32 @@ func (rt *Runtime) build(ctx context.Context, r *manifest.Resolved) (string, err
 
 func (w *imageWork) build(ctx context.Context, r *manifest.Resolved) (string, error) {
 	rt := w.rt
-	bc, err := newBuildContext(r)
-	if err != nil {
-		return "", err
+	var src buildInput
+	if w.o.BuildTar != "" {
+		// A context a client on another machine sent (PUT /v1/build-contexts).
+		src = buildInput{tag: BuildTag(r.ProjectDir, w.o.BuildSum), from: "the context sent by the client",
+			dockerfile: uploadedDockerfile(r), args: r.Sandbox.Build.Args,
+			tar: func(wr io.Writer) error {
+				f, err := os.Open(w.o.BuildTar)
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				_, err = io.Copy(wr, f)
+				return err
+			}}
+	} else {
+		bc, err := newBuildContext(r)
+		if err != nil {
+			return "", err
+		}
+		sum, err := bc.hash()
+		if err != nil {
+			return "", err
+		}
+		src = buildInput{tag: BuildTag(r.ProjectDir, sum), from: bc.dir, dockerfile: bc.dockerfile, args: bc.args, tar: bc.writeTar}
 	}
-	sum, err := bc.hash()
-	if err != nil {
-		return "", err
-	}
-	tag := BuildRepo + "/" + repoName(filepath.Base(r.ProjectDir)) + ":" + sum[:16]
+	tag := src.tag
 	if _, err := rt.Engine.ImageInspect(ctx, tag); err == nil {
 		return tag, nil
 	} else if !cerrdefs.IsNotFound(err) {
@@ -81,21 +98,22 @@ func (w *imageWork) build(ctx context.Context, r *manifest.Resolved) (string, er
 	// As docker build: every stored credential goes with the build, for private FROM images.
 	auths := w.o.BuildAuths
 	if auths == nil {
+		var err error
 		if auths, err = registryauth.All(rt.Getenv); err != nil {
 			return "", failed("cannot build the sandbox image: %v", err)
 		}
 	}
-	w.notice("building image %s from %s", tag, bc.dir)
+	w.notice("building image %s from %s", tag, src.from)
 	pr, pw := io.Pipe()
 	defer pr.Close() // unblocks the writer when the Engine stops reading early
-	go func() { pw.CloseWithError(bc.writeTar(pw)) }()
-	args := make(map[string]*string, len(bc.args))
-	for k, v := range bc.args {
+	go func() { pw.CloseWithError(src.tar(pw)) }()
+	args := make(map[string]*string, len(src.args))
+	for k, v := range src.args {
 		args[k] = &v
 	}
 	resp, err := rt.Engine.ImageBuild(ctx, pr, build.ImageBuildOptions{
 		Tags:        []string{tag},
-		Dockerfile:  bc.dockerfile,
+		Dockerfile:  src.dockerfile,
 		BuildArgs:   args,
 		Labels:      rt.buildLabels(r.ProjectDir),
 		AuthConfigs: auths,
@@ -115,6 +133,57 @@ func (w *imageWork) build(ctx context.Context, r *manifest.Resolved) (string, er
 	}
 	return tag, nil
 }
+
+// buildInput is what a build sends the Engine.
+type buildInput struct {
+	tag, from  string
+	dockerfile string // slash path in the context
+	args       map[string]string
+	tar        func(io.Writer) error
+}
+
+// BuildTag is the tag of the image built from a [sandbox.build] context whose
+// hash is sum, for the project in projectDir.
+func BuildTag(projectDir, sum string) string {
+	if len(sum) > 16 {
+		sum = sum[:16]
+	}
+	return BuildRepo + "/" + repoName(filepath.Base(projectDir)) + ":" + sum
+}
+
+// uploadedDockerfile is the Dockerfile's path in a context a client sent.
+func uploadedDockerfile(r *manifest.Resolved) string {
+	df := r.Sandbox.Build.Dockerfile
+	if df == "" {
+		df = "Dockerfile"
+	}
+	return path.Clean(filepath.ToSlash(df))
+}
+
+// BuildSource is a [sandbox.build] context read on this machine: what a client
+// sends a daemon on another machine, which builds the image from it.
+type BuildSource struct {
+	bc *buildContext
+	// Sum is the context's hash; Tag the image built from it.
+	Sum, Tag string
+}
+
+// ReadBuildContext reads r's [sandbox.build] context (a config error when it
+// or its Dockerfile is missing).
+func ReadBuildContext(r *manifest.Resolved) (*BuildSource, error) {
+	bc, err := newBuildContext(r)
+	if err != nil {
+		return nil, err
+	}
+	sum, err := bc.hash()
+	if err != nil {
+		return nil, err
+	}
+	return &BuildSource{bc: bc, Sum: sum, Tag: BuildTag(r.ProjectDir, sum)}, nil
+}
+
+// WriteTar writes the context as the builder takes it.
+func (b *BuildSource) WriteTar(w io.Writer) error { return b.bc.writeTar(w) }
 
 // buildMessage is one JSON message of the classic builder's output stream.
 type buildMessage struct {

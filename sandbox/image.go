@@ -39,6 +39,10 @@ type PrepareOptions struct {
 	// ClientFiles: the sandbox's host paths are on the client's machine
 	// (Request.ClientFiles): mounts are checked as on a remote Engine.
 	ClientFiles bool
+	// BuildTar, when set, is a [sandbox.build] context a client sent (a tar
+	// file on this machine) whose hash is BuildSum: the image is built from it
+	// instead of from the context dir.
+	BuildTar, BuildSum string
 }
 
 // imageWork is the image side of one create or prepare: the runtime, and the

@@ -1,0 +1,72 @@
+package control
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+
+	"github.com/airlock-dev/airlock/userconfig"
+)
+
+// A client on another machine sends a [sandbox.build] context before the
+// prepare that builds from it (PUT /v1/build-contexts/{sum}): the daemon keeps
+// the tar in a private directory until that prepare ends.
+
+var sumPattern = regexp.MustCompile(`^[0-9a-f]{64}$`)
+
+// buildContextPath is where the context with hash sum is kept.
+func (s *Service) buildContextPath(sum string) (string, error) {
+	if !sumPattern.MatchString(sum) {
+		return "", errorf(ErrInvalidRequest, "%q is not a build context's hash (64 hex digits)", sum)
+	}
+	dir := s.cfg.BuildContextDir
+	if dir == "" {
+		dir = filepath.Join(os.TempDir(), fmt.Sprintf("airlock-build-contexts-%d", os.Getuid()))
+	}
+	return filepath.Join(dir, sum+".tar"), nil
+}
+
+// PutBuildContext keeps the tar stream r as the build context with hash sum,
+// at most artifacts.output_max of it.
+func (s *Service) PutBuildContext(sum string, r io.Reader) error {
+	p, err := s.buildContextPath(sum)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+		return fmt.Errorf("cannot keep the build context: %w", err)
+	}
+	f, err := os.CreateTemp(filepath.Dir(p), "upload-*")
+	if err != nil {
+		return fmt.Errorf("cannot keep the build context: %w", err)
+	}
+	defer os.Remove(f.Name())
+	max := s.outputMax()
+	body := &boundReader{r: r, left: max}
+	_, err = io.Copy(f, body)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	switch {
+	case body.over:
+		return errorf(ErrTooLarge, "cannot keep the build context: it is over the limit of %s (artifacts.output_max)", userconfig.FormatSize(max))
+	case err != nil:
+		return errorf(ErrInvalidRequest, "cannot read the build context: %v", err)
+	}
+	return os.Rename(f.Name(), p)
+}
+
+// takeBuildContext is the kept context with hash sum and a func that removes it.
+func (s *Service) takeBuildContext(sum string) (string, func(), error) {
+	p, err := s.buildContextPath(sum)
+	if err != nil {
+		return "", nil, err
+	}
+	if _, err := os.Stat(p); errors.Is(err, os.ErrNotExist) {
+		return "", nil, errorf(ErrInvalidRequest, "no build context %s was sent (PUT /v1/build-contexts/%s first)", sum, sum)
+	}
+	return p, func() { os.Remove(p) }, nil
+}
