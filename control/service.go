@@ -17,12 +17,12 @@ import (
 
 // Config are the daemon's settings from the user's config.toml (DESIGN §8).
 type Config struct {
-	IdleTTL            time.Duration
-	EventRetentionTTL  time.Duration
-	ExecOutputRoot     string
+	IdleTTL           time.Duration
+	EventRetentionTTL time.Duration
+	ExecOutputRoot    string
 	// BuildContextDir keeps the build contexts clients send until their
 	// prepare ends ("": a private directory under the system temp dir).
-	BuildContextDir string
+	BuildContextDir    string
 	ExecOutputTemplate string // "{sandbox_id}/{exec_id}"
 	// ExecOutputMax bounds each output file of an API exec (0: the default,
 	// userconfig.DefaultExecOutputMax).
