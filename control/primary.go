@@ -84,15 +84,10 @@ func (s *Service) AttachPrimary(ctx context.Context, id string, req *AttachReque
 	codes, waitErrs := rt.WaitExit(actx, h)
 	var output <-chan error
 	if req.Replay {
-		// The main command may have ended before this wait began (a wait
-		// answers the next exit only).
-		if !rt.Running(actx, h.PrimaryID) {
-			if code := rt.ExitCode(actx, h.PrimaryID); code != nil {
-				ended := make(chan int, 1)
-				ended <- *code
-				codes = ended
-			}
-		}
+		// The main command may end before the Engine took this wait (it
+		// answers the next exit only, and is taken asynchronously): a replay,
+		// rare (a client whose daemon went away), also polls for the code.
+		codes = pollExit(actx, rt, h.PrimaryID, codes)
 		output = rt.FollowOutput(actx, h, skipBytes(stdout, req.SkipStdout), skipBytes(stderr, req.SkipStderr))
 	} else {
 		streams := sandbox.Streams{Stdout: stdout, Stderr: stderr}
@@ -125,6 +120,34 @@ func (s *Service) AttachPrimary(ctx context.Context, id string, req *AttachReque
 		done <- end
 	}()
 	return &AttachedPrimary{Done: done, s: s, rt: rt, h: h, cancel: cancel}, nil
+}
+
+// replayPoll is how often a replayed attach asks for the main command's code.
+const replayPoll = 200 * time.Millisecond
+
+// pollExit gives the code from waited, or from asking the backend every
+// replayPoll, whichever comes first.
+func pollExit(ctx context.Context, rt Backend, containerID string, waited <-chan int) <-chan int {
+	out := make(chan int, 1)
+	go func() {
+		t := time.NewTicker(replayPoll)
+		defer t.Stop()
+		for {
+			if code := rt.ExitCode(ctx, containerID); code != nil {
+				out <- *code
+				return
+			}
+			select {
+			case code := <-waited:
+				out <- code
+				return
+			case <-t.C:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return out
 }
 
 // Signal sends a signal (a number or a name) to the supervisor, which forwards
