@@ -22,12 +22,25 @@ func (s *Service) recover() {
 		case store.StatePending:
 			if rec.ContainerID != "" && s.rtOf(id).Running(s.ctx, rec.ContainerID) {
 				// Started, not yet reported ready: its supervisor goes on;
-				// its stream tells what happened (ready or failed).
+				// its stream tells what happened (ready or failed). A daemon
+				// that went away before recording the start left the run
+				// closed, where the stream's ready would be dropped.
+				s.foundStarted(id)
 				l := s.liveOf(id)
 				l.mu.Lock()
 				s.startTailAt(id, l, s.recordedOffset(id))
 				l.mu.Unlock()
 				continue
+			}
+			if rec.ContainerID != "" {
+				if code := s.rtOf(id).ExitCode(s.ctx, rec.ContainerID); code != nil {
+					// Started and ended while no daemon ran (a quick main
+					// command): its stream and end are recorded now; it is
+					// not started again.
+					s.foundStarted(id)
+					s.primaryDied(id, s.liveOf(id), code)
+					continue
+				}
 			}
 			if rec.ContainerID != "" && rec.Kind == sandbox.KindRun && rec.CLIPid > 0 && processAlive(rec.CLIPid, rec.CLIStart) {
 				// Created, not started, and its CLI waits: it starts it again
@@ -74,6 +87,25 @@ func (s *Service) recover() {
 	}
 	if n, err := s.store.Purge(time.Now().Add(-s.retention())); err == nil && n > 0 {
 		s.log.Info("purged deleted sandboxes", "count", n)
+	}
+}
+
+// foundStarted records sandbox.started for a sandbox found started whose last
+// start is not recorded (its daemon went away first), so that its stream's
+// report can end the run.
+func (s *Service) foundStarted(id string) {
+	evs, err := s.store.Events(id, 0)
+	if err != nil {
+		return
+	}
+	for i := len(evs) - 1; i >= 0; i-- {
+		switch evs[i].Kind {
+		case "sandbox.started", "sandbox.ready", "sandbox.stopped", "sandbox.failed":
+			return // its last start is recorded, or a run ended since
+		case "sandbox.created":
+			s.emit(id, store.Event{Kind: "sandbox.started", Reason: "found started after the daemon restarted"}, store.StatePending)
+			return
+		}
 	}
 }
 

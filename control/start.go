@@ -67,6 +67,11 @@ func (s *Service) Resume(id string, secrets map[string]string) (Sandbox, error) 
 	default:
 		return Sandbox{}, notIn(id, rec.State, "")
 	}
+	if rec.Kind == sandbox.KindRun && rec.State != store.StatePending {
+		// A run's main command runs once: a CLI asking again after its
+		// daemon restarted must not start it a second time.
+		return s.view(rec), nil
+	}
 	if rec.State == store.StatePending && rec.ContainerID != "" && s.rtOf(id).Running(s.ctx, rec.ContainerID) {
 		// Started already (by a daemon that went away before recording it):
 		// its stream is followed; starting it again would break it.

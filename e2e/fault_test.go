@@ -28,7 +28,14 @@ func TestRunSurvivesDaemonKill(t *testing.T) {
 	if err := os.WriteFile(flag, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	r := p.MustWait(t, time.Minute)
+	r, ok := p.Wait(time.Minute)
+	if !ok {
+		// What the daemons saw.
+		_ = p.Cmd.Process.Kill()
+		r, _ = p.Wait(10 * time.Second)
+		b, _ := os.ReadFile(filepath.Join(e.Data, "airlock", "daemon", "airlockd.log"))
+		t.Fatalf("the run did not end within 1 min: %s\ndaemon log:\n%s", r, b)
+	}
 	if r.Code != 3 || r.Stdout != "before\nafter\n" {
 		t.Fatalf("run while its daemon was killed: want exit 3 and the whole output once, got %s", r)
 	}
