@@ -109,14 +109,20 @@ func TestShutdownSignalAndGroupMember(t *testing.T) {
 	t.Parallel()
 	s := newSandbox(t)
 	s.mainWaitsForStop()
-	d := s.daemon("intd", sh(fmt.Sprintf(`trap '' TERM; trap 'echo got INT > %q; exit 0' INT; while :; do sleep 0.05; done`, s.path("int"))))
+	d := s.daemon("intd", sh(fmt.Sprintf(`trap '' TERM; trap 'echo got INT > %q; exit 0' INT; : > %q; while :; do sleep 0.05; done`, s.path("int"), s.path("intd-trapped"))))
 	d.Signal, d.Timeout = "SIGINT", ptr(10)
 	// The leader exits on SIGTERM at once; its child lingers 0.5 s after it.
-	lingering := s.daemon("linger", sh(`/bin/sh -c 'trap "sleep 0.5; exit 0" TERM; while :; do sleep 0.05; done' & exec sleep 100`))
+	lingering := s.daemon("linger", sh(fmt.Sprintf(`/bin/sh -c 'trap "sleep 0.5; exit 0" TERM; : > %q; while :; do sleep 0.05; done' & exec sleep 100`, s.path("linger-trapped"))))
 	lingering.Timeout = ptr(10)
 	s.start()
 	s.waitFor("both started", func() bool { return len(filter(s.events(), "", KindDaemonStarted)) == 2 })
-	time.Sleep(50 * time.Millisecond) // let the shells install their traps
+	// Both shells installed their traps (a signal before that would end them
+	// at once, under load).
+	s.waitFor("the traps", func() bool {
+		_, e1 := os.Stat(s.path("intd-trapped"))
+		_, e2 := os.Stat(s.path("linger-trapped"))
+		return e1 == nil && e2 == nil
+	})
 	s.stop()
 	r := s.wait()
 	if !strings.Contains(r.stderr, "✔ daemon intd: shut down") || !strings.Contains(r.stderr, "✔ daemon linger: shut down") {
