@@ -485,8 +485,12 @@ func (s *SSHD) stopProcesses() {
 	}
 }
 
-// copyFile copies src to dst (which must not exist) with perm, keeping its
-// modification time (the supervisor volume of a binary is keyed by it).
+// copyFile copies src to dst (which must not exist) with perm. The copy gets a
+// modification time of its own: the supervisor volume of a binary is keyed by
+// it, and the remote daemon fills its volume under a lock in the stand-in's own
+// /tmp, which the host's daemons (filling the same key on the same Engine, in
+// TestRemoteEngine) would not share: two fillers at once leave a moment with no
+// /airlock/bin/airlock in the volume.
 func copyFile(src, dst string, perm os.FileMode) error {
 	in, err := os.Open(src)
 	if err != nil {
@@ -508,5 +512,6 @@ func copyFile(src, dst string, perm os.FileMode) error {
 	if err := out.Close(); err != nil {
 		return err
 	}
-	return os.Chtimes(dst, st.ModTime(), st.ModTime())
+	t := st.ModTime().Add(time.Second)
+	return os.Chtimes(dst, t, t)
 }
