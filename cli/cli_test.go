@@ -7,6 +7,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // result is what one in-process invocation of airlock printed and returned.
@@ -218,5 +221,57 @@ func TestVersion(t *testing.T) {
 	r := airlock(t, nil, "version")
 	if r.code != 0 || !strings.HasPrefix(r.stdout, "airlock "+Version+" (build ") {
 		t.Fatalf("version: %d %q", r.code, r.stdout)
+	}
+}
+
+// TestBooleanFlagsTakeNoValueInHelp: a flag that takes no value shows none in
+// --help (pflag reads a back-quoted word of the usage text as the value's name:
+// `--keep airlock logs` read as if --keep took one).
+func TestBooleanFlagsTakeNoValueInHelp(t *testing.T) {
+	t.Parallel()
+	r := airlock(t, nil, "run", "--help")
+	if r.code != 0 {
+		t.Fatalf("run --help: exit %d: %s", r.code, r.stderr)
+	}
+	for _, line := range strings.Split(r.stdout, "\n") {
+		if f := strings.Fields(line); len(f) > 1 && f[0] == "--keep" && f[1] != "leave" {
+			t.Errorf("run --help shows a value for --keep: %q", line)
+		}
+	}
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		c.LocalFlags().VisitAll(func(f *pflag.Flag) {
+			if name, _ := pflag.UnquoteUsage(f); f.Value.Type() == "bool" && name != "" {
+				t.Errorf("airlock %s --%s: --help shows it taking %q", c.CommandPath(), f.Name, name)
+			}
+		})
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(newRootCommand(&app{}))
+}
+
+// TestConfigLayersLongValue: a long value (a multi-line script) is not the
+// width every other line of config --layers is padded to.
+func TestConfigLayersLongValue(t *testing.T) {
+	t.Parallel()
+	script := strings.Repeat("echo preparing the database schema; ", 30)
+	dir := project(t, "[sandbox]\nimage = \"busybox\"\n\n[daemons.db]\ncommand = [\"sh\", \"-c\", '''\n"+script+"\n''']\n")
+	r := airlock(t, nil, "--file", dir, "config", "--layers")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	var image string
+	for _, line := range strings.Split(r.stdout, "\n") {
+		if strings.HasPrefix(line, "sandbox.image = ") {
+			image = line
+		}
+	}
+	if image == "" || !strings.Contains(image, "# ") {
+		t.Fatalf("no sandbox.image line with its layer:\n%s", r.stdout)
+	}
+	if len(image) > 120 {
+		t.Errorf("sandbox.image's line is %d characters long (padded to the script's width): %q", len(image), image)
 	}
 }

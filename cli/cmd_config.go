@@ -1,11 +1,16 @@
 package cli
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
-	"text/tabwriter"
+	"io"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
+
+	"github.com/airlock-dev/airlock/manifest"
 )
 
 func init() { addCommand(newConfigCommand) }
@@ -40,11 +45,7 @@ func newConfigCommand(a *app) *cobra.Command {
 				}
 				fmt.Fprintln(a.stdout, string(b))
 			case layers:
-				tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-				for _, s := range r.Settings() {
-					fmt.Fprintf(tw, "%s = %s\t# %s\n", s.Key, s.Value, s.Layer)
-				}
-				return tw.Flush()
+				return printLayers(a.stdout, r.Settings())
 			case asJSON:
 				b, err := r.JSON()
 				if err != nil {
@@ -66,4 +67,26 @@ func newConfigCommand(a *app) *cobra.Command {
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON (with the TOML key names)")
 	cmd.Flags().BoolVar(&layers, "layers", false, "show which layer set each value")
 	return cmd
+}
+
+// layerColumn is the widest "key = value" the layer comments of config --layers
+// line up after; a longer line (a script) has its comment right after it, so
+// that it does not pad every other line to its width.
+const layerColumn = 72
+
+// printLayers prints each setting with the layer that set it.
+func printLayers(w io.Writer, settings []manifest.Setting) error {
+	col := 0
+	for _, s := range settings {
+		if n := utf8.RuneCountInString(s.Key + " = " + s.Value); n <= layerColumn {
+			col = max(col, n)
+		}
+	}
+	bw := bufio.NewWriter(w)
+	for _, s := range settings {
+		left := s.Key + " = " + s.Value
+		pad := max(col-utf8.RuneCountInString(left), 0) + 2
+		fmt.Fprintf(bw, "%s%s# %s\n", left, strings.Repeat(" ", pad), s.Layer)
+	}
+	return bw.Flush()
 }

@@ -48,7 +48,7 @@ func newRunCommand(a *app) *cobra.Command {
 	}
 	cmd.Flags().SetInterspersed(false)
 	f := cmd.Flags()
-	f.BoolVar(&o.keep, "keep", false, "leave the stopped sandbox for `airlock logs` and `airlock rm`")
+	f.BoolVar(&o.keep, "keep", false, "leave the stopped sandbox for airlock logs and airlock rm")
 	f.StringVar(&o.id, "id", "", "sandbox ID (default: a new UUID)")
 	f.StringArrayVar(&o.labels, "label", nil, "label KEY=VALUE on the sandbox (repeatable)")
 	f.StringArrayVarP(&o.env, "env", "e", nil, "environment NAME=VALUE (or NAME, from the host) for CMD (repeatable)")

@@ -39,7 +39,7 @@ var Fields = []Field{
 	{Key: "sandbox.build.dockerfile", Type: "string", Default: `"Dockerfile"`, Doc: "Dockerfile path inside the context."},
 	{Key: "sandbox.build.args", Type: "table of strings", Doc: "Build arguments (ARG values)."},
 	{Key: "sandbox.workdir", Type: "string", Default: `""`, Doc: "Working directory of the main command; empty means the project dir, which is bind-mounted at its own host path."},
-	{Key: "sandbox.user", Type: "string", Default: `""`, Doc: "User of the sandbox (name, uid or uid:gid); empty means the image's USER, resolved as Docker does."},
+	{Key: "sandbox.user", Type: "string", Default: `""`, Doc: "User of the sandbox (name, uid or uid:gid); empty means the image's USER, resolved as Docker does. Not substituted: `\"${UID}\"` is a config error at `validate` as at `run`."},
 	{Key: "sandbox.shell", Type: "array of strings", Default: "[]", Doc: "Shell argv for `airlock up`; empty means the image's SHELL environment variable, else /bin/sh."},
 	{Key: "sandbox.harden", Type: "boolean", Default: "true", Doc: "Run the main process with no_new_privs (no privilege gained through setuid or file capabilities). The capabilities are Docker's default set adjusted by cap_add and cap_drop either way."},
 	{Key: "sandbox.privileged", Type: "boolean", Default: "false", Doc: "Run the sandbox privileged (what dockerd needs). airlock config and airlock up print a warning when it is on."},

@@ -204,7 +204,6 @@ func TestSubstitutionPlaces(t *testing.T) {
 	p := newProject(t, map[string]string{
 		"sandbox.toml": `[sandbox]
 image = "${REGISTRY}/app:1"
-user = "${X}"
 workdir = "/w/${X}"
 shell = ["/bin/${X}"]
 [sandbox.build]
@@ -253,7 +252,6 @@ healthcheck = { cmd = ["${X}"] }
 		t.Errorf("sandbox.image, mounts.m.source = %q, %q", r.Sandbox.Image, r.Mounts["m"].Source)
 	}
 	literal := map[string]string{
-		"sandbox.user":               r.Sandbox.User,
 		"sandbox.workdir":            r.Sandbox.Workdir,
 		"sandbox.shell":              r.Sandbox.Shell[0],
 		"sandbox.build.args.V":       r.Sandbox.Build.Args["V"],

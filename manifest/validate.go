@@ -181,6 +181,9 @@ func (v *validator) sandbox(s *Sandbox) {
 	if s.Image == "" && s.Build == nil {
 		v.errorf(p("image"), "is required unless [sandbox.build] is given")
 	}
+	if s.User != "" {
+		v.check(p("user"), specrules.User(s.User))
+	}
 	if s.Egress != nil {
 		for _, a := range s.Egress.Allow {
 			if _, err := egress.ParseRule(a); err != nil {

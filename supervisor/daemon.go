@@ -59,6 +59,7 @@ type stopResult struct {
 // and how the last one ended.
 type gaveUp struct {
 	launches int
+	inRow    int    // the last launches that failed the same way (when same)
 	last     string // "exit 3", "killed by SIGKILL", "cannot start"
 	same     bool   // it gave up on a repeated failure, not at max_restarts
 }
@@ -168,7 +169,7 @@ func (d *daemonRun) run() {
 			}
 		}
 		dec, attempt, delay := rs.next(st, err != nil, time.Since(began))
-		same := false
+		same, inRow := false, 0
 		if dec == decideRestart && d.spec.Ready != nil && !d.isReady() && (err != nil || st.signaled() || st.code != 0) {
 			var sig string
 			if err != nil {
@@ -176,7 +177,7 @@ func (d *daemonRun) run() {
 			} else {
 				sig = st.String() + "\n" + launchOutput(d.stdoutPath, outAt) + "\n" + launchOutput(d.stderrPath, errAt)
 			}
-			if loop.add(sig) >= sameFailureLimit {
+			if inRow = loop.add(sig); inRow >= sameFailureLimit {
 				dec, same = decideGiveUp, true
 			}
 		} else {
@@ -184,7 +185,7 @@ func (d *daemonRun) run() {
 		}
 		ev := StatusEvent{Kind: KindDaemonExited, Daemon: name, Reason: decisionReason(dec, d.spec.Restart)}
 		if same {
-			ev.Reason = fmt.Sprintf("giving up (the same failure on %d launches in a row before it was ready)", sameFailureLimit)
+			ev.Reason = fmt.Sprintf("giving up (the same failure on %d launches in a row before it was ready)", inRow)
 		}
 		if err != nil {
 			ev.Reason = "cannot start: " + err.Error() + "; " + ev.Reason
@@ -207,10 +208,10 @@ func (d *daemonRun) run() {
 		case decideGiveUp:
 			reason := fmt.Sprintf("max_restarts %d reached after %d launches", *d.spec.MaxRestarts, launch)
 			if same {
-				reason = fmt.Sprintf("the same failure on %d launches in a row before it was ready", launch)
+				reason = fmt.Sprintf("the same failure on %d launches in a row before it was ready", inRow)
 			}
 			d.status.emit(StatusEvent{Kind: KindDaemonGaveUp, Daemon: name, Attempt: launch, Reason: reason})
-			g := &gaveUp{launches: launch, last: "cannot start", same: same}
+			g := &gaveUp{launches: launch, inRow: inRow, last: "cannot start", same: same}
 			if err == nil {
 				g.last = st.String()
 				if !st.signaled() {

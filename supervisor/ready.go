@@ -95,7 +95,7 @@ func (d *daemonRun) watchReady() {
 			msg := "exited before it was ready (" + r.describe() + ")"
 			if g := d.gaveUp; g != nil && g.same {
 				// gaveUp was set before finished was closed.
-				msg += fmt.Sprintf(": it failed the same way (%s) on %d launches in a row, so it was not restarted again", g.last, g.launches)
+				msg += fmt.Sprintf(": it failed the same way (%s) on %d launches in a row, so it was not restarted again", g.last, g.inRow)
 			}
 			fail(msg)
 			return

@@ -205,6 +205,32 @@ func TestSameFailureGivesUp(t *testing.T) {
 			t.Errorf("the main command ran")
 		}
 	})
+	// A first launch that failed otherwise is not one of the row: the
+	// messages count the launches that failed the same way.
+	t.Run("after another failure", func(t *testing.T) {
+		t.Parallel()
+		s := newSandbox(t)
+		s.unit = 0
+		d := s.daemon("db", sh(fmt.Sprintf(`if [ ! -e %q ]; then touch %q; echo "first: no config" >&2; exit 2; fi; echo "initdb: error: cannot be run as root" >&2; exit 1`, s.path("once"), s.path("once"))))
+		d.MaxRestarts = ptr(10)
+		d.Ready = &Ready{TCP: freeAddr(t), Timeout: "60s"}
+		r := s.run()
+		if r.code != 125 {
+			t.Fatalf("code %d, stderr:\n%s", r.code, r.stderr)
+		}
+		for _, want := range []string{
+			"): it failed the same way (exit 1) on 3 launches in a row, so it was not restarted again",
+			"✘ daemon db: gave up after 4 launches (exit 1)",
+		} {
+			if !strings.Contains(r.stderr, want) {
+				t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
+			}
+		}
+		g := filter(s.events(), "db", KindDaemonGaveUp)
+		if len(g) != 1 || g[0].Attempt != 4 || g[0].Reason != "the same failure on 3 launches in a row before it was ready" {
+			t.Errorf("gave_up events: %+v", g)
+		}
+	})
 	t.Run("different", func(t *testing.T) {
 		t.Parallel()
 		s := newSandbox(t)

@@ -155,6 +155,9 @@ func MaxRestarts(n int) error {
 // blank, no colon, at most 256 bytes) or an id below 2^32-1. A name is looked
 // up inside the sandbox when it starts.
 func User(s string) error {
+	if strings.Contains(s, "${") {
+		return fmt.Errorf("%q is not substituted: ${VAR} applies only in env values, sandbox.image and mount and copy sources (write a name, uid or uid:gid, e.g. \"1000:1000\")", s)
+	}
 	if !validUser(s) {
 		return fmt.Errorf("invalid user %q (use a name, uid, name:group or uid:gid, e.g. \"postgres\" or \"1000:1000\")", s)
 	}
