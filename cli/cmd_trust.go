@@ -51,6 +51,9 @@ func (a *app) trust(yes, dryRun bool) error {
 		}
 		return withCode(ExitUsage, err)
 	}
+	if err := a.setProject(r); err != nil {
+		return err
+	}
 	if err := snap.Add(filepath.Join(r.ProjectDir, ignoreFile)); err != nil {
 		return withCode(ExitAirlock, err)
 	}

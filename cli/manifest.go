@@ -36,15 +36,48 @@ func (a *app) manifestFile() (string, error) {
 		}
 		return a.opts.file, nil
 	}
-	cwd, err := os.Getwd()
+	start, err := a.projectFlag()
 	if err != nil {
-		return "", fmt.Errorf("cannot find the current directory: %w", err)
+		return "", err
 	}
-	f, err := manifest.FindFile(cwd)
+	if start == "" {
+		if start, err = os.Getwd(); err != nil {
+			return "", fmt.Errorf("cannot find the current directory: %w", err)
+		}
+	}
+	f, err := manifest.FindFile(start)
 	if errors.Is(err, manifest.ErrNoManifest) {
 		return "", withCode(ExitUsage, fmt.Errorf("%w (run 'airlock init' to write one, or pass --file)", err))
 	}
 	return f, err
+}
+
+// projectFlag returns --project as an absolute path ("" when not given): an
+// existing directory, else a usage error.
+func (a *app) projectFlag() (string, error) {
+	if a.opts.project == "" {
+		return "", nil
+	}
+	abs, err := filepath.Abs(a.opts.project)
+	if err == nil {
+		var st os.FileInfo
+		if st, err = os.Stat(abs); err == nil && !st.IsDir() {
+			err = errors.New("not a directory")
+		}
+	}
+	if err != nil {
+		return "", withCode(ExitUsage, fmt.Errorf("cannot use --project %s: %w", a.opts.project, err))
+	}
+	return abs, nil
+}
+
+// setProject makes --project, when given, the project dir of r.
+func (a *app) setProject(r *manifest.Resolved) error {
+	dir, err := a.projectFlag()
+	if err == nil && dir != "" {
+		r.ProjectDir = dir
+	}
+	return err
 }
 
 // paths returns this user's file locations; runtime.state_root from config.toml
@@ -98,6 +131,9 @@ func (a *app) loadManifestWith(readFile func(string) ([]byte, error)) (*manifest
 			return nil, configError(err)
 		}
 		return nil, withCode(ExitUsage, err)
+	}
+	if err := a.setProject(r); err != nil {
+		return nil, err
 	}
 	_, values := r.Redacted()
 	for _, v := range values {

@@ -30,6 +30,7 @@ const (
 type globalOptions struct {
 	quiet    bool
 	file     string
+	project  string // --project: the project dir, when not the manifest's folder
 	logLevel string
 	// logLevelSet tells whether --log-level was given (its default is "info").
 	logLevelSet bool
@@ -106,7 +107,8 @@ func newRootCommand(a *app) *cobra.Command {
 	root.SetErr(a.stderr)
 	pf := root.PersistentFlags()
 	pf.BoolVarP(&a.opts.quiet, "quiet", "q", false, "print less: no progress, no shutdown lines")
-	pf.StringVar(&a.opts.file, "file", "", "path of the sandbox.toml to use (default: the nearest one above the current directory)")
+	pf.StringVar(&a.opts.file, "file", "", "path of the sandbox.toml to use (default: the nearest one above the current directory, or above --project)")
+	pf.StringVar(&a.opts.project, "project", "", "the project dir: what the sandbox sees and starts in, where relative paths start (default: the folder of the sandbox.toml)")
 	pf.StringVar(&a.opts.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	pf.StringVarP(&a.opts.host, "host", "H", "", "the daemon to use: unix:///path, tcp://host:port, https://host:port or ssh://[user@]host[:port] (default: "+hostEnv+", else this user's local daemon)")
 	pf.StringVar(&a.opts.backend, "backend", "", "where sandboxes run: docker or kubernetes (default: "+backendEnv+", else runtime.backend of config.toml, else docker)")

@@ -17,8 +17,12 @@ import (
 	"github.com/airlock-dev/airlock/sandbox"
 )
 
-// projectDir returns the directory of the project's sandbox.toml.
+// projectDir returns the project dir: --project, else the directory of the
+// project's sandbox.toml.
 func (a *app) projectDir() (string, error) {
+	if dir, err := a.projectFlag(); err != nil || dir != "" {
+		return dir, err
+	}
 	f, err := a.manifestFile()
 	if err != nil {
 		return "", err
