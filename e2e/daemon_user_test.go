@@ -163,3 +163,31 @@ func sortFields(s string) string {
 	}
 	return strings.Join(f, " ")
 }
+
+// redisImage is a Debian bookworm image with redis-server, redis-tools and make
+// (the image scripts/bench-redis.sh builds, by the same recipe).
+const redisImage = "airlock-bench/debian-redis:bookworm-1"
+
+// TestPresetRedisDebian: the redis preset's ready check is a PING answered by
+// PONG (issue 24: readiness that means serving), so a main command that uses
+// the server at once is served, every time.
+func TestPresetRedisDebian(t *testing.T) {
+	limit(t)
+	image := debianImage(t, redisImage, "redis-server", "redis-tools", "make")
+	e := newEnv(t, `
+presets = ["redis"]
+
+[sandbox]
+image = "`+image+`"
+network = "none"
+`)
+	for i := 0; i < 3; i++ {
+		r := e.Run("run", "--", "sh", "-c", `redis-cli -u "$REDIS_URL" ping && redis-cli -u "$REDIS_URL" set k v && redis-cli -u "$REDIS_URL" get k`)
+		if r.Code != 0 || r.Stdout != "PONG\nOK\nv\n" {
+			t.Fatalf("run %d: %s", i+1, r)
+		}
+	}
+	r := e.Run("config", "--layers")
+	contains(t, "config --layers", r.Stdout, `daemons.redis.ready.send = "PING\r\n"`, `daemons.redis.ready.expect = "+PONG"`)
+	e.assertClean()
+}

@@ -24,11 +24,15 @@ var unionKeys = map[string]bool{"presets": true, "tools": true}
 // that sets one replaces any other a lower layer set.
 var readyKinds = []string{"tcp", "http", "cmd", "log"}
 
+// readyExchange are the keys that go with a tcp check: a layer that sets a
+// check replaces them too (a lower layer's expect is not the new check's).
+var readyExchange = []string{"send", "expect"}
+
 // merge lays src over dst: tables merge key by key, a scalar or an array in src
 // replaces dst's, except the union keys, whose items are appended without duplicates.
 func merge(dst, src map[string]any, prefix []string, l *layer, origins map[string]origin) {
 	if isReadyTable(prefix) && hasAnyKey(src, readyKinds) {
-		for _, k := range readyKinds {
+		for _, k := range append(readyKinds, readyExchange...) {
 			delete(dst, k)
 		}
 		// The check is now this layer's: errors about it (two kinds, none) name it.

@@ -90,7 +90,10 @@ type Daemon struct {
 
 // Ready is a daemon's readiness check: exactly one of TCP, HTTP, Cmd or Log.
 type Ready struct {
-	TCP     string   `toml:"tcp,omitempty" json:"tcp,omitempty"`
+	TCP string `toml:"tcp,omitempty" json:"tcp,omitempty"`
+	// Send and Expect make a tcp check a request and its answer.
+	Send    string   `toml:"send,omitempty" json:"send,omitempty"`
+	Expect  string   `toml:"expect,omitempty" json:"expect,omitempty"`
 	HTTP    string   `toml:"http,omitempty" json:"http,omitempty"`
 	Cmd     []string `toml:"cmd,omitempty" json:"cmd,omitempty"`
 	Log     string   `toml:"log,omitempty" json:"log,omitempty"`

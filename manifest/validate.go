@@ -432,6 +432,9 @@ func (v *validator) ready(p []string, r *Ready) {
 			v.check(at(e.Key), e.Err)
 		}
 	}
+	if e := specrules.ReadyExchange(r.TCP, r.Send, r.Expect); e.Err != nil {
+		v.check(at(e.Key), e.Err)
+	}
 	v.duration(at("timeout"), r.Timeout)
 }
 

@@ -454,7 +454,7 @@ func buildSpec(req *Request, r *manifest.Resolved, hp *hostPlan) *supervisor.Spe
 			Env: withProxyEnv(r, envEntries([]string{"daemons", name, "env"}, d.Env, r.Sources)),
 		}
 		if d.Ready != nil {
-			sd.Ready = &supervisor.Ready{TCP: d.Ready.TCP, HTTP: d.Ready.HTTP, Cmd: d.Ready.Cmd, Log: d.Ready.Log, Timeout: d.Ready.Timeout}
+			sd.Ready = &supervisor.Ready{TCP: d.Ready.TCP, Send: d.Ready.Send, Expect: d.Ready.Expect, HTTP: d.Ready.HTTP, Cmd: d.Ready.Cmd, Log: d.Ready.Log, Timeout: d.Ready.Timeout}
 		}
 		spec.Daemons = append(spec.Daemons, sd)
 	}

@@ -47,6 +47,47 @@ func runHelper(mode string, args []string) int {
 			w.WriteHeader(code)
 		}))
 		return fail("%v", err)
+	case "loading": // ADDR DELAY: listen at once; answer each request line with
+		// -LOADING until DELAY passed, then with +PONG (a redis loading its data)
+		ready := time.Now().Add(mustDuration(args[1]))
+		l, err := net.Listen("tcp", args[0])
+		if err != nil {
+			return fail("%v", err)
+		}
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return fail("%v", err)
+			}
+			go func() {
+				defer c.Close()
+				buf := make([]byte, 64)
+				if _, err := c.Read(buf); err != nil {
+					return
+				}
+				reply := "+PONG\r\n"
+				if time.Now().Before(ready) {
+					reply = "-LOADING Redis is loading the dataset in memory\r\n"
+				}
+				_, _ = c.Write([]byte(reply))
+			}()
+		}
+	case "ping": // ADDR: exit 0 when PING gets +PONG
+		c, err := net.DialTimeout("tcp", args[0], time.Second)
+		if err != nil {
+			return fail("%v", err)
+		}
+		defer c.Close()
+		_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+		if _, err := c.Write([]byte("PING\r\n")); err != nil {
+			return fail("%v", err)
+		}
+		buf := make([]byte, 64)
+		n, _ := c.Read(buf)
+		if !strings.HasPrefix(string(buf[:n]), "+PONG") {
+			return fail("PING got %q", buf[:n])
+		}
+		return 0
 	case "dial": // ADDR: exit 0 when a connection opens
 		c, err := net.DialTimeout("tcp", args[0], time.Second)
 		if err != nil {

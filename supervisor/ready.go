@@ -115,7 +115,7 @@ func (d *daemonRun) newChecker() (checker, time.Duration) {
 	r := d.spec.Ready
 	switch {
 	case r.TCP != "":
-		return tcpChecker(r.TCP), pollInterval
+		return tcpChecker{addr: r.TCP, send: r.Send, expect: r.Expect}, pollInterval
 	case r.HTTP != "":
 		return newHTTPChecker(r.HTTP), pollInterval
 	case len(r.Cmd) > 0:
@@ -125,17 +125,49 @@ func (d *daemonRun) newChecker() (checker, time.Duration) {
 	}
 }
 
-// tcpChecker passes when a TCP connection to the address opens.
-type tcpChecker string
+// tcpChecker passes when a TCP connection to the address opens and, with
+// expect, when what the server answers (to send, when given) holds expect.
+type tcpChecker struct{ addr, send, expect string }
+
+// maxExpectRead bounds what a tcp check reads of an answer.
+const maxExpectRead = 64 << 10
 
 func (c tcpChecker) try(ctx context.Context) bool {
 	var dialer net.Dialer
-	conn, err := dialer.DialContext(ctx, "tcp", string(c))
+	conn, err := dialer.DialContext(ctx, "tcp", c.addr)
 	if err != nil {
 		return false
 	}
-	_ = conn.Close()
-	return true
+	defer conn.Close()
+	if c.send == "" && c.expect == "" {
+		return true
+	}
+	if dl, ok := ctx.Deadline(); ok {
+		_ = conn.SetDeadline(dl)
+	}
+	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Unix(1, 0)) })
+	defer stop()
+	if c.send != "" {
+		if _, err := io.WriteString(conn, c.send); err != nil {
+			return false
+		}
+	}
+	if c.expect == "" {
+		return true
+	}
+	var got []byte
+	buf := make([]byte, 4096)
+	for len(got) < maxExpectRead {
+		n, err := conn.Read(buf)
+		got = append(got, buf[:n]...)
+		if bytes.Contains(got, []byte(c.expect)) {
+			return true
+		}
+		if err != nil {
+			return false
+		}
+	}
+	return false
 }
 
 // httpChecker passes on a 2xx or 3xx answer to a GET (redirects not followed,

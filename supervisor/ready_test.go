@@ -21,6 +21,16 @@ func TestReadinessGatesMain(t *testing.T) {
 			s.spec.Main.Argv = helper(addr)
 			s.spec.Main.Env = []EnvEntry{helperEntry("dial")}
 		},
+		// The port opens at once, but the server answers a request only
+		// later: a tcp check that sends one and expects the answer waits.
+		"tcp send expect": func(s *sandbox) {
+			addr := freeAddr(t)
+			d := s.daemon("svc", helper(addr, "600ms"))
+			d.Env = []EnvEntry{helperEntry("loading")}
+			d.Ready = &Ready{TCP: addr, Send: "PING\r\n", Expect: "+PONG", Timeout: "20s"}
+			s.spec.Main.Argv = helper(addr)
+			s.spec.Main.Env = []EnvEntry{helperEntry("ping")}
+		},
 		"http": func(s *sandbox) {
 			addr := freeAddr(t)
 			d := s.daemon("svc", helper(addr, "300ms", "302"))
@@ -83,6 +93,12 @@ func TestReadinessFailure(t *testing.T) {
 			d.Env = []EnvEntry{helperEntry("http")}
 			return &Ready{HTTP: "http://" + addr + "/"}
 		}, "not ready after 300ms (http http://"},
+		"tcp expect": {func(s *sandbox) *Ready {
+			addr := freeAddr(t)
+			d := s.daemon("db", helper(addr, "1h"))
+			d.Env = []EnvEntry{helperEntry("loading")}
+			return &Ready{TCP: addr, Send: "PING\r\n", Expect: "+PONG"}
+		}, `not ready after 300ms (tcp `},
 		"cmd":  {func(s *sandbox) *Ready { return &Ready{Cmd: []string{"false"}} }, "not ready after 300ms (cmd false)"},
 		"log":  {func(s *sandbox) *Ready { return &Ready{Log: "never printed"} }, `not ready after 300ms (log "never printed")`},
 		"gone": {func(s *sandbox) *Ready { return &Ready{Log: "never printed", Timeout: "30s"} }, `exited before it was ready (log "never printed")`},
@@ -110,6 +126,9 @@ func TestReadinessFailure(t *testing.T) {
 			want := "airlock: daemon svc " + c.msg
 			if !strings.Contains(r.stderr, want) {
 				t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
+			}
+			if name == "tcp expect" && !strings.Contains(r.stderr, `, sending "PING\r\n", expecting "+PONG")`) {
+				t.Errorf("stderr does not say what the check sent and expected:\n%s", r.stderr)
 			}
 			logPath := s.spec.LogDir + "/svc/stderr.log"
 			if !strings.Contains(r.stderr, "; see "+logPath) {

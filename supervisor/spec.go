@@ -108,7 +108,11 @@ type Daemon struct {
 
 // Ready is a daemon's readiness check: exactly one of TCP, HTTP, Cmd or Log.
 type Ready struct {
-	TCP     string   `json:"tcp,omitempty"`
+	TCP string `json:"tcp,omitempty"`
+	// Send is written on the tcp check's connection; Expect must then come
+	// in what the server answers (both optional).
+	Send    string   `json:"send,omitempty"`
+	Expect  string   `json:"expect,omitempty"`
 	HTTP    string   `json:"http,omitempty"`
 	Cmd     []string `json:"cmd,omitempty"`
 	Log     string   `json:"log,omitempty"`
@@ -334,6 +338,9 @@ func (r *Ready) validate(p string) error {
 		}
 		return fmt.Errorf("cannot use spec: %s: %w", p, errs[0].Err)
 	}
+	if e := specrules.ReadyExchange(r.TCP, r.Send, r.Expect); e.Err != nil {
+		return fmt.Errorf("cannot use spec: %s.%s: %w", p, e.Key, e.Err)
+	}
 	if e := specrules.Duration(r.Timeout); e != nil {
 		return fmt.Errorf("cannot use spec: %s.timeout: %w", p, e)
 	}
@@ -350,7 +357,14 @@ func (r *Ready) timeout() time.Duration {
 func (r *Ready) describe() string {
 	switch {
 	case r.TCP != "":
-		return "tcp " + r.TCP
+		d := "tcp " + r.TCP
+		if r.Send != "" {
+			d += ", sending " + strconv.Quote(r.Send)
+		}
+		if r.Expect != "" {
+			d += ", expecting " + strconv.Quote(r.Expect)
+		}
+		return d
 	case r.HTTP != "":
 		return "http " + r.HTTP
 	case len(r.Cmd) > 0:

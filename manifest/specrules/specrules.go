@@ -230,6 +230,28 @@ func ReadyLog(re string) error {
 	return nil
 }
 
+// maxExchange bounds a tcp check's send and expect.
+const maxExchange = 1024
+
+// ReadyExchange checks a readiness check's send and expect: they go with a tcp
+// check, send needs expect (else nothing tells its answer), and each holds at
+// most 1024 bytes. A problem is returned at the key it concerns.
+func ReadyExchange(tcp, send, expect string) KeyError {
+	for _, k := range []struct{ key, v string }{{"send", send}, {"expect", expect}} {
+		switch {
+		case k.v == "":
+		case tcp == "":
+			return KeyError{k.key, errors.New("goes with a tcp check (set tcp = \"host:port\")")}
+		case len(k.v) > maxExchange:
+			return KeyError{k.key, fmt.Errorf("is %d bytes long; at most %d", len(k.v), maxExchange)}
+		}
+	}
+	if send != "" && expect == "" {
+		return KeyError{"send", errors.New(`needs expect: what the server's answer must hold, e.g. send = "PING\r\n", expect = "+PONG"`)}
+	}
+	return KeyError{}
+}
+
 // KeyError is a problem at a key below the one checked ("" for that key itself).
 type KeyError struct {
 	Key string
