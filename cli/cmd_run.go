@@ -24,6 +24,7 @@ func init() { addCommand(newRunCommand) }
 
 type runOptions struct {
 	keep    bool
+	wait    bool // wait for the daemons' shutdown (--wait)
 	id      string
 	labels  []string
 	env     []string
@@ -40,7 +41,9 @@ func newRunCommand(a *app) *cobra.Command {
 		Short: "Run CMD in a fresh sandbox and exit with its code; nothing is left behind",
 		Long: "run creates a fresh sandbox from the project's manifest, starts its services and daemons, runs CMD\n" +
 			"with stdout and stderr streamed apart (a TTY only when stdin and stdout are terminals), shuts the\n" +
-			"daemons down, removes every object of the sandbox and exits with CMD's exit code.",
+			"daemons down, removes every object of the sandbox and exits with CMD's exit code. It returns once CMD\n" +
+			"exited and its output is out: daemons that take longer than 100 ms to stop finish in the background\n" +
+			"(airlock events shows them) unless --wait or sandbox.wait_for_daemons.",
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.run(cmd.Context(), o, args)
@@ -49,6 +52,7 @@ func newRunCommand(a *app) *cobra.Command {
 	cmd.Flags().SetInterspersed(false)
 	f := cmd.Flags()
 	f.BoolVar(&o.keep, "keep", false, "leave the stopped sandbox for airlock logs and airlock rm")
+	f.BoolVar(&o.wait, "wait", false, "return only once every daemon shut down, with all the shutdown lines")
 	f.StringVar(&o.id, "id", "", "sandbox ID (default: a new UUID)")
 	f.StringArrayVar(&o.labels, "label", nil, "label KEY=VALUE on the sandbox (repeatable)")
 	f.StringArrayVarP(&o.env, "env", "e", nil, "environment NAME=VALUE (or NAME, from the host) for CMD (repeatable)")
@@ -131,10 +135,15 @@ func (a *app) run(parent context.Context, o runOptions, args []string) error {
 	// Without --keep or --output nothing is needed of the sandbox once its main
 	// command exited: the daemon removes it then, and the CLI returns the code.
 	removeOnExit := !o.keep && len(o.outputs) == 0
+	// The run returns once CMD exited and its output is out, the daemons that
+	// are slow to stop finishing in the background; a kept sandbox is
+	// announced once stopped, and --output reads a copied project once it
+	// stopped, so they wait for them.
+	fastEnd := !o.wait && !r.Sandbox.WaitForDaemons && !o.keep && !(len(o.outputs) > 0 && projectCopied)
 	rec, err := c.Create(ctx, &client.CreateRequest{
 		ID: o.id, Kind: sandbox.KindRun, Manifest: wm, Secrets: secretValues, Command: args, Env: env, EnvSecrets: envSecrets,
 		Workdir: o.workdir, TTY: tty, Stdin: stdin, Labels: labels, Quiet: a.opts.quiet,
-		CLIPid: cliPid, CLIStart: cliStart, Engine: tgt.engine, RemoveOnExit: removeOnExit, ClientFiles: tgt.clientFiles,
+		CLIPid: cliPid, CLIStart: cliStart, Engine: tgt.engine, RemoveOnExit: removeOnExit, FastEnd: fastEnd, ClientFiles: tgt.clientFiles,
 	})
 	if err != nil {
 		return setupErr(apiFailure(err))
@@ -299,9 +308,10 @@ func (a *app) run(parent context.Context, o runOptions, args []string) error {
 	// is drained and --output copied back.
 	mainDone := func(code int) error {
 		mainExited = true
-		// After --output wrote; the primary has exited (codes is its death),
-		// so the sandbox writes no more: its session ends here.
-		defer session.ended(true)
+		// After --output wrote. Once the primary has exited the sandbox
+		// writes no more: its session ends here; with daemons still shutting
+		// down (fastEnd) it stays open until the sandbox is found gone.
+		defer session.ended(!fastEnd)
 		restore()
 		if err := a.copyOutputs(c, id, projectCopied, outCopy, o.outputs); err != nil {
 			// The copy failed (exit 125): say what the command's code was.

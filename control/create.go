@@ -2,6 +2,8 @@ package control
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -35,6 +37,11 @@ type CreateRequest struct {
 	Quiet      bool
 	// RemoveOnExit deletes the sandbox as soon as its primary exited.
 	RemoveOnExit bool
+	// FastEnd, for a run, ends an attach to its main command once the
+	// command exited and the daemons that stop within 100 ms did, while the
+	// others shut down in the background (the supervisor marks the end of the
+	// output: sandbox.Request.EndMarker).
+	FastEnd bool
 	// Engine is the Docker Engine to create the sandbox on; nil for the daemon's own.
 	Engine *engine.Endpoint
 	// Start starts the sandbox once created; else it waits, pending, for Resume.
@@ -76,9 +83,14 @@ func (s *Service) Create(_ context.Context, req *CreateRequest) (Sandbox, error)
 	if req.Engine != nil {
 		eng, _ = json.Marshal(req.Engine)
 	}
+	var endMarker string
+	if req.FastEnd && req.Kind == sandbox.KindRun {
+		endMarker = nonce()
+	}
 	rec, _, err := s.store.CreateSandbox(store.Sandbox{
 		ID: req.ID, Kind: req.Kind, Project: req.Manifest.ProjectDir, Labels: labels, Engine: eng,
 		Plan: req.Manifest.Resolved, Sources: req.Manifest.Sources, CLIPid: req.CLIPid, CLIStart: req.CLIStart,
+		EndMarker: endMarker,
 	}, store.Event{Kind: "sandbox.accepted"})
 	if err != nil {
 		return Sandbox{}, err
@@ -97,7 +109,7 @@ func (s *Service) Create(_ context.Context, req *CreateRequest) (Sandbox, error)
 	s.touch(rec.ID)
 	sreq := &sandbox.Request{ID: rec.ID, Manifest: resolved, Kind: req.Kind, Command: req.Command, Env: req.Env, EnvSecrets: req.EnvSecrets,
 		Workdir: req.Workdir, TTY: req.TTY, Stdin: req.Stdin, Labels: labels, Quiet: req.Quiet, CLIPid: req.CLIPid, CLIStart: req.CLIStart,
-		KeepFiles: req.Kind == sandbox.KindRun && !req.RemoveOnExit, ClientFiles: req.ClientFiles}
+		KeepFiles: req.Kind == sandbox.KindRun && !req.RemoveOnExit, ClientFiles: req.ClientFiles, EndMarker: endMarker}
 	s.goAsync(func() { s.prepare(rec.ID, sreq, req.Start) })
 	return s.view(rec), nil
 }
@@ -168,4 +180,11 @@ func exitExtra(err error) map[string]string {
 		}
 	}
 	return extra
+}
+
+// nonce is a random marker nonce: 32 hexadecimal digits.
+func nonce() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 
+	"time"
+
 	"golang.org/x/time/rate"
 
 	"github.com/airlock-dev/airlock/manifest"
@@ -38,6 +40,11 @@ type live struct {
 	steps      []string        // "step=ms" of the runtime's work since the last report (guarded by Service.mu)
 
 	removeOnExit bool // delete the sandbox when its primary exits (guarded by Service.mu)
+	// mainEnded: the main command's output ended with its end marker (a
+	// fast-ended run), its daemons shutting down: the CLI that got the code
+	// is gone by design, so the reaper leaves the sandbox to its primary's
+	// exit (guarded by Service.mu).
+	mainEnded time.Time
 
 	egress          map[string]*egressCount // denied destinations (guarded by Service.mu)
 	egressFollowing bool                    // a follower reads the proxy's denials (guarded by Service.mu)

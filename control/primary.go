@@ -1,6 +1,7 @@
 package control
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"sync"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/airlock-dev/airlock/control/store"
 	"github.com/airlock-dev/airlock/sandbox"
+	"github.com/airlock-dev/airlock/supervisor"
 )
 
 // primaryDrain bounds how long an attached client's output may still be
@@ -79,6 +81,29 @@ func (s *Service) AttachPrimary(ctx context.Context, id string, req *AttachReque
 			return nil, err
 		}
 	}
+	// A run that need not wait for its daemons' shutdown ends at the marker
+	// the supervisor writes after the main command's output (on stdout and
+	// stderr, or once on a terminal), with the code, before the container
+	// exits; what comes after the marker is not the client's.
+	var marked chan int
+	var filters []*endFilter
+	if rec.EndMarker != "" {
+		marked = make(chan int, 1)
+		need := 2
+		if h.TTY {
+			need = 1
+		}
+		var mu sync.Mutex
+		found := func(code int) {
+			mu.Lock()
+			defer mu.Unlock()
+			if need--; need == 0 {
+				marked <- code
+			}
+		}
+		fo, fe := newEndFilter(stdout, rec.EndMarker, found), newEndFilter(stderr, rec.EndMarker, found)
+		stdout, stderr, filters = fo, fe, []*endFilter{fo, fe}
+	}
 	actx, cancel := context.WithCancel(s.ctx)
 	stop := context.AfterFunc(ctx, cancel) // the client went away
 	codes, waitErrs := rt.WaitExit(actx, h)
@@ -113,6 +138,11 @@ func (s *Service) AttachPrimary(ctx context.Context, id string, req *AttachReque
 			case <-output:
 			case <-time.After(primaryDrain):
 			}
+			for _, f := range filters {
+				f.flush() // the output ended without a marker
+			}
+		case end.ExitCode = <-marked:
+			s.setFlags(l, func() { l.mainEnded = time.Now() })
 		case end.Err = <-waitErrs:
 		case <-actx.Done():
 			end.Err = actx.Err()
@@ -186,4 +216,77 @@ func skipBytes(w io.Writer, n int64) io.Writer {
 		}
 		return all, nil
 	})
+}
+
+// endFilter passes what is written to it on to w up to the end marker of a
+// nonce (supervisor.EndMarker), calls found with the marker's code, and drops
+// what follows. The start of a possible marker split across writes is held
+// back until the rest tells (flush writes what is held).
+type endFilter struct {
+	mu    sync.Mutex
+	w     io.Writer
+	nonce string
+	start []byte
+	held  []byte
+	done  bool
+	found func(code int)
+}
+
+func newEndFilter(w io.Writer, nonce string, found func(int)) *endFilter {
+	return &endFilter{w: w, nonce: nonce, start: []byte(supervisor.EndMarkerStart(nonce)), found: found}
+}
+
+func (f *endFilter) Write(p []byte) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := len(p)
+	if f.done {
+		return n, nil
+	}
+	data := p
+	if len(f.held) > 0 {
+		data = append(f.held, p...)
+		f.held = nil
+	}
+	for len(data) > 0 {
+		i := bytes.IndexByte(data, f.start[0])
+		if i < 0 {
+			f.pass(data)
+			return n, nil
+		}
+		f.pass(data[:i])
+		rest := data[i:]
+		switch {
+		case len(rest) < len(f.start) && bytes.HasPrefix(f.start, rest),
+			bytes.HasPrefix(rest, f.start) && !bytes.Contains(rest, []byte("\x1b\\")) && len(rest) < supervisor.MaxEndMarker:
+			f.held = append([]byte(nil), rest...) // a marker may be coming
+			return n, nil
+		case bytes.HasPrefix(rest, f.start):
+			if code, ok := supervisor.ParseEndMarker(rest, f.nonce); ok {
+				f.done = true
+				f.found(code)
+				return n, nil
+			}
+		}
+		f.pass(rest[:1])
+		data = rest[1:]
+	}
+	return n, nil
+}
+
+// pass writes b on; a client that went away is the caller's to notice.
+func (f *endFilter) pass(b []byte) {
+	if len(b) > 0 {
+		_, _ = f.w.Write(b)
+	}
+}
+
+// flush writes what is held back: the output ended without a marker.
+func (f *endFilter) flush() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.done {
+		f.pass(f.held)
+		f.held = nil
+	}
 }

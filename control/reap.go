@@ -27,7 +27,7 @@ func (s *Service) reap() {
 		}
 		for _, rec := range recs {
 			switch {
-			case rec.Kind == sandbox.KindRun && rec.CLIPid > 0 && rec.State != store.StateDeleting && !processAlive(rec.CLIPid, rec.CLIStart):
+			case rec.Kind == sandbox.KindRun && rec.CLIPid > 0 && rec.State != store.StateDeleting && !s.mainEnded(rec.ID) && !processAlive(rec.CLIPid, rec.CLIStart):
 				s.log.Info("reaping a run sandbox whose CLI is gone", "sandbox", rec.ID, "cli_pid", rec.CLIPid)
 				_, _ = s.delete(rec.ID, "cli_gone")
 			case rec.State == store.StateDeleting && time.Since(rec.UpdatedAt) > 10*time.Second:
@@ -54,4 +54,18 @@ func processAlive(pid int, start string) bool {
 	}
 	state, started, ok := proc.State(pid)
 	return ok && state != "Z" && (start == "" || started == start)
+}
+
+// mainEndGrace is how long after its end marker a fast-ended run's primary
+// may still shut its daemons down with no CLI before the reaper removes it (a
+// marker forged by the main command ends its CLI, not its sandbox, for long).
+const mainEndGrace = 2 * time.Minute
+
+// mainEnded reports whether a run's main command ended with its end marker
+// (live.mainEnded) less than mainEndGrace ago.
+func (s *Service) mainEnded(id string) bool {
+	l := s.liveOf(id)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return !l.mainEnded.IsZero() && time.Since(l.mainEnded) < mainEndGrace
 }

@@ -61,6 +61,7 @@ func applyDefaults(data map[string]any, origins map[string]origin) {
 	set(sb, sp, "shell", []any{})
 	set(sb, sp, "harden", true)
 	set(sb, sp, "privileged", false)
+	set(sb, sp, "wait_for_daemons", false)
 	set(sb, sp, "network", "bridge")
 	set(sb, sp, "ports", []any{})
 	set(sb, sp, "cap_add", []any{})

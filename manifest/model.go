@@ -37,6 +37,8 @@ type Sandbox struct {
 	ReadyTimeout string   `toml:"ready_timeout" json:"ready_timeout"`
 	CPUs         float64  `toml:"cpus" json:"cpus"`
 	Memory       string   `toml:"memory" json:"memory"`
+	// WaitForDaemons makes run return only once every daemon shut down.
+	WaitForDaemons bool `toml:"wait_for_daemons" json:"wait_for_daemons,omitempty"`
 }
 
 // Egress is [sandbox.egress]: only the listed destinations are reachable, through

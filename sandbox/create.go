@@ -49,6 +49,10 @@ type Request struct {
 	// copied in; the client writes the project and copies through the files
 	// API before the start.
 	ClientFiles bool
+	// EndMarker, for a run, is the nonce of the marker the supervisor writes
+	// after the main command's output (supervisor.Spec.EndMarker): a reader of
+	// the output has the code then, while slow daemons still shut down.
+	EndMarker string
 }
 
 // Sandbox is a created sandbox.
@@ -427,6 +431,7 @@ func buildSpec(req *Request, r *manifest.Resolved, hp *hostPlan) *supervisor.Spe
 		SecretsSocket:  SecretsSocketIn,
 		StatusReadFile: StatusReadIn,
 		Quiet:          req.Quiet,
+		EndMarker:      req.EndMarker,
 		Main: supervisor.Main{
 			Argv:   req.Command,
 			Cwd:    workdir(req, r),

@@ -1,10 +1,13 @@
 package supervisor
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"maps"
+	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -21,11 +24,31 @@ func (s *supervisor) stopAll() {
 // daemon in completion order (with spinners for the ones still stopping when
 // stderr is a terminal).
 func (s *supervisor) collect() {
-	v := &shutdownView{w: s.msgs, tty: s.tty, color: s.color, quiet: s.quiet}
-	remaining := map[string]bool{}
+	s.collectUntil(nil)
 	for _, d := range s.daemons {
-		remaining[d.spec.Name] = true
+		d.closeLogs()
 	}
+}
+
+// collectFor is collect for at most d: it returns then, the daemons still
+// stopping left to a later collect.
+func (s *supervisor) collectFor(d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	s.collectUntil(t.C)
+}
+
+// collectUntil prints the daemons' lines until each reported its end or
+// until deadline (nil: none).
+func (s *supervisor) collectUntil(deadline <-chan time.Time) {
+	if s.view == nil {
+		s.view = &shutdownView{w: s.msgs, tty: s.tty, color: s.color, quiet: s.quiet}
+		s.remaining = map[string]bool{}
+		for _, d := range s.daemons {
+			s.remaining[d.spec.Name] = true
+		}
+	}
+	v, remaining := s.view, s.remaining
 	var tick <-chan time.Time
 	if v.tty && !v.quiet && len(remaining) > 0 {
 		t := time.NewTicker(100 * time.Millisecond)
@@ -41,11 +64,76 @@ func (s *supervisor) collect() {
 		case <-tick:
 			v.frame++
 			v.draw(remaining)
+		case <-deadline:
+			return
 		}
 	}
-	for _, d := range s.daemons {
-		d.closeLogs()
+}
+
+// fastEndWait is how long a run that need not wait for its daemons' shutdown
+// (Spec.EndMarker) gives them to stop before it marks the end of its output.
+const fastEndWait = 100 * time.Millisecond
+
+// markEnd writes the end marker with the main command's code on stdout and,
+// when it is another stream, on stderr (after the shutdown lines printed so
+// far, and after clearing the spinners of the daemons still stopping).
+func (s *supervisor) markEnd(o Options, nonce string, code int) {
+	if s.view != nil {
+		var b strings.Builder
+		s.view.clear(&b)
+		_, _ = io.WriteString(s.msgs, b.String())
 	}
+	m := EndMarker(nonce, code)
+	_, _ = io.WriteString(o.Stdout, m)
+	if !sameFile(o.Stdout, o.Stderr) {
+		_, _ = io.WriteString(o.Stderr, m)
+	}
+}
+
+// EndMarker is what the supervisor writes after the main command's output
+// when the spec has an end marker: an APC escape sequence, which terminals
+// ignore, holding the nonce and the code.
+func EndMarker(nonce string, code int) string {
+	return endMarkerPrefix + nonce + ":" + strconv.Itoa(code) + endMarkerSuffix
+}
+
+const (
+	endMarkerPrefix = "\x1b_airlock-end:"
+	endMarkerSuffix = "\x1b\\"
+)
+
+// EndMarkerStart is the start of nonce's marker: what a reader looks for.
+func EndMarkerStart(nonce string) string { return endMarkerPrefix + nonce + ":" }
+
+// ParseEndMarker reads the code of nonce's marker at the start of b.
+func ParseEndMarker(b []byte, nonce string) (int, bool) {
+	rest, ok := bytes.CutPrefix(b, []byte(EndMarkerStart(nonce)))
+	if !ok {
+		return 0, false
+	}
+	digits, _, ok := bytes.Cut(rest, []byte(endMarkerSuffix))
+	if !ok || len(digits) == 0 || len(digits) > 3 {
+		return 0, false
+	}
+	code, err := strconv.Atoi(string(digits))
+	if err != nil || code < 0 || code > 255 {
+		return 0, false
+	}
+	return code, true
+}
+
+// MaxEndMarker bounds the length of a marker (nonce of at most 64 characters).
+const MaxEndMarker = 16 + 64 + 1 + 3 + 2
+
+// sameFile reports whether a and b are the same open file (a terminal given
+// as both).
+func sameFile(a, b *os.File) bool {
+	if a == b {
+		return true
+	}
+	sa, errA := a.Stat()
+	sb, errB := b.Stat()
+	return errA == nil && errB == nil && os.SameFile(sa, sb)
 }
 
 // shutdownView prints the shutdown lines.

@@ -76,9 +76,15 @@ type Spec struct {
 	// that socket before it starts anything, even when no env entry takes a
 	// secret (an empty object releases it): the Kubernetes backend copies the
 	// project in meanwhile. Given a --secrets file, it takes that and does not wait.
-	Hold    bool      `json:"hold,omitempty"`
-	Main    Main      `json:"main"`
-	Daemons []*Daemon `json:"daemons,omitempty"`
+	Hold bool `json:"hold,omitempty"`
+	// EndMarker, when set (a run that need not wait for its daemons'
+	// shutdown), makes the supervisor write EndMarker(EndMarker, code) on
+	// stdout and stderr once the main command exited and the daemons that
+	// stop within fastEndWait did: the host then has the whole output and
+	// the code while the other daemons finish. Letters and digits only.
+	EndMarker string    `json:"end_marker,omitempty"`
+	Main      Main      `json:"main"`
+	Daemons   []*Daemon `json:"daemons,omitempty"`
 }
 
 // Main is the main command: the foreground process whose exit ends the sandbox.
@@ -256,6 +262,9 @@ func (s *Spec) Validate() error {
 	}
 	if len(s.Main.Argv) > 0 && s.Main.Argv[0] == "" {
 		return errors.New("cannot use spec: main.argv[0] is empty")
+	}
+	if m := s.EndMarker; m != "" && (len(m) > 64 || strings.Trim(m, "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ") != "") {
+		return errors.New("cannot use spec: end_marker: at most 64 letters and digits")
 	}
 	if err := validateEnv("main.env", s.Main.Env); err != nil {
 		return err

@@ -49,6 +49,9 @@ type supervisor struct {
 	tty      bool
 	color    bool
 	quiet    bool
+	// view and remaining are the shutdown lines' state across collects.
+	view      *shutdownView
+	remaining map[string]bool
 }
 
 // Run supervises one sandbox and returns the exit code the process ends
@@ -164,6 +167,12 @@ func Run(o Options) (int, error) {
 	s.status.emit(ev)
 	s.stopAll()
 	m.reclaimTerminal()
+	if spec.EndMarker != "" {
+		// The lines of the daemons that stop at once, then the end of the
+		// output; the others finish after it.
+		s.collectFor(fastEndWait)
+		s.markEnd(o, spec.EndMarker, st.shellCode())
+	}
 	s.collect()
 	return st.shellCode(), nil
 }

@@ -91,6 +91,9 @@ type Sandbox struct {
 	// sandbox (the start time guards against PID reuse).
 	CLIPid   int    `json:"cli_pid,omitempty"`
 	CLIStart string `json:"cli_start,omitempty"`
+	// EndMarker is the nonce of the marker that ends a run's main output
+	// (sandbox.Request.EndMarker); empty when the run waits for its daemons.
+	EndMarker string `json:"end_marker,omitempty"`
 	// LastSeq is the sequence of the sandbox's last event.
 	LastSeq uint64 `json:"last_seq"`
 }

@@ -1,0 +1,68 @@
+package e2e
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestRunEndsBeforeSlowDaemons (issue 24, a fast end of run): run returns once
+// the main command exited and its output is out, with the shutdown lines of
+// the daemons that stopped at once; a daemon slow to stop finishes in the
+// background, recorded in the events, and the sandbox is removed after it.
+// --wait and sandbox.wait_for_daemons keep the whole shutdown in the run.
+func TestRunEndsBeforeSlowDaemons(t *testing.T) {
+	limit(t)
+	e := newEnv(t, `
+[sandbox]
+image = "{{image}}"
+network = "none"
+
+[daemons.quick]
+command = ["sleep", "1000"]
+
+[daemons.slow]
+command = ["sh", "-c", "trap 'sleep 6; exit 0' TERM; while :; do sleep 0.1; done"]
+timeout = 30
+`)
+	const main = "echo out; echo err >&2; exit 3"
+	r := e.Run("run", "--id", "fast-end-1", "--", "sh", "-c", main)
+	if r.Code != 3 || r.Stdout != "out\n" {
+		t.Fatalf("want exit 3 and stdout %q, got %s", "out\n", r)
+	}
+	contains(t, "stderr", r.Stderr, "err\n", "✔ daemon quick: shut down")
+	if strings.Contains(r.Stderr, "daemon slow") || strings.Contains(r.Stderr, "airlock-end") {
+		t.Errorf("stderr shows the slow daemon's end or the end marker:\n%s", r.Stderr)
+	}
+	// The slow daemon was still shutting down when run returned (it takes
+	// 6 s), so the sandbox was there; its end is recorded, then the sandbox
+	// is removed.
+	there := false
+	for _, p := range e.PS() {
+		there = there || p.ID == "fast-end-1"
+	}
+	if !there {
+		t.Errorf("sandbox fast-end-1 was gone when run returned: the run waited for its slow daemon")
+	}
+	eventually(t, cmdTimeout, "the sandbox to be removed once its slow daemon stopped", func() bool {
+		return strings.Contains(e.MustRun("events", "fast-end-1").Stdout, "sandbox.deleted")
+	})
+	ev := e.MustRun("events", "fast-end-1").Stdout
+	contains(t, "events", ev, "main.exited", "exit_code=3", "daemon=slow", "sandbox.stopped", "reason=exited")
+	if !strings.Contains(ev, "daemon.stopped") || strings.Count(ev, "daemon.stopped") != 2 || strings.Contains(ev, "cli_gone") {
+		t.Errorf("want both daemons' stops recorded and no reaping:\n%s", ev)
+	}
+
+	// --wait: the run ends with the whole shutdown.
+	r = e.Run("run", "--wait", "--", "sh", "-c", main)
+	if r.Code != 3 || r.Stdout != "out\n" {
+		t.Fatalf("--wait: want exit 3 and stdout %q, got %s", "out\n", r)
+	}
+	contains(t, "--wait stderr", r.Stderr, "✔ daemon quick: shut down", "✔ daemon slow: shut down")
+	// The manifest key does the same.
+	e.WriteFile("sandbox.local.toml", "[sandbox]\nwait_for_daemons = true\n")
+	r = e.Run("run", "--", "sh", "-c", main)
+	if r.Code != 3 || !strings.Contains(r.Stderr, "✔ daemon slow: shut down") {
+		t.Errorf("sandbox.wait_for_daemons: %s", r)
+	}
+	e.assertClean()
+}

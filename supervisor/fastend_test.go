@@ -1,0 +1,53 @@
+package supervisor
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestEndMarker: with an end marker in the spec (a run that need not wait for
+// its daemons' shutdown, issue 24), the supervisor marks the end of the main
+// command's output on stdout and stderr once the main command exited and the
+// daemons that stop within a moment did: their lines come before the marker,
+// a slow daemon's after it. The code is the main command's.
+func TestEndMarker(t *testing.T) {
+	t.Parallel()
+	s := newSandbox(t)
+	s.spec.EndMarker = "0123456789abcdef"
+	s.daemon("quick", sh("exec sleep 100"))
+	s.daemon("slow", sh("trap 'sleep 1; exit 0' TERM; while :; do sleep 0.05; done"))
+	s.spec.Main.Argv = sh("echo out; echo err >&2; exit 3")
+	r := s.run()
+	if r.code != 3 {
+		t.Fatalf("code %d, stderr:\n%s", r.code, r.stderr)
+	}
+	marker := EndMarker("0123456789abcdef", 3)
+	if want := "out\n" + marker; r.stdout != want {
+		t.Errorf("stdout %q, want %q", r.stdout, want)
+	}
+	quick := strings.Index(r.stderr, "✔ daemon quick: shut down")
+	end := strings.Index(r.stderr, marker)
+	slow := strings.Index(r.stderr, "✔ daemon slow: shut down")
+	if !strings.HasPrefix(r.stderr, "err\n") || quick < 0 || end < quick || slow < end {
+		t.Errorf("stderr: want err, the quick daemon's line, the marker, then the slow one's:\n%q", r.stderr)
+	}
+	code, ok := ParseEndMarker([]byte(marker), "0123456789abcdef")
+	if !ok || code != 3 {
+		t.Errorf("ParseEndMarker(%q) = %d, %v", marker, code, ok)
+	}
+	if _, ok := ParseEndMarker([]byte(EndMarker("another", 3)), "0123456789abcdef"); ok {
+		t.Errorf("a marker with another nonce parsed")
+	}
+}
+
+// TestNoEndMarker: without one (up, run --wait), nothing is added to the output.
+func TestNoEndMarker(t *testing.T) {
+	t.Parallel()
+	s := newSandbox(t)
+	s.daemon("quick", sh("exec sleep 100"))
+	s.spec.Main.Argv = sh("echo out; echo err >&2")
+	r := s.run()
+	if r.code != 0 || r.stdout != "out\n" || strings.Contains(r.stderr, "airlock-end") {
+		t.Errorf("code %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+}
