@@ -61,7 +61,8 @@ func (s *Service) primaryDied(id string, l *live, codep *int) {
 		if rec.State == store.StateReady || rec.State == store.StatePending {
 			s.emit(id, store.Event{Kind: "sandbox.failed", Reason: "oom_killed", ExitCode: codep}, store.StateFailed)
 		}
-		return
+		// A run removed on exit goes too: its CLI, which had the code
+		// (at the end marker, before the kill was known), left it to us.
 	case stopping != "":
 		// A requested stop or delete records its own end once the Engine
 		// confirms the container stopped (its state may lag this event).

@@ -66,3 +66,21 @@ timeout = 30
 	}
 	e.assertClean()
 }
+
+// TestRunOOMKilledIsRemoved: a main command killed for the sandbox's memory
+// limit ends the run with 137 (at the end marker, before the kill is known to
+// the daemon), the sandbox is recorded oom_killed, and removed: the reaper's
+// spare for a fast-ended run does not keep it (the Kubernetes backend's
+// TestOOMKilledOnCluster found it kept).
+func TestRunOOMKilledIsRemoved(t *testing.T) {
+	limit(t)
+	e := newEnv(t, "[sandbox]\nimage = \"{{image}}\"\nnetwork = \"none\"\nmemory = \"32m\"\n")
+	r := e.Run("run", "--id", "oom-fast-end", "--", "sh", "-c", "head -c 200m /dev/zero | tail")
+	if r.Code != 137 {
+		t.Errorf("want exit 137 from the OOM kill, got %s", r)
+	}
+	eventually(t, cmdTimeout, "the events to say oom_killed", func() bool {
+		return strings.Contains(e.MustRun("events", "oom-fast-end").Stdout, "oom_killed")
+	})
+	e.assertClean()
+}
