@@ -28,7 +28,8 @@ const (
 )
 
 // The tags that start a record of OutputLog: the line was read from the
-// daemon's stdout, or from its stderr.
+// daemon's stdout, or from its stderr. (client.RecordStdout and RecordStderr
+// are the same: TestRecordTags.)
 const (
 	RecordStdout = "o "
 	RecordStderr = "e "
