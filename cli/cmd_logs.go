@@ -21,6 +21,7 @@ func init() { addCommand(newLogsCommand) }
 type logsOptions struct {
 	follow bool
 	lines  int
+	stdout bool
 	stderr bool
 }
 
@@ -28,20 +29,26 @@ func newLogsCommand(a *app) *cobra.Command {
 	var o logsOptions
 	cmd := &cobra.Command{
 		Use:   "logs [SANDBOX] [DAEMON]",
-		Short: "Print daemon logs (stdout, or --stderr); -f follows across restarts",
+		Short: "Print daemon logs (stdout and stderr, in order); -f follows across restarts",
 		Long: "logs prints the logs the supervisor keeps per daemon: every run's output, appended across restarts\n" +
-			"and truncated only when the sandbox starts. Without DAEMON it prints every daemon's log, each line\n" +
+			"and truncated only when the sandbox starts. It prints both streams in the order the supervisor read\n" +
+			"them, as docker logs does: a daemon's stdout lines on stdout, its stderr lines on stderr (2>&1 to\n" +
+			"pipe both); --stdout or --stderr prints one. Without DAEMON it prints every daemon's log, each line\n" +
 			"prefixed with the daemon's name. With one argument that names a daemon of this project's sandbox,\n" +
 			"it is the daemon; otherwise it is a sandbox ID.",
 		Args: cobra.MaximumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if o.stdout && o.stderr {
+				return withCode(ExitUsage, fmt.Errorf("give --stdout or --stderr, not both (without either, logs prints both streams)"))
+			}
 			return a.logs(args, o)
 		},
 	}
 	f := cmd.Flags()
 	f.BoolVarP(&o.follow, "follow", "f", false, "keep printing new output until the sandbox stops (or Ctrl-C)")
-	f.IntVarP(&o.lines, "tail", "n", -1, "print only the last N lines of each log")
-	f.BoolVar(&o.stderr, "stderr", false, "print the daemons' stderr instead of stdout")
+	f.IntVarP(&o.lines, "tail", "n", -1, "print only the last N lines of each log (of what is printed)")
+	f.BoolVar(&o.stdout, "stdout", false, "print only the daemons' stdout")
+	f.BoolVar(&o.stderr, "stderr", false, "print only the daemons' stderr (on stderr)")
 	return cmd
 }
 
@@ -86,7 +93,16 @@ func (a *app) logs(args []string, o logsOptions) error {
 	if sb.Container == "" || len(names) == 0 {
 		return nil
 	}
-	out := &lockedWriter{w: a.stdout}
+	stream := client.StreamBoth
+	switch {
+	case o.stdout:
+		stream = client.StreamStdout
+	case o.stderr:
+		stream = client.StreamStderr
+	}
+	// One lock for both: a line is written whole, and in the order read.
+	var mu sync.Mutex
+	out, errOut := &lockedWriter{mu: &mu, w: a.stdout}, &lockedWriter{mu: &mu, w: a.stderr}
 	var wg sync.WaitGroup
 	for _, n := range names {
 		prefix := ""
@@ -96,16 +112,27 @@ func (a *app) logs(args []string, o logsOptions) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			rc, err := c.DaemonLog(ctx, id, n, client.LogOptions{Stderr: o.stderr, Tail: o.lines, Follow: o.follow})
+			rc, err := c.DaemonLog(ctx, id, n, client.LogOptions{Stream: stream, Tail: o.lines, Follow: o.follow})
 			if err != nil {
 				return // gone meanwhile: nothing to show of it
 			}
 			defer rc.Close()
-			// Lines longer than supervisor.MaxLogLine come cut already; the
-			// bound here (a little above, for the marker) holds whatever comes.
-			lw := &linePrefixer{w: out, prefix: prefix, max: supervisor.MaxLogLine + 256}
-			_, _ = io.Copy(lw, rc)
-			lw.finish()
+			// Lines longer than supervisor.MaxLogLine come cut (or, of both
+			// streams, in records of MaxLogLine bytes) already; the bound
+			// here (a little above, for the marker) holds whatever comes.
+			max := supervisor.MaxLogLine + 256
+			ow := &linePrefixer{w: out, prefix: prefix, max: max}
+			ew := &linePrefixer{w: errOut, prefix: prefix, max: max}
+			switch stream {
+			case client.StreamStdout:
+				_, _ = io.Copy(ow, rc)
+			case client.StreamStderr:
+				_, _ = io.Copy(ew, rc)
+			default:
+				_ = client.SplitLog(rc, ow, ew)
+			}
+			ow.finish()
+			ew.finish()
 		}()
 	}
 	wg.Wait()
@@ -113,7 +140,7 @@ func (a *app) logs(args []string, o logsOptions) error {
 }
 
 type lockedWriter struct {
-	mu sync.Mutex
+	mu *sync.Mutex
 	w  io.Writer
 }
 

@@ -11,76 +11,100 @@ import (
 	"github.com/airlock-dev/airlock/supervisor"
 )
 
-// logsSandbox adds a ready sandbox s1 with daemons api and web and their logs.
+// logsSandbox adds a ready sandbox s1 with daemons api and web and their logs:
+// each stream's, and both in the order read (supervisor.OutputLog). web's
+// stdout ends with a line not ended yet, which output.log does not hold yet.
 func logsSandbox(t *testing.T, f *fakeDaemon) {
 	t.Helper()
 	f.add(client.Sandbox{ID: "s1", DaemonNames: []string{"api", "web"}})
 	f.engine.writeFile("c-s1", supervisor.DaemonLogFile("api", false), "api 1\napi 2\napi 3\n")
+	f.engine.writeFile("c-s1", supervisor.DaemonLogFile("api", true), "api err 1\n")
+	f.engine.writeFile("c-s1", supervisor.DaemonOutputLog("api"), "o api 1\ne api err 1\no api 2\no api 3\n")
 	f.engine.writeFile("c-s1", supervisor.DaemonLogFile("web", false), "web 1\nweb 2\nno newline")
 	f.engine.writeFile("c-s1", supervisor.DaemonLogFile("web", true), "web err 1\nweb err 2\n")
+	f.engine.writeFile("c-s1", supervisor.DaemonOutputLog("web"), "o web 1\ne web err 1\no web 2\ne web err 2\n")
 }
 
 // sortedLines: the daemons' logs are read at the same time, so only each line is whole.
 func sortedLines(s string) []string {
+	if s == "" {
+		return nil
+	}
 	lines := strings.Split(strings.TrimSuffix(s, "\n"), "\n")
 	slices.Sort(lines)
 	return lines
 }
 
+// logs prints both streams of every daemon: stdout lines on stdout, stderr
+// lines on stderr, each prefixed with the daemon's name.
 func TestLogsEveryDaemonPrefixed(t *testing.T) {
 	t.Parallel()
 	f := newFakeDaemon(t)
 	logsSandbox(t, f)
 	r := f.run("logs", "s1")
-	if r.code != 0 || r.stderr != "" {
+	if r.code != 0 {
 		t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
 	}
-	want := []string{"api | api 1", "api | api 2", "api | api 3", "web | no newline", "web | web 1", "web | web 2"}
+	want := []string{"api | api 1", "api | api 2", "api | api 3", "web | web 1", "web | web 2"}
 	if got := sortedLines(r.stdout); !slices.Equal(got, want) || !strings.HasSuffix(r.stdout, "\n") {
-		t.Errorf("logs s1:\n%s\nwant the lines %q", r.stdout, want)
+		t.Errorf("logs s1, stdout:\n%s\nwant the lines %q", r.stdout, want)
+	}
+	wantErr := []string{"api | api err 1", "web | web err 1", "web | web err 2"}
+	if got := sortedLines(r.stderr); !slices.Equal(got, wantErr) {
+		t.Errorf("logs s1, stderr:\n%s\nwant the lines %q", r.stderr, wantErr)
 	}
 	// Both read from the running sandbox by an exec of supervise tail, which
-	// cuts long lines there.
+	// cuts long lines there (a record's tag aside).
 	var read []string
 	for _, x := range f.engine.createdExecs() {
-		if !slices.Contains(x.Cmd, "--max-line") {
-			t.Errorf("tail exec %q does not cut long lines", x.Cmd)
+		if i := slices.Index(x.Cmd, "--max-line"); i < 0 || x.Cmd[i+1] != "65538" {
+			t.Errorf("tail exec %q does not cut long lines at 64 KiB and a tag", x.Cmd)
 		}
 		read = append(read, x.Cmd[len(x.Cmd)-1])
 	}
 	slices.Sort(read)
-	if want := []string{supervisor.DaemonLogFile("api", false), supervisor.DaemonLogFile("web", false)}; !slices.Equal(read, want) {
+	if want := []string{supervisor.DaemonOutputLog("api"), supervisor.DaemonOutputLog("web")}; !slices.Equal(read, want) {
 		t.Errorf("files read %q, want %q", read, want)
+	}
+	// With --stdout or --stderr, one stream: still stdout on stdout, stderr on stderr.
+	r = f.run("logs", "--stdout", "s1")
+	if want := []string{"api | api 1", "api | api 2", "api | api 3", "web | no newline", "web | web 1", "web | web 2"}; r.code != 0 || !slices.Equal(sortedLines(r.stdout), want) || r.stderr != "" {
+		t.Errorf("logs --stdout s1: exit %d, stdout:\n%s\nstderr %q; want the lines %q", r.code, r.stdout, r.stderr, want)
+	}
+	r = f.run("logs", "--stderr", "s1")
+	if r.code != 0 || r.stdout != "" || !slices.Equal(sortedLines(r.stderr), wantErr) {
+		t.Errorf("logs --stderr s1: exit %d, stdout %q, stderr:\n%s\nwant the lines %q", r.code, r.stdout, r.stderr, wantErr)
 	}
 }
 
-func TestLogsOneDaemonTailAndStderr(t *testing.T) {
+func TestLogsOneDaemonTailAndStreams(t *testing.T) {
 	t.Parallel()
 	f := newFakeDaemon(t)
 	logsSandbox(t, f)
 	for _, c := range []struct {
-		args   []string
-		stdout string
+		args           []string
+		stdout, stderr string
 	}{
-		{[]string{"logs", "s1", "api"}, "api 1\napi 2\napi 3\n"},
-		{[]string{"logs", "s1", "web"}, "web 1\nweb 2\nno newline\n"},
-		{[]string{"logs", "--tail", "2", "s1", "api"}, "api 2\napi 3\n"},
+		{[]string{"logs", "s1", "api"}, "api 1\napi 2\napi 3\n", "api err 1\n"},
+		{[]string{"logs", "s1", "web"}, "web 1\nweb 2\n", "web err 1\nweb err 2\n"},
+		// --tail counts the lines shown, of both streams.
+		{[]string{"logs", "--tail", "2", "s1", "api"}, "api 2\napi 3\n", ""},
+		{[]string{"logs", "-n", "3", "s1", "web"}, "web 2\n", "web err 1\nweb err 2\n"},
+		{[]string{"logs", "-n", "0", "s1", "api"}, "", ""},
+		{[]string{"logs", "--stdout", "s1", "web"}, "web 1\nweb 2\nno newline\n", ""},
 		// A last line without a newline is one of the N, as for tail -n.
-		{[]string{"logs", "-n", "2", "s1", "web"}, "web 2\nno newline\n"},
-		{[]string{"logs", "-n", "0", "s1", "api"}, ""},
-		{[]string{"logs", "--stderr", "s1", "web"}, "web err 1\nweb err 2\n"},
-		{[]string{"logs", "--stderr", "-n", "1", "s1", "web"}, "web err 2\n"},
-		// api has no stderr.log yet: nothing to print.
-		{[]string{"logs", "--stderr", "s1", "api"}, ""},
+		{[]string{"logs", "--stdout", "-n", "2", "s1", "web"}, "web 2\nno newline\n", ""},
+		{[]string{"logs", "--stderr", "s1", "web"}, "", "web err 1\nweb err 2\n"},
+		{[]string{"logs", "--stderr", "-n", "1", "s1", "web"}, "", "web err 2\n"},
 	} {
 		r := f.run(c.args...)
-		if r.code != 0 || r.stdout != c.stdout || r.stderr != "" {
-			t.Errorf("%q: exit %d, stdout %q, stderr %q; want %q", c.args, r.code, r.stdout, r.stderr, c.stdout)
+		if r.code != 0 || r.stdout != c.stdout || r.stderr != c.stderr {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q; want %q, %q", c.args, r.code, r.stdout, r.stderr, c.stdout, c.stderr)
 		}
 	}
 	r := f.run("logs", "-n", "2", "s1")
-	if want := []string{"api | api 2", "api | api 3", "web | no newline", "web | web 2"}; r.code != 0 || !slices.Equal(sortedLines(r.stdout), want) {
-		t.Errorf("logs -n 2 s1: exit %d, stdout:\n%s\nwant the lines %q", r.code, r.stdout, want)
+	if want := []string{"api | api 2", "api | api 3", "web | web 2"}; r.code != 0 || !slices.Equal(sortedLines(r.stdout), want) || r.stderr != "web | web err 2\n" {
+		t.Errorf("logs -n 2 s1: exit %d, stdout:\n%s\nstderr %q; want the lines %q and web's last stderr line", r.code, r.stdout, r.stderr, want)
 	}
 }
 
@@ -92,25 +116,62 @@ func TestLogsTailRunningAndStopped(t *testing.T) {
 	f := newFakeDaemon(t)
 	logsSandbox(t, f)
 	f.add(client.Sandbox{ID: "st", State: client.StateStopped, DaemonNames: []string{"api"}})
-	f.engine.writeFile("c-st", supervisor.DaemonLogFile("api", false), "one\ntwo\nthree\nfour")
-	file := supervisor.DaemonLogFile("api", false)
+	f.engine.writeFile("c-st", supervisor.DaemonOutputLog("api"), "o one\ne two\no three\ne four\n")
+	file := supervisor.DaemonOutputLog("api")
 
-	if r := f.run("logs", "-n", "2", "s1", "api"); r.code != 0 || r.stdout != "api 2\napi 3\n" {
+	if r := f.run("logs", "-n", "2", "s1", "api"); r.code != 0 || r.stdout != "api 2\napi 3\n" || r.stderr != "" {
 		t.Errorf("logs -n 2 of a running sandbox: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
 	}
 	execs := f.engine.createdExecs()
-	if want := []string{sandbox.SupervisorIn, "supervise", "tail", "--max-line", "65536", "--lines", "2", "--", file}; len(execs) != 1 || !slices.Equal(execs[0].Cmd, want) {
+	if want := []string{sandbox.SupervisorIn, "supervise", "tail", "--max-line", "65538", "--lines", "2", "--", file}; len(execs) != 1 || !slices.Equal(execs[0].Cmd, want) {
 		t.Errorf("execs %+v, want one of %q", execs, want)
 	}
 	if reqs := f.engine.requests("GET", "/containers/c-s1/archive"); len(reqs) != 0 {
 		t.Errorf("the running sandbox's log was downloaded: %v", reqs)
 	}
 
-	if r := f.run("logs", "-n", "3", "st", "api"); r.code != 0 || r.stdout != "two\nthree\nfour\n" {
+	if r := f.run("logs", "-n", "3", "st", "api"); r.code != 0 || r.stdout != "three\n" || r.stderr != "two\nfour\n" {
 		t.Errorf("logs -n 3 of a stopped sandbox: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
 	}
 	if reqs := f.engine.requests("GET", "/containers/c-st/archive"); len(reqs) != 2 {
 		t.Errorf("the stopped sandbox's log was read %d times, want 2", len(reqs))
+	}
+}
+
+// A sandbox whose supervisor kept no output.log (an older one) shows its
+// stdout log for both streams, running or stopped, followed or not.
+func TestLogsWithoutOutputLog(t *testing.T) {
+	t.Parallel()
+	f := newFakeDaemon(t)
+	f.add(client.Sandbox{ID: "old", DaemonNames: []string{"db"}})
+	f.engine.writeFile("c-old", supervisor.DaemonLogFile("db", false), "db 1\ndb 2\n")
+	f.engine.writeFile("c-old", supervisor.DaemonLogFile("db", true), "db err\n")
+	f.add(client.Sandbox{ID: "olds", State: client.StateStopped, DaemonNames: []string{"db"}})
+	f.engine.writeFile("c-olds", supervisor.DaemonLogFile("db", false), "one\ntwo\nthree")
+
+	for _, c := range []struct {
+		args           []string
+		stdout, stderr string
+	}{
+		{[]string{"logs", "old", "db"}, "db 1\ndb 2\n", ""},
+		{[]string{"logs", "-n", "1", "old", "db"}, "db 2\n", ""},
+		{[]string{"logs", "--stderr", "old", "db"}, "", "db err\n"},
+		{[]string{"logs", "olds", "db"}, "one\ntwo\nthree\n", ""},
+		{[]string{"logs", "-n", "2", "olds"}, "two\nthree\n", ""},
+	} {
+		r := f.run(c.args...)
+		if r.code != 0 || r.stdout != c.stdout || r.stderr != c.stderr {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q; want %q, %q", c.args, r.code, r.stdout, r.stderr, c.stdout, c.stderr)
+		}
+	}
+	// -f: the follow does not wait for an output.log that will never come.
+	run := f.start("logs", "-f", "old", "db")
+	run.stdout.WaitFor(t, "db 2\n", waitTimeout)
+	f.engine.appendFile("c-old", supervisor.DaemonLogFile("db", false), "db 3\n")
+	run.stdout.WaitFor(t, "db 3\n", waitTimeout)
+	f.engine.stopContainer("c-old")
+	if r := run.wait(t); r.code != 0 || r.stdout != "db 1\ndb 2\ndb 3\n" {
+		t.Errorf("logs -f: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
 	}
 }
 
@@ -121,7 +182,7 @@ func TestLogsArguments(t *testing.T) {
 	f := newFakeDaemon(t)
 	file, dir := projectFile(t)
 	f.add(client.Sandbox{ID: "mine", Project: dir, DaemonNames: []string{"db"}})
-	f.engine.writeFile("c-mine", supervisor.DaemonLogFile("db", false), "db ready\n")
+	f.engine.writeFile("c-mine", supervisor.DaemonOutputLog("db"), "o db ready\n")
 	logsSandbox(t, f)
 
 	for _, c := range []struct {
@@ -160,6 +221,7 @@ func TestLogsErrors(t *testing.T) {
 		{[]string{"--file", file, "logs"}, ExitFailure, "airlock: no sandbox for the project " + dir + " (start one with `airlock up`)\n"},
 		{[]string{"logs", "a", "b", "c"}, ExitUsage, "airlock: accepts at most 2 arg(s), received 3\n"},
 		{[]string{"logs", "--tail", "x", "s1"}, ExitUsage, "airlock: invalid argument \"x\" for \"-n, --tail\" flag"},
+		{[]string{"logs", "--stdout", "--stderr", "s1"}, ExitUsage, "airlock: give --stdout or --stderr, not both (without either, logs prints both streams)\n"},
 	})
 }
 
@@ -183,31 +245,33 @@ func TestLogsFollow(t *testing.T) {
 	t.Parallel()
 	f := newFakeDaemon(t)
 	logsSandbox(t, f)
-	file := supervisor.DaemonLogFile("api", false)
+	file := supervisor.DaemonOutputLog("api")
 
 	run := f.start("logs", "-f", "-n", "1", "s1", "api")
 	run.stdout.WaitFor(t, "api 3\n", waitTimeout)
-	f.engine.appendFile("c-s1", file, "api 4\napi ")
+	f.engine.appendFile("c-s1", file, "o api 4\ne api ")
 	run.stdout.WaitFor(t, "api 4\n", waitTimeout)
-	f.engine.appendFile("c-s1", file, "5\n")
+	f.engine.appendFile("c-s1", file, "err 2\no api 5\n")
 	run.stdout.WaitFor(t, "api 5\n", waitTimeout)
 	f.engine.stopContainer("c-s1")
 	r := run.wait(t)
-	if r.code != 0 || r.stdout != "api 3\napi 4\napi 5\n" || r.stderr != "" {
+	if r.code != 0 || r.stdout != "api 3\napi 4\napi 5\n" || r.stderr != "api err 2\n" {
 		t.Errorf("logs -f: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
 	}
-	// One exec finds the last line in the sandbox and follows from there: no
-	// line twice, none missed, and no download of the whole log.
+	// One exec finds that output.log is there (a followed file that is not is
+	// waited for), one finds the last line in the sandbox and follows from
+	// there: no line twice, none missed, and no download of the whole log.
 	execs := f.engine.createdExecs()
-	if len(execs) != 1 {
-		t.Fatalf("want one tail exec, got %+v", execs)
+	if len(execs) != 2 {
+		t.Fatalf("want two tail execs, got %+v", execs)
 	}
 	if reqs := f.engine.requests("GET", "/containers/c-s1/archive"); len(reqs) != 0 {
 		t.Errorf("the log was downloaded: %v", reqs)
 	}
-	want := []string{sandbox.SupervisorIn, "supervise", "tail", "--max-line", "65536", "--follow", "--lines", "1", "--", file}
-	if !slices.Equal(execs[0].Cmd, want) {
-		t.Errorf("tail exec %q, want %q", execs[0].Cmd, want)
+	probe := []string{sandbox.SupervisorIn, "supervise", "tail", "--max-line", "65538", "--lines", "0", "--", file}
+	want := []string{sandbox.SupervisorIn, "supervise", "tail", "--max-line", "65538", "--follow", "--lines", "1", "--", file}
+	if !slices.Equal(execs[0].Cmd, probe) || !slices.Equal(execs[1].Cmd, want) {
+		t.Errorf("tail execs %q and %q, want %q and %q", execs[0].Cmd, execs[1].Cmd, probe, want)
 	}
 }
 
@@ -219,15 +283,19 @@ func TestLogsFollowEveryDaemon(t *testing.T) {
 	run := f.start("logs", "--follow", "s1")
 	f.engine.waitFor("two tails", func() bool { return f.engine.runningExecs() == 2 })
 	run.stdout.WaitFor(t, "api | api 3\n", waitTimeout)
-	// web's last line was partial: it is printed whole once it ends.
-	f.engine.appendFile("c-s1", supervisor.DaemonLogFile("web", false), " yet\nweb 3\n")
-	f.engine.appendFile("c-s1", supervisor.DaemonLogFile("api", false), "api 4\n")
+	// A record that comes in two writes is printed whole once it ends.
+	f.engine.appendFile("c-s1", supervisor.DaemonOutputLog("web"), "o web")
+	f.engine.appendFile("c-s1", supervisor.DaemonOutputLog("web"), " 3\ne web err 3\n")
+	f.engine.appendFile("c-s1", supervisor.DaemonOutputLog("api"), "o api 4\n")
 	run.stdout.WaitFor(t, "web | web 3\n", waitTimeout)
 	run.stdout.WaitFor(t, "api | api 4\n", waitTimeout)
 	f.engine.stopContainer("c-s1")
 	r := run.wait(t)
-	if want := []string{"api | api 1", "api | api 2", "api | api 3", "api | api 4", "web | no newline yet", "web | web 1", "web | web 2", "web | web 3"}; r.code != 0 || !slices.Equal(sortedLines(r.stdout), want) {
+	if want := []string{"api | api 1", "api | api 2", "api | api 3", "api | api 4", "web | web 1", "web | web 2", "web | web 3"}; r.code != 0 || !slices.Equal(sortedLines(r.stdout), want) {
 		t.Errorf("logs -f: exit %d, stdout %q, want the lines %q", r.code, r.stdout, want)
+	}
+	if want := []string{"api | api err 1", "web | web err 1", "web | web err 2", "web | web err 3"}; !slices.Equal(sortedLines(r.stderr), want) {
+		t.Errorf("logs -f: stderr %q, want the lines %q", r.stderr, want)
 	}
 }
 

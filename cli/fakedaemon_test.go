@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"github.com/airlock-dev/airlock/control"
 	"github.com/airlock-dev/airlock/sandbox"
-	"github.com/airlock-dev/airlock/supervisor"
 	dockerclient "github.com/docker/docker/client"
 	"io"
 	"net"
@@ -854,9 +853,15 @@ func (f *fakeDaemon) serveLogs(w http.ResponseWriter, r *http.Request) {
 	}
 	defer eng.Close()
 	w.WriteHeader(http.StatusOK)
-	file := supervisor.DaemonLogFile(q.Get("daemon"), q.Get("stderr") == "1")
+	stream := q.Get("stream")
+	switch {
+	case q.Get("stderr") == "1":
+		stream = client.StreamStderr
+	case stream == "":
+		stream = client.StreamBoth
+	}
 	control.WriteDaemonLog(r.Context(), &sandbox.Runtime{Engine: eng, Quiet: true}, sb.State == client.StateReady,
-		sb.Container, file, tail, q.Get("follow") == "1", flushEach{w})
+		sb.Container, q.Get("daemon"), stream, tail, q.Get("follow") == "1", flushEach{w})
 }
 
 // flushEach flushes every write of a response.

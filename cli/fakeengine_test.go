@@ -329,7 +329,7 @@ func (e *fakeEngine) serveExecStart(w http.ResponseWriter, r *http.Request) {
 	argv := x.opts.Cmd
 	switch {
 	case len(argv) > 2 && argv[0] == sandbox.SupervisorIn && argv[1] == "supervise" && argv[2] == "tail":
-		e.tail(x, argv, rw.Reader, stdout, stderr)
+		code = e.tail(x, argv, rw.Reader, stdout, stderr)
 	case len(argv) == 5 && argv[0] == sandbox.SupervisorIn && argv[1] == "supervise" && argv[2] == "deliver" && argv[3] == "--exec-env":
 		// The exec's values, kept as the file the supervisor would write.
 		b, _ := io.ReadAll(rw.Reader)
@@ -401,15 +401,16 @@ func parseSuperviseExec(t *testing.T, argv []string) *fakeExecCall {
 // tail is `supervise tail [--follow] [--max-line N] [--from N | --lines N] -- FILE`:
 // the header, the file from N (or its last N lines, or its start), then with
 // --follow what is appended (lines are not cut),
-// until the container stops or the client leaves.
-func (e *fakeEngine) tail(x *fakeEngineExec, argv []string, in *bufio.Reader, stdout, stderr io.Writer) {
+// until the container stops or the client leaves. A file that is not there
+// fails (125) after the header, as in a sandbox; with --follow it is waited for.
+func (e *fakeEngine) tail(x *fakeEngineExec, argv []string, in *bufio.Reader, stdout, stderr io.Writer) int {
 	dash := slices.Index(argv, "--")
 	fromAt := slices.Index(argv, "--from")
 	linesAt := slices.Index(argv, "--lines")
 	follow := slices.Contains(argv, "--follow")
 	if dash < 0 || dash != len(argv)-2 || (fromAt >= 0 && linesAt >= 0) {
 		fmt.Fprintf(stderr, "fake Engine: bad tail %q\n", argv)
-		return
+		return 2
 	}
 	key := x.container + ":" + argv[dash+1]
 	var from int
@@ -430,35 +431,40 @@ func (e *fakeEngine) tail(x *fakeEngineExec, argv []string, in *bufio.Reader, st
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "fake Engine: bad --from or --lines in %q\n", argv)
-		return
+		return 2
 	}
 	gone := make(chan struct{})
 	go func() { _, _ = io.Copy(io.Discard, in); close(gone) }()
 	if _, err := io.WriteString(stdout, supervisor.TailHeader); err != nil {
-		return
+		return 0
 	}
 	for {
 		e.mu.Lock()
-		content, running, ch := e.files[key], e.running[x.container], e.changes.C()
+		content, exists := e.files[key]
+		running, ch := e.running[x.container], e.changes.C()
 		e.mu.Unlock()
+		if !exists && !follow {
+			fmt.Fprintf(stderr, "airlock: open %s: no such file or directory\n", argv[dash+1])
+			return 125
+		}
 		if from > len(content) {
 			from = 0
 		}
 		if from < len(content) {
 			if _, err := io.WriteString(stdout, content[from:]); err != nil {
-				return
+				return 0
 			}
 			from = len(content)
 		}
 		if !running || !follow {
-			return
+			return 0
 		}
 		select {
 		case <-ch:
 		case <-gone:
-			return
+			return 0
 		case <-e.quit:
-			return
+			return 0
 		}
 	}
 }

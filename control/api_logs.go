@@ -7,12 +7,25 @@ import (
 	"github.com/airlock-dev/airlock/client"
 )
 
-// logs: GET /v1/sandboxes/{id}/logs?daemon=NAME[&stderr=1][&tail=N][&follow=1]
+// logs: GET /v1/sandboxes/{id}/logs?daemon=NAME[&stream=stdout|stderr|both][&tail=N][&follow=1]
 // answers a daemon's log as text, each write flushed (with follow, until the
-// sandbox stops or the client goes).
+// sandbox stops or the client goes). stderr=1 is stream=stderr.
 func (s *server) logs(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	req := LogRequest{Daemon: q.Get("daemon"), Stderr: truthy(q.Get("stderr")), Follow: truthy(q.Get("follow")), Tail: -1}
+	req := LogRequest{Daemon: q.Get("daemon"), Stream: q.Get("stream"), Follow: truthy(q.Get("follow")), Tail: -1}
+	if truthy(q.Get("stderr")) {
+		if req.Stream != "" && req.Stream != client.StreamStderr {
+			writeError(w, &client.Error{Reason: client.ReasonInvalidRequest, Message: "stderr=1 and stream=" + req.Stream + " disagree: give one"})
+			return
+		}
+		req.Stream = client.StreamStderr
+	}
+	switch req.Stream {
+	case "", client.StreamStdout, client.StreamStderr, client.StreamBoth:
+	default:
+		writeError(w, &client.Error{Reason: client.ReasonInvalidRequest, Message: "stream " + strconv.Quote(req.Stream) + " is not stdout, stderr or both"})
+		return
+	}
 	if v := q.Get("tail"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 {

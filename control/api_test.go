@@ -98,6 +98,12 @@ func TestAPIErrors(t *testing.T) {
 	if code != http.StatusBadRequest || !strings.Contains(body, `"reason":"bad_cursor"`) {
 		t.Errorf("events from a non-number: %d %s", code, body)
 	}
+	for _, q := range []string{"daemon=idle&stream=bogus", "daemon=idle&stream=stdout&stderr=1"} {
+		code, body = rawGet(t, e.paths.Socket(), "/v1/sandboxes/"+id+"/logs?"+q)
+		if code != http.StatusBadRequest || !strings.Contains(body, `"reason":"invalid_request"`) {
+			t.Errorf("logs?%s: %d %s, want invalid_request", q, code, body)
+		}
+	}
 	if _, err := c.Events(ctx, id, sb.LastSeq+1, true); apiReason(err) != client.ReasonBadCursor {
 		t.Errorf("follow from beyond the end: %v, want bad_cursor", err)
 	}

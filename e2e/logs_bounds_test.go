@@ -16,11 +16,12 @@ import (
 // rssBound is the most memory `airlock logs` may take, whatever a daemon wrote.
 const rssBound = 200 << 20
 
-// TestLogsOfAHugeLineAreBounded: a daemon turns its log into a sparse 3 GiB file
-// without a newline (then a marker). `airlock logs -n 5` and plain `logs` print
-// the first 64 KiB of that one line and how much was left out: the sandbox reads
-// the log (backwards from the end for -n) and cuts the line, so neither the CLI
-// nor the Engine API carries more. Each stays within rssBound (its peak RSS, from
+// TestLogsOfAHugeLineAreBounded: a daemon turns its stdout log and its combined
+// log (a record's tag, then the line) into sparse 3 GiB files without a newline
+// (then a marker). `airlock logs -n 5` and plain `logs`, of stdout (--stdout)
+// and of both, print the first 64 KiB of that one line and how much was left
+// out: the sandbox reads the log (backwards from the end for -n) and cuts the
+// line, so neither the CLI nor the Engine API carries more. Each stays within rssBound (its peak RSS, from
 // the kernel), and the control daemon, which logs never pass through, does not
 // grow (issue 21, 7). A stopped sandbox's log, read through the archive API, is
 // bounded the same way (cli.TestLogsTailRunningAndStopped, cli.TestLongLinesCut).
@@ -33,7 +34,7 @@ image = "{{image}}"
 network = "none"
 
 [daemons.d1]
-command = ["sh", "-c", "L=/airlock/state/daemons/d1/stdout.log; dd if=/dev/zero of=$L bs=1 count=0 seek=`+strconv.Itoa(size)+` 2>/dev/null && printf tail-marker >> $L && touch /tmp/big; exec sleep 600"]
+command = ["sh", "-c", "D=/airlock/state/daemons/d1; for L in $D/stdout.log $D/output.log; do dd if=/dev/zero of=$L bs=1 count=0 seek=`+strconv.Itoa(size)+` 2>/dev/null && printf tail-marker >> $L || exit 1; done; printf 'o ' | dd of=$D/output.log conv=notrunc 2>/dev/null && touch /tmp/big; exec sleep 600"]
 ready = { cmd = ["test", "-e", "/tmp/big"], timeout = "60s" }
 timeout = 1
 `)
@@ -41,8 +42,13 @@ timeout = 1
 	daemonPID, _ := e.DaemonPID()
 	daemonBefore := rssOf(daemonPID)
 	max := supervisor.MaxLogLine
-	wantEnd := supervisor.LineCut(size+int64(len("tail-marker"))-int64(max)) + "\n"
-	for _, args := range [][]string{{"logs", "-n", "5", id, "d1"}, {"logs", id, "d1"}} {
+	for _, args := range [][]string{{"logs", "--stdout", "-n", "5", id, "d1"}, {"logs", "--stdout", id, "d1"}, {"logs", "-n", "5", id, "d1"}, {"logs", id, "d1"}} {
+		// The combined log's line holds the record's tag ("o "), not shown.
+		cut := int64(max)
+		if args[1] != "--stdout" {
+			cut += int64(len(supervisor.RecordStdout))
+		}
+		wantEnd := supervisor.LineCut(size+int64(len("tail-marker"))-cut) + "\n"
 		start := time.Now()
 		out, rss := e.logsBounded(t, args...)
 		if want := int64(max + len(wantEnd)); out.n != want || !strings.HasSuffix(out.tail.String(), "\x00"+wantEnd) {

@@ -101,8 +101,8 @@ func TestRemoteEngine(t *testing.T) {
 	r = e.MustRun("logs", id, "web", "--stderr")
 	_ = r // httpd logs nothing; reading it through the Engine must work
 	r = e.MustRun("exec", "--", "sh", "-c", "echo to-the-log >> /airlock/state/daemons/web/stdout.log")
-	r = e.MustRun("logs", id, "web")
-	contains(t, "logs", r.Stdout, "to-the-log")
+	r = e.MustRun("logs", "--stdout", id, "web")
+	contains(t, "logs --stdout", r.Stdout, "to-the-log")
 	r = e.MustRun("daemon", "status")
 	contains(t, "daemon status", r.Stdout, "Engine: "+remote.Host)
 	e.MustRun("down")

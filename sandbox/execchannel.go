@@ -119,10 +119,10 @@ func TailFile(ctx context.Context, ex Execer, containerID, file string, from int
 // `supervise tail`: from its start, or with lines >= 0 from its last lines
 // (found in the sandbox by reading backwards from the end, supervisor.TailStart),
 // then with follow what is appended, until the exec ends, ctx ends or the stream
-// is closed. Lines longer than supervisor.MaxLogLine are cut in the sandbox, so
-// only what is printed crosses the API.
+// is closed. Lines longer than supervisor.MaxLogLineOf(file) are cut in the
+// sandbox, so only what is printed crosses the API.
 func TailLog(ctx context.Context, ex Execer, containerID, file string, lines int, follow bool) (io.ReadCloser, error) {
-	cmd := []string{SupervisorIn, "supervise", "tail", "--max-line", strconv.Itoa(supervisor.MaxLogLine)}
+	cmd := []string{SupervisorIn, "supervise", "tail", "--max-line", strconv.Itoa(supervisor.MaxLogLineOf(file))}
 	if follow {
 		cmd = append(cmd, "--follow")
 	}

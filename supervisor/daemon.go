@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"regexp"
 	"sync"
 	"syscall"
@@ -25,9 +24,10 @@ type daemonRun struct {
 	reset   time.Duration
 	deps    []*daemonRun
 
-	stdout, stderr         *os.File
+	logs                   *daemonLogs
 	stdoutPath, stderrPath string
 	devnull                *os.File
+	relays                 []*relay // of launches, until they end (run's goroutine only)
 
 	r      *reaper
 	status *statusWriter
@@ -71,36 +71,6 @@ type gaveUp struct {
 // fails the start in seconds, not after every backoff delay.
 const sameFailureLimit = 3
 
-// openLogs creates the daemon's log folder and truncates its two log files.
-func (d *daemonRun) openLogs(root string) error {
-	dir := filepath.Join(root, d.spec.Name)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("cannot create the log folder of daemon %s: %w", d.spec.Name, err)
-	}
-	d.stdoutPath = filepath.Join(dir, StdoutLog)
-	d.stderrPath = filepath.Join(dir, StderrLog)
-	var err error
-	if d.stdout, err = openLog(d.stdoutPath); err != nil {
-		return fmt.Errorf("cannot open the log of daemon %s: %w", d.spec.Name, err)
-	}
-	if d.stderr, err = openLog(d.stderrPath); err != nil {
-		return fmt.Errorf("cannot open the log of daemon %s: %w", d.spec.Name, err)
-	}
-	return nil
-}
-
-func openLog(path string) (*os.File, error) {
-	return os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|os.O_APPEND, 0o644)
-}
-
-func (d *daemonRun) closeLogs() {
-	for _, f := range []*os.File{d.stdout, d.stderr} {
-		if f != nil {
-			_ = f.Close()
-		}
-	}
-}
-
 // gate is what a daemon naming this one in `after` waits for: readiness when
 // it has a ready check, else its first launch.
 func (d *daemonRun) gate() <-chan struct{} {
@@ -113,6 +83,26 @@ func (d *daemonRun) gate() <-chan struct{} {
 func (d *daemonRun) stop() { d.cancel() }
 
 func (d *daemonRun) markFinished() { d.closeFin.Do(func() { close(d.finished) }) }
+
+// launch starts the daemon's command with its stdout and stderr on pipes that
+// relays copy to its logs, and returns the launch's relays.
+func (d *daemonRun) launch() (int, <-chan unix.WaitStatus, [2]*relay, error) {
+	d.pruneRelays()
+	w, rs, err := d.logs.pipes()
+	if err != nil {
+		return 0, nil, rs, err
+	}
+	pid, ch, err := d.r.start(d.proc(d.spec.Command, w[relayStdout], w[relayStderr]))
+	// The launch holds the write ends now (or failed): the relays see the
+	// pipes' end when it and what it started are done with them.
+	_ = w[relayStdout].Close()
+	_ = w[relayStderr].Close()
+	for _, r := range rs {
+		d.relays = append(d.relays, r)
+		r.start()
+	}
+	return pid, ch, rs, err
+}
 
 func (d *daemonRun) proc(argv []string, stdout, stderr *os.File) proc {
 	return proc{
@@ -141,10 +131,10 @@ func (d *daemonRun) run() {
 	var loop failureLoop
 	for launch := 1; ; launch++ {
 		began := time.Now()
-		outAt, errAt := fileSize(d.stdout), fileSize(d.stderr)
-		pid, ch, err := d.r.start(d.proc(d.spec.Command, d.stdout, d.stderr))
+		outAt, errAt := d.logs.size(relayStdout), d.logs.size(relayStderr)
+		pid, ch, launched, err := d.launch()
 		if err != nil {
-			fmt.Fprintf(d.stderr, "airlock: cannot start daemon %s: %v\n", name, err)
+			d.note("airlock: cannot start daemon %s: %v", name, err)
 		} else {
 			// Before started is closed: the main command waits for it, so
 			// every daemon.started precedes supervisor.ready in the stream.
@@ -162,6 +152,11 @@ func (d *daemonRun) run() {
 			select {
 			case ws := <-ch:
 				st = fromWaitStatus(ws)
+				// What the leader wrote is in its pipes: into the logs
+				// before it is looked at, reported or waited for.
+				for _, r := range launched {
+					r.drain()
+				}
 			case <-d.ctx.Done():
 				killed, st := d.terminate(pid, ch)
 				d.end(killed, &exitAt{pid: pid, st: st})
@@ -332,6 +327,8 @@ func (d *daemonRun) end(killed bool, last *exitAt) {
 		setStatusFields(&ev, last.st)
 	}
 	d.watchers.Wait()
+	// Its output reaches the logs before its end is reported.
+	d.awaitRelays()
 	d.status.emit(ev)
 	d.results <- stopResult{name: d.spec.Name, killed: killed, gaveUp: d.gaveUp}
 }
@@ -343,7 +340,7 @@ func (d *daemonRun) stopGroup(pgid int) {
 	if !groupAlive(pgid) {
 		return
 	}
-	fmt.Fprintf(d.stderr, "airlock: daemon %s: its leader exited; sending %s to the rest of its process group\n", d.spec.Name, d.spec.Signal)
+	d.note("airlock: daemon %s: its leader exited; sending %s to the rest of its process group", d.spec.Name, d.spec.Signal)
 	killGroup(pgid, d.sig)
 	deadline, stop := d.timeoutTimer()
 	defer stop()
@@ -353,7 +350,7 @@ func (d *daemonRun) stopGroup(pgid int) {
 		select {
 		case <-tick.C:
 		case <-deadline:
-			fmt.Fprintf(d.stderr, "airlock: daemon %s: its process group was still running %ds after %s; killing it\n", d.spec.Name, *d.spec.Timeout, d.spec.Signal)
+			d.note("airlock: daemon %s: its process group was still running %ds after %s; killing it", d.spec.Name, *d.spec.Timeout, d.spec.Signal)
 			killGroup(pgid, unix.SIGKILL)
 			awaitGroupGone(pgid)
 			return

@@ -16,10 +16,23 @@ const (
 	DaemonLogRoot = StateDir + "/daemons"
 )
 
-// Names of a daemon's log files in its DaemonLogDir.
+// Names of a daemon's log files in its DaemonLogDir: its stdout, its stderr,
+// and both in the order the supervisor read them (OutputLog), one record per
+// line: RecordStdout or RecordStderr, the line, a newline. A line longer than
+// MaxLogLine is there in records of MaxLogLine bytes; a last line without a
+// newline is a record too, once its stream ended.
 const (
 	StdoutLog = "stdout.log"
 	StderrLog = "stderr.log"
+	OutputLog = "output.log"
+)
+
+// The tags that start a record of OutputLog: the line was read from the
+// daemon's stdout, or from its stderr. (client.RecordStdout and RecordStderr
+// are the same: TestRecordTags.)
+const (
+	RecordStdout = "o "
+	RecordStderr = "e "
 )
 
 // DaemonLogDir is the directory of daemon name's logs.
@@ -31,4 +44,16 @@ func DaemonLogFile(name string, stderr bool) string {
 		return path.Join(DaemonLogDir(name), StderrLog)
 	}
 	return path.Join(DaemonLogDir(name), StdoutLog)
+}
+
+// DaemonOutputLog is daemon name's combined log (OutputLog).
+func DaemonOutputLog(name string) string { return path.Join(DaemonLogDir(name), OutputLog) }
+
+// MaxLogLineOf is the most of one line of a daemon's log file that `airlock logs`
+// prints: MaxLogLine, and for the combined log the record's tag too.
+func MaxLogLineOf(file string) int {
+	if path.Base(file) == OutputLog {
+		return MaxLogLine + len(RecordStdout)
+	}
+	return MaxLogLine
 }
