@@ -71,7 +71,7 @@ func newPsCommand(a *app) *cobra.Command {
 			}
 			fmt.Fprintln(tw, head)
 			for _, s := range shown {
-				line := fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%d/%d\t%s\t%s", termsafe.Line(s.ID), termsafe.Line(string(s.State)), termsafe.Line(s.Kind), termsafe.Line(s.Project), age(time.Since(s.CreatedAt)), s.Daemons.Up, s.Daemons.Total, portList(s.Ports), termsafe.Line(labelList(s.Labels)))
+				line := fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%d/%d\t%s\t%s", termsafe.Line(s.ID), termsafe.Line(psState(s)), termsafe.Line(s.Kind), termsafe.Line(s.Project), age(time.Since(s.CreatedAt)), s.Daemons.Up, s.Daemons.Total, portList(s.Ports), termsafe.Line(labelList(s.Labels)))
 				if multi {
 					line += "\t" + termsafe.Line(engineName(s.Engine))
 				}
@@ -126,4 +126,14 @@ func engineName(e *client.Engine) string {
 		return e.Context
 	}
 	return e.Host
+}
+
+// psState is what ps shows of a sandbox's state: a run whose main command
+// exited while its daemons still shut down (its stop not yet recorded) shows
+// as exited, with the code its run returned.
+func psState(s client.Sandbox) string {
+	if s.MainExitCode != nil && (s.State == client.StatePending || s.State == client.StateReady) {
+		return fmt.Sprintf("exited (%d)", *s.MainExitCode)
+	}
+	return string(s.State)
 }

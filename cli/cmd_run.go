@@ -139,7 +139,10 @@ func (a *app) run(parent context.Context, o runOptions, args []string) error {
 	// are slow to stop finishing in the background; a kept sandbox is
 	// announced once stopped, and --output reads a copied project once it
 	// stopped, so they wait for them.
-	fastEnd := !o.wait && !r.Sandbox.WaitForDaemons && !o.keep && !(len(o.outputs) > 0 && projectCopied)
+	// Without daemons there is nothing to wait for once CMD exited, and the
+	// trust session ends with the container (an edit right after the run is
+	// the user's).
+	fastEnd := len(r.Daemons) > 0 && !o.wait && !r.Sandbox.WaitForDaemons && !o.keep && !(len(o.outputs) > 0 && projectCopied)
 	rec, err := c.Create(ctx, &client.CreateRequest{
 		ID: o.id, Kind: sandbox.KindRun, Manifest: wm, Secrets: secretValues, Command: args, Env: env, EnvSecrets: envSecrets,
 		Workdir: o.workdir, TTY: tty, Stdin: stdin, Labels: labels, Quiet: a.opts.quiet,

@@ -41,6 +41,10 @@ type Sandbox struct {
 	Ports []Port `json:"ports,omitempty"`
 	// Engine is the Docker Engine the sandbox runs on.
 	Engine *Engine `json:"engine,omitempty"`
+	// MainExitCode is a run's main command's exit code once it exited while
+	// the sandbox is still pending or ready (its daemons shutting down after a
+	// fast end, its stop not yet recorded).
+	MainExitCode *int `json:"main_exit_code,omitempty"`
 }
 
 // Engine says how to reach a Docker Engine: its host and, for TCP with TLS, the

@@ -112,7 +112,8 @@ func toClientSandbox(sb Sandbox) client.Sandbox {
 	rec := sb.Record
 	out := client.Sandbox{ID: rec.ID, State: rec.State, Kind: rec.Kind, Project: rec.Project, Labels: rec.Labels,
 		CreatedAt: rec.CreatedAt, UpdatedAt: rec.UpdatedAt, Reason: rec.Reason, LastSeq: rec.LastSeq, Container: rec.ContainerID,
-		Daemons: client.DaemonCount{Up: sb.DaemonsUp, Total: len(sb.DaemonNames)}, DaemonNames: sb.DaemonNames}
+		Daemons: client.DaemonCount{Up: sb.DaemonsUp, Total: len(sb.DaemonNames)}, DaemonNames: sb.DaemonNames,
+		MainExitCode: sb.MainExitCode}
 	if out.Labels == nil {
 		out.Labels = map[string]string{}
 	}

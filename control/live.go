@@ -45,6 +45,10 @@ type live struct {
 	// is gone by design, so the reaper leaves the sandbox to its primary's
 	// exit (guarded by Service.mu).
 	mainEnded time.Time
+	// mainExit is the main command's code as an attached client got it (at
+	// the end marker, or at the primary's exit), shown until the stop is
+	// recorded (guarded by Service.mu).
+	mainExit *int
 
 	egress          map[string]*egressCount // denied destinations (guarded by Service.mu)
 	egressFollowing bool                    // a follower reads the proxy's denials (guarded by Service.mu)

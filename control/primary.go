@@ -141,8 +141,11 @@ func (s *Service) AttachPrimary(ctx context.Context, id string, req *AttachReque
 			for _, f := range filters {
 				f.flush() // the output ended without a marker
 			}
+			code := end.ExitCode
+			s.setFlags(l, func() { l.mainExit = &code })
 		case end.ExitCode = <-marked:
-			s.setFlags(l, func() { l.mainEnded = time.Now() })
+			code := end.ExitCode
+			s.setFlags(l, func() { l.mainEnded, l.mainExit = time.Now(), &code })
 		case end.Err = <-waitErrs:
 		case <-actx.Done():
 			end.Err = actx.Err()

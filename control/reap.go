@@ -69,3 +69,14 @@ func (s *Service) mainEnded(id string) bool {
 	defer s.mu.Unlock()
 	return !l.mainEnded.IsZero() && time.Since(l.mainEnded) < mainEndGrace
 }
+
+// mainExitCode is the code of a run's main command as its attached client got
+// it (nil before that, or when this daemon did not see it).
+func (s *Service) mainExitCode(id string) *int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if l, ok := s.live[id]; ok {
+		return l.mainExit
+	}
+	return nil
+}

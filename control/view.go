@@ -24,6 +24,10 @@ type Sandbox struct {
 	// Ports are its published ports as the Engine bound them when it last
 	// started, while it is pending or ready.
 	Ports []sandbox.Port
+	// MainExitCode is a run's main command's code as its attached client got
+	// it, while the sandbox is still pending or ready (its daemons shutting
+	// down after a fast end, or its stop not yet recorded).
+	MainExitCode *int
 }
 
 // view is what the service tells of a record.
@@ -38,6 +42,9 @@ func (s *Service) view(rec store.Sandbox) Sandbox {
 	}
 	if (rec.State == store.StateReady || rec.State == store.StatePending) && len(rec.Ports) > 0 {
 		_ = json.Unmarshal(rec.Ports, &v.Ports)
+	}
+	if rec.State == store.StateReady || rec.State == store.StatePending {
+		v.MainExitCode = s.mainExitCode(rec.ID)
 	}
 	return v
 }

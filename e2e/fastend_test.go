@@ -36,12 +36,22 @@ timeout = 30
 	// The slow daemon was still shutting down when run returned (it takes
 	// 6 s), so the sandbox was there; its end is recorded, then the sandbox
 	// is removed.
+	// ps tells no older story than run did: the main command exited (3).
 	there := false
 	for _, p := range e.PS() {
-		there = there || p.ID == "fast-end-1"
+		if p.ID != "fast-end-1" {
+			continue
+		}
+		there = true
+		if (p.State == "pending" || p.State == "ready") && (p.MainExitCode == nil || *p.MainExitCode != 3) {
+			t.Errorf("ps -a --json right after the run: state %s, main_exit_code %v; want the main command's exit (3)", p.State, p.MainExitCode)
+		}
 	}
 	if !there {
 		t.Errorf("sandbox fast-end-1 was gone when run returned: the run waited for its slow daemon")
+	}
+	if ps := e.MustRun("ps", "-a").Stdout; !strings.Contains(ps, "exited (3)") && !strings.Contains(ps, "stopped") {
+		t.Errorf("ps -a right after the run does not show it exited:\n%s", ps)
 	}
 	eventually(t, cmdTimeout, "the sandbox to be removed once its slow daemon stopped", func() bool {
 		return strings.Contains(e.MustRun("events", "fast-end-1").Stdout, "sandbox.deleted")
@@ -51,6 +61,22 @@ timeout = 30
 	if !strings.Contains(ev, "daemon.stopped") || strings.Count(ev, "daemon.stopped") != 2 || strings.Contains(ev, "cli_gone") {
 		t.Errorf("want both daemons' stops recorded and no reaping:\n%s", ev)
 	}
+
+	// A run without daemons: right after it, ps says it exited, or stopped,
+	// or no longer lists it (issue 24: it showed pending).
+	e.WriteFile("sandbox.local.toml", "[daemons.quick]\nenabled = false\n[daemons.slow]\nenabled = false\n")
+	e.MustRun("run", "--id", "fast-end-2", "--", "true")
+	for _, p := range e.PS() {
+		if p.ID == "fast-end-2" && (p.State == "pending" || p.State == "ready") && p.MainExitCode == nil {
+			t.Errorf("ps -a right after run -- true: %s without the main command's exit", p.State)
+		}
+	}
+	// A layer edited while a sandbox may still write the project counts as
+	// changed inside it (docs/trust.md): edit it once the run's sandbox is gone.
+	eventually(t, cmdTimeout, "run fast-end-2 to be removed", func() bool {
+		return strings.Contains(e.MustRun("events", "fast-end-2").Stdout, "sandbox.deleted")
+	})
+	e.WriteFile("sandbox.local.toml", "")
 
 	// --wait: the run ends with the whole shutdown.
 	r = e.Run("run", "--wait", "--", "sh", "-c", main)

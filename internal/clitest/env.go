@@ -452,7 +452,10 @@ type PSEntry struct {
 	Project   string            `json:"project"`
 	CreatedAt *time.Time        `json:"created_at"`
 	Labels    map[string]string `json:"labels"`
-	Daemons   *struct {
+	// MainExitCode is set while a run's daemons shut down after its main
+	// command exited (a fast end).
+	MainExitCode *int `json:"main_exit_code"`
+	Daemons      *struct {
 		Up    int `json:"up"`
 		Total int `json:"total"`
 	} `json:"daemons"`
