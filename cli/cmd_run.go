@@ -309,12 +309,12 @@ func (a *app) run(parent context.Context, o runOptions, args []string) error {
 
 	// mainDone ends the run with the main command's exit code, once its output
 	// is drained and --output copied back.
-	mainDone := func(code int) error {
+	mainDone := func(code int, daemonsStopping bool) error {
 		mainExited = true
 		// After --output wrote. Once the primary has exited the sandbox
 		// writes no more: its session ends here; with daemons still shutting
-		// down (fastEnd) it stays open until the sandbox is found gone.
-		defer session.ended(!fastEnd)
+		// down (a fast end) it stays open until the sandbox is found stopped.
+		defer session.ended(!daemonsStopping)
 		restore()
 		if err := a.copyOutputs(c, id, projectCopied, outCopy, o.outputs); err != nil {
 			// The copy failed (exit 125): say what the command's code was.
@@ -365,7 +365,7 @@ func (a *app) run(parent context.Context, o runOptions, args []string) error {
 			select {
 			case end := <-main.ended:
 				if end.err == nil {
-					return mainDone(end.code)
+					return mainDone(end.code, end.daemonsStopping)
 				}
 			case <-time.After(3 * time.Second):
 			}
@@ -376,7 +376,7 @@ func (a *app) run(parent context.Context, o runOptions, args []string) error {
 				restore()
 				return end.err
 			}
-			return mainDone(end.code)
+			return mainDone(end.code, end.daemonsStopping)
 		}
 	}
 }

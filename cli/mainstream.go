@@ -26,6 +26,9 @@ type mainStream struct {
 type mainEnd struct {
 	code int
 	err  error
+	// daemonsStopping: the output ended before the sandbox stopped, its
+	// slow daemons still shutting down (a fast end).
+	daemonsStopping bool
 }
 
 // attachMain attaches to the main command of run sandbox id, forwarding stdin
@@ -45,7 +48,7 @@ func (a *app) attachMain(ctx context.Context, c *client.Client, id string, withS
 		for {
 			_, code, err := sess.Wait()
 			if err == nil {
-				m.ended <- mainEnd{code: code}
+				m.ended <- mainEnd{code: code, daemonsStopping: sess.Exit().DaemonsStopping}
 				return
 			}
 			if !lostDaemon(err) || ctx.Err() != nil {

@@ -42,6 +42,10 @@ type ExitFrame struct {
 	ExitCode int    `json:"exit_code"`
 	// Error says why the exit code is not known (ExitCode is then -1).
 	Error string `json:"error,omitempty"`
+	// DaemonsStopping: the main command exited and its output is all sent,
+	// while some of the sandbox's daemons still shut down (a run created
+	// with fast_end): the sandbox stops, and may write, a little later.
+	DaemonsStopping bool `json:"daemons_stopping,omitempty"`
 }
 
 // SignalFrame asks for a signal to the main command: a number ("15") or a
@@ -223,6 +227,12 @@ func (s *ExecSession) Wait() (execID string, code int, err error) {
 	<-s.done
 	s.conn.Close()
 	return s.exit.ExecID, s.exit.ExitCode, s.err
+}
+
+// Exit is the session's exit frame, once Wait returned.
+func (s *ExecSession) Exit() ExitFrame {
+	<-s.done
+	return s.exit
 }
 
 // Close ends the session without waiting (the command runs on).

@@ -50,5 +50,5 @@ func (p primaryTarget) wait() client.ExitFrame {
 	if end.Err != nil {
 		return client.ExitFrame{ExitCode: -1, Error: end.Err.Error()}
 	}
-	return client.ExitFrame{ExitCode: end.ExitCode}
+	return client.ExitFrame{ExitCode: end.ExitCode, DaemonsStopping: end.DaemonsStopping}
 }

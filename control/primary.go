@@ -44,6 +44,9 @@ type AttachedPrimary struct {
 type PrimaryEnd struct {
 	ExitCode int
 	Err      error
+	// DaemonsStopping: the output ended with the end marker, some daemons
+	// still shutting down.
+	DaemonsStopping bool
 }
 
 // AttachPrimary connects stdin, stdout and stderr to the main command of
@@ -144,6 +147,7 @@ func (s *Service) AttachPrimary(ctx context.Context, id string, req *AttachReque
 			code := end.ExitCode
 			s.setFlags(l, func() { l.mainExit = &code })
 		case end.ExitCode = <-marked:
+			end.DaemonsStopping = true
 			code := end.ExitCode
 			s.setFlags(l, func() { l.mainEnded, l.mainExit = time.Now(), &code })
 		case end.Err = <-waitErrs:

@@ -21,8 +21,9 @@ network = "none"
 command = ["sleep", "1000"]
 
 [daemons.slow]
-command = ["sh", "-c", "trap 'sleep 6; exit 0' TERM; while :; do sleep 0.1; done"]
+command = ["sh", "-c", "trap 'sleep 6; exit 0' TERM; touch /tmp/trapped; while :; do sleep 0.1; done"]
 timeout = 30
+ready = { cmd = ["test", "-e", "/tmp/trapped"] }
 `)
 	const main = "echo out; echo err >&2; exit 3"
 	r := e.Run("run", "--id", "fast-end-1", "--", "sh", "-c", main)

@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -15,7 +16,9 @@ func TestEndMarker(t *testing.T) {
 	s := newSandbox(t)
 	s.spec.EndMarker = "0123456789abcdef"
 	s.daemon("quick", sh("exec sleep 100"))
-	s.daemon("slow", sh("trap 'sleep 1; exit 0' TERM; while :; do sleep 0.05; done"))
+	// Ready once its trap is set: a SIGTERM before would end it at once.
+	slowD := s.daemon("slow", sh(fmt.Sprintf("trap 'sleep 1; exit 0' TERM; touch %q; while :; do sleep 0.05; done", s.path("trapped"))))
+	slowD.Ready = &Ready{Cmd: []string{"test", "-e", s.path("trapped")}, Timeout: "20s"}
 	s.spec.Main.Argv = sh("echo out; echo err >&2; exit 3")
 	r := s.run()
 	if r.code != 3 {
@@ -40,14 +43,19 @@ func TestEndMarker(t *testing.T) {
 	}
 }
 
-// TestNoEndMarker: without one (up, run --wait), nothing is added to the output.
+// TestNoEndMarker: without one (up, run --wait), nothing is added to the
+// output; with one, when every daemon stopped at once, neither: the
+// supervisor's exit ends the run as soon.
 func TestNoEndMarker(t *testing.T) {
 	t.Parallel()
-	s := newSandbox(t)
-	s.daemon("quick", sh("exec sleep 100"))
-	s.spec.Main.Argv = sh("echo out; echo err >&2")
-	r := s.run()
-	if r.code != 0 || r.stdout != "out\n" || strings.Contains(r.stderr, "airlock-end") {
-		t.Errorf("code %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	for _, marker := range []string{"", "0123456789abcdef"} {
+		s := newSandbox(t)
+		s.spec.EndMarker = marker
+		s.daemon("quick", sh("exec sleep 100"))
+		s.spec.Main.Argv = sh("echo out; echo err >&2")
+		r := s.run()
+		if r.code != 0 || r.stdout != "out\n" || strings.Contains(r.stderr, "airlock-end") || !strings.Contains(r.stderr, "✔ daemon quick: shut down") {
+			t.Errorf("end marker %q: code %d, stdout %q, stderr %q", marker, r.code, r.stdout, r.stderr)
+		}
 	}
 }

@@ -80,8 +80,8 @@ type Spec struct {
 	// EndMarker, when set (a run that need not wait for its daemons'
 	// shutdown), makes the supervisor write EndMarker(EndMarker, code) on
 	// stdout and stderr once the main command exited and the daemons that
-	// stop within fastEndWait did: the host then has the whole output and
-	// the code while the other daemons finish. Letters and digits only.
+	// stop within fastEndWait did, when others still stop: the host then has
+	// the whole output and the code while they finish. Letters and digits only.
 	EndMarker string    `json:"end_marker,omitempty"`
 	Main      Main      `json:"main"`
 	Daemons   []*Daemon `json:"daemons,omitempty"`

@@ -168,10 +168,13 @@ func Run(o Options) (int, error) {
 	s.stopAll()
 	m.reclaimTerminal()
 	if spec.EndMarker != "" {
-		// The lines of the daemons that stop at once, then the end of the
-		// output; the others finish after it.
+		// The lines of the daemons that stop at once; when some are slower,
+		// the end of the output: they finish after it. (When all stopped,
+		// the container's exit ends the run, as without a marker.)
 		s.collectFor(fastEndWait)
-		s.markEnd(o, spec.EndMarker, st.shellCode())
+		if len(s.remaining) > 0 {
+			s.markEnd(o, spec.EndMarker, st.shellCode())
+		}
 	}
 	s.collect()
 	return st.shellCode(), nil
