@@ -71,7 +71,9 @@ user = "nobody"
 command = ["sh", "-c", "id -u > /tmp/same.new; mv /tmp/same.new /tmp/same.id; exec sleep 300"]
 ready = { cmd = ["test", "-s", "/tmp/same.id"], timeout = "20s" }
 `)
-	r := e.Run("run", "--", "cat", "/tmp/same.id")
+	// --wait: the manifest is edited right after; a run that returned while
+	// its daemon still stopped would count that edit as the sandbox's (docs/trust.md).
+	r := e.Run("run", "--wait", "--", "cat", "/tmp/same.id")
 	if r.Code != 0 || r.Stdout != "65534\n" {
 		t.Errorf("want exit 0 and 65534, got %s", r)
 	}
