@@ -26,7 +26,7 @@ CROSS_TARGETS := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
 # make test embeds the supervisors when they were built (make build or make cross ran).
 TEST_TAGS := $(if $(wildcard $(SUPERVISOR_DIR)/linux-arm64/airlock.gz $(SUPERVISOR_DIR)/linux-amd64/airlock.gz),-tags $(EMBED_TAG))
 
-.PHONY: all build supervisors cross image test lint bench demo engine kube faults clean
+.PHONY: all build supervisors cross image test lint bench demo engine kube faults soak clean
 
 all: build
 
@@ -92,6 +92,14 @@ FAULTS_RUNS ?= 1000
 faults: build
 	./scripts/engine.sh
 	AIRLOCK_FAULTS_RUNS=$(FAULTS_RUNS) $(GO) test -tags faults -count=1 -timeout 60m -v ./faults
+
+# The soak (issue 24, docs/reliability.md): every preset with a server and every example, on stock
+# Debian images, SOAK_RUNS runs in a row whose command uses the server at once, and 20 at once;
+# not part of `make test`.
+SOAK_RUNS ?= 30
+soak: build
+	./scripts/engine.sh
+	AIRLOCK_SOAK_RUNS=$(SOAK_RUNS) $(GO) test -tags soak -count=1 -timeout 60m -v ./soak
 
 # Starts the Docker Engine when none answers (installing it on Debian when absent).
 engine:

@@ -144,8 +144,10 @@ func (s *Service) AttachPrimary(ctx context.Context, id string, req *AttachReque
 			for _, f := range filters {
 				f.flush() // the output ended without a marker
 			}
-			code := end.ExitCode
-			s.setFlags(l, func() { l.mainExit = &code })
+			if rec.Kind == sandbox.KindRun {
+				code := end.ExitCode
+				s.setFlags(l, func() { l.mainExit = &code })
+			}
 		case end.ExitCode = <-marked:
 			end.DaemonsStopping = true
 			code := end.ExitCode

@@ -4,6 +4,7 @@ import (
 	"context"
 	"maps"
 	"path/filepath"
+	"time"
 
 	"github.com/airlock-dev/airlock/control/store"
 	"github.com/airlock-dev/airlock/manifest"
@@ -20,7 +21,8 @@ func (s *Service) startLocked(ctx context.Context, id string, l *live) {
 		}
 		l.handle = h
 	}
-	s.setFlags(l, func() { l.stopping, l.oom = "", false })
+	// A new life: what the last one's main command ended with is no longer news.
+	s.setFlags(l, func() { l.stopping, l.oom, l.mainExit, l.mainEnded = "", false, nil, time.Time{} })
 	// The status stream is ingested only once sandbox.started is recorded, so the
 	// supervisor's daemon.* events never come before it; the runtime empties the
 	// stream before every start, so the previous run's lines are never read again.
