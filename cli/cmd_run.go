@@ -136,12 +136,9 @@ func (a *app) run(parent context.Context, o runOptions, args []string) error {
 	// command exited: the daemon removes it then, and the CLI returns the code.
 	removeOnExit := !o.keep && len(o.outputs) == 0
 	// The run returns once CMD exited and its output is out, the daemons that
-	// are slow to stop finishing in the background; a kept sandbox is
-	// announced once stopped, and --output reads a copied project once it
-	// stopped, so they wait for them.
-	// Without daemons there is nothing to wait for once CMD exited, and the
-	// trust session ends with the container (an edit right after the run is
-	// the user's).
+	// are slow to stop finishing in the background. Not without daemons
+	// (nothing to wait for), nor for a kept sandbox (announced once stopped)
+	// or the --output of a copied project (read once stopped).
 	fastEnd := len(r.Daemons) > 0 && !o.wait && !r.Sandbox.WaitForDaemons && !o.keep && !(len(o.outputs) > 0 && projectCopied)
 	rec, err := c.Create(ctx, &client.CreateRequest{
 		ID: o.id, Kind: sandbox.KindRun, Manifest: wm, Secrets: secretValues, Command: args, Env: env, EnvSecrets: envSecrets,

@@ -3,7 +3,6 @@ package control
 import (
 	"context"
 	"sync"
-
 	"time"
 
 	"golang.org/x/time/rate"

@@ -144,17 +144,22 @@ func (s *Service) AttachPrimary(ctx context.Context, id string, req *AttachReque
 			for _, f := range filters {
 				f.flush() // the output ended without a marker
 			}
-			if rec.Kind == sandbox.KindRun {
-				code := end.ExitCode
-				s.setFlags(l, func() { l.mainExit = &code })
-			}
 		case end.ExitCode = <-marked:
 			end.DaemonsStopping = true
-			code := end.ExitCode
-			s.setFlags(l, func() { l.mainEnded, l.mainExit = time.Now(), &code })
 		case end.Err = <-waitErrs:
 		case <-actx.Done():
 			end.Err = actx.Err()
+		}
+		if end.Err == nil && rec.Kind == sandbox.KindRun {
+			// What the run's CLI now knows, shown until the stop is recorded;
+			// at the marker, its daemons still stop.
+			code := end.ExitCode
+			s.setFlags(l, func() {
+				l.mainExit = &code
+				if end.DaemonsStopping {
+					l.mainEnded = time.Now()
+				}
+			})
 		}
 		done <- end
 	}()

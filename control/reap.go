@@ -62,21 +62,11 @@ func processAlive(pid int, start string) bool {
 const mainEndGrace = 2 * time.Minute
 
 // mainEnded reports whether a run's main command ended with its end marker
-// (live.mainEnded) less than mainEndGrace ago.
+// (live.mainEnded) less than mainEndGrace ago. It makes no live state for a
+// record this daemon holds none of (the reaper asks of every run).
 func (s *Service) mainEnded(id string) bool {
-	l := s.liveOf(id)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return !l.mainEnded.IsZero() && time.Since(l.mainEnded) < mainEndGrace
-}
-
-// mainExitCode is the code of a run's main command as its attached client got
-// it (nil before that, or when this daemon did not see it).
-func (s *Service) mainExitCode(id string) *int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if l, ok := s.live[id]; ok {
-		return l.mainExit
-	}
-	return nil
+	l, ok := s.live[id]
+	return ok && !l.mainEnded.IsZero() && time.Since(l.mainEnded) < mainEndGrace
 }

@@ -49,6 +49,17 @@ func (s *Service) view(rec store.Sandbox) Sandbox {
 	return v
 }
 
+// mainExitCode is the code of a run's main command as its attached client got
+// it (nil before that, or when this daemon did not see it).
+func (s *Service) mainExitCode(id string) *int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if l, ok := s.live[id]; ok {
+		return l.mainExit
+	}
+	return nil
+}
+
 // Get returns a sandbox.
 func (s *Service) Get(id string) (Sandbox, error) {
 	rec, err := s.store.Get(id)
