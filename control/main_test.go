@@ -274,6 +274,17 @@ func waitState(t *testing.T, c *client.Client, id string, timeout time.Duration,
 		cur, _ := c.Get(context.Background(), id)
 		t.Fatalf("sandbox %s: waiting for %v: %v (now %+v)\nevents:\n%s", id, states, err, cur, dumpEvents(c, id))
 	}
+	if ev.Kind == "" {
+		// The state was reached before the wait began (client.WaitState then
+		// gives no event): take the event that moved the sandbox into it.
+		evs, _ := c.History(ctx, id, 0)
+		for i := len(evs) - 1; i >= 0; i-- {
+			if evs[i].State == sb.State && (i == 0 || evs[i-1].State != sb.State) {
+				ev = evs[i]
+				break
+			}
+		}
+	}
 	return sb, ev
 }
 
