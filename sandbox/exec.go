@@ -1,10 +1,16 @@
 package sandbox
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"strings"
+	"sync"
+	"time"
 
+	"github.com/docker/docker/api/types"
 	"github.com/docker/docker/api/types/container"
 )
 
@@ -36,6 +42,13 @@ func NewExec(id string, done <-chan error, exitCode func(context.Context) (int, 
 // gives it the sandbox's [env] (substituted values included) from the spec and
 // the caller's -e values delivered apart (ExecArgv), so the exec's own
 // configuration holds neither.
+//
+// The Engine sometimes fails to start an exec's process for a passing reason
+// (runc under load: "read init-p: connection reset by peer"); it then answers
+// 126 with its message where the command's output would be. Without stdin, whose
+// bytes an attempt may have taken, Exec starts such an exec again, up to
+// execStartRetries times, and the caller sees only the attempt that ran. An exec
+// that still does not start ends 126 with the Engine's message on stderr.
 func (rt *Runtime) Exec(ctx context.Context, sb *Sandbox, req ExecRequest, s Streams) (*Exec, error) {
 	argv, err := ExecArgv(ctx, rt, sb.PrimaryID, req)
 	if err != nil {
@@ -44,28 +57,189 @@ func (rt *Runtime) Exec(ctx context.Context, sb *Sandbox, req ExecRequest, s Str
 		}
 		return nil, err
 	}
+	if !req.Stdin {
+		s.Stdin = nil
+	}
+	id, hj, err := rt.startExec(ctx, sb, argv, req)
+	if err != nil {
+		return nil, err
+	}
+	cur := &execID{id: id}
+	exitCode := func(ctx context.Context) (int, error) { return rt.execCode(ctx, cur.get()) }
+	resize := func(ctx context.Context, height, width uint) error {
+		return rt.Engine.ContainerExecResize(ctx, cur.get(), container.ResizeOptions{Height: height, Width: width})
+	}
+	if req.Stdin {
+		return NewExec(id, pump(hj, req.TTY, s), exitCode, resize), nil
+	}
+	done := make(chan error, 1)
+	go func() {
+		for attempt := 0; ; attempt++ {
+			gate := &startGate{started: func() bool { return rt.execStarted(ctx, cur.get()) }, out: s}
+			err := <-pump(hj, req.TTY, Streams{Stdout: gate.writer(false), Stderr: gate.writer(true)})
+			if gate.open() || err != nil || rt.execStarted(ctx, cur.get()) || attempt == execStartRetries {
+				done <- errors.Join(err, gate.flush(!gate.open() && !rt.execStarted(ctx, cur.get())))
+				return
+			}
+			select {
+			case <-ctx.Done():
+				done <- errors.Join(ctx.Err(), gate.flush(true))
+				return
+			case <-time.After(time.Duration(attempt+1) * 50 * time.Millisecond):
+			}
+			id, next, err := rt.startExec(ctx, sb, argv, req)
+			if err != nil {
+				// The first attempt's code and message stand.
+				done <- gate.flush(true)
+				return
+			}
+			cur.set(id)
+			hj = next
+		}
+	}()
+	return NewExec(id, done, exitCode, resize), nil
+}
+
+// execStartRetries is how many more times Exec starts an exec the Engine failed
+// to start.
+const execStartRetries = 2
+
+// startExec creates an Engine exec of argv and attaches to it, which starts it.
+func (rt *Runtime) startExec(ctx context.Context, sb *Sandbox, argv []string, req ExecRequest) (string, types.HijackedResponse, error) {
 	resp, err := rt.Engine.ContainerExecCreate(ctx, sb.PrimaryID, container.ExecOptions{
 		Cmd: argv, Tty: req.TTY, AttachStdin: req.Stdin, AttachStdout: true, AttachStderr: true,
 		WorkingDir: req.Workdir,
 	})
 	if err != nil {
 		if strings.Contains(err.Error(), "is not running") {
-			return nil, failed("sandbox %s is not running (start it with `airlock up -d`)", sb.ID)
+			return "", types.HijackedResponse{}, failed("sandbox %s is not running (start it with `airlock up -d`)", sb.ID)
 		}
-		return nil, failed("cannot create the exec: %v", err)
+		return "", types.HijackedResponse{}, failed("cannot create the exec: %v", err)
 	}
 	hj, err := rt.Engine.ContainerExecAttach(ctx, resp.ID, container.ExecAttachOptions{Tty: req.TTY})
 	if err != nil {
-		return nil, failed("cannot attach to the exec: %v", err)
+		return "", types.HijackedResponse{}, failed("cannot attach to the exec: %v", err)
 	}
-	if !req.Stdin {
-		s.Stdin = nil
+	return resp.ID, hj, nil
+}
+
+// execStarted tells whether the Engine started the exec's process: it runs, or
+// it ran (it has a PID), or it ended with another code than the 126 the Engine
+// gives an exec it could not start. When the Engine cannot say, it answers yes:
+// then nothing is retried or held back.
+func (rt *Runtime) execStarted(ctx context.Context, id string) bool {
+	in, err := rt.Engine.ContainerExecInspect(ctx, id)
+	if err != nil {
+		return true
 	}
-	id := resp.ID
-	return NewExec(id, pump(hj, req.TTY, s), func(ctx context.Context) (int, error) { return rt.execCode(ctx, id) },
-		func(ctx context.Context, height, width uint) error {
-			return rt.Engine.ContainerExecResize(ctx, id, container.ResizeOptions{Height: height, Width: width})
-		}), nil
+	return in.Running || in.Pid != 0 || in.ExitCode != ExitNotStarted
+}
+
+// ExitNotStarted is the code the Engine gives an exec whose process it could not start.
+const ExitNotStarted = 126
+
+// execID is the Engine ID of an exec's current attempt.
+type execID struct {
+	mu sync.Mutex
+	id string
+}
+
+func (e *execID) get() string   { e.mu.Lock(); defer e.mu.Unlock(); return e.id }
+func (e *execID) set(id string) { e.mu.Lock(); e.id = id; e.mu.Unlock() }
+
+// startGate holds an exec attempt's output back until the Engine says its
+// process started: what comes before that is the Engine's message that it could
+// not start it. The output of a process that started passes at once after the
+// first check (one Engine call on its first write); more than maxGateHeld bytes
+// open the gate too.
+type startGate struct {
+	mu      sync.Mutex
+	started func() bool
+	out     Streams
+	checked bool
+	opened  bool
+	held    bytes.Buffer
+	order   []gateChunk
+}
+
+type gateChunk struct {
+	stderr bool
+	n      int
+}
+
+const maxGateHeld = 64 << 10
+
+func (g *startGate) open() bool { g.mu.Lock(); defer g.mu.Unlock(); return g.opened }
+
+func (g *startGate) writer(stderr bool) io.Writer {
+	return gateWriter{g: g, stderr: stderr}
+}
+
+type gateWriter struct {
+	g      *startGate
+	stderr bool
+}
+
+func (w gateWriter) Write(p []byte) (int, error) {
+	g := w.g
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.opened && !g.checked {
+		g.checked = true
+		g.opened = g.started()
+	}
+	if !g.opened && g.held.Len()+len(p) > maxGateHeld {
+		if err := g.release(false); err != nil {
+			return 0, err
+		}
+	}
+	if g.opened {
+		return g.out.writer(w.stderr).Write(p)
+	}
+	g.held.Write(p)
+	g.order = append(g.order, gateChunk{stderr: w.stderr, n: len(p)})
+	return len(p), nil
+}
+
+// flush writes what the gate holds: as it came, or, when the process never
+// started, as the Engine's message on stderr.
+func (g *startGate) flush(notStarted bool) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.release(notStarted)
+}
+
+func (g *startGate) release(notStarted bool) error {
+	g.opened = true
+	held := g.held.Bytes()
+	g.held = bytes.Buffer{}
+	order := g.order
+	g.order = nil
+	if notStarted {
+		if msg := bytes.TrimSpace(held); len(msg) > 0 {
+			_, err := fmt.Fprintf(g.out.writer(true), "airlock: the Engine could not start the command: %s\n", msg)
+			return err
+		}
+		return nil
+	}
+	for _, c := range order {
+		if _, err := g.out.writer(c.stderr).Write(held[:c.n]); err != nil {
+			return err
+		}
+		held = held[c.n:]
+	}
+	return nil
+}
+
+// writer is the stream a gate writes to: stderr falls back to stdout (a TTY has one).
+func (s Streams) writer(stderr bool) io.Writer {
+	switch {
+	case stderr && s.Stderr != nil:
+		return s.Stderr
+	case s.Stdout != nil:
+		return s.Stdout
+	}
+	return io.Discard
 }
 
 // ExitCode returns the exit code of a finished exec.
