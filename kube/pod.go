@@ -297,6 +297,12 @@ func serviceContainer(name string, r *manifest.Resolved) (corev1.Container, *cor
 		// ENTRYPOINT; so does a container's args.
 		c.Args = slices.Clone(s.Command)
 	}
+	if len(s.Entrypoint) > 0 {
+		// An entrypoint replaces the image's ENTRYPOINT and CMD, as in compose.
+		c.Command = slices.Clone(s.Entrypoint)
+		c.Args = slices.Clone(s.Command)
+	}
+	c.WorkingDir = s.WorkingDir
 	secretEnv := map[string]string{} // env name → key path
 	for _, k := range slices.Sorted(maps.Keys(s.Env)) {
 		key := manifest.KeyPath("services", name, "env", k)
@@ -308,14 +314,15 @@ func serviceContainer(name string, r *manifest.Resolved) (corev1.Container, *cor
 	}
 	var vol *corev1.Volume
 	if len(secretEnv) > 0 {
-		if len(s.Command) == 0 {
+		argv := append(slices.Clone(s.Entrypoint), s.Command...)
+		if len(argv) == 0 {
 			return c, nil, configErr("%s: is required on the kubernetes backend for a service with substituted env values (they are handed over by a wrapper that runs command; the image's entrypoint is not known)", manifest.KeyPath("services", name, "command"))
 		}
 		wrap := []string{sandbox.SupervisorIn, "supervise", "wrap", "--socket", sandbox.SecretsSocketIn}
 		for _, k := range slices.Sorted(maps.Keys(secretEnv)) {
 			wrap = append(wrap, "--env", k+"="+secretEnv[k])
 		}
-		c.Command = append(append(wrap, "--"), s.Command...)
+		c.Command = append(append(wrap, "--"), argv...)
 		c.Args = nil
 		vol = &corev1.Volume{Name: dnsLabel(runVolumePrefix, name), VolumeSource: corev1.VolumeSource{
 			EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory, SizeLimit: &serviceRunSize},

@@ -62,6 +62,9 @@ func checkKubernetes(r *Resolved, b Backend) ([]string, error) {
 	if s.Network == "host" {
 		errorf(sp("network"), "\"host\" cannot be used on the kubernetes backend (it would be a cluster node's network, not this host's); use \"bridge\" (the Pod's own network) or \"none\"")
 	}
+	if len(s.ExtraHosts) > 0 {
+		errorf(sp("extra_hosts"), "is not supported on the kubernetes backend yet; remove it for this backend (in sandbox.local.toml, say)")
+	}
 	if len(s.Ports) > 0 {
 		errorf(sp("ports"), "cannot publish ports on the kubernetes backend (the Pod runs on a cluster node, not on this host); leave sandbox.ports empty for this backend and reach a port with kubectl port-forward")
 	}
@@ -77,7 +80,13 @@ func checkKubernetes(r *Resolved, b Backend) ([]string, error) {
 	}
 	for _, name := range slices.Sorted(maps.Keys(r.Services)) {
 		svc := r.Services[name]
-		if len(svc.Command) > 0 {
+		for _, k := range unsupportedOnKubernetes(svc) {
+			errorf([]string{"services", name, k}, "is not supported on the kubernetes backend yet (a service there is a sidecar container of the sandbox's Pod); remove it for this backend (in sandbox.local.toml, say)")
+		}
+		if h := svc.Healthcheck; h != nil && (h.StartPeriod != "" || h.StartInterval != "") {
+			warnings = append(warnings, fmt.Sprintf("%s: start_period and start_interval are ignored on the kubernetes backend (the startup probe retries every interval)", KeyPath("services", name, "healthcheck")))
+		}
+		if len(svc.Command) > 0 || len(svc.Entrypoint) > 0 {
 			continue
 		}
 		var substituted []string
@@ -105,4 +114,24 @@ func numericUser(u string) bool {
 
 func digits(s string) bool {
 	return s != "" && strings.Trim(s, "0123456789") == ""
+}
+
+// unsupportedOnKubernetes lists the keys of a service the kubernetes backend
+// cannot honour yet.
+func unsupportedOnKubernetes(s Service) []string {
+	var keys []string
+	for _, k := range []struct {
+		key string
+		set bool
+	}{
+		{"user", s.User != ""}, {"shm_size", s.ShmSize != ""}, {"extra_hosts", len(s.ExtraHosts) > 0},
+		{"aliases", len(s.Aliases) > 0}, {"volumes", len(s.Volumes) > 0}, {"tmpfs", len(s.Tmpfs) > 0},
+		{"cap_add", len(s.CapAdd) > 0}, {"cap_drop", len(s.CapDrop) > 0}, {"ulimits", len(s.Ulimits) > 0},
+		{"depends_on", len(s.DependsOn) > 0},
+	} {
+		if k.set {
+			keys = append(keys, k.key)
+		}
+	}
+	return keys
 }

@@ -82,7 +82,7 @@ func (l *layer) schemaErrors(raw map[string]any, t reflect.Type, path []string) 
 		for ft.Kind() == reflect.Pointer {
 			ft = ft.Elem()
 		}
-		if ft.Kind() != reflect.Struct && ft.Kind() != reflect.Map {
+		if ft.Kind() != reflect.Struct && ft.Kind() != reflect.Map || decodesItself(ft) {
 			continue
 		}
 		sub, ok := raw[k].(map[string]any)
@@ -95,7 +95,7 @@ func (l *layer) schemaErrors(raw map[string]any, t reflect.Type, path []string) 
 		case ft.Kind() == reflect.Struct:
 			e, k := l.schemaErrors(sub, ft, p)
 			errs, keys = append(errs, e...), append(keys, k...)
-		case ft.Elem().Kind() == reflect.Struct:
+		case ft.Elem().Kind() == reflect.Struct && !decodesItself(ft.Elem()):
 			for _, name := range slices.Sorted(maps.Keys(sub)) {
 				ep := append(append([]string{}, p...), name)
 				e, ok := sub[name].(map[string]any)
@@ -110,6 +110,24 @@ func (l *layer) schemaErrors(raw map[string]any, t reflect.Type, path []string) 
 		}
 	}
 	return errs, keys
+}
+
+// selfDecodeError is an error of a type that checks its own TOML.
+type selfDecodeError struct{ msg string }
+
+func (e *selfDecodeError) Error() string { return e.msg }
+
+// selfDecoded reports whether a key is one of a type that checks its own TOML
+// (services.*.depends_on, services.*.ulimits.*): its error is about that key.
+func selfDecoded(key string) bool {
+	k := strings.Split(key, ".")
+	return len(k) >= 3 && k[0] == "services" && (k[len(k)-1] == "depends_on" || k[len(k)-2] == "ulimits")
+}
+
+// decodesItself reports whether t checks its own TOML (a toml.Unmarshaler
+// taking more than one shape, such as depends_on and ulimits).
+func decodesItself(t reflect.Type) bool {
+	return reflect.PointerTo(t).Implements(reflect.TypeFor[toml.Unmarshaler]())
 }
 
 func under(k toml.Key, parents []toml.Key) bool {
@@ -139,7 +157,7 @@ func (l *layer) tomlError(err error, src string) error {
 			line = 1 + strings.Count(src[:s], "\n")
 		}
 		e := &Error{File: l.name, Line: line, Msg: friendlyTOML(pe.Message)}
-		if pe.LastKey != "" && strings.Contains(pe.Message, "incompatible types") {
+		if pe.LastKey != "" && (strings.Contains(pe.Message, "incompatible types") || selfDecoded(pe.LastKey)) {
 			e.Key = pe.LastKey
 		}
 		return e

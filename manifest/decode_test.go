@@ -57,8 +57,8 @@ func TestDecodeErrors(t *testing.T) {
 		},
 		{
 			name:  "unknown key in a healthcheck, dotted key",
-			files: map[string]string{"sandbox.toml": img + "[services.db]\nimage = \"pg\"\nhealthcheck.cmd = [\"true\"]\nhealthcheck.start_period = \"1s\"\n"},
-			want:  []string{"sandbox.toml:6: services.db.healthcheck.start_period: unknown key"},
+			files: map[string]string{"sandbox.toml": img + "[services.db]\nimage = \"pg\"\nhealthcheck.cmd = [\"true\"]\nhealthcheck.grace = \"1s\"\n"},
+			want:  []string{"sandbox.toml:6: services.db.healthcheck.grace: unknown key"},
 		},
 		{
 			name:  "unknown key in a mount and in a copy, both reported",

@@ -55,6 +55,7 @@ var Fields = []Field{
 	{Key: "sandbox.ready_timeout", Type: "duration", Default: `"60s"`, Doc: "Longest wait for daemons and required services to be ready (at most a year, like every duration)."},
 	{Key: "sandbox.cpus", Type: "number", Default: "0.0", Min: bound(0), Max: bound(MaxCPUs), Doc: "CPU limit, from 0.01 to 1024 (the Engine also refuses more than its host has); 0 means none."},
 	{Key: "sandbox.memory", Type: "string", Default: `""`, Doc: "Memory limit such as \"512m\" or \"2g\", from 6m (the Engine's minimum) to 1024t (1 PiB); empty or 0 means none."},
+	{Key: "sandbox.extra_hosts", Type: "array of strings", Default: "[]", Doc: "Lines added to the sandbox's /etc/hosts, as NAME:IP (or NAME=IP); IP may be host-gateway, the Engine's address for the host (Docker's --add-host)."},
 
 	{Key: "env", Type: "table of strings", Names: ProcessEnvNames, Doc: "Environment of the main command and of `airlock exec`, over the image's. Names are letters, digits and _, not starting with a digit. ${VAR} substitution applies. Daemons do not get it."},
 
@@ -105,6 +106,23 @@ var Fields = []Field{
 	{Key: "services.<name>.healthcheck.interval", Type: "duration", Default: `"1s"`, Doc: "Time between probes."},
 	{Key: "services.<name>.healthcheck.timeout", Type: "duration", Default: `"3s"`, Doc: "Longest time one probe may take."},
 	{Key: "services.<name>.healthcheck.retries", Type: "integer", Default: "30", Min: bound(0), Max: bound(MaxCount), Doc: "Consecutive failures before the service is unhealthy, at most 10000."},
+	{Key: "services.<name>.healthcheck.start_period", Type: "duration", Default: `""`, Doc: "Grace time after the start in which failed probes do not count against retries (compose's start_period)."},
+	{Key: "services.<name>.healthcheck.start_interval", Type: "duration", Default: `""`, Doc: "Time between probes during start_period (compose's start_interval). An Engine older than API 1.44 (Docker 25) cannot take it: airlock then probes at the shorter of interval and start_interval throughout."},
+	{Key: "services.<name>.entrypoint", Type: "array of strings", Default: "[]", Doc: "Replaces the image's ENTRYPOINT and, as in compose, its CMD: the command is then command, or none."},
+	{Key: "services.<name>.user", Type: "string", Default: `""`, Doc: "User of the service's process (name, uid or uid:gid); empty means the image's."},
+	{Key: "services.<name>.working_dir", Type: "string", Default: `""`, Doc: "Working directory (absolute); empty means the image's."},
+	{Key: "services.<name>.shm_size", Type: "string", Default: `""`, Doc: "Size of /dev/shm such as \"256m\"; empty means the Engine's 64m."},
+	{Key: "services.<name>.env_file", Type: "array of strings", Default: "[]", Doc: "Files of NAME=VALUE lines (# comments, blank lines, export prefixes and quotes as compose reads them), relative to the folder of the file that names them; env wins over them, a later file over an earlier. Values are taken literally and sit in the container's configuration like env's literals: put secrets in env as ${VAR}."},
+	{Key: "services.<name>.extra_hosts", Type: "array of strings", Default: "[]", Doc: "Lines added to the service's /etc/hosts, as NAME:IP (or NAME=IP; IP may be host-gateway)."},
+	{Key: "services.<name>.aliases", Type: "array of strings", Default: "[]", Doc: "More names the service answers to on the sandbox's network, beside its own (compose's networks.*.aliases)."},
+	{Key: "services.<name>.volumes", Type: "array of strings", Default: "[]", Doc: "Compose's short syntax SOURCE:TARGET[:ro|rw], or TARGET alone (an anonymous volume). A SOURCE that is a path (./x, ../x, /x, ~/x; relative to the project dir) is a bind mount, and must exist; a name is a volume made for the sandbox (shared by its services that name it) and removed with it."},
+	{Key: "services.<name>.tmpfs", Type: "array of strings", Default: "[]", Doc: "tmpfs mounts: PATH or PATH:OPTIONS (such as /run:size=64m,mode=1777)."},
+	{Key: "services.<name>.cap_add", Type: "array of strings", Default: "[]", Doc: "Linux capabilities added to the service's default set, named as for sandbox.cap_add."},
+	{Key: "services.<name>.cap_drop", Type: "array of strings", Default: "[]", Doc: "Linux capabilities removed from the service's default set (ALL drops every one)."},
+	{Key: "services.<name>.ulimits.<name>", Type: "table", Doc: "A resource limit of the service by its name (nofile, nproc, memlock, core, stack, …): { soft = N, hard = M }, or one integer for both (-1: unlimited)."},
+	{Key: "services.<name>.ulimits.<name>.soft", Type: "integer", Doc: "Soft limit (-1: unlimited); at most hard."},
+	{Key: "services.<name>.ulimits.<name>.hard", Type: "integer", Doc: "Hard limit (-1: unlimited)."},
+	{Key: "services.<name>.depends_on", Type: "table of strings", Doc: "Services that must reach a condition before this one starts: service_started, service_healthy (needs a healthcheck there) or service_completed_successfully (a required job that exits 0; its exit is then its success, not a failure). An array of names is the short form (each service_started). A failed condition fails the start (exit 125); cycles are config errors."},
 }
 
 // FieldsMarkdown renders the field table as the key reference of docs/manifest.md.

@@ -37,6 +37,8 @@ type Sandbox struct {
 	ReadyTimeout string   `toml:"ready_timeout" json:"ready_timeout"`
 	CPUs         float64  `toml:"cpus" json:"cpus"`
 	Memory       string   `toml:"memory" json:"memory"`
+	// ExtraHosts are "name:ip" lines added to the primary's /etc/hosts.
+	ExtraHosts []string `toml:"extra_hosts" json:"extra_hosts,omitempty"`
 	// WaitForDaemons makes run return only once every daemon shut down.
 	WaitForDaemons bool `toml:"wait_for_daemons" json:"wait_for_daemons,omitempty"`
 }
@@ -127,6 +129,20 @@ type Service struct {
 	Required    bool              `toml:"required" json:"required"`
 	Env         map[string]string `toml:"env" json:"env,omitempty"`
 	Healthcheck *Healthcheck      `toml:"healthcheck" json:"healthcheck,omitempty"`
+	// The keys below have compose's meaning (docs/manifest.md, "Services").
+	Entrypoint []string          `toml:"entrypoint" json:"entrypoint,omitempty"`
+	User       string            `toml:"user" json:"user,omitempty"`
+	WorkingDir string            `toml:"working_dir" json:"working_dir,omitempty"`
+	ShmSize    string            `toml:"shm_size" json:"shm_size,omitempty"`
+	EnvFile    []string          `toml:"env_file" json:"env_file,omitempty"`
+	ExtraHosts []string          `toml:"extra_hosts" json:"extra_hosts,omitempty"`
+	Aliases    []string          `toml:"aliases" json:"aliases,omitempty"`
+	Volumes    []string          `toml:"volumes" json:"volumes,omitempty"`
+	Tmpfs      []string          `toml:"tmpfs" json:"tmpfs,omitempty"`
+	CapAdd     []string          `toml:"cap_add" json:"cap_add,omitempty"`
+	CapDrop    []string          `toml:"cap_drop" json:"cap_drop,omitempty"`
+	Ulimits    map[string]Ulimit `toml:"ulimits" json:"ulimits,omitempty"`
+	DependsOn  DependsOn         `toml:"depends_on" json:"depends_on,omitempty"`
 }
 
 // Healthcheck is a service's health probe, run by the Engine inside the service container.
@@ -135,6 +151,10 @@ type Healthcheck struct {
 	Interval string   `toml:"interval" json:"interval"`
 	Timeout  string   `toml:"timeout" json:"timeout"`
 	Retries  int      `toml:"retries" json:"retries"`
+	// StartPeriod is a grace time in which failed probes do not count.
+	StartPeriod string `toml:"start_period" json:"start_period,omitempty"`
+	// StartInterval is the time between probes during StartPeriod.
+	StartInterval string `toml:"start_interval" json:"start_interval,omitempty"`
 }
 
 // Signals are the daemon stop signals a manifest may name (DESIGN §3).

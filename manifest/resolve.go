@@ -32,6 +32,10 @@ func resolve(stack []*layer, sub *substituter) (*Resolved, error) {
 	if err := checkSubstituted(&m, sources, origins, vaultNames).orNil(); err != nil {
 		return nil, err
 	}
+	// After substitution: an env file's values are taken literally.
+	if err := readEnvFiles(&m, origins).orNil(); err != nil {
+		return nil, err
+	}
 	if m.Sandbox.Image == "" && m.Sandbox.Build == nil {
 		return nil, locate(origins, []string{"sandbox", "image"}, "is empty after substitution")
 	}

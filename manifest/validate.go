@@ -77,8 +77,9 @@ func validate(m *Manifest, origins map[string]origin) Errors {
 	}
 	v.afterCycles(m.Daemons)
 	for _, name := range slices.Sorted(maps.Keys(m.Services)) {
-		v.service(name, m.Services[name])
+		v.service(name, m.Services[name], m.Services)
 	}
+	v.serviceCycles(m.Services)
 	v.noNUL(nil, reflect.ValueOf(m).Elem())
 	return v.errs
 }
@@ -257,20 +258,26 @@ func (v *validator) ports(s *Sandbox) {
 // capabilities checks sandbox.cap_add and sandbox.cap_drop: known names, and
 // none in both.
 func (v *validator) capabilities(s *Sandbox) {
-	add, errAdd := NormalizeCapabilities(s.CapAdd)
+	v.capList([]string{"sandbox", "cap_add"}, []string{"sandbox", "cap_drop"}, s.CapAdd, s.CapDrop)
+	v.extraHosts([]string{"sandbox", "extra_hosts"}, s.ExtraHosts)
+}
+
+// capList checks a cap_add and a cap_drop list: known names, and none in both.
+func (v *validator) capList(addPath, dropPath []string, capAdd, capDrop []string) {
+	add, errAdd := NormalizeCapabilities(capAdd)
 	if errAdd != nil {
-		v.errorf([]string{"sandbox", "cap_add"}, "%v", errAdd)
+		v.errorf(addPath, "%v", errAdd)
 	}
-	drop, errDrop := NormalizeCapabilities(s.CapDrop)
+	drop, errDrop := NormalizeCapabilities(capDrop)
 	if errDrop != nil {
-		v.errorf([]string{"sandbox", "cap_drop"}, "%v", errDrop)
+		v.errorf(dropPath, "%v", errDrop)
 	}
 	if errAdd != nil || errDrop != nil {
 		return
 	}
 	for _, c := range drop {
 		if slices.Contains(add, c) {
-			v.errorf([]string{"sandbox", "cap_drop"}, "%s is also in sandbox.cap_add (name a capability in one of them)", strings.TrimPrefix(c, "CAP_"))
+			v.errorf(dropPath, "%s is also in %s (name a capability in one of them)", strings.TrimPrefix(c, "CAP_"), KeyPath(addPath...))
 		}
 	}
 }
@@ -448,28 +455,4 @@ func (v *validator) afterCycles(daemons map[string]Daemon) {
 	for _, c := range specrules.Cycles(graph) {
 		v.errorf([]string{"daemons", c[0], "after"}, "cycle: %s", strings.Join(c, " -> "))
 	}
-}
-
-func (v *validator) service(name string, s Service) {
-	if !v.entryName("services", name) {
-		return
-	}
-	p := func(k ...string) []string { return append([]string{"services", name}, k...) }
-	if s.Image == "" {
-		v.errorf(p("image"), "is required")
-	}
-	if h := s.Healthcheck; h != nil {
-		if len(h.Cmd) == 0 || h.Cmd[0] == "" {
-			v.errorf(p("healthcheck", "cmd"), "is required: the probe's program and arguments, e.g. [\"pg_isready\"]")
-		}
-		v.duration(p("healthcheck", "interval"), h.Interval)
-		v.duration(p("healthcheck", "timeout"), h.Timeout)
-		switch {
-		case h.Retries < 0:
-			v.errorf(p("healthcheck", "retries"), "must not be negative, got %d", h.Retries)
-		case h.Retries > MaxCount:
-			v.errorf(p("healthcheck", "retries"), "must be at most %d, got %d", MaxCount, h.Retries)
-		}
-	}
-	v.env(p("env"), s.Env)
 }

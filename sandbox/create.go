@@ -195,7 +195,7 @@ func (rt *Runtime) Create(ctx context.Context, req *Request) (sb *Sandbox, err e
 		sb.Network, sb.sharedNet = id, true
 	}
 	done()
-	if err := rt.createServices(ctx, sb, r, labels); err != nil {
+	if err := rt.createServices(ctx, sb, r, labels, hp.ServiceBinds); err != nil {
 		return sb, err
 	}
 
@@ -351,6 +351,13 @@ func (rt *Runtime) primaryConfig(sb *Sandbox, req *Request, r *manifest.Resolved
 	}
 	for _, b := range hp.Binds {
 		host.Mounts = append(host.Mounts, mount.Mount{Type: mount.TypeBind, Source: b.Source, Target: inHome(b.Target, u.Home), ReadOnly: b.ReadOnly})
+	}
+	for _, h := range r.Sandbox.ExtraHosts {
+		e, err := manifest.ParseExtraHost(h)
+		if err != nil {
+			return nil, nil, nil, configErr("sandbox.extra_hosts: %v", err)
+		}
+		host.ExtraHosts = append(host.ExtraHosts, e)
 	}
 	if hardenAll(r) {
 		host.SecurityOpt = []string{"no-new-privileges"}

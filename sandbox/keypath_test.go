@@ -49,7 +49,7 @@ func TestSecretKeysAgreeWithManifest(t *testing.T) {
 			t.Errorf("service env %q: key %q (%v), not found as a secret", n, key, ok)
 		}
 	}
-	cfg, err := serviceConfig("db", r.Services["db"], nil, secretEnv)
+	cfg, err := serviceConfig("db", r.Services["db"], nil, secretEnv, true)
 	if err != nil {
 		t.Fatal(err)
 	}

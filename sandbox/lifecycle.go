@@ -168,7 +168,11 @@ func stopTimeout(labels map[string]string) int {
 func (rt *Runtime) Remove(ctx context.Context, id string) error {
 	cerr := rt.RemoveContainers(ctx, id)
 	nerr := rt.RemoveNetworks(ctx, id)
-	if err := errors.Join(cerr, nerr); err != nil {
+	var verr error
+	if cerr == nil {
+		verr = rt.RemoveVolumes(ctx, id)
+	}
+	if err := errors.Join(cerr, nerr, verr); err != nil {
 		return failed("cannot remove sandbox %s: %v", id, err)
 	}
 	return nil

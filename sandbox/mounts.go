@@ -27,9 +27,11 @@ type bind struct {
 // hostPlan is what the host side of a manifest gives the container: bind mounts and
 // environment from mounts and tools, with warnings for what was skipped.
 type hostPlan struct {
-	Binds    []bind
-	Env      []string
-	Warnings []string
+	Binds []bind
+	// ServiceBinds are the bind sources of services.*.volumes.
+	ServiceBinds serviceBinds
+	Env          []string
+	Warnings     []string
 }
 
 // expandHost resolves ~ (the host home) and relative paths (from the project dir).
@@ -100,6 +102,11 @@ func (rt *Runtime) planHost(r *manifest.Resolved, remote bool) (*hostPlan, error
 		rt.planTool(t, hp)
 	}
 	hp.Binds = dedupBinds(hp.Binds)
+	sbinds, err := rt.planServiceBinds(r, remote)
+	if err != nil {
+		return nil, err
+	}
+	hp.ServiceBinds = sbinds
 	return hp, nil
 }
 

@@ -16,6 +16,7 @@ import (
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/network"
+	"github.com/docker/docker/api/types/versions"
 	"github.com/docker/docker/pkg/stdcopy"
 
 	"github.com/airlock-dev/airlock/manifest"
@@ -42,17 +43,22 @@ func serviceName(sandboxID, service string) string {
 }
 
 // createServices creates one container per service on the sandbox network.
-func (rt *Runtime) createServices(ctx context.Context, sb *Sandbox, r *manifest.Resolved, labels map[string]string) error {
+func (rt *Runtime) createServices(ctx context.Context, sb *Sandbox, r *manifest.Resolved, labels map[string]string, binds serviceBinds) error {
 	if len(r.Services) == 0 {
 		return nil
 	}
 	if sb.Network == "" {
 		return configErr("services need sandbox.network = \"bridge\", not %q", r.Sandbox.Network)
 	}
+	if err := rt.ensureServiceVolumes(ctx, sb, r, labels); err != nil {
+		return err
+	}
+	// The Engine takes a healthcheck's start_interval from API 1.44 (Docker 25).
+	startInterval := !versions.LessThan(rt.Engine.ClientVersion(), "1.44")
 	for _, name := range slices.Sorted(maps.Keys(r.Services)) {
 		// A resolved manifest holds enabled entries only.
 		secretEnv := serviceSecretEnv(name, r)
-		cfg, err := serviceConfig(name, r.Services[name], copyLabels(labels, LabelRole, "service", LabelService, name), secretEnv)
+		cfg, err := serviceConfig(name, r.Services[name], copyLabels(labels, LabelRole, "service", LabelService, name), secretEnv, startInterval)
 		if err != nil {
 			return err
 		}
@@ -64,14 +70,18 @@ func (rt *Runtime) createServices(ctx context.Context, sb *Sandbox, r *manifest.
 				cfg.Env = append(cfg.Env, k+"="+pe[k])
 			}
 		}
-		host := &container.HostConfig{NetworkMode: container.NetworkMode(sb.Network), DNS: egressDNS(sb), CapDrop: egressCapDrop(r, nil, nil)}
+		host := &container.HostConfig{NetworkMode: container.NetworkMode(sb.Network), DNS: egressDNS(sb)}
+		if err := serviceHost(name, r.Services[name], sb.ID, binds[name], host); err != nil {
+			return err
+		}
+		host.CapDrop = egressCapDrop(r, host.CapAdd, host.CapDrop)
 		if len(secretEnv) > 0 {
 			if err := rt.wrapService(ctx, sb, name, r.Services[name], cfg, host, secretEnv); err != nil {
 				return err
 			}
 		}
 		netcfg := &network.NetworkingConfig{EndpointsConfig: map[string]*network.EndpointSettings{
-			sb.Network: {Aliases: []string{name}},
+			sb.Network: {Aliases: append([]string{name}, r.Services[name].Aliases...)},
 		}}
 		c, err := rt.Engine.ContainerCreate(ctx, cfg, host, netcfg, nil, serviceName(sb.ID, name))
 		if err != nil {
@@ -83,10 +93,19 @@ func (rt *Runtime) createServices(ctx context.Context, sb *Sandbox, r *manifest.
 }
 
 // serviceConfig is the container config of one service.
-func serviceConfig(name string, s manifest.Service, labels map[string]string, secretEnv map[string]string) (*container.Config, error) {
-	cfg := &container.Config{Image: s.Image, Labels: labels}
+// An entrypoint replaces the image's ENTRYPOINT and, as in compose, its CMD
+// too: the command is then the service's command or none. startInterval says
+// the Engine takes a healthcheck's start_interval; an older one probes at the
+// start_interval throughout when one is set (a sandbox's services live for one
+// job, where a fast start matters more than a slower probe later).
+func serviceConfig(name string, s manifest.Service, labels map[string]string, secretEnv map[string]string, startInterval bool) (*container.Config, error) {
+	cfg := &container.Config{Image: s.Image, Labels: labels, User: s.User, WorkingDir: s.WorkingDir}
 	if len(name) <= 63 { // a host name's limit
 		cfg.Hostname = name
+	}
+	if len(s.Entrypoint) > 0 {
+		cfg.Entrypoint = slices.Clone(s.Entrypoint)
+		cfg.Cmd = []string{}
 	}
 	if len(s.Command) > 0 {
 		cfg.Cmd = append([]string(nil), s.Command...)
@@ -104,7 +123,7 @@ func serviceConfig(name string, s manifest.Service, labels map[string]string, se
 			key string
 			val string
 			dst *time.Duration
-		}{{"interval", h.Interval, &hc.Interval}, {"timeout", h.Timeout, &hc.Timeout}} {
+		}{{"interval", h.Interval, &hc.Interval}, {"timeout", h.Timeout, &hc.Timeout}, {"start_period", h.StartPeriod, &hc.StartPeriod}, {"start_interval", h.StartInterval, &hc.StartInterval}} {
 			if d.val == "" {
 				continue
 			}
@@ -117,6 +136,12 @@ func serviceConfig(name string, s manifest.Service, labels map[string]string, se
 				v = time.Millisecond
 			}
 			*d.dst = v
+		}
+		if hc.StartInterval > 0 && !startInterval {
+			if hc.Interval == 0 || hc.StartInterval < hc.Interval {
+				hc.Interval = hc.StartInterval
+			}
+			hc.StartInterval = 0
 		}
 		cfg.Healthcheck = hc
 	}
@@ -144,7 +169,6 @@ func (rt *Runtime) startServices(ctx context.Context, sb *Sandbox) error {
 	if err != nil {
 		return err
 	}
-	names := slices.Sorted(maps.Keys(sb.Services))
 	var declared map[string]manifest.Service
 	if sb.manifest != nil {
 		declared = sb.manifest.Services
@@ -155,50 +179,102 @@ func (rt *Runtime) startServices(ctx context.Context, sb *Sandbox) error {
 		s, known := declared[name]
 		return !known || s.Required
 	}
-
-	// Start them all at once: a slow one does not hold the others back.
-	errs := make([]error, len(names))
-	var wg sync.WaitGroup
-	for i, name := range names {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := rt.Engine.ContainerStart(ctx, sb.Services[name], container.StartOptions{}); err != nil {
-				errs[i] = fmt.Errorf("cannot start service %s: %v", name, err)
-				return
+	// What other services wait for: the condition each service must reach.
+	// A service others wait to complete is a job: its exit 0 is its success.
+	conds := map[string]string{}
+	for _, s := range declared {
+		for dep, c := range s.DependsOn {
+			if _, ok := sb.Services[dep]; ok && (conds[dep] == "" || c != manifest.ServiceStarted) {
+				conds[dep] = c
 			}
-			errs[i] = rt.deliverServiceSecrets(ctx, sb, name)
-		}()
-	}
-	wg.Wait()
-	var startErrs []error
-	started := names[:0:0]
-	for i, name := range names {
-		switch {
-		case errs[i] == nil:
-			started = append(started, name)
-		case required(name):
-			startErrs = append(startErrs, errs[i])
-		default:
-			rt.notice("optional service %s failed: %v", name, errs[i])
-			rt.serviceResult(sb.ID, name, false, errs[i].Error())
 		}
-	}
-	if len(startErrs) > 0 {
-		return &Error{Code: 125, Err: errors.Join(startErrs...)}
 	}
 	deadline := time.Now().Add(timeout)
 	timeoutText := timeout.String()
 	if sb.manifest != nil && sb.manifest.Sandbox.ReadyTimeout != "" {
 		timeoutText = sb.manifest.Sandbox.ReadyTimeout
 	}
-
-	var gating []*serviceWatch
-	for _, name := range started {
-		w := &serviceWatch{rt: rt, sandbox: sb.ID, name: name, id: sb.Services[name], primary: sb.PrimaryID, timeout: timeoutText, deadline: deadline}
+	watch := func(name string) *serviceWatch {
+		w := &serviceWatch{rt: rt, sandbox: sb.ID, name: name, id: sb.Services[name], primary: sb.PrimaryID, timeout: timeoutText, deadline: deadline,
+			job: conds[name] == manifest.ServiceCompletedSuccessfully}
 		if s, ok := declared[name]; ok && s.Healthcheck != nil {
 			w.probe = strings.Join(s.Healthcheck.Cmd, " ")
 		}
+		return w
+	}
+
+	// Start in waves: every service whose dependencies reached their
+	// conditions, all at once (a slow one does not hold the others back).
+	done := map[string]bool{}   // started, and its condition (if any) reached
+	waited := map[string]bool{} // its readiness was already waited for and reported
+	var started []string
+	for left := slices.Sorted(maps.Keys(sb.Services)); len(left) > 0; {
+		var wave, rest []string
+		for _, name := range left {
+			ready := true
+			for dep := range declared[name].DependsOn {
+				if _, ok := sb.Services[dep]; ok && !done[dep] {
+					ready = false
+				}
+			}
+			if ready {
+				wave = append(wave, name)
+			} else {
+				rest = append(rest, name)
+			}
+		}
+		if len(wave) == 0 { // validate refuses cycles; a hand-made manifest may not
+			return configErr("services: depends_on has a cycle among %s", strings.Join(rest, ", "))
+		}
+		left = rest
+		errs := make([]error, len(wave))
+		var wg sync.WaitGroup
+		for i, name := range wave {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if err := rt.Engine.ContainerStart(ctx, sb.Services[name], container.StartOptions{}); err != nil {
+					errs[i] = fmt.Errorf("cannot start service %s: %v", name, err)
+					return
+				}
+				errs[i] = rt.deliverServiceSecrets(ctx, sb, name)
+			}()
+		}
+		wg.Wait()
+		var startErrs []error
+		var gate []*serviceWatch
+		for i, name := range wave {
+			switch {
+			case errs[i] == nil:
+				started = append(started, name)
+				if c := conds[name]; c == manifest.ServiceHealthy || c == manifest.ServiceCompletedSuccessfully {
+					gate = append(gate, watch(name))
+					waited[name] = true
+				}
+			case required(name) || conds[name] != "":
+				startErrs = append(startErrs, errs[i])
+			default:
+				rt.notice("optional service %s failed: %v", name, errs[i])
+				rt.serviceResult(sb.ID, name, false, errs[i].Error())
+			}
+		}
+		if len(startErrs) > 0 {
+			return &Error{Code: 125, Err: errors.Join(startErrs...)}
+		}
+		if err := rt.waitServices(ctx, gate); err != nil {
+			return err
+		}
+		for _, name := range wave {
+			done[name] = true
+		}
+	}
+
+	var gating []*serviceWatch
+	for _, name := range started {
+		if waited[name] {
+			continue
+		}
+		w := watch(name)
 		if required(name) {
 			gating = append(gating, w)
 			continue
@@ -215,6 +291,7 @@ type serviceWatch struct {
 	name, id string
 	primary  string // the sandbox's primary container
 	probe    string // the healthcheck's argv, for messages
+	job      bool   // others wait for it to complete: exit 0 is its success
 	timeout  string // sandbox.ready_timeout, for messages
 	deadline time.Time
 }
@@ -243,6 +320,12 @@ func (w *serviceWatch) check(ctx context.Context) (serviceState, string, error) 
 		w.probe = strings.Join(ci.Config.Healthcheck.Test[1:], " ")
 	}
 	switch {
+	case w.job && st.Status == container.StateExited && st.ExitCode == 0 && !st.OOMKilled:
+		return serviceReady, "", nil
+	case w.job && (st.Status == container.StateExited || st.Status == container.StateDead):
+		return serviceFailed, fmt.Sprintf("service %s did not complete successfully: it exited with code %d", w.name, st.ExitCode), nil
+	case w.job:
+		return servicePending, "", nil
 	case st.Status == container.StateExited || st.Status == container.StateDead:
 		how := fmt.Sprintf("exited with code %d", st.ExitCode)
 		if st.OOMKilled {
@@ -274,6 +357,9 @@ func (w *serviceWatch) check(ctx context.Context) (serviceState, string, error) 
 
 // timedOut is the reason given when the service is not ready by the deadline.
 func (w *serviceWatch) timedOut() string {
+	if w.job {
+		return fmt.Sprintf("service %s has not completed after %s", w.name, w.timeout)
+	}
 	if w.probe != "" {
 		return fmt.Sprintf("service %s is not healthy after %s (healthcheck %s)", w.name, w.timeout, w.probe)
 	}
@@ -449,13 +535,16 @@ func (rt *Runtime) wrapService(ctx context.Context, sb *Sandbox, name string, s 
 		return failed("cannot inspect the image of service %s: %v", name, err)
 	}
 	var argv []string
-	if img.Config != nil {
+	switch {
+	case len(s.Entrypoint) > 0:
+		argv = append(argv, s.Entrypoint...)
+	case img.Config != nil:
 		argv = append(argv, img.Config.Entrypoint...)
 	}
 	switch {
 	case len(s.Command) > 0:
 		argv = append(argv, s.Command...)
-	case img.Config != nil:
+	case len(s.Entrypoint) == 0 && img.Config != nil:
 		argv = append(argv, img.Config.Cmd...)
 	}
 	if len(argv) == 0 {
@@ -468,7 +557,10 @@ func (rt *Runtime) wrapService(ctx context.Context, sb *Sandbox, name string, s 
 	cfg.Entrypoint = append(append(entry, "--"), argv...)
 	cfg.Cmd = []string{}
 	host.Mounts = append(host.Mounts, mount.Mount{Type: mount.TypeVolume, Source: sb.supervisorVolume, Target: BinMount, ReadOnly: true})
-	host.Tmpfs = map[string]string{RunMount: "mode=1777,size=1m"}
+	if host.Tmpfs == nil {
+		host.Tmpfs = map[string]string{}
+	}
+	host.Tmpfs[RunMount] = "mode=1777,size=1m"
 	return nil
 }
 
