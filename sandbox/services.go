@@ -189,13 +189,14 @@ func (rt *Runtime) startServices(ctx context.Context, sb *Sandbox) error {
 			}
 		}
 	}
-	deadline := time.Now().Add(timeout)
 	timeoutText := timeout.String()
 	if sb.manifest != nil && sb.manifest.Sandbox.ReadyTimeout != "" {
 		timeoutText = sb.manifest.Sandbox.ReadyTimeout
 	}
+	// A service has ready_timeout from the end of its start.
+	startedAt := map[string]time.Time{}
 	watch := func(name string) *serviceWatch {
-		w := &serviceWatch{rt: rt, sandbox: sb.ID, name: name, id: sb.Services[name], primary: sb.PrimaryID, timeout: timeoutText, deadline: deadline,
+		w := &serviceWatch{rt: rt, sandbox: sb.ID, name: name, id: sb.Services[name], primary: sb.PrimaryID, timeout: timeoutText, deadline: startedAt[name].Add(timeout),
 			job: conds[name] == manifest.ServiceCompletedSuccessfully}
 		if s, ok := declared[name]; ok && s.Healthcheck != nil {
 			w.probe = strings.Join(s.Healthcheck.Cmd, " ")
@@ -241,9 +242,11 @@ func (rt *Runtime) startServices(ctx context.Context, sb *Sandbox) error {
 			}()
 		}
 		wg.Wait()
+		now := time.Now()
 		var startErrs []error
 		var gate []*serviceWatch
 		for i, name := range wave {
+			startedAt[name] = now
 			switch {
 			case errs[i] == nil:
 				started = append(started, name)
