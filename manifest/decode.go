@@ -141,7 +141,7 @@ func under(k toml.Key, parents []toml.Key) bool {
 
 func unknownKeyMsg(k []string) string {
 	if len(k) == 1 {
-		return fmt.Sprintf("unknown key (top-level keys are presets, tools, sandbox, env, mounts, copies, daemons, services)")
+		return fmt.Sprintf("unknown key (top-level keys are presets, tools, sandbox, env, mounts, copies, daemons, services, compose)")
 	}
 	return "unknown key"
 }

@@ -23,12 +23,12 @@ func TestDecodeErrors(t *testing.T) {
 		{
 			name:  "unknown top-level key before any table",
 			files: map[string]string{"sandbox.toml": "# comment\nvolumes = [\"a\"]\n" + img},
-			want:  []string{"sandbox.toml:2: volumes: unknown key (top-level keys are presets, tools, sandbox, env, mounts, copies, daemons, services)"},
+			want:  []string{"sandbox.toml:2: volumes: unknown key (top-level keys are presets, tools, sandbox, env, mounts, copies, daemons, services, compose)"},
 		},
 		{
 			name:  "unknown top-level table",
 			files: map[string]string{"sandbox.toml": img + "[network]\nmode = \"host\"\n"},
-			want:  []string{"sandbox.toml:3: network: unknown key (top-level keys are presets, tools, sandbox, env, mounts, copies, daemons, services)"},
+			want:  []string{"sandbox.toml:3: network: unknown key (top-level keys are presets, tools, sandbox, env, mounts, copies, daemons, services, compose)"},
 		},
 		{
 			name:  "unknown nested key",
@@ -86,7 +86,7 @@ func TestDecodeErrors(t *testing.T) {
 		{
 			name:  "unknown key in sandbox.local.toml",
 			files: map[string]string{"sandbox.toml": img, "sandbox.local.toml": "[env]\nA = \"1\"\n[sandbx]\nimage = \"y\"\n"},
-			want:  []string{"sandbox.local.toml:3: sandbx: unknown key (top-level keys are presets, tools, sandbox, env, mounts, copies, daemons, services)"},
+			want:  []string{"sandbox.local.toml:3: sandbx: unknown key (top-level keys are presets, tools, sandbox, env, mounts, copies, daemons, services, compose)"},
 		},
 		{
 			name:  "unknown key in a path preset",

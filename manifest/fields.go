@@ -123,6 +123,12 @@ var Fields = []Field{
 	{Key: "services.<name>.ulimits.<name>.soft", Type: "integer", Doc: "Soft limit (-1: unlimited); at most hard."},
 	{Key: "services.<name>.ulimits.<name>.hard", Type: "integer", Doc: "Hard limit (-1: unlimited)."},
 	{Key: "services.<name>.depends_on", Type: "table of strings", Doc: "Services that must reach a condition before this one starts: service_started, service_healthy (needs a healthcheck there) or service_completed_successfully (a required job that exits 0; its exit is then its success, not a failure). An array of names is the short form (each service_started). A failed condition fails the start (exit 125); cycles are config errors."},
+
+	{Key: "compose", Type: "table", Doc: "Services read from a compose file (compose-go: interpolation from the host environment and the file's .env, profiles, extends), as the lowest layer of [services.*]: a [services.<name>] table of any layer overrides a compose service key by key. A compose key airlock cannot honour is a config error naming it, the service and the compose file's line. See docs/compose.md."},
+	{Key: "compose.file", Type: "string", Doc: "The compose file, relative to the folder of the file that names it. Required in [compose]."},
+	{Key: "compose.services", Type: "array of strings", Default: "[]", Doc: "The services to take, with the services they depend on; empty means every service of the active profiles."},
+	{Key: "compose.profiles", Type: "array of strings", Default: "[]", Doc: "Compose profiles to activate (services of other profiles are left out, as compose does)."},
+	{Key: "compose.ignore", Type: "array of strings", Default: "[]", Doc: "Compose service keys airlock may drop (ports, restart, container_name, labels, …; networks.<key> for a network setting): a knowing choice, never a silent one."},
 }
 
 // FieldsMarkdown renders the field table as the key reference of docs/manifest.md.

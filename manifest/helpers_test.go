@@ -70,7 +70,8 @@ func (p *project) loader() *manifest.Loader {
 			v, ok := p.env[name]
 			return v, ok
 		},
-		Vault: p.vault,
+		Vault:   p.vault,
+		Environ: func() []string { return nil },
 		// Errors and `config --layers` name files relative to the project dir, as
 		// the CLI shows them.
 		Display: func(path string) string {

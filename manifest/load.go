@@ -54,6 +54,9 @@ type Loader struct {
 	ReadFile func(string) ([]byte, error)
 	// Display shortens file names in errors and origins; nil means as given.
 	Display func(path string) string
+	// Environ is the host environment a compose file is interpolated with
+	// (K=V); nil means os.Environ.
+	Environ func() []string
 }
 
 // LayerInfo names one layer of a resolved manifest, lowest first.
@@ -103,7 +106,7 @@ func (l *Loader) Load(file string) (*Resolved, error) {
 	if err != nil {
 		return nil, err
 	}
-	r, err := resolve(stack, l.substituter())
+	r, err := resolve(stack, l.substituter(), l.readFile)
 	if err != nil {
 		return nil, err
 	}
@@ -124,7 +127,15 @@ func (l *Loader) LoadBytes(name, dir string, data []byte) (*Resolved, error) {
 	if err := b.addPresets(root, []string{name}, []string{"file:" + filepath.Join(dir, name)}); err != nil {
 		return nil, err
 	}
-	r, err := resolve(append(b.layers, root), l.substituter())
+	layers := append(b.layers, root)
+	cl, err := l.composeLayer(layers)
+	if err != nil {
+		return nil, err
+	}
+	if cl != nil {
+		layers = append([]*layer{cl}, layers...)
+	}
+	r, err := resolve(layers, l.substituter(), l.readFile)
 	if err != nil {
 		return nil, err
 	}
@@ -172,6 +183,13 @@ func (l *Loader) stack(file string) ([]*layer, error) {
 			return nil, err
 		}
 		layers = append(b.layers, root, local)
+	}
+	cl, err := l.composeLayer(layers)
+	if err != nil {
+		return nil, err
+	}
+	if cl != nil {
+		layers = append([]*layer{cl}, layers...)
 	}
 	return layers, nil
 }

@@ -17,6 +17,16 @@ type Manifest struct {
 	Copies   map[string]Copy    `toml:"copies" json:"copies,omitempty"`
 	Daemons  map[string]Daemon  `toml:"daemons" json:"daemons,omitempty"`
 	Services map[string]Service `toml:"services" json:"services,omitempty"`
+	Compose  *Compose           `toml:"compose" json:"compose,omitempty"`
+}
+
+// Compose is [compose]: services read from a compose file, as the lowest layer
+// of [services.*] (docs/compose.md).
+type Compose struct {
+	File     string   `toml:"file" json:"file"`
+	Services []string `toml:"services" json:"services,omitempty"`
+	Profiles []string `toml:"profiles" json:"profiles,omitempty"`
+	Ignore   []string `toml:"ignore" json:"ignore,omitempty"`
 }
 
 // Sandbox is the [sandbox] table: the primary container.

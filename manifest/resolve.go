@@ -8,8 +8,9 @@ import (
 )
 
 // resolve merges the stack, drops disabled entries, applies defaults, validates,
-// then substitutes.
-func resolve(stack []*layer, sub *substituter) (*Resolved, error) {
+// then substitutes. read reads the env files services name (the loader's
+// ReadFile, which records what a sandbox may not change).
+func resolve(stack []*layer, sub *substituter, read func(string) ([]byte, error)) (*Resolved, error) {
 	data := map[string]any{}
 	origins := map[string]origin{}
 	for _, l := range stack {
@@ -33,7 +34,7 @@ func resolve(stack []*layer, sub *substituter) (*Resolved, error) {
 		return nil, err
 	}
 	// After substitution: an env file's values are taken literally.
-	if err := readEnvFiles(&m, origins).orNil(); err != nil {
+	if err := readEnvFiles(&m, origins, read).orNil(); err != nil {
 		return nil, err
 	}
 	if m.Sandbox.Image == "" && m.Sandbox.Build == nil {

@@ -392,7 +392,7 @@ const maxEnvFile = 1 << 20
 // env table sets (as compose: environment wins over env_file, a later file over
 // an earlier one). A relative path starts at the folder of the file that names
 // it, as compose's do.
-func readEnvFiles(m *Manifest, origins map[string]origin) Errors {
+func readEnvFiles(m *Manifest, origins map[string]origin, read func(string) ([]byte, error)) Errors {
 	var errs Errors
 	for _, name := range slices.Sorted(maps.Keys(m.Services)) {
 		s := m.Services[name]
@@ -410,7 +410,7 @@ func readEnvFiles(m *Manifest, origins map[string]origin) Errors {
 			if !filepath.IsAbs(p) {
 				p = filepath.Join(dir, p)
 			}
-			vars, err := ReadEnvFile(p)
+			vars, err := readEnvFile(p, read)
 			if err != nil {
 				errs = append(errs, locate(origins, key, err.Error()))
 				continue
@@ -434,24 +434,20 @@ func readEnvFiles(m *Manifest, origins map[string]origin) Errors {
 // lines starting with # are skipped, an "export " prefix is dropped, a value in
 // matching single or double quotes loses them. Values are taken literally (no
 // ${VAR}); a line without = is an error naming its line.
-func ReadEnvFile(p string) (map[string]string, error) {
-	f, err := os.Open(p)
-	if err != nil {
-		return nil, fmt.Errorf("cannot read env file: %w", err)
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("cannot read env file: %w", err)
-	}
-	if !fi.Mode().IsRegular() {
+func ReadEnvFile(p string) (map[string]string, error) { return readEnvFile(p, os.ReadFile) }
+
+func readEnvFile(p string, read func(string) ([]byte, error)) (map[string]string, error) {
+	if fi, err := os.Stat(p); err == nil && !fi.Mode().IsRegular() {
 		return nil, fmt.Errorf("cannot read env file %s: not a regular file", p)
-	}
-	if fi.Size() > maxEnvFile {
+	} else if err == nil && fi.Size() > maxEnvFile {
 		return nil, fmt.Errorf("cannot read env file %s: larger than %d bytes", p, maxEnvFile)
 	}
+	data, err := read(p)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read env file: %w", err)
+	}
 	out := map[string]string{}
-	sc := bufio.NewScanner(f)
+	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 64<<10), maxEnvFile)
 	for n := 1; sc.Scan(); n++ {
 		line := strings.TrimSpace(sc.Text())

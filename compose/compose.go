@@ -1,0 +1,460 @@
+// Package compose reads the services of a compose file (with compose-go: its
+// interpolation, profiles, extends and .env) into the tables of airlock's
+// [services.<name>], and refuses, by key, service and line, every compose key
+// airlock cannot honour. It is a loading stage of the manifest: no Docker, no
+// processes.
+package compose
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/compose-spec/compose-go/v2/dotenv"
+	"github.com/compose-spec/compose-go/v2/loader"
+	"github.com/compose-spec/compose-go/v2/types"
+	"github.com/sirupsen/logrus"
+	"go.yaml.in/yaml/v3"
+)
+
+// Options say which compose file to read and which of its services to take.
+type Options struct {
+	File string // absolute path of the compose file
+	// Services are the services to take, with the services they depend on;
+	// empty means every service of the active profiles.
+	Services []string
+	Profiles []string
+	// Ignore lists compose keys of a service (ports, restart, …) that airlock
+	// may drop: the user's knowing choice, never a silent one.
+	Ignore []string
+	// Environ is the host environment for interpolation (K=V); the compose
+	// file's .env lies below it, as compose has it.
+	Environ []string
+}
+
+// Error is a compose key airlock cannot honour, or a compose file it cannot read.
+type Error struct {
+	Line int
+	Path []string // services, <name>, <compose key>…; nil for the file
+	Msg  string
+}
+
+// Result is what a compose file gives: a services table as a sandbox.toml
+// layer holds it, and the line of every key path it set.
+type Result struct {
+	Services map[string]any
+	Lines    map[string]int // key path, joined by "\x00" → line of the compose file
+	// Files are the other files the services' keys came from (env_file).
+	Files []string
+}
+
+// LineKey is the key of Result.Lines for a key path.
+func LineKey(path ...string) string { return strings.Join(path, "\x00") }
+
+// handled are the compose keys of a service airlock honours, or that mean
+// nothing to a sandbox whichever way (expose publishes nothing; profiles and
+// env_file are consumed by the loading).
+var handled = map[string]bool{
+	"image": true, "command": true, "entrypoint": true, "environment": true, "env_file": true,
+	"healthcheck": true, "user": true, "working_dir": true, "shm_size": true, "extra_hosts": true,
+	"networks": true, "volumes": true, "tmpfs": true, "cap_add": true, "cap_drop": true,
+	"ulimits": true, "depends_on": true, "profiles": true, "expose": true,
+}
+
+// Load reads o.File.
+func Load(ctx context.Context, o Options) (*Result, []Error) {
+	src, err := os.ReadFile(o.File)
+	if err != nil {
+		return nil, []Error{{Msg: fmt.Sprintf("cannot read the compose file: %v", err)}}
+	}
+	lines := scanLines(src)
+	dir := filepath.Dir(o.File)
+	env := types.Mapping{}
+	if dot := filepath.Join(dir, ".env"); fileExists(dot) {
+		vars, err := dotenv.GetEnvFromFile(map[string]string{}, []string{dot})
+		if err != nil {
+			return nil, []Error{{Msg: fmt.Sprintf("cannot read %s: %v", dot, err)}}
+		}
+		maps.Copy(env, vars)
+	}
+	for _, kv := range o.Environ {
+		if k, v, ok := strings.Cut(kv, "="); ok && k != "" {
+			env[k] = v
+		}
+	}
+	p, err := loader.LoadWithContext(ctx, types.ConfigDetails{
+		WorkingDir:  dir,
+		ConfigFiles: []types.ConfigFile{{Filename: o.File}},
+		Environment: env,
+	}, func(lo *loader.Options) {
+		lo.SetProjectName("airlock", true)
+		lo.Profiles = o.Profiles
+	})
+	if err != nil {
+		return nil, []Error{{Msg: fmt.Sprintf("cannot load the compose file: %v", err)}}
+	}
+	c := &converter{p: p, lines: lines, ignore: o.Ignore, res: &Result{Services: map[string]any{}, Lines: map[string]int{}}}
+	names, errs := c.selected(o.Services)
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	for _, name := range names {
+		c.service(name, p.Services[name], names)
+	}
+	if len(c.errs) > 0 {
+		return nil, c.errs
+	}
+	return c.res, nil
+}
+
+func fileExists(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.Mode().IsRegular()
+}
+
+type converter struct {
+	p      *types.Project
+	lines  map[string]int
+	ignore []string
+	res    *Result
+	errs   []Error
+}
+
+func (c *converter) line(path ...string) int {
+	for n := len(path); n > 0; n-- {
+		if l, ok := c.lines[LineKey(path[:n]...)]; ok {
+			return l
+		}
+	}
+	return 0
+}
+
+func (c *converter) errorf(path []string, format string, args ...any) {
+	c.errs = append(c.errs, Error{Line: c.line(path...), Path: path, Msg: fmt.Sprintf(format, args...)})
+}
+
+// selected returns the services to take: the named ones and what they depend
+// on, or every service of the active profiles.
+func (c *converter) selected(want []string) ([]string, []Error) {
+	if len(want) == 0 {
+		return slices.Sorted(maps.Keys(c.p.Services)), nil
+	}
+	var errs []Error
+	out := map[string]bool{}
+	var add func(name string, from []string)
+	add = func(name string, from []string) {
+		if out[name] {
+			return
+		}
+		s, ok := c.p.Services[name]
+		if !ok {
+			msg := fmt.Sprintf("%s is not a service of the compose file (services: %s)", name, strings.Join(slices.Sorted(maps.Keys(c.p.Services)), ", "))
+			if d, disabled := c.p.DisabledServices[name]; disabled {
+				msg = fmt.Sprintf("%s is in profile %s, which is not active (add it to compose.profiles)", name, strings.Join(d.Profiles, ", "))
+			}
+			errs = append(errs, Error{Line: c.line(from...), Path: from, Msg: msg})
+			return
+		}
+		out[name] = true
+		for dep, d := range s.DependsOn {
+			if _, ok := c.p.Services[dep]; ok || d.Required {
+				add(dep, []string{"services", name, "depends_on"})
+			}
+		}
+	}
+	for _, name := range want {
+		add(name, []string{})
+	}
+	return slices.Sorted(maps.Keys(out)), errs
+}
+
+// service converts one compose service into a [services.<name>] table.
+func (c *converter) service(name string, s types.ServiceConfig, taken []string) {
+	p := func(k ...string) []string { return append([]string{"services", name}, k...) }
+	// Every key the service sets, as compose-go writes it back.
+	b, err := json.Marshal(s)
+	if err != nil {
+		c.errorf(p(), "cannot read service %s: %v", name, err)
+		return
+	}
+	var set map[string]any
+	_ = json.Unmarshal(b, &set)
+	for _, k := range slices.Sorted(maps.Keys(set)) {
+		if set[k] == nil || handled[k] || slices.Contains(c.ignore, k) {
+			continue
+		}
+		if k == "build" && s.Image != "" {
+			// compose builds it; airlock takes the image it names, if the user says so.
+			c.errorf(p(k), "airlock does not build a compose service's image; build and tag %s before the run, and add \"build\" to compose.ignore to use that image", s.Image)
+			continue
+		}
+		c.errorf(p(k), "airlock cannot honour %s in a sandbox's service; remove it, or add %q to compose.ignore to run without it", k, k)
+	}
+	for _, f := range s.EnvFiles {
+		if !slices.Contains(c.res.Files, f.Path) {
+			c.res.Files = append(c.res.Files, f.Path)
+		}
+	}
+	t := map[string]any{}
+	c.res.Lines[LineKey(p()...)] = c.line(p()...)
+	at := func(ours string, theirs ...string) {
+		c.res.Lines[LineKey(p(ours)...)] = c.line(p(theirs...)...)
+	}
+	if s.Image == "" {
+		c.errorf(p("image"), "is required: airlock runs a service from an image (build it first)")
+	}
+	t["image"] = s.Image
+	at("image", "image")
+	if s.Command != nil {
+		t["command"] = strs(s.Command)
+		at("command", "command")
+	}
+	if s.Entrypoint != nil {
+		t["entrypoint"] = strs(s.Entrypoint)
+		at("entrypoint", "entrypoint")
+	}
+	if len(s.Environment) > 0 {
+		env := map[string]any{}
+		for k, v := range s.Environment {
+			if v != nil { // a name without a value the host lacks: compose leaves it out
+				env[k] = *v
+			}
+		}
+		t["env"] = env
+		at("env", "environment")
+		for k := range env {
+			c.res.Lines[LineKey(p("env", k)...)] = c.line(p("environment", k)...)
+		}
+		if _, ok := c.lines[LineKey(p("environment")...)]; !ok {
+			at("env", "env_file")
+		}
+	}
+	if s.User != "" {
+		t["user"] = s.User
+		at("user", "user")
+	}
+	if s.WorkingDir != "" {
+		t["working_dir"] = s.WorkingDir
+		at("working_dir", "working_dir")
+	}
+	if s.ShmSize != 0 {
+		t["shm_size"] = strconv.FormatInt(int64(s.ShmSize), 10)
+		at("shm_size", "shm_size")
+	}
+	if len(s.ExtraHosts) > 0 {
+		var hosts []any
+		for _, h := range slices.Sorted(maps.Keys(s.ExtraHosts)) {
+			for _, ip := range s.ExtraHosts[h] {
+				hosts = append(hosts, h+"="+ip)
+			}
+		}
+		t["extra_hosts"] = hosts
+		at("extra_hosts", "extra_hosts")
+	}
+	c.networks(name, s, t)
+	c.volumes(name, s, t)
+	if len(s.Tmpfs) > 0 {
+		t["tmpfs"] = append(anys(t["tmpfs"]), strs(s.Tmpfs)...)
+		at("tmpfs", "tmpfs")
+	}
+	if len(s.CapAdd) > 0 {
+		t["cap_add"] = strs(s.CapAdd)
+		at("cap_add", "cap_add")
+	}
+	if len(s.CapDrop) > 0 {
+		t["cap_drop"] = strs(s.CapDrop)
+		at("cap_drop", "cap_drop")
+	}
+	if len(s.Ulimits) > 0 {
+		u := map[string]any{}
+		for n, l := range s.Ulimits {
+			if l == nil {
+				continue
+			}
+			if l.Single != 0 {
+				u[n] = map[string]any{"soft": int64(l.Single), "hard": int64(l.Single)}
+			} else {
+				u[n] = map[string]any{"soft": int64(l.Soft), "hard": int64(l.Hard)}
+			}
+		}
+		t["ulimits"] = u
+		at("ulimits", "ulimits")
+	}
+	if len(s.DependsOn) > 0 {
+		d := map[string]any{}
+		for dep, cond := range s.DependsOn {
+			if !slices.Contains(taken, dep) {
+				continue // not required, and not there
+			}
+			condition := cond.Condition
+			if condition == "" {
+				condition = "service_started"
+			}
+			d[dep] = condition
+		}
+		t["depends_on"] = d
+		at("depends_on", "depends_on")
+	}
+	if h := s.HealthCheck; h != nil && !h.Disable && len(h.Test) > 0 && h.Test[0] != "NONE" {
+		hc := map[string]any{}
+		switch h.Test[0] {
+		case "CMD":
+			hc["cmd"] = strs(h.Test[1:])
+		case "CMD-SHELL":
+			hc["cmd"] = []any{"/bin/sh", "-c", strings.Join(h.Test[1:], " ")}
+		default:
+			c.errorf(p("healthcheck", "test"), "must start with CMD, CMD-SHELL or NONE, got %q", h.Test[0])
+		}
+		for k, d := range map[string]*types.Duration{"interval": h.Interval, "timeout": h.Timeout, "start_period": h.StartPeriod, "start_interval": h.StartInterval} {
+			if d != nil {
+				hc[k] = time.Duration(*d).String()
+			}
+		}
+		if h.Retries != nil {
+			hc["retries"] = int64(*h.Retries)
+		}
+		t["healthcheck"] = hc
+		at("healthcheck", "healthcheck")
+		for k := range hc {
+			theirs := k
+			if k == "cmd" {
+				theirs = "test"
+			}
+			c.res.Lines[LineKey(p("healthcheck", k)...)] = c.line(p("healthcheck", theirs)...)
+		}
+	}
+	c.res.Services[name] = t
+}
+
+// networks collects the aliases a service has on any of its networks: in a
+// sandbox every service sits on the sandbox's one network.
+func (c *converter) networks(name string, s types.ServiceConfig, t map[string]any) {
+	var aliases []any
+	for _, net := range slices.Sorted(maps.Keys(s.Networks)) {
+		n := s.Networks[net]
+		if n == nil {
+			continue
+		}
+		b, _ := json.Marshal(n)
+		var set map[string]any
+		_ = json.Unmarshal(b, &set)
+		for _, k := range slices.Sorted(maps.Keys(set)) {
+			if k != "aliases" && !slices.Contains(c.ignore, "networks."+k) {
+				c.errorf([]string{"services", name, "networks", net, k}, "airlock cannot honour %s (a sandbox's services share one network, where only aliases apply); remove it, or add %q to compose.ignore", k, "networks."+k)
+			}
+		}
+		for _, a := range n.Aliases {
+			if !slices.Contains(aliases, any(a)) {
+				aliases = append(aliases, a)
+			}
+		}
+	}
+	if len(aliases) > 0 {
+		t["aliases"] = aliases
+		c.res.Lines[LineKey("services", name, "aliases")] = c.line("services", name, "networks")
+	}
+}
+
+// volumes turns compose's volumes into airlock's short syntax: binds (their
+// sources made absolute by the loader), volumes made for the sandbox, tmpfs.
+func (c *converter) volumes(name string, s types.ServiceConfig, t map[string]any) {
+	var vols, tmpfs []any
+	p := []string{"services", name, "volumes"}
+	for _, v := range s.Volumes {
+		ro := ""
+		if v.ReadOnly {
+			ro = ":ro"
+		}
+		switch v.Type {
+		case types.VolumeTypeBind:
+			if b := v.Bind; b != nil && (b.Propagation != "" || b.SELinux != "") {
+				c.errorf(p, "%s: airlock cannot honour bind propagation or selinux options", v.Target)
+			}
+			vols = append(vols, v.Source+":"+v.Target+ro)
+		case types.VolumeTypeVolume:
+			if v.Source == "" {
+				vols = append(vols, v.Target)
+				continue
+			}
+			if top, ok := c.p.Volumes[v.Source]; ok && bool(top.External) {
+				c.errorf(p, "%s: volume %s is external; airlock makes a sandbox's volumes itself and removes them with it", v.Target, v.Source)
+				continue
+			}
+			vols = append(vols, v.Source+":"+v.Target+ro)
+		case types.VolumeTypeTmpfs:
+			var opts []string
+			if v.Tmpfs != nil && v.Tmpfs.Size > 0 {
+				opts = append(opts, fmt.Sprintf("size=%d", int64(v.Tmpfs.Size)))
+			}
+			if v.Tmpfs != nil && v.Tmpfs.Mode != 0 {
+				opts = append(opts, fmt.Sprintf("mode=%o", v.Tmpfs.Mode))
+			}
+			e := v.Target
+			if len(opts) > 0 {
+				e += ":" + strings.Join(opts, ",")
+			}
+			tmpfs = append(tmpfs, e)
+		default:
+			c.errorf(p, "%s: airlock cannot honour a volume of type %s", v.Target, v.Type)
+		}
+	}
+	if len(vols) > 0 {
+		t["volumes"] = vols
+		c.res.Lines[LineKey("services", name, "volumes")] = c.line(p...)
+	}
+	if len(tmpfs) > 0 {
+		t["tmpfs"] = tmpfs
+		c.res.Lines[LineKey("services", name, "tmpfs")] = c.line(p...)
+	}
+}
+
+func strs(in []string) []any {
+	out := make([]any, len(in))
+	for i, s := range in {
+		out[i] = s
+	}
+	return out
+}
+
+func anys(v any) []any {
+	a, _ := v.([]any)
+	return a
+}
+
+// scanLines maps the key paths of a YAML document to their lines.
+func scanLines(src []byte) map[string]int {
+	out := map[string]int{}
+	var root yaml.Node
+	if yaml.Unmarshal(src, &root) != nil || len(root.Content) == 0 {
+		return out
+	}
+	var walk func(n *yaml.Node, path []string)
+	walk = func(n *yaml.Node, path []string) {
+		if n.Kind != yaml.MappingNode {
+			return
+		}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			p := append(slices.Clone(path), k.Value)
+			out[LineKey(p...)] = k.Line
+			walk(v, p)
+		}
+	}
+	walk(root.Content[0], nil)
+	return out
+}
+
+func init() {
+	// compose-go reports through logrus (an unset variable, a deprecated key);
+	// airlock's errors say what matters, and logrus's lines would break its
+	// output format.
+	logrus.SetOutput(io.Discard)
+}

@@ -1,0 +1,116 @@
+package manifest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/airlock-dev/airlock/compose"
+)
+
+// composeLayer reads the compose file [compose] names (in any layer; the
+// highest layer that sets a key of it wins, as everywhere) into a layer of
+// [services.*] below every other: presets, sandbox.toml and sandbox.local.toml
+// lay their keys over the compose file's services. nil when no layer names one.
+func (l *Loader) composeLayer(layers []*layer) (*layer, error) {
+	var (
+		settings = map[string]any{}
+		fileFrom *layer
+	)
+	for _, ly := range layers {
+		c, ok := ly.raw["compose"].(map[string]any)
+		if !ok {
+			continue
+		}
+		for k, v := range c {
+			settings[k] = v
+		}
+		if _, ok := c["file"]; ok {
+			fileFrom = ly
+		}
+	}
+	if len(settings) == 0 {
+		return nil, nil
+	}
+	file, _ := settings["file"].(string)
+	if fileFrom == nil || file == "" {
+		var from *layer
+		for _, ly := range layers {
+			if _, ok := ly.raw["compose"]; ok {
+				from = ly
+			}
+		}
+		return nil, &Error{File: from.name, Line: from.lines.line([]string{"compose"}), Key: "compose.file", Msg: "is required: the compose file to read, e.g. \"compose.yaml\""}
+	}
+	if !filepath.IsAbs(file) {
+		file = filepath.Join(fileFrom.dir, file)
+	}
+	list := func(k string) []string {
+		var out []string
+		for _, v := range anyList(settings[k]) {
+			if s, ok := v.(string); ok {
+				out = append(out, s)
+			}
+		}
+		return out
+	}
+	// Read through the loader, which records the files a sandbox may not change
+	// (trust); compose-go reads them again.
+	if _, err := l.readFile(file); err != nil {
+		return nil, &Error{File: fileFrom.name, Line: fileFrom.lines.line([]string{"compose", "file"}), Key: "compose.file", Msg: fmt.Sprintf("cannot read the compose file: %v", err)}
+	}
+	if _, err := l.readFile(filepath.Join(filepath.Dir(file), ".env")); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, &Error{File: fileFrom.name, Line: fileFrom.lines.line([]string{"compose", "file"}), Key: "compose.file", Msg: fmt.Sprintf("cannot read the compose file's .env: %v", err)}
+	}
+	environ := os.Environ()
+	if l.Environ != nil {
+		environ = l.Environ()
+	}
+	res, errs := compose.Load(context.Background(), compose.Options{
+		File: file, Services: list("services"), Profiles: list("profiles"), Ignore: list("ignore"), Environ: environ,
+	})
+	name := l.display(file)
+	if len(errs) > 0 {
+		var out Errors
+		for _, e := range errs {
+			switch {
+			case e.Path == nil && e.Line == 0:
+				out = append(out, &Error{File: fileFrom.name, Line: fileFrom.lines.line([]string{"compose", "file"}), Key: "compose.file", Msg: e.Msg})
+			case len(e.Path) == 0:
+				// A service named in compose.services.
+				out = append(out, &Error{File: fileFrom.name, Line: fileFrom.lines.line([]string{"compose", "services"}), Key: "compose.services", Msg: e.Msg})
+			default:
+				out = append(out, &Error{File: name, Line: e.Line, Key: KeyPath(e.Path...), Msg: e.Msg})
+			}
+		}
+		return nil, out
+	}
+	for _, f := range res.Files {
+		if _, err := l.readFile(f); err != nil {
+			return nil, &Error{File: name, Key: "env_file", Msg: fmt.Sprintf("cannot read %s: %v", f, err)}
+		}
+	}
+	cl := &layer{name: name, dir: filepath.Dir(file), raw: map[string]any{"services": res.Services}, lines: keyLines{}}
+	for k, line := range res.Lines {
+		cl.lines[KeyPath(strings.Split(k, "\x00")...)] = line
+	}
+	return cl, nil
+}
+
+func anyList(v any) []any {
+	switch v := v.(type) {
+	case []any:
+		return v
+	case []string:
+		out := make([]any, len(v))
+		for i, s := range v {
+			out[i] = s
+		}
+		return out
+	}
+	return nil
+}
