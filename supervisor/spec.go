@@ -110,6 +110,9 @@ type Daemon struct {
 	Harden      *bool      `json:"harden,omitempty"`
 	After       []string   `json:"after,omitempty"`
 	Ready       *Ready     `json:"ready,omitempty"`
+	// Oneshot makes the daemon a setup step: one launch, never restarted;
+	// its exit 0 is its readiness, anything else fails the start.
+	Oneshot bool `json:"oneshot,omitempty"`
 }
 
 // Ready is a daemon's readiness check: exactly one of TCP, HTTP, Cmd or Log.
