@@ -74,7 +74,6 @@ func TestDefaults(t *testing.T) {
 		{"daemons.redis.restart", r.Daemons["redis"].Restart, "always"},
 		{"daemons.redis.max_restarts", r.Daemons["redis"].MaxRestarts, 10},
 		{"daemons.redis.harden", r.Daemons["redis"].Harden, true},
-		{"daemons.redis.oneshot", r.Daemons["redis"].Oneshot, false},
 		{"daemons.redis.after", r.Daemons["redis"].After, []string{}},
 		{"daemons.redis.ready.timeout", r.Daemons["redis"].Ready.Timeout, "30s"},
 

@@ -33,6 +33,23 @@ after = ["schema"]
 	if r.Daemons["db"].Oneshot || r.Daemons["web"].Oneshot {
 		t.Errorf("oneshot set on a daemon that did not ask for it: %+v", r.Daemons)
 	}
+	if s := setting(t, r, "daemons.schema.oneshot"); s.Value != "true" || s.Layer != "sandbox.toml:7" {
+		t.Errorf("config --layers: %+v", s)
+	}
+	// false is left out of the JSON forms (config --json, --layers, the plan
+	// hash), as wait_for_daemons is: a manifest without a one-shot keeps the
+	// plan hash it had, so `up` does not recreate its sandbox. The TOML form
+	// shows it.
+	if hasSetting(r, "daemons.web.oneshot") {
+		t.Errorf("config --layers lists daemons.web.oneshot = false")
+	}
+	out, err := r.TOML()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(out), "oneshot = false") || !strings.Contains(string(out), "oneshot = true") {
+		t.Errorf("config (TOML) lacks the oneshot values:\n%s", out)
+	}
 }
 
 func TestOneshotValidation(t *testing.T) {

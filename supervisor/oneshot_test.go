@@ -119,10 +119,13 @@ func TestOneshotFailureFailsStart(t *testing.T) {
 		line    string // its shutdown line
 	}{
 		"exit": {
-			sh("i=1; while [ $i -le 15 ]; do echo out-line-$i; i=$((i+1)); done; echo 'ERROR: relation \"t\" already exists' >&2; exit 3"),
+			// The pause orders the two streams in output.log: the
+			// supervisor reads them apart, and writes that come at once
+			// may be read in either order.
+			sh("i=1; while [ $i -le 15 ]; do echo out-line-$i; i=$((i+1)); done; sleep 0.2; echo 'ERROR: relation \"t\" already exists' >&2; exit 3"),
 			"exit code 3; see ", "✘ daemon setup: failed (exit 3)\n",
 		},
-		"signal": {sh("echo about to die; kill -KILL $$"), "killed by SIGKILL; see ", "✘ daemon setup: failed (killed by SIGKILL)\n"},
+		"signal":       {sh("echo about to die; kill -KILL $$"), "killed by SIGKILL; see ", "✘ daemon setup: failed (killed by SIGKILL)\n"},
 		"cannot start": {[]string{"/nonexistent/setup-step"}, "cannot start: ", "✘ daemon setup: failed (cannot start)\n"},
 	}
 	for name, c := range cases {

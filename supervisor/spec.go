@@ -26,8 +26,8 @@ const (
 	DefaultStatusFile   = StatusFile
 	DefaultSignal       = "SIGTERM"
 	DefaultTimeout      = 10
-	DefaultRestart      = RestartAlways
-	DefaultMaxRestarts  = 10
+	DefaultRestart      = specrules.DefaultRestart
+	DefaultMaxRestarts  = specrules.DefaultMaxRestarts
 	DefaultReadyTimeout = 30 * time.Second
 	DefaultDaemonCwd    = "/"
 )
@@ -334,6 +334,11 @@ func (d *Daemon) validate(declared []string) error {
 	}
 	if errs := specrules.After(d.Name, d.After, declared); len(errs) > 0 {
 		return fmt.Errorf("cannot use spec: %s.after: %w", p, errs[0])
+	}
+	if d.Oneshot {
+		if errs := specrules.Oneshot(d.Ready != nil, d.Restart, *d.MaxRestarts); len(errs) > 0 {
+			return fmt.Errorf("cannot use spec: %s.%s: %w", p, errs[0].Key, errs[0].Err)
+		}
 	}
 	if d.Ready != nil {
 		if err := d.Ready.validate(p + ".ready"); err != nil {
