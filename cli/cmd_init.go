@@ -46,6 +46,11 @@ image = "IMAGE"
 # command = ["httpd", "-f", "-p", "8080"]
 # ready = { tcp = "127.0.0.1:8080", timeout = "30s" }
 # user = "www-data"         # default: the sandbox user
+# after = ["setup"]         # starts once setup completed
+
+# [daemons.setup]           # a step run once, to completion, before what names it in after and the main command
+# oneshot = true            # exit 0 completes it; any other end fails the start (125)
+# command = ["sh", "-c", "mkdir -p /srv/www && echo ok > /srv/www/index.html"]
 
 # [services.db]             # a sibling container, reachable as "db"
 # image = "postgres:16"

@@ -298,8 +298,8 @@ func (s *Service) ingestOne(id string, ev supervisor.StatusEvent, after int64) {
 	out.Attempt = ev.Attempt
 	out.DelayMS = ev.DelayMS
 	switch ev.Kind {
-	case supervisor.KindDaemonStarted, supervisor.KindDaemonReady, supervisor.KindDaemonExited, supervisor.KindDaemonRestarting,
-		supervisor.KindDaemonGaveUp, supervisor.KindDaemonStopped, supervisor.KindDaemonKilled:
+	case supervisor.KindDaemonStarted, supervisor.KindDaemonReady, supervisor.KindDaemonCompleted, supervisor.KindDaemonExited,
+		supervisor.KindDaemonRestarting, supervisor.KindDaemonGaveUp, supervisor.KindDaemonStopped, supervisor.KindDaemonKilled:
 		l := s.liveOf(id)
 		s.emitInside(id, l, out)
 		s.mu.Lock()

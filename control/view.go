@@ -131,12 +131,14 @@ func (s *Service) daemonsUp(id string, total int) int {
 	return min(n, total)
 }
 
-// markUp applies one event to the daemons-up map.
+// markUp applies one event to the daemons-up map. A one-shot that completed
+// counts as up: it did what it is for (ps shows 2/2, not 1/2, for a sandbox
+// whose setup step and server are both fine).
 func markUp(up map[string]bool, kind, daemon string) {
 	switch kind {
 	case "sandbox.started":
 		clear(up)
-	case "daemon.started", "daemon.ready":
+	case "daemon.started", "daemon.ready", "daemon.completed":
 		up[daemon] = true
 	case "daemon.exited", "daemon.gave_up", "daemon.stopped", "daemon.killed":
 		up[daemon] = false

@@ -464,6 +464,25 @@ command = ["sh", "-c", "echo \"initdb: error: cannot be run as root (pid $$)\" >
 restart = "on-failure"
 ready = { tcp = "127.0.0.1:5432", timeout = "60s" }
 `,
+	}, {
+		// A one-shot setup step that fails fails the start at once: its name,
+		// its exit code and its last output lines; the daemon after it and
+		// the main command never run.
+		name: "oneshot-fails", within: cmdTimeout,
+		wants: []string{"daemon schema (oneshot) failed: exit code 3", "daemons/schema/output.log", "  loading schema.sql", `  ERROR: relation "users" already exists`},
+		manifest: `
+[sandbox]
+image = "{{image}}"
+network = "none"
+
+[daemons.schema]
+oneshot = true
+command = ["sh", "-c", "echo loading schema.sql; echo 'ERROR: relation \"users\" already exists' >&2; exit 3"]
+
+[daemons.web]
+after = ["schema"]
+command = ["sleep", "300"]
+`,
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			limit(t)

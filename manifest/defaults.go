@@ -1,5 +1,7 @@
 package manifest
 
+import "github.com/airlock-dev/airlock/manifest/specrules"
+
 // Defaults are applied to the merged tables, before decoding, so that every value
 // of the resolved manifest is explicit and `config --layers` can say "default".
 
@@ -110,9 +112,10 @@ func applyDefaults(data map[string]any, origins map[string]origin) {
 		set(e, p, "cwd", "/")
 		set(e, p, "signal", "SIGTERM")
 		set(e, p, "timeout", int64(10))
-		set(e, p, "restart", "always")
-		set(e, p, "max_restarts", int64(10))
+		set(e, p, "restart", specrules.DefaultRestart)
+		set(e, p, "max_restarts", int64(specrules.DefaultMaxRestarts))
 		set(e, p, "harden", true)
+		set(e, p, "oneshot", false)
 		set(e, p, "after", []any{})
 		if r, ok := e["ready"].(map[string]any); ok {
 			set(r, append(p, "ready"), "timeout", "30s")

@@ -87,6 +87,8 @@ type Copy struct {
 }
 
 // Daemon is one [daemons.<name>] entry: a sidecar process run by the supervisor.
+// Oneshot makes it a setup step that runs once to completion; it is left out of
+// JSON when false, so the plan hashes of manifests without one stay as they were.
 type Daemon struct {
 	Enabled     bool              `toml:"enabled" json:"enabled"`
 	Command     []string          `toml:"command" json:"command"`
@@ -96,6 +98,7 @@ type Daemon struct {
 	Restart     string            `toml:"restart" json:"restart"`
 	MaxRestarts int               `toml:"max_restarts" json:"max_restarts"`
 	Harden      bool              `toml:"harden" json:"harden"`
+	Oneshot     bool              `toml:"oneshot" json:"oneshot,omitempty"`
 	After       []string          `toml:"after" json:"after"`
 	User        string            `toml:"user" json:"user"`
 	Ready       *Ready            `toml:"ready" json:"ready,omitempty"`

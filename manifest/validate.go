@@ -424,6 +424,11 @@ func (v *validator) daemon(name string, d Daemon, all map[string]Daemon) {
 	for _, err := range specrules.After(name, d.After, slices.Sorted(maps.Keys(all))) {
 		v.check(p("after"), err)
 	}
+	if d.Oneshot {
+		for _, e := range specrules.Oneshot(d.Ready != nil, d.Restart, d.MaxRestarts) {
+			v.check(p(e.Key), e.Err)
+		}
+	}
 	if d.Ready != nil {
 		v.ready(p("ready"), d.Ready)
 	}

@@ -462,7 +462,7 @@ func buildSpec(req *Request, r *manifest.Resolved, hp *hostPlan) *supervisor.Spe
 		timeout, maxRestarts, dh := d.Timeout, d.MaxRestarts, d.Harden
 		sd := &supervisor.Daemon{
 			Name: name, Command: d.Command, Cwd: d.Cwd, Signal: d.Signal, Timeout: &timeout,
-			Restart: d.Restart, MaxRestarts: &maxRestarts, Harden: &dh, After: d.After, User: d.User,
+			Restart: d.Restart, MaxRestarts: &maxRestarts, Harden: &dh, After: d.After, User: d.User, Oneshot: d.Oneshot,
 			Env: withProxyEnv(r, envEntries([]string{"daemons", name, "env"}, d.Env, r.Sources)),
 		}
 		if d.Ready != nil {

@@ -128,6 +128,15 @@ func TestSpecRulesAgree(t *testing.T) {
 		{"max_restarts 10001", d(func(d *manifest.Daemon) { d.MaxRestarts = 10001 }), "must be at most 10000"},
 		{"max_restarts -1", d(func(d *manifest.Daemon) { d.MaxRestarts = -1 }), "must not be negative (0 means no limit)"},
 
+		// oneshot: no ready check, no restart policy but the defaults.
+		{"oneshot", d(func(d *manifest.Daemon) { d.Oneshot = true }), ""},
+		{"oneshot after another daemon", func(m *manifest.Manifest) {
+			daemon("setup", func(d *manifest.Daemon) { d.Oneshot, d.After = true, []string{"d"} })(m)
+		}, ""},
+		{"oneshot with a ready check", d(func(d *manifest.Daemon) { d.Oneshot, d.Ready = true, &manifest.Ready{Log: "x", Timeout: "30s"} }), "a one-shot daemon has no ready check"},
+		{"oneshot restart on-failure", d(func(d *manifest.Daemon) { d.Oneshot, d.Restart = true, "on-failure" }), "a one-shot daemon is never restarted"},
+		{"oneshot max_restarts 0", d(func(d *manifest.Daemon) { d.Oneshot, d.MaxRestarts = true, 0 }), "a one-shot daemon is never restarted"},
+
 		// user.
 		{"user name", d(func(d *manifest.Daemon) { d.User = "postgres" }), ""},
 		{"user uid:gid", d(func(d *manifest.Daemon) { d.User = "1000:1000" }), ""},

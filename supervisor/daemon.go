@@ -26,6 +26,7 @@ type daemonRun struct {
 
 	logs                   *daemonLogs
 	stdoutPath, stderrPath string
+	outputPath             string // output.log
 	devnull                *os.File
 	relays                 []*relay // of launches, until they end (run's goroutine only)
 
@@ -36,7 +37,7 @@ type daemonRun struct {
 	cancel context.CancelFunc
 
 	started  chan struct{} // closed at the first launch attempt
-	ready    chan struct{} // closed when the ready check passed (only with a check)
+	ready    chan struct{} // closed when the ready check passed (only with a check) or a one-shot completed
 	finished chan struct{} // closed when no further launch will happen
 	closeFin sync.Once
 
@@ -45,6 +46,11 @@ type daemonRun struct {
 	watchers     sync.WaitGroup
 
 	gaveUp *gaveUp // set (by run) when max_restarts was reached
+	// Of a one-shot, set by run before it reports its end: it exited 0
+	// (completed), or how it failed ("exit 3", "killed by SIGKILL",
+	// "cannot start").
+	completed bool
+	failed    string
 }
 
 // stopResult is how a daemon ended at shutdown.
@@ -52,6 +58,9 @@ type stopResult struct {
 	name   string
 	killed bool
 	gaveUp *gaveUp // the daemon had given up before the shutdown
+	// A one-shot that had completed, or how one had failed ("" if not).
+	completed bool
+	failed    string
 }
 
 // gaveUp is a daemon that reached max_restarts, or that failed the same way
@@ -72,9 +81,10 @@ type gaveUp struct {
 const sameFailureLimit = 3
 
 // gate is what a daemon naming this one in `after` waits for: readiness when
-// it has a ready check, else its first launch.
+// it has a ready check, completion (exit 0) when it is a one-shot, else its
+// first launch.
 func (d *daemonRun) gate() <-chan struct{} {
-	if d.spec.Ready != nil {
+	if d.spec.Ready != nil || d.spec.Oneshot {
 		return d.ready
 	}
 	return d.started
@@ -116,7 +126,7 @@ func (d *daemonRun) proc(argv []string, stdout, stderr *os.File) proc {
 }
 
 // run waits for the daemon's `after` daemons, then launches it and restarts
-// it by its policy until stop is called.
+// it by its policy until stop is called (a one-shot: see runOnce).
 func (d *daemonRun) run() {
 	name := d.spec.Name
 	for _, dep := range d.deps {
@@ -126,6 +136,10 @@ func (d *daemonRun) run() {
 			d.end(false, nil)
 			return
 		}
+	}
+	if d.spec.Oneshot {
+		d.runOnce()
+		return
 	}
 	rs := newRestarter(d.spec.Restart, *d.spec.MaxRestarts, d.unit, d.reset)
 	var loop failureLoop
@@ -330,7 +344,7 @@ func (d *daemonRun) end(killed bool, last *exitAt) {
 	// Its output reaches the logs before its end is reported.
 	d.awaitRelays()
 	d.status.emit(ev)
-	d.results <- stopResult{name: d.spec.Name, killed: killed, gaveUp: d.gaveUp}
+	d.results <- stopResult{name: d.spec.Name, killed: killed, gaveUp: d.gaveUp, completed: d.completed, failed: d.failed}
 }
 
 // stopGroup ends what is left of a launch's process group after its leader

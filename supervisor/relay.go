@@ -48,8 +48,9 @@ func (d *daemonRun) openLogs(root string) error {
 	}
 	d.stdoutPath = filepath.Join(dir, StdoutLog)
 	d.stderrPath = filepath.Join(dir, StderrLog)
+	d.outputPath = filepath.Join(dir, OutputLog)
 	d.logs = &daemonLogs{buf: make([]byte, 32<<10)}
-	for i, p := range []string{d.stdoutPath, d.stderrPath, filepath.Join(dir, OutputLog)} {
+	for i, p := range []string{d.stdoutPath, d.stderrPath, d.outputPath} {
 		f, err := openLog(p)
 		if err != nil {
 			return fmt.Errorf("cannot open the log of daemon %s: %w", d.spec.Name, err)

@@ -169,6 +169,11 @@ func (v *shutdownView) done(r stopResult, remaining map[string]bool) {
 	case r.gaveUp != nil:
 		mark, colour = "✘", ansiRed
 		word = fmt.Sprintf("gave up after %d launches (%s)", r.gaveUp.launches, r.gaveUp.last)
+	case r.completed:
+		word = "completed"
+	case r.failed != "":
+		mark, colour = "✘", ansiRed
+		word = "failed (" + r.failed + ")"
 	}
 	if v.color {
 		mark = colour + mark + ansiReset

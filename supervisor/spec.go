@@ -26,8 +26,8 @@ const (
 	DefaultStatusFile   = StatusFile
 	DefaultSignal       = "SIGTERM"
 	DefaultTimeout      = 10
-	DefaultRestart      = RestartAlways
-	DefaultMaxRestarts  = 10
+	DefaultRestart      = specrules.DefaultRestart
+	DefaultMaxRestarts  = specrules.DefaultMaxRestarts
 	DefaultReadyTimeout = 30 * time.Second
 	DefaultDaemonCwd    = "/"
 )
@@ -110,6 +110,9 @@ type Daemon struct {
 	Harden      *bool      `json:"harden,omitempty"`
 	After       []string   `json:"after,omitempty"`
 	Ready       *Ready     `json:"ready,omitempty"`
+	// Oneshot makes the daemon a setup step: one launch, never restarted;
+	// its exit 0 is its readiness, anything else fails the start.
+	Oneshot bool `json:"oneshot,omitempty"`
 }
 
 // Ready is a daemon's readiness check: exactly one of TCP, HTTP, Cmd or Log.
@@ -331,6 +334,11 @@ func (d *Daemon) validate(declared []string) error {
 	}
 	if errs := specrules.After(d.Name, d.After, declared); len(errs) > 0 {
 		return fmt.Errorf("cannot use spec: %s.after: %w", p, errs[0])
+	}
+	if d.Oneshot {
+		if errs := specrules.Oneshot(d.Ready != nil, d.Restart, *d.MaxRestarts); len(errs) > 0 {
+			return fmt.Errorf("cannot use spec: %s.%s: %w", p, errs[0].Key, errs[0].Err)
+		}
 	}
 	if d.Ready != nil {
 		if err := d.Ready.validate(p + ".ready"); err != nil {

@@ -16,6 +16,7 @@ import (
 const (
 	KindDaemonStarted    = "daemon.started"
 	KindDaemonReady      = "daemon.ready"
+	KindDaemonCompleted  = "daemon.completed" // a one-shot daemon exited 0
 	KindDaemonExited     = "daemon.exited"
 	KindDaemonRestarting = "daemon.restarting"
 	KindDaemonGaveUp     = "daemon.gave_up"

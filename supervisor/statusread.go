@@ -127,7 +127,7 @@ func parseStatusLine(line []byte) (StatusEvent, bool) {
 func (e StatusEvent) Validate() error {
 	daemonKind := false
 	switch e.Kind {
-	case KindDaemonStarted, KindDaemonReady, KindDaemonExited, KindDaemonRestarting,
+	case KindDaemonStarted, KindDaemonReady, KindDaemonCompleted, KindDaemonExited, KindDaemonRestarting,
 		KindDaemonGaveUp, KindDaemonStopped, KindDaemonKilled:
 		daemonKind = true
 	case KindSupervisorReady, KindSupervisorFailed, KindMainExited, KindSupervisorExiting:

@@ -263,13 +263,14 @@ func (s *supervisor) prepare(o Options, r *reaper, devnull *os.File, secrets *Se
 }
 
 // awaitReady waits until every daemon's first launch was attempted (they
-// start in after order, so this follows the ready checks they wait for) and
-// every daemon with a ready check passed it. A failed check gives 125 and its
-// error; a terminating signal gives 128+N.
+// start in after order, so this follows the ready checks they wait for),
+// every daemon with a ready check passed it and every one-shot completed. A
+// failed check or one-shot gives 125 and its error; a terminating signal
+// gives 128+N.
 func (s *supervisor) awaitReady(results <-chan readyResult, sigs <-chan os.Signal) (int, error) {
 	pending := 0
 	for _, d := range s.spec.Daemons {
-		if d.Ready != nil {
+		if d.Ready != nil || d.Oneshot {
 			pending++
 		}
 	}

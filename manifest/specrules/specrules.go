@@ -62,6 +62,13 @@ const (
 // RestartPolicies are the values of a daemon's restart.
 var RestartPolicies = []string{RestartAlways, RestartOnFailure}
 
+// Defaults of a daemon's restart and max_restarts (DESIGN §3): what a one-shot
+// daemon, which is never restarted, may hold.
+const (
+	DefaultRestart     = RestartAlways
+	DefaultMaxRestarts = 10
+)
+
 // Signals are the stop signals a daemon may name (DESIGN §3).
 var Signals = []string{"SIGTERM", "SIGINT", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2", "SIGKILL"}
 
@@ -149,6 +156,26 @@ func MaxRestarts(n int) error {
 		return fmt.Errorf("must be at most %d (0 means no limit), got %d", MaxCount, n)
 	}
 	return nil
+}
+
+// Oneshot checks what a one-shot daemon (a setup step that runs once to
+// completion) may not have: a ready check (its exit 0 is its readiness), and a
+// restart or max_restarts other than the defaults (it is never restarted). It
+// returns every problem, each at its key, in the order restart, max_restarts,
+// ready.
+func Oneshot(hasReady bool, restart string, maxRestarts int) []KeyError {
+	const never = "a one-shot daemon is never restarted: exit 0 completes it, any other end fails the start"
+	var out []KeyError
+	if restart != DefaultRestart {
+		out = append(out, KeyError{"restart", fmt.Errorf("%s (remove restart, or leave the default %q; got %q)", never, DefaultRestart, restart)})
+	}
+	if maxRestarts != DefaultMaxRestarts {
+		out = append(out, KeyError{"max_restarts", fmt.Errorf("%s (remove max_restarts, or leave the default %d; got %d)", never, DefaultMaxRestarts, maxRestarts)})
+	}
+	if hasReady {
+		out = append(out, KeyError{"ready", errors.New("a one-shot daemon has no ready check: its exit 0 is its readiness (remove ready, or oneshot)")})
+	}
+	return out
 }
 
 // User checks a process's user: USER or USER:GROUP, each a name (not empty, no

@@ -1,0 +1,100 @@
+package e2e
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// TestOneshotSetupStep: a one-shot daemon (oneshot = true) as a root setup step
+// of a root sandbox: it adds an /etc/hosts line and prepares a folder only the
+// nobody user may write, runs to completion before the daemon that names it in
+// after (which runs as nobody and writes there) and before the main command,
+// which sees both. Its output is in its log (airlock logs) and its events say
+// it completed.
+//
+// A root step beside a non-root main command is not shown: a sandbox whose
+// user is not root runs its supervisor, so every daemon, as that user
+// (TestDaemonUserNonRootSandbox).
+func TestOneshotSetupStep(t *testing.T) {
+	limit(t)
+	e := newEnv(t, `
+[sandbox]
+image = "{{image}}"
+network = "none"
+
+[daemons.setup]
+oneshot = true
+user = "root"
+command = ["sh", "-c", "echo '10.9.8.7 oneshot-host' >> /etc/hosts && mkdir -p /data && chown nobody:nobody /data && chmod 700 /data && echo \"setup done as $(id -u)\""]
+
+[daemons.web]
+user = "nobody"
+after = ["setup"]
+timeout = 1
+command = ["sh", "-c", "echo \"written by $(id -u)\" > /data/web.txt; exec sleep 300"]
+ready = { cmd = ["test", "-s", "/data/web.txt"], timeout = "20s" }
+`)
+	id := uniq("oneshot")
+	r := e.Run("run", "--keep", "--id", id, "--", "sh", "-c", "grep oneshot-host /etc/hosts; cat /data/web.txt; echo \"main $(id -u)\"")
+	if want := "10.9.8.7 oneshot-host\nwritten by 65534\nmain 0\n"; r.Code != 0 || r.Stdout != want {
+		t.Errorf("want exit 0 and\n%s\ngot %s", want, r)
+	}
+	if logs := e.MustRun("logs", id, "setup"); logs.Stdout != "setup done as 0\n" {
+		t.Errorf("logs %s setup: %q", id, logs.Stdout)
+	}
+	ev := e.MustRun("events", id, "--json")
+	var completed, exited int
+	for _, line := range strings.Split(strings.TrimSpace(ev.Stdout), "\n") {
+		var v struct {
+			Kind     string `json:"kind"`
+			Daemon   string `json:"daemon"`
+			ExitCode *int   `json:"exit_code"`
+		}
+		if err := json.Unmarshal([]byte(line), &v); err != nil {
+			t.Fatalf("events --json: %v in %q", err, line)
+		}
+		if v.Daemon != "setup" {
+			continue
+		}
+		switch v.Kind {
+		case "daemon.completed":
+			if v.ExitCode != nil && *v.ExitCode == 0 {
+				completed++
+			}
+		case "daemon.exited", "daemon.restarting":
+			exited++
+		}
+	}
+	if completed != 1 || exited != 0 {
+		t.Errorf("setup: %d daemon.completed events with exit code 0 (want 1), %d exited or restarting (want 0):\n%s", completed, exited, ev.Stdout)
+	}
+	e.MustRun("rm", id)
+	e.assertClean()
+}
+
+// TestOneshotSchemaAfterPostgres: the case one-shots are for: a step after the
+// postgres preset's daemon is ready loads a schema (as the postgres user), and
+// the main command uses it at once.
+func TestOneshotSchemaAfterPostgres(t *testing.T) {
+	limit(t)
+	image := debianImage(t, postgresImage, "postgresql")
+	e := newEnv(t, `
+presets = ["postgres"]
+
+[sandbox]
+image = "`+image+`"
+network = "none"
+
+[daemons.schema]
+oneshot = true
+after = ["postgres"]
+user = "postgres"
+command = ["psql", "-h", "127.0.0.1", "-U", "postgres", "-v", "ON_ERROR_STOP=1", "-c", "create table if not exists users (id int); insert into users values (7)"]
+`)
+	r := e.Run("run", "--", "psql", "-tAc", "select id from users")
+	if r.Code != 0 || r.Stdout != "7\n" {
+		t.Errorf("want exit 0 and 7, got %s", r)
+	}
+	e.assertClean()
+}
