@@ -6,12 +6,12 @@
 package compose
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -28,6 +28,9 @@ import (
 // Options say which compose file to read and which of its services to take.
 type Options struct {
 	File string // absolute path of the compose file
+	// Content is the compose file's content, and DotEnv its .env's (nil:
+	// none), as the caller read them (airlock's loader records what it reads).
+	Content, DotEnv []byte
 	// Services are the services to take, with the services they depend on;
 	// empty means every service of the active profiles.
 	Services []string
@@ -71,17 +74,13 @@ var handled = map[string]bool{
 
 // Load reads o.File.
 func Load(ctx context.Context, o Options) (*Result, []Error) {
-	src, err := os.ReadFile(o.File)
-	if err != nil {
-		return nil, []Error{{Msg: fmt.Sprintf("cannot read the compose file: %v", err)}}
-	}
-	lines := scanLines(src)
+	lines := scanLines(o.Content)
 	dir := filepath.Dir(o.File)
 	env := types.Mapping{}
-	if dot := filepath.Join(dir, ".env"); fileExists(dot) {
-		vars, err := dotenv.GetEnvFromFile(map[string]string{}, []string{dot})
+	if o.DotEnv != nil {
+		vars, err := dotenv.ParseWithLookup(bytes.NewReader(o.DotEnv), func(k string) (string, bool) { v, ok := env[k]; return v, ok })
 		if err != nil {
-			return nil, []Error{{Msg: fmt.Sprintf("cannot read %s: %v", dot, err)}}
+			return nil, []Error{{Msg: fmt.Sprintf("cannot read %s: %v", filepath.Join(dir, ".env"), err)}}
 		}
 		maps.Copy(env, vars)
 	}
@@ -92,7 +91,7 @@ func Load(ctx context.Context, o Options) (*Result, []Error) {
 	}
 	p, err := loader.LoadWithContext(ctx, types.ConfigDetails{
 		WorkingDir:  dir,
-		ConfigFiles: []types.ConfigFile{{Filename: o.File}},
+		ConfigFiles: []types.ConfigFile{{Filename: o.File, Content: o.Content}},
 		Environment: env,
 	}, func(lo *loader.Options) {
 		lo.SetProjectName("airlock", true)
@@ -113,11 +112,6 @@ func Load(ctx context.Context, o Options) (*Result, []Error) {
 		return nil, c.errs
 	}
 	return c.res, nil
-}
-
-func fileExists(p string) bool {
-	fi, err := os.Stat(p)
-	return err == nil && fi.Mode().IsRegular()
 }
 
 type converter struct {

@@ -60,10 +60,12 @@ func (l *Loader) composeLayer(layers []*layer) (*layer, error) {
 	}
 	// Read through the loader, which records the files a sandbox may not change
 	// (trust); compose-go reads them again.
-	if _, err := l.readFile(file); err != nil {
+	content, err := l.readFile(file)
+	if err != nil {
 		return nil, &Error{File: fileFrom.name, Line: fileFrom.lines.line([]string{"compose", "file"}), Key: "compose.file", Msg: fmt.Sprintf("cannot read the compose file: %v", err)}
 	}
-	if _, err := l.readFile(filepath.Join(filepath.Dir(file), ".env")); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	dotEnv, err := l.readFile(filepath.Join(filepath.Dir(file), ".env"))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, &Error{File: fileFrom.name, Line: fileFrom.lines.line([]string{"compose", "file"}), Key: "compose.file", Msg: fmt.Sprintf("cannot read the compose file's .env: %v", err)}
 	}
 	environ := os.Environ()
@@ -71,7 +73,7 @@ func (l *Loader) composeLayer(layers []*layer) (*layer, error) {
 		environ = l.Environ()
 	}
 	res, errs := compose.Load(context.Background(), compose.Options{
-		File: file, Services: list("services"), Profiles: list("profiles"), Ignore: list("ignore"), Environ: environ,
+		File: file, Content: content, DotEnv: dotEnv, Services: list("services"), Profiles: list("profiles"), Ignore: list("ignore"), Environ: environ,
 	})
 	name := l.display(file)
 	if len(errs) > 0 {

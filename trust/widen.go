@@ -88,6 +88,27 @@ func Widens(old, new *manifest.Resolved) []Widening {
 		}
 	}
 
+	// A service's bind of a host path is a mount too (services.*.volumes, a
+	// compose file's included), and its capabilities are the sandbox's.
+	for _, name := range slices.Sorted(maps.Keys(n.Services)) {
+		ns, os := n.Services[name], o.Services[name]
+		for _, e := range ns.Volumes {
+			if v, err := manifest.ParseServiceVolume(e); err == nil && v.Kind == "bind" && !slices.Contains(os.Volumes, e) {
+				add("mounts", "%s: %s", manifest.KeyPath("services", name, "volumes"), e)
+			}
+		}
+		for _, c := range ns.CapAdd {
+			if !containsCap(os.CapAdd, c) {
+				add("capabilities", "%s %s", manifest.KeyPath("services", name, "cap_add"), c)
+			}
+		}
+		for _, c := range os.CapDrop {
+			if !containsCap(ns.CapDrop, c) {
+				add("capabilities", "%s no longer drops %s", manifest.KeyPath("services", name, "cap_drop"), c)
+			}
+		}
+	}
+
 	if n.Sandbox.Privileged && !o.Sandbox.Privileged {
 		add("privileges", "sandbox.privileged = true")
 	}

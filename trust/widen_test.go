@@ -70,6 +70,10 @@ func TestWidens(t *testing.T) {
 		{"a literal env value", "", base + "[env]\nX = \"literal\"\n", nil},
 		{"copy to bind", "", strings.Replace(base, "[sandbox]\n", "[sandbox]\nproject = \"bind\"\n", 1), nil},
 		{"a build context", "", strings.Replace(base, `image = "busybox"`, "build = { context = \"~\" }", 1), []string{`build (sandbox.build.context = "~")`}},
+		{"a service's bind of a host path", "", base + "[services.db]\nimage = \"pg\"\nvolumes = [\"/:/host:ro\", \"data:/data\"]\n", []string{"mounts (services.db.volumes: /:/host:ro)"}},
+		{"a service's bind made writable", base + "[services.db]\nimage = \"pg\"\nvolumes = [\"./ci:/ci:ro\"]\n", base + "[services.db]\nimage = \"pg\"\nvolumes = [\"./ci:/ci\"]\n", []string{"mounts (services.db.volumes: ./ci:/ci)"}},
+		{"a service's named volume", "", base + "[services.db]\nimage = \"pg\"\nvolumes = [\"data:/data\"]\n", nil},
+		{"a service's cap_add", "", base + "[services.db]\nimage = \"pg\"\ncap_add = [\"SYS_ADMIN\"]\n", []string{"capabilities (services.db.cap_add SYS_ADMIN)"}},
 		{"several", closed, strings.Replace(closed, `network = "none"`, "network = \"host\"\nprivileged = true", 1), []string{"privileges (sandbox.privileged = true), network (sandbox.network: none -> host)"}},
 		// Narrowing: nothing to say.
 		{"a mount gone", "", strings.Replace(base, "[mounts.cache]\nsource = \"./cache\"\ntarget = \"/cache\"\nread_only = true\n", "", 1), nil},
