@@ -59,9 +59,12 @@ image = "IMAGE"
 `
 
 func newInitCommand(a *app) *cobra.Command {
-	var image string
+	var (
+		image, from string
+		profiles    []string
+	)
 	cmd := &cobra.Command{
-		Use:   "init",
+		Use:   "init [--from compose.yaml]",
 		Short: "Write a commented starter sandbox.toml (never overwrites)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -79,6 +82,12 @@ func newInitCommand(a *app) *cobra.Command {
 				return withCode(ExitUsage, fmt.Errorf("invalid --image %q", image))
 			}
 			content := strings.Replace(starterManifest, "IMAGE", image, 1)
+			if from != "" {
+				var err error
+				if content, err = fromCompose(cmd.Context(), from, filepath.Dir(target), image, profiles); err != nil {
+					return err
+				}
+			}
 			f, err := os.OpenFile(target, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 			if errors.Is(err, fs.ErrExist) {
 				return withCode(ExitFailure, fmt.Errorf("cannot write %s: it already exists (airlock init never overwrites)", displayPath(target)))
@@ -102,5 +111,7 @@ func newInitCommand(a *app) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&image, "image", "debian:bookworm", "image of the sandbox")
+	cmd.Flags().StringVar(&from, "from", "", "write the services of this compose file as [services.*] tables (keys airlock cannot honour are listed, not taken)")
+	cmd.Flags().StringArrayVar(&profiles, "profile", nil, "with --from: a compose profile to activate (repeatable)")
 	return cmd
 }

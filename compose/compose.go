@@ -41,6 +41,10 @@ type Options struct {
 	// Environ is the host environment for interpolation (K=V); the compose
 	// file's .env lies below it, as compose has it.
 	Environ []string
+	// KeepEnvReferences leaves ${VAR} in environment values as written, for
+	// airlock's own substitution (which delivers them privately) rather than
+	// compose's: what `airlock init --from` writes must not hold a host value.
+	KeepEnvReferences bool
 }
 
 // Error is a compose key airlock cannot honour, or a compose file it cannot read.
@@ -89,16 +93,32 @@ func Load(ctx context.Context, o Options) (*Result, []Error) {
 			env[k] = v
 		}
 	}
-	p, err := loader.LoadWithContext(ctx, types.ConfigDetails{
-		WorkingDir:  dir,
-		ConfigFiles: []types.ConfigFile{{Filename: o.File, Content: o.Content}},
-		Environment: env,
-	}, func(lo *loader.Options) {
-		lo.SetProjectName("airlock", true)
-		lo.Profiles = o.Profiles
-	})
+	load := func(interpolate bool) (*types.Project, error) {
+		return loader.LoadWithContext(ctx, types.ConfigDetails{
+			WorkingDir:  dir,
+			ConfigFiles: []types.ConfigFile{{Filename: o.File, Content: o.Content}},
+			Environment: env,
+		}, func(lo *loader.Options) {
+			lo.SetProjectName("airlock", true)
+			lo.Profiles = o.Profiles
+			lo.SkipInterpolation = !interpolate
+		})
+	}
+	p, err := load(true)
 	if err != nil {
 		return nil, []Error{{Msg: fmt.Sprintf("cannot load the compose file: %v", err)}}
+	}
+	if o.KeepEnvReferences {
+		raw, err := load(false)
+		if err != nil {
+			return nil, []Error{{Msg: fmt.Sprintf("cannot load the compose file: %v", err)}}
+		}
+		for name, s := range p.Services {
+			if r, ok := raw.Services[name]; ok {
+				s.Environment = r.Environment
+				p.Services[name] = s
+			}
+		}
 	}
 	c := &converter{p: p, lines: lines, ignore: o.Ignore, res: &Result{Services: map[string]any{}, Lines: map[string]int{}}}
 	names, errs := c.selected(o.Services)
@@ -241,6 +261,9 @@ func (c *converter) service(name string, s types.ServiceConfig, taken []string) 
 	}
 	if s.ShmSize != 0 {
 		t["shm_size"] = strconv.FormatInt(int64(s.ShmSize), 10)
+		if n := int64(s.ShmSize); n%(1<<20) == 0 {
+			t["shm_size"] = strconv.FormatInt(n>>20, 10) + "m"
+		}
 		at("shm_size", "shm_size")
 	}
 	if len(s.ExtraHosts) > 0 {
