@@ -20,6 +20,9 @@ type Field struct {
 	Min, Max *float64
 	// Names is the pattern of the keys of a table of strings ("" for any).
 	Names string
+	// Removable marks a table of strings whose values may also be false in a
+	// layer: the variable a lower layer set is removed.
+	Removable bool
 }
 
 func bound(f float64) *float64 { return &f }
@@ -56,7 +59,7 @@ var Fields = []Field{
 	{Key: "sandbox.cpus", Type: "number", Default: "0.0", Min: bound(0), Max: bound(MaxCPUs), Doc: "CPU limit, from 0.01 to 1024 (the Engine also refuses more than its host has); 0 means none."},
 	{Key: "sandbox.memory", Type: "string", Default: `""`, Doc: "Memory limit such as \"512m\" or \"2g\", from 6m (the Engine's minimum) to 1024t (1 PiB); empty or 0 means none."},
 
-	{Key: "env", Type: "table of strings", Names: ProcessEnvNames, Doc: "Environment of the main command and of `airlock exec`, over the image's. Names are letters, digits and _, not starting with a digit. ${VAR} substitution applies. Daemons do not get it."},
+	{Key: "env", Type: "table of strings", Names: ProcessEnvNames, Removable: true, Doc: "Environment of the main command and of `airlock exec`, over the image's. Names are letters, digits and _, not starting with a digit. ${VAR} substitution applies, and here only a value may also name a daemon's or a service's variable by its key path: ${daemons.db.env.USER}. NAME = false removes the variable a lower layer set. Daemons do not get it."},
 
 	{Key: "mounts.<name>", Type: "table", Doc: "A bind mount from the host."},
 	{Key: "mounts.<name>.enabled", Type: "boolean", Default: "true", Doc: "false turns off a mount a lower layer defined."},
@@ -92,14 +95,14 @@ var Fields = []Field{
 	{Key: "daemons.<name>.ready.cmd", Type: "array of strings", Doc: "argv that exits 0 when the daemon is ready."},
 	{Key: "daemons.<name>.ready.log", Type: "string", Doc: "Regular expression (Go syntax) matched against the daemon's output."},
 	{Key: "daemons.<name>.ready.timeout", Type: "duration", Default: `"30s"`, Doc: "How long the check may take before the sandbox fails (exit 125)."},
-	{Key: "daemons.<name>.env", Type: "table of strings", Names: ProcessEnvNames, Doc: "The daemon's own environment, over the image's (it does not get [env]). Names as in [env]. ${VAR} substitution applies."},
+	{Key: "daemons.<name>.env", Type: "table of strings", Names: ProcessEnvNames, Removable: true, Doc: "The daemon's own environment, over the image's (it does not get [env]). Names as in [env]. ${VAR} substitution applies. NAME = false removes the variable a lower layer set."},
 
 	{Key: "services.<name>", Type: "table", Doc: "A sibling container on the sandbox's network, reachable by its name."},
 	{Key: "services.<name>.enabled", Type: "boolean", Default: "true", Doc: "false turns off a service a lower layer defined."},
 	{Key: "services.<name>.image", Type: "string", Doc: "Image of the service container. Required."},
 	{Key: "services.<name>.command", Type: "array of strings", Default: "[]", Doc: "Command of the service container; empty means the image's."},
 	{Key: "services.<name>.required", Type: "boolean", Default: "true", Doc: "Required services must be healthy before the sandbox is ready; optional ones start in parallel and report their first result as an event."},
-	{Key: "services.<name>.env", Type: "table of strings", Doc: "Environment of the service container. A name is anything without = (the Engine sets it), quoted as a key where it must be (\"my.var\"). ${VAR} substitution applies."},
+	{Key: "services.<name>.env", Type: "table of strings", Removable: true, Doc: "Environment of the service container. A name is anything without = (the Engine sets it), quoted as a key where it must be (\"my.var\"). ${VAR} substitution applies. NAME = false removes the variable a lower layer set."},
 	{Key: "services.<name>.healthcheck", Type: "table", Doc: "Health probe run by the Engine inside the service container; without one a service is healthy once running."},
 	{Key: "services.<name>.healthcheck.cmd", Type: "array of strings", Doc: "argv of the probe (exit 0 = healthy). Required in a healthcheck."},
 	{Key: "services.<name>.healthcheck.interval", Type: "duration", Default: `"1s"`, Doc: "Time between probes."},
