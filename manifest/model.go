@@ -44,12 +44,15 @@ func (e *Env) UnmarshalTOML(data any) error {
 
 // Sandbox is the [sandbox] table: the primary container.
 type Sandbox struct {
-	Image        string   `toml:"image" json:"image,omitempty"`
-	Build        *Build   `toml:"build" json:"build,omitempty"`
-	Egress       *Egress  `toml:"egress" json:"egress,omitempty"`
-	Workdir      string   `toml:"workdir" json:"workdir"`
-	User         string   `toml:"user" json:"user"`
-	Shell        []string `toml:"shell" json:"shell"`
+	Image   string   `toml:"image" json:"image,omitempty"`
+	Build   *Build   `toml:"build" json:"build,omitempty"`
+	Egress  *Egress  `toml:"egress" json:"egress,omitempty"`
+	Workdir string   `toml:"workdir" json:"workdir"`
+	User    string   `toml:"user" json:"user"`
+	Shell   []string `toml:"shell" json:"shell"`
+	// PathPrepend are directories put in front of the PATH every process of
+	// the sandbox starts with (the image's, unless env sets PATH).
+	PathPrepend  []string `toml:"path_prepend" json:"path_prepend,omitempty"`
 	Harden       bool     `toml:"harden" json:"harden"`
 	Privileged   bool     `toml:"privileged" json:"privileged"`
 	Network      string   `toml:"network" json:"network"`

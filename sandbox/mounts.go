@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -27,8 +28,11 @@ type bind struct {
 // hostPlan is what the host side of a manifest gives the container: bind mounts and
 // environment from mounts and tools, with warnings for what was skipped.
 type hostPlan struct {
-	Binds    []bind
-	Env      []string
+	Binds []bind
+	Env   []string
+	// Path are directories the tools put in front of every process's PATH
+	// (after sandbox.path_prepend's).
+	Path     []string
 	Warnings []string
 }
 
@@ -57,7 +61,7 @@ func ExpandHostPath(p, projectDir, home string) string {
 // that leaves nothing behind.
 // remote says the sandbox cannot see this host's files (a remote Engine, or a
 // client on another machine).
-func (rt *Runtime) planHost(r *manifest.Resolved, remote bool) (*hostPlan, error) {
+func (rt *Runtime) planHost(ctx context.Context, r *manifest.Resolved, remote bool) (*hostPlan, error) {
 	hp := &hostPlan{}
 	for _, name := range slices.Sorted(maps.Keys(r.Mounts)) {
 		m := r.Mounts[name]
@@ -97,7 +101,7 @@ func (rt *Runtime) planHost(r *manifest.Resolved, remote bool) (*hostPlan, error
 			hp.Warnings = append(hp.Warnings, fmt.Sprintf("tools.%s: skipped: the Engine at %s cannot see this host's files", t, rt.EngineName))
 			continue
 		}
-		rt.planTool(t, hp)
+		rt.planTool(ctx, t, hp)
 	}
 	hp.Binds = dedupBinds(hp.Binds)
 	return hp, nil
@@ -128,7 +132,7 @@ const cacheRoot = "/var/cache/airlock"
 
 // planTool adds a builtin tool's mounts and environment (DESIGN §7). Caches are
 // created on the host when missing; missing credentials are skipped with a warning.
-func (rt *Runtime) planTool(tool string, hp *hostPlan) {
+func (rt *Runtime) planTool(ctx context.Context, tool string, hp *hostPlan) {
 	home := rt.expandHost("~", "/")
 	envOr := func(k, def string) string {
 		if v := rt.getenv(k); v != "" {
@@ -178,6 +182,7 @@ func (rt *Runtime) planTool(tool string, hp *hostPlan) {
 		cache(envOr("GOCACHE", filepath.Join(home, ".cache", "go-build")), cacheRoot+"/go-build", "GOCACHE")
 		gopath := envOr("GOPATH", filepath.Join(home, "go"))
 		cache(envOr("GOMODCACHE", filepath.Join(strings.Split(gopath, ":")[0], "pkg", "mod")), cacheRoot+"/go-mod", "GOMODCACHE")
+		rt.planGoToolchain(ctx, hp)
 	case "npm":
 		cache(filepath.Join(home, ".npm"), cacheRoot+"/npm", "npm_config_cache")
 	case "uv":
