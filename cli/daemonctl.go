@@ -326,8 +326,9 @@ var daemonEnvNames = []string{
 	// credential helpers of the docker CLI, for the daemon's pulls (docs/registries.md):
 	// secretservice's session bus, pass's store (never DOCKER_AUTH_CONFIG: credentials)
 	"DBUS_SESSION_BUS_ADDRESS", "GNUPGHOME", "PASSWORD_STORE_DIR",
-	// the tool caches the daemon plans on the host (sandbox/mounts.go)
-	"GOCACHE", "GOPATH", "GOMODCACHE", "UV_CACHE_DIR",
+	// the tool caches and the Go toolchain the daemon plans on the host
+	// (sandbox/mounts.go, sandbox/gotoolchain.go; PATH above finds go)
+	"GOCACHE", "GOPATH", "GOMODCACHE", "GOROOT", "UV_CACHE_DIR",
 	// the AIRLOCK_* variables the daemon reads (AIRLOCK_DAEMON_BACKGROUND is set below)
 	"AIRLOCK_SUPERVISOR_BINARY",
 }

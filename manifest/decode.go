@@ -42,6 +42,7 @@ func decodeLayer(name string, data []byte) (*layer, error) {
 		return nil, l.tomlError(err, src)
 	}
 	errs, reported := l.schemaErrors(l.raw, reflect.TypeOf(m), nil)
+	errs = append(errs, l.envErrors()...)
 	for _, k := range md.Undecoded() {
 		if under(k, reported) || slices.ContainsFunc(reported, func(r toml.Key) bool { return r.String() == k.String() }) {
 			continue
@@ -127,7 +128,94 @@ func selfDecoded(key string) bool {
 // decodesItself reports whether t checks its own TOML (a toml.Unmarshaler
 // taking more than one shape, such as depends_on and ulimits).
 func decodesItself(t reflect.Type) bool {
-	return reflect.PointerTo(t).Implements(reflect.TypeFor[toml.Unmarshaler]())
+	// Env decodes itself for its removals, but is a table like any other.
+	return t != reflect.TypeFor[Env]() && reflect.PointerTo(t).Implements(reflect.TypeFor[toml.Unmarshaler]())
+}
+
+// isEnvTable reports whether path names a table of variables: [env],
+// daemons.<name>.env or services.<name>.env. In these a layer's false removes
+// the variable a lower layer set.
+func isEnvTable(path []string) bool {
+	switch len(path) {
+	case 1:
+		return path[0] == "env"
+	case 3:
+		return (path[0] == "daemons" || path[0] == "services") && path[2] == "env"
+	}
+	return false
+}
+
+// envTables returns the tables of variables of a layer's raw tables, by key path.
+func envTables(raw map[string]any) map[string][]string {
+	out := map[string][]string{}
+	if _, ok := raw["env"].(map[string]any); ok {
+		out[KeyPath("env")] = []string{"env"}
+	}
+	for _, sec := range []string{"daemons", "services"} {
+		entries, _ := raw[sec].(map[string]any)
+		for name, e := range entries {
+			e, _ := e.(map[string]any)
+			if _, ok := e["env"].(map[string]any); ok {
+				out[KeyPath(sec, name, "env")] = []string{sec, name, "env"}
+			}
+		}
+	}
+	return out
+}
+
+// envErrors reports the values of the layer's tables of variables that are
+// neither a string nor false (a removal): the typed decode (Env.UnmarshalTOML)
+// lets every value through.
+func (l *layer) envErrors() Errors {
+	var errs Errors
+	tables := envTables(l.raw)
+	for _, key := range slices.Sorted(maps.Keys(tables)) {
+		path := tables[key]
+		t := l.lookup(path)
+		for _, k := range slices.Sorted(maps.Keys(t)) {
+			p := append(append([]string{}, path...), k)
+			switch v := t[k].(type) {
+			case string:
+			case bool:
+				if v {
+					errs = append(errs, &Error{File: l.name, Line: l.lines.line(p), Key: KeyPath(p...),
+						Msg: `wrong type: expected a string, got true (false removes a variable a lower layer set; write "true" for the text)`})
+				}
+			default:
+				errs = append(errs, &Error{File: l.name, Line: l.lines.line(p), Key: KeyPath(p...),
+					Msg: "wrong type: expected a string, got " + rawTypeName(v)})
+			}
+		}
+	}
+	return errs
+}
+
+// lookup returns the raw table at path, or nil.
+func (l *layer) lookup(path []string) map[string]any {
+	t := l.raw
+	for _, k := range path {
+		t, _ = t[k].(map[string]any)
+	}
+	return t
+}
+
+// rawTypeName names the type of a decoded TOML value as the errors do.
+func rawTypeName(v any) string {
+	switch v.(type) {
+	case string:
+		return "a string"
+	case int64:
+		return "an integer"
+	case float64:
+		return "a number"
+	case bool:
+		return "a boolean"
+	case map[string]any:
+		return "a table"
+	case []any, []map[string]any:
+		return "an array"
+	}
+	return "a date-time"
 }
 
 func under(k toml.Key, parents []toml.Key) bool {

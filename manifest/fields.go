@@ -20,6 +20,9 @@ type Field struct {
 	Min, Max *float64
 	// Names is the pattern of the keys of a table of strings ("" for any).
 	Names string
+	// Removable marks a table of strings whose values may also be false in a
+	// layer: the variable a lower layer set is removed.
+	Removable bool
 }
 
 func bound(f float64) *float64 { return &f }
@@ -41,6 +44,7 @@ var Fields = []Field{
 	{Key: "sandbox.workdir", Type: "string", Default: `""`, Doc: "Working directory of the main command; empty means the project dir, which is bind-mounted at its own host path."},
 	{Key: "sandbox.user", Type: "string", Default: `""`, Doc: "User of the sandbox (name, uid or uid:gid); empty means the image's USER, resolved as Docker does. Not substituted: `\"${UID}\"` is a config error at `validate` as at `run`."},
 	{Key: "sandbox.shell", Type: "array of strings", Default: "[]", Doc: "Shell argv for `airlock up`; empty means the image's SHELL environment variable, else /bin/sh."},
+	{Key: "sandbox.path_prepend", Type: "array of strings", Default: "[]", Doc: "Directories put in front of PATH, in this order, for the main command, `airlock exec` and every daemon (and its ready cmd), by the supervisor when each starts: in front of the PATH the process has there (the image's, or the PATH its env sets), never the host's. Absolute paths without ':'. Builtin tools add theirs after these (the go tool its toolchain's bin). Not substituted."},
 	{Key: "sandbox.harden", Type: "boolean", Default: "true", Doc: "Run the main process with no_new_privs (no privilege gained through setuid or file capabilities). The capabilities are Docker's default set adjusted by cap_add and cap_drop either way."},
 	{Key: "sandbox.wait_for_daemons", Type: "boolean", Default: "false", Doc: "run returns only once every daemon shut down, with every shutdown line (as run --wait). By default run returns once the main command exited and its output is out, with the lines of the daemons that stopped within 100 ms; the others shut down in the background (events, logs)."},
 	{Key: "sandbox.privileged", Type: "boolean", Default: "false", Doc: "Run the sandbox privileged (what dockerd needs). airlock config and airlock up print a warning when it is on."},
@@ -57,7 +61,7 @@ var Fields = []Field{
 	{Key: "sandbox.memory", Type: "string", Default: `""`, Doc: "Memory limit such as \"512m\" or \"2g\", from 6m (the Engine's minimum) to 1024t (1 PiB); empty or 0 means none."},
 	{Key: "sandbox.extra_hosts", Type: "array of strings", Default: "[]", Doc: "Lines added to the sandbox's /etc/hosts, as NAME:IP (or NAME=IP); IP may be host-gateway, the Engine's address for the host (Docker's --add-host)."},
 
-	{Key: "env", Type: "table of strings", Names: ProcessEnvNames, Doc: "Environment of the main command and of `airlock exec`, over the image's. Names are letters, digits and _, not starting with a digit. ${VAR} substitution applies. Daemons do not get it."},
+	{Key: "env", Type: "table of strings", Names: ProcessEnvNames, Removable: true, Doc: "Environment of the main command and of `airlock exec`, over the image's. Names are letters, digits and _, not starting with a digit. ${VAR} substitution applies, and here only a value may also name a daemon's or a service's variable by its key path: ${daemons.db.env.USER}. NAME = false removes the variable a lower layer set. Daemons do not get it."},
 
 	{Key: "mounts.<name>", Type: "table", Doc: "A bind mount from the host."},
 	{Key: "mounts.<name>.enabled", Type: "boolean", Default: "true", Doc: "false turns off a mount a lower layer defined."},
@@ -94,14 +98,14 @@ var Fields = []Field{
 	{Key: "daemons.<name>.ready.cmd", Type: "array of strings", Doc: "argv that exits 0 when the daemon is ready."},
 	{Key: "daemons.<name>.ready.log", Type: "string", Doc: "Regular expression (Go syntax) matched against the daemon's output."},
 	{Key: "daemons.<name>.ready.timeout", Type: "duration", Default: `"30s"`, Doc: "How long the check may take before the sandbox fails (exit 125)."},
-	{Key: "daemons.<name>.env", Type: "table of strings", Names: ProcessEnvNames, Doc: "The daemon's own environment, over the image's (it does not get [env]). Names as in [env]. ${VAR} substitution applies."},
+	{Key: "daemons.<name>.env", Type: "table of strings", Names: ProcessEnvNames, Removable: true, Doc: "The daemon's own environment, over the image's (it does not get [env]). Names as in [env]. ${VAR} substitution applies. NAME = false removes the variable a lower layer set."},
 
 	{Key: "services.<name>", Type: "table", Doc: "A sibling container on the sandbox's network, reachable by its name."},
 	{Key: "services.<name>.enabled", Type: "boolean", Default: "true", Doc: "false turns off a service a lower layer defined."},
 	{Key: "services.<name>.image", Type: "string", Doc: "Image of the service container. Required."},
 	{Key: "services.<name>.command", Type: "array of strings", Default: "[]", Doc: "Command of the service container; empty means the image's."},
 	{Key: "services.<name>.required", Type: "boolean", Default: "true", Doc: "Required services must be healthy before the sandbox is ready; optional ones start in parallel and report their first result as an event."},
-	{Key: "services.<name>.env", Type: "table of strings", Doc: "Environment of the service container. A name is anything without = (the Engine sets it), quoted as a key where it must be (\"my.var\"). ${VAR} substitution applies."},
+	{Key: "services.<name>.env", Type: "table of strings", Removable: true, Doc: "Environment of the service container. A name is anything without = (the Engine sets it), quoted as a key where it must be (\"my.var\"). ${VAR} substitution applies. NAME = false removes the variable a lower layer set."},
 	{Key: "services.<name>.healthcheck", Type: "table", Doc: "Health probe run by the Engine inside the service container; without one a service is healthy once running."},
 	{Key: "services.<name>.healthcheck.cmd", Type: "array of strings", Doc: "argv of the probe (exit 0 = healthy). Required in a healthcheck."},
 	{Key: "services.<name>.healthcheck.interval", Type: "duration", Default: `"1s"`, Doc: "Time between probes."},

@@ -29,8 +29,11 @@ var readyKinds = []string{"tcp", "http", "cmd", "log"}
 var readyExchange = []string{"send", "expect"}
 
 // merge lays src over dst: tables merge key by key, a scalar or an array in src
-// replaces dst's, except the union keys, whose items are appended without duplicates.
-func merge(dst, src map[string]any, prefix []string, l *layer, origins map[string]origin) {
+// replaces dst's, except the union keys, whose items are appended without
+// duplicates. In a table of variables (isEnvTable) a false removes dst's variable;
+// removing one that no lower layer set is an error.
+func merge(dst, src map[string]any, prefix []string, l *layer, origins map[string]origin) Errors {
+	var errs Errors
 	if isReadyTable(prefix) && hasAnyKey(src, readyKinds) {
 		for _, k := range append(readyKinds, readyExchange...) {
 			delete(dst, k)
@@ -49,7 +52,16 @@ func merge(dst, src map[string]any, prefix []string, l *layer, origins map[strin
 			if _, seen := origins[KeyPath(path...)]; !seen {
 				origins[KeyPath(path...)] = origin{layer: l, path: path}
 			}
-			merge(dm, sm, path, l, origins)
+			errs = append(errs, merge(dm, sm, path, l, origins)...)
+			continue
+		}
+		if b, ok := sv.(bool); ok && !b && isEnvTable(prefix) {
+			if _, set := dst[k]; !set {
+				errs = append(errs, &Error{File: l.name, Line: l.lines.line(path), Key: KeyPath(path...),
+					Msg: "false removes a variable a lower layer set, but no lower layer sets " + KeyPath(path...)})
+			}
+			delete(dst, k)
+			delete(origins, KeyPath(path...))
 			continue
 		}
 		if len(prefix) == 0 && unionKeys[k] {
@@ -59,6 +71,7 @@ func merge(dst, src map[string]any, prefix []string, l *layer, origins map[strin
 		}
 		origins[KeyPath(path...)] = origin{layer: l, path: path}
 	}
+	return errs
 }
 
 func isReadyTable(path []string) bool {

@@ -41,7 +41,7 @@ SHARED = "local"
 C = "local"
 `,
 	})
-	wantEnv := map[string]string{"FROM_PRESET": "p", "FROM_MAIN": "m", "SHARED": "local"}
+	wantEnv := manifest.Env{"FROM_PRESET": "p", "FROM_MAIN": "m", "SHARED": "local"}
 	if !reflect.DeepEqual(r.Env, wantEnv) {
 		t.Errorf("env = %v, want %v", r.Env, wantEnv)
 	}
@@ -52,7 +52,7 @@ C = "local"
 	if !reflect.DeepEqual(web.Command, []string{"web"}) || web.Cwd != "/srv" || web.Signal != "SIGINT" {
 		t.Errorf("daemons.web = command %v cwd %q signal %q; want [web] /srv SIGINT", web.Command, web.Cwd, web.Signal)
 	}
-	wantDaemonEnv := map[string]string{"A": "preset", "B": "main", "C": "local"}
+	wantDaemonEnv := manifest.Env{"A": "preset", "B": "main", "C": "local"}
 	if !reflect.DeepEqual(web.Env, wantDaemonEnv) {
 		t.Errorf("daemons.web.env = %v, want %v", web.Env, wantDaemonEnv)
 	}

@@ -12,7 +12,7 @@ type Manifest struct {
 	Presets  []string           `toml:"presets" json:"presets"`
 	Tools    []string           `toml:"tools" json:"tools"`
 	Sandbox  Sandbox            `toml:"sandbox" json:"sandbox"`
-	Env      map[string]string  `toml:"env" json:"env,omitempty"`
+	Env      Env                `toml:"env" json:"env,omitempty"`
 	Mounts   map[string]Mount   `toml:"mounts" json:"mounts,omitempty"`
 	Copies   map[string]Copy    `toml:"copies" json:"copies,omitempty"`
 	Daemons  map[string]Daemon  `toml:"daemons" json:"daemons,omitempty"`
@@ -29,14 +29,40 @@ type Compose struct {
 	Ignore   []string `toml:"ignore" json:"ignore,omitempty"`
 }
 
+// Env is a table of environment variables: [env], daemons.<name>.env and
+// services.<name>.env. In a layer, a name set to false removes the variable a
+// lower layer set (TOML has no null); the merged manifest holds strings only.
+type Env map[string]string
+
+// UnmarshalTOML takes the strings of a layer's table. A false is a removal, which
+// the merge applies from the layer's raw tables; every other value is reported
+// by decodeLayer with its line, and a value that is not a table by schemaErrors.
+func (e *Env) UnmarshalTOML(data any) error {
+	m, ok := data.(map[string]any)
+	if !ok {
+		return nil
+	}
+	out := make(Env, len(m))
+	for k, v := range m {
+		if s, ok := v.(string); ok {
+			out[k] = s
+		}
+	}
+	*e = out
+	return nil
+}
+
 // Sandbox is the [sandbox] table: the primary container.
 type Sandbox struct {
-	Image        string   `toml:"image" json:"image,omitempty"`
-	Build        *Build   `toml:"build" json:"build,omitempty"`
-	Egress       *Egress  `toml:"egress" json:"egress,omitempty"`
-	Workdir      string   `toml:"workdir" json:"workdir"`
-	User         string   `toml:"user" json:"user"`
-	Shell        []string `toml:"shell" json:"shell"`
+	Image   string   `toml:"image" json:"image,omitempty"`
+	Build   *Build   `toml:"build" json:"build,omitempty"`
+	Egress  *Egress  `toml:"egress" json:"egress,omitempty"`
+	Workdir string   `toml:"workdir" json:"workdir"`
+	User    string   `toml:"user" json:"user"`
+	Shell   []string `toml:"shell" json:"shell"`
+	// PathPrepend are directories put in front of the PATH every process of
+	// the sandbox starts with (the image's, unless env sets PATH).
+	PathPrepend  []string `toml:"path_prepend" json:"path_prepend,omitempty"`
 	Harden       bool     `toml:"harden" json:"harden"`
 	Privileged   bool     `toml:"privileged" json:"privileged"`
 	Network      string   `toml:"network" json:"network"`
@@ -90,19 +116,19 @@ type Copy struct {
 // Oneshot makes it a setup step that runs once to completion; it is left out of
 // JSON when false, so the plan hashes of manifests without one stay as they were.
 type Daemon struct {
-	Enabled     bool              `toml:"enabled" json:"enabled"`
-	Command     []string          `toml:"command" json:"command"`
-	Cwd         string            `toml:"cwd" json:"cwd"`
-	Signal      string            `toml:"signal" json:"signal"`
-	Timeout     int               `toml:"timeout" json:"timeout"`
-	Restart     string            `toml:"restart" json:"restart"`
-	MaxRestarts int               `toml:"max_restarts" json:"max_restarts"`
-	Harden      bool              `toml:"harden" json:"harden"`
-	Oneshot     bool              `toml:"oneshot" json:"oneshot,omitempty"`
-	After       []string          `toml:"after" json:"after"`
-	User        string            `toml:"user" json:"user"`
-	Ready       *Ready            `toml:"ready" json:"ready,omitempty"`
-	Env         map[string]string `toml:"env" json:"env,omitempty"`
+	Enabled     bool     `toml:"enabled" json:"enabled"`
+	Command     []string `toml:"command" json:"command"`
+	Cwd         string   `toml:"cwd" json:"cwd"`
+	Signal      string   `toml:"signal" json:"signal"`
+	Timeout     int      `toml:"timeout" json:"timeout"`
+	Restart     string   `toml:"restart" json:"restart"`
+	MaxRestarts int      `toml:"max_restarts" json:"max_restarts"`
+	Harden      bool     `toml:"harden" json:"harden"`
+	Oneshot     bool     `toml:"oneshot" json:"oneshot,omitempty"`
+	After       []string `toml:"after" json:"after"`
+	User        string   `toml:"user" json:"user"`
+	Ready       *Ready   `toml:"ready" json:"ready,omitempty"`
+	Env         Env      `toml:"env" json:"env,omitempty"`
 }
 
 // Ready is a daemon's readiness check: exactly one of TCP, HTTP, Cmd or Log.
@@ -136,12 +162,12 @@ func (r *Ready) Kind() string {
 
 // Service is one [services.<name>] entry: a sibling container on the sandbox network.
 type Service struct {
-	Enabled     bool              `toml:"enabled" json:"enabled"`
-	Image       string            `toml:"image" json:"image"`
-	Command     []string          `toml:"command" json:"command"`
-	Required    bool              `toml:"required" json:"required"`
-	Env         map[string]string `toml:"env" json:"env,omitempty"`
-	Healthcheck *Healthcheck      `toml:"healthcheck" json:"healthcheck,omitempty"`
+	Enabled     bool         `toml:"enabled" json:"enabled"`
+	Image       string       `toml:"image" json:"image"`
+	Command     []string     `toml:"command" json:"command"`
+	Required    bool         `toml:"required" json:"required"`
+	Env         Env          `toml:"env" json:"env,omitempty"`
+	Healthcheck *Healthcheck `toml:"healthcheck" json:"healthcheck,omitempty"`
 	// The keys below have compose's meaning (docs/manifest.md, "Services").
 	Entrypoint []string          `toml:"entrypoint" json:"entrypoint,omitempty"`
 	User       string            `toml:"user" json:"user,omitempty"`

@@ -262,7 +262,7 @@ func TestPresetLookup(t *testing.T) {
 			"common.toml":  "[env]\nCOMMON = \"wrong\"\n",
 		})
 		r := p.mustLoad()
-		want := map[string]string{"TEAM": "1", "LANG": "go", "COMMON": "1", "SHARED": "1"}
+		want := manifest.Env{"TEAM": "1", "LANG": "go", "COMMON": "1", "SHARED": "1"}
 		if !reflect.DeepEqual(r.Env, want) {
 			t.Errorf("env = %v, want %v", r.Env, want)
 		}

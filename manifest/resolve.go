@@ -13,10 +13,11 @@ import (
 func resolve(stack []*layer, sub *substituter, read func(string) ([]byte, error)) (*Resolved, error) {
 	data := map[string]any{}
 	origins := map[string]origin{}
+	var errs Errors
 	for _, l := range stack {
-		merge(data, l.raw, nil, l, origins)
+		errs = append(errs, merge(data, l.raw, nil, l, origins)...)
 	}
-	errs := dropDisabled(data, origins)
+	errs = append(errs, dropDisabled(data, origins)...)
 	applyDefaults(data, origins)
 	var m Manifest
 	if err := fromTables(data, &m); err != nil {
@@ -77,7 +78,9 @@ func locate(origins map[string]origin, path []string, msg string) *Error {
 }
 
 // substitute expands ${VAR} in the places DESIGN §5 lists and records where each
-// substituted value came from, and which vault variables each key used.
+// substituted value came from, and which vault variables each key used. In [env],
+// ${daemons.<name>.env.<VAR>} and ${services.<name>.env.<VAR>} name the value
+// (after substitution) of a daemon's or a service's variable.
 func substitute(m *Manifest, sub *substituter, origins map[string]origin) (map[string]Source, map[string][]string, Errors) {
 	sources := map[string]Source{}
 	vaultNames := map[string][]string{}
@@ -97,15 +100,30 @@ func substitute(m *Manifest, sub *substituter, origins map[string]origin) (map[s
 			sources[KeyPath(path...)] = src
 		}
 	}
+	refs := map[string]refValue{}
 	env := func(prefix []string, vars map[string]string) {
 		for _, k := range slices.Sorted(maps.Keys(vars)) {
 			v := vars[k]
-			do(append(append([]string{}, prefix...), k), &v)
+			path := append(append([]string{}, prefix...), k)
+			do(path, &v)
 			vars[k] = v
+			if prefix[0] != "env" {
+				kp := KeyPath(path...)
+				refs[kp] = refValue{val: v, src: sources[kp], vault: vaultNames[kp]}
+			}
 		}
 	}
 	do([]string{"sandbox", "image"}, &m.Sandbox.Image)
+	// The daemons' and services' variables first: [env] may name them.
+	for _, name := range slices.Sorted(maps.Keys(m.Daemons)) {
+		env([]string{"daemons", name, "env"}, m.Daemons[name].Env)
+	}
+	for _, name := range slices.Sorted(maps.Keys(m.Services)) {
+		env([]string{"services", name, "env"}, m.Services[name].Env)
+	}
+	sub.refs = refs
 	env([]string{"env"}, m.Env)
+	sub.refs = nil
 	for _, name := range slices.Sorted(maps.Keys(m.Mounts)) {
 		e := m.Mounts[name]
 		do([]string{"mounts", name, "source"}, &e.Source)
@@ -115,12 +133,6 @@ func substitute(m *Manifest, sub *substituter, origins map[string]origin) (map[s
 		e := m.Copies[name]
 		do([]string{"copies", name, "source"}, &e.Source)
 		m.Copies[name] = e
-	}
-	for _, name := range slices.Sorted(maps.Keys(m.Daemons)) {
-		env([]string{"daemons", name, "env"}, m.Daemons[name].Env)
-	}
-	for _, name := range slices.Sorted(maps.Keys(m.Services)) {
-		env([]string{"services", name, "env"}, m.Services[name].Env)
 	}
 	return sources, vaultNames, errs
 }

@@ -21,6 +21,8 @@ type schemaNode struct {
 	MaxLength   int                    `json:"maxLength,omitempty"`
 	Default     json.RawMessage        `json:"default,omitempty"`
 	Items       *schemaNode            `json:"items,omitempty"`
+	AnyOf       []*schemaNode          `json:"anyOf,omitempty"`
+	Const       any                    `json:"const,omitempty"`
 	Properties  map[string]*schemaNode `json:"properties,omitempty"`
 	// AdditionalProperties is false for fixed tables, a schema for named entries.
 	AdditionalProperties any         `json:"additionalProperties,omitempty"`
@@ -102,6 +104,10 @@ func fill(n *schemaNode, f Field) {
 	case "table of strings":
 		n.Type = "object"
 		n.AdditionalProperties = &schemaNode{Type: "string"}
+		if f.Removable {
+			// false: a removal of the variable a lower layer set.
+			n.AdditionalProperties = &schemaNode{AnyOf: []*schemaNode{{Type: "string"}, {Const: false}}}
+		}
 		if f.Names != "" {
 			n.PropertyNames = &schemaNode{Pattern: f.Names}
 		}

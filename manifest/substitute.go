@@ -48,6 +48,24 @@ type substituter struct {
 	vault  Lookup
 	// fromVault collects the names whose vault values expand used, in order.
 	fromVault []string
+	// refs holds, while [env] is substituted, the values of daemons.*.env and
+	// services.*.env after their own substitution, by key path: a ${…} that
+	// names one (${daemons.db.env.USER}) takes it.
+	refs map[string]refValue
+}
+
+// refValue is a substituted value another key may name: the value, where it
+// came from and the vault variables it used.
+type refValue struct {
+	val   string
+	src   Source
+	vault []string
+}
+
+// isRef reports whether the name of a ${…} token is the key path of a variable
+// of a daemon or a service rather than a host variable.
+func isRef(name string) bool {
+	return (strings.HasPrefix(name, "daemons.") || strings.HasPrefix(name, "services.")) && strings.Contains(name, ".env.")
 }
 
 // maxNesting bounds how deep ${VAR:-default} expressions may nest in a default.
@@ -95,14 +113,32 @@ func (s *substituter) expand(tmpl string) (string, Source, error) {
 		expr := tmpl[i+2 : end]
 		i = end
 		name, op, def := splitExpr(expr)
-		if !specrules.ValidEnvName(name) {
+		var (
+			val   string
+			from  Source
+			found bool
+			ref   refValue
+		)
+		switch {
+		case isRef(name):
+			if s.refs == nil {
+				return "", Literal, fmt.Errorf("${%s}: another key's value can be named in [env] only", name)
+			}
+			ref, found = s.refs[name]
+			if !found && op == "" {
+				return "", Literal, fmt.Errorf("${%s}: no layer sets %s", name, name)
+			}
+			val, from = ref.val, ref.src
+		case !specrules.ValidEnvName(name):
 			return "", Literal, fmt.Errorf("invalid variable name %q in ${%s}", name, expr)
+		default:
+			var err error
+			if val, from, err = s.lookup(name); err != nil {
+				return "", Literal, err
+			}
+			found = from != Literal
 		}
-		val, from, err := s.lookup(name)
-		if err != nil {
-			return "", Literal, err
-		}
-		useDefault, err := choose(name, op, from != Literal, val)
+		useDefault, err := choose(name, op, found, val)
 		if err != nil {
 			return "", Literal, err
 		}
@@ -113,8 +149,16 @@ func (s *substituter) expand(tmpl string) (string, Source, error) {
 			if err != nil {
 				return "", Literal, err
 			}
-		} else if from == Vault && !slices.Contains(s.fromVault, name) {
-			s.fromVault = append(s.fromVault, name)
+		} else if from == Vault {
+			names := []string{name}
+			if ref.src == Vault {
+				names = ref.vault
+			}
+			for _, n := range names {
+				if !slices.Contains(s.fromVault, n) {
+					s.fromVault = append(s.fromVault, n)
+				}
+			}
 		}
 		b.WriteString(val)
 		src = max(src, from)

@@ -409,7 +409,7 @@ E = "${VAULT_EMPTY:-${ASKED_3:-z}}"
 	if want := []string{"ASKED_1", "ASKED_2", "ASKED_3", "UNSET", "VAULT_EMPTY"}; !reflect.DeepEqual(calls, want) {
 		t.Errorf("vault asked for %q, want %q", calls, want)
 	}
-	want := map[string]string{"A": "s", "B": "", "C": "x", "D": "y", "E": "z"}
+	want := manifest.Env{"A": "s", "B": "", "C": "x", "D": "y", "E": "z"}
 	if !reflect.DeepEqual(r.Env, want) {
 		t.Errorf("env = %q, want %q", r.Env, want)
 	}

@@ -213,6 +213,7 @@ func (v *validator) sandbox(s *Sandbox) {
 	if len(s.Shell) > 0 && s.Shell[0] == "" {
 		v.errorf(p("shell"), "the first element (the program) must not be empty")
 	}
+	v.check(p("path_prepend"), specrules.PathDirs(s.PathPrepend))
 	if !slices.Contains(ProjectModes, s.Project) {
 		v.errorf(p("project"), "unknown project mode %q (use one of %s)", s.Project, strings.Join(ProjectModes, ", "))
 	}

@@ -109,7 +109,7 @@ func (rt *Runtime) Create(ctx context.Context, req *Request) (sb *Sandbox, err e
 		return nil, configErr("services need sandbox.network = \"bridge\", not %q", r.Sandbox.Network)
 	}
 	done := rt.step(req.ID, "host plan")
-	hp, err := rt.planHost(r, rt.Remote || req.ClientFiles)
+	hp, err := rt.planHost(ctx, r, rt.Remote || req.ClientFiles)
 	done()
 	if err != nil {
 		return nil, err
@@ -445,6 +445,7 @@ func buildSpec(req *Request, r *manifest.Resolved, hp *hostPlan) *supervisor.Spe
 			Harden: &harden,
 		},
 	}
+	spec.PathPrepend = slices.Concat(r.Sandbox.PathPrepend, hp.Path)
 	spec.Main.Env = withProxyEnv(r, envEntries([]string{"env"}, r.Env, r.Sources))
 	for _, kv := range hp.Env {
 		k, v, _ := strings.Cut(kv, "=")
@@ -525,7 +526,7 @@ func (rt *Runtime) PlanHashFor(ctx context.Context, r *manifest.Resolved) (strin
 // and credentials are o's, not the runtime's: calls may run at once.
 func (rt *Runtime) Prepare(ctx context.Context, r *manifest.Resolved, o PrepareOptions) error {
 	w := &imageWork{rt: rt, o: o}
-	hp, err := rt.planHost(r, rt.Remote || o.ClientFiles)
+	hp, err := rt.planHost(ctx, r, rt.Remote || o.ClientFiles)
 	if err != nil {
 		return err
 	}

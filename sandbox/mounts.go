@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -31,7 +32,10 @@ type hostPlan struct {
 	// ServiceBinds are the bind sources of services.*.volumes.
 	ServiceBinds serviceBinds
 	Env          []string
-	Warnings     []string
+	// Path are directories the tools put in front of every process's PATH
+	// (after sandbox.path_prepend's).
+	Path     []string
+	Warnings []string
 }
 
 // expandHost resolves ~ (the host home) and relative paths (from the project dir).
@@ -59,7 +63,7 @@ func ExpandHostPath(p, projectDir, home string) string {
 // that leaves nothing behind.
 // remote says the sandbox cannot see this host's files (a remote Engine, or a
 // client on another machine).
-func (rt *Runtime) planHost(r *manifest.Resolved, remote bool) (*hostPlan, error) {
+func (rt *Runtime) planHost(ctx context.Context, r *manifest.Resolved, remote bool) (*hostPlan, error) {
 	hp := &hostPlan{}
 	for _, name := range slices.Sorted(maps.Keys(r.Mounts)) {
 		m := r.Mounts[name]
@@ -99,7 +103,7 @@ func (rt *Runtime) planHost(r *manifest.Resolved, remote bool) (*hostPlan, error
 			hp.Warnings = append(hp.Warnings, fmt.Sprintf("tools.%s: skipped: the Engine at %s cannot see this host's files", t, rt.EngineName))
 			continue
 		}
-		rt.planTool(t, hp)
+		rt.planTool(ctx, t, hp)
 	}
 	hp.Binds = dedupBinds(hp.Binds)
 	sbinds, err := rt.planServiceBinds(r, remote)
@@ -135,7 +139,7 @@ const cacheRoot = "/var/cache/airlock"
 
 // planTool adds a builtin tool's mounts and environment (DESIGN §7). Caches are
 // created on the host when missing; missing credentials are skipped with a warning.
-func (rt *Runtime) planTool(tool string, hp *hostPlan) {
+func (rt *Runtime) planTool(ctx context.Context, tool string, hp *hostPlan) {
 	home := rt.expandHost("~", "/")
 	envOr := func(k, def string) string {
 		if v := rt.getenv(k); v != "" {
@@ -185,6 +189,7 @@ func (rt *Runtime) planTool(tool string, hp *hostPlan) {
 		cache(envOr("GOCACHE", filepath.Join(home, ".cache", "go-build")), cacheRoot+"/go-build", "GOCACHE")
 		gopath := envOr("GOPATH", filepath.Join(home, "go"))
 		cache(envOr("GOMODCACHE", filepath.Join(strings.Split(gopath, ":")[0], "pkg", "mod")), cacheRoot+"/go-mod", "GOMODCACHE")
+		rt.planGoToolchain(ctx, hp)
 	case "npm":
 		cache(filepath.Join(home, ".npm"), cacheRoot+"/npm", "npm_config_cache")
 	case "uv":

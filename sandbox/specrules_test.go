@@ -46,6 +46,9 @@ func TestSpecRulesAgree(t *testing.T) {
 	denv := func(name string) func(*manifest.Manifest) {
 		return d(func(d *manifest.Daemon) { d.Env = map[string]string{name: "x"} })
 	}
+	pathPrepend := func(dirs ...string) func(*manifest.Manifest) {
+		return func(m *manifest.Manifest) { m.Sandbox.PathPrepend = dirs }
+	}
 	ready := func(r manifest.Ready) func(*manifest.Manifest) {
 		if r.Timeout == "" {
 			r.Timeout = "30s"
@@ -110,6 +113,12 @@ func TestSpecRulesAgree(t *testing.T) {
 		{"empty program", d(func(d *manifest.Daemon) { d.Command = []string{"", "x"} }), "is required: the program"},
 		{"cwd absolute", d(func(d *manifest.Daemon) { d.Cwd = "/srv/data" }), ""},
 		{"cwd relative", d(func(d *manifest.Daemon) { d.Cwd = "data" }), `must be an absolute path, got "data"`},
+
+		// sandbox.path_prepend: the spec's path_prepend.
+		{"path_prepend absolute", pathPrepend("/opt/go/bin", "/x"), ""},
+		{"path_prepend relative", pathPrepend("/x", "bin"), `element 1: must be an absolute path, got "bin"`},
+		{"path_prepend with :", pathPrepend("/a:/b"), `element 0: must not contain ':' (PATH's separator) or a NUL byte, got "/a:/b"`},
+		{"path_prepend empty entry", pathPrepend(""), `element 0: must be an absolute path, got ""`},
 
 		// signal, timeout, restart, max_restarts.
 		{"signal SIGKILL", d(func(d *manifest.Daemon) { d.Signal = "SIGKILL" }), ""},

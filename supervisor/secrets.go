@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 )
 
@@ -104,6 +105,35 @@ func resolveEnv(owner string, base []string, entries []EnvEntry, secrets *Secret
 		set(e.Name, v)
 	}
 	return env, nil
+}
+
+// defaultPath is the PATH the Engine gives a container whose image sets none.
+const defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+// prependPath puts dirs in front of env's PATH (of defaultPath when env has
+// none, or an empty one). A dir given twice is kept the first time.
+func prependPath(env []string, dirs []string) []string {
+	if len(dirs) == 0 {
+		return env
+	}
+	var front []string
+	for _, d := range dirs {
+		if !slices.Contains(front, d) {
+			front = append(front, d)
+		}
+	}
+	old, ok := lookupEnv(env, "PATH")
+	if !ok || old == "" {
+		old = defaultPath
+	}
+	value := strings.Join(front, ":") + ":" + old
+	out := make([]string, 0, len(env)+1)
+	for _, kv := range env {
+		if k, _, _ := strings.Cut(kv, "="); k != "PATH" {
+			out = append(out, kv)
+		}
+	}
+	return append(out, "PATH="+value)
 }
 
 // lookupEnv returns the value of name in env.

@@ -82,9 +82,15 @@ type Spec struct {
 	// stdout and stderr once the main command exited and the daemons that
 	// stop within fastEndWait did, when others still stop: the host then has
 	// the whole output and the code while they finish. Letters and digits only.
-	EndMarker string    `json:"end_marker,omitempty"`
-	Main      Main      `json:"main"`
-	Daemons   []*Daemon `json:"daemons,omitempty"`
+	EndMarker string `json:"end_marker,omitempty"`
+	// PathPrepend are directories put in front of the PATH of the main
+	// command and of every daemon (sandbox.path_prepend, then the builtin
+	// tools'), after their env entries were applied: in front of the image's
+	// PATH, or of the PATH their env sets. `supervise exec` takes the main
+	// command's environment, so an exec gets it too.
+	PathPrepend []string  `json:"path_prepend,omitempty"`
+	Main        Main      `json:"main"`
+	Daemons     []*Daemon `json:"daemons,omitempty"`
 }
 
 // Main is the main command: the foreground process whose exit ends the sandbox.
@@ -271,6 +277,9 @@ func (s *Spec) Validate() error {
 	}
 	if err := validateEnv("main.env", s.Main.Env); err != nil {
 		return err
+	}
+	if err := specrules.PathDirs(s.PathPrepend); err != nil {
+		return fmt.Errorf("cannot use spec: path_prepend: %w", err)
 	}
 	if s.Main.User != "" {
 		if err := specrules.User(s.Main.User); err != nil {

@@ -227,12 +227,14 @@ func (s *supervisor) prepare(o Options, r *reaper, devnull *os.File, secrets *Se
 	if err != nil {
 		return nil, err
 	}
+	mainEnv = prependPath(mainEnv, s.spec.PathPrepend)
 	byName := map[string]*daemonRun{}
 	for i, ds := range s.spec.Daemons {
 		env, err := resolveEnv("daemon "+ds.Name, withHome(o.Environ, accts[i]), ds.Env, secrets)
 		if err != nil {
 			return nil, err
 		}
+		env = prependPath(env, s.spec.PathPrepend)
 		sig, _ := signalByName(ds.Signal)
 		ctx, cancel := context.WithCancel(context.Background())
 		d := &daemonRun{

@@ -120,6 +120,28 @@ func Cwd(dir string) error {
 	return nil
 }
 
+// PathDir checks a directory put in front of a process's PATH
+// (sandbox.path_prepend): an absolute path without the list separator ':'.
+func PathDir(dir string) error {
+	switch {
+	case !path.IsAbs(dir):
+		return fmt.Errorf("must be an absolute path, got %q", dir)
+	case strings.ContainsAny(dir, ":\x00"):
+		return fmt.Errorf("must not contain ':' (PATH's separator) or a NUL byte, got %q", dir)
+	}
+	return nil
+}
+
+// PathDirs checks every directory of a path_prepend list.
+func PathDirs(dirs []string) error {
+	for i, d := range dirs {
+		if err := PathDir(d); err != nil {
+			return fmt.Errorf("element %d: %w", i, err)
+		}
+	}
+	return nil
+}
+
 // Signal checks a daemon's stop signal: one of Signals.
 func Signal(name string) error {
 	if !slices.Contains(Signals, name) {
