@@ -73,7 +73,7 @@ var handled = map[string]bool{
 	"image": true, "command": true, "entrypoint": true, "environment": true, "env_file": true,
 	"healthcheck": true, "user": true, "working_dir": true, "shm_size": true, "extra_hosts": true,
 	"networks": true, "volumes": true, "tmpfs": true, "cap_add": true, "cap_drop": true,
-	"ulimits": true, "depends_on": true, "profiles": true, "expose": true,
+	"ulimits": true, "depends_on": true, "profiles": true, "expose": true, "ports": true,
 }
 
 // Load reads o.File.
@@ -276,6 +276,7 @@ func (c *converter) service(name string, s types.ServiceConfig, taken []string) 
 		t["extra_hosts"] = hosts
 		at("extra_hosts", "extra_hosts")
 	}
+	c.ports(name, s, t)
 	c.networks(name, s, t)
 	c.volumes(name, s, t)
 	if len(s.Tmpfs) > 0 {
@@ -349,6 +350,33 @@ func (c *converter) service(name string, s types.ServiceConfig, taken []string) 
 		}
 	}
 	c.res.Services[name] = t
+}
+
+// ports turns the ports compose publishes on the host into ports forwarded
+// onto the sandbox's loopback: the job that reached them on its runner's
+// 127.0.0.1 is the sandbox's main command.
+func (c *converter) ports(name string, s types.ServiceConfig, t map[string]any) {
+	var ports []any
+	p := []string{"services", name, "ports"}
+	for _, port := range s.Ports {
+		switch {
+		case port.Protocol != "" && port.Protocol != "tcp":
+			c.errorf(p, "%d/%s: airlock forwards tcp ports only", port.Target, port.Protocol)
+			continue
+		case port.HostIP != "" && port.HostIP != "127.0.0.1" && port.HostIP != "0.0.0.0" && port.HostIP != "::":
+			c.errorf(p, "%s:%s:%d: a service's ports are forwarded onto the sandbox's 127.0.0.1, not %s", port.HostIP, port.Published, port.Target, port.HostIP)
+			continue
+		}
+		if port.Published == "" {
+			ports = append(ports, fmt.Sprintf("%d", port.Target))
+		} else {
+			ports = append(ports, fmt.Sprintf("%s:%d", port.Published, port.Target))
+		}
+	}
+	if len(ports) > 0 {
+		t["ports"] = ports
+		c.res.Lines[LineKey(p...)] = c.line(p...)
+	}
 }
 
 // networks collects the aliases a service has on any of its networks: in a

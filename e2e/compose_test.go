@@ -9,8 +9,8 @@ import (
 // composeFile is a compose.yaml in the style of real projects': a service that
 // waits for a one-shot seeding job through a named volume they share, a page
 // bind-mounted from the repository, a healthcheck with start_interval, an
-// alias, a port published for the host, a service in a profile, and a value
-// interpolated from .env.
+// alias, a port published for the job on its runner's 127.0.0.1, a restart
+// policy, a service in a profile, and a value interpolated from .env.
 const composeFile = `volumes:
   seed:
 services:
@@ -32,7 +32,8 @@ services:
     depends_on:
       seed:
         condition: service_completed_successfully
-    ports: ["8080:8080"]
+    ports: ["18080:8080"]
+    restart: unless-stopped
   seed:
     image: IMAGE
     command: ["sh", "-c", "echo seeded-${SEED_WORD} > /seed/seed.txt"]
@@ -44,8 +45,9 @@ services:
 `
 
 // TestComposeProject: [compose] runs a project's compose.yaml services as they
-// are; a key airlock cannot honour is refused with the compose file's line
-// until compose.ignore names it; a compose file the sandbox itself changes to
+// are, a published port forwarded onto the sandbox's 127.0.0.1; a key airlock
+// cannot honour is refused with the compose file's line until compose.ignore
+// names it; a compose file the sandbox itself changes to
 // mount a host folder does not take effect silently (DESIGN §6, issue 24).
 func TestComposeProject(t *testing.T) {
 	limit(t)
@@ -56,14 +58,14 @@ func TestComposeProject(t *testing.T) {
 
 	r := e.Run("run", "--", "true")
 	if r.Code != 2 {
-		t.Fatalf("ports in the compose file: want exit 2, got %s", r)
+		t.Fatalf("restart in the compose file: want exit 2, got %s", r)
 	}
-	contains(t, "stderr", r.Stderr, `compose.yaml:22: services.web.ports: airlock cannot honour ports in a sandbox's service; remove it, or add "ports" to compose.ignore`)
+	contains(t, "stderr", r.Stderr, `compose.yaml:23: services.web.restart: airlock cannot honour restart in a sandbox's service; remove it, or add "restart" to compose.ignore`)
 	e.assertClean()
 
-	e.WriteManifest("[sandbox]\nimage = \"{{image}}\"\nready_timeout = \"30s\"\n[compose]\nfile = \"compose.yaml\"\nignore = [\"ports\"]\n")
-	r = e.Run("run", "--", "wget", "-qO-", "http://website:8080/")
-	if r.Code != 0 || r.Stdout != "seeded-fromdotenv\nsite-page\n" {
+	e.WriteManifest("[sandbox]\nimage = \"{{image}}\"\nready_timeout = \"30s\"\n[compose]\nfile = \"compose.yaml\"\nignore = [\"restart\"]\n")
+	r = e.Run("run", "--", "sh", "-c", "wget -qO- http://website:8080/ && wget -qO- http://127.0.0.1:18080/")
+	if r.Code != 0 || r.Stdout != "seeded-fromdotenv\nsite-page\nseeded-fromdotenv\nsite-page\n" {
 		t.Fatalf("run with the compose file's services: want exit 0 and the seeded page, got %s", r)
 	}
 	c := e.MustRun("config", "--layers")

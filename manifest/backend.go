@@ -127,11 +127,23 @@ func unsupportedOnKubernetes(s Service) []string {
 		{"user", s.User != ""}, {"shm_size", s.ShmSize != ""}, {"extra_hosts", len(s.ExtraHosts) > 0},
 		{"aliases", len(s.Aliases) > 0}, {"volumes", len(s.Volumes) > 0}, {"tmpfs", len(s.Tmpfs) > 0},
 		{"cap_add", len(s.CapAdd) > 0}, {"cap_drop", len(s.CapDrop) > 0}, {"ulimits", len(s.Ulimits) > 0},
-		{"depends_on", len(s.DependsOn) > 0},
+		{"depends_on", len(s.DependsOn) > 0}, {"ports", remappedPorts(s.Ports)},
 	} {
 		if k.set {
 			keys = append(keys, k.key)
 		}
 	}
 	return keys
+}
+
+// remappedPorts reports whether a service forwards a port onto another
+// number: in a Pod its sidecars share the sandbox's loopback already, where a
+// port keeps its number.
+func remappedPorts(ports []string) bool {
+	for _, e := range ports {
+		if p, err := ParseServicePort(e); err == nil && p.Listen != p.Port {
+			return true
+		}
+	}
+	return false
 }

@@ -140,11 +140,11 @@ func TestComposeOverriddenBySandboxToml(t *testing.T) {
 // TestComposeKeysAirlockCannotHonour: every such key is an error naming it,
 // the service and the compose file's line, unless compose.ignore names it.
 func TestComposeKeysAirlockCannotHonour(t *testing.T) {
-	compose := "services:\n  db:\n    image: postgres\n    ports: [\"5432:5432\"]\n    restart: always\n    networks:\n      back:\n        aliases: [pg]\n        ipv4_address: 10.5.0.9\n    privileged: true\nnetworks:\n  back:\n    ipam:\n      config: [{subnet: 10.5.0.0/16}]\n"
+	compose := "services:\n  db:\n    image: postgres\n    container_name: pg\n    restart: always\n    networks:\n      back:\n        aliases: [pg]\n        ipv4_address: 10.5.0.9\n    privileged: true\nnetworks:\n  back:\n    ipam:\n      config: [{subnet: 10.5.0.0/16}]\n"
 	p := newProject(t, map[string]string{"sandbox.toml": img + "[compose]\nfile = \"compose.yaml\"\n", "compose.yaml": compose})
 	got := p.loadErr()
 	for _, want := range []string{
-		`compose.yaml:4: services.db.ports: airlock cannot honour ports in a sandbox's service; remove it, or add "ports" to compose.ignore to run without it`,
+		`compose.yaml:4: services.db.container_name: airlock cannot honour container_name in a sandbox's service; remove it, or add "container_name" to compose.ignore to run without it`,
 		`compose.yaml:5: services.db.restart: airlock cannot honour restart`,
 		`compose.yaml:9: services.db.networks.back.ipv4_address: airlock cannot honour ipv4_address`,
 		`compose.yaml:10: services.db.privileged: airlock cannot honour privileged`,
@@ -153,7 +153,7 @@ func TestComposeKeysAirlockCannotHonour(t *testing.T) {
 			t.Errorf("missing %q in:\n%s", want, got)
 		}
 	}
-	p = newProject(t, map[string]string{"sandbox.toml": img + "[compose]\nfile = \"compose.yaml\"\nignore = [\"ports\", \"restart\", \"networks.ipv4_address\", \"privileged\"]\n", "compose.yaml": compose})
+	p = newProject(t, map[string]string{"sandbox.toml": img + "[compose]\nfile = \"compose.yaml\"\nignore = [\"container_name\", \"restart\", \"networks.ipv4_address\", \"privileged\"]\n", "compose.yaml": compose})
 	r, err := p.load()
 	if err != nil {
 		t.Fatalf("with compose.ignore: %v", err)

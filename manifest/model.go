@@ -182,6 +182,7 @@ type Service struct {
 	CapDrop    []string          `toml:"cap_drop" json:"cap_drop,omitempty"`
 	Ulimits    map[string]Ulimit `toml:"ulimits" json:"ulimits,omitempty"`
 	DependsOn  DependsOn         `toml:"depends_on" json:"depends_on,omitempty"`
+	Ports      []string          `toml:"ports" json:"ports,omitempty"`
 }
 
 // Healthcheck is a service's health probe, run by the Engine inside the service container.

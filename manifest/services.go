@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -208,6 +209,48 @@ func ParseServiceVolume(s string) (ServiceVolume, error) {
 	return v, nil
 }
 
+// ServicePort is one entry of services.*.ports: the service's Port forwarded
+// onto the sandbox's 127.0.0.1:Listen.
+type ServicePort struct {
+	Listen, Port int
+}
+
+// ParseServicePort reads one services.*.ports entry, in compose's syntax:
+// PORT, LISTEN:PORT or 127.0.0.1:LISTEN:PORT, with an optional /tcp.
+func ParseServicePort(s string) (ServicePort, error) {
+	spec := strings.TrimSuffix(s, "/tcp")
+	if strings.Contains(spec, "/") {
+		return ServicePort{}, fmt.Errorf("%q: only tcp ports are forwarded", s)
+	}
+	parts := strings.Split(spec, ":")
+	if len(parts) == 3 {
+		if ip := net.ParseIP(strings.Trim(parts[0], "[]")); parts[0] != "" && (ip == nil || !(ip.IsLoopback() || ip.IsUnspecified())) {
+			return ServicePort{}, fmt.Errorf("%q: a service's ports are forwarded onto the sandbox's 127.0.0.1, not %s", s, parts[0])
+		}
+		parts = parts[1:]
+	}
+	num := func(v string) (int, bool) {
+		n, err := strconv.Atoi(v)
+		return n, err == nil && n >= 1 && n <= 65535
+	}
+	switch len(parts) {
+	case 1:
+		p, ok := num(parts[0])
+		if !ok {
+			return ServicePort{}, fmt.Errorf("%q: not a port (1-65535; ranges are not forwarded)", s)
+		}
+		return ServicePort{Listen: p, Port: p}, nil
+	case 2:
+		l, ok1 := num(parts[0])
+		p, ok2 := num(parts[1])
+		if !ok1 || !ok2 {
+			return ServicePort{}, fmt.Errorf("%q: not LISTEN:PORT (1-65535; ranges are not forwarded)", s)
+		}
+		return ServicePort{Listen: l, Port: p}, nil
+	}
+	return ServicePort{}, fmt.Errorf("%q: use PORT, LISTEN:PORT or 127.0.0.1:LISTEN:PORT", s)
+}
+
 // ParseTmpfs reads one services.*.tmpfs entry: PATH or PATH:OPTIONS (options as
 // mount takes them, such as size=64m,mode=1777).
 func ParseTmpfs(s string) (target, options string, err error) {
@@ -311,6 +354,20 @@ func (v *validator) service(name string, s Service, all map[string]Service) {
 		targets[target] = e
 	}
 	v.capList(p("cap_add"), p("cap_drop"), s.CapAdd, s.CapDrop)
+	for _, e := range s.Ports {
+		sp, err := ParseServicePort(e)
+		if !v.check(p("ports"), err) {
+			continue
+		}
+		if other, taken := v.servicePorts[sp.Listen]; taken {
+			v.errorf(p("ports"), "%q: 127.0.0.1:%d is already forwarded to %s", e, sp.Listen, other)
+			continue
+		}
+		if v.servicePorts == nil {
+			v.servicePorts = map[int]string{}
+		}
+		v.servicePorts[sp.Listen] = name
+	}
 	for _, n := range slices.Sorted(maps.Keys(s.Ulimits)) {
 		u := s.Ulimits[n]
 		switch {

@@ -61,6 +61,11 @@ depends_on = ["db"]
 			t.Errorf("ParseServiceVolume(%q) = %+v, %v; want %+v", in, got, err, want)
 		}
 	}
+	for in, want := range map[string]manifest.ServicePort{"5432": {Listen: 5432, Port: 5432}, "15432:5432": {Listen: 15432, Port: 5432}, "127.0.0.1:6432:6432/tcp": {Listen: 6432, Port: 6432}, "0.0.0.0:80:8080": {Listen: 80, Port: 8080}} {
+		if got, err := manifest.ParseServicePort(in); err != nil || got != want {
+			t.Errorf("ParseServicePort(%q) = %+v, %v; want %+v", in, got, err, want)
+		}
+	}
 	for in, want := range map[string]string{"db.local:127.0.0.1": "db.local:127.0.0.1", "gw=host-gateway": "gw:host-gateway", "v6:::1": "v6:::1"} {
 		if got, err := manifest.ParseExtraHost(in); err != nil || got != want {
 			t.Errorf("ParseExtraHost(%q) = %q, %v; want %q", in, got, err, want)
@@ -87,6 +92,10 @@ func TestServiceComposeKeyErrors(t *testing.T) {
 		`ulimits = { nofile = { soft = 9, hard = 3 } }`:             `sandbox.toml:5: services.db.ulimits.nofile: the soft limit 9 is above the hard limit 3`,
 		`ulimits = { nofile = { soft = 9 } }`:                       `sandbox.toml:5: services.db.ulimits.nofile: needs both soft and hard (or one number for both)`,
 		`ulimits = { nofile = "many" }`:                             `sandbox.toml:5: services.db.ulimits.nofile: wrong type: expected an integer or a table { soft = N, hard = M }`,
+		`ports = ["5432/udp"]`:                                      `sandbox.toml:5: services.db.ports: "5432/udp": only tcp ports are forwarded`,
+		`ports = ["10.0.0.1:5432:5432"]`:                            `sandbox.toml:5: services.db.ports: "10.0.0.1:5432:5432": a service's ports are forwarded onto the sandbox's 127.0.0.1, not 10.0.0.1`,
+		`ports = ["8000-8010"]`:                                     `sandbox.toml:5: services.db.ports: "8000-8010": not a port (1-65535; ranges are not forwarded)`,
+		`ports = ["5432", "5432:80"]`:                               `sandbox.toml:5: services.db.ports: "5432:80": 127.0.0.1:5432 is already forwarded to db`,
 		`depends_on = "cache"`:                                      `sandbox.toml:5: services.db.depends_on: wrong type: expected an array of service names or a table of conditions`,
 		`depends_on = ["cache"]`:                                    `sandbox.toml:5: services.db.depends_on: cache is not a service of this manifest (services: db)`,
 		`depends_on = ["db"]`:                                       `sandbox.toml:5: services.db.depends_on: a service cannot depend on itself`,

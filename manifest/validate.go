@@ -50,6 +50,8 @@ const (
 type validator struct {
 	origins map[string]origin
 	errs    Errors
+	// servicePorts are the loopback ports services.*.ports forward, by service.
+	servicePorts map[int]string
 }
 
 func (v *validator) errorf(path []string, format string, args ...any) {

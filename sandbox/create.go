@@ -199,7 +199,9 @@ func (rt *Runtime) Create(ctx context.Context, req *Request) (sb *Sandbox, err e
 		return sb, err
 	}
 
-	specJSON, err := json.Marshal(buildSpec(req, r, hp))
+	spec := buildSpec(req, r, hp)
+	spec.Forwards = serviceForwards(r)
+	specJSON, err := json.Marshal(spec)
 	if err != nil {
 		return sb, failed("cannot encode the supervisor spec: %v", err)
 	}

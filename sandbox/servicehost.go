@@ -17,6 +17,7 @@ import (
 	"github.com/docker/go-units"
 
 	"github.com/airlock-dev/airlock/manifest"
+	"github.com/airlock-dev/airlock/supervisor"
 )
 
 // serviceBinds are the bind sources of every service's volumes, checked on this
@@ -163,4 +164,22 @@ func (rt *Runtime) RemoveVolumes(ctx context.Context, id string) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// serviceForwards are the supervisor's forwards of services.*.ports: each
+// service's port on the sandbox's 127.0.0.1, reached by the service's name on
+// the sandbox's network. (A Pod's sidecars share its loopback: the kubernetes
+// backend needs none.)
+func serviceForwards(r *manifest.Resolved) []supervisor.Forward {
+	var out []supervisor.Forward
+	for _, name := range slices.Sorted(maps.Keys(r.Services)) {
+		for _, e := range r.Services[name].Ports {
+			p, err := manifest.ParseServicePort(e)
+			if err != nil {
+				continue // validate refused it
+			}
+			out = append(out, supervisor.Forward{Listen: fmt.Sprintf("127.0.0.1:%d", p.Listen), To: fmt.Sprintf("%s:%d", name, p.Port)})
+		}
+	}
+	return out
 }

@@ -88,9 +88,13 @@ type Spec struct {
 	// tools'), after their env entries were applied: in front of the image's
 	// PATH, or of the PATH their env sets. `supervise exec` takes the main
 	// command's environment, so an exec gets it too.
-	PathPrepend []string  `json:"path_prepend,omitempty"`
-	Main        Main      `json:"main"`
-	Daemons     []*Daemon `json:"daemons,omitempty"`
+	PathPrepend []string `json:"path_prepend,omitempty"`
+	// Forwards listen on the sandbox's loopback and connect each client to
+	// another container's port (services.*.ports), from before the daemons
+	// start until the supervisor exits.
+	Forwards []Forward `json:"forwards,omitempty"`
+	Main     Main      `json:"main"`
+	Daemons  []*Daemon `json:"daemons,omitempty"`
 }
 
 // Main is the main command: the foreground process whose exit ends the sandbox.
@@ -280,6 +284,11 @@ func (s *Spec) Validate() error {
 	}
 	if err := specrules.PathDirs(s.PathPrepend); err != nil {
 		return fmt.Errorf("cannot use spec: path_prepend: %w", err)
+	}
+	for i, f := range s.Forwards {
+		if err := checkForward(f); err != nil {
+			return fmt.Errorf("cannot use spec: forwards[%d]: %w", i, err)
+		}
 	}
 	if s.Main.User != "" {
 		if err := specrules.User(s.Main.User); err != nil {

@@ -120,6 +120,15 @@ func Run(o Options) (int, error) {
 		return ExitAirlock, err
 	}
 
+	fw, err := startForwards(spec.Forwards)
+	if err != nil {
+		for _, d := range s.daemons {
+			d.closeLogs()
+		}
+		s.status.emit(StatusEvent{Kind: KindSupervisorFailed, Reason: err.Error()})
+		return ExitAirlock, err
+	}
+	defer fw.close()
 	for _, d := range s.daemons {
 		go d.run()
 	}

@@ -1,0 +1,142 @@
+package supervisor
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"time"
+)
+
+// Forward makes a port of another container (a service) reachable on the
+// sandbox's loopback: what a CI job that reaches its services on
+// 127.0.0.1:PORT needs, unchanged, when the job is the sandbox's main command.
+type Forward struct {
+	Listen string `json:"listen"` // 127.0.0.1:PORT
+	To     string `json:"to"`     // service:PORT
+}
+
+// forwardDialTimeout bounds a connection to the target.
+const forwardDialTimeout = 10 * time.Second
+
+// checkForward checks a spec entry: a loopback listen address and a target.
+func checkForward(f Forward) error {
+	host, port, err := net.SplitHostPort(f.Listen)
+	if err != nil || port == "" {
+		return fmt.Errorf("listen %q is not HOST:PORT", f.Listen)
+	}
+	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+		return fmt.Errorf("listen %q is not a loopback address", f.Listen)
+	}
+	if h, p, err := net.SplitHostPort(f.To); err != nil || h == "" || p == "" {
+		return fmt.Errorf("to %q is not HOST:PORT", f.To)
+	}
+	return nil
+}
+
+// forwarder runs the listeners of the spec's forwards until closed.
+type forwarder struct {
+	listeners []net.Listener
+	wg        sync.WaitGroup
+	mu        sync.Mutex
+	conns     map[net.Conn]bool
+}
+
+// startForwards listens on every forward's address, or fails naming the one
+// that cannot listen (a port already in use in the sandbox).
+func startForwards(fs []Forward) (*forwarder, error) {
+	f := &forwarder{conns: map[net.Conn]bool{}}
+	for _, fw := range fs {
+		l, err := net.Listen("tcp", fw.Listen)
+		if err != nil {
+			f.close()
+			return nil, fmt.Errorf("cannot forward %s to %s: %w", fw.Listen, fw.To, err)
+		}
+		f.listeners = append(f.listeners, l)
+		f.wg.Add(1)
+		go f.accept(l, fw.To)
+	}
+	return f, nil
+}
+
+func (f *forwarder) accept(l net.Listener, to string) {
+	defer f.wg.Done()
+	for {
+		c, err := l.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			time.Sleep(10 * time.Millisecond) // out of fds, say: do not spin
+			continue
+		}
+		f.wg.Add(1)
+		go f.pipe(c, to)
+	}
+}
+
+// pipe copies between a client and a new connection to the target, each way
+// until its end, half-closing the other side as TCP proxies do.
+func (f *forwarder) pipe(c net.Conn, to string) {
+	defer f.wg.Done()
+	defer c.Close()
+	t, err := net.DialTimeout("tcp", to, forwardDialTimeout)
+	if err != nil {
+		return // the client sees its connection closed, as with a port nobody listens on
+	}
+	defer t.Close()
+	if !f.track(c, t) {
+		return
+	}
+	defer f.untrack(c, t)
+	done := make(chan struct{}, 2)
+	cp := func(dst, src net.Conn) {
+		_, _ = io.Copy(dst, src)
+		if tc, ok := dst.(*net.TCPConn); ok {
+			_ = tc.CloseWrite()
+		}
+		done <- struct{}{}
+	}
+	go cp(t, c)
+	go cp(c, t)
+	<-done
+	<-done
+}
+
+func (f *forwarder) track(cs ...net.Conn) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.conns == nil {
+		return false // closed
+	}
+	for _, c := range cs {
+		f.conns[c] = true
+	}
+	return true
+}
+
+func (f *forwarder) untrack(cs ...net.Conn) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, c := range cs {
+		delete(f.conns, c)
+	}
+}
+
+// close stops listening and ends the connections in flight.
+func (f *forwarder) close() {
+	if f == nil {
+		return
+	}
+	for _, l := range f.listeners {
+		_ = l.Close()
+	}
+	f.mu.Lock()
+	for c := range f.conns {
+		_ = c.Close()
+	}
+	f.conns = nil
+	f.mu.Unlock()
+	f.wg.Wait()
+}
