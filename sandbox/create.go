@@ -451,6 +451,9 @@ func buildSpec(req *Request, r *manifest.Resolved, hp *hostPlan) *supervisor.Spe
 	spec.Main.Env = withProxyEnv(r, envEntries([]string{"env"}, r.Env, r.Sources))
 	for _, kv := range hp.Env {
 		k, v, _ := strings.Cut(kv, "=")
+		if _, own := r.Env[k]; own {
+			continue // [env] names it: the user's value, not the tool's default
+		}
 		spec.Main.Env = append(spec.Main.Env, supervisor.EnvEntry{Name: k, Value: &v})
 	}
 	for _, kv := range req.Env {

@@ -41,6 +41,7 @@ type forwarder struct {
 	wg        sync.WaitGroup
 	mu        sync.Mutex
 	conns     map[net.Conn]bool
+	resolved  map[string]string // target → the address its name resolved to
 }
 
 // startForwards listens on every forward's address, or fails naming the one
@@ -81,7 +82,7 @@ func (f *forwarder) accept(l net.Listener, to string) {
 func (f *forwarder) pipe(c net.Conn, to string) {
 	defer f.wg.Done()
 	defer c.Close()
-	t, err := net.DialTimeout("tcp", to, forwardDialTimeout)
+	t, err := f.dial(to)
 	if err != nil {
 		return // the client sees its connection closed, as with a port nobody listens on
 	}
@@ -122,6 +123,41 @@ func (f *forwarder) untrack(cs ...net.Conn) {
 	for _, c := range cs {
 		delete(f.conns, c)
 	}
+}
+
+// dial connects to the target. The address its name resolved to is kept
+// (a service's address does not change while the sandbox lives, and a lookup
+// through the Engine's DNS costs each connection of a test suite that makes
+// many); a failed dial looks the name up again.
+func (f *forwarder) dial(to string) (net.Conn, error) {
+	f.mu.Lock()
+	addr := f.resolved[to]
+	f.mu.Unlock()
+	if addr != "" {
+		if c, err := net.DialTimeout("tcp", addr, forwardDialTimeout); err == nil {
+			return c, nil
+		}
+	}
+	host, port, err := net.SplitHostPort(to)
+	if err != nil {
+		return nil, err
+	}
+	ips, err := net.LookupIP(host)
+	if err != nil || len(ips) == 0 {
+		return nil, fmt.Errorf("cannot resolve %s: %v", host, err)
+	}
+	addr = net.JoinHostPort(ips[0].String(), port)
+	c, err := net.DialTimeout("tcp", addr, forwardDialTimeout)
+	if err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	if f.resolved == nil {
+		f.resolved = map[string]string{}
+	}
+	f.resolved[to] = addr
+	f.mu.Unlock()
+	return c, nil
 }
 
 // close stops listening and ends the connections in flight.
