@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/airlock-dev/airlock/sandbox"
 )
 
@@ -77,12 +79,26 @@ type archiveReader struct {
 func (a *archiveReader) Close() error { a.close(); return nil }
 
 // WriteArchive extracts a tar stream into dir of the running primary through
-// `supervise untar`, run as the sandbox's user: the entries are that user's
-// (as root, the archive's owners count, so they are made root's), no symbolic
+// `supervise untar`, run as the container's user: the entries are the sandbox
+// user's (as root, the archive's owners count, so they are made root's, or
+// the sandbox user's when the container runs as root for its daemons), no symbolic
 // link in dir is followed, and missing folders on the way are made.
 func (rt *Runtime) WriteArchive(ctx context.Context, pod, dir string, r io.Reader) error {
+	uid, gid := 0, 0
+	if p, err := rt.pods().Get(ctx, pod, metav1.GetOptions{}); err == nil {
+		// A main container that runs as root for its daemons: the entries
+		// are the sandbox user's, which the Pod records (PodUser).
+		if u, ok := MetaValue(&p.ObjectMeta, sandbox.LabelUser); ok {
+			if id, g, err := numericUser(u); err == nil && id != nil {
+				uid = int(*id)
+				if g != nil {
+					gid = int(*g)
+				}
+			}
+		}
+	}
 	pr, pw := io.Pipe()
-	go func() { pw.CloseWithError(sandbox.OwnArchive(pw, r, nil, 0, 0)) }()
+	go func() { pw.CloseWithError(sandbox.OwnArchive(pw, r, nil, uid, gid)) }()
 	var out lockedBuffer
 	code, err := rt.stream(ctx, pod, MainContainer, []string{sandbox.SupervisorIn, "supervise", "untar", dir}, pr, &out, &out, false, nil)
 	pr.CloseWithError(io.ErrClosedPipe)
