@@ -84,23 +84,25 @@ func (a *archiveReader) Close() error { a.close(); return nil }
 // the sandbox user's when the container runs as root for its daemons), no symbolic
 // link in dir is followed, and missing folders on the way are made.
 func (rt *Runtime) WriteArchive(ctx context.Context, pod, dir string, r io.Reader) error {
-	uid, gid := 0, 0
+	cmd := []string{sandbox.SupervisorIn, "supervise", "untar"}
 	if p, err := rt.pods().Get(ctx, pod, metav1.GetOptions{}); err == nil {
-		// A main container that runs as root for its daemons: the entries
-		// are the sandbox user's, which the Pod records (PodUser).
+		// A main container that runs as root for its daemons: the entries,
+		// and the folders made on the way, are the sandbox user's, which the
+		// Pod records (PodUser).
 		if u, ok := MetaValue(&p.ObjectMeta, sandbox.LabelUser); ok {
-			if id, g, err := numericUser(u); err == nil && id != nil {
-				uid = int(*id)
-				if g != nil {
-					gid = int(*g)
+			if uid, gid, err := numericUser(u); err == nil && uid != nil {
+				g := int64(0)
+				if gid != nil {
+					g = *gid
 				}
+				cmd = append(cmd, "--owner", fmt.Sprintf("%d:%d", *uid, g))
 			}
 		}
 	}
 	pr, pw := io.Pipe()
-	go func() { pw.CloseWithError(sandbox.OwnArchive(pw, r, nil, uid, gid)) }()
+	go func() { pw.CloseWithError(sandbox.OwnArchive(pw, r, nil, 0, 0)) }()
 	var out lockedBuffer
-	code, err := rt.stream(ctx, pod, MainContainer, []string{sandbox.SupervisorIn, "supervise", "untar", dir}, pr, &out, &out, false, nil)
+	code, err := rt.stream(ctx, pod, MainContainer, append(cmd, dir), pr, &out, &out, false, nil)
 	pr.CloseWithError(io.ErrClosedPipe)
 	if err == nil && code != 0 {
 		err = fmt.Errorf("%s", out.String())
