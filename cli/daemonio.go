@@ -3,6 +3,8 @@ package cli
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
 	"strconv"
 
 	"github.com/airlock-dev/airlock/client"
@@ -14,6 +16,7 @@ import (
 // and stay in the daemon's memory (manifest.Wire; the daemon reads it back with
 // manifest.FromWire).
 func wireManifest(r *manifest.Resolved) (*client.Manifest, map[string]string, error) {
+	r = withHostUser(r, os.Getuid(), os.Getgid())
 	w, values, err := r.ToWire()
 	if err != nil {
 		return nil, nil, err
@@ -63,4 +66,17 @@ func waitCreated(ctx context.Context, c *client.Client, id string) (string, erro
 		return "", failure(ev)
 	}
 	return ev.Extra["container"], nil
+}
+
+// withHostUser resolves sandbox.user = "host" (manifest.HostUser) to the
+// "uid:gid" of the user running this CLI, on the client's side: the daemon
+// (which may run as another user, or on another machine through -H) gets the
+// numbers, never "host". r itself is not changed (config shows "host").
+func withHostUser(r *manifest.Resolved, uid, gid int) *manifest.Resolved {
+	if r.Sandbox.User != manifest.HostUser {
+		return r
+	}
+	c := *r
+	c.Sandbox.User = fmt.Sprintf("%d:%d", uid, gid)
+	return &c
 }

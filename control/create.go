@@ -140,6 +140,11 @@ func fromWire(w manifest.Wire, values map[string]string) (*manifest.Resolved, er
 	if err := resolved.Validate(); err != nil {
 		return nil, errorf(ErrConfig, "%v", err)
 	}
+	if resolved.Sandbox.User == manifest.HostUser {
+		// The daemon may run as another user than its client, or elsewhere:
+		// only the client knows who "host" is.
+		return nil, errorf(ErrConfig, "sandbox.user: \"host\" must be resolved by the client to the uid:gid of the user running it before the manifest is sent (airlock's CLI does); send that \"UID:GID\" instead")
+	}
 	return resolved, nil
 }
 

@@ -301,3 +301,22 @@ func wantErr(t *testing.T, what string, err error, status int, reason string, wo
 		}
 	}
 }
+
+// TestFilesRootPID1: a sandbox whose user is nobody but whose daemon runs as
+// root has a root PID 1 (the container runs as root); what PUT writes is still
+// the sandbox user's, not the container's.
+func TestFilesRootPID1(t *testing.T) {
+	e := newEnv(t)
+	e.writeManifest(strings.Replace(filesManifest, "[daemons.idle]\n", "[daemons.idle]\nuser = \"root\"\n", 1))
+	rt := &sandbox.Runtime{Engine: e.docker, Paths: e.paths, Quiet: true, Binary: binA, BuildID: buildA, Getenv: e.getenv, Owner: randHex(16)}
+	c := startInProcessConfig(t, e, rt, control.Config{IdleTTL: time.Hour, ReapInterval: 100 * time.Millisecond, OutputMax: filesMax})
+	ctx := ctxT(t, 2*time.Minute)
+	id := e.createReady(ctx, c, "").ID
+	if err := c.WriteFile(ctx, id, "/tmp/root-pid1/hello.txt", strings.NewReader("hello"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	checkEntries(t, readArchive(t, c, id, "/tmp/root-pid1"), []entry{
+		{name: "root-pid1/", dir: true, mode: 0o755},
+		{name: "root-pid1/hello.txt", mode: 0o600, data: "hello"},
+	})
+}

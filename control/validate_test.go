@@ -89,6 +89,9 @@ func TestCreateValidatesTheManifest(t *testing.T) {
 		`mounts.cache.source: a value from the vault cannot be used in a host path (it would show in messages); use an environment variable`)
 	refused("no image", tamper(func(m *manifest.Manifest, _ *client.CreateRequest) { m.Sandbox.Image = "" }), client.ReasonConfig,
 		`sandbox.image: is required unless [sandbox.build] is given`)
+	// "host" is the client's user: the CLI resolves it (cli.TestHostUserResolved).
+	refused("an unresolved host user", tamper(func(m *manifest.Manifest, _ *client.CreateRequest) { m.Sandbox.User = manifest.HostUser }), client.ReasonConfig,
+		`sandbox.user: "host" must be resolved by the client to the uid:gid of the user running it before the manifest is sent (airlock's CLI does); send that "UID:GID" instead`)
 	unknown := e.upRequest(id)
 	unknown.Manifest.Resolved = json.RawMessage(strings.Replace(string(unknown.Manifest.Resolved), `"sandbox":{`, `"sandbox":{"bogus":1,`, 1))
 	refused("an unknown key", unknown, client.ReasonInvalidRequest)

@@ -57,7 +57,10 @@ ready = { cmd = ["test", "-s", "/tmp/num.ids"], timeout = "20s" }
 
 // TestDaemonUserNonRootSandbox: a sandbox that does not run as root runs a daemon
 // as its own user (named as such: the postgres preset in a sandbox whose user is
-// postgres), but cannot switch to another one: 125 naming the daemon.
+// postgres) with PID 1 as that user too (nothing runs as root). A daemon that
+// names another user (root here) makes PID 1 root instead, which runs the
+// daemon as root and the main command as the sandbox user
+// (TestRootStepBesideNonRootMain shows the rest).
 func TestDaemonUserNonRootSandbox(t *testing.T) {
 	limit(t)
 	e := newEnv(t, `
@@ -73,9 +76,10 @@ ready = { cmd = ["test", "-s", "/tmp/same.id"], timeout = "20s" }
 `)
 	// --wait: the manifest is edited right after; a run that returned while
 	// its daemon still stopped would count that edit as the sandbox's (docs/trust.md).
-	r := e.Run("run", "--wait", "--", "cat", "/tmp/same.id")
-	if r.Code != 0 || r.Stdout != "65534\n" {
-		t.Errorf("want exit 0 and 65534, got %s", r)
+	// PID 1's uid is in /proc/1/status.
+	r := e.Run("run", "--wait", "--", "sh", "-c", "cat /tmp/same.id; grep '^Uid:' /proc/1/status")
+	if want := "65534\nUid:\t65534\t65534\t65534\t65534\n"; r.Code != 0 || r.Stdout != want {
+		t.Errorf("want exit 0 and %q, got %s", want, r)
 	}
 	e.WriteManifest(`
 [sandbox]
@@ -85,9 +89,14 @@ user = "nobody"
 
 [daemons.other]
 user = "root"
-command = ["sleep", "300"]
+command = ["sh", "-c", "id -u > /tmp/other.new; mv /tmp/other.new /tmp/other.id; exec sleep 300"]
+ready = { cmd = ["test", "-s", "/tmp/other.id"], timeout = "20s" }
 `)
-	e.startFails(cmdTimeout, `cannot run daemon other as user "root" (uid 0, gid 0): the sandbox runs as uid 65534`)
+	r = e.Run("run", "--wait", "--", "sh", "-c", "echo main $(id -u); echo other $(cat /tmp/other.id); grep '^Uid:' /proc/1/status")
+	if want := "main 65534\nother 0\nUid:\t0\t0\t0\t0\n"; r.Code != 0 || r.Stdout != want {
+		t.Errorf("want exit 0 and %q, got %s", want, r)
+	}
+	e.assertClean()
 }
 
 // postgresImage is a Debian bookworm image with the postgresql package, built by

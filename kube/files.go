@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/airlock-dev/airlock/sandbox"
 )
 
@@ -77,14 +79,30 @@ type archiveReader struct {
 func (a *archiveReader) Close() error { a.close(); return nil }
 
 // WriteArchive extracts a tar stream into dir of the running primary through
-// `supervise untar`, run as the sandbox's user: the entries are that user's
-// (as root, the archive's owners count, so they are made root's), no symbolic
+// `supervise untar`, run as the container's user: the entries are the sandbox
+// user's (as root, the archive's owners count, so they are made root's, or
+// the sandbox user's when the container runs as root for its daemons), no symbolic
 // link in dir is followed, and missing folders on the way are made.
 func (rt *Runtime) WriteArchive(ctx context.Context, pod, dir string, r io.Reader) error {
+	cmd := []string{sandbox.SupervisorIn, "supervise", "untar"}
+	if p, err := rt.pods().Get(ctx, pod, metav1.GetOptions{}); err == nil {
+		// A main container that runs as root for its daemons: the entries,
+		// and the folders made on the way, are the sandbox user's, which the
+		// Pod records (PodUser).
+		if u, ok := MetaValue(&p.ObjectMeta, sandbox.LabelUser); ok {
+			if uid, gid, err := numericUser(u); err == nil && uid != nil {
+				g := int64(0)
+				if gid != nil {
+					g = *gid
+				}
+				cmd = append(cmd, "--owner", fmt.Sprintf("%d:%d", *uid, g))
+			}
+		}
+	}
 	pr, pw := io.Pipe()
 	go func() { pw.CloseWithError(sandbox.OwnArchive(pw, r, nil, 0, 0)) }()
 	var out lockedBuffer
-	code, err := rt.stream(ctx, pod, MainContainer, []string{sandbox.SupervisorIn, "supervise", "untar", dir}, pr, &out, &out, false, nil)
+	code, err := rt.stream(ctx, pod, MainContainer, append(cmd, dir), pr, &out, &out, false, nil)
 	pr.CloseWithError(io.ErrClosedPipe)
 	if err == nil && code != 0 {
 		err = fmt.Errorf("%s", out.String())

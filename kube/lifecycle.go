@@ -23,6 +23,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/ids"
 	"github.com/airlock-dev/airlock/manifest"
 	"github.com/airlock-dev/airlock/sandbox"
+	"github.com/airlock-dev/airlock/supervisor"
 )
 
 // podTimeout bounds how long a new Pod may take to run its primary (scheduling,
@@ -55,10 +56,11 @@ func (rt *Runtime) Create(ctx context.Context, req *sandbox.Request) (sb *sandbo
 	}
 	spec := sandbox.BuildSpec(req, r)
 	spec.Hold = true
+	runUID, runGID, mainUser := PodUser(r, spec, uid, gid)
 	planHash := sandbox.PlanHash(r, r.Sandbox.Image)
 	pod, err := BuildPod(PodInput{
 		ID: req.ID, Namespace: rt.cfg.Namespace, AirlockImage: rt.cfg.Image, Kind: req.Kind, Labels: req.Labels,
-		Manifest: r, Spec: spec, RunAsUser: uid, RunAsGroup: gid, TTY: req.TTY, Stdin: req.Stdin || req.TTY,
+		Manifest: r, Spec: spec, RunAsUser: runUID, RunAsGroup: runGID, MainUser: mainUser, TTY: req.TTY, Stdin: req.Stdin || req.TTY,
 		PlanHash: planHash, Owner: rt.cfg.Owner, CLIPid: req.CLIPid, CLIStart: req.CLIStart, AllowPrivileged: rt.cfg.AllowPrivileged,
 		Keeper: req.KeepFiles,
 	})
@@ -146,6 +148,23 @@ func (rt *Runtime) startServices(ctx context.Context, pod string, r *manifest.Re
 		}
 	}
 	return nil
+}
+
+// PodUser returns who the main container runs as (runAsUser, runAsGroup) for
+// the sandbox user uid:gid (sandbox.user, nil when it is empty): that user,
+// unless a daemon names another one while it is not root
+// (manifest.DaemonUsersBeside). Then the container runs as root, so that PID 1
+// can start that daemon, and spec gets the sandbox user for the main command,
+// `supervise exec` (exec, the shell of up) and the daemons without a user
+// (sandbox.MainUser); mainUser is that user then ("" otherwise), which the Pod
+// records for the files API.
+func PodUser(r *manifest.Resolved, spec *supervisor.Spec, uid, gid *int64) (runAsUser, runAsGroup *int64, mainUser string) {
+	if len(manifest.DaemonUsersBeside(r)) == 0 {
+		return uid, gid, ""
+	}
+	sandbox.MainUser(spec, r.Sandbox.User)
+	root, rootGroup := int64(0), int64(0)
+	return &root, &rootGroup, r.Sandbox.User
 }
 
 // numericUser reads sandbox.user as "uid" or "uid:gid" (nil when empty).

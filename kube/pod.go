@@ -84,6 +84,10 @@ type PodInput struct {
 	// sandbox.user gives them as numbers; nil leaves them to the image (its
 	// USER, and the user's group in its /etc/passwd).
 	RunAsUser, RunAsGroup *int64
+	// MainUser, when set, is the sandbox user of a main container that runs as
+	// root for its daemons (PodUser): the Pod records it (sandbox.LabelUser)
+	// for the files API, which writes as that user.
+	MainUser string
 	// TTY allocates a terminal for the main command; Stdin keeps its stdin
 	// open (for one attach).
 	TTY, Stdin bool
@@ -255,6 +259,9 @@ func podMeta(in PodInput, stop int) map[string]string {
 	}
 	if in.Owner != "" {
 		meta[sandbox.LabelOwner] = in.Owner
+	}
+	if in.MainUser != "" {
+		meta[sandbox.LabelUser] = in.MainUser
 	}
 	if in.CLIPid > 0 {
 		meta[sandbox.LabelCLIPid] = strconv.Itoa(in.CLIPid)

@@ -597,6 +597,53 @@ func TestSecurityContext(t *testing.T) {
 	}
 }
 
+// TestPodUserRootBeside: a daemon (a root setup step) of another user than a
+// non-root sandbox.user makes the main container run as root, with the
+// sandbox user for the main command, exec and the daemons without a user in
+// the spec, and recorded on the Pod for the files API; without such a daemon
+// the container runs as sandbox.user and the spec names no user.
+func TestPodUserRootBeside(t *testing.T) {
+	uid, gid := int64(1000), int64(100)
+	for _, c := range []struct {
+		name, toml     string
+		wantRoot       bool
+		mainUser, dUsr string
+	}{
+		{name: "root step", toml: "user = \"1000:100\"\n[daemons.setup]\ncommand = [\"s\"]\noneshot = true\nuser = \"root\"\n[daemons.web]\ncommand = [\"w\"]\n",
+			wantRoot: true, mainUser: "1000:100", dUsr: "1000:100"},
+		{name: "same user", toml: "user = \"1000:100\"\n[daemons.setup]\ncommand = [\"s\"]\noneshot = true\nuser = \"1000:100\"\n[daemons.web]\ncommand = [\"w\"]\n"},
+		{name: "root sandbox", toml: "user = \"0\"\n[daemons.setup]\ncommand = [\"s\"]\nuser = \"postgres\"\n[daemons.web]\ncommand = [\"w\"]\n"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := load(t, minimal+c.toml, nil)
+			in := input(r)
+			runUID, runGID, mainUser := kube.PodUser(r, in.Spec, &uid, &gid)
+			in.RunAsUser, in.RunAsGroup, in.MainUser = runUID, runGID, mainUser
+			if c.wantRoot != (runUID != nil && *runUID == 0 && runGID != nil && *runGID == 0) || (!c.wantRoot && runUID != &uid) {
+				t.Errorf("runAsUser %v runAsGroup %v, want root: %v", runUID, runGID, c.wantRoot)
+			}
+			if mainUser != c.mainUser || in.Spec.Main.User != c.mainUser {
+				t.Errorf("main user %q (spec %q), want %q", mainUser, in.Spec.Main.User, c.mainUser)
+			}
+			for _, d := range in.Spec.Daemons {
+				if d.Name == "web" && d.User != c.dUsr {
+					t.Errorf("daemon web's user %q, want %q", d.User, c.dUsr)
+				}
+			}
+			pod, err := kube.BuildPod(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, _ := kube.MetaValue(&pod.ObjectMeta, sandbox.LabelUser); got != c.mainUser {
+				t.Errorf("the Pod's %s is %q, want %q", sandbox.LabelUser, got, c.mainUser)
+			}
+			if sc := mainOf(t, pod).SecurityContext; c.wantRoot && (sc == nil || sc.RunAsUser == nil || *sc.RunAsUser != 0) {
+				t.Errorf("securityContext %+v, want runAsUser 0", sc)
+			}
+		})
+	}
+}
+
 // TestPrivilegedNotAllowed: sandbox.privileged without [kubernetes]
 // allow_privileged is a config error naming the key.
 func TestPrivilegedNotAllowed(t *testing.T) {

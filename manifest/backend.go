@@ -53,8 +53,14 @@ func checkKubernetes(r *Resolved, b Backend) ([]string, error) {
 	if s.Egress != nil {
 		errorf(sp("egress"), "is not supported on the kubernetes backend yet (airlock has no egress proxy for a Pod); remove [sandbox.egress] for this backend (in sandbox.local.toml, say) and restrict the Pod's egress with the cluster's NetworkPolicy")
 	}
-	if s.User != "" && !numericUser(s.User) {
+	switch {
+	case s.User == HostUser:
+		errorf(sp("user"), "\"host\" cannot be used on the kubernetes backend: it gives the sandbox this host's uid so that files written into the project and host caches stay yours, but a Pod has neither (the project is copied in, host mounts are refused), and airlock cannot add the account to the image before the Pod starts; use a numeric \"uid:gid\", e.g. \"1000:1000\"")
+	case s.User != "" && !numericUser(s.User):
 		errorf(sp("user"), "%q is not numeric: the kubernetes backend runs the container as a uid (runAsUser), not a name; use \"uid\" or \"uid:gid\", e.g. \"1000:1000\"", s.User)
+	}
+	for _, key := range DaemonUsersBeside(r) {
+		warnings = append(warnings, fmt.Sprintf("%s: names another user than sandbox.user %q, so the Pod's main container runs as root (runAsUser 0) and its PID 1 starts the main command, exec and the shell as sandbox.user: a namespace that enforces the restricted Pod Security level (runAsNonRoot) refuses such a Pod; leave this daemon's user empty (the sandbox user) to keep the container non-root", key, s.User))
 	}
 	if s.Privileged && !b.AllowPrivileged {
 		errorf(sp("privileged"), "a privileged Pod is refused on the kubernetes backend unless config.toml allows it; set allow_privileged = true under [kubernetes] in config.toml (when the cluster admits privileged Pods), or drop sandbox.privileged and add only the capabilities needed with sandbox.cap_add")
@@ -103,6 +109,43 @@ func checkKubernetes(r *Resolved, b Backend) ([]string, error) {
 		warnings = append(warnings, fmt.Sprintf("tools.%s: skipped on the kubernetes backend: the cluster's nodes do not have this host's files", t))
 	}
 	return warnings, errs.orNil()
+}
+
+// DaemonUsersBeside returns the keys (daemons.<name>.user, sorted) of the
+// daemons that name another user than a numeric sandbox.user other than root,
+// as far as the manifest alone tells: a name, another uid or gid, or the same
+// uid with a gid where sandbox.user has none (or the other way round). Their
+// supervisor must run as root beside the sandbox user (what the kubernetes
+// backend does for them; the Docker backend decides with the image's
+// accounts, so "nobody" and "65534" are one user there). None for an empty,
+// named or root sandbox.user.
+func DaemonUsersBeside(r *Resolved) []string {
+	su := r.Sandbox.User
+	if !numericUser(su) {
+		return nil
+	}
+	uid, gid, hasGID := strings.Cut(su, ":")
+	if strings.Trim(uid, "0") == "" {
+		return nil // root
+	}
+	var keys []string
+	for _, name := range slices.Sorted(maps.Keys(r.Daemons)) {
+		du := r.Daemons[name].User
+		if du == "" || du == su {
+			continue
+		}
+		duid, dgid, dHasGID := strings.Cut(du, ":")
+		if numericUser(du) && sameID(duid, uid) && dHasGID == hasGID && sameID(dgid, gid) {
+			continue
+		}
+		keys = append(keys, KeyPath("daemons", name, "user"))
+	}
+	return keys
+}
+
+// sameID reports whether two decimal ids are the same number ("0100" and "100").
+func sameID(a, b string) bool {
+	return strings.TrimLeft(a, "0") == strings.TrimLeft(b, "0")
 }
 
 // numericUser reports whether a user is "uid" or "uid:gid", what a Pod's

@@ -75,6 +75,16 @@ func TestCheckBackend(t *testing.T) {
 		{name: "user uid:gid", toml: img + "user = \"0:0\"\n"},
 		{name: "user image default", toml: img},
 		{name: "daemon user names are the supervisor's", toml: img + "[daemons.pg]\ncommand = [\"postgres\"]\nuser = \"postgres\"\n"},
+		{name: "user host", toml: img + "user = \"host\"\n",
+			want: []string{`sandbox.toml:3: sandbox.user: "host" cannot be used on the kubernetes backend: it gives the sandbox this host's uid so that files written into the project and host caches stay yours, but a Pod has neither (the project is copied in, host mounts are refused), and airlock cannot add the account to the image before the Pod starts; use a numeric "uid:gid", e.g. "1000:1000"`}},
+		// A daemon of another user beside a non-root sandbox.user: the Pod
+		// runs as root, which the restricted Pod Security level refuses.
+		{name: "root step beside a non-root sandbox user", toml: img + "user = \"1000:1000\"\n[daemons.setup]\ncommand = [\"setup\"]\noneshot = true\nuser = \"root\"\n[daemons.same]\ncommand = [\"x\"]\nuser = \"1000:01000\"\n[daemons.plain]\ncommand = [\"x\"]\n[daemons.uid]\ncommand = [\"x\"]\nuser = \"1000\"\n",
+			warn: []string{
+				`daemons.setup.user: names another user than sandbox.user "1000:1000", so the Pod's main container runs as root (runAsUser 0) and its PID 1 starts the main command, exec and the shell as sandbox.user: a namespace that enforces the restricted Pod Security level (runAsNonRoot) refuses such a Pod; leave this daemon's user empty (the sandbox user) to keep the container non-root`,
+				`daemons.uid.user: names another user than sandbox.user "1000:1000", so the Pod's main container runs as root (runAsUser 0) and its PID 1 starts the main command, exec and the shell as sandbox.user: a namespace that enforces the restricted Pod Security level (runAsNonRoot) refuses such a Pod; leave this daemon's user empty (the sandbox user) to keep the container non-root`,
+			}},
+		{name: "daemon users beside a root sandbox user", toml: img + "user = \"0\"\n[daemons.pg]\ncommand = [\"postgres\"]\nuser = \"postgres\"\n"},
 
 		// sandbox.project
 		{name: "project bind", toml: img + "project = \"bind\"\n",

@@ -52,6 +52,13 @@ func (e *Env) UnmarshalTOML(data any) error {
 	return nil
 }
 
+// HostUser is the sandbox.user that stands for the user running airlock: the
+// CLI replaces it with that user's "uid:gid" before it sends the manifest to
+// the control daemon, which refuses it unresolved (the daemon may run as
+// another user, or on another machine). The manifest itself never looks the
+// user up.
+const HostUser = "host"
+
 // Sandbox is the [sandbox] table: the primary container.
 type Sandbox struct {
 	Image   string   `toml:"image" json:"image,omitempty"`

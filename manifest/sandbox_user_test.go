@@ -1,14 +1,22 @@
 package manifest_test
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/airlock-dev/airlock/manifest"
+)
 
 // sandbox.user is checked for its form as daemons.<name>.user is, by validate
 // as by run (issue 24: validate accepted "${UID}", which run then refused).
 // It is not substituted (DESIGN §5 lists where ${VAR} is), so a ${…} in a user
 // is refused, saying so.
 
+// "host" (manifest.HostUser), the user running the CLI, is accepted by
+// validation as it is: the CLI resolves it to a uid:gid before it sends the
+// manifest (cli.TestHostUserResolved); the kubernetes backend refuses it
+// (TestCheckBackend).
 func TestSandboxUser(t *testing.T) {
-	for _, u := range []string{"postgres", "1000", "1000:1000", "app:staff", "host$"} {
+	for _, u := range []string{"postgres", "1000", "1000:1000", "app:staff", "host$", manifest.HostUser} {
 		r := load(t, map[string]string{"sandbox.toml": img + "user = \"" + u + "\"\n"})
 		if r.Sandbox.User != u {
 			t.Errorf("user %q decoded as %q", u, r.Sandbox.User)

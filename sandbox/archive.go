@@ -55,7 +55,8 @@ func (rt *Runtime) archiveErr(ctx context.Context, containerID, verb, p string, 
 }
 
 // WriteArchive extracts a tar stream into dir (absolute) of a sandbox's
-// container, every entry owned by the sandbox's user: the container's user,
+// container, every entry owned by the sandbox's user: the container's user
+// (or the one LabelUser names, when the container runs as root for its daemons),
 // resolved in its own /etc/passwd and /etc/group as runc does (not by the
 // Engine's CopyUIDGID, which looks the name up on the Engine's host). Folders
 // missing on the way to dir are made, mode 0755, the user's. The Engine
@@ -69,7 +70,11 @@ func (rt *Runtime) WriteArchive(ctx context.Context, containerID, dir string, r 
 		}
 		return failed("cannot write into %s in the sandbox: %v", dir, err)
 	}
-	uid, gid, err := rt.containerUser(ctx, containerID, in.Config.User)
+	user := in.Config.User
+	if v := in.Config.Labels[LabelUser]; v != "" {
+		user = v // a root PID 1 beside a sandbox user that is not root
+	}
+	uid, gid, err := rt.containerUser(ctx, containerID, user)
 	if err != nil {
 		return err
 	}

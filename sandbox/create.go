@@ -146,6 +146,13 @@ func (rt *Runtime) Create(ctx context.Context, req *Request) (sb *Sandbox, err e
 	if err != nil {
 		return nil, err
 	}
+	// PID 1 runs as the sandbox user unless a daemon needs another user
+	// beside a sandbox user that is not root: then as root (accounts.go).
+	beside, err := rt.usersBeside(ctx, imageRef, r, userSpec, u)
+	if err != nil {
+		return nil, err
+	}
+	rootPID1 := len(beside) > 0
 
 	sb = &Sandbox{
 		ID: req.ID, Name: objectName(req.ID), Project: r.ProjectDir, Kind: req.Kind,
@@ -201,17 +208,28 @@ func (rt *Runtime) Create(ctx context.Context, req *Request) (sb *Sandbox, err e
 
 	spec := buildSpec(req, r, hp)
 	spec.Forwards = serviceForwards(r)
+	stateOwner := u
+	if rootPID1 {
+		MainUser(spec, userSpec)
+		stateOwner = sandboxUser{Spec: rootUser, Home: "/root"}
+	}
 	specJSON, err := json.Marshal(spec)
 	if err != nil {
 		return sb, failed("cannot encode the supervisor spec: %v", err)
 	}
 	// The spec holds no secret: it rides on the supervisor's command line, and
-	// the supervisor makes its state folder itself, unless the sandbox user
-	// could not (not root) or the spec is large; then both are uploaded.
-	inline := u.UID == 0 && len(specJSON) <= maxInlineSpec
+	// the supervisor makes its state folder itself, unless the container's
+	// user could not (not root) or the spec is large; then both are uploaded.
+	inline := stateOwner.UID == 0 && len(specJSON) <= maxInlineSpec
 	cfg, host, netcfg, err := rt.primaryConfig(sb, req, r, hp, u, imageRef, vol, labels)
 	if err != nil {
 		return sb, err
+	}
+	if rootPID1 {
+		// The container runs as root; the files API still writes as the
+		// sandbox user, which the label names (WriteArchive).
+		cfg.User = rootUser
+		cfg.Labels[LabelUser] = userSpec
 	}
 	if inline {
 		cfg.Entrypoint = []string{SupervisorIn, "supervise", supervisor.SpecFlag, string(specJSON)}
@@ -235,8 +253,17 @@ func (rt *Runtime) Create(ctx context.Context, req *Request) (sb *Sandbox, err e
 	sb.PrimaryID = c.ID
 	done = rt.step(req.ID, "copy-in")
 	defer done()
+	if u.UID != 0 && numericUser(userSpec) {
+		added, err := rt.provideAccount(ctx, c.ID, u)
+		if err != nil {
+			return sb, err
+		}
+		if added != nil {
+			u.Home = added.Home
+		}
+	}
 	if !inline {
-		if err := rt.uploadState(ctx, c.ID, specJSON, u); err != nil {
+		if err := rt.uploadState(ctx, c.ID, specJSON, stateOwner); err != nil {
 			return sb, err
 		}
 	}
@@ -527,7 +554,8 @@ func (rt *Runtime) PlanHashFor(ctx context.Context, r *manifest.Resolved) (strin
 
 // Prepare does the host-side and image work of a future Create where its output can
 // be seen: mount sources are checked (a missing one with missing = "fail" is a config
-// error), warnings printed, and the images pulled with progress or built. Its output
+// error), warnings printed (a writable mount the sandbox user cannot write among
+// them), and the images pulled with progress or built. Its output
 // and credentials are o's, not the runtime's: calls may run at once.
 func (rt *Runtime) Prepare(ctx context.Context, r *manifest.Resolved, o PrepareOptions) error {
 	w := &imageWork{rt: rt, o: o}
@@ -538,8 +566,12 @@ func (rt *Runtime) Prepare(ctx context.Context, r *manifest.Resolved, o PrepareO
 	for _, warning := range hp.Warnings {
 		w.notice("warning: %s", warning)
 	}
-	if _, _, err := w.image(ctx, r); err != nil {
+	imageRef, img, err := w.image(ctx, r)
+	if err != nil {
 		return err
+	}
+	for _, warning := range rt.writableWarnings(ctx, r, hp, imageRef, img) {
+		w.notice("warning: %s", warning)
 	}
 	for name, s := range r.Services {
 		if _, err := w.ensureImage(ctx, s.Image); err != nil {

@@ -37,6 +37,10 @@ const (
 	LabelOwner = "dev.airlock.owner"
 	// LabelStopTimeout is how long stop waits before SIGKILL, in seconds.
 	LabelStopTimeout = "dev.airlock.stop-timeout"
+	// LabelUser, on a primary that runs as root so that its supervisor can
+	// start daemons as other users, is the sandbox user (main, exec, shell,
+	// and the owner of what the files API writes).
+	LabelUser = "dev.airlock.user"
 )
 
 // Kinds of sandbox.

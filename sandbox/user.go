@@ -17,10 +17,15 @@ import (
 // sandboxUser is the user the sandbox runs as, resolved as Docker does: the
 // manifest's user, else the image's USER, else root.
 type sandboxUser struct {
-	Spec string // what Docker gets as Config.User
-	UID  int
-	GID  int
-	Home string
+	Spec   string // what Docker gets as Config.User
+	UID    int
+	GID    int
+	Groups []int // supplementary groups, the primary one included (known when the accounts were read)
+	Home   string
+	// Added is the account airlock adds to the sandbox for a numeric user
+	// the image has no passwd entry for (nil otherwise, or when the
+	// accounts were not read).
+	Added *addedAccount
 }
 
 // resolveUser resolves spec ("name", "uid", "name:group", "uid:gid" or "") against
@@ -39,6 +44,7 @@ func (rt *Runtime) resolveUser(ctx context.Context, imageRef, spec string, need 
 		if group != "" {
 			u.GID, _ = strconv.Atoi(group)
 		}
+		u.Groups = []int{u.GID}
 		u.Home = "/"
 		return u, nil
 	}
@@ -59,6 +65,14 @@ func (rt *Runtime) resolveUser(ctx context.Context, imageRef, spec string, need 
 		return u, configErr("sandbox.user: %v", err)
 	}
 	u.UID, u.GID, u.Home = int(a.UID), int(a.GID), a.Home
+	for _, g := range a.Groups {
+		u.Groups = append(u.Groups, int(g))
+	}
+	if uidErr == nil && u.UID != 0 {
+		if add := accountToAdd(u.UID, u.GID, passwd, groups); add != nil {
+			u.Added, u.Home = add, add.Home
+		}
+	}
 	return u, nil
 }
 

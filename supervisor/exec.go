@@ -57,7 +57,7 @@ type ExecOptions struct {
 // Exec replaces the current process with argv, run the way the sandbox runs its
 // main command: the main command's environment (written by the supervisor to the
 // spec's exec_env_file, so substituted values never enter the exec's own
-// configuration), its working directory and its hardening. It returns only on
+// configuration), its user (main.user), its working directory and its hardening. It returns only on
 // failure, with 127 (not found), 126 (not executable) or 125.
 func Exec(o ExecOptions) (int, error) {
 	if len(o.Argv) == 0 || o.Argv[0] == "" {
@@ -92,6 +92,24 @@ func Exec(o ExecOptions) (int, error) {
 	for _, kv := range extra {
 		if k, _, ok := strings.Cut(kv, "="); ok && k != "" {
 			env = setEnv(env, kv)
+		}
+	}
+	// The main command's user (a root supervisor runs it as sandbox.user,
+	// main.user): the exec starts as the container's user and becomes that
+	// one, groups first, before it looks at the working directory or the
+	// command, so both are checked with its rights.
+	acct, err := lookupAccount("the command", spec.Main.User)
+	if err != nil {
+		return ExitAirlock, err
+	}
+	if c := acct.credential(); c != nil {
+		if isTerminal(os.Stdin) {
+			// The exec's terminal becomes the user's, as login makes it,
+			// so what reopens it (ttyname) may.
+			_ = os.Stdin.Chown(int(c.Uid), int(c.Gid))
+		}
+		if err := switchUser(c); err != nil {
+			return ExitAirlock, fmt.Errorf("cannot run the command as user %q: %w", spec.Main.User, err)
 		}
 	}
 	dir := o.Workdir

@@ -77,3 +77,40 @@ func TestSuperviseExec(t *testing.T) {
 		t.Fatalf("the exec env file outlived the supervisor: %v", err)
 	}
 }
+
+// TestSuperviseExecMainUser: a root supervisor whose main command has a user
+// (a sandbox whose daemons need root beside a non-root sandbox.user) runs
+// `supervise exec` (airlock exec, the shell of up) as that user, with its
+// groups and the main command's hardening, from the container's root user: the
+// values and the environment are taken as root, then it becomes the user.
+func TestSuperviseExecMainUser(t *testing.T) {
+	t.Parallel()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to change user")
+	}
+	s := newSandbox(t)
+	s.spec.Main.Argv = nil
+	s.spec.Main.User = "65534:65534"
+	s.spec.Main.Cwd = "/"
+	s.spec.ExecEnvFile = s.path("exec-env.json")
+	s.spec.Main.Env = []EnvEntry{literal("FOO", "literal")}
+	s.start()
+	s.waitEvent("supervisor.ready", func(e StatusEvent) bool { return e.Kind == KindSupervisorReady })
+	values := s.path("values.json")
+	if err := StashExecEnv(values, strings.NewReader(`["BAR=from-values"]`)); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(airlockBin, "supervise", "exec", "--spec", s.path("spec.json"), "--values", values, "--",
+		"/bin/sh", "-c", `echo "$(id -u) $(id -g) $(id -G) $FOO $BAR $(pwd)"; grep NoNewPrivs /proc/self/status`)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("supervise exec: %v\n%s", err, out)
+	}
+	if want := "65534 65534 65534 literal from-values /\nNoNewPrivs:\t1\n"; string(out) != want {
+		t.Errorf("supervise exec printed\n%q, want\n%q", out, want)
+	}
+	s.signal(syscall.SIGTERM)
+	if r := s.wait(); r.code != 0 {
+		t.Fatalf("exit %d", r.code)
+	}
+}

@@ -2,7 +2,11 @@
 
 package supervisor
 
-import "golang.org/x/sys/unix"
+import (
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
 
 // The supervisor's Linux-only system calls, kept apart so that the package (its
 // spec and status types, which the CLI and the control daemon use) builds on
@@ -33,4 +37,21 @@ func nextData(f interface{ Fd() uintptr }, off, size int64) (int64, bool) {
 		return off, false
 	}
 	return min(d, size), true
+}
+
+// switchUser makes the calling process c's user, groups first (setgroups,
+// setgid, setuid act on every thread of a Go process): what `supervise exec`
+// does before it runs a command as the main command's user.
+func switchUser(c *syscall.Credential) error {
+	groups := make([]int, len(c.Groups))
+	for i, g := range c.Groups {
+		groups[i] = int(g)
+	}
+	if err := syscall.Setgroups(groups); err != nil {
+		return err
+	}
+	if err := syscall.Setgid(int(c.Gid)); err != nil {
+		return err
+	}
+	return syscall.Setuid(int(c.Uid))
 }

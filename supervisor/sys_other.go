@@ -5,6 +5,7 @@ package supervisor
 import (
 	"errors"
 	"runtime"
+	"syscall"
 
 	"golang.org/x/term"
 )
@@ -16,6 +17,8 @@ var errLinuxOnly = errors.New("the airlock supervisor runs only on Linux, not on
 func setNoNewPrivs() error { return errLinuxOnly }
 
 func setChildSubreaper() error { return errLinuxOnly }
+
+func switchUser(*syscall.Credential) error { return errLinuxOnly }
 
 func isTermios(fd int) bool { return term.IsTerminal(fd) }
 

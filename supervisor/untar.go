@@ -47,7 +47,7 @@ func ParseOwner(s string) (Owner, error) {
 // UntarOptions are the inputs of Untar.
 type UntarOptions struct {
 	// Dir is the folder the entries are named relative to; created (with
-	// its parents, mode 0755) when missing.
+	// its parents, mode 0755, Owner's when given) when missing.
 	Dir string
 	In  io.Reader
 	// Owner, when set, owns every entry; otherwise the archive's owners do
@@ -65,7 +65,7 @@ func Untar(o UntarOptions) error {
 	if o.Warn == nil {
 		o.Warn = func(string) {}
 	}
-	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
+	if err := mkdirAllOwned(o.Dir, o.Owner); err != nil {
 		return fmt.Errorf("cannot extract into %s: %w", o.Dir, err)
 	}
 	root, err := openDirAt(unix.AT_FDCWD, o.Dir)
@@ -88,6 +88,33 @@ func Untar(o UntarOptions) error {
 		}
 	}
 	return x.finishDirs()
+}
+
+// mkdirAllOwned is os.MkdirAll(dir, 0755) whose folders it creates are
+// owner's when owner is set (the files API on a container that runs as root
+// writes as the sandbox user: its folders on the way are that user's too).
+func mkdirAllOwned(dir string, owner *Owner) error {
+	if owner == nil {
+		return os.MkdirAll(dir, 0o755)
+	}
+	if fi, err := os.Stat(dir); err == nil {
+		if !fi.IsDir() {
+			return fmt.Errorf("%s: %w", dir, unix.ENOTDIR)
+		}
+		return nil
+	}
+	if parent := path.Dir(dir); parent != dir {
+		if err := mkdirAllOwned(parent, owner); err != nil {
+			return err
+		}
+	}
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		if errors.Is(err, os.ErrExist) {
+			return nil
+		}
+		return err
+	}
+	return os.Lchown(dir, owner.UID, owner.GID)
 }
 
 // extractor is one Untar.

@@ -285,6 +285,25 @@ func TestUntarProjectCopyRoundTrip(t *testing.T) {
 		}
 		compareTrees(t, want, readTree(t, filepath.Join(dst, "home/u/proj")), own.UID, own.GID, true)
 		chmodTree(t, dst)
+
+		// The folders made on the way to a missing DIR are the owner's
+		// too (the files API of a root container writing as the sandbox
+		// user); the folder that was there keeps its own.
+		base := t.TempDir()
+		deep := filepath.Join(base, "a", "b")
+		if err := Untar(UntarOptions{Dir: deep, In: bytes.NewReader(archive), Owner: &own}); err != nil {
+			t.Fatal(err)
+		}
+		for p, wantUID := range map[string]int{base: os.Getuid(), filepath.Join(base, "a"): own.UID, deep: own.UID} {
+			st, err := os.Stat(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s := st.Sys().(*syscall.Stat_t); int(s.Uid) != wantUID || st.Mode().Perm() != 0o755 && p != base {
+				t.Errorf("%s: owner %d, mode %v; want owner %d, mode 0755", p, s.Uid, st.Mode().Perm(), wantUID)
+			}
+		}
+		chmodTree(t, base)
 	})
 }
 

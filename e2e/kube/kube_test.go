@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/airlock-dev/airlock/client"
 	"github.com/airlock-dev/airlock/internal/clitest"
 	"github.com/airlock-dev/airlock/internal/testenv"
 	"github.com/airlock-dev/airlock/kube"
@@ -412,6 +413,44 @@ func TestNonRootUserOnCluster(t *testing.T) {
 	if r.Code != 0 || !strings.Contains(r.Stdout, "65534\n65534\nreadable\nwrote") {
 		t.Errorf("want uid and gid 65534, the project read and written, got %s", r)
 	}
+	waitNoPods(t, cs, e.Project, 10*time.Second)
+}
+
+// TestRootStepBesideNonRootUserOnCluster: a root one-shot step beside
+// sandbox.user 65534:65534 makes the Pod's main container run as root; the
+// main command and an exec still run as 65534, read and write the copied
+// project, write the folder the step gave them and cannot write the step's
+// root file.
+func TestRootStepBesideNonRootUserOnCluster(t *testing.T) {
+	e, cs := newEnv(t, `[sandbox]
+image = "{{image}}"
+user = "65534:65534"
+
+[daemons.setup]
+oneshot = true
+user = "root"
+command = ["sh", "-c", "echo 'root only' > /tmp/root-only && chmod 644 /tmp/root-only && mkdir -p /owned && chown 65534:65534 /owned"]
+`)
+	e.WriteFile("data.txt", "readable\n")
+	script := "id -u; cat data.txt; touch written && echo wrote; touch /owned/x && echo owned; if echo x >> /tmp/root-only; then echo wrote-root; else echo refused; fi"
+	r := e.Run("run", "--", "sh", "-c", script)
+	if r.Code != 0 || !strings.Contains(r.Stdout, "65534\nreadable\nwrote\nowned\nrefused\n") {
+		t.Errorf("want uid 65534, the project read and written, the step's folder written and its root file refused, got %s", r)
+	}
+	id := strings.TrimSpace(e.MustRun("up", "-d").Stdout)
+	if r := e.Run("exec", "--", "sh", "-c", "id -u; touch written-by-exec && echo wrote"); r.Code != 0 || r.Stdout != "65534\nwrote\n" {
+		t.Errorf("exec: want uid 65534 writing the project, got %s", r)
+	}
+	// The files API writes as the sandbox user, not as the container's root.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := client.New(e.Socket()).WriteFile(ctx, id, "/tmp/put/by-api.txt", strings.NewReader("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if r := e.Run("exec", "--", "stat", "-c", "%u:%g", "/tmp/put", "/tmp/put/by-api.txt"); r.Stdout != "65534:65534\n65534:65534\n" {
+		t.Errorf("what the files API wrote: %s", r)
+	}
+	e.MustRun("down")
 	waitNoPods(t, cs, e.Project, 10*time.Second)
 }
 
