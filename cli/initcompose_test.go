@@ -22,6 +22,7 @@ func TestInitFromCompose(t *testing.T) {
       POSTGRES_PASSWORD: ${PGPASS_FOR_INIT_TEST}
     volumes: ["./ci/init:/docker-entrypoint-initdb.d:ro"]
     ports: ["5432:5432"]
+    restart: always
     shm_size: 256m
     healthcheck:
       test: pg_isready
@@ -38,7 +39,8 @@ func TestInitFromCompose(t *testing.T) {
 	}
 	got := string(b)
 	for _, want := range []string{
-		"#   services.db.ports (compose.yaml:7)",
+		"#   services.db.restart (compose.yaml:8)",
+		`ports = ["5432:5432"]`,
 		`image = "postgres:16"`,
 		`POSTGRES_PASSWORD = "${PGPASS_FOR_INIT_TEST}"`,
 		`volumes = ["./ci/init:/docker-entrypoint-initdb.d:ro"]`,

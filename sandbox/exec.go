@@ -70,15 +70,26 @@ func (rt *Runtime) Exec(ctx context.Context, sb *Sandbox, req ExecRequest, s Str
 		return rt.Engine.ContainerExecResize(ctx, cur.get(), container.ResizeOptions{Height: height, Width: width})
 	}
 	if req.Stdin {
-		return NewExec(id, pump(hj, req.TTY, s), exitCode, resize), nil
+		// Not started again (the attempt may have taken some of stdin), but
+		// not silent either.
+		done := make(chan error, 1)
+		go func() {
+			err := <-pump(hj, req.TTY, s)
+			if err == nil && !rt.execSettled(ctx, id) {
+				_, _ = fmt.Fprintln(s.writer(true), "airlock: the Engine could not start the command (its connection ended before the command ran)")
+			}
+			done <- err
+		}()
+		return NewExec(id, done, exitCode, resize), nil
 	}
 	done := make(chan error, 1)
 	go func() {
 		for attempt := 0; ; attempt++ {
 			gate := &startGate{started: func() bool { return rt.execStarted(ctx, cur.get()) }, out: s}
 			err := <-pump(hj, req.TTY, Streams{Stdout: gate.writer(false), Stderr: gate.writer(true)})
-			if gate.open() || err != nil || rt.execStarted(ctx, cur.get()) || attempt == execStartRetries {
-				done <- errors.Join(err, gate.flush(!gate.open() && !rt.execStarted(ctx, cur.get())))
+			started := gate.open() || err != nil || rt.execSettled(ctx, cur.get())
+			if started || attempt == execStartRetries {
+				done <- errors.Join(err, gate.flush(!started))
 				return
 			}
 			select {
@@ -134,6 +145,32 @@ func (rt *Runtime) execStarted(ctx context.Context, id string) bool {
 	}
 	return in.Running || in.Pid != 0 || in.ExitCode != ExitNotStarted
 }
+
+// execSettled waits, at most execSettleWait, until the Engine no longer runs
+// the exec, and tells whether it started its process (execStarted): the
+// Engine marks an exec running before it starts the process, and a start that
+// fails late (its connection to the client ended first) ends with no PID and
+// 126 only then.
+func (rt *Runtime) execSettled(ctx context.Context, id string) bool {
+	deadline := time.Now().Add(execSettleWait)
+	for {
+		in, err := rt.Engine.ContainerExecInspect(ctx, id)
+		switch {
+		case err != nil:
+			return true
+		case !in.Running || time.Now().After(deadline):
+			return in.Running || in.Pid != 0 || in.ExitCode != ExitNotStarted
+		}
+		select {
+		case <-ctx.Done():
+			return true
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// execSettleWait bounds execSettled's wait.
+const execSettleWait = 5 * time.Second
 
 // ExitNotStarted is the code the Engine gives an exec whose process it could not start.
 const ExitNotStarted = 126

@@ -304,11 +304,18 @@ func (r *RemoteEngine) start(t cleaner) error {
 	return nil
 }
 
+// socatHalfClose is how long socat keeps a connection whose one direction
+// ended (a client that closed its writing side, as an exec whose stdin ended
+// does) before it ends the other: its default, 0.5 s, cut execs with stdin
+// that ran longer (exit 126, no output) where a real Engine keeps the reply
+// flowing.
+const socatHalfClose = "3600"
+
 // expose starts socat forwarding addr (127.0.0.1:PORT) to the unix socket.
 func (r *RemoteEngine) expose(addr, sock string) error {
 	_, port, _ := net.SplitHostPort(addr)
 	r.socatOut.Reset()
-	cmd := exec.Command("socat", "TCP-LISTEN:"+port+",bind=127.0.0.1,fork,reuseaddr", "UNIX-CONNECT:"+sock)
+	cmd := exec.Command("socat", "-t", socatHalfClose, "TCP-LISTEN:"+port+",bind=127.0.0.1,fork,reuseaddr", "UNIX-CONNECT:"+sock)
 	cmd.Stdout, cmd.Stderr = &r.socatOut, &r.socatOut
 	cmd.SysProcAttr = ownGroupDying(syscall.SIGKILL)
 	p, err := r.startProcess(cmd)
