@@ -111,7 +111,7 @@ timed() {
   fi
   end=$(date +%s%N)
   local failed
-  failed=$(grep -oE '^--- FAIL: [A-Za-z0-9_/]+' "$out" | awk '{print $3}' | sort -u | tr '\n' ' ')
+  failed=$(grep -oE '^--- FAIL: [A-Za-z0-9_/]+' "$out" | awk '{print $3}' | sort -u | tr '\n' ' ' || true)
   [ "$code" = 0 ] || echo "--- $1 $2 exit $code: $failed" >>"$log"
   rm -f "$out"
   echo "$(((end - start) / 1000000)) $code $failed"

@@ -125,6 +125,24 @@ func (d *daemonRun) proc(argv []string, stdout, stderr *os.File) proc {
 	}
 }
 
+// awaitLeader waits for the launched leader's exit, with what it wrote
+// drained into the logs before it is looked at, reported or waited for; when
+// the daemon is stopped meanwhile (a signal, another daemon's failure) it
+// terminates it, ends the daemon and says stopped.
+func (d *daemonRun) awaitLeader(pid int, ch <-chan unix.WaitStatus, launched [2]*relay) (st exitStatus, stopped bool) {
+	select {
+	case ws := <-ch:
+		for _, r := range launched {
+			r.drain()
+		}
+		return fromWaitStatus(ws), false
+	case <-d.ctx.Done():
+		killed, st := d.terminate(pid, ch)
+		d.end(killed, &exitAt{pid: pid, st: st})
+		return st, true
+	}
+}
+
 // run waits for the daemon's `after` daemons, then launches it and restarts
 // it by its policy until stop is called (a one-shot: see runOnce).
 func (d *daemonRun) run() {
@@ -163,17 +181,8 @@ func (d *daemonRun) run() {
 		}
 		var st exitStatus
 		if err == nil {
-			select {
-			case ws := <-ch:
-				st = fromWaitStatus(ws)
-				// What the leader wrote is in its pipes: into the logs
-				// before it is looked at, reported or waited for.
-				for _, r := range launched {
-					r.drain()
-				}
-			case <-d.ctx.Done():
-				killed, st := d.terminate(pid, ch)
-				d.end(killed, &exitAt{pid: pid, st: st})
+			var stopped bool
+			if st, stopped = d.awaitLeader(pid, ch, launched); stopped {
 				return
 			}
 		}

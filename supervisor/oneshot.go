@@ -37,18 +37,9 @@ func (d *daemonRun) runOnce() {
 	}
 	d.status.emit(StatusEvent{Kind: KindDaemonStarted, Daemon: name, PID: pid})
 	close(d.started)
-	var st exitStatus
-	select {
-	case ws := <-ch:
-		st = fromWaitStatus(ws)
-		for _, r := range launched {
-			r.drain()
-		}
-	case <-d.ctx.Done():
-		// The start was interrupted while it ran (a signal, another
-		// daemon's failure): stopped like any running daemon.
-		killed, st := d.terminate(pid, ch)
-		d.end(killed, &exitAt{pid: pid, st: st})
+	// A start interrupted while it runs stops it like any running daemon.
+	st, stopped := d.awaitLeader(pid, ch, launched)
+	if stopped {
 		return
 	}
 	ok := !st.signaled() && st.code == 0
