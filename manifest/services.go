@@ -424,24 +424,6 @@ func (v *validator) extraHosts(p []string, hosts []string) {
 	}
 }
 
-// ParseSize reads a size such as "64m" or "1g" into bytes (shm_size): a number
-// with an optional unit k, m, g or t, at most 1024t.
-func ParseSize(s string) (int64, error) {
-	m := memoryRE.FindStringSubmatch(strings.TrimSpace(s))
-	if m == nil {
-		return 0, fmt.Errorf("invalid size %q (use a number with an optional unit k, m, g or t, e.g. \"256m\")", s)
-	}
-	var n float64
-	if _, err := fmt.Sscan(m[1], &n); err != nil {
-		return 0, fmt.Errorf("invalid size %q", s)
-	}
-	b := n * map[string]float64{"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}[strings.ToLower(m[2])]
-	if b > MaxMemory {
-		return 0, fmt.Errorf("size %q is above the maximum of 1024t (1 PiB)", s)
-	}
-	return int64(b), nil
-}
-
 // maxEnvFile bounds an env_file.
 const maxEnvFile = 1 << 20
 

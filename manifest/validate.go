@@ -288,25 +288,35 @@ func (v *validator) capList(addPath, dropPath []string, capAdd, capDrop []string
 // ParseMemory reads a size such as "512m", "2g" or "1.5GiB" into bytes. 0 (no
 // limit) or a size from 6m (the Engine's minimum) to 1024t (1 PiB).
 func ParseMemory(s string) (int64, error) {
+	b, err := parseSize(s, "512m")
+	switch {
+	case err != nil:
+		return 0, err
+	case b != 0 && b < MinMemory:
+		return 0, fmt.Errorf("size %q is below the Engine's minimum of 6m (use 0 or \"\" for no limit)", s)
+	}
+	return b, nil
+}
+
+// ParseSize reads a size such as "64m" or "1g" into bytes (shm_size, and
+// ParseMemory's): a number with an optional unit k, m, g or t, at most 1024t.
+func ParseSize(s string) (int64, error) { return parseSize(s, "256m") }
+
+// parseSize is ParseSize, its error giving example as an example.
+func parseSize(s, example string) (int64, error) {
 	m := memoryRE.FindStringSubmatch(strings.TrimSpace(s))
 	if m == nil {
-		return 0, fmt.Errorf("invalid size %q (use a number with an optional unit k, m, g or t, e.g. \"512m\")", s)
+		return 0, fmt.Errorf("invalid size %q (use a number with an optional unit k, m, g or t, e.g. %q)", s, example)
 	}
 	n, err := strconv.ParseFloat(m[1], 64)
 	if err != nil {
 		return 0, fmt.Errorf("invalid size %q", s)
 	}
-	mult := map[string]float64{"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}[strings.ToLower(m[2])]
-	switch b := n * mult; {
-	case b == 0:
-		return 0, nil
-	case b < MinMemory:
-		return 0, fmt.Errorf("size %q is below the Engine's minimum of 6m (use 0 or \"\" for no limit)", s)
-	case b > MaxMemory:
+	b := n * map[string]float64{"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}[strings.ToLower(m[2])]
+	if b > MaxMemory {
 		return 0, fmt.Errorf("size %q is above the maximum of 1024t (1 PiB)", s)
-	default:
-		return int64(b), nil
 	}
+	return int64(b), nil
 }
 
 // check reports err, when there is one, at path.
