@@ -77,6 +77,11 @@ func applyDefaults(data map[string]any, origins map[string]origin) {
 		set(e, ep, "allow", []any{})
 		set(e, ep, "network", "bridge")
 	}
+	if pl, ok := sb["pool"].(map[string]any); ok {
+		pp := []string{"sandbox", "pool"}
+		set(pl, pp, "size", int64(0))
+		set(pl, pp, "idle_ttl", DefaultPoolIdleTTL)
+	}
 	if b, ok := sb["build"].(map[string]any); ok {
 		bp := []string{"sandbox", "build"}
 		set(b, bp, "context", ".")

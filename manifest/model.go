@@ -84,7 +84,23 @@ type Sandbox struct {
 	ExtraHosts []string `toml:"extra_hosts" json:"extra_hosts,omitempty"`
 	// WaitForDaemons makes run return only once every daemon shut down.
 	WaitForDaemons bool `toml:"wait_for_daemons" json:"wait_for_daemons,omitempty"`
+	// Pool keeps sandboxes of this manifest made and started in advance for
+	// run (docs/pool.md); nil: no pool.
+	Pool *Pool `toml:"pool" json:"pool,omitempty"`
 }
+
+// Pool is [sandbox.pool]: how many started sandboxes the daemon keeps parked
+// for this manifest's runs, and how long an unused one is kept.
+type Pool struct {
+	Size    int    `toml:"size" json:"size"`
+	IdleTTL string `toml:"idle_ttl" json:"idle_ttl"`
+}
+
+// DefaultPoolIdleTTL is sandbox.pool.idle_ttl's default.
+const DefaultPoolIdleTTL = "15m"
+
+// MaxPoolSize bounds sandbox.pool.size (runtime.pool_max bounds all pools together).
+const MaxPoolSize = 64
 
 // Egress is [sandbox.egress]: only the listed destinations are reachable, through
 // an airlock egress proxy (DESIGN §7).

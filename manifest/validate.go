@@ -187,6 +187,13 @@ func (v *validator) sandbox(s *Sandbox) {
 	if s.User != "" {
 		v.check(p("user"), specrules.User(s.User))
 	}
+	if s.Pool != nil {
+		pp := func(k string) []string { return []string{"sandbox", "pool", k} }
+		if s.Pool.Size < 0 || s.Pool.Size > MaxPoolSize {
+			v.errorf(pp("size"), "must be between 0 and %d (got %d)", MaxPoolSize, s.Pool.Size)
+		}
+		v.duration(pp("idle_ttl"), s.Pool.IdleTTL)
+	}
 	if s.Egress != nil {
 		for _, a := range s.Egress.Allow {
 			if _, err := egress.ParseRule(a); err != nil {

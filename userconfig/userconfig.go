@@ -50,6 +50,8 @@ const (
 	DefaultExecOutputMax      = 64 << 20 // artifacts.exec_output_max: one API exec's output file, per stream
 	MaxSize                   = 1 << 50  // the largest size a size key or --output-max takes (1 PiB)
 	DefaultVaultStorage       = "encrypted-file"
+	DefaultPoolMax            = 8   // runtime.pool_max: parked sandboxes of all pools of a daemon together
+	MaxPoolMax                = 256 // the largest runtime.pool_max
 )
 
 // Config is a validated config.toml.
@@ -72,6 +74,7 @@ type Runtime struct {
 	LogLevel          string        // log_level: debug | info | warn | error
 	StateRoot         string        // state_root: "" = $XDG_DATA_HOME/airlock; absolute after Load
 	Backend           string        // backend: docker | kubernetes
+	PoolMax           int           // pool_max: parked sandboxes of all warm pools together (0: no pool)
 }
 
 // Artifacts is [artifacts].
@@ -106,6 +109,7 @@ func Default() *Config {
 			EventRetentionTTL: DefaultEventRetentionTTL,
 			LogLevel:          DefaultLogLevel,
 			Backend:           DefaultBackend,
+			PoolMax:           DefaultPoolMax,
 		},
 		Artifacts:  Artifacts{ExecOutputTemplate: DefaultExecOutputTemplate, OutputMax: DefaultOutputMax, ExecOutputMax: DefaultExecOutputMax},
 		Vault:      Vault{Storage: DefaultVaultStorage},
@@ -162,6 +166,7 @@ type file struct {
 		LogLevel          *string `toml:"log_level"`
 		StateRoot         *string `toml:"state_root"`
 		Backend           *string `toml:"backend"`
+		PoolMax           *int64  `toml:"pool_max"`
 	} `toml:"runtime"`
 	Artifacts *struct {
 		ExecOutputRoot     *string `toml:"exec_output_root"`
@@ -286,6 +291,13 @@ func Parse(name string, data []byte, home string) (*Config, error) {
 			}
 		}
 		dir("runtime.state_root", r.StateRoot, &c.Runtime.StateRoot)
+		if r.PoolMax != nil {
+			if *r.PoolMax < 0 || *r.PoolMax > MaxPoolMax {
+				add("runtime.pool_max", fmt.Sprintf("must be between 0 and %d (got %d)", MaxPoolMax, *r.PoolMax))
+			} else {
+				c.Runtime.PoolMax = int(*r.PoolMax)
+			}
+		}
 		if r.Backend != nil {
 			if err := CheckBackend(*r.Backend); err != nil {
 				add("runtime.backend", err.Error())

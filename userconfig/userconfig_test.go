@@ -41,6 +41,7 @@ idle_ttl = "2h"
 event_retention_ttl = "720h"
 log_level = "debug"
 state_root = "~/airlock-state"
+pool_max = 20
 
 [artifacts]
 exec_output_root = "/var/tmp/exec"
@@ -55,7 +56,7 @@ storage = "file"
 	}
 	if c.Runtime.IdleTTL != 2*time.Hour || c.Runtime.EventRetentionTTL != 720*time.Hour || c.Runtime.LogLevel != "debug" ||
 		c.Runtime.StateRoot != "/home/u/airlock-state" || c.Artifacts.ExecOutputRoot != "/var/tmp/exec" ||
-		c.Vault.Storage != "file" || !c.Exists {
+		c.Vault.Storage != "file" || !c.Exists || c.Runtime.PoolMax != 20 {
 		t.Fatalf("%+v", c)
 	}
 	if c.SlogLevel().String() != "DEBUG" {
@@ -117,6 +118,8 @@ func TestErrors(t *testing.T) {
 		{"template absolute", "[artifacts]\nexec_output_template = \"/{sandbox_id}/{exec_id}\"\n", `must be relative`},
 		{"template unknown", "[artifacts]\nexec_output_template = \"{sandbox_id}/{exec_id}/{date}\"\n", `unknown placeholder {date}`},
 		{"storage", "[vault]\nstorage = \"keychain\"\n", `config.toml:2: vault.storage: unknown storage "keychain" (want encrypted-file, file or disabled)`},
+		{"pool_max too large", "[runtime]\npool_max = 1000\n", "config.toml:2: runtime.pool_max: must be between 0 and 256 (got 1000)"},
+		{"pool_max negative", "[runtime]\npool_max = -1\n", "config.toml:2: runtime.pool_max: must be between 0 and 256 (got -1)"},
 		{"bad toml", "[runtime\nidle_ttl = \"1m\"\n", "config.toml:1: "},
 		{"dotted", "runtime.idle_ttl = \"x\"\n", `config.toml:1: runtime.idle_ttl: invalid duration "x"`},
 	}
