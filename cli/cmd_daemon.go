@@ -224,7 +224,7 @@ func (a *app) runDaemon(d daemonArgs) error {
 		return control.NewService(st, rt, control.Config{
 			IdleTTL: cfg.Runtime.IdleTTL, EventRetentionTTL: cfg.Runtime.EventRetentionTTL,
 			BuildContextDir: filepath.Join(p.DaemonDir(), "build-contexts"), ExecOutputRoot: cfg.ExecOutputRoot(p), ExecOutputTemplate: cfg.Artifacts.ExecOutputTemplate, ExecOutputMax: cfg.Artifacts.ExecOutputMax,
-			OutputMax: cfg.Artifacts.OutputMax, Redactor: redactor, OpenEngine: openEngine,
+			OutputMax: cfg.Artifacts.OutputMax, Redactor: redactor, OpenEngine: openEngine, PoolMax: cfg.Runtime.PoolMax,
 		}), nil
 	}
 	logCopy := a.stderr

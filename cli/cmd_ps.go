@@ -18,7 +18,7 @@ import (
 func init() { addCommand(newPsCommand) }
 
 func newPsCommand(a *app) *cobra.Command {
-	var all, asJSON bool
+	var all, asJSON, pooled bool
 	var labels []string
 	cmd := &cobra.Command{
 		Use:   "ps",
@@ -48,6 +48,22 @@ func newPsCommand(a *app) *cobra.Command {
 				}
 				if all || s.State == client.StatePending || s.State == client.StateReady {
 					shown = append(shown, s)
+				}
+			}
+			if pooled && len(want) == 0 {
+				// The warm pools' parked sandboxes, which serve no one yet.
+				pl, err := c.Pools(ctx)
+				if err != nil {
+					return apiFailure(err)
+				}
+				for _, p := range pl.Pools {
+					for _, m := range p.Sandboxes {
+						state := "parked"
+						if !m.Ready {
+							state = "parking"
+						}
+						shown = append(shown, client.Sandbox{ID: m.ID, State: state, Kind: "pool", Project: p.Project, CreatedAt: m.Since})
+					}
 				}
 			}
 			if asJSON {
@@ -83,6 +99,7 @@ func newPsCommand(a *app) *cobra.Command {
 	f := cmd.Flags()
 	f.BoolVarP(&all, "all", "a", false, "include stopped and failed sandboxes")
 	f.BoolVar(&asJSON, "json", false, "print a JSON array")
+	f.BoolVar(&pooled, "pool", false, "include the warm pools' parked sandboxes (state parked, kind pool)")
 	f.StringArrayVar(&labels, "label", nil, "only sandboxes with label KEY=VALUE (repeatable, all must match)")
 	return cmd
 }

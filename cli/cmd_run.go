@@ -25,6 +25,7 @@ func init() { addCommand(newRunCommand) }
 type runOptions struct {
 	keep    bool
 	wait    bool // wait for the daemons' shutdown (--wait)
+	noPool  bool // start cold although the manifest has a warm pool (--no-pool)
 	id      string
 	labels  []string
 	env     []string
@@ -52,6 +53,7 @@ func newRunCommand(a *app) *cobra.Command {
 	cmd.Flags().SetInterspersed(false)
 	f := cmd.Flags()
 	f.BoolVar(&o.keep, "keep", false, "leave the stopped sandbox for airlock logs and airlock rm")
+	f.BoolVar(&o.noPool, "no-pool", false, "start a new sandbox although the manifest has a warm pool ([sandbox.pool])")
 	f.BoolVar(&o.wait, "wait", false, "return only once every daemon shut down, with all the shutdown lines")
 	f.StringVar(&o.id, "id", "", "sandbox ID (default: a new UUID)")
 	f.StringArrayVar(&o.labels, "label", nil, "label KEY=VALUE on the sandbox (repeatable)")
@@ -144,6 +146,7 @@ func (a *app) run(parent context.Context, o runOptions, args []string) error {
 		ID: o.id, Kind: sandbox.KindRun, Manifest: wm, Secrets: secretValues, Command: args, Env: env, EnvSecrets: envSecrets,
 		Workdir: o.workdir, TTY: tty, Stdin: stdin, Labels: labels, Quiet: a.opts.quiet,
 		CLIPid: cliPid, CLIStart: cliStart, Engine: tgt.engine, RemoveOnExit: removeOnExit, FastEnd: fastEnd, ClientFiles: tgt.clientFiles,
+		NoPool: o.noPool,
 	})
 	if err != nil {
 		return setupErr(apiFailure(err))
@@ -446,6 +449,14 @@ func (a *app) copyOutputs(c *client.Client, id string, projectCopied bool, out *
 // daemon's clock (--log-level debug).
 func (a *app) printBreakdown(ctx context.Context, c *client.Client, id string) {
 	evs, _ := c.History(ctx, id, 0)
+	for _, ev := range evs {
+		switch ev.Kind {
+		case "pool.claimed":
+			fmt.Fprintf(a.stderr, "airlock: debug: warm pool: hit (parked for %s ms)\n", ev.Extra["parked_ms"])
+		case "pool.missed":
+			fmt.Fprintf(a.stderr, "airlock: debug: warm pool: miss (%s): a cold start\n", termsafe.Line(ev.Reason))
+		}
+	}
 	for _, p := range client.Breakdown(evs) {
 		fmt.Fprintf(a.stderr, "airlock: debug: %s: %s\n", p.Name, p.Duration.Round(time.Millisecond))
 	}

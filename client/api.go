@@ -140,6 +140,9 @@ type CreateRequest struct {
 	// them copied in; the caller writes them through PUT …/files while the
 	// sandbox is pending, then resumes it (start must be false).
 	ClientFiles bool `json:"client_files,omitempty"`
+	// NoPool makes a run start cold although its manifest has a warm pool
+	// ([sandbox.pool]; airlock run --no-pool).
+	NoPool bool `json:"no_pool,omitempty"`
 	// ManifestTOML (a sandbox.toml's text) or ManifestDoc (the same as a JSON
 	// object) is a manifest the daemon resolves, instead of Manifest: built-in
 	// presets, ${NAME} from Vars only, no vault. ProjectDir is its project on

@@ -25,6 +25,12 @@ type Backend interface {
 	Create(ctx context.Context, req *sandbox.Request) (*sandbox.Sandbox, error)
 	Open(ctx context.Context, id string, r *manifest.Resolved) (*sandbox.Sandbox, error)
 	Start(ctx context.Context, sb *sandbox.Sandbox) error
+	// WatchParked follows a started pooled sandbox (Request.Park): parked
+	// is called once it parked; it returns when the sandbox cannot serve a
+	// claim any more (why), or ctx ends. Claim hands it to a run
+	// (sandbox.ErrUnhealthy: it cannot serve one).
+	WatchParked(ctx context.Context, sb *sandbox.Sandbox, parked func()) error
+	Claim(ctx context.Context, sb *sandbox.Sandbox, c sandbox.Claim) error
 	Stop(ctx context.Context, id string) error
 	Remove(ctx context.Context, id string) error
 	RemoveContainers(ctx context.Context, id string) error

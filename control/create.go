@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"time"
 
 	"github.com/airlock-dev/airlock/control/store"
 	"github.com/airlock-dev/airlock/engine"
@@ -53,6 +54,9 @@ type CreateRequest struct {
 	// machine; it writes them through the files API before Resume
 	// (sandbox.Request.ClientFiles).
 	ClientFiles bool
+	// NoPool: a run that must start cold although its manifest has a warm
+	// pool (run --no-pool).
+	NoPool bool
 }
 
 // Create accepts a sandbox: its ID is reserved and the pending record and the
@@ -87,12 +91,21 @@ func (s *Service) Create(_ context.Context, req *CreateRequest) (Sandbox, error)
 	if req.FastEnd && req.Kind == sandbox.KindRun {
 		endMarker = nonce()
 	}
+	// A run of a manifest with a warm pool takes a parked sandbox: its ID.
+	pooled, pl, miss := s.pools.take(s.ctx, req, resolved)
+	id := req.ID
+	if pooled != nil {
+		id = pooled.sb.ID
+	}
 	rec, _, err := s.store.CreateSandbox(store.Sandbox{
-		ID: req.ID, Kind: req.Kind, Project: req.Manifest.ProjectDir, Labels: labels, Engine: eng,
+		ID: id, Kind: req.Kind, Project: req.Manifest.ProjectDir, Labels: labels, Engine: eng,
 		Plan: req.Manifest.Resolved, Sources: req.Manifest.Sources, CLIPid: req.CLIPid, CLIStart: req.CLIStart,
-		EndMarker: endMarker,
+		EndMarker: endMarker, Parked: pooled != nil,
 	}, store.Event{Kind: "sandbox.accepted"})
 	if err != nil {
+		if pooled != nil {
+			s.pools.discard(pl, pooled)
+		}
 		return Sandbox{}, err
 	}
 	l := s.liveOf(rec.ID)
@@ -110,8 +123,36 @@ func (s *Service) Create(_ context.Context, req *CreateRequest) (Sandbox, error)
 	sreq := &sandbox.Request{ID: rec.ID, Manifest: resolved, Kind: req.Kind, Command: req.Command, Env: req.Env, EnvSecrets: req.EnvSecrets,
 		Workdir: req.Workdir, TTY: req.TTY, Stdin: req.Stdin, Labels: labels, Quiet: req.Quiet, CLIPid: req.CLIPid, CLIStart: req.CLIStart,
 		KeepFiles: req.Kind == sandbox.KindRun && !req.RemoveOnExit, ClientFiles: req.ClientFiles, EndMarker: endMarker}
+	if pooled != nil {
+		l.claim = &sandbox.Claim{Manifest: resolved, Command: req.Command, Env: req.Env, EnvSecrets: req.EnvSecrets,
+			Workdir: req.Workdir, Stdin: req.Stdin, Quiet: req.Quiet, EndMarker: endMarker}
+		s.goAsync(func() { s.prepareClaimed(rec.ID, pooled, pl, req.Start) })
+		return s.view(rec), nil
+	}
+	if pl != nil && miss != "" {
+		s.emit(rec.ID, store.Event{Kind: "pool.missed", Reason: miss}, "")
+	}
 	s.goAsync(func() { s.prepare(rec.ID, sreq, req.Start) })
 	return s.view(rec), nil
+}
+
+// prepareClaimed makes a sandbox of a parked one a run took: created already,
+// started, waiting for its claim (delivered by the start).
+func (s *Service) prepareClaimed(id string, m *member, p *pool, start bool) {
+	l := s.liveOf(id)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	s.emit(id, store.Event{Kind: "sandbox.preparing"}, "")
+	l.handle = m.sb
+	_, _ = s.store.Update(id, func(r *store.Sandbox) error { r.ContainerID = m.sb.PrimaryID; return nil })
+	s.emit(id, store.Event{Kind: "sandbox.created", Extra: map[string]string{"container": m.sb.PrimaryID}}, "")
+	for _, ev := range s.pools.takeEarly(id) {
+		s.emit(id, ev, "") // its services' results
+	}
+	s.emit(id, store.Event{Kind: "pool.claimed", Extra: map[string]string{"pool": p.key, "parked_ms": fmt.Sprint(time.Since(m.since).Milliseconds())}}, "")
+	if start {
+		s.startLocked(s.beginOp(l), id, l)
+	}
 }
 
 // checkCreate checks a create request before anything is reserved or created:

@@ -18,6 +18,9 @@ type live struct {
 	values   map[string]string // the manifest's substituted values, by key path
 	resolved *manifest.Resolved
 	handle   *sandbox.Sandbox
+	// claim, for a sandbox a run took from a warm pool, is what its start
+	// delivers instead of starting a container (guarded by mu).
+	claim    *sandbox.Claim
 	stopping string // reason of a requested stop or delete (guarded by Service.mu)
 	oom      bool   // the Engine reported an OOM kill (guarded by Service.mu)
 	execs    int

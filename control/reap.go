@@ -39,6 +39,7 @@ func (s *Service) reap() {
 			}
 		}
 		s.reapOrphans()
+		s.pools.drainIdle()
 		if time.Since(lastPurge) > time.Minute {
 			lastPurge = time.Now()
 			_, _ = s.store.Purge(time.Now().Add(-s.retention()))

@@ -20,6 +20,12 @@ func (s *Service) recover() {
 		id := rec.ID
 		switch rec.State {
 		case store.StatePending:
+			if rec.Parked {
+				// Taken from a warm pool; its claim went with the daemon.
+				s.emit(id, store.Event{Kind: "sandbox.failed", Reason: "the daemon restarted before the pooled sandbox got its command"}, store.StateFailed)
+				s.goAsync(func() { _ = s.rtOf(id).Remove(s.ctx, id) })
+				continue
+			}
 			if rec.ContainerID != "" && s.rtOf(id).Running(s.ctx, rec.ContainerID) {
 				// Started, not yet reported ready: its supervisor goes on;
 				// its stream tells what happened (ready or failed). A daemon

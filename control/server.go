@@ -50,6 +50,9 @@ var apiRoutes = []struct {
 	{"PUT", "/v1/sandboxes/{id}/files", (*server).writeFiles, true},
 	{"POST", "/v1/prepare", (*server).prepare, true},
 	{"POST", "/v1/prune", (*server).prune, true},
+	{"GET", "/v1/pools", (*server).pools, true},
+	{"POST", "/v1/pools/warm", (*server).warmPool, true},
+	{"POST", "/v1/pools/drain", (*server).drainPools, true},
 	{"PUT", "/v1/build-contexts/{sum}", (*server).putBuildContext, true},
 }
 

@@ -41,6 +41,9 @@ type Config struct {
 	// OpenEngine returns a runtime for another Engine than the daemon's own (a
 	// sandbox created with DOCKER_HOST or a docker context); nil serves only its own.
 	OpenEngine func(engine.Endpoint) (Backend, error)
+	// PoolMax bounds the parked sandboxes of every warm pool together
+	// (runtime.pool_max; 0: no pool).
+	PoolMax int
 }
 
 // Service runs the daemon's operations: every Docker lifecycle call goes through
@@ -71,6 +74,8 @@ type Service struct {
 	// so that a check of the phase and the event it allows are one step.
 	phaseMu sync.Mutex
 	phases  map[string]bool // sandbox ID → its last start is open (guarded by phaseMu)
+
+	pools *pools // the warm pools (pool.go)
 }
 
 // NewService returns a service over an open store and a runtime.
@@ -95,22 +100,29 @@ func NewService(st *store.Store, rt Backend, cfg Config) *Service {
 	s := &Service{store: st, rt: rt, cfg: cfg, log: slog.New(slog.DiscardHandler),
 		live: map[string]*live{}, attached: map[string]int{}, active: map[string]time.Time{}, engines: map[string]Backend{},
 		phases: map[string]bool{}}
+	s.pools = newPools(s)
 	rt.SetHooks(s.serviceResult, s.recordStep)
 	return s
 }
 
 // serviceResult records a service's first result: ready, or failed with detail.
 func (s *Service) serviceResult(id, service string, ready bool, detail string) {
-	if ready {
-		s.emit(id, store.Event{Kind: "service.ready", Service: service}, "")
-	} else {
-		s.emit(id, store.Event{Kind: "service.failed", Service: service, Reason: detail}, "")
+	ev := store.Event{Kind: "service.ready", Service: service}
+	if !ready {
+		ev = store.Event{Kind: "service.failed", Service: service, Reason: detail}
 	}
+	if _, err := s.store.Get(id); err != nil {
+		// A warm pool's sandbox being made: recorded if a run claims it.
+		s.pools.stash(id, ev)
+		return
+	}
+	s.emit(id, ev, "")
 }
 
 func (s *Service) start(ctx context.Context) error {
 	s.ctx, s.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	s.recover()
+	s.goAsync(func() { s.pools.removeLeftovers(s.ctx, s.rt) })
 	s.wg.Add(2)
 	go func() { defer s.wg.Done(); s.watchEngine(s.rt) }()
 	go func() { defer s.wg.Done(); s.reap() }()
@@ -118,6 +130,11 @@ func (s *Service) start(ctx context.Context) error {
 }
 
 func (s *Service) stop() {
+	// Parked sandboxes serve no one once the daemon is gone: removed (what a
+	// killed daemon leaves, the next one removes).
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(s.ctx), 4*time.Second)
+	s.pools.close(ctx)
+	cancel()
 	s.cancel()
 	s.wg.Wait()
 	_ = s.store.Close()
@@ -216,6 +233,9 @@ func (s *Service) emitLocked(id string, ev store.Event, state string) (store.Eve
 // sandbox.started or sandbox.deleted event carries them (extra "steps_ms"), so a
 // run's breakdown is in its history (airlock run --log-level debug, make bench).
 func (s *Service) recordStep(id, step string, d time.Duration) {
+	if _, err := s.store.Get(id); err != nil {
+		return // a warm pool's sandbox being made: no run's step
+	}
 	l := s.liveOf(id)
 	s.mu.Lock()
 	defer s.mu.Unlock()

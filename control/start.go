@@ -31,7 +31,16 @@ func (s *Service) startLocked(ctx context.Context, id string, l *live) {
 	l.offset, l.offsetOK, l.starting, l.complete = 0, true, true, false
 	l.ingestMu.Unlock()
 	s.setFlags(l, func() { l.up = map[string]bool{} })
-	err := s.rtOf(id).Start(ctx, l.handle)
+	var err error
+	if c := l.claim; c != nil {
+		// A parked sandbox: started already; its claim starts the run.
+		l.claim = nil
+		if err = s.rtOf(id).Claim(ctx, l.handle, *c); err == nil {
+			_, _ = s.store.Update(id, func(r *store.Sandbox) error { r.Parked = false; return nil })
+		}
+	} else {
+		err = s.rtOf(id).Start(ctx, l.handle)
+	}
 	l.ingestMu.Lock()
 	l.starting = false
 	if err != nil {
@@ -74,7 +83,7 @@ func (s *Service) Resume(id string, secrets map[string]string) (Sandbox, error) 
 		// daemon restarted must not start it a second time.
 		return s.view(rec), nil
 	}
-	if rec.State == store.StatePending && rec.ContainerID != "" && s.rtOf(id).Running(s.ctx, rec.ContainerID) {
+	if rec.State == store.StatePending && rec.ContainerID != "" && !rec.Parked && s.rtOf(id).Running(s.ctx, rec.ContainerID) {
 		// Started already (by a daemon that went away before recording it):
 		// its stream is followed; starting it again would break it.
 		return s.view(rec), nil

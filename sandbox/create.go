@@ -53,6 +53,12 @@ type Request struct {
 	// after the main command's output (supervisor.Spec.EndMarker): a reader of
 	// the output has the code then, while slow daemons still shut down.
 	EndMarker string
+	// Park makes the sandbox for a warm pool: started in advance, its
+	// supervisor starts what takes no run-time value and waits for a Claim
+	// (Command, Env, Workdir, TTY and Stdin are the claim's, not the
+	// request's). PoolKey is its pool's key (LabelPool).
+	Park    bool
+	PoolKey string
 }
 
 // Sandbox is a created sandbox.
@@ -76,6 +82,7 @@ type Sandbox struct {
 	sharedNet        bool   // on the Engine's shared airlock network, not one of its own
 	egressID         string // the egress proxy container, when the sandbox has egress rules
 	egressDNS        string // the proxy's address on the sandbox network, its containers' DNS server
+	parked           bool   // made for a warm pool: its values come with its claim (Claim), not at Start
 }
 
 // maxInlineSpec is the largest spec passed on the supervisor's command line (Linux
@@ -157,7 +164,7 @@ func (rt *Runtime) Create(ctx context.Context, req *Request) (sb *Sandbox, err e
 	sb = &Sandbox{
 		ID: req.ID, Name: objectName(req.ID), Project: r.ProjectDir, Kind: req.Kind,
 		PlanHash: PlanHash(r, img.ID), Services: map[string]string{},
-		TTY: req.TTY, manifest: r, supervisorVolume: vol, fresh: true, envSecrets: req.EnvSecrets,
+		TTY: req.TTY, manifest: r, supervisorVolume: vol, fresh: true, envSecrets: req.EnvSecrets, parked: req.Park,
 	}
 	defer func() {
 		if err != nil {
@@ -175,6 +182,9 @@ func (rt *Runtime) Create(ctx context.Context, req *Request) (sb *Sandbox, err e
 	rt.ownLabel(labels)
 	labels[LabelPlanHash] = sb.PlanHash
 	labels[LabelKind] = req.Kind
+	if req.Park {
+		labels[LabelPool] = req.PoolKey
+	}
 	done = rt.step(req.ID, "network")
 	switch {
 	case r.Sandbox.Egress != nil:
@@ -208,6 +218,7 @@ func (rt *Runtime) Create(ctx context.Context, req *Request) (sb *Sandbox, err e
 
 	spec := buildSpec(req, r, hp)
 	spec.Forwards = serviceForwards(r)
+	spec.Park = req.Park
 	stateOwner := u
 	if rootPID1 {
 		MainUser(spec, userSpec)
@@ -358,8 +369,8 @@ func (rt *Runtime) primaryConfig(sb *Sandbox, req *Request, r *manifest.Resolved
 		User:       u.Spec,
 		WorkingDir: workdir(req, r),
 		Tty:        req.TTY,
-		OpenStdin:  req.Stdin || req.TTY,
-		StdinOnce:  req.Stdin || req.TTY,
+		OpenStdin:  req.Stdin || req.TTY || req.Park, // a claim may attach stdin
+		StdinOnce:  req.Stdin || req.TTY || req.Park,
 		Labels:     copyLabels(labels, LabelRole, "primary", LabelDaemons, daemons),
 		Hostname:   hostname(sb.ID),
 	}

@@ -69,7 +69,7 @@ func (rt *Runtime) Start(ctx context.Context, sb *Sandbox) error {
 	for k, v := range sb.envSecrets {
 		values[envSecretKey(k)] = v
 	}
-	if len(values) > 0 {
+	if len(values) > 0 && !sb.parked {
 		defer rt.step(sb.ID, "secrets delivery")()
 		if err := DeliverValues(ctx, rt, sb.PrimaryID, values); err != nil {
 			return err
@@ -257,6 +257,7 @@ type Info struct {
 	Container string            `json:"container"`
 	CLIPid    string            `json:"-"`
 	CLIStart  string            `json:"-"`
+	Pool      string            `json:"-"` // the key of the warm pool it was made for
 }
 
 // DaemonCount is how many daemons are up out of how many the sandbox declares.
@@ -294,7 +295,7 @@ func (rt *Runtime) info(c container.Summary) Info {
 		ID: c.Labels[LabelSandbox], Kind: c.Labels[LabelKind], Project: c.Labels[LabelProject],
 		CreatedAt: time.Unix(c.Created, 0).UTC(), PlanHash: c.Labels[LabelPlanHash], Image: c.Image,
 		Container: c.ID, Labels: userLabels(c.Labels),
-		CLIPid: c.Labels[LabelCLIPid], CLIStart: c.Labels[LabelCLIStart],
+		CLIPid: c.Labels[LabelCLIPid], CLIStart: c.Labels[LabelCLIStart], Pool: c.Labels[LabelPool],
 	}
 	switch c.State {
 	case "running":

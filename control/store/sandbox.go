@@ -94,6 +94,10 @@ type Sandbox struct {
 	// EndMarker is the nonce of the marker that ends a run's main output
 	// (sandbox.Request.EndMarker); empty when the run waits for its daemons.
 	EndMarker string `json:"end_marker,omitempty"`
+	// Parked: the sandbox was claimed from a warm pool and its claim (the
+	// command) is not delivered yet; a daemon that restarts then cannot
+	// deliver it.
+	Parked bool `json:"parked,omitempty"`
 	// LastSeq is the sequence of the sandbox's last event.
 	LastSeq uint64 `json:"last_seq"`
 }
