@@ -6,6 +6,7 @@ import (
 	"os"
 	"regexp"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 type daemonRun struct {
 	spec    *Daemon
 	env     []string
+	base    []string // the env before its entries, until a claim's values resolve them (Spec.Park)
 	sig     syscall.Signal
 	cred    *syscall.Credential // the daemon's user; nil: the supervisor's
 	timeout time.Duration
@@ -46,6 +48,10 @@ type daemonRun struct {
 	watchers     sync.WaitGroup
 
 	gaveUp *gaveUp // set (by run) when max_restarts was reached
+	// downHow, set by run when its policy decided that the daemon does not
+	// run again (before daemon.exited says so), is how it ended: "exited
+	// (code 0)", "gave up after 3 launches (exit 1)". A claim checks it.
+	downHow atomic.Pointer[string]
 	// Of a one-shot, set by run before it reports its end: it exited 0
 	// (completed), or how it failed ("exit 3", "killed by SIGKILL",
 	// "cannot start").
@@ -201,6 +207,9 @@ func (d *daemonRun) run() {
 		} else {
 			loop = failureLoop{}
 		}
+		if dec == decideDone || dec == decideGiveUp {
+			d.setDown(dec, launch, st, err)
+		}
 		ev := StatusEvent{Kind: KindDaemonExited, Daemon: name, Reason: decisionReason(dec, d.spec.Restart)}
 		if same {
 			ev.Reason = fmt.Sprintf("giving up (the same failure on %d launches in a row before it was ready)", inRow)
@@ -229,14 +238,7 @@ func (d *daemonRun) run() {
 				reason = fmt.Sprintf("the same failure on %d launches in a row before it was ready", inRow)
 			}
 			d.status.emit(StatusEvent{Kind: KindDaemonGaveUp, Daemon: name, Attempt: launch, Reason: reason})
-			g := &gaveUp{launches: launch, inRow: inRow, last: "cannot start", same: same}
-			if err == nil {
-				g.last = st.String()
-				if !st.signaled() {
-					g.last = fmt.Sprintf("exit %d", st.code)
-				}
-			}
-			d.gaveUp = g
+			d.gaveUp = &gaveUp{launches: launch, inRow: inRow, last: shortStatus(st, err), same: same}
 			d.markFinished()
 			<-d.ctx.Done()
 			d.end(false, nil)
@@ -253,6 +255,33 @@ func (d *daemonRun) run() {
 			return
 		}
 	}
+}
+
+// setDown records that the daemon does not run again after launch ended
+// with st (or the launch error err): not restarted, or given up.
+func (d *daemonRun) setDown(dec decision, launch int, st exitStatus, err error) {
+	how := "could not start"
+	switch {
+	case dec == decideGiveUp:
+		how = fmt.Sprintf("gave up after %d launches (%s)", launch, shortStatus(st, err))
+	case err == nil && st.signaled():
+		how = "exited (" + st.String() + ")"
+	case err == nil:
+		how = fmt.Sprintf("exited (code %d)", st.code)
+	}
+	d.downHow.Store(&how)
+}
+
+// shortStatus is how a launch ended, as a shutdown line shows it: "exit 3",
+// "killed by SIGKILL", "cannot start".
+func shortStatus(st exitStatus, err error) string {
+	switch {
+	case err != nil:
+		return "cannot start"
+	case st.signaled():
+		return st.String()
+	}
+	return fmt.Sprintf("exit %d", st.code)
 }
 
 // isReady reports whether the daemon's ready check has passed.

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -28,24 +29,72 @@ const deliveryOK = "ok"
 // ReceiveSecrets listens on path (mode 0600), takes one delivery within timeout
 // and returns its values. Errors name the socket, never a value.
 func ReceiveSecrets(path string, timeout time.Duration) (*Secrets, error) {
+	dl, err := listenDelivery(path)
+	if err != nil {
+		return nil, err
+	}
+	defer dl.close()
+	return dl.take(timeout, nil)
+}
+
+// deliveryListener is a receiver's socket, listening until close.
+type deliveryListener struct {
+	l      net.Listener
+	path   string
+	closed sync.Once
+}
+
+// listenDelivery listens on path (mode 0600), replacing what is there.
+func listenDelivery(path string) (*deliveryListener, error) {
 	_ = os.Remove(path)
 	l, err := net.Listen("unix", path)
 	if err != nil {
 		return nil, fmt.Errorf("cannot listen for secrets on %s: %w", path, err)
 	}
-	defer os.Remove(path)
-	defer l.Close()
+	dl := &deliveryListener{l: l, path: path}
 	if err := os.Chmod(path, 0o600); err != nil {
+		dl.close()
 		return nil, fmt.Errorf("cannot listen for secrets on %s: %w", path, err)
 	}
-	deadline := time.Now().Add(timeout)
-	_ = l.(*net.UnixListener).SetDeadline(deadline)
+	return dl, nil
+}
+
+// close stops the listener (a take in progress returns) and removes the
+// socket; it may be called more than once.
+func (dl *deliveryListener) close() {
+	dl.closed.Do(func() {
+		_ = dl.l.Close()
+		_ = os.Remove(dl.path)
+	})
+}
+
+// take waits for one delivery that check (when not nil) accepts, within
+// timeout (0: no limit, each connection then has DeliveryTimeout to send its
+// values), and returns its values. A delivery refused, by check or because
+// it is not an object of string values, gets the error as its answer and the
+// wait goes on; an accepted one gets deliveryOK.
+func (dl *deliveryListener) take(timeout time.Duration, check func(*Secrets) error) (*Secrets, error) {
+	var deadline time.Time
+	if timeout > 0 {
+		deadline = time.Now().Add(timeout)
+		_ = dl.l.(*net.UnixListener).SetDeadline(deadline)
+	}
 	for {
-		c, err := l.Accept()
+		c, err := dl.l.Accept()
 		if err != nil {
-			return nil, fmt.Errorf("cannot receive secrets: none delivered within %s", timeout)
+			if timeout > 0 {
+				return nil, fmt.Errorf("cannot receive secrets: none delivered within %s", timeout)
+			}
+			return nil, fmt.Errorf("cannot receive secrets: %w", err)
 		}
-		s, err := readDelivery(c, deadline)
+		connDeadline := deadline
+		if timeout <= 0 {
+			connDeadline = time.Now().Add(DeliveryTimeout)
+		}
+		s, err := readDelivery(c, connDeadline)
+		if err == nil && check != nil {
+			err = check(s)
+		}
 		if err != nil {
 			fmt.Fprintf(c, "%v\n", err)
 			c.Close()
@@ -117,9 +166,10 @@ func Deliver(socket string, in io.Reader, timeout time.Duration) error {
 }
 
 // NeedsSecrets reports whether the supervisor waits for a delivery: the spec
-// holds its start (Hold), or an env entry takes a delivered value.
+// holds its start (Hold) or parks (Park), or an env entry takes a delivered
+// value.
 func (s *Spec) NeedsSecrets() bool {
-	if s.Hold {
+	if s.Hold || s.Park {
 		return true
 	}
 	has := func(es []EnvEntry) bool {

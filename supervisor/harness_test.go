@@ -78,6 +78,7 @@ type sandbox struct {
 	env     []string      // the supervisor's environment (nil: the test's)
 	args    []string      // extra arguments before supervise
 	secrets map[string]string
+	stdin   string // a file for the supervisor's stdin ("": none)
 
 	cmd     *exec.Cmd
 	started time.Time
@@ -176,6 +177,14 @@ func (s *sandbox) start() {
 	}
 	defer stderr.Close()
 	s.cmd.Stdout, s.cmd.Stderr = stdout, stderr
+	if s.stdin != "" {
+		in, err := os.Open(s.stdin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer in.Close()
+		s.cmd.Stdin = in
+	}
 	s.started = time.Now()
 	if err := s.cmd.Start(); err != nil {
 		t.Fatal(err)

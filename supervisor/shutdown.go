@@ -12,15 +12,15 @@ import (
 	"time"
 )
 
-// stopAll asks every daemon to stop at once (each signals its own process
+// stopAll asks every daemon started to stop at once (each signals its own process
 // group; see daemonRun.terminate).
 func (s *supervisor) stopAll() {
-	for _, d := range s.daemons {
+	for _, d := range s.running {
 		d.stop()
 	}
 }
 
-// collect waits for every daemon to report its end and prints one line per
+// collect waits for every daemon started to report its end and prints one line per
 // daemon in completion order (with spinners for the ones still stopping when
 // stderr is a terminal).
 func (s *supervisor) collect() {
@@ -44,7 +44,7 @@ func (s *supervisor) collectUntil(deadline <-chan time.Time) {
 	if s.view == nil {
 		s.view = &shutdownView{w: s.msgs, tty: s.tty, color: s.color, quiet: s.quiet}
 		s.remaining = map[string]bool{}
-		for _, d := range s.daemons {
+		for _, d := range s.running {
 			s.remaining[d.spec.Name] = true
 		}
 	}

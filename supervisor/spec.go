@@ -77,6 +77,12 @@ type Spec struct {
 	// secret (an empty object releases it): the Kubernetes backend copies the
 	// project in meanwhile. Given a --secrets file, it takes that and does not wait.
 	Hold bool `json:"hold,omitempty"`
+	// Park, with SecretsSocket, makes a pooled sandbox's supervisor: it starts
+	// the daemons that take no delivered value (nor come after one that does),
+	// reports supervisor.parked once they are ready and waits, without a
+	// timeout, for a delivery holding a Claim (the main command, its env and
+	// the values) before it starts the rest (see claim.go).
+	Park bool `json:"park,omitempty"`
 	// EndMarker, when set (a run that need not wait for its daemons'
 	// shutdown), makes the supervisor write EndMarker(EndMarker, code) on
 	// stdout and stderr once the main command exited and the daemons that
@@ -273,11 +279,17 @@ func (s *Spec) Validate() error {
 	if s.Hold && s.SecretsSocket == "" {
 		return errors.New("cannot use spec: hold needs secrets_socket (where the release is delivered)")
 	}
+	if s.Park && s.SecretsSocket == "" {
+		return errors.New("cannot use spec: park needs secrets_socket (where the claim is delivered)")
+	}
+	if s.Park && s.Hold {
+		return errors.New("cannot use spec: park and hold exclude each other (each waits for its own delivery on secrets_socket)")
+	}
 	if len(s.Main.Argv) > 0 && s.Main.Argv[0] == "" {
 		return errors.New("cannot use spec: main.argv[0] is empty")
 	}
-	if m := s.EndMarker; m != "" && (len(m) > 64 || strings.Trim(m, "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ") != "") {
-		return errors.New("cannot use spec: end_marker: at most 64 letters and digits")
+	if err := checkEndMarker(s.EndMarker); err != nil {
+		return fmt.Errorf("cannot use spec: %w", err)
 	}
 	if err := validateEnv("main.env", s.Main.Env); err != nil {
 		return err
@@ -412,13 +424,29 @@ func (r *Ready) describe() string {
 // validateEnv checks each entry. A name may repeat: entries apply in order,
 // so a later one (say, from `airlock run -e`) replaces an earlier one.
 func validateEnv(p string, env []EnvEntry) error {
+	if err := checkEnv(p, env); err != nil {
+		return fmt.Errorf("cannot use spec: %w", err)
+	}
+	return nil
+}
+
+// checkEnv checks each entry of env, named p in the error.
+func checkEnv(p string, env []EnvEntry) error {
 	for i, e := range env {
 		if err := specrules.EnvName(e.Name); err != nil {
-			return fmt.Errorf("cannot use spec: %s[%d].name %q: %w", p, i, e.Name, err)
+			return fmt.Errorf("%s[%d].name %q: %w", p, i, e.Name, err)
 		}
 		if (e.Value == nil) == (e.Secret == "") {
-			return fmt.Errorf("cannot use spec: %s.%s needs exactly one of value or secret", p, e.Name)
+			return fmt.Errorf("%s.%s needs exactly one of value or secret", p, e.Name)
 		}
+	}
+	return nil
+}
+
+// checkEndMarker checks an end marker: empty, or at most 64 letters and digits.
+func checkEndMarker(m string) error {
+	if m != "" && (len(m) > 64 || strings.Trim(m, "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ") != "") {
+		return errors.New("end_marker: at most 64 letters and digits")
 	}
 	return nil
 }

@@ -24,6 +24,9 @@ const (
 	KindDaemonKilled     = "daemon.killed"
 	KindSupervisorReady  = "supervisor.ready"
 	KindSupervisorFailed = "supervisor.failed"
+	// KindSupervisorParked: a parked supervisor's static daemons are ready;
+	// it waits for a claim.
+	KindSupervisorParked = "supervisor.parked"
 	KindMainExited       = "main.exited"
 	// KindSupervisorExiting is the stream's last line: nothing follows it.
 	KindSupervisorExiting = "supervisor.exiting"

@@ -130,7 +130,7 @@ func (e StatusEvent) Validate() error {
 	case KindDaemonStarted, KindDaemonReady, KindDaemonCompleted, KindDaemonExited, KindDaemonRestarting,
 		KindDaemonGaveUp, KindDaemonStopped, KindDaemonKilled:
 		daemonKind = true
-	case KindSupervisorReady, KindSupervisorFailed, KindMainExited, KindSupervisorExiting:
+	case KindSupervisorReady, KindSupervisorFailed, KindSupervisorParked, KindMainExited, KindSupervisorExiting:
 	default:
 		return fmt.Errorf("cannot accept event: unknown kind %q", e.Kind)
 	}

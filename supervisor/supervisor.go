@@ -42,7 +42,9 @@ type Options struct {
 type supervisor struct {
 	spec     *Spec
 	mainCred *syscall.Credential // the main command's user; nil: the supervisor's
-	daemons  []*daemonRun
+	daemons  []*daemonRun        // every daemon of the spec
+	running  []*daemonRun        // the daemons started, in start order
+	mainBase []string            // the main command's env before its entries (Spec.Park)
 	results  chan stopResult
 	status   *statusWriter
 	msgs     io.Writer
@@ -81,7 +83,15 @@ func Run(o Options) (int, error) {
 	if err != nil {
 		return ExitAirlock, err
 	}
-	if o.SecretsPath == "" && spec.SecretsSocket != "" && spec.NeedsSecrets() {
+	var claims *deliveryListener // of a parked spec, listening from the start
+	switch {
+	case spec.Park && o.SecretsPath != "":
+		secretsErr = errors.New("cannot use a secrets file with a parked spec: its claim delivers the values")
+	case spec.Park:
+		if claims, secretsErr = listenDelivery(spec.SecretsSocket); claims != nil {
+			defer claims.close()
+		}
+	case o.SecretsPath == "" && spec.SecretsSocket != "" && spec.NeedsSecrets():
 		secrets, secretsErr = ReceiveSecrets(spec.SecretsSocket, DeliveryTimeout)
 	}
 	s := &supervisor{
@@ -110,8 +120,14 @@ func Run(o Options) (int, error) {
 	defer s.status.close()
 
 	readyResults := make(chan readyResult, len(spec.Daemons))
-	mainEnv, err := s.prepare(o, r, devnull, secrets, secretsErr, readyResults)
-	secrets.forget() // every process env is resolved; drop the values
+	// Parked, the daemons that take no value start now, the rest after the
+	// claim; else all start now.
+	var static map[string]bool
+	if spec.Park {
+		static = spec.staticDaemons()
+	}
+	mainEnv, err := s.prepare(o, r, devnull, secrets, secretsErr, readyResults, static)
+	secrets.forget() // every process env is resolved (parked: the rest waits for the claim's values)
 	if err != nil {
 		for _, d := range s.daemons {
 			d.closeLogs()
@@ -129,16 +145,40 @@ func Run(o Options) (int, error) {
 		return ExitAirlock, err
 	}
 	defer fw.close()
-	for _, d := range s.daemons {
-		go d.run()
+	first := s.daemons
+	if spec.Park {
+		first = s.daemonsWhere(static, true)
 	}
-	if code, err := s.awaitReady(readyResults, sigs); err != nil || code != 0 {
-		if err != nil {
-			s.status.emit(StatusEvent{Kind: KindSupervisorFailed, Reason: err.Error()})
+	s.start(first)
+	if code, err := s.awaitReady(first, readyResults, sigs); err != nil || code != 0 {
+		return s.abort(code, err)
+	}
+	stdin := o.Stdin
+	if spec.Park {
+		claim, values, stop, err := s.park(claims, sigs)
+		if stop {
+			s.stopAll()
+			s.collect()
+			return 0, nil
 		}
-		s.stopAll()
-		s.collect()
-		return code, err
+		if err != nil {
+			return s.abort(ExitAirlock, err)
+		}
+		claim.apply(spec)
+		s.quiet = s.quiet || claim.Quiet
+		if !claim.Stdin {
+			stdin = devnull
+		}
+		rest := s.daemonsWhere(static, false)
+		mainEnv, err = s.resolve(rest, values)
+		values.forget() // every process env is resolved; drop the values
+		if err != nil {
+			return s.abort(ExitAirlock, err)
+		}
+		s.start(rest)
+		if code, err := s.awaitReady(rest, readyResults, sigs); err != nil || code != 0 {
+			return s.abort(code, err)
+		}
 	}
 
 	if spec.ExecEnvFile != "" {
@@ -156,7 +196,7 @@ func Run(o Options) (int, error) {
 		return code, nil
 	}
 
-	m, err := startMain(r, &spec.Main, s.mainCred, mainEnv, o.Stdin, o.Stdout, o.Stderr)
+	m, err := startMain(r, &spec.Main, s.mainCred, mainEnv, stdin, o.Stdout, o.Stderr)
 	if err != nil {
 		s.status.emit(StatusEvent{Kind: KindSupervisorFailed, Reason: err.Error()})
 		s.stopAll()
@@ -213,9 +253,59 @@ func (o *Options) defaults() {
 	}
 }
 
+// abort ends a start that failed (err, reported as supervisor.failed) or was
+// interrupted (err nil): it stops the daemons started and returns code and err.
+func (s *supervisor) abort(code int, err error) (int, error) {
+	if err != nil {
+		s.status.emit(StatusEvent{Kind: KindSupervisorFailed, Reason: err.Error()})
+	}
+	s.stopAll()
+	s.collect()
+	return code, err
+}
+
+// start launches the daemons ds (each waits for its after daemons itself).
+func (s *supervisor) start(ds []*daemonRun) {
+	for _, d := range ds {
+		s.running = append(s.running, d)
+		go d.run()
+	}
+}
+
+// daemonsWhere returns the daemons whose name is in static (want true) or is not
+// (want false), in spec order.
+func (s *supervisor) daemonsWhere(static map[string]bool, want bool) []*daemonRun {
+	var out []*daemonRun
+	for _, d := range s.daemons {
+		if static[d.spec.Name] == want {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// resolve resolves, with a claim's values, the env of the main command and
+// of the daemons ds that waited for them, and returns the main command's.
+func (s *supervisor) resolve(ds []*daemonRun, values *Secrets) ([]string, error) {
+	mainEnv, err := resolveEnv("the main command", s.mainBase, s.spec.Main.Env, values)
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range ds {
+		env, err := resolveEnv("daemon "+d.spec.Name, d.base, d.spec.Env, values)
+		if err != nil {
+			return nil, err
+		}
+		d.env, d.base = prependPath(env, s.spec.PathPrepend), nil
+	}
+	return prependPath(mainEnv, s.spec.PathPrepend), nil
+}
+
 // prepare resolves the env of the main command and of each daemon, and
-// opens the daemons' logs.
-func (s *supervisor) prepare(o Options, r *reaper, devnull *os.File, secrets *Secrets, secretsErr error, readyResults chan readyResult) ([]string, error) {
+// opens the daemons' logs. With static (a parked spec), only the static
+// daemons' env is resolved: the main command's and the others' wait for the
+// claim's values (resolve), and the main env returned is nil.
+func (s *supervisor) prepare(o Options, r *reaper, devnull *os.File, secrets *Secrets, secretsErr error, readyResults chan readyResult, static map[string]bool) ([]string, error) {
 	if secretsErr != nil {
 		return nil, secretsErr
 	}
@@ -232,22 +322,32 @@ func (s *supervisor) prepare(o Options, r *reaper, devnull *os.File, secrets *Se
 		}
 	}
 	s.mainCred = mainAcct.credential()
-	mainEnv, err := resolveEnv("the main command", withHome(o.Environ, mainAcct), s.spec.Main.Env, secrets)
-	if err != nil {
-		return nil, err
-	}
-	mainEnv = prependPath(mainEnv, s.spec.PathPrepend)
-	byName := map[string]*daemonRun{}
-	for i, ds := range s.spec.Daemons {
-		env, err := resolveEnv("daemon "+ds.Name, withHome(o.Environ, accts[i]), ds.Env, secrets)
+	var mainEnv []string
+	if s.spec.Park {
+		s.mainBase = withHome(o.Environ, mainAcct)
+	} else {
+		env, err := resolveEnv("the main command", withHome(o.Environ, mainAcct), s.spec.Main.Env, secrets)
 		if err != nil {
 			return nil, err
 		}
-		env = prependPath(env, s.spec.PathPrepend)
+		mainEnv = prependPath(env, s.spec.PathPrepend)
+	}
+	byName := map[string]*daemonRun{}
+	for i, ds := range s.spec.Daemons {
+		var env, base []string
+		if s.spec.Park && !static[ds.Name] {
+			base = withHome(o.Environ, accts[i])
+		} else {
+			e, err := resolveEnv("daemon "+ds.Name, withHome(o.Environ, accts[i]), ds.Env, secrets)
+			if err != nil {
+				return nil, err
+			}
+			env = prependPath(e, s.spec.PathPrepend)
+		}
 		sig, _ := signalByName(ds.Signal)
 		ctx, cancel := context.WithCancel(context.Background())
 		d := &daemonRun{
-			spec: ds, env: env, sig: sig, cred: accts[i].credential(),
+			spec: ds, env: env, base: base, sig: sig, cred: accts[i].credential(),
 			timeout: time.Duration(*ds.Timeout) * time.Second,
 			unit:    o.BackoffUnit,
 			reset:   o.ResetAfter,
@@ -273,20 +373,18 @@ func (s *supervisor) prepare(o Options, r *reaper, devnull *os.File, secrets *Se
 	return mainEnv, nil
 }
 
-// awaitReady waits until every daemon's first launch was attempted (they
-// start in after order, so this follows the ready checks they wait for),
-// every daemon with a ready check passed it and every one-shot completed. A
-// failed check or one-shot gives 125 and its error; a terminating signal
-// gives 128+N.
-func (s *supervisor) awaitReady(results <-chan readyResult, sigs <-chan os.Signal) (int, error) {
+// awaitReady waits until the first launch of every daemon of ds was
+// attempted (they start in after order, so this follows the ready checks
+// they wait for), every one with a ready check passed it and every one-shot
+// completed. A failed check or one-shot gives 125 and its error; a
+// terminating signal gives 128+N.
+func (s *supervisor) awaitReady(ds []*daemonRun, results <-chan readyResult, sigs <-chan os.Signal) (int, error) {
 	pending := 0
-	for _, d := range s.spec.Daemons {
-		if d.Ready != nil || d.Oneshot {
+	unstarted := make([]<-chan struct{}, 0, len(ds))
+	for _, d := range ds {
+		if d.spec.Ready != nil || d.spec.Oneshot {
 			pending++
 		}
-	}
-	unstarted := make([]<-chan struct{}, 0, len(s.daemons))
-	for _, d := range s.daemons {
 		unstarted = append(unstarted, d.started)
 	}
 	for pending > 0 || len(unstarted) > 0 {
