@@ -164,11 +164,11 @@ func newPoolDrainCommand(a *app) *cobra.Command {
 			ctx := context.Background()
 			req := &client.DrainRequest{All: all}
 			if !all {
-				r, err := a.loadManifest()
+				dir, err := a.projectDir()
 				if err != nil {
 					return err
 				}
-				req.Project = r.ProjectDir
+				req.Project = dir
 			}
 			c, err := a.daemonClient(ctx)
 			if err != nil {

@@ -134,6 +134,12 @@ var wireTypes = []struct {
 	{client.PruneRequest{}, "PruneRequest", false},
 	{client.PruneResult{}, "PruneResult", true},
 	{client.PrunedObject{}, "PrunedObject", true},
+	{client.PoolList{}, "PoolList", true},
+	{client.Pool{}, "Pool", true},
+	{client.PooledSandbox{}, "PooledSandbox", true},
+	{client.WarmRequest{}, "WarmRequest", false},
+	{client.DrainRequest{}, "DrainRequest", false},
+	{client.DrainResult{}, "DrainResult", true},
 }
 
 // jsonField is a field of a struct as encoding/json writes it.

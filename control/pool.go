@@ -50,8 +50,9 @@ type pools struct {
 	byID   map[string]*pool
 	early  map[string][]store.Event // events of pooled sandboxes, recorded when a run claims one
 	total  int // parked and in-flight sandboxes of every pool
-	closed bool
-	wg     sync.WaitGroup
+	closed   bool
+	wg       sync.WaitGroup // fills and health watches
+	removals sync.WaitGroup // removals of pooled sandboxes
 }
 
 // pool is one manifest's pool.
@@ -488,9 +489,9 @@ func (ps *pools) removeLocked(p *pool, m *member) {
 		m.cancel()
 	}
 	delete(ps.early, m.sb.ID)
-	ps.wg.Add(1)
+	ps.removals.Add(1)
 	go func() {
-		defer ps.wg.Done()
+		defer ps.removals.Done()
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ps.s.ctx), 2*time.Minute)
 		defer cancel()
 		if err := p.rt.Remove(ctx, m.sb.ID); err != nil {
@@ -528,41 +529,55 @@ func (ps *pools) drainIdle() {
 }
 
 // drain removes the parked sandboxes of the pools that match (every pool when
-// project is ""), waits for their removal, and returns how many it removed.
+// project is ""), and those being made, waits for their removal, and returns
+// how many it removed. The pools stay empty until a run or a warm of their
+// manifest sizes them again.
 func (ps *pools) drain(ctx context.Context, project string) int {
-	ps.mu.Lock()
-	n := 0
-	for _, p := range ps.byID {
-		if project == "" || p.project == project {
-			n += ps.removeMembersLocked(p)
-			p.warmSize = 0
-			p.size = 0 // until a run of the manifest sets it again
-		}
-	}
-	ps.mu.Unlock()
-	ps.waitRemovals(ctx)
-	return n
+	return ps.empty(ctx, func(p *pool) bool { return project == "" || p.project == project })
 }
 
-// waitRemovals waits until no pooled sandbox is being made or removed.
-func (ps *pools) waitRemovals(ctx context.Context) {
+// empty drains the pools that match; see drain.
+func (ps *pools) empty(ctx context.Context, match func(*pool) bool) int {
+	n := 0
+	for {
+		ps.mu.Lock()
+		var busy []chan struct{}
+		for _, p := range ps.byID {
+			if !match(p) {
+				continue
+			}
+			p.size, p.warmSize = 0, 0
+			n += ps.removeMembersLocked(p)
+			if p.inflight > 0 {
+				busy = append(busy, p.wake)
+			}
+		}
+		ps.mu.Unlock()
+		if len(busy) == 0 {
+			break
+		}
+		// A sandbox being made joins its pool when done: removed next round.
+		select {
+		case <-busy[0]:
+		case <-ctx.Done():
+			return n
+		}
+	}
 	done := make(chan struct{})
-	go func() { ps.wg.Wait(); close(done) }()
+	go func() { ps.removals.Wait(); close(done) }()
 	select {
 	case <-done:
 	case <-ctx.Done():
 	}
+	return n
 }
 
 // close stops filling, removes every parked sandbox and waits for it.
 func (ps *pools) close(ctx context.Context) {
 	ps.mu.Lock()
 	ps.closed = true
-	for _, p := range ps.byID {
-		ps.removeMembersLocked(p)
-	}
 	ps.mu.Unlock()
-	ps.waitRemovals(ctx)
+	ps.empty(ctx, func(*pool) bool { return true })
 }
 
 // removeLeftovers removes the pooled sandboxes of this daemon's that no pool
