@@ -46,10 +46,10 @@ type pools struct {
 	s      *Service
 	secret []byte // keys the hash of values in a pool key (never shown)
 
-	mu     sync.Mutex
-	byID   map[string]*pool
-	early  map[string][]store.Event // events of pooled sandboxes, recorded when a run claims one
-	total  int // parked and in-flight sandboxes of every pool
+	mu       sync.Mutex
+	byID     map[string]*pool
+	early    map[string][]store.Event // events of pooled sandboxes, recorded when a run claims one
+	total    int                      // parked and in-flight sandboxes of every pool
 	closed   bool
 	wg       sync.WaitGroup // fills and health watches
 	removals sync.WaitGroup // removals of pooled sandboxes
