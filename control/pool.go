@@ -36,6 +36,11 @@ const (
 // poolRetryMax bounds the backoff of a pool whose fills fail.
 const poolRetryMax = time.Minute
 
+// refillDelay is how long after a run took a sandbox, or missed, its pool
+// waits before it makes the next one: the run does not share the Engine and
+// the CPU with the refill while it starts (rate limit).
+const refillDelay = 500 * time.Millisecond
+
 // maxFingerprintEntries bounds the files a pool key fingerprints: a copied
 // tree larger than this is not pooled (its key would cost a run too much).
 const maxFingerprintEntries = 100_000
@@ -81,6 +86,7 @@ type pool struct {
 	retryAt   time.Time
 	backoff   time.Duration
 	lastUsed  time.Time
+	lastClaim time.Time // the last run that took one or missed
 }
 
 // member is one parked (or parking) sandbox of a pool.
@@ -299,11 +305,13 @@ func (ps *pools) take(ctx context.Context, req *CreateRequest, r *manifest.Resol
 			continue
 		}
 		p.hits++
+		p.lastClaim = time.Now()
 		ps.fillLocked(p)
 		return m, p, ""
 	}
 	p.misses[reason]++
 	p.resolved = r
+	p.lastClaim = time.Now() // the cold start too goes first
 	ps.fillLocked(p)
 	return nil, p, reason
 }
@@ -360,7 +368,7 @@ func (ps *pools) fill(p *pool) {
 			ps.mu.Unlock()
 			return
 		}
-		if wait := time.Until(p.retryAt); wait > 0 {
+		if wait := max(time.Until(p.retryAt), time.Until(p.lastClaim.Add(refillDelay))); wait > 0 {
 			ps.mu.Unlock()
 			if !sleep(ps.s.ctx, wait) {
 				ps.mu.Lock()
@@ -570,6 +578,22 @@ func (ps *pools) empty(ctx context.Context, match func(*pool) bool) int {
 	case <-ctx.Done():
 	}
 	return n
+}
+
+// parkedSandbox is a parked sandbox as prune lists it.
+type parkedSandbox struct{ ID, Project, Engine string }
+
+// parked lists the parked sandboxes of every pool.
+func (ps *pools) parked() []parkedSandbox {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	var out []parkedSandbox
+	for _, p := range ps.byID {
+		for _, m := range p.members {
+			out = append(out, parkedSandbox{m.sb.ID, p.project, p.endpoint.String()})
+		}
+	}
+	return out
 }
 
 // close stops filling, removes every parked sandbox and waits for it.

@@ -83,6 +83,14 @@ func (s *Service) Prune(ctx context.Context, req *PruneRequest) (*PruneResult, e
 	pruneMu.Lock()
 	defer pruneMu.Unlock()
 	res := &PruneResult{DryRun: req.DryRun, Removed: []PrunedObject{}}
+	// The warm pools' parked sandboxes serve no one yet: drained (a run of
+	// their manifest fills its pool again).
+	for _, m := range s.pools.parked() {
+		res.Removed = append(res.Removed, PrunedObject{Type: sandbox.PruneSandbox, Name: m.ID, Project: m.Project, Engine: m.Engine})
+	}
+	if !req.DryRun {
+		s.pools.drain(ctx, "")
+	}
 
 	rts := s.runtimes()
 	if req.Engine != nil && req.Engine.Host != "" {

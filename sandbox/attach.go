@@ -22,11 +22,19 @@ type Streams struct {
 // is lost. The returned channel yields once the output has been copied to the end.
 // Without a TTY, stdout and stderr stay apart.
 func (rt *Runtime) Attach(ctx context.Context, sb *Sandbox, s Streams) (<-chan error, error) {
+	sb.claimMu.Lock()
+	defer sb.claimMu.Unlock()
+	parked := sb.parked && sb.claimConn == nil
 	resp, err := rt.Engine.ContainerAttach(ctx, sb.PrimaryID, container.AttachOptions{
-		Stream: true, Stdin: s.Stdin != nil, Stdout: true, Stderr: true,
+		Stream: true, Stdin: s.Stdin != nil || parked, Stdout: true, Stderr: true,
 	})
 	if err != nil {
 		return nil, failed("cannot attach to the sandbox: %v", err)
+	}
+	if parked {
+		// Its claim goes first on this stdin (Claim), then the client's.
+		sb.claimConn, sb.claimStdin = &resp, s.Stdin
+		s.Stdin = nil
 	}
 	return pump(resp, sb.TTY, s), nil
 }

@@ -6,12 +6,15 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"maps"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	cerrdefs "github.com/containerd/errdefs"
+	"github.com/docker/docker/api/types"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/mount"
 	"github.com/docker/docker/api/types/network"
@@ -83,6 +86,13 @@ type Sandbox struct {
 	egressID         string // the egress proxy container, when the sandbox has egress rules
 	egressDNS        string // the proxy's address on the sandbox network, its containers' DNS server
 	parked           bool   // made for a warm pool: its values come with its claim (Claim), not at Start
+
+	// A parked sandbox's claim goes to its supervisor's stdin through the
+	// attach to its main command (Attach keeps it), whose stdin, when the
+	// client forwards one, follows the claim (Claim).
+	claimMu    sync.Mutex
+	claimConn  *types.HijackedResponse
+	claimStdin io.Reader
 }
 
 // maxInlineSpec is the largest spec passed on the supervisor's command line (Linux
@@ -218,7 +228,7 @@ func (rt *Runtime) Create(ctx context.Context, req *Request) (sb *Sandbox, err e
 
 	spec := buildSpec(req, r, hp)
 	spec.Forwards = serviceForwards(r)
-	spec.Park = req.Park
+	spec.Park, spec.ClaimStdin = req.Park, req.Park
 	stateOwner := u
 	if rootPID1 {
 		MainUser(spec, userSpec)

@@ -6,9 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"slices"
 	"strings"
+
+	"github.com/docker/docker/api/types/container"
 
 	"github.com/airlock-dev/airlock/manifest"
 	"github.com/airlock-dev/airlock/supervisor"
@@ -39,20 +42,54 @@ type Claim struct {
 }
 
 // Claim hands a parked sandbox (made with Request.Park and started) to a run:
-// the supervisor gets the main command, its env and cwd, and the values of the
-// run's manifest, starts the daemons that waited for values, and then the main
-// command. A supervisor that finds a daemon unhealthy refuses (ErrUnhealthy).
+// its supervisor reads the claim — the main command, its env and cwd, and the
+// values of the run's manifest — from the first line of its stdin, through
+// the attach to the main command (one is made when no client attached), and
+// then starts the daemons that waited for values and the main command. The
+// client's stdin, when it forwards one, follows the claim. A supervisor that
+// finds a daemon unhealthy ends the run with 125 and says why.
 func (rt *Runtime) Claim(ctx context.Context, sb *Sandbox, c Claim) error {
 	payload, err := claimValues(sb, c)
 	if err != nil {
 		return err
 	}
+	line, err := json.Marshal(payload)
+	if err != nil {
+		return failed("cannot encode the claim")
+	}
 	defer rt.step(sb.ID, "claim")()
-	if err := DeliverValues(ctx, rt, sb.PrimaryID, payload); err != nil {
-		if strings.Contains(err.Error(), "unhealthy: ") || !rt.Running(ctx, sb.PrimaryID) {
-			return fmt.Errorf("%w: %v", ErrUnhealthy, err)
+	sb.claimMu.Lock()
+	conn, in := sb.claimConn, sb.claimStdin
+	sb.claimConn, sb.claimStdin = nil, nil
+	sb.claimMu.Unlock()
+	own := conn == nil
+	if own {
+		resp, err := rt.Engine.ContainerAttach(ctx, sb.PrimaryID, container.AttachOptions{Stream: true, Stdin: true})
+		if err != nil {
+			if !rt.Running(ctx, sb.PrimaryID) {
+				return fmt.Errorf("%w: its container is not running", ErrUnhealthy)
+			}
+			return failed("cannot attach to the parked sandbox: %v", err)
 		}
-		return err
+		conn = &resp
+	}
+	if _, err := conn.Conn.Write(append(line, '\n')); err != nil {
+		conn.Close()
+		if !rt.Running(ctx, sb.PrimaryID) {
+			return fmt.Errorf("%w: its container is not running", ErrUnhealthy)
+		}
+		return failed("cannot deliver the claim: %v", err)
+	}
+	switch {
+	case in != nil && c.Stdin:
+		go func() {
+			_, _ = io.Copy(conn.Conn, in)
+			_ = conn.CloseWrite()
+		}()
+	case own:
+		conn.Close()
+	default:
+		_ = conn.CloseWrite()
 	}
 	sb.manifest, sb.envSecrets, sb.parked = c.Manifest, c.EnvSecrets, false
 	return nil
@@ -97,7 +134,9 @@ func claimValues(sb *Sandbox, c Claim) (map[string]string, error) {
 func (rt *Runtime) WatchParked(ctx context.Context, sb *Sandbox, parked func()) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	rc, err := rt.FollowStatus(ctx, sb.PrimaryID, 0)
+	// Without reporting what it read (StatusReadIn): the supervisor of the
+	// run that claims it must not wait at its exit for a follower gone.
+	rc, err := TailFile(ctx, rt, sb.PrimaryID, supervisor.StatusFile, 0, true, "")
 	if err != nil {
 		return failed("cannot follow the pooled sandbox's status: %v", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 
@@ -207,4 +208,73 @@ func (s *supervisor) park(dl *deliveryListener, sigs <-chan os.Signal) (claim *C
 			}
 		}
 	}
+}
+
+// parkStdin is park with the claim on the first line of stdin (ClaimStdin):
+// read a byte at a time, so that what follows the line is left for the main
+// command. A stream that ends first, or a claim refused, ends the wait with
+// the error (the host sees the run fail).
+func (s *supervisor) parkStdin(stdin *os.File, sigs <-chan os.Signal) (claim *Claim, values *Secrets, stop bool, err error) {
+	s.status.emit(StatusEvent{Kind: KindSupervisorParked})
+	type taken struct {
+		claim  *Claim
+		values *Secrets
+		err    error
+	}
+	ch := make(chan taken, 1)
+	go func() {
+		v, err := readClaimLine(stdin)
+		if err != nil {
+			ch <- taken{err: err}
+			return
+		}
+		c, err := takeClaim(v)
+		if err == nil {
+			err = s.health()
+		}
+		if err != nil {
+			v.forget()
+			ch <- taken{err: err}
+			return
+		}
+		ch <- taken{c, v, nil}
+	}()
+	for {
+		select {
+		case t := <-ch:
+			return t.claim, t.values, false, t.err
+		case sig := <-sigs:
+			if terminatingSignals[sig] {
+				return nil, nil, true, nil
+			}
+		}
+	}
+}
+
+// readClaimLine reads one delivery (a JSON object of string values) ended by
+// a newline from r, one byte at a time.
+func readClaimLine(r io.Reader) (*Secrets, error) {
+	var line []byte
+	b := make([]byte, 1)
+	for {
+		n, err := r.Read(b)
+		if n == 1 {
+			if b[0] == '\n' {
+				break
+			}
+			if len(line) >= maxSecretsSize {
+				return nil, fmt.Errorf("cannot read the claim: longer than %d bytes", maxSecretsSize)
+			}
+			line = append(line, b[0])
+			continue
+		}
+		if err != nil {
+			return nil, errors.New("cannot read the claim: its stream ended before it")
+		}
+	}
+	values := map[string]string{}
+	if err := json.Unmarshal(line, &values); err != nil {
+		return nil, errors.New("cannot decode the claim's delivery: want a JSON object of string values")
+	}
+	return &Secrets{values: values}, nil
 }

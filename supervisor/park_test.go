@@ -367,3 +367,56 @@ func TestStaticDaemons(t *testing.T) {
 		}
 	}
 }
+
+// TestParkedClaimOnStdin (ClaimStdin): the claim is the first line of stdin,
+// values included; what follows it is the main command's stdin. A bad claim,
+// or a stream that ends before one, ends the run with 125 and says why.
+func TestParkedClaimOnStdin(t *testing.T) {
+	t.Parallel()
+	claimLine := func(c Claim, values map[string]string) string {
+		b, _ := json.Marshal(c)
+		all := map[string]string{ClaimKey: string(b)}
+		for k, v := range values {
+			all[k] = v
+		}
+		line, _ := json.Marshal(all)
+		return string(line) + "\n"
+	}
+	cases := []struct {
+		name, stdin string
+		code        int
+		got, stderr string
+	}{
+		{"claim then stdin", claimLine(Claim{Argv: sh("echo $TOKEN > " + "OUT.tok; cat > OUT"), Stdin: true,
+			Env: []EnvEntry{{Name: "TOKEN", Secret: "run.env.TOKEN"}}}, map[string]string{"run.env.TOKEN": "s3cret"}) + "hello\n", 0, "hello\n", ""},
+		{"no argv", claimLine(Claim{}, nil), ExitAirlock, "", "argv is empty"},
+		{"no claim", "", ExitAirlock, "", "its stream ended before it"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			s := newSandbox(t)
+			s.parked()
+			s.spec.ClaimStdin = true
+			s.stdin = s.path("in.txt")
+			stdin := strings.ReplaceAll(c.stdin, "OUT", s.path("got"))
+			if err := os.WriteFile(s.stdin, []byte(stdin), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			s.start()
+			r := s.wait()
+			if r.code != c.code || !strings.Contains(r.stderr, c.stderr) {
+				t.Fatalf("exit %d, want %d with %q; stderr:\n%s", r.code, c.code, c.stderr, r.stderr)
+			}
+			if c.code != 0 {
+				return
+			}
+			if got := s.read("got"); got != c.got {
+				t.Errorf("the main command read %q, want %q", got, c.got)
+			}
+			if got := s.read("got.tok"); got != "s3cret\n" {
+				t.Errorf("the main command's TOKEN is %q, want the claim's value", got)
+			}
+		})
+	}
+}

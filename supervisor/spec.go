@@ -83,6 +83,11 @@ type Spec struct {
 	// timeout, for a delivery holding a Claim (the main command, its env and
 	// the values) before it starts the rest (see claim.go).
 	Park bool `json:"park,omitempty"`
+	// ClaimStdin, with Park, takes the claim from the first line of the
+	// supervisor's stdin (the host's attach to the container) instead of the
+	// socket: a delivery without an exec. The bytes after that line are the
+	// main command's stdin. A claim refused there ends the run with 125.
+	ClaimStdin bool `json:"claim_stdin,omitempty"`
 	// EndMarker, when set (a run that need not wait for its daemons'
 	// shutdown), makes the supervisor write EndMarker(EndMarker, code) on
 	// stdout and stderr once the main command exited and the daemons that
@@ -281,6 +286,9 @@ func (s *Spec) Validate() error {
 	}
 	if s.Park && s.SecretsSocket == "" {
 		return errors.New("cannot use spec: park needs secrets_socket (where the claim is delivered)")
+	}
+	if s.ClaimStdin && !s.Park {
+		return errors.New("cannot use spec: claim_stdin needs park")
 	}
 	if s.Park && s.Hold {
 		return errors.New("cannot use spec: park and hold exclude each other (each waits for its own delivery on secrets_socket)")

@@ -87,6 +87,8 @@ func Run(o Options) (int, error) {
 	switch {
 	case spec.Park && o.SecretsPath != "":
 		secretsErr = errors.New("cannot use a secrets file with a parked spec: its claim delivers the values")
+	case spec.Park && spec.ClaimStdin:
+		// The claim comes on stdin (parkStdin).
 	case spec.Park:
 		if claims, secretsErr = listenDelivery(spec.SecretsSocket); claims != nil {
 			defer claims.close()
@@ -155,7 +157,14 @@ func Run(o Options) (int, error) {
 	}
 	stdin := o.Stdin
 	if spec.Park {
-		claim, values, stop, err := s.park(claims, sigs)
+		var claim *Claim
+		var values *Secrets
+		var stop bool
+		if spec.ClaimStdin {
+			claim, values, stop, err = s.parkStdin(o.Stdin, sigs)
+		} else {
+			claim, values, stop, err = s.park(claims, sigs)
+		}
 		if stop {
 			s.stopAll()
 			s.collect()
