@@ -73,12 +73,12 @@ func bench(airlock string, runs int, doc, command string) error {
 	}
 	// Between samples: the last run's removal done and the pool full again
 	// (a claim is followed by a refill), untimed.
-	settle := func(size int) error { return settled(ctx, cli, c, p.Dir, size) }
+	settle := func(size int) error { return benchdoc.PoolSettled(ctx, cli, c, p.Dir, size) }
 	if err := settle(2); err != nil {
 		return err
 	}
 	var docker, warm, cold benchdoc.Timings
-	hits0 := poolOf(ctx, c, p.Dir).Hits
+	hits0 := benchdoc.PoolOf(ctx, c, p.Dir).Hits
 	for i := 0; i < runs; i++ {
 		if err := docker.Add(timed("docker", "run", "--rm", image, "true")); err != nil {
 			return err
@@ -100,7 +100,7 @@ func bench(airlock string, runs int, doc, command string) error {
 			return err
 		}
 	}
-	pl := poolOf(ctx, c, p.Dir)
+	pl := benchdoc.PoolOf(ctx, c, p.Dir)
 	hits := pl.Hits - hits0
 
 	// 20 concurrent runs against a pool of 4.
@@ -111,7 +111,7 @@ func bench(airlock string, runs int, doc, command string) error {
 		return err
 	}
 	parked := map[string]bool{}
-	for _, m := range poolOf(ctx, c, p.Dir).Sandboxes {
+	for _, m := range benchdoc.PoolOf(ctx, c, p.Dir).Sandboxes {
 		parked[m.ID] = true
 	}
 	const burst = 20
@@ -190,38 +190,6 @@ func bench(airlock string, runs int, doc, command string) error {
 		"the burst may serve more). Idle cost: `docker stats` memory of the parked primary (the supervisor waiting),\n" +
 		"and its writable layer (`docker ps -s`)."
 	return benchdoc.Write(doc, "Warm pool", intro, rows, notes)
-}
-
-// settled waits until a project has no sandbox objects but its pool's, and
-// its pool holds size ready sandboxes.
-func settled(ctx context.Context, cli dockerclient.APIClient, c *client.Client, project string, size int) error {
-	deadline := time.Now().Add(2 * time.Minute)
-	for time.Now().Before(deadline) {
-		list, err := cli.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", "dev.airlock.project="+project))})
-		if err != nil {
-			return err
-		}
-		others := slices.ContainsFunc(list, func(s container.Summary) bool { return s.Labels["dev.airlock.pool"] == "" })
-		if p := poolOf(ctx, c, project); !others && p.Ready >= size && p.Starting == 0 {
-			return nil
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return fmt.Errorf("the project's runs were not removed, or its pool not refilled to %d, within 2 minutes", size)
-}
-
-// poolOf is the pool of project, or an empty one.
-func poolOf(ctx context.Context, c *client.Client, project string) client.Pool {
-	list, err := c.Pools(ctx)
-	if err != nil {
-		return client.Pool{}
-	}
-	for _, p := range list.Pools {
-		if p.Project == project {
-			return p
-		}
-	}
-	return client.Pool{}
 }
 
 // idleCost is the memory and disk of the project's one parked sandbox.

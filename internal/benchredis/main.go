@@ -18,6 +18,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/airlock-dev/airlock/client"
 	"github.com/airlock-dev/airlock/internal/benchdoc"
 	"github.com/airlock-dev/airlock/internal/testenv"
 	"github.com/airlock-dev/airlock/sandbox"
@@ -72,6 +73,28 @@ func bench(airlock, image, compose string, interval time.Duration, runs int, doc
 	}
 
 	runAirlock := func() (time.Duration, error) { return timed(true, airlock, "run", "--", "make", "test") }
+	// The same job from a warm pool (docs/pool.md): a second project with the
+	// same manifest and [sandbox.pool] size = 1, its redis parked and ready.
+	warmProject := filepath.Join(home, "warm-project")
+	if err := os.MkdirAll(warmProject, 0o755); err != nil {
+		return err
+	}
+	for name, content := range map[string]string{"sandbox.toml": manifest + "\n[sandbox.pool]\nsize = 1\n", "Makefile": makefile} {
+		if err := os.WriteFile(filepath.Join(warmProject, name), []byte(content), 0o644); err != nil {
+			return err
+		}
+	}
+	runWarm := func() (time.Duration, error) {
+		c := p.Command(airlock, "run", "--", "make", "test")
+		c.Dir = warmProject
+		d, out, err := benchdoc.Timed(c)
+		if err == nil && !strings.Contains(out, answered) {
+			return 0, fmt.Errorf("warm run: make test did not run (no %q in its output)\n%s", answered, out)
+		}
+		return d, err
+	}
+	daemonClient := client.New(filepath.Join(home, "run", "airlock", "airlockd.sock"))
+	settleWarm := func() error { return benchdoc.PoolSettled(ctx, cli, daemonClient, warmProject, 1) }
 	// The floor: one container, redis started in the background with the preset's
 	// arguments, its answer awaited, then the job, in the project at the same path.
 	floorScript := `redis-server --save "" --appendonly no --bind 127.0.0.1 --port 6379 --daemonize yes >/dev/null && ` +
@@ -152,8 +175,20 @@ services:
 		return err
 	}
 
-	var airlockRun, floorRun, sharedFloorRun, composeUp, composeDown benchdoc.Timings
+	if _, err := runWarm(); err != nil { // the first run fills the pool
+		return err
+	}
+	if err := settleWarm(); err != nil {
+		return err
+	}
+	var airlockRun, floorRun, sharedFloorRun, composeUp, composeDown, warmRun benchdoc.Timings
 	for i := 0; i < runs; i++ {
+		if err := warmRun.Add(runWarm()); err != nil {
+			return err
+		}
+		if err := settleWarm(); err != nil {
+			return err
+		}
 		if err := airlockRun.Add(runAirlock()); err != nil {
 			return err
 		}
@@ -188,6 +223,8 @@ services:
 		{Measure: "ratio airlock / floor", Result: benchdoc.Ratio(ar, fr), Target: "≤ 1.15×"},
 		{Measure: "the same floor with `--network " + sandbox.SharedNetwork + "`, the network airlock's sandbox joins (median)", Result: benchdoc.MS(benchdoc.Median(sharedFloorRun))},
 		{Measure: "ratio airlock / floor on that network", Result: benchdoc.Ratio(ar, benchdoc.Median(sharedFloorRun))},
+		{Measure: "warm `airlock run -- make test` from a pool of 1 (`[sandbox.pool]`: redis parked and ready; median)", Result: benchdoc.MS(benchdoc.Median(warmRun))},
+		{Measure: "warm ratio airlock / floor", Result: benchdoc.Ratio(benchdoc.Median(warmRun), fr), Target: "≤ 0.3×"},
 	}
 	if withCompose {
 		cu, cd := benchdoc.Median(composeUp), benchdoc.Median(composeDown)
