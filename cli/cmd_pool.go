@@ -128,8 +128,8 @@ func (a *app) poolWarm(size int) error {
 	if err != nil {
 		return err
 	}
-	if tgt.kube || tgt.clientFiles {
-		return withCode(ExitUsage, errors.New("a warm pool needs a Docker Engine the daemon shares this machine's files with: not on the kubernetes backend, nor through a daemon on another machine (docs/pool.md)"))
+	if tgt.clientFiles {
+		return withCode(ExitUsage, errors.New("a warm pool needs a daemon that shares this machine's files (its key fingerprints what is copied in): not a daemon on another machine (docs/pool.md)"))
 	}
 	c, err := a.daemonClient(ctx)
 	if err != nil {

@@ -150,9 +150,11 @@ func poolIdent(ep engine.Endpoint, r *manifest.Resolved, file string) string {
 // env, image, mount and copy sources: keyed, never shown) and a fingerprint of
 // the files copied in. "" with a reason when r cannot be pooled.
 func (ps *pools) key(ctx context.Context, rt Backend, r *manifest.Resolved, values map[string]string) (string, error) {
-	drt, ok := rt.(*sandbox.Runtime)
+	files, ok := rt.(interface {
+		CopiedPaths(*manifest.Resolved) []string
+	})
 	if !ok {
-		return "", errors.New("the kubernetes backend has no warm pool yet")
+		return "", errors.New("this backend has no warm pool")
 	}
 	plain := *r
 	sb := plain.Sandbox
@@ -169,7 +171,7 @@ func (ps *pools) key(ctx context.Context, rt Backend, r *manifest.Resolved, valu
 			baked[k] = v
 		}
 	}
-	fp, err := fingerprint(drt.CopiedPaths(r))
+	fp, err := fingerprint(files.CopiedPaths(r))
 	if err != nil {
 		return "", err
 	}

@@ -55,12 +55,23 @@ func (rt *Runtime) Create(ctx context.Context, req *sandbox.Request) (sb *sandbo
 		return nil, configErr("sandbox.user: %v", err)
 	}
 	spec := sandbox.BuildSpec(req, r)
-	spec.Hold = true
+	// Held until Start delivers the values; a pooled sandbox is parked
+	// instead (its daemons that take no value start, the rest waits for its
+	// claim: docs/pool.md).
+	spec.Hold, spec.Park = !req.Park, req.Park
+	labels := req.Labels
+	if req.Park {
+		labels = maps.Clone(labels)
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		labels[sandbox.LabelPool] = req.PoolKey
+	}
 	runUID, runGID, mainUser := PodUser(r, spec, uid, gid)
 	planHash := sandbox.PlanHash(r, r.Sandbox.Image)
 	pod, err := BuildPod(PodInput{
-		ID: req.ID, Namespace: rt.cfg.Namespace, AirlockImage: rt.cfg.Image, Kind: req.Kind, Labels: req.Labels,
-		Manifest: r, Spec: spec, RunAsUser: runUID, RunAsGroup: runGID, MainUser: mainUser, TTY: req.TTY, Stdin: req.Stdin || req.TTY,
+		ID: req.ID, Namespace: rt.cfg.Namespace, AirlockImage: rt.cfg.Image, Kind: req.Kind, Labels: labels,
+		Manifest: r, Spec: spec, RunAsUser: runUID, RunAsGroup: runGID, MainUser: mainUser, TTY: req.TTY, Stdin: req.Stdin || req.TTY || req.Park,
 		PlanHash: planHash, Owner: rt.cfg.Owner, CLIPid: req.CLIPid, CLIStart: req.CLIStart, AllowPrivileged: rt.cfg.AllowPrivileged,
 		Keeper: req.KeepFiles,
 	})
@@ -105,7 +116,7 @@ func (rt *Runtime) Create(ctx context.Context, req *sandbox.Request) (sb *sandbo
 	sb = sandbox.Handle(req.ID, name, req.TTY)
 	sb.Name, sb.Project, sb.Kind, sb.PlanHash = name, r.ProjectDir, req.Kind, planHash
 	rt.mu.Lock()
-	rt.live[req.ID] = &podState{pod: name, resolved: r, values: sandbox.DeliveredValues(req, r)}
+	rt.live[req.ID] = &podState{pod: name, resolved: r, values: sandbox.DeliveredValues(req, r), parked: req.Park}
 	rt.mu.Unlock()
 	return sb, nil
 }
@@ -288,9 +299,11 @@ func (rt *Runtime) Start(ctx context.Context, sb *sandbox.Sandbox) error {
 	if ok, _ := primaryRunning(pod); !ok || pod.DeletionTimestamp != nil {
 		return failed("cannot start sandbox %s again: its Pod's primary ended (on the kubernetes backend a stopped sandbox is gone; airlock up makes a new one)", sb.ID)
 	}
-	defer rt.step(sb.ID, "secrets delivery")()
-	if err := sandbox.DeliverValues(ctx, rt, sb.PrimaryID, st.values); err != nil {
-		return err
+	if !st.parked { // a parked one gets its values with its claim
+		defer rt.step(sb.ID, "secrets delivery")()
+		if err := sandbox.DeliverValues(ctx, rt, sb.PrimaryID, st.values); err != nil {
+			return err
+		}
 	}
 	// The primary ran since Create, held: the annotation tells a started one
 	// from a held one (Running, ps), for this daemon and the next.
@@ -543,7 +556,7 @@ func info(p *corev1.Pod) sandbox.Info {
 	in := sandbox.Info{
 		ID: get(sandbox.LabelSandbox), Kind: get(sandbox.LabelKind), Project: get(sandbox.LabelProject),
 		CreatedAt: p.CreationTimestamp.UTC(), PlanHash: get(sandbox.LabelPlanHash), Container: p.Name,
-		Labels: map[string]string{}, CLIPid: get(sandbox.LabelCLIPid), CLIStart: get(sandbox.LabelCLIStart),
+		Labels: map[string]string{}, CLIPid: get(sandbox.LabelCLIPid), CLIStart: get(sandbox.LabelCLIStart), Pool: get(sandbox.LabelPool),
 	}
 	for _, c := range p.Spec.Containers {
 		if c.Name == MainContainer {

@@ -2,17 +2,53 @@ package kube
 
 import (
 	"context"
-	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
 
+	"github.com/airlock-dev/airlock/manifest"
 	"github.com/airlock-dev/airlock/sandbox"
 )
 
-// errNoPool: the kubernetes backend keeps no warm pool yet (docs/pool.md); the
-// daemon never asks it to, so this only guards against a caller that does.
-var errNoPool = errors.New("the kubernetes backend has no warm pool")
+// A warm pool's Pods (docs/pool.md) are made parked (Create with Park): their
+// supervisor starts what takes no value and waits for a claim on its socket,
+// which Claim delivers with an exec, as Start delivers a held Pod's values.
 
-// WatchParked is not supported on a cluster yet.
-func (rt *Runtime) WatchParked(context.Context, *sandbox.Sandbox, func()) error { return errNoPool }
+// WatchParked follows a parked Pod's status until it cannot serve a claim.
+func (rt *Runtime) WatchParked(ctx context.Context, sb *sandbox.Sandbox, parked func()) error {
+	return sandbox.WatchParkedStatus(ctx, rt, sb.PrimaryID, parked)
+}
 
-// Claim is not supported on a cluster yet.
-func (rt *Runtime) Claim(context.Context, *sandbox.Sandbox, sandbox.Claim) error { return errNoPool }
+// Claim delivers a run's claim to a parked Pod's supervisor.
+func (rt *Runtime) Claim(ctx context.Context, sb *sandbox.Sandbox, c sandbox.Claim) error {
+	values, err := sandbox.ClaimDelivery(c)
+	if err != nil {
+		return err
+	}
+	defer rt.step(sb.ID, "claim")()
+	if err := sandbox.DeliverValues(ctx, rt, sb.PrimaryID, values); err != nil {
+		if strings.Contains(err.Error(), "unhealthy: ") || !rt.Running(ctx, sb.PrimaryID) {
+			return fmt.Errorf("%w: %v", sandbox.ErrUnhealthy, err)
+		}
+		return err
+	}
+	rt.mu.Lock()
+	if st := rt.live[sb.ID]; st != nil {
+		st.resolved, st.parked = c.Manifest, false
+	}
+	rt.mu.Unlock()
+	return nil
+}
+
+// CopiedPaths are the host paths a Pod of r gets a copy of: the project and
+// the [copies] sources (a warm pool's key fingerprints them).
+func (rt *Runtime) CopiedPaths(r *manifest.Resolved) []string {
+	out := []string{r.ProjectDir}
+	for _, name := range slices.Sorted(maps.Keys(r.Copies)) {
+		if c := r.Copies[name]; c.Enabled && c.Source != "" {
+			out = append(out, c.Source)
+		}
+	}
+	return out
+}

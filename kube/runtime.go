@@ -57,6 +57,7 @@ type podState struct {
 	pod      string
 	resolved *manifest.Resolved
 	values   map[string]string // delivered at start
+	parked   bool              // made for a warm pool: its values come with its claim
 }
 
 // IsEndpoint reports whether an endpoint names a Kubernetes backend.

@@ -49,7 +49,10 @@ type Claim struct {
 // client's stdin, when it forwards one, follows the claim. A supervisor that
 // finds a daemon unhealthy ends the run with 125 and says why.
 func (rt *Runtime) Claim(ctx context.Context, sb *Sandbox, c Claim) error {
-	payload, err := claimValues(sb, c)
+	if c.Manifest == nil {
+		c.Manifest = sb.manifest
+	}
+	payload, err := ClaimDelivery(c)
 	if err != nil {
 		return err
 	}
@@ -95,12 +98,13 @@ func (rt *Runtime) Claim(ctx context.Context, sb *Sandbox, c Claim) error {
 	return nil
 }
 
-// claimValues is the delivery of a claim: the run's values by key path, and
-// the claim itself under supervisor.ClaimKey.
-func claimValues(sb *Sandbox, c Claim) (map[string]string, error) {
+// ClaimDelivery is the delivery of a claim: the run's values by key path (of
+// c.Manifest, which is required), and the claim itself under
+// supervisor.ClaimKey.
+func ClaimDelivery(c Claim) (map[string]string, error) {
 	r := c.Manifest
 	if r == nil {
-		r = sb.manifest
+		return nil, failed("cannot claim a parked sandbox without the run's manifest")
 	}
 	req := &Request{Command: c.Command, Env: c.Env, EnvSecrets: c.EnvSecrets, Workdir: c.Workdir}
 	sc := supervisor.Claim{
@@ -132,11 +136,16 @@ func claimValues(sb *Sandbox, c Claim) (map[string]string, error) {
 // supervisor failed, a daemon exited or gave up, the container stopped — or
 // nil when ctx ends.
 func (rt *Runtime) WatchParked(ctx context.Context, sb *Sandbox, parked func()) error {
+	return WatchParkedStatus(ctx, rt, sb.PrimaryID, parked)
+}
+
+// WatchParkedStatus is WatchParked on any backend that runs execs.
+func WatchParkedStatus(ctx context.Context, ex Execer, containerID string, parked func()) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	// Without reporting what it read (StatusReadIn): the supervisor of the
 	// run that claims it must not wait at its exit for a follower gone.
-	rc, err := TailFile(ctx, rt, sb.PrimaryID, supervisor.StatusFile, 0, true, "")
+	rc, err := TailFile(ctx, ex, containerID, supervisor.StatusFile, 0, true, "")
 	if err != nil {
 		return failed("cannot follow the pooled sandbox's status: %v", err)
 	}

@@ -4,6 +4,7 @@ package kube_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -599,4 +600,50 @@ ready = { log = "ticker-up", timeout = "30s" }
 	}
 	e.MustRun("down")
 	waitNoPods(t, cs, e.Project, 30*time.Second)
+}
+
+// TestWarmPoolOnCluster (issue 23): a manifest with [sandbox.pool] keeps a
+// parked Pod (its value-free daemon ready); a run takes it (pool.claimed),
+// gets its output, exit code and the run's substituted value, and the pool
+// refills; drain leaves no Pod.
+func TestWarmPoolOnCluster(t *testing.T) {
+	e, cs := newEnv(t, `[sandbox]
+image = "{{image}}"
+
+[sandbox.pool]
+size = 1
+
+[env]
+GREETING = "${AIRLOCK_E2E_GREETING}"
+
+[daemons.static]
+command = ["sh", "-c", "echo parked > /tmp/static; exec sleep 1000"]
+ready = { cmd = ["test", "-e", "/tmp/static"] }
+`)
+	t.Cleanup(func() { e.Run("pool", "drain") })
+	greet := []string{"AIRLOCK_E2E_GREETING=warm-cluster"}
+	if r := e.RunEnv(greet, "pool", "warm"); r.Code != 0 || !strings.Contains(r.Stdout, "1 ready") {
+		t.Fatalf("pool warm: %s", r)
+	}
+	r := e.RunEnv(greet, "--log-level", "debug", "run", "--", "sh", "-c", `echo "$GREETING $(cat /tmp/static)"; hostname; exit 4`)
+	if r.Code != 4 || !strings.Contains(r.Stdout, "warm-cluster parked") || !strings.Contains(r.Stderr, "warm pool: hit") {
+		t.Fatalf("warm run on the cluster: %s", r)
+	}
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		out := e.MustRun("pool", "ls", "--json").Stdout
+		var list client.PoolList
+		if err := json.Unmarshal([]byte(out), &list); err != nil {
+			t.Fatal(err)
+		}
+		if len(list.Pools) == 1 && list.Pools[0].Ready == 1 && list.Pools[0].Hits == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the pool was not refilled: %s", out)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	e.MustRun("pool", "drain")
+	waitNoPods(t, cs, e.Project, time.Minute)
 }
