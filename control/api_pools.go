@@ -32,6 +32,9 @@ func (s *server) warmPool(w http.ResponseWriter, r *http.Request) {
 		ep := engine.Endpoint(*req.Engine)
 		wreq.Engine = &ep
 	}
+	if req.ManifestTOML != "" || req.ManifestDoc != nil || req.ProjectDir != "" || req.Vars != nil {
+		wreq.Text = &ManifestText{TOML: req.ManifestTOML, Doc: req.ManifestDoc, ProjectDir: req.ProjectDir, Vars: req.Vars}
+	}
 	p, err := s.svc.WarmPool(r.Context(), wreq)
 	if err != nil {
 		writeError(w, err)

@@ -682,13 +682,28 @@ func (s *Service) Pools() (list []PoolStatus, total, max int) {
 type WarmRequest struct {
 	Manifest *manifest.Wire
 	Secrets  map[string]string
-	Engine   *engine.Endpoint
-	Size     int // 0: the manifest's sandbox.pool.size
+	// Text is the manifest given as text instead (resolved as a create's:
+	// resolveText); not with Manifest.
+	Text   *ManifestText
+	Engine *engine.Endpoint
+	Size   int // 0: the manifest's sandbox.pool.size
 }
 
 // WarmPool fills the pool of a manifest to its size (or req.Size) and waits
 // until that many sandboxes are parked, or the pool cannot fill.
 func (s *Service) WarmPool(ctx context.Context, req *WarmRequest) (PoolStatus, error) {
+	if req.Text != nil {
+		if req.Manifest != nil {
+			return PoolStatus{}, errorf(ErrInvalidRequest, "give a resolved manifest or a manifest text, not both")
+		}
+		w, values, err := s.resolveText(req.Text)
+		if err != nil {
+			return PoolStatus{}, err
+		}
+		r := *req
+		r.Manifest, r.Secrets, r.Text = w, values, nil
+		req = &r
+	}
 	if req.Manifest == nil {
 		return PoolStatus{}, errorf(ErrInvalidRequest, "a manifest is required")
 	}

@@ -21,7 +21,8 @@ from ._transport import Endpoint, default_socket, parse_host
 from .client import Client, Command, EventStream, ExecStream, Manifest, Sandbox
 from . import errors as _errors
 from .errors import *  # noqa: F403 (the error classes, errors.__all__)
-from .models import DaemonCount, Event, ExecFrame, ExecInfo, ExecResult, Health, Port, SandboxInfo
+from .models import (DaemonCount, Event, ExecFrame, ExecInfo, ExecResult, Health, Pool, PooledSandbox, PoolList, Port,
+                     SandboxInfo)
 
 __version__ = "0.1.0"
 
@@ -43,5 +44,8 @@ __all__ = [
     "ExecInfo",
     "ExecFrame",
     "ExecResult",
+    "Pool",
+    "PooledSandbox",
+    "PoolList",
 ]
 __all__ += [n for n in _errors.__all__ if n != "error_from_response"]

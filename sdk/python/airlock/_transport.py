@@ -13,16 +13,27 @@ import http.client
 import os
 import socket
 import ssl
+import struct
 import subprocess
 import sys
+import threading
 import urllib.parse
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from .errors import DaemonUnreachableError, error_from_response
+from .errors import DaemonUnreachableError, ProtocolError, error_from_response
 
-__all__ = ["Endpoint", "default_socket", "parse_host", "Transport", "Response"]
+__all__ = ["Endpoint", "default_socket", "parse_host", "Transport", "Response", "Upgraded"]
+
+#: The protocol a stream upgrade asks for (docs/api.md "Exec", attached).
+STREAM_PROTOCOL = "airlock-stream"
+
+#: Frame types of the stream protocol.
+FRAME_STDIN, FRAME_STDOUT, FRAME_STDERR, FRAME_EXIT = 0, 1, 2, 3
+
+#: The largest payload of one frame.
+MAX_FRAME = 1 << 20
 
 #: The host name sent to a daemon on a Unix socket or over ssh (any will do).
 _LOCAL_HOST = "airlockd"
@@ -208,6 +219,66 @@ class Response:
         self.close()
 
 
+class Upgraded:
+    """A connection switched to the daemon's stream protocol: frames both ways.
+
+    Each frame is an 8-byte header (its type, three zero bytes, the payload's
+    length as a big-endian uint32) and the payload. Made by
+    :meth:`Transport.upgrade`; close it once done.
+    """
+
+    def __init__(self, resp: Response) -> None:
+        self._resp = resp
+        fp = resp._resp.fp
+        sock = resp._conn.sock
+        if fp is None or sock is None:
+            raise ProtocolError("the upgraded connection is closed")
+        self._r: IO[bytes] = fp
+        self._sock = sock
+        self._send_lock = threading.Lock()
+
+    def send_frame(self, typ: int, payload: bytes = b"") -> None:
+        """Sends one frame (a payload longer than a frame allows is split)."""
+        with self._send_lock:
+            while True:
+                chunk, payload = payload[:MAX_FRAME], payload[MAX_FRAME:]
+                self._sock.sendall(struct.pack(">BxxxI", typ, len(chunk)) + chunk)
+                if not payload:
+                    return
+
+    def _read_exact(self, n: int) -> bytes | None:
+        buf = bytearray()
+        while len(buf) < n:
+            b = self._r.read(n - len(buf))
+            if not b:
+                return None
+            buf += b
+        return bytes(buf)
+
+    def read_frame(self) -> tuple[int, bytes] | None:
+        """The next frame's type and payload; None once the daemon closed the connection."""
+        hdr = self._read_exact(8)
+        if hdr is None:
+            return None
+        typ, n = struct.unpack(">BxxxI", hdr)
+        if n > MAX_FRAME:
+            raise ProtocolError(f"a frame of {n} bytes, more than {MAX_FRAME}")
+        payload = self._read_exact(n)
+        if payload is None:
+            raise ProtocolError("the stream ended within a frame")
+        return typ, payload
+
+    def close(self) -> None:
+        """Closes the connection."""
+        self._resp.close()
+
+    def __enter__(self) -> Upgraded:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
 @dataclass
 class Transport:
     """Sends requests to one daemon. Made by :class:`airlock.Client`."""
@@ -318,3 +389,16 @@ class Transport:
         if stream:
             out.set_timeout(None)
         return out
+
+    def upgrade(self, path: str, body: bytes) -> Upgraded:
+        """POSTs a JSON body asking to switch to the stream protocol (101), and returns the frames' connection."""
+        resp = self.request("POST", path, body=body, stream=True, headers={
+            "Content-Type": "application/json", "Connection": "Upgrade", "Upgrade": STREAM_PROTOCOL})
+        if resp.status != 101:
+            resp.close()
+            raise ProtocolError(f"cannot attach: the daemon answered {resp.status}, not 101 Switching Protocols")
+        try:
+            return Upgraded(resp)
+        except BaseException:
+            resp.close()
+            raise

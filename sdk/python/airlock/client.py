@@ -9,21 +9,23 @@ import logging
 import os
 import ssl
 import tarfile
+import threading
 import time
 import urllib.parse
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from types import TracebackType
 from typing import IO, Any
 
-from ._transport import Response, Transport, default_socket, parse_host
+from ._transport import FRAME_EXIT, FRAME_STDERR, FRAME_STDIN, FRAME_STDOUT, Response, Transport, default_socket, parse_host
 from .errors import (
     AirlockError,
+    EngineError,
     ProtocolError,
     SandboxFailedError,
     SandboxNotFoundError,
     WaitTimeoutError,
 )
-from .models import Event, ExecFrame, ExecInfo, ExecResult, Health, SandboxInfo
+from .models import Event, ExecFrame, ExecInfo, ExecResult, Health, Pool, PoolList, SandboxInfo
 
 __all__ = ["Client", "Sandbox", "EventStream", "ExecStream", "Command", "Manifest"]
 
@@ -69,6 +71,26 @@ def _env_list(env: Mapping[str, str] | Sequence[str] | None) -> list[str] | None
     if isinstance(env, Mapping):
         return [f"{k}={v}" for k, v in env.items()]
     return [str(e) for e in env]
+
+
+def _manifest_body(manifest: Manifest, project_dir: str | os.PathLike[str] | None,
+                   vars: Mapping[str, str] | None) -> dict[str, Any]:
+    """The fields of a request that give a manifest as text: manifest_toml or manifest_doc, project_dir, vars."""
+    body: dict[str, Any] = {}
+    if isinstance(manifest, str):
+        body["manifest_toml"] = manifest
+    elif isinstance(manifest, Mapping):
+        body["manifest_doc"] = dict(manifest)
+    elif isinstance(manifest, os.PathLike):
+        with open(manifest, encoding="utf-8") as f:
+            body["manifest_toml"] = f.read()
+    else:
+        raise TypeError(f"a manifest is TOML text, a dict or a path, not {type(manifest).__name__}")
+    if project_dir is not None:
+        body["project_dir"] = os.fspath(project_dir)
+    if vars:
+        body["vars"] = dict(vars)
+    return body
 
 
 class EventStream:
@@ -304,22 +326,9 @@ class Client:
             with client.create(toml_text) as sb:
                 sb.run("make test")
         """
-        body: dict[str, Any] = {"kind": "up", "start": start}
+        body: dict[str, Any] = {"kind": "up", "start": start, **_manifest_body(manifest, project_dir, vars)}
         if id is not None:
             body["id"] = id
-        if isinstance(manifest, str):
-            body["manifest_toml"] = manifest
-        elif isinstance(manifest, Mapping):
-            body["manifest_doc"] = dict(manifest)
-        elif isinstance(manifest, os.PathLike):
-            with open(manifest, encoding="utf-8") as f:
-                body["manifest_toml"] = f.read()
-        else:
-            raise TypeError(f"a manifest is TOML text, a dict or a path, not {type(manifest).__name__}")
-        if project_dir is not None:
-            body["project_dir"] = os.fspath(project_dir)
-        if vars:
-            body["vars"] = dict(vars)
         if labels:
             body["labels"] = dict(labels)
         info = SandboxInfo.from_json(self._post_json("/v1/sandboxes", body))
@@ -335,6 +344,141 @@ class Client:
                         log.warning("airlock: cannot delete sandbox %s that did not get ready: %s", info.id, e)
                 raise
         return sb
+
+    def run(
+        self,
+        manifest: Manifest,
+        cmd: Command,
+        *,
+        project_dir: str | os.PathLike[str] | None = None,
+        vars: Mapping[str, str] | None = None,
+        stdin: bytes | str | None = None,
+        env: Mapping[str, str] | Sequence[str] | None = None,
+        workdir: str | None = None,
+        id: str | None = None,
+        labels: Mapping[str, str] | None = None,
+        no_pool: bool = False,
+        keep: bool = False,
+        check: bool = False,
+        timeout: float | None = DEFAULT_READY_TIMEOUT,
+    ) -> ExecResult:
+        """Runs a command in a sandbox of its own, as ``airlock run`` does, and returns its exit code and output.
+
+        The sandbox is made from ``manifest`` (with ``project_dir`` and
+        ``vars``, as :meth:`create` takes them), runs ``cmd`` as its main
+        command (a list of arguments, or a string run by ``sh -c``) with the
+        manifest's daemons, and is removed once the command exited (``keep``
+        keeps it, stopped: its files, events and logs stay until deleted).
+        ``stdin`` is the command's whole standard input (else it reads
+        ``/dev/null``); ``env`` adds variables; ``workdir`` is where it runs.
+
+        A manifest with a warm pool (``[sandbox.pool]``, or one filled by
+        :meth:`warm_pool`) has the run take one of the pool's parked
+        sandboxes when it matches: then only the command starts, and the
+        sandbox's events have ``pool.claimed``. ``no_pool`` starts it cold.
+
+        ``timeout`` bounds the wait for the sandbox to be made (an image pull
+        included), not the command. With ``check`` a non-zero exit code raises
+        :class:`CommandFailedError`. The result's ``sandbox_id`` names the sandbox.
+        """
+        body: dict[str, Any] = {"kind": "run", "start": False, "command": _argv(cmd), "fast_end": True,
+                                **_manifest_body(manifest, project_dir, vars)}
+        if not keep:
+            body["remove_on_exit"] = True
+        if stdin is not None:
+            body["stdin"] = True
+        if (e := _env_list(env)) is not None:
+            body["env"] = e
+        if workdir is not None:
+            body["workdir"] = workdir
+        if id is not None:
+            body["id"] = id
+        if labels:
+            body["labels"] = dict(labels)
+        if no_pool:
+            body["no_pool"] = True
+        info = SandboxInfo.from_json(self._post_json("/v1/sandboxes", body))
+        sid, ended = info.id, False
+        try:
+            self._wait_created(sid, timeout)
+            # Attached before the start: no output is missed.
+            stream = self._t.upgrade(_sandbox_path(sid, "attach"), json.dumps({"stdin": stdin is not None}).encode("utf-8"))
+            with stream:
+                if stdin is not None:
+                    raw = stdin.encode("utf-8") if isinstance(stdin, str) else bytes(stdin)
+
+                    def send() -> None:
+                        try:
+                            if raw:
+                                stream.send_frame(FRAME_STDIN, raw)
+                            stream.send_frame(FRAME_STDIN, b"")
+                        except OSError:
+                            pass  # the command ended without reading it all
+
+                    threading.Thread(target=send, name=f"airlock-stdin-{sid}", daemon=True).start()
+                self._post_json(_sandbox_path(sid, "resume"), {})
+                out, err, exit_payload = bytearray(), bytearray(), b""
+                while True:
+                    try:
+                        frame = stream.read_frame()
+                    except OSError as e:
+                        raise ProtocolError(f"the main command's stream of sandbox {sid} broke: {e}") from e
+                    if frame is None:
+                        cur = self.get(sid)
+                        if cur.state == "failed":
+                            raise SandboxFailedError(
+                                f"sandbox {sid} failed" + (f": {cur.reason}" if cur.reason else ""),
+                                sandbox_id=sid, state=cur.state, sandbox_reason=cur.reason)
+                        raise ProtocolError(f"the main command's stream of sandbox {sid} ended before its exit code")
+                    typ, payload = frame
+                    if typ == FRAME_STDOUT:
+                        out += payload
+                    elif typ == FRAME_STDERR:
+                        err += payload
+                    elif typ == FRAME_EXIT:
+                        exit_payload = payload
+                        break
+            try:
+                exit_doc = json.loads(exit_payload)
+            except ValueError as e:
+                raise ProtocolError(f"an exit frame that is not JSON: {exit_payload[:200]!r}") from e
+            if exit_doc.get("error"):
+                raise EngineError(f"sandbox {sid}: {exit_doc['error']}")
+            ended = True
+            res = ExecResult(exit_code=int(exit_doc.get("exit_code", -1)), stdout=bytes(out), stderr=bytes(err),
+                             sandbox_id=sid)
+        finally:
+            if not ended and not keep:
+                try:
+                    self._t.request("DELETE", _sandbox_path(sid)).close()
+                except AirlockError as e:
+                    log.warning("airlock: cannot delete run sandbox %s: %s", sid, e)
+        return res.check() if check else res
+
+    def _wait_created(self, sandbox_id: str, timeout: float | None) -> None:
+        """Waits for a new sandbox's ``sandbox.created`` (:class:`SandboxFailedError` on ``sandbox.failed``)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        seq: int | None = None
+        while True:
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                raise WaitTimeoutError(f"sandbox {sandbox_id} was not created within {timeout} s")
+            with self.events(sandbox_id, from_seq=seq, follow=True, timeout=left) as stream:
+                try:
+                    for ev in stream:
+                        if ev.kind == "stream.error":
+                            break  # fell behind: follow again
+                        seq = ev.sequence or seq
+                        if ev.kind == "sandbox.created":
+                            return
+                        if ev.kind == "sandbox.failed" or ev.state in ("failed", "deleting", "deleted"):
+                            raise SandboxFailedError(
+                                f"sandbox {sandbox_id} failed before its command ran" + (f": {ev.reason}" if ev.reason else ""),
+                                sandbox_id=sandbox_id, state=ev.state, sandbox_reason=ev.reason)
+                    else:
+                        raise ProtocolError(f"the daemon ended the events of sandbox {sandbox_id} before it was created")
+                except WaitTimeoutError:
+                    raise WaitTimeoutError(f"sandbox {sandbox_id} was not created within {timeout} s") from None
 
     def sandbox(self, sandbox_id: str) -> Sandbox:
         """A handle of an existing sandbox (its record is read on first use)."""
@@ -375,6 +519,48 @@ class Client:
             body["all"] = True
         doc = self._post_json("/v1/prune", body)
         return doc if isinstance(doc, dict) else {}
+
+    # Warm pools.
+
+    def pools(self) -> PoolList:
+        """``GET /v1/pools``: the daemon's warm pools (docs/pool.md), their parked sandboxes, hits and misses."""
+        return PoolList.from_json(_decode_json(self._t.request("GET", "/v1/pools")))
+
+    def warm_pool(
+        self,
+        manifest: Manifest,
+        *,
+        project_dir: str | os.PathLike[str] | None = None,
+        vars: Mapping[str, str] | None = None,
+        size: int | None = None,
+    ) -> Pool:
+        """``POST /v1/pools/warm``: fills the warm pool of a manifest now and returns it once full.
+
+        ``manifest``, ``project_dir`` and ``vars`` are as :meth:`create` takes
+        them; a :meth:`run` of the same gets the pool's parked sandboxes.
+        ``size`` is how many to park (else the manifest's
+        ``[sandbox.pool] size``); it holds until the pool is drained. A pool
+        that cannot fill raises (an :class:`AirlockError` saying why).
+        """
+        body = _manifest_body(manifest, project_dir, vars)
+        if size is not None:
+            body["size"] = size
+        return Pool.from_json(self._post_json("/v1/pools/warm", body))
+
+    def drain_pools(self, *, project: str | os.PathLike[str] | None = None, all: bool = False) -> int:
+        """``POST /v1/pools/drain``: removes the parked sandboxes of one project's pools (or ``all``) and returns how many.
+
+        It returns once they are gone. A drained pool stays empty until a
+        :meth:`warm_pool` or a run of its manifest sizes it again.
+        """
+        if all and project is None:
+            body: dict[str, Any] = {"all": True}
+        elif project is not None and not all:
+            body = {"project": os.fspath(project)}
+        else:
+            raise ValueError("drain_pools takes a project or all=True (one of them)")
+        doc = self._post_json("/v1/pools/drain", body)
+        return int(doc.get("removed") or 0) if isinstance(doc, dict) else 0
 
     # Plumbing shared with Sandbox.
 

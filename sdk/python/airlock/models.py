@@ -11,7 +11,8 @@ import base64
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["DaemonCount", "Port", "SandboxInfo", "Event", "ExecInfo", "ExecFrame", "ExecResult", "Health"]
+__all__ = ["DaemonCount", "Port", "SandboxInfo", "Event", "ExecInfo", "ExecFrame", "ExecResult", "Health",
+           "Pool", "PooledSandbox", "PoolList"]
 
 
 def _str(d: dict[str, Any], k: str) -> str:
@@ -193,12 +194,17 @@ class ExecFrame:
 
 @dataclass(frozen=True)
 class ExecResult:
-    """What a finished command gave: its exit code and whole output."""
+    """What a finished command gave: its exit code and whole output.
+
+    ``exec_id`` names the exec (:meth:`Sandbox.run`); ``sandbox_id`` the run
+    sandbox whose main command it was (:meth:`Client.run`).
+    """
 
     exit_code: int
     stdout: bytes
     stderr: bytes
     exec_id: str = ""
+    sandbox_id: str = ""
 
     @property
     def stdout_text(self) -> str:
@@ -226,3 +232,78 @@ class ExecResult:
                 msg += ": " + " | ".join(tail)
             raise CommandFailedError(msg, result=self)
         return self
+
+
+@dataclass(frozen=True)
+class PooledSandbox:
+    """One sandbox of a warm pool: parked (``ready``) or still being made."""
+
+    id: str
+    container: str
+    ready: bool
+    since: str
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> PooledSandbox:
+        """Reads the daemon's JSON."""
+        return cls(id=_str(d, "id"), container=_str(d, "container"), ready=bool(d.get("ready")), since=_str(d, "since"), raw=d)
+
+
+@dataclass(frozen=True)
+class Pool:
+    """One warm pool of the daemon (``GET /v1/pools``, docs/pool.md): the sandboxes
+    of one manifest made, started and parked in advance for its runs.
+
+    ``key`` is the strict key of what its sandboxes are; ``size`` how many it
+    keeps, ``ready`` how many are parked and healthy, ``starting`` how many are
+    being made. ``hits`` counts the runs that took a parked sandbox, ``misses``
+    the others by reason (``empty``, ``stale``, ``unhealthy``, ``disabled``,
+    ``options``); ``stale`` the parked sandboxes removed because the key
+    changed, ``failures`` those that could not be made or became unhealthy
+    (``last_error`` the last).
+    """
+
+    key: str
+    project: str
+    file: str
+    engine: str
+    size: int
+    ready: int
+    starting: int
+    hits: int
+    misses: dict[str, int]
+    stale: int
+    failures: int
+    idle_ttl: str
+    last_used: str
+    last_error: str = ""
+    sandboxes: list[PooledSandbox] = field(default_factory=list)
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> Pool:
+        """Reads the daemon's JSON."""
+        return cls(key=_str(d, "key"), project=_str(d, "project"), file=_str(d, "file"), engine=_str(d, "engine"),
+                   size=int(d.get("size") or 0), ready=int(d.get("ready") or 0), starting=int(d.get("starting") or 0),
+                   hits=int(d.get("hits") or 0), misses={str(k): int(v) for k, v in (d.get("misses") or {}).items()},
+                   stale=int(d.get("stale") or 0), failures=int(d.get("failures") or 0), idle_ttl=_str(d, "idle_ttl"),
+                   last_used=_str(d, "last_used"), last_error=_str(d, "last_error"),
+                   sandboxes=[PooledSandbox.from_json(m) for m in d.get("sandboxes") or []], raw=d)
+
+
+@dataclass(frozen=True)
+class PoolList:
+    """``GET /v1/pools``: every warm pool of the daemon, and how many sandboxes
+    they hold together (``pooled``) against the daemon's ``runtime.pool_max``."""
+
+    pools: list[Pool]
+    pooled: int
+    pool_max: int
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> PoolList:
+        """Reads the daemon's JSON."""
+        return cls(pools=[Pool.from_json(p) for p in d.get("pools") or []], pooled=int(d.get("pooled") or 0),
+                   pool_max=int(d.get("pool_max") or 0), raw=d)

@@ -14,6 +14,7 @@ import io
 import json
 import os
 import re
+import shutil
 import tarfile
 import tempfile
 import threading
@@ -94,6 +95,19 @@ class UnitTest(unittest.TestCase):
         f = airlock.ExecFrame.from_json({"stream": "stderr", "data": "é"})
         self.assertEqual(f.data, "é".encode())
         self.assertEqual(airlock.ExecFrame.from_json({"exit_code": 3}).exit_code, 3)
+
+    def test_pool_models(self) -> None:
+        doc = {"pools": [{"key": "k1", "project": "/p", "file": "/p/sandbox.toml", "engine": "unix:///d.sock", "size": 2,
+                          "ready": 1, "starting": 1, "hits": 3, "misses": {"empty": 1}, "stale": 0, "failures": 0,
+                          "idle_ttl": "15m0s", "last_used": "2026-01-01T00:00:00Z",
+                          "sandboxes": [{"id": "a", "container": "c", "ready": True, "since": "2026-01-01T00:00:00Z"}]}],
+               "pooled": 2, "pool_max": 8}
+        pl = airlock.PoolList.from_json(doc)
+        self.assertEqual((pl.pooled, pl.pool_max, len(pl.pools)), (2, 8, 1))
+        p = pl.pools[0]
+        self.assertEqual((p.key, p.size, p.ready, p.hits, p.misses, p.last_error), ("k1", 2, 1, 3, {"empty": 1}, ""))
+        self.assertEqual(p.sandboxes, [airlock.PooledSandbox("a", "c", True, "2026-01-01T00:00:00Z")])
+        self.assertEqual(airlock.PoolList.from_json({}).pools, [])
 
     def test_unreachable(self) -> None:
         with tempfile.TemporaryDirectory() as d:
@@ -315,6 +329,78 @@ class DictManifestTest(DaemonTest):
                 self.assertEqual(sb.run("echo $ANSWER").stdout_text, "42\n")
                 raise KeyError("the block failed")
         self.assertGone(sid)
+
+
+class WarmPoolTest(DaemonTest):
+    """A warm pool filled from a manifest text: a run of the same text takes its parked sandbox."""
+
+    def test_warm_pool(self) -> None:
+        manifest = f"""
+[sandbox]
+image = "{IMAGE}"
+network = "none"
+
+[env]
+GREETING = "${{GREETING}}"
+"""
+        vars = {"GREETING": "hello from the pool"}
+        project = tempfile.mkdtemp(prefix="airlock-sdk-pool-")
+        self.addCleanup(shutil.rmtree, project, True)
+        os.chmod(project, 0o755)
+        Path(project, "note.txt").write_text("from the project\n")
+        self.addCleanup(self.client.drain_pools, all=True)
+
+        pool = self.client.warm_pool(manifest, project_dir=project, vars=vars, size=1)
+        self.assertIsInstance(pool, airlock.Pool)
+        self.assertEqual((pool.project, pool.size, pool.ready), (project, 1, 1))
+        self.assertEqual(len(pool.sandboxes), 1)
+        self.assertTrue(pool.sandboxes[0].ready)
+        parked = pool.sandboxes[0].id
+        listed = self.client.pools()
+        self.assertIsInstance(listed, airlock.PoolList)
+        self.assertGreaterEqual(listed.pool_max, 1)
+        self.assertEqual([p.key for p in listed.pools if p.project == project], [pool.key])
+
+        # A run of the same text, project and vars takes the parked sandbox.
+        r = self.client.run(manifest, 'cat note.txt; echo "$GREETING"; echo to-stderr >&2; exit 3',
+                            project_dir=project, vars=vars, keep=True)
+        self.addCleanup(self.client.sandbox(r.sandbox_id).delete)
+        self.assertEqual((r.exit_code, r.stdout_text, r.stderr_text),
+                         (3, "from the project\nhello from the pool\n", "to-stderr\n"))
+        self.assertEqual(r.sandbox_id, parked)
+        kinds = [ev.kind for ev in self.client.events(r.sandbox_id)]
+        self.assertIn("pool.claimed", kinds)
+
+        # no_pool starts cold (stdin given, the sandbox removed once it exited).
+        cold = self.client.run(manifest, ["cat"], project_dir=project, vars=vars, stdin="piped\n", no_pool=True)
+        self.assertEqual((cold.exit_code, cold.stdout_text), (0, "piped\n"))
+        self.assertNotEqual(cold.sandbox_id, parked)
+        with self.client.events(cold.sandbox_id, follow=True, timeout=60) as stream:
+            cold_kinds = []
+            for ev in stream:
+                cold_kinds.append(ev.kind)
+                if ev.kind == "sandbox.deleted":
+                    break
+        self.assertNotIn("pool.claimed", cold_kinds)
+        self.assertIn("pool.missed", cold_kinds)
+        self.assertGone(cold.sandbox_id)
+
+        mine = [p for p in self.client.pools().pools if p.project == project]
+        self.assertEqual(len(mine), 1)
+        self.assertEqual(mine[0].hits, 1, mine[0])
+        self.assertGreaterEqual(mine[0].misses.get("disabled", 0), 1, mine[0])
+
+        # Drained: nothing is parked.
+        self.assertGreaterEqual(self.client.drain_pools(project=project), 0)
+        after = self.client.pools()
+        self.assertEqual(after.pooled, 0, after)
+        self.assertTrue(all(p.ready == 0 and not p.sandboxes for p in after.pools), after)
+        with self.assertRaises(ValueError):
+            self.client.drain_pools()
+
+        # Without a size, nor [sandbox.pool] in the manifest, there is nothing to warm.
+        with self.assertRaises(airlock.ConfigError):
+            self.client.warm_pool(manifest, project_dir=project, vars=vars)
 
 
 class DocsExampleTest(DaemonTest):
