@@ -13,8 +13,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/airlock-dev/airlock/client"
 	"github.com/airlock-dev/airlock/internal/benchdoc"
 	"github.com/airlock-dev/airlock/internal/testenv"
+	"github.com/airlock-dev/airlock/sandbox"
 )
 
 const namespace = "airlock-bench"
@@ -75,8 +77,47 @@ func bench(airlock string, runs int, doc, command, kubeconfig, kubectl string) e
 	if _, out, err := p.Timed(airlock, "run", "--", "true"); err != nil {
 		return fmt.Errorf("airlock run on the cluster: %v: %s", err, out)
 	}
-	var ka, kk []time.Duration
+	// The same run from a warm pool of 1 (docs/pool.md): a second project.
+	warmDir := filepath.Join(p.Home, "warm-project")
+	if err := os.MkdirAll(warmDir, 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(warmDir, "sandbox.toml"), []byte(fmt.Sprintf("[sandbox]\nimage = %q\n[sandbox.pool]\nsize = 1\n", image)), 0o644); err != nil {
+		return err
+	}
+	c := client.New(filepath.Join(p.Home, "run", "airlock", "airlockd.sock"))
+	warmRun := func() (time.Duration, error) {
+		cmd := p.Command(airlock, "run", "--", "true")
+		cmd.Dir = warmDir
+		d, out, err := benchdoc.Timed(cmd)
+		if err != nil {
+			return 0, fmt.Errorf("warm airlock run: %v: %s", err, out)
+		}
+		return d, nil
+	}
+	refilled := func() {
+		for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+			if pl := benchdoc.PoolOf(ctx, c, warmDir); pl.Ready >= 1 && pl.Starting == 0 {
+				return
+			}
+		}
+	}
+	if _, out, err := p.Timed(airlock, "--project", warmDir, "--file", filepath.Join(warmDir, "sandbox.toml"), "pool", "warm"); err != nil {
+		return fmt.Errorf("airlock pool warm on the cluster: %v: %s", err, out)
+	}
+	var ka, kk, kw []time.Duration
 	for i := 0; i <= runs; i++ {
+		refilled()
+		settle(p, kubectl, kctl)
+		d, err := warmRun()
+		if err != nil {
+			return err
+		}
+		if i > 0 {
+			kw = append(kw, d)
+		}
+		refilled()
+		settle(p, kubectl, kctl)
 		d, out, err := p.Timed(airlock, "run", "--", "true")
 		if err != nil {
 			return fmt.Errorf("airlock run: %v: %s", err, out)
@@ -100,7 +141,10 @@ func bench(airlock string, runs int, doc, command, kubeconfig, kubectl string) e
 		{Measure: fmt.Sprintf("`kubectl run --rm -i --restart=Never --image=IMAGE -- true` (median of %d)", runs), Result: benchdoc.MS(mk)},
 		{Measure: "`airlock run -- true` with `backend = \"kubernetes\"` (median)", Result: benchdoc.MS(ma)},
 		{Measure: "ratio airlock / kubectl", Result: benchdoc.Ratio(ma, mk)},
+		{Measure: "warm `airlock run -- true` from a pool of 1 (a parked Pod claimed; median)", Result: benchdoc.MS(benchdoc.Median(kw))},
+		{Measure: "warm ratio airlock / kubectl", Result: benchdoc.Ratio(benchdoc.Median(kw), mk), Target: "≤ 0.15×"},
 	}
+	_, _, _ = p.Timed(airlock, "--project", warmDir, "pool", "drain")
 	for _, r := range rows {
 		fmt.Printf("%s: %s\n", r.Measure, r.Result)
 	}
@@ -115,10 +159,10 @@ func bench(airlock string, runs int, doc, command, kubeconfig, kubectl string) e
 	return benchdoc.Write(doc, "Kubernetes", intro, rows, notes)
 }
 
-// settle waits until no Pod is left in the namespace.
+// settle waits until no Pod is left in the namespace but a warm pool's.
 func settle(p *benchdoc.Project, kubectl string, kctl func(...string) []string) {
 	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		out, err := p.Command(kubectl, kctl("get", "pods", "-o", "name")...).Output()
+		out, err := p.Command(kubectl, kctl("get", "pods", "-l", "!"+sandbox.LabelPool, "-o", "name")...).Output()
 		if err == nil && strings.TrimSpace(string(out)) == "" {
 			return
 		}
