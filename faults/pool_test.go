@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -169,7 +170,7 @@ func TestPoolKillDaemon(t *testing.T) {
 		tries = append(tries, try{at: at})
 	}
 
-	var right, failedClean, hung, leftRuns int
+	var right, failedClean, hung, leftRuns, vanished int
 	codes, wrong, messages := &tally{}, &tally{}, &tally{}
 	var worst time.Duration
 	for i, tr := range tries {
@@ -218,12 +219,15 @@ func TestPoolKillDaemon(t *testing.T) {
 			t.Errorf("%s: want exit 3 with ok, or 125 with a message; got %s\nevents:\n%s", what, r, e.eventsOf(parked))
 		}
 		if _, err := os.Stat(filepath.Join(e.Project, "sandbox.toml")); err != nil {
-			ents, _ := os.ReadDir(e.Project)
-			var names []string
-			for _, en := range ents {
-				names = append(names, en.Name())
+			// Seen twice in ~50 kills, not explained yet: recorded, and the
+			// manifest written again for the next kills.
+			vanished++
+			var mtime string
+			if fi, err := os.Stat(e.Project); err == nil {
+				mtime = fi.ModTime().UTC().Format("15:04:05.000")
 			}
-			t.Fatalf("%s: the project's sandbox.toml is gone (%v); the project holds %v; CLI: %s\nevents:\n%s", what, err, names, r, e.eventsOf(parked))
+			t.Errorf("%s: the project's sandbox.toml is gone (%v; the project dir was last changed at %s); CLI: %s\nevents:\n%s", what, err, mtime, r, e.eventsOf(parked))
+			e.WriteManifest(poolManifest(2))
 		}
 		// The next command starts a daemon; the pool is drained (the old
 		// pool's parked sandboxes are the new daemon's leftovers).
@@ -268,6 +272,7 @@ func TestPoolKillDaemon(t *testing.T) {
 			{Measure: "messages of the runs that failed", Result: messages.String()},
 			{Measure: "wrong results", Result: wrong.String(), Target: "none"},
 			{Measure: "CLIs still running after 2 min", Result: fmt.Sprint(hung), Target: "0"},
+			{Measure: "kills after which the project's sandbox.toml was gone", Result: fmt.Sprint(vanished), Target: "0"},
 			{Measure: "kills with Engine objects left 10 s after the drain", Result: fmt.Sprint(leftRuns), Target: "0"},
 			{Measure: "slowest clean-up after the drain", Result: ms(worst), Target: "≤ 10 s"},
 			{Measure: "afterwards", Result: after + fmt.Sprintf("; nothing left after a drain: %v; `ps -a` states: %s", len(left) == 0, states), Target: "works, nothing left"},
@@ -288,6 +293,18 @@ func (e *env) eventsOf(ids []string) string {
 
 // idPattern matches a sandbox ID (left out of the tally of messages).
 var idPattern = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
+
+// missesOf is a pool's misses by reason ("none" when none).
+func missesOf(p client.Pool) string {
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(p.Misses)) {
+		parts = append(parts, fmt.Sprintf("%s %d", k, p.Misses[k]))
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
+}
 
 func okOnly(ok bool, _ string) bool { return ok }
 
@@ -365,7 +382,7 @@ func TestPoolKillParked(t *testing.T) {
 			{Measure: "runs returning 3 with ok", Result: fmt.Sprintf("%d/%d", right, rounds), Target: fmt.Sprintf("%d/%d", rounds, rounds)},
 			{Measure: "runs handed the killed sandbox", Result: fmt.Sprint(handedOut), Target: "0"},
 			{Measure: "runs served by the other parked one (hits)", Result: fmt.Sprintf("%d/%d", hits, rounds)},
-			{Measure: "`pool ls` failures, hits, misses at the end", Result: fmt.Sprintf("%d, %d, %v", last.Failures, last.Hits, last.Misses), Target: "failures ≥ 1"},
+			{Measure: "`pool ls` failures, hits, misses at the end", Result: fmt.Sprintf("%d, %d, %s", last.Failures, last.Hits, missesOf(last)), Target: "failures ≥ 1"},
 			{Measure: "slowest return to 2 ready after a run", Result: ms(slowest)},
 			{Measure: "Engine objects left after `pool drain`", Result: fmt.Sprint(len(left)), Target: "0"},
 		}, "")
