@@ -171,7 +171,7 @@ func TestPoolKillDaemon(t *testing.T) {
 	}
 
 	var right, failedClean, hung, leftRuns, vanished int
-	codes, wrong, messages := &tally{}, &tally{}, &tally{}
+	codes, wrong, messages, byEvent := &tally{}, &tally{}, &tally{}, &tally{}
 	var worst time.Duration
 	for i, tr := range tries {
 		what := fmt.Sprintf("kill %d (at %v)", i+1, tr.at)
@@ -203,6 +203,9 @@ func TestPoolKillDaemon(t *testing.T) {
 			t.Errorf("%s: the CLI did not end within 2 min\n%s", what, r)
 		}
 		codes.add(fmt.Sprint(r.Code))
+		if tr.event != "" {
+			byEvent.add(fmt.Sprintf("after %s: %d", tr.event, r.Code))
+		}
 		good, _ := poolRunOK(r)
 		msg := mdEscape(firstLine(r.Stderr))
 		switch {
@@ -269,6 +272,7 @@ func TestPoolKillDaemon(t *testing.T) {
 		[]benchdoc.Row{
 			{Measure: "runs returning 3 with ok, or 125 with a message", Result: fmt.Sprintf("%d/%d (3: %d, 125: %d)", right+failedClean, n, right, failedClean), Target: fmt.Sprintf("%d/%d", n, n)},
 			{Measure: "exit codes", Result: codes.String()},
+			{Measure: "exit codes of the kills at an event", Result: byEvent.String()},
 			{Measure: "messages of the runs that failed", Result: messages.String()},
 			{Measure: "wrong results", Result: wrong.String(), Target: "none"},
 			{Measure: "CLIs still running after 2 min", Result: fmt.Sprint(hung), Target: "0"},
