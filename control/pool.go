@@ -504,10 +504,27 @@ func (ps *pools) removeLocked(p *pool, m *member) {
 		defer ps.removals.Done()
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ps.s.ctx), 2*time.Minute)
 		defer cancel()
-		if err := p.rt.Remove(ctx, m.sb.ID); err != nil {
-			ps.s.log.Warn("cannot remove a pooled sandbox", "sandbox", m.sb.ID, "error", err.Error())
-		}
+		ps.removeRetrying(ctx, p.rt, m.sb.ID)
 	}()
+}
+
+// removeRetrying removes a pooled sandbox, trying again while the Engine
+// fails (a parked one found stopped because the Engine restarts is removed
+// while the Engine is still down) until ctx ends: no daemon would remove it
+// later (removeLeftovers runs at start only).
+func (ps *pools) removeRetrying(ctx context.Context, rt Backend, id string) {
+	wait := 250 * time.Millisecond
+	for {
+		err := rt.Remove(ctx, id)
+		if err == nil {
+			return
+		}
+		if !sleep(ctx, wait) {
+			ps.s.log.Warn("cannot remove a pooled sandbox", "sandbox", id, "error", err.Error())
+			return
+		}
+		wait = min(2*wait, 5*time.Second)
+	}
 }
 
 // removeMembersLocked removes every parked sandbox of p (ps.mu held).

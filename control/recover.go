@@ -21,10 +21,22 @@ func (s *Service) recover() {
 		switch rec.State {
 		case store.StatePending:
 			if rec.Parked {
-				// Taken from a warm pool; its claim went with the daemon.
-				s.emit(id, store.Event{Kind: "sandbox.failed", Reason: "the daemon restarted before the pooled sandbox got its command"}, store.StateFailed)
-				s.goAsync(func() { _ = s.rtOf(id).Remove(s.ctx, id) })
-				continue
+				if !s.claimMayHaveRun(rec) {
+					// Taken from a warm pool; its claim went with the daemon.
+					s.emit(id, store.Event{Kind: "sandbox.failed", Reason: "the daemon restarted before the pooled sandbox got its command"}, store.StateFailed)
+					s.goAsync(func() { _ = s.rtOf(id).Remove(s.ctx, id) })
+					continue
+				}
+				// Its CLI waits, attached to its main command, and its claim may
+				// have reached the supervisor before the daemon went: the main
+				// command runs or ran, or the claim's stream ended with the
+				// daemon and the supervisor ends with 125 and says why. What the
+				// container does is the run's outcome, followed as a started
+				// sandbox's below; removing it now would lose its output and
+				// code (the CLI replays them).
+				if _, err := s.store.Update(id, func(r *store.Sandbox) error { r.Parked = false; return nil }); err == nil {
+					rec.Parked = false
+				}
 			}
 			if rec.ContainerID != "" && s.rtOf(id).Running(s.ctx, rec.ContainerID) {
 				// Started, not yet reported ready: its supervisor goes on;
@@ -120,4 +132,15 @@ func (s *Service) retention() time.Duration {
 		return s.cfg.EventRetentionTTL
 	}
 	return 168 * time.Hour
+}
+
+// claimMayHaveRun says whether a run that took a parked sandbox may have
+// delivered its claim before the daemon went: its CLI still waits and its
+// container is running or ended (the claim's fate is the container's).
+func (s *Service) claimMayHaveRun(rec store.Sandbox) bool {
+	if rec.ContainerID == "" || rec.Kind != sandbox.KindRun || rec.CLIPid <= 0 || !processAlive(rec.CLIPid, rec.CLIStart) {
+		return false
+	}
+	rt := s.rtOf(rec.ID)
+	return rt.Running(s.ctx, rec.ContainerID) || rt.ExitCode(s.ctx, rec.ContainerID) != nil
 }
