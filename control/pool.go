@@ -264,18 +264,7 @@ func (ps *pools) take(ctx context.Context, req *CreateRequest, r *manifest.Resol
 	if ps.closed {
 		return nil, nil, MissDisabled
 	}
-	if p == nil {
-		if p = ps.byID[ident]; p == nil {
-			p = &pool{ident: ident, project: r.ProjectDir, file: req.Manifest.File, rt: rt, endpoint: rt.Location(),
-				misses: map[string]int{}, wake: make(chan struct{}), lastUsed: time.Now()}
-			ps.byID[ident] = p
-		}
-	}
-	if r.Sandbox.Pool != nil {
-		p.size = r.Sandbox.Pool.Size
-		p.idleTTL, _ = time.ParseDuration(r.Sandbox.Pool.IdleTTL)
-	}
-	p.lastUsed = time.Now()
+	p = ps.poolLocked(ident, r, req.Manifest.File, rt)
 	if p.key != key {
 		if p.key != "" {
 			reason = MissStale
@@ -323,6 +312,24 @@ func (ps *pools) discard(p *pool, m *member) {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	ps.removeLocked(p, m)
+}
+
+// poolLocked returns the pool ident names (made when missing), sized by r's
+// [sandbox.pool] and marked used now (ps.mu held).
+func (ps *pools) poolLocked(ident string, r *manifest.Resolved, file string, rt Backend) *pool {
+	p := ps.byID[ident]
+	if p == nil {
+		p = &pool{ident: ident, project: r.ProjectDir, file: file, rt: rt, endpoint: rt.Location(),
+			misses: map[string]int{}, wake: make(chan struct{})}
+		p.idleTTL, _ = time.ParseDuration(manifest.DefaultPoolIdleTTL)
+		ps.byID[ident] = p
+	}
+	if r.Sandbox.Pool != nil {
+		p.size = r.Sandbox.Pool.Size
+		p.idleTTL, _ = time.ParseDuration(r.Sandbox.Pool.IdleTTL)
+	}
+	p.lastUsed = time.Now()
+	return p
 }
 
 // miss counts a miss of p.
@@ -750,20 +757,8 @@ func (s *Service) WarmPool(ctx context.Context, req *WarmRequest) (PoolStatus, e
 	}
 	ident := poolIdent(rt.Location(), r, cr.Manifest.File)
 	ps.mu.Lock()
-	p := ps.byID[ident]
-	if p == nil {
-		p = &pool{ident: ident, project: r.ProjectDir, file: cr.Manifest.File, rt: rt, endpoint: rt.Location(),
-			misses: map[string]int{}, wake: make(chan struct{})}
-		ps.byID[ident] = p
-	}
-	if r.Sandbox.Pool != nil {
-		p.size = r.Sandbox.Pool.Size
-		p.idleTTL, _ = time.ParseDuration(r.Sandbox.Pool.IdleTTL)
-	} else if p.idleTTL == 0 {
-		p.idleTTL, _ = time.ParseDuration(manifest.DefaultPoolIdleTTL)
-	}
+	p := ps.poolLocked(ident, r, cr.Manifest.File, rt)
 	p.warmSize = size
-	p.lastUsed = time.Now()
 	if p.key != key {
 		p.stale += len(p.members)
 		ps.removeMembersLocked(p)

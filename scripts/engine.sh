@@ -52,7 +52,10 @@ if [ -n "${DOCKER_HOST:-}" ]; then
   exit 1
 fi
 
-if ! pgrep -x dockerd >/dev/null 2>&1; then
+# The machine's own dockerd (its default pidfile), not a second one a test runs in
+# its own namespaces (the stand-in remote Engine): that one must not keep this one
+# from starting.
+if ! { [ -s /var/run/docker.pid ] && kill -0 "$(cat /var/run/docker.pid)" 2>/dev/null; }; then
   echo "engine.sh: starting dockerd (log: $log)" >&2
   mkdir -p "$(dirname "$log")"
   nohup dockerd >>"$log" 2>&1 </dev/null &
