@@ -49,17 +49,20 @@ func testMain(m *testing.M) int {
 	}
 	defer os.RemoveAll(dir)
 	tmpRoot = dir
-	var bins []clitest.Binary
-	for _, name := range []string{"ctla", "ctlb"} {
-		b, err := clitest.Build(filepath.Join(dir, "airlock-"+name[3:]), name)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "control tests:", err)
-			return 1
-		}
-		defer b.RemoveSupervisorVolume()
-		bins = append(bins, b)
+	// B is a copy of A under another build ID: the same code, another build.
+	a, err := clitest.Build(filepath.Join(dir, "airlock-a"), "ctla")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "control tests:", err)
+		return 1
 	}
-	binA, buildA, binB, buildB = bins[0].Path, bins[0].BuildID, bins[1].Path, bins[1].BuildID
+	defer a.RemoveSupervisorVolume()
+	b, err := a.Copy(filepath.Join(dir, "airlock-b"), "ctlb")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "control tests:", err)
+		return 1
+	}
+	defer b.RemoveSupervisorVolume()
+	binA, buildA, binB, buildB = a.Path, a.BuildID, b.Path, b.BuildID
 	return testenv.RunClean(m)
 }
 

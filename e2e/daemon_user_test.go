@@ -125,7 +125,10 @@ func debianImage(t *testing.T, tag string, packages ...string) string {
 // TestPresetPostgresDebian: the postgres preset on a stock Debian image with
 // PostgreSQL installed (binaries under /usr/lib/postgresql/<ver>/bin, not on PATH),
 // as a root sandbox: initdb and postgres run as user postgres (with its groups),
-// and the main command connects.
+// and the main command connects. And the case one-shots are for: a step after the
+// preset's daemon is ready loads a schema (as the postgres user), and the main
+// command uses it at once. (One sandbox for both: each start of PostgreSQL costs
+// the machine seconds of CPU.)
 func TestPresetPostgresDebian(t *testing.T) {
 	limit(t)
 	image := debianImage(t, postgresImage, "postgresql")
@@ -135,8 +138,15 @@ presets = ["postgres"]
 [sandbox]
 image = "`+image+`"
 network = "none"
+
+[daemons.schema]
+oneshot = true
+after = ["postgres"]
+user = "postgres"
+command = ["psql", "-h", "127.0.0.1", "-U", "postgres", "-v", "ON_ERROR_STOP=1", "-c", "create table if not exists users (id int); insert into users values (7)"]
 `)
 	script := `set -e
+echo "users [$(psql -tAc 'select id from users')]"
 echo "main $(id -u)"
 pg_isready
 psql -tAc 'select current_user'
@@ -149,7 +159,7 @@ echo "owner $(stat -c %U /tmp/airlock-pgdata)"`
 	if r.Code != 0 {
 		t.Fatalf("want exit 0, got %s", r)
 	}
-	contains(t, "stdout", r.Stdout, "main 0\n", "accepting connections", "\npostgres\n", "\n42\n", "owner postgres\n")
+	contains(t, "stdout", r.Stdout, "users [7]\n", "main 0\n", "accepting connections", "\npostgres\n", "\n42\n", "owner postgres\n")
 	var server, user string
 	for _, l := range strings.Split(r.Stdout, "\n") {
 		if rest, ok := strings.CutPrefix(l, "server "); ok {

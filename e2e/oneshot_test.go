@@ -71,31 +71,9 @@ ready = { cmd = ["test", "-s", "/data/web.txt"], timeout = "20s" }
 	e.assertClean()
 }
 
-// TestOneshotSchemaAfterPostgres: the case one-shots are for: a step after the
-// postgres preset's daemon is ready loads a schema (as the postgres user), and
-// the main command uses it at once.
-func TestOneshotSchemaAfterPostgres(t *testing.T) {
-	limit(t)
-	image := debianImage(t, postgresImage, "postgresql")
-	e := newEnv(t, `
-presets = ["postgres"]
-
-[sandbox]
-image = "`+image+`"
-network = "none"
-
-[daemons.schema]
-oneshot = true
-after = ["postgres"]
-user = "postgres"
-command = ["psql", "-h", "127.0.0.1", "-U", "postgres", "-v", "ON_ERROR_STOP=1", "-c", "create table if not exists users (id int); insert into users values (7)"]
-`)
-	r := e.Run("run", "--", "psql", "-tAc", "select id from users")
-	if r.Code != 0 || r.Stdout != "7\n" {
-		t.Errorf("want exit 0 and 7, got %s", r)
-	}
-	e.assertClean()
-}
+// The case one-shots are for, a schema loaded after the postgres preset's
+// daemon is ready and used by the main command at once, is checked in the
+// sandbox of TestPresetPostgresDebian.
 
 // TestRootStepBesideNonRootMain: in a sandbox whose user is not root
 // (65534:65534), a one-shot step and a daemon that name user = "root" run as

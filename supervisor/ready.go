@@ -18,13 +18,26 @@ import (
 
 // Poll intervals of the ready checks: short, so that the main command starts
 // within a few milliseconds of a daemon becoming ready. A cmd check spawns a
-// process per try, so it polls a little less often.
+// process per try (a shell pipeline, often), so it pauses between tries
+// (cmdPollWait): tried every 20 ms for good, the check of a slow daemon
+// (pg_isready costs ~70 ms of CPU a try, PostgreSQL's first start takes
+// seconds) took a core away from the daemon it waited for.
 const (
 	pollInterval    = 10 * time.Millisecond
 	cmdPollInterval = 20 * time.Millisecond
+	cmdPollMax      = 200 * time.Millisecond
 	maxTryTimeout   = 5 * time.Second
 	maxLogLine      = 64 << 10
 )
+
+// cmdPollWait is the pause between the end of a cmd check's try that took
+// took and the next try, sinceStart after the first one: as long as the try
+// (so that the checks take at most about half a core) and a tenth of the time
+// waited so far (so that a daemon is seen ready at most about 10 % later than
+// it got ready), at least cmdPollInterval, at most cmdPollMax.
+func cmdPollWait(sinceStart, took time.Duration) time.Duration {
+	return min(max(sinceStart/10, took, cmdPollInterval), cmdPollMax)
+}
 
 // readyResult is what a ready watcher reports: nil err when the check passed.
 type readyResult struct {
@@ -62,9 +75,12 @@ func (d *daemonRun) watchReady() {
 	}
 	// attempt runs one try that may last until until; over is true when the
 	// watch is: the check passed, or the supervisor stops.
+	var took time.Duration // by the last try
 	attempt := func(until time.Time) (over bool) {
 		ctx, cancel := context.WithDeadline(d.ctx, until)
+		t0 := time.Now()
 		ok := c.try(ctx)
+		took = time.Since(t0)
 		cancel()
 		if d.ctx.Err() != nil {
 			return true
@@ -74,8 +90,18 @@ func (d *daemonRun) watchReady() {
 		}
 		return ok
 	}
-	tick := time.NewTicker(interval)
-	defer tick.Stop()
+	// A cmd check waits after each try (cmdPollWait); the others tick.
+	_, isCmd := c.(*cmdChecker)
+	var tick <-chan time.Time
+	if !isCmd {
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		tick = t.C
+	}
+	pause := time.NewTimer(time.Hour)
+	pause.Stop()
+	defer pause.Stop()
+	started := time.Now()
 	for {
 		if attempt(minTime(deadline, time.Now().Add(maxTryTimeout))) {
 			return
@@ -83,6 +109,11 @@ func (d *daemonRun) watchReady() {
 		if !time.Now().Before(deadline) {
 			fail("not ready after " + r.Timeout + " (" + r.describe() + ")")
 			return
+		}
+		next := tick
+		if isCmd {
+			pause.Reset(cmdPollWait(time.Since(started), took))
+			next = pause.C
 		}
 		select {
 		case <-d.ctx.Done():
@@ -99,7 +130,7 @@ func (d *daemonRun) watchReady() {
 			}
 			fail(msg)
 			return
-		case <-tick.C:
+		case <-next:
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 )
 
 // TestAddedEntries: what RunClean reports after the tests: new files, and a new
@@ -39,5 +40,23 @@ func TestAddedEntries(t *testing.T) {
 	added, err := addedEntries(dir, before)
 	if want := []string{"0b8e-uuid/", "out.log", "testdata/new.txt"}; err != nil || !slices.Equal(added, want) {
 		t.Fatalf("got %q, %v; want %q", added, err, want)
+	}
+}
+
+// TestPollPause: Eventually pauses at least 20 ms, as long as the last try took
+// and a tenth of the wait so far, at most 250 ms.
+func TestPollPause(t *testing.T) {
+	ms := time.Millisecond
+	for _, c := range []struct{ since, took, want time.Duration }{
+		{0, 0, 20 * ms},
+		{100 * ms, ms, 20 * ms},
+		{time.Second, ms, 100 * ms},
+		{time.Second, 150 * ms, 150 * ms},
+		{time.Minute, ms, 250 * ms},
+		{0, time.Second, 250 * ms},
+	} {
+		if got := pollPause(c.since, c.took); got != c.want {
+			t.Errorf("pollPause(%v, %v) = %v, want %v", c.since, c.took, got, c.want)
+		}
 	}
 }

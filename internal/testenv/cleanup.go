@@ -39,17 +39,33 @@ func ForceRemove(cli client.APIClient, key, value string) {
 	}
 }
 
-// Eventually polls cond every 50 ms until it holds, and fails the test when
-// timeout passes first, naming what it waited for.
+// Eventually polls cond until it holds, and fails the test when timeout
+// passes first, naming what it waited for. It pauses between tries as long as
+// the last try took (a cond that runs the CLI or asks the Engine costs tens of
+// milliseconds of CPU) and a tenth of the time waited so far, at least 20 ms
+// and at most 250 ms: a fixed 50 ms made a wait of seconds on such a cond burn
+// most of a core.
 func Eventually(t testing.TB, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
+	start := time.Now()
+	deadline := start.Add(timeout)
+	for {
+		t0 := time.Now()
+		if cond() {
+			return
+		}
+		now := time.Now()
+		if now.After(deadline) {
 			t.Fatalf("timed out after %v waiting for %s", timeout, what)
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(pollPause(now.Sub(start), now.Sub(t0)))
 	}
+}
+
+// pollPause is Eventually's pause after a try that took took, waited
+// sinceStart after the first try began.
+func pollPause(sinceStart, took time.Duration) time.Duration {
+	return min(max(sinceStart/10, took, 20*time.Millisecond), 250*time.Millisecond)
 }
 
 // RemoveSupervisorVolume removes, at the end of a test run, the supervisor
