@@ -25,18 +25,18 @@ import (
 const (
 	pollInterval    = 10 * time.Millisecond
 	cmdPollInterval = 20 * time.Millisecond
-	cmdPollMax      = 200 * time.Millisecond
+	cmdPollMax      = 50 * time.Millisecond
 	maxTryTimeout   = 5 * time.Second
 	maxLogLine      = 64 << 10
 )
 
 // cmdPollWait is the pause between the end of a cmd check's try that took
-// took and the next try, sinceStart after the first one: as long as the try
-// (so that the checks take at most about half a core) and a tenth of the time
-// waited so far (so that a daemon is seen ready at most about 10 % later than
-// it got ready), at least cmdPollInterval, at most cmdPollMax.
+// took and the next try, sinceStart after the first one: a tenth of the time
+// waited so far, at least cmdPollInterval and at most cmdPollMax (so that a
+// daemon is seen ready at most 50 ms later than it got ready), and never
+// shorter than the try (so that the checks take at most about half a core).
 func cmdPollWait(sinceStart, took time.Duration) time.Duration {
-	return min(max(sinceStart/10, took, cmdPollInterval), cmdPollMax)
+	return max(min(max(sinceStart/10, cmdPollInterval), cmdPollMax), took)
 }
 
 // readyResult is what a ready watcher reports: nil err when the check passed.
