@@ -5,7 +5,6 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -96,45 +95,6 @@ func TestTailFollows(t *testing.T) {
 	f.WriteString("three\n")
 	f.Close()
 	waitFor(t, func() bool { return out.String() == TailHeader+"two\nthree\n" })
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
-}
-
-// TestTailFollowsAfterIdle: a followed file that appears after the follower
-// started, is written after the follower idled long enough for its pause to
-// reach its longest (maxTailPoll), then is truncated: everything is copied,
-// the truncated file from its start. On Linux a change wakes the follower
-// (inotify), so it need not look at an idle file every few milliseconds.
-func TestTailFollowsAfterIdle(t *testing.T) {
-	dir := t.TempDir()
-	p := filepath.Join(dir, "later.log")
-	if runtime.GOOS == "linux" {
-		w := watchFile(p)
-		if w == nil {
-			t.Fatal("no inotify watch of a folder")
-		}
-		w.close()
-	}
-	var out testenv.SyncBuffer
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- Tail(ctx, TailOptions{Path: p, Follow: true, Out: &out}) }()
-	if err := os.WriteFile(p, []byte("one\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, func() bool { return out.String() == TailHeader+"one\n" })
-	// Idle: the follower's pause grows to its longest.
-	time.Sleep(3 * maxTailPoll)
-	f, _ := os.OpenFile(p, os.O_APPEND|os.O_WRONLY, 0)
-	f.WriteString("two\n")
-	f.Close()
-	waitFor(t, func() bool { return out.String() == TailHeader+"one\ntwo\n" })
-	if err := os.WriteFile(p, []byte("3\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, func() bool { return out.String() == TailHeader+"one\ntwo\n3\n" })
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)

@@ -33,9 +33,7 @@ type TailOptions struct {
 	MaxLine int
 	Follow  bool // keep copying what is appended (waiting for the file to appear)
 	Out     io.Writer
-	// Poll is how often a followed file is looked at (default 10 ms) while it
-	// grows; while it does not, the pause doubles up to maxTailPoll. Where
-	// inotify is (Linux), a change ends a pause at once.
+	// Poll is how often a followed file is looked at (default 10 ms).
 	Poll time.Duration
 	// Report, when set, is a file where Tail writes the offset it has copied
 	// up to after each copy (the supervisor waits for it at exit).
@@ -50,12 +48,6 @@ func Tail(ctx context.Context, o TailOptions) error {
 	if o.Poll <= 0 {
 		o.Poll = 10 * time.Millisecond
 	}
-	var watch *fileWatch
-	if o.Follow {
-		watch = watchFile(o.Path)
-		defer watch.close()
-	}
-	pause := o.Poll
 	if _, err := io.WriteString(o.Out, TailHeader); err != nil {
 		return err
 	}
@@ -71,7 +63,6 @@ func Tail(ctx context.Context, o TailOptions) error {
 		}
 	}()
 	for {
-		copied := false
 		if f == nil {
 			var err error
 			f, err = openRegular(o.Path)
@@ -79,8 +70,6 @@ func Tail(ctx context.Context, o TailOptions) error {
 			case errors.Is(err, os.ErrNotExist) && o.Follow:
 			case err != nil:
 				return err
-			default:
-				watch.opened(o.Path)
 			}
 		}
 		if f != nil {
@@ -100,6 +89,7 @@ func Tail(ctx context.Context, o TailOptions) error {
 					return err
 				}
 			}
+			copied := false
 			for offset < st.Size() {
 				if out.cut {
 					// A cut line's rest is not copied: its holes need not be read.
@@ -128,26 +118,13 @@ func Tail(ctx context.Context, o TailOptions) error {
 		if !o.Follow {
 			return nil
 		}
-		if copied {
-			pause = o.Poll
-		} else {
-			pause = min(2*pause, max(o.Poll, maxTailPoll))
-		}
-		t := time.NewTimer(pause)
 		select {
 		case <-ctx.Done():
-			t.Stop()
 			return nil
-		case <-watch.changed():
-			pause = o.Poll
-		case <-t.C:
+		case <-time.After(o.Poll):
 		}
-		t.Stop()
 	}
 }
-
-// maxTailPoll is the longest pause of a followed file that does not grow.
-const maxTailPoll = 250 * time.Millisecond
 
 // MaxLogLine is the most of one line `airlock logs` prints: a longer line is cut
 // (its first MaxLogLine bytes, then LineCut's marker), so that no reader holds
