@@ -28,26 +28,7 @@ command = ["httpd", "-f", "-p", "8080"]
 ready = { tcp = "127.0.0.1:8080", timeout = "10s" }
 `)
 	id := strings.TrimSpace(e.MustRun("up", "-d").Stdout)
-	// Whatever happens below, leave an Engine running.
-	t.Cleanup(func() { _ = exec.Command("../scripts/engine.sh").Run() })
-
-	start := time.Now()
-	if out, err := exec.Command("pkill", "-TERM", "-x", "dockerd").CombinedOutput(); err != nil {
-		t.Fatalf("pkill dockerd: %v %s", err, out)
-	}
-	// Wait until dockerd is gone (it stops answering before it exits), then
-	// start it again as CI does.
-	deadline := time.Now().Add(90 * time.Second)
-	for exec.Command("pgrep", "-x", "dockerd").Run() == nil {
-		if time.Now().After(deadline) {
-			t.Fatal("dockerd still runs 90 s after SIGTERM")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	if out, err := exec.Command("../scripts/engine.sh").CombinedOutput(); err != nil {
-		t.Fatalf("scripts/engine.sh: %v\n%s", err, out)
-	}
-	engineBack := time.Since(start)
+	engineBack := restartEngine(t)
 	e.Cli = testenv.Client(t)
 
 	// The daemon sees what the Engine did: the sandbox stopped.
@@ -93,23 +74,7 @@ func TestEngineRestartPool(t *testing.T) {
 	t.Cleanup(func() { e.Run("pool", "drain") })
 	e.MustRun("pool", "warm")
 	before := e.parkedIDs()
-	t.Cleanup(func() { _ = exec.Command("../scripts/engine.sh").Run() })
-
-	start := time.Now()
-	if out, err := exec.Command("pkill", "-TERM", "-x", "dockerd").CombinedOutput(); err != nil {
-		t.Fatalf("pkill dockerd: %v %s", err, out)
-	}
-	deadline := time.Now().Add(90 * time.Second)
-	for exec.Command("pgrep", "-x", "dockerd").Run() == nil {
-		if time.Now().After(deadline) {
-			t.Fatal("dockerd still runs 90 s after SIGTERM")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	if out, err := exec.Command("../scripts/engine.sh").CombinedOutput(); err != nil {
-		t.Fatalf("scripts/engine.sh: %v\n%s", err, out)
-	}
-	engineBack := time.Since(start)
+	engineBack := restartEngine(t)
 	e.Cli = testenv.Client(t)
 
 	// Runs at once after: none may get a parked sandbox that stopped with the Engine.
@@ -165,4 +130,28 @@ func countIn(list, set []string) int {
 		}
 	}
 	return n
+}
+
+// restartEngine stops this machine's dockerd (SIGTERM), waits until it is
+// gone (it stops answering before it exits), starts it again as CI does
+// (scripts/engine.sh) and returns how long the Engine was away. Whatever
+// happens after, the test leaves an Engine running.
+func restartEngine(t *testing.T) time.Duration {
+	t.Helper()
+	t.Cleanup(func() { _ = exec.Command("../scripts/engine.sh").Run() })
+	start := time.Now()
+	if out, err := exec.Command("pkill", "-TERM", "-x", "dockerd").CombinedOutput(); err != nil {
+		t.Fatalf("pkill dockerd: %v %s", err, out)
+	}
+	deadline := time.Now().Add(90 * time.Second)
+	for exec.Command("pgrep", "-x", "dockerd").Run() == nil {
+		if time.Now().After(deadline) {
+			t.Fatal("dockerd still runs 90 s after SIGTERM")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if out, err := exec.Command("../scripts/engine.sh").CombinedOutput(); err != nil {
+		t.Fatalf("scripts/engine.sh: %v\n%s", err, out)
+	}
+	return time.Since(start)
 }
