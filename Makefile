@@ -19,8 +19,9 @@ SUPERVISOR_DIR := internal/supervisorbin/gen
 SUPERVISOR_ARCHES := amd64 arm64
 EMBED_TAG := embedsupervisors
 # The supervisor (embedded, and in the airlock image) only runs inside sandboxes: it is
-# built without the Kubernetes backend, whose client adds ~9 ms to every process start.
-SUPERVISOR_TAGS := nokube
+# built without the Kubernetes backend, whose client adds ~9 ms to every process start,
+# and without compose support, whose JSON-schema compiler adds ~15 ms (it loads no manifest).
+SUPERVISOR_TAGS := nokube,nocompose
 # What make cross builds (bin/airlock-<os>-<arch>).
 CROSS_TARGETS := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
 # make test embeds the supervisors when they were built (make build or make cross ran).

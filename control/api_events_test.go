@@ -82,6 +82,7 @@ func decodeSSE(t *testing.T, ev sseEvent) client.Event {
 // SSE, id = sequence, the same events as the NDJSON stream; Last-Event-ID
 // resumes after it, without gap or duplicate between backlog and live events.
 func TestEventsAsServerSentEvents(t *testing.T) {
+	parallel(t)
 	e := newEnv(t)
 	d := e.startDaemon(binA)
 	c := d.client

@@ -45,6 +45,7 @@ func rawGet(t *testing.T, sock, path string, header ...string) (int, string) {
 
 // TestAPIErrors: JSON errors with stable reasons.
 func TestAPIErrors(t *testing.T) {
+	parallel(t)
 	e := newEnv(t)
 	d := e.startDaemon(binA)
 	c := d.client

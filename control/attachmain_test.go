@@ -18,6 +18,7 @@ import (
 // sandbox's output comes from where the client had it. A live attach to a
 // stopped sandbox is refused.
 func TestAttachMain(t *testing.T) {
+	parallel(t)
 	e := newEnv(t)
 	c := e.startDaemon(binA).client
 	ctx := ctxT(t, 2*time.Minute)

@@ -13,6 +13,7 @@ import (
 // and not once the manifest changed (airlock up then makes it anew); an exec
 // with shell: true runs the sandbox's shell (sandbox.shell here).
 func TestCompareAndShell(t *testing.T) {
+	parallel(t)
 	e := newEnv(t)
 	e.writeManifest(upManifest + "\n[env]\nSHELL_SEEN = \"yes\"\n")
 	c := e.startDaemon(binA).client

@@ -21,6 +21,7 @@ import (
 // or an empty project of its own. Bad manifests are config errors naming the
 // key.
 func TestCreateFromManifestText(t *testing.T) {
+	parallel(t)
 	e := newEnv(t)
 	// Sandboxes without a project dir have the daemon's empty project as
 	// theirs: removed by that label too if the test stops early.

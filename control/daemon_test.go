@@ -22,6 +22,7 @@ import (
 // TestSingleton: a second daemon exits non-zero at once and leaves the first
 // alone; socket mode, pid and version files; status and stop.
 func TestSingleton(t *testing.T) {
+	parallel(t)
 	e := newEnv(t)
 	d := e.startDaemon(binA)
 	sock := e.paths.Socket()
@@ -98,6 +99,7 @@ func TestSingleton(t *testing.T) {
 // answers health) is SIGKILLed after 5 s. A fake daemon stands in: a shell that
 // holds the singleton lock, ignores SIGTERM and is named in the pid file.
 func TestStopKillsStubbornDaemon(t *testing.T) {
+	parallel(t)
 	e := newEnv(t)
 	if err := os.MkdirAll(e.paths.RuntimeDir, 0o700); err != nil {
 		t.Fatal(err)
@@ -177,6 +179,7 @@ func get(t *testing.T, url, auth string) (int, string) {
 // TestTCPListener: token required (Bearer or Token), --no-token, and --host
 // without either refused.
 func TestTCPListener(t *testing.T) {
+	parallel(t)
 	e := newEnv(t)
 	port := freePort(t)
 	d := e.startDaemon(binA, "--host", "127.0.0.1", "--port", strconv.Itoa(port), "--token", "s3cret")

@@ -34,6 +34,7 @@ func brokenSupervisor(t *testing.T) string {
 // container's reason, never stays pending; starting it again fails the same way;
 // a stop of a pending sandbox ends it too; removing them leaves nothing.
 func TestPrimaryDiesBeforeReady(t *testing.T) {
+	parallel(t)
 	e := newEnv(t)
 	ctx := ctxT(t, 3*time.Minute)
 	owner := randHex(16)

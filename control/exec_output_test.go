@@ -16,6 +16,7 @@ import (
 // its exit code is recorded) and the exec record says truncated. An exec under
 // the limit is written whole and not marked.
 func TestExecOutputMax(t *testing.T) {
+	parallel(t)
 	e := newEnv(t)
 	e.writeUserConfig("[artifacts]\nexec_output_max = \"64KiB\"\n")
 	d := e.startDaemon(binA)

@@ -13,6 +13,7 @@ import (
 // at SIGTERM (an upgrade would SIGKILL it after 5 s and record nothing); how the
 // exec ended is recorded.
 func TestExecDoesNotBlockShutdown(t *testing.T) {
+	parallel(t)
 	e := newEnv(t)
 	e.writeManifest(`
 [sandbox]

@@ -15,6 +15,7 @@ import (
 // TestExec: an API exec writes its output to the exec output files, records
 // exec.started and exec.finished with the exit code; the files survive a restart.
 func TestExec(t *testing.T) {
+	parallel(t)
 	e := newEnv(t)
 	d := e.startDaemon(binA)
 	c := d.client

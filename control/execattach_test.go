@@ -17,6 +17,7 @@ import (
 // stdout and stderr apart, then its exit code; on a TTY the output is the
 // terminal's and a resize reaches it. It is recorded like any other exec.
 func TestExecAttach(t *testing.T) {
+	parallel(t)
 	e := newEnv(t)
 	c := e.startDaemon(binA).client
 	ctx := ctxT(t, 2*time.Minute)

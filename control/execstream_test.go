@@ -18,6 +18,7 @@ import (
 // code; stdin from the request reaches the command; bytes that are not UTF-8
 // arrive intact; the exec is recorded like any other.
 func TestExecStream(t *testing.T) {
+	parallel(t)
 	e := newEnv(t)
 	c := e.startDaemon(binA).client
 	ctx := ctxT(t, 2*time.Minute)

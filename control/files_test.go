@@ -42,6 +42,7 @@ const filesMax = 64 << 10
 // as one file, a missing path, bad input, bodies and files over the bound; a
 // stopped sandbox is read, not written.
 func TestFiles(t *testing.T) {
+	parallel(t)
 	e := newEnv(t)
 	e.writeManifest(filesManifest)
 	rt := &sandbox.Runtime{Engine: e.docker, Paths: e.paths, Quiet: true, Binary: binA, BuildID: buildA, Getenv: e.getenv, Owner: randHex(16)}
@@ -306,6 +307,7 @@ func wantErr(t *testing.T, what string, err error, status int, reason string, wo
 // root has a root PID 1 (the container runs as root); what PUT writes is still
 // the sandbox user's, not the container's.
 func TestFilesRootPID1(t *testing.T) {
+	parallel(t)
 	e := newEnv(t)
 	e.writeManifest(strings.Replace(filesManifest, "[daemons.idle]\n", "[daemons.idle]\nuser = \"root\"\n", 1))
 	rt := &sandbox.Runtime{Engine: e.docker, Paths: e.paths, Quiet: true, Binary: binA, BuildID: buildA, Getenv: e.getenv, Owner: randHex(16)}

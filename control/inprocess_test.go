@@ -17,6 +17,7 @@ import (
 // through a lifecycle with concurrent execs, followers, an Engine kill, stop,
 // resume and delete.
 func TestInProcess(t *testing.T) {
+	parallel(t)
 	e := newEnv(t)
 	rt := &sandbox.Runtime{Engine: e.docker, Paths: e.paths, Quiet: true, Binary: binA, BuildID: buildA, Getenv: e.getenv, Owner: randHex(16)}
 	c := startInProcess(t, e, rt)

@@ -17,6 +17,7 @@ import (
 // TestLifecycle: create (up, start) → ready with the ordered events, stop,
 // resume, delete, nothing left.
 func TestLifecycle(t *testing.T) {
+	parallel(t)
 	e := newEnv(t)
 	d := e.startDaemon(binA)
 	c := d.client
@@ -138,6 +139,7 @@ func countKind(evs []client.Event, kind string) int {
 // appended see every sequence once, in order, with no gap at the seam between
 // backlog and live.
 func TestFollowSeam(t *testing.T) {
+	parallel(t)
 	e := newEnv(t)
 	d := e.startDaemon(binA)
 	c := d.client

@@ -42,6 +42,7 @@ var (
 func TestMain(m *testing.M) { os.Exit(testMain(m)) }
 
 func testMain(m *testing.M) int {
+	testenv.LiftParallelFlag(cap(slots))
 	dir, err := os.MkdirTemp("", "airlock-control-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "control tests:", err)
@@ -414,4 +415,16 @@ func procStart(t *testing.T, pid int) string {
 		t.Fatalf("no process %d", pid)
 	}
 	return start
+}
+
+// slots bounds how many tests drive the Engine at once: most of a test's time
+// is spent waiting on daemons and the Engine, not on the cores
+// (AIRLOCK_CONTROL_PARALLEL overrides the default).
+var slots = make(chan struct{}, testenv.Parallelism("AIRLOCK_CONTROL_PARALLEL", 3))
+
+// parallel runs the rest of the test beside at most cap(slots)-1 others.
+func parallel(t *testing.T) {
+	t.Parallel()
+	slots <- struct{}{}
+	t.Cleanup(func() { <-slots })
 }

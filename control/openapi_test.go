@@ -51,6 +51,7 @@ var httpMethods = []string{"get", "put", "post", "delete", "options", "head", "p
 // TestOpenAPIRoutes: every route the daemon registers is in the document's
 // paths with its method, and every operation of the document is a route.
 func TestOpenAPIRoutes(t *testing.T) {
+	parallel(t)
 	doc := openAPIDoc(t)
 	routes := control.APIRoutes()
 	if len(routes) == 0 {
@@ -295,6 +296,7 @@ func checkValue(t *testing.T, doc, s map[string]any, typ reflect.Type, where str
 // schema; a response's fields without omitempty are required; and every
 // object schema of the document is a wire type's.
 func TestOpenAPISchemas(t *testing.T) {
+	parallel(t)
 	doc := openAPIDoc(t)
 	schemas := obj(obj(doc["components"])["schemas"])
 	mapped := map[string]bool{}
@@ -390,6 +392,7 @@ func asSlice(v any) []any { s, _ := v.([]any); return s }
 // every {parameter} of a path is declared in the path, and every operation has
 // an operationId (unique) and responses.
 func TestOpenAPIDocument(t *testing.T) {
+	parallel(t)
 	doc := openAPIDoc(t)
 	if doc["openapi"] != "3.1.0" {
 		t.Errorf("openapi: %v, want 3.1.0", doc["openapi"])
@@ -604,6 +607,7 @@ func runDocExample(t *testing.T, ex docExample, dir string, environ []string) {
 // The page's sandbox ID demo-1 becomes one of this test's own (container names
 // come from it and the Engine is shared), its port 7878 a free one.
 func TestAPIDocExamples(t *testing.T) {
+	parallel(t)
 	examples := docExamples(t)
 	if len(examples) < 10 {
 		t.Fatalf("docs/api.md has %d ```sh examples, want at least 10", len(examples))
@@ -660,6 +664,7 @@ func TestAPIDocExamples(t *testing.T) {
 
 // TestGlobMatch: … in a page's output stands for any text, newlines included.
 func TestGlobMatch(t *testing.T) {
+	parallel(t)
 	for _, c := range []struct {
 		want, out string
 		ok        bool

@@ -16,6 +16,7 @@ import (
 // daemon the same way: a run created from the same text takes the parked
 // sandbox (pool.claimed in its history), and a drain leaves nothing parked.
 func TestWarmPoolFromManifestText(t *testing.T) {
+	parallel(t)
 	e := newEnv(t)
 	c := e.startDaemon(binA).client
 	ctx := ctxT(t, 3*time.Minute)

@@ -89,6 +89,7 @@ func (e *env) prepareFor() *client.PrepareRequest {
 // error). Two prepares at once each get their own progress and credentials.
 // The password is in no progress, error, event or line of the daemon's log.
 func TestPrepare(t *testing.T) {
+	parallel(t)
 	e := newEnv(t)
 	rt := &sandbox.Runtime{Engine: e.docker, Paths: e.paths, Quiet: true, Binary: binA, BuildID: buildA, Getenv: e.getenv, Owner: randHex(16)}
 	c := startInProcess(t, e, rt)
@@ -247,6 +248,7 @@ missing = "fail"
 // clitest.WireManifest's included (values substituted from the host go in
 // secrets, and the image named by one is prepared).
 func TestPrepareWireManifest(t *testing.T) {
+	parallel(t)
 	e := newEnv(t)
 	rt := &sandbox.Runtime{Engine: e.docker, Paths: e.paths, Quiet: true, Binary: binA, BuildID: buildA, Getenv: e.getenv, Owner: randHex(16)}
 	c := startInProcess(t, e, rt)
@@ -271,6 +273,7 @@ func TestPrepareWireManifest(t *testing.T) {
 // directory of the daemon's), then removed; a hash that is not one, or a
 // prepare naming a context never sent, is invalid_request.
 func TestPrepareBuildContext(t *testing.T) {
+	parallel(t)
 	e := newEnv(t)
 	rt := &sandbox.Runtime{Engine: e.docker, Paths: e.paths, Quiet: true, Binary: binA, BuildID: buildA, Getenv: e.getenv, Owner: randHex(16)}
 	c := startInProcess(t, e, rt)

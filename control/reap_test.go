@@ -16,6 +16,7 @@ import (
 // after idle_ttl, an attached one is not; retention purges a deleted
 // sandbox's history but keeps its ID reserved.
 func TestReaper(t *testing.T) {
+	parallel(t)
 	e := newEnv(t)
 	e.writeUserConfig("[runtime]\nidle_ttl = \"2s\"\nevent_retention_ttl = \"1s\"\n")
 	d := e.startDaemon(binA)

@@ -18,6 +18,7 @@ import (
 // Docker: running stays ready with its sequence continuing, a removed or exited
 // container fails the sandbox, pending fails, deleting finishes.
 func TestRecovery(t *testing.T) {
+	parallel(t)
 	e := newEnv(t)
 	d := e.startDaemon(binA)
 	c := d.client
@@ -132,6 +133,7 @@ func TestRecovery(t *testing.T) {
 // TestRecoveryAfterSIGTERM: an orderly restart keeps a ready sandbox ready and
 // records nothing for it; a sandbox stopped meanwhile is found exited.
 func TestRecoveryAfterSIGTERM(t *testing.T) {
+	parallel(t)
 	e := newEnv(t)
 	d := e.startDaemon(binA)
 	ctx := ctxT(t, 2*time.Minute)

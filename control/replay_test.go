@@ -15,6 +15,7 @@ import (
 // no daemon runs are recorded once the daemon is back, and lines recorded before
 // the crash are not recorded twice.
 func TestStatusReplayAfterRestart(t *testing.T) {
+	parallel(t)
 	e := newEnv(t)
 	flag := filepath.Join(e.project, "crash-now")
 	e.writeManifest(`

@@ -70,6 +70,7 @@ func (e *env) health() client.Health {
 // TestStopStalePidFile: a pid file naming a process that is not the daemon (a
 // reused pid) is removed; that process is not signalled.
 func TestStopStalePidFile(t *testing.T) {
+	parallel(t)
 	e := newEnv(t)
 	sleep := exec.Command("sleep", "300")
 	if err := sleep.Start(); err != nil {
@@ -121,6 +122,7 @@ func TestStopStalePidFile(t *testing.T) {
 // log file and its copy on stderr — also in the JSON-escaped form the encoder
 // writes.
 func TestDaemonLogMasksEscapedSecrets(t *testing.T) {
+	parallel(t)
 	root := t.TempDir()
 	p, err := paths.FromEnv(func(k string) (string, bool) {
 		switch k {
@@ -177,6 +179,7 @@ func TestDaemonLogMasksEscapedSecrets(t *testing.T) {
 // the directory and its owner. The user is a uid with no account, run through
 // setpriv; the other user is another such uid.
 func TestRuntimeDirOfAnotherUser(t *testing.T) {
+	parallel(t)
 	if os.Getuid() != 0 {
 		t.Skip("needs root to act as two other users")
 	}

@@ -59,6 +59,7 @@ func selfSigned(t *testing.T, dir string) (cert, key string) {
 // trusts the certificate (client.TLSConfigCA, AIRLOCK_TLS_CA) and sends the
 // token gets answers, plain HTTP and an untrusted certificate do not.
 func TestTCPNeedsTLSOffLoopback(t *testing.T) {
+	parallel(t)
 	e := newEnv(t)
 	tokenFile := filepath.Join(e.home, "token")
 	writeTokenFile(t, tokenFile, "tls-token-5e1f", 0o600)

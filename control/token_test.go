@@ -73,6 +73,7 @@ func writeTokenFile(t *testing.T, path, token string, mode os.FileMode) {
 // environment, and its environment is minimal: no vault passphrase, nothing
 // the CLI's shell held beyond what a daemon needs (DESIGN §8).
 func TestTokenNeverOnArgv(t *testing.T) {
+	parallel(t)
 	e := newEnv(t)
 	e.stopBackgroundDaemon()
 	port := freePort(t)
@@ -121,6 +122,7 @@ func TestTokenNeverOnArgv(t *testing.T) {
 // of the user's with mode 0600, and refused (exit 2, saying why) otherwise;
 // --token still works, with a warning.
 func TestTokenFile(t *testing.T) {
+	parallel(t)
 	e := newEnv(t)
 	bad := filepath.Join(e.home, "loose-token")
 	writeTokenFile(t, bad, "loose-token-value", 0o644)
@@ -160,6 +162,7 @@ func TestTokenFile(t *testing.T) {
 
 // TestReadTokenFile: the checks of a token file.
 func TestReadTokenFile(t *testing.T) {
+	parallel(t)
 	dir := t.TempDir()
 	good := filepath.Join(dir, "good")
 	writeTokenFile(t, good, "  tok-123 ", 0o600)
@@ -194,6 +197,7 @@ func TestReadTokenFile(t *testing.T) {
 // comes back with its TCP listener and token, whether the token came from a
 // file or by value.
 func TestUpgradeKeepsListenOptions(t *testing.T) {
+	parallel(t)
 	e := newEnv(t)
 	e.stopBackgroundDaemon()
 	tokFile := filepath.Join(e.home, "token")

@@ -14,6 +14,7 @@ import (
 // TestUpgrade: a CLI of another build replaces the daemon without stopping a
 // ready sandbox, which the new daemon adopts.
 func TestUpgrade(t *testing.T) {
+	parallel(t)
 	e := newEnv(t)
 	d := e.startDaemon(binA)
 	ctx := ctxT(t, 2*time.Minute)

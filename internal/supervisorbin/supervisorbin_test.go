@@ -3,6 +3,7 @@ package supervisorbin_test
 import (
 	"bytes"
 	"compress/gzip"
+	"debug/buildinfo"
 	"io"
 	"os"
 	"os/exec"
@@ -45,13 +46,30 @@ func supervisor(t *testing.T, arch string) string {
 	if err != nil || strings.TrimSpace(string(gomod)) == "" {
 		t.Fatalf("cannot find the module root: %v", err)
 	}
-	cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", out, "./cmd/airlock")
+	cmd := exec.Command("go", "build", "-trimpath", "-tags", "nokube,nocompose", "-ldflags", "-s -w", "-o", out, "./cmd/airlock")
 	cmd.Dir = filepath.Dir(strings.TrimSpace(string(gomod)))
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+arch)
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("cannot build the linux/%s supervisor: %v\n%s", arch, err, b)
 	}
 	return out
+}
+
+// The supervisor leaves out what no process in a sandbox uses and every one
+// would pay for at its start: the Kubernetes client and compose-go, whose JSON
+// schema compiler alone took ~15 ms of each start.
+func TestSupervisorLeavesOutKubeAndCompose(t *testing.T) {
+	info, err := buildinfo.ReadFile(supervisor(t, runtime.GOARCH))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range info.Deps {
+		for _, out := range []string{"k8s.io/client-go", "github.com/compose-spec/compose-go", "github.com/santhosh-tekuri/jsonschema"} {
+			if strings.HasPrefix(d.Path, out) {
+				t.Errorf("the supervisor links %s %s", d.Path, d.Version)
+			}
+		}
+	}
 }
 
 // The linux/arm64 supervisor is a working binary: its version command runs
