@@ -179,7 +179,7 @@ func TestDaemonLogMasksEscapedSecrets(t *testing.T) {
 // the directory and its owner. The user is a uid with no account, run through
 // setpriv; the other user is another such uid.
 func TestRuntimeDirOfAnotherUser(t *testing.T) {
-	parallel(t)
+	// Not beside other tests: it plays two other users in the shared /tmp.
 	if os.Getuid() != 0 {
 		t.Skip("needs root to act as two other users")
 	}

@@ -97,8 +97,14 @@ target = "/cache"
 func asUser(t *testing.T, e *env, uid int) *syscall.Credential {
 	t.Helper()
 	root := filepath.Dir(e.Project)
+	// Opened to others, never narrowed: the binary's folder may be a shared
+	// one (AIRLOCK_E2E_BINARY=/tmp/airlock), whose 1777 must stay.
 	for _, d := range []string{filepath.Dir(root), root, filepath.Dir(clitest.Bin)} {
-		if err := os.Chmod(d, 0o755); err != nil {
+		st, err := os.Stat(d)
+		if err == nil {
+			err = os.Chmod(d, st.Mode()&(os.ModePerm|os.ModeSticky)|0o755)
+		}
+		if err != nil {
 			t.Fatal(err)
 		}
 	}
