@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"slices"
 	"strings"
 	"syscall"
@@ -126,6 +127,9 @@ func Exec(o ExecOptions) (int, error) {
 		return code, err
 	}
 	if spec.Main.Harden == nil || *spec.Main.Harden {
+		// no_new_privs is a thread's: the exec below must come from the
+		// thread that set it, not from another the goroutine moved to.
+		runtime.LockOSThread()
 		if err := setNoNewPrivs(); err != nil {
 			return ExitAirlock, fmt.Errorf("cannot set no_new_privs: %w", err)
 		}
