@@ -138,10 +138,10 @@ func (a *app) run(parent context.Context, o runOptions, args []string) error {
 	// command exited: the daemon removes it then, and the CLI returns the code.
 	removeOnExit := !o.keep && len(o.outputs) == 0
 	// The run returns once CMD exited and its output is out, the daemons that
-	// are slow to stop finishing in the background. Not without daemons
-	// (nothing to wait for), nor for a kept sandbox (announced once stopped)
-	// or the --output of a copied project (read once stopped).
-	fastEnd := len(r.Daemons) > 0 && !o.wait && !r.Sandbox.WaitForDaemons && !o.keep && !(len(o.outputs) > 0 && projectCopied)
+	// are slow to stop, and the Engine's teardown of the container (~0.2 s),
+	// finishing in the background. Not for a kept sandbox (announced once
+	// stopped) or the --output of a copied project (read once stopped).
+	fastEnd := !o.wait && !r.Sandbox.WaitForDaemons && !o.keep && !(len(o.outputs) > 0 && projectCopied)
 	rec, err := c.Create(ctx, &client.CreateRequest{
 		ID: o.id, Kind: sandbox.KindRun, Manifest: wm, Secrets: secretValues, Command: args, Env: env, EnvSecrets: envSecrets,
 		Workdir: o.workdir, TTY: tty, Stdin: stdin, Labels: labels, Quiet: a.opts.quiet,

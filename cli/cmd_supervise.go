@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/signal"
 	"strings"
 	"time"
@@ -49,6 +50,9 @@ func newSuperviseCommand(a *app) *cobra.Command {
 				Messages:    a.stderr,
 				BackoffUnit: backoffUnit,
 				ResetAfter:  resetAfter,
+				// PID 1 of the sandbox (the container's entrypoint) may
+				// end its other processes for a sealed end.
+				Seal: os.Getpid() == 1,
 			})
 			if err != nil {
 				return withCode(code, err)

@@ -17,7 +17,7 @@ func TestEndFilter(t *testing.T) {
 	for size := 1; size <= len(stream); size++ {
 		var out bytes.Buffer
 		code := -1
-		f := newEndFilter(&out, nonce, func(c int) { code = c })
+		f := newEndFilter(&out, nonce, func(c int, _ bool) { code = c })
 		for b := []byte(stream); len(b) > 0; {
 			n := min(size, len(b))
 			if _, err := f.Write(b[:n]); err != nil {
@@ -32,7 +32,7 @@ func TestEndFilter(t *testing.T) {
 	}
 	// Without a marker, flush gives back what was held.
 	var out bytes.Buffer
-	f := newEndFilter(&out, nonce, func(int) { t.Error("found a marker") })
+	f := newEndFilter(&out, nonce, func(int, bool) { t.Error("found a marker") })
 	_, _ = f.Write([]byte("end\x1b_airlock-end:" + nonce))
 	f.flush()
 	if out.String() != "end\x1b_airlock-end:"+nonce {

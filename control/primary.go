@@ -88,20 +88,22 @@ func (s *Service) AttachPrimary(ctx context.Context, id string, req *AttachReque
 	// the supervisor writes after the main command's output (on stdout and
 	// stderr, or once on a terminal), with the code, before the container
 	// exits; what comes after the marker is not the client's.
-	var marked chan int
+	var marked chan markedEnd
 	var filters []*endFilter
 	if rec.EndMarker != "" {
-		marked = make(chan int, 1)
+		marked = make(chan markedEnd, 1)
 		need := 2
 		if h.TTY {
 			need = 1
 		}
 		var mu sync.Mutex
-		found := func(code int) {
+		allSealed := true
+		found := func(code int, sealed bool) {
 			mu.Lock()
 			defer mu.Unlock()
+			allSealed = allSealed && sealed
 			if need--; need == 0 {
-				marked <- code
+				marked <- markedEnd{code: code, sealed: allSealed}
 			}
 		}
 		fo, fe := newEndFilter(stdout, rec.EndMarker, found), newEndFilter(stderr, rec.EndMarker, found)
@@ -144,8 +146,29 @@ func (s *Service) AttachPrimary(ctx context.Context, id string, req *AttachReque
 			for _, f := range filters {
 				f.flush() // the output ended without a marker
 			}
-		case end.ExitCode = <-marked:
-			end.DaemonsStopping = true
+		case m := <-marked:
+			end.ExitCode, end.DaemonsStopping = m.code, true
+			if m.sealed {
+				// A sealed end: every daemon stopped and nothing else of the
+				// sandbox runs; only its container's exit is still to come.
+				// A process in the sandbox can print the marker too: believed
+				// only when the Engine lists nothing but PID 1; otherwise the
+				// container's exit ends the run, as without a marker.
+				if sc, ok := rt.(interface {
+					OnlyInitRuns(ctx context.Context, containerID string) bool
+				}); ok && sc.OnlyInitRuns(actx, h.PrimaryID) {
+					end.DaemonsStopping = false
+					break
+				}
+				select {
+				case end.ExitCode = <-codes:
+					// The container exited: nothing of the sandbox runs.
+					end.DaemonsStopping = false
+				case end.Err = <-waitErrs:
+				case <-actx.Done():
+					end.Err = actx.Err()
+				}
+			}
 		case end.Err = <-waitErrs:
 		case <-actx.Done():
 			end.Err = actx.Err()
@@ -153,10 +176,10 @@ func (s *Service) AttachPrimary(ctx context.Context, id string, req *AttachReque
 		if end.Err == nil && rec.Kind == sandbox.KindRun {
 			// What the run's CLI now knows, shown until the stop is recorded;
 			// at the marker, its daemons still stop.
-			code := end.ExitCode
+			code, marker := end.ExitCode, len(filters) > 0 && !filtersFlushed(filters)
 			s.setFlags(l, func() {
 				l.mainExit = &code
-				if end.DaemonsStopping {
+				if marker {
 					l.mainEnded = time.Now()
 				}
 			})
@@ -243,10 +266,29 @@ type endFilter struct {
 	start []byte
 	held  []byte
 	done  bool
-	found func(code int)
+	found func(code int, sealed bool)
 }
 
-func newEndFilter(w io.Writer, nonce string, found func(int)) *endFilter {
+// markedEnd is the code of a run's end marker, and whether it was sealed.
+type markedEnd struct {
+	code   int
+	sealed bool
+}
+
+// filtersFlushed reports whether no filter saw its marker.
+func filtersFlushed(fs []*endFilter) bool {
+	for _, f := range fs {
+		f.mu.Lock()
+		done := f.done
+		f.mu.Unlock()
+		if done {
+			return false
+		}
+	}
+	return true
+}
+
+func newEndFilter(w io.Writer, nonce string, found func(int, bool)) *endFilter {
 	return &endFilter{w: w, nonce: nonce, start: []byte(supervisor.EndMarkerStart(nonce)), found: found}
 }
 
@@ -276,9 +318,9 @@ func (f *endFilter) Write(p []byte) (int, error) {
 			f.held = append([]byte(nil), rest...) // a marker may be coming
 			return n, nil
 		case bytes.HasPrefix(rest, f.start):
-			if code, ok := supervisor.ParseEndMarker(rest, f.nonce); ok {
+			if code, sealed, ok := supervisor.ParseEndMarker(rest, f.nonce); ok {
 				f.done = true
-				f.found(code)
+				f.found(code, sealed)
 				return n, nil
 			}
 		}

@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -109,5 +111,49 @@ func TestRunOOMKilledIsRemoved(t *testing.T) {
 	eventually(t, cmdTimeout, "the events to say oom_killed", func() bool {
 		return strings.Contains(e.MustRun("events", "oom-fast-end").Stdout, "oom_killed")
 	})
+	e.assertClean()
+}
+
+// TestSealedEnd: a run whose daemons all stop at once returns at the main
+// command's end, not at its container's (a sealed end): what the main command
+// left running is ended first, so that it cannot change a manifest layer once
+// the run returned, when an edit is the user's; the user's own edit right
+// after the run is taken as theirs; the sandbox is removed after.
+func TestSealedEnd(t *testing.T) {
+	limit(t)
+	e := newEnv(t, `
+[sandbox]
+image = "{{image}}"
+
+[daemons.quick]
+command = ["sleep", "1000"]
+`)
+	// Left behind: a writer of sandbox.local.toml 0.5 s after the main
+	// command ended, and one that holds stdout open.
+	r := e.Run("run", "--id", "sealed-1", "--", "sh", "-c",
+		`(sleep 0.5; printf '[sandbox]\nprivileged = true\n' > sandbox.local.toml) & (sleep 100 &) ; echo out; exit 5`)
+	if r.Code != 5 || r.Stdout != "out\n" {
+		t.Fatalf("want exit 5 and stdout %q, got %s", "out\n", r)
+	}
+	contains(t, "stderr", r.Stderr, "✔ daemon quick: shut down")
+	if strings.Contains(r.Stderr, "airlock-end") {
+		t.Errorf("stderr shows the end marker:\n%s", r.Stderr)
+	}
+	eventually(t, cmdTimeout, "the sandbox to be removed", func() bool {
+		return strings.Contains(e.MustRun("events", "sealed-1").Stdout, "sandbox.deleted")
+	})
+	if b, err := os.ReadFile(filepath.Join(e.Project, "sandbox.local.toml")); err == nil {
+		t.Fatalf("a process the main command left wrote sandbox.local.toml after the run returned:\n%s", b)
+	}
+	// The user's edit right after a run is the user's: the next run takes it.
+	r = e.Run("run", "--", "true")
+	if r.Code != 0 {
+		t.Fatalf("run: %s", r)
+	}
+	e.WriteFile("sandbox.local.toml", "[env]\nEDITED = \"by-me\"\n")
+	r = e.Run("run", "--", "sh", "-c", "echo $EDITED")
+	if r.Code != 0 || r.Stdout != "by-me\n" {
+		t.Errorf("a layer edited right after a run: want it taken, got %s", r)
+	}
 	e.assertClean()
 }

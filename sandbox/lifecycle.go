@@ -385,6 +385,15 @@ func (rt *Runtime) Running(ctx context.Context, containerID string) bool {
 	return err == nil && ci.State != nil && ci.State.Running
 }
 
+// OnlyInitRuns reports whether the Engine lists a single process in a
+// container (its PID 1, the supervisor): what the host checks of a sealed end
+// marker (supervisor.SealedEndMarker) before it believes it, since a process
+// in the sandbox can print one. False when the Engine cannot say.
+func (rt *Runtime) OnlyInitRuns(ctx context.Context, containerID string) bool {
+	top, err := rt.Engine.ContainerTop(ctx, containerID, nil)
+	return err == nil && len(top.Processes) == 1
+}
+
 // owns reports whether an object of a sandbox this runtime was asked about is its
 // daemon's: it carries the daemon's owner key, or no owner at all (made before
 // owners were recorded; the caller knows the sandbox from its own store).

@@ -34,11 +34,15 @@ func TestEndMarker(t *testing.T) {
 	if !strings.HasPrefix(r.stderr, "err\n") || quick < 0 || end < quick || slow < end {
 		t.Errorf("stderr: want err, the quick daemon's line, the marker, then the slow one's:\n%q", r.stderr)
 	}
-	code, ok := ParseEndMarker([]byte(marker), "0123456789abcdef")
-	if !ok || code != 3 {
-		t.Errorf("ParseEndMarker(%q) = %d, %v", marker, code, ok)
+	code, sealed, ok := ParseEndMarker([]byte(marker), "0123456789abcdef")
+	if !ok || code != 3 || sealed {
+		t.Errorf("ParseEndMarker(%q) = %d, %v, %v", marker, code, sealed, ok)
 	}
-	if _, ok := ParseEndMarker([]byte(EndMarker("another", 3)), "0123456789abcdef"); ok {
+	sm := SealedEndMarker("0123456789abcdef", 255)
+	if code, sealed, ok := ParseEndMarker([]byte(sm), "0123456789abcdef"); !ok || code != 255 || !sealed || len(sm) > MaxEndMarker {
+		t.Errorf("ParseEndMarker(%q) = %d, %v, %v (max %d bytes)", sm, code, sealed, ok, MaxEndMarker)
+	}
+	if _, _, ok := ParseEndMarker([]byte(EndMarker("another", 3)), "0123456789abcdef"); ok {
 		t.Errorf("a marker with another nonce parsed")
 	}
 }

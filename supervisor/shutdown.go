@@ -77,13 +77,16 @@ const fastEndWait = 100 * time.Millisecond
 // markEnd writes the end marker with the main command's code on stdout and,
 // when it is another stream, on stderr (after the shutdown lines printed so
 // far, and after clearing the spinners of the daemons still stopping).
-func (s *supervisor) markEnd(o Options, nonce string, code int) {
+func (s *supervisor) markEnd(o Options, nonce string, code int, sealed bool) {
 	if s.view != nil {
 		var b strings.Builder
 		s.view.clear(&b)
 		_, _ = io.WriteString(s.msgs, b.String())
 	}
 	m := EndMarker(nonce, code)
+	if sealed {
+		m = SealedEndMarker(nonce, code)
+	}
 	_, _ = io.WriteString(o.Stdout, m)
 	if !sameFile(o.Stdout, o.Stderr) {
 		_, _ = io.WriteString(o.Stderr, m)
@@ -97,33 +100,46 @@ func EndMarker(nonce string, code int) string {
 	return endMarkerPrefix + nonce + ":" + strconv.Itoa(code) + endMarkerSuffix
 }
 
+// SealedEndMarker is EndMarker when every daemon stopped and the supervisor
+// (PID 1) ended every other process of the sandbox: nothing in it can write
+// any more, though its container has not exited yet.
+func SealedEndMarker(nonce string, code int) string {
+	return endMarkerPrefix + nonce + ":" + strconv.Itoa(code) + sealedSuffix + endMarkerSuffix
+}
+
 const (
 	endMarkerPrefix = "\x1b_airlock-end:"
 	endMarkerSuffix = "\x1b\\"
+	sealedSuffix    = ":sealed"
 )
 
 // EndMarkerStart is the start of nonce's marker: what a reader looks for.
 func EndMarkerStart(nonce string) string { return endMarkerPrefix + nonce + ":" }
 
-// ParseEndMarker reads the code of nonce's marker at the start of b.
-func ParseEndMarker(b []byte, nonce string) (int, bool) {
+// ParseEndMarker reads the code of nonce's marker at the start of b, and
+// whether it is a sealed one (SealedEndMarker).
+func ParseEndMarker(b []byte, nonce string) (code int, sealed, ok bool) {
 	rest, ok := bytes.CutPrefix(b, []byte(EndMarkerStart(nonce)))
 	if !ok {
-		return 0, false
+		return 0, false, false
 	}
 	digits, _, ok := bytes.Cut(rest, []byte(endMarkerSuffix))
-	if !ok || len(digits) == 0 || len(digits) > 3 {
-		return 0, false
+	if !ok {
+		return 0, false, false
+	}
+	digits, sealed = bytes.CutSuffix(digits, []byte(sealedSuffix))
+	if len(digits) == 0 || len(digits) > 3 {
+		return 0, false, false
 	}
 	code, err := strconv.Atoi(string(digits))
 	if err != nil || code < 0 || code > 255 {
-		return 0, false
+		return 0, false, false
 	}
-	return code, true
+	return code, sealed, true
 }
 
 // MaxEndMarker bounds the length of a marker (nonce of at most 64 characters).
-const MaxEndMarker = 16 + 64 + 1 + 3 + 2
+const MaxEndMarker = 16 + 64 + 1 + 3 + len(sealedSuffix) + 2
 
 // sameFile reports whether a and b are the same open file (a terminal given
 // as both).

@@ -36,6 +36,10 @@ type Options struct {
 	// count (default 60 s). Tests change them.
 	BackoffUnit time.Duration
 	ResetAfter  time.Duration
+	// Seal: the supervisor is PID 1 of the sandbox's PID namespace, so at an
+	// end marker with no daemon left it can end every other process of the
+	// sandbox and say so in the marker (a sealed end).
+	Seal bool
 }
 
 // supervisor is one Run.
@@ -227,11 +231,18 @@ func Run(o Options) (int, error) {
 	m.reclaimTerminal()
 	if spec.EndMarker != "" {
 		// The lines of the daemons that stop at once; when some are slower,
-		// the end of the output: they finish after it. (When all stopped,
-		// the container's exit ends the run, as without a marker.)
+		// the end of the output: they finish after it. When all stopped, as
+		// PID 1 it ends every other process of the sandbox (what the main
+		// command left behind, execs) and marks a sealed end: nothing in the
+		// sandbox runs any more, while the container's exit would reach the
+		// host only after the Engine tore it down (~0.2 s). Otherwise the
+		// container's exit ends the run, as without a marker.
 		s.collectFor(fastEndWait)
-		if len(s.remaining) > 0 {
-			s.markEnd(o, spec.EndMarker, st.shellCode())
+		switch {
+		case len(s.remaining) > 0:
+			s.markEnd(o, spec.EndMarker, st.shellCode(), false)
+		case o.Seal && sealSandbox(sealWait):
+			s.markEnd(o, spec.EndMarker, st.shellCode(), true)
 		}
 	}
 	s.collect()

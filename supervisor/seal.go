@@ -1,0 +1,53 @@
+package supervisor
+
+import (
+	"os"
+	"strconv"
+	"syscall"
+	"time"
+)
+
+// sealWait bounds how long a sealed end waits for the processes it killed to
+// be gone. One that outlives it (in uninterruptible sleep, or another user's
+// that a non-root supervisor cannot signal) leaves the end unsealed: the
+// container's exit ends the run, as without a marker.
+const sealWait = 200 * time.Millisecond
+
+// sealSandbox ends every process of the sandbox but the supervisor, which
+// must be PID 1 of the sandbox's PID namespace (kill(-1) then reaches all of
+// them and nothing outside), and reports whether none is left once the
+// reaper collected them: after it, nothing in the sandbox can write.
+func sealSandbox(wait time.Duration) bool {
+	if os.Getpid() != 1 {
+		return false
+	}
+	if err := syscall.Kill(-1, syscall.SIGKILL); err != nil && err != syscall.ESRCH {
+		return false
+	}
+	deadline := time.Now().Add(wait)
+	for {
+		if onlyInitLeft() {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// onlyInitLeft reports whether /proc (the sandbox's PID namespace) lists no
+// process but PID 1: the others are gone and reaped (the host checks the
+// same through the Engine before it believes the marker).
+func onlyInitLeft() bool {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return false
+	}
+	for _, e := range ents {
+		if pid, err := strconv.Atoi(e.Name()); err == nil && pid != 1 {
+			return false
+		}
+	}
+	return true
+}
