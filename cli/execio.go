@@ -24,6 +24,12 @@ func (a *app) execAttached(ctx context.Context, c *client.Client, id string, req
 	if req.TTY {
 		restore = rawTerminal(a.stdin)
 		defer restore()
+		// The size goes with the request: set before any input arrives,
+		// also when the terminal's stream is handed over (its input then
+		// goes straight to the Engine).
+		r := *req
+		r.Height, r.Width = terminalSize(a.stdout)
+		req = &r
 	}
 	s, err := c.ExecAttach(ctx, id, req, in, a.stdout, a.stderr)
 	if err != nil {
@@ -32,7 +38,7 @@ func (a *app) execAttached(ctx context.Context, c *client.Client, id string, req
 	if req.TTY {
 		rctx, cancel := context.WithCancel(ctx)
 		defer cancel()
-		followResize(rctx, a.stdout, func(h, w uint) { _ = s.Resize(h, w) })
+		followResizeFrom(rctx, a.stdout, req.Height == 0, func(h, w uint) { _ = s.Resize(h, w) })
 	} else {
 		sigs := make(chan os.Signal, 1)
 		signal.Notify(sigs, forwardedSignals...)

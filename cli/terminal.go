@@ -32,6 +32,22 @@ func rawTerminal(stdin any) func() {
 // followResize calls resize with the terminal size now and on every SIGWINCH
 // until ctx ends.
 func followResize(ctx context.Context, out any, resize func(h, w uint)) {
+	followResizeFrom(ctx, out, true, resize)
+}
+
+// terminalSize is the size of out when it is a terminal (0, 0 otherwise).
+func terminalSize(out any) (height, width uint) {
+	if f, ok := out.(*os.File); ok {
+		if w, h, err := term.GetSize(int(f.Fd())); err == nil && w > 0 && h > 0 {
+			return uint(h), uint(w)
+		}
+	}
+	return 0, 0
+}
+
+// followResizeFrom is followResize, sending the current size first only when
+// now.
+func followResizeFrom(ctx context.Context, out any, now bool, resize func(h, w uint)) {
 	f, ok := out.(*os.File)
 	if !ok || !term.IsTerminal(int(f.Fd())) {
 		return
@@ -41,7 +57,9 @@ func followResize(ctx context.Context, out any, resize func(h, w uint)) {
 			resize(uint(h), uint(w))
 		}
 	}
-	send()
+	if now {
+		send()
+	}
 	ch := make(chan os.Signal, 1)
 	signal.Notify(ch, unix.SIGWINCH)
 	go func() {

@@ -186,6 +186,14 @@ type ExecRequest struct {
 	// Shell runs the sandbox's shell (sandbox.shell, else the image's SHELL,
 	// else /bin/sh), with Cmd empty.
 	Shell bool `json:"shell,omitempty"`
+	// Direct, with TTY, on the daemon's Unix socket, asks for the terminal's
+	// stream itself (FrameDirect): keystrokes then go to the Engine with no
+	// hop through the daemon. ExecAttach asks for it on its own where it can.
+	Direct bool `json:"direct,omitempty"`
+	// Height and Width, with TTY, are the terminal's size from the start
+	// (later sizes go as resize frames).
+	Height uint `json:"height,omitempty"`
+	Width  uint `json:"width,omitempty"`
 }
 
 // AttachRequest attaches to a sandbox's main command (POST

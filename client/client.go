@@ -24,6 +24,8 @@ type Client struct {
 	base  string
 	token string
 	http  *http.Client
+	// socket is the daemon's Unix socket (New), "" over TCP.
+	socket string
 }
 
 // New returns a client of the daemon listening on the Unix socket at path.
@@ -35,7 +37,7 @@ func New(socket string) *Client {
 		},
 		MaxIdleConns: 4,
 	}
-	return &Client{base: "http://airlockd", http: &http.Client{Transport: tr}}
+	return &Client{base: "http://airlockd", http: &http.Client{Transport: tr}, socket: socket}
 }
 
 // NewTCP returns a client of a daemon's TCP listener (addr "host:port"); token

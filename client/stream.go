@@ -9,9 +9,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"sync"
+	"syscall"
 )
 
 // StreamProtocol is the Upgrade token of an attached exec: POST
@@ -30,7 +33,25 @@ const (
 	FrameExit   byte = 3 // daemon to client, last: ExitFrame as JSON
 	FrameResize byte = 4 // client to daemon: ResizeFrame as JSON
 	FrameSignal byte = 5 // client to daemon: SignalFrame as JSON (the main command only)
+	// FrameDirect, daemon to client, first on an exec asked for with
+	// ExecRequest.Direct: with the payload DirectFD, it carries the
+	// terminal's stream itself as an SCM_RIGHTS descriptor (a Unix socket
+	// only), which the client then reads and writes raw, stdin and output,
+	// and sends FrameDirectEnded once it read the stream's end; empty, the
+	// frames carry the stream as without Direct. The client sends stdin only
+	// after this frame.
+	FrameDirect byte = 6
+	// FrameDirectEnded, client to daemon: the direct stream ended (the exit
+	// frame follows).
+	FrameDirectEnded byte = 7
 )
+
+// DirectFD is the payload of a FrameDirect that carries a descriptor.
+const DirectFD = "fd"
+
+// DirectHeader, on the 101 answer to an ExecRequest.Direct, says that a
+// FrameDirect comes first (a daemon without it sends none).
+const DirectHeader = "Airlock-Direct"
 
 // MaxFramePayload bounds one frame's payload.
 const MaxFramePayload = 1 << 20
@@ -65,13 +86,18 @@ func WriteFrame(w io.Writer, typ byte, payload []byte) error {
 	if len(payload) > MaxFramePayload {
 		return fmt.Errorf("cannot write a frame of %d bytes (at most %d)", len(payload), MaxFramePayload)
 	}
-	var hdr [8]byte
-	hdr[0] = typ
-	binary.BigEndian.PutUint32(hdr[4:], uint32(len(payload)))
-	if _, err := w.Write(append(hdr[:], payload...)); err != nil {
+	if _, err := w.Write(FrameBytes(typ, payload)); err != nil {
 		return err
 	}
 	return nil
+}
+
+// FrameBytes is one frame as written (a payload of at most MaxFramePayload).
+func FrameBytes(typ byte, payload []byte) []byte {
+	b := make([]byte, 8, 8+len(payload))
+	b[0] = typ
+	binary.BigEndian.PutUint32(b[4:], uint32(len(payload)))
+	return append(b, payload...)
 }
 
 // ReadFrame reads one frame.
@@ -100,6 +126,11 @@ type ExecSession struct {
 	done chan struct{}
 	exit ExitFrame
 	err  error
+	// A direct session (upgradeDirect): what receives the descriptor, stdin
+	// held until FrameDirect, and the stream it handed over.
+	fds    *fdReader
+	stdin  io.Reader
+	direct net.Conn
 }
 
 // ExecAttach runs a command in a ready sandbox attached over one connection
@@ -107,8 +138,20 @@ type ExecSession struct {
 // reads it, its output written to stdout and stderr as it comes (with
 // req.TTY, the terminal's output all to stdout). Resize sets a TTY's size;
 // Wait returns the exit code.
+//
+// On a terminal, through the daemon's Unix socket, the daemon hands the
+// terminal's stream over (ExecRequest.Direct): the session then copies it
+// raw, with no hop between the caller and the Engine.
 func (c *Client) ExecAttach(ctx context.Context, id string, req *ExecRequest, stdin io.Reader, stdout, stderr io.Writer) (*ExecSession, error) {
-	return c.upgrade(ctx, "/v1/sandboxes/"+url.PathEscape(id)+"/execs", req, stdin, stdout, stderr)
+	path := "/v1/sandboxes/" + url.PathEscape(id) + "/execs"
+	if req.TTY && c.socket != "" {
+		r := *req
+		r.Direct = true
+		return c.upgradeDirect(ctx, path, &r, stdin, stdout, stderr)
+	}
+	r := *req
+	r.Direct = false
+	return c.upgrade(ctx, path, &r, stdin, stdout, stderr)
 }
 
 // AttachMain connects to the main command of a sandbox (run's): stdin (nil: none)
@@ -155,6 +198,151 @@ func (c *Client) upgrade(ctx context.Context, path string, req any, stdin io.Rea
 	return s, nil
 }
 
+// upgradeDirect is upgrade for an ExecRequest.Direct, on its own connection
+// to the daemon's Unix socket, read so that the descriptor a FrameDirect
+// carries is received.
+func (c *Client) upgradeDirect(ctx context.Context, path string, req *ExecRequest, stdin io.Reader, stdout, stderr io.Writer) (*ExecSession, error) {
+	b, err := json.Marshal(req)
+	if err != nil {
+		return nil, fmt.Errorf("cannot encode the request: %w", err)
+	}
+	var d net.Dialer
+	nc, err := d.DialContext(ctx, "unix", c.socket)
+	if err != nil {
+		return nil, fmt.Errorf("cannot reach the airlock daemon: %w", err)
+	}
+	uc := nc.(*net.UnixConn)
+	stop := context.AfterFunc(ctx, func() { uc.Close() })
+	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+path, bytes.NewReader(b))
+	if err != nil {
+		stop()
+		uc.Close()
+		return nil, fmt.Errorf("cannot make the request: %w", err)
+	}
+	hr.Header = http.Header{"Content-Type": {"application/json"}, "Connection": {"Upgrade"}, "Upgrade": {StreamProtocol}}
+	if c.token != "" {
+		hr.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	fr := &fdReader{c: uc}
+	br := bufio.NewReader(fr)
+	var resp *http.Response
+	if err = hr.Write(uc); err == nil {
+		resp, err = http.ReadResponse(br, hr)
+	}
+	if !stop() || err != nil {
+		uc.Close()
+		if err == nil {
+			err = ctx.Err()
+		}
+		return nil, fmt.Errorf("cannot reach the airlock daemon: %w", err)
+	}
+	if resp.StatusCode >= 400 {
+		err := responseError(resp)
+		uc.Close()
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusSwitchingProtocols {
+		uc.Close()
+		return nil, fmt.Errorf("cannot attach: the daemon answered %s, not 101 Switching Protocols", resp.Status)
+	}
+	s := &ExecSession{conn: uc, done: make(chan struct{}), fds: fr, stdin: stdin}
+	if stdout == nil {
+		stdout = io.Discard
+	}
+	if stderr == nil {
+		stderr = io.Discard
+	}
+	if resp.Header.Get(DirectHeader) == "" {
+		s.fds = nil // a daemon that hands nothing over
+		go s.send(stdin)
+	}
+	go s.read(br, stdout, stderr)
+	return s, nil
+}
+
+// fdReader reads a Unix socket, keeping the descriptors that come with the
+// bytes (SCM_RIGHTS).
+type fdReader struct {
+	c   *net.UnixConn
+	mu  sync.Mutex
+	fds []int
+	oob []byte
+}
+
+func (r *fdReader) Read(p []byte) (int, error) {
+	if r.oob == nil {
+		r.oob = make([]byte, syscall.CmsgSpace(4*4))
+	}
+	n, oobn, _, _, err := r.c.ReadMsgUnix(p, r.oob)
+	n = max(n, 0) // -1 with an error
+	if oobn > 0 {
+		msgs, _ := syscall.ParseSocketControlMessage(r.oob[:oobn])
+		for i := range msgs {
+			fds, _ := syscall.ParseUnixRights(&msgs[i])
+			r.mu.Lock()
+			r.fds = append(r.fds, fds...)
+			r.mu.Unlock()
+		}
+	}
+	return n, err
+}
+
+// take gives the first descriptor received, or -1.
+func (r *fdReader) take() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.fds) == 0 {
+		return -1
+	}
+	fd := r.fds[0]
+	r.fds = r.fds[1:]
+	return fd
+}
+
+// closeRest closes the descriptors received and not taken.
+func (r *fdReader) closeRest() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, fd := range r.fds {
+		_ = syscall.Close(fd)
+	}
+	r.fds = nil
+}
+
+// startDirect takes a FrameDirect: with a descriptor, the terminal's stream
+// is copied raw, its output to stdout (then FrameDirectEnded), stdin to it;
+// without, stdin goes in frames as for any session.
+func (s *ExecSession) startDirect(payload []byte, stdout io.Writer) {
+	fd := -1
+	if string(payload) == DirectFD {
+		fd = s.fds.take()
+	}
+	s.fds.closeRest()
+	if fd < 0 {
+		go s.send(s.stdin)
+		return
+	}
+	f := os.NewFile(uintptr(fd), "airlock-direct")
+	conn, err := net.FileConn(f)
+	f.Close()
+	if err != nil {
+		_ = s.write(FrameDirectEnded, nil)
+		return
+	}
+	s.wmu.Lock()
+	s.direct = conn
+	s.wmu.Unlock()
+	go func() {
+		_, _ = io.Copy(stdout, conn)
+		_ = s.write(FrameDirectEnded, nil)
+	}()
+	if s.stdin != nil {
+		// On a terminal the end of stdin is not passed on (the Engine would
+		// end the terminal's output with it).
+		go func() { _, _ = io.Copy(conn, s.stdin) }()
+	}
+}
+
 // read copies the output frames until the exit frame.
 func (s *ExecSession) read(r io.Reader, stdout, stderr io.Writer) {
 	defer close(s.done)
@@ -172,6 +360,10 @@ func (s *ExecSession) read(r io.Reader, stdout, stderr io.Writer) {
 			_, _ = stdout.Write(p)
 		case FrameStderr:
 			_, _ = stderr.Write(p)
+		case FrameDirect:
+			if s.fds != nil {
+				s.startDirect(p, stdout)
+			}
 		case FrameExit:
 			if err := json.Unmarshal(p, &s.exit); err != nil {
 				s.err = fmt.Errorf("cannot read the exec's exit frame: %w", err)
@@ -225,7 +417,7 @@ func (s *ExecSession) Done() <-chan struct{} { return s.done }
 // Wait returns the exec's ID and exit code once it ended, and closes the connection.
 func (s *ExecSession) Wait() (execID string, code int, err error) {
 	<-s.done
-	s.conn.Close()
+	s.Close()
 	return s.exit.ExecID, s.exit.ExitCode, s.err
 }
 
@@ -235,5 +427,20 @@ func (s *ExecSession) Exit() ExitFrame {
 	return s.exit
 }
 
+// Direct reports whether the daemon handed the terminal's stream over
+// (ExecRequest.Direct): it then flows between the caller and the Engine.
+func (s *ExecSession) Direct() bool {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	return s.direct != nil
+}
+
 // Close ends the session without waiting (the command runs on).
-func (s *ExecSession) Close() error { return s.conn.Close() }
+func (s *ExecSession) Close() error {
+	s.wmu.Lock()
+	if s.direct != nil {
+		s.direct.Close()
+	}
+	s.wmu.Unlock()
+	return s.conn.Close()
+}

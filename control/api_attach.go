@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"os"
 
 	"github.com/airlock-dev/airlock/client"
 )
@@ -25,7 +26,7 @@ func (s *server) attachPrimary(w http.ResponseWriter, r *http.Request) {
 	// taken over: the client going away shows as its connection closing.
 	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
 	defer cancel()
-	serveStream(w, false, func(stdin io.Reader, stdout, stderr io.Writer) (streamTarget, error) {
+	serveStream(w, false, false, func(stdin io.Reader, stdout, stderr io.Writer) (streamTarget, error) {
 		ap, err := s.svc.AttachPrimary(ctx, id, &AttachRequest{Stdin: req.Stdin, Replay: req.Replay, SkipStdout: req.SkipStdout, SkipStderr: req.SkipStderr}, stdin, stdout, stderr)
 		if err != nil {
 			return nil, err
@@ -45,6 +46,8 @@ func (p primaryTarget) running() <-chan struct{} {
 func (p primaryTarget) resize(height, width uint) error { return p.ap.Resize(height, width) }
 func (p primaryTarget) signal(sig string) error         { return p.ap.Signal(sig) }
 func (p primaryTarget) close()                          { p.ap.Close() }
+func (p primaryTarget) direct() *os.File                { return nil }
+func (p primaryTarget) endDirect()                      {}
 func (p primaryTarget) wait() client.ExitFrame {
 	end := <-p.ap.Done
 	if end.Err != nil {

@@ -9,8 +9,10 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
+	"syscall"
 
 	"github.com/airlock-dev/airlock/client"
 	"github.com/airlock-dev/airlock/control/store"
@@ -23,7 +25,7 @@ func (s *server) exec(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if upgradesTo(r, client.StreamProtocol) && !req.Interactive {
-		s.execAttach(w, &req, r.PathValue("id"))
+		s.execAttach(w, r, &req, r.PathValue("id"))
 		return
 	}
 	if req.TTY {
@@ -174,13 +176,17 @@ func upgradesTo(r *http.Request, protocol string) bool {
 
 // execAttach answers an attached exec: 101, then frames both ways
 // (client.StreamProtocol): stdin and resizes in, output out, the exit frame last.
-func (s *server) execAttach(w http.ResponseWriter, req *client.ExecRequest, id string) {
+func (s *server) execAttach(w http.ResponseWriter, r *http.Request, req *client.ExecRequest, id string) {
 	if req.Stdin != nil {
 		writeError(w, &client.Error{Reason: client.ReasonInvalidRequest, Message: "cannot take stdin in the request of an attached exec: send it on the stream"})
 		return
 	}
-	serveStream(w, req.TTY, func(stdin io.Reader, stdout, stderr io.Writer) (streamTarget, error) {
-		se, err := s.svc.ExecStream(id, &ExecRequest{ID: req.ID, Cmd: req.Cmd, Env: req.Env, Workdir: req.Workdir, Shell: req.Shell, TTY: req.TTY}, stdin, stdout, stderr)
+	// A terminal's stream is handed over whole to a client on this host
+	// (client.FrameDirect), which asked for it.
+	_, local := r.Context().Value(http.LocalAddrContextKey).(*net.UnixAddr)
+	direct := req.Direct && req.TTY && local
+	serveStream(w, req.TTY, direct, func(stdin io.Reader, stdout, stderr io.Writer) (streamTarget, error) {
+		se, err := s.svc.ExecStream(id, &ExecRequest{ID: req.ID, Cmd: req.Cmd, Env: req.Env, Workdir: req.Workdir, Shell: req.Shell, TTY: req.TTY, Direct: direct, Height: req.Height, Width: req.Width}, stdin, stdout, stderr)
 		if err != nil {
 			return nil, err
 		}
@@ -196,9 +202,41 @@ func (e execTarget) resize(height, width uint) error { return e.se.Resize(height
 func (e execTarget) signal(string) error {
 	return errors.New("cannot signal an exec")
 }
-func (e execTarget) close() {}
+func (e execTarget) close()           {}
+func (e execTarget) direct() *os.File { return e.se.Direct() }
+func (e execTarget) endDirect()       { e.se.EndDirect() }
 func (e execTarget) wait() client.ExitFrame {
 	return client.ExitFrame{ExecID: e.se.Record.ID, ExitCode: <-e.se.Done}
+}
+
+// handOver sends the client the first frame of a direct stream
+// (client.FrameDirect): with the terminal's stream itself (SCM_RIGHTS) when
+// the target has one, else without, and the frames carry it as for any other
+// client. Should the connection not take a descriptor, the stream is copied
+// to and from frames here.
+func handOver(conn net.Conn, sink *frameSink, target streamTarget, stdin io.Reader, stdout func([]byte) func() error) {
+	<-target.running()
+	f := target.direct()
+	uc, unix := conn.(*net.UnixConn)
+	sink.mu.Lock()
+	defer sink.mu.Unlock()
+	if f == nil || !unix {
+		sink.sendLocked(func() error { return client.WriteFrame(conn, client.FrameDirect, nil) })
+		if f != nil {
+			go func() {
+				defer f.Close()
+				defer target.endDirect()
+				_, _ = io.Copy(sink.writer(stdout), f)
+			}()
+			go func() { _, _ = io.Copy(f, stdin) }()
+		}
+		return
+	}
+	defer f.Close()
+	sink.sendLocked(func() error {
+		_, _, err := uc.WriteMsgUnix(client.FrameBytes(client.FrameDirect, []byte(client.DirectFD)), syscall.UnixRights(int(f.Fd())), nil)
+		return err
+	})
 }
 
 // streamTarget is what an attached stream's frames drive: an exec, or a
@@ -208,6 +246,11 @@ type streamTarget interface {
 	running() <-chan struct{}
 	resize(height, width uint) error
 	signal(sig string) error
+	// direct is, once running is closed, the terminal stream handed over
+	// for the client (nil: the streams given to start carry it); endDirect
+	// says its holder read its end.
+	direct() *os.File
+	endDirect()
 	// wait gives the exit frame once the target ended and its output was sent.
 	wait() client.ExitFrame
 	// close ends the attachment early: the client went away (an exec runs
@@ -220,7 +263,7 @@ type streamTarget interface {
 // frames; once it started, 101, then frames both ways — stdin, resizes and
 // signals in, output out, the exit frame last. An error from start is an
 // ordinary JSON answer.
-func serveStream(w http.ResponseWriter, tty bool, start func(stdin io.Reader, stdout, stderr io.Writer) (streamTarget, error)) {
+func serveStream(w http.ResponseWriter, tty, direct bool, start func(stdin io.Reader, stdout, stderr io.Writer) (streamTarget, error)) {
 	hj, ok := w.(http.Hijacker)
 	if !ok {
 		writeError(w, errors.New("cannot attach: the connection cannot be taken over"))
@@ -256,7 +299,11 @@ func serveStream(w http.ResponseWriter, tty bool, start func(stdin io.Reader, st
 	var bufrw *bufio.ReadWriter
 	conn, bufrw, err = hj.Hijack()
 	if err == nil {
-		_, err = fmt.Fprintf(conn, "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: %s\r\n\r\n", client.StreamProtocol)
+		extra := ""
+		if direct {
+			extra = client.DirectHeader + ": 1\r\n" // a FrameDirect comes first
+		}
+		_, err = fmt.Fprintf(conn, "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: %s\r\n%s\r\n", client.StreamProtocol, extra)
 	}
 	if err != nil {
 		// The target runs to its end unseen (an exec's record has the code).
@@ -301,9 +348,14 @@ func serveStream(w http.ResponseWriter, tty bool, start func(stdin io.Reader, st
 				if json.Unmarshal(p, &sf) == nil && sf.Signal != "" {
 					_ = target.signal(sf.Signal)
 				}
+			case client.FrameDirectEnded:
+				target.endDirect()
 			}
 		}
 	}()
+	if direct {
+		handOver(conn, sink, target, stdinR, frames(client.FrameStdout))
+	}
 	exit := target.wait()
 	b, _ := json.Marshal(exit)
 	sink.send(frames(client.FrameExit)(b))

@@ -27,6 +27,11 @@ type ExecRequest struct {
 	TTY bool
 	// Shell runs the sandbox's shell (Backend.Shell), with Cmd empty.
 	Shell bool
+	// Direct, with TTY, asks the backend for the terminal's stream itself
+	// (StreamedExec.Direct), for a client on this host to use with no hop.
+	Direct bool
+	// Height and Width, with TTY, are the terminal's size from the start.
+	Height, Width uint
 }
 
 // execAbandoned is runExec's answer when the daemon stopped before the exec ended.
@@ -147,7 +152,7 @@ func (s *Service) ExecStream(id string, req *ExecRequest, stdin io.Reader, stdou
 	l.execs++
 	s.mu.Unlock()
 	done := make(chan int, 1)
-	se := &StreamedExec{Record: ex, Done: done, ctx: s.ctx, running: make(chan struct{})}
+	se := &StreamedExec{Record: ex, Done: done, ctx: s.ctx, running: make(chan struct{}), height: req.Height, width: req.Width}
 	s.goAsync(func() {
 		code := s.collectExec(id, l, req, stdin, stdout, stderr, se.started)
 		se.once.Do(func() { close(se.running) })
@@ -170,12 +175,35 @@ type StreamedExec struct {
 	width   uint
 	running chan struct{}
 	once    sync.Once
+	direct  *os.File
+}
+
+// Direct is, once Running is closed, the terminal stream the backend handed
+// over for an ExecRequest.Direct (nil when it did not: the streams given to
+// ExecStream carry it); the caller takes it over and closes it.
+func (e *StreamedExec) Direct() *os.File {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	f := e.direct
+	e.direct = nil
+	return f
+}
+
+// EndDirect says the Direct stream's holder read its end: the exit code follows.
+func (e *StreamedExec) EndDirect() {
+	e.mu.Lock()
+	ex := e.ex
+	e.mu.Unlock()
+	if ex != nil {
+		ex.EndDirect()
+	}
 }
 
 func (e *StreamedExec) started(ex *sandbox.Exec) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.ex = ex
+	e.direct = ex.Direct
 	if e.height > 0 && e.width > 0 {
 		_ = ex.Resize(e.ctx, e.height, e.width)
 	}
@@ -224,7 +252,7 @@ func (s *Service) collectExec(id string, l *live, req *ExecRequest, stdin io.Rea
 			return s.execFailed(stderr, err)
 		}
 	}
-	ex, err := s.rtOf(id).Exec(s.ctx, h, sandbox.ExecRequest{Cmd: req.Cmd, Env: req.Env, Workdir: req.Workdir, TTY: req.TTY, Stdin: stdin != nil}, sandbox.Streams{Stdin: stdin, Stdout: stdout, Stderr: stderr})
+	ex, err := s.rtOf(id).Exec(s.ctx, h, sandbox.ExecRequest{Cmd: req.Cmd, Env: req.Env, Workdir: req.Workdir, TTY: req.TTY, Stdin: stdin != nil, Direct: req.Direct}, sandbox.Streams{Stdin: stdin, Stdout: stdout, Stderr: stderr})
 	if err != nil {
 		return s.execFailed(stderr, err)
 	}

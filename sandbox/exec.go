@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -21,6 +23,10 @@ type ExecRequest struct {
 	Workdir string
 	TTY     bool
 	Stdin   bool
+	// Direct, with TTY and Stdin, asks for the exec's stream itself rather
+	// than having it copied (Exec.Direct): a local client's terminal then
+	// talks to the Engine with no hop between (a keystroke's echo).
+	Direct bool
 }
 
 // Exec is a started exec: Wait for its exit code after its output ends.
@@ -29,6 +35,22 @@ type Exec struct {
 	Done     <-chan error
 	exitCode func(context.Context) (int, error)
 	resize   func(ctx context.Context, height, width uint) error
+	// Direct, for an ExecRequest.Direct the Engine's connection allowed
+	// (a plain Unix or TCP socket), is the exec's terminal stream, raw: its
+	// holder copies the terminal's bytes both ways and calls EndDirect once
+	// it read the stream's end (until then, or without it, Done waits for the
+	// Engine to say the exec ended). The caller closes it. Nil otherwise: the
+	// Streams given to Exec carry the terminal.
+	Direct *os.File
+	ended  chan struct{}
+	once   sync.Once
+}
+
+// EndDirect says that a Direct exec's stream ended: Done follows.
+func (e *Exec) EndDirect() {
+	if e.ended != nil {
+		e.once.Do(func() { close(e.ended) })
+	}
 }
 
 // NewExec is an exec started by another backend than the Docker Engine: done
@@ -68,6 +90,15 @@ func (rt *Runtime) Exec(ctx context.Context, sb *Sandbox, req ExecRequest, s Str
 	exitCode := func(ctx context.Context) (int, error) { return rt.execCode(ctx, cur.get()) }
 	resize := func(ctx context.Context, height, width uint) error {
 		return rt.Engine.ContainerExecResize(ctx, cur.get(), container.ResizeOptions{Height: height, Width: width})
+	}
+	if req.Direct && req.TTY && req.Stdin {
+		if f := rawFile(hj.Conn); f != nil {
+			hj.Close() // f holds the stream
+			ended := make(chan struct{})
+			ex := NewExec(id, rt.directDone(ctx, cur, ended), exitCode, resize)
+			ex.Direct, ex.ended = f, ended
+			return ex, nil
+		}
 	}
 	if req.Stdin {
 		// Not started again (the attempt may have taken some of stdin), but
@@ -109,6 +140,56 @@ func (rt *Runtime) Exec(ctx context.Context, sb *Sandbox, req ExecRequest, s Str
 		}
 	}()
 	return NewExec(id, done, exitCode, resize), nil
+}
+
+// rawFile is a duplicate of a hijacked connection's socket when nothing of it
+// was read ahead (the Engine client then gives the socket itself), so that
+// its stream can be handed over whole; nil otherwise (TLS, a read-ahead).
+func rawFile(conn net.Conn) *os.File {
+	var f *os.File
+	var err error
+	switch c := conn.(type) {
+	case *net.UnixConn:
+		f, err = c.File()
+	case *net.TCPConn:
+		f, err = c.File()
+	default:
+		return nil
+	}
+	if err != nil {
+		return nil
+	}
+	return f
+}
+
+// directPoll is how often the end of a Direct exec whose holder did not say
+// (it went away) is asked of the Engine.
+const directPoll = time.Second
+
+// directDone ends once the holder of a Direct exec's stream says it ended
+// (Exec.EndDirect closes ended), or the Engine says the exec no longer runs.
+func (rt *Runtime) directDone(ctx context.Context, cur *execID, ended <-chan struct{}) <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		t := time.NewTicker(directPoll)
+		defer t.Stop()
+		for {
+			select {
+			case <-ended:
+				done <- nil
+				return
+			case <-ctx.Done():
+				done <- ctx.Err()
+				return
+			case <-t.C:
+				if in, err := rt.Engine.ContainerExecInspect(ctx, cur.get()); err == nil && !in.Running {
+					done <- nil
+					return
+				}
+			}
+		}
+	}()
+	return done
 }
 
 // execStartRetries is how many more times Exec starts an exec the Engine failed

@@ -277,8 +277,9 @@ func bench(airlock string, runs int, doc, command string, remote bool) error {
 		"and is recorded by the control daemon (exec.started / exec.finished). Both go through the control daemon,\n" +
 		"which is running (warm) during the measured runs.\n" +
 		"Keystroke echo: one character typed at a time on a terminal (a pty here) and timed until the shell's terminal\n" +
-		"echoes it, 50 keys twice, interleaved; airlock's path is an attached exec through the daemon (what `up`'s shell\n" +
-		"is), one more hop (CLI → daemon → Engine) than `docker exec -it`. Throughput: `head -c 1G /dev/zero` as the main\n" +
+		"echoes it, 50 keys twice, interleaved; airlock's path is an attached exec made through the daemon (what `up`'s\n" +
+		"shell is), whose Engine stream the daemon hands over to the CLI (docs/api.md, A terminal handed over), so the\n" +
+		"keystrokes take the path of `docker exec -it`. Throughput: `head -c 1G /dev/zero` as the main\n" +
 		"command, its stdout read here from a pipe; both are bound by the Engine writing the output to the container's\n" +
 		"json-file log as it passes it on."
 	return benchdoc.Write(doc, "Runtime", intro, rows, notes)
