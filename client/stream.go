@@ -12,9 +12,10 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"os"
 	"sync"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // StreamProtocol is the Upgrade token of an attached exec: POST
@@ -130,7 +131,7 @@ type ExecSession struct {
 	// held until FrameDirect, and the stream it handed over.
 	fds    *fdReader
 	stdin  io.Reader
-	direct net.Conn
+	direct io.Closer
 }
 
 // ExecAttach runs a command in a ready sandbox attached over one connection
@@ -322,24 +323,87 @@ func (s *ExecSession) startDirect(payload []byte, stdout io.Writer) {
 		go s.send(s.stdin)
 		return
 	}
-	f := os.NewFile(uintptr(fd), "airlock-direct")
-	conn, err := net.FileConn(f)
-	f.Close()
-	if err != nil {
+	// Blocking reads and writes on the socket itself, each in its own
+	// goroutine: a keystroke's echo wakes the reading thread in the kernel
+	// directly, with no trip through the runtime's poller.
+	if err := unix.SetNonblock(fd, false); err != nil {
+		_ = unix.Close(fd)
 		_ = s.write(FrameDirectEnded, nil)
 		return
 	}
+	ds := &directStream{fd: fd}
 	s.wmu.Lock()
-	s.direct = conn
+	s.direct = ds
 	s.wmu.Unlock()
 	go func() {
-		_, _ = io.Copy(stdout, conn)
+		_, _ = io.Copy(stdout, ds)
+		ds.release()
 		_ = s.write(FrameDirectEnded, nil)
 	}()
 	if s.stdin != nil {
 		// On a terminal the end of stdin is not passed on (the Engine would
 		// end the terminal's output with it).
-		go func() { _, _ = io.Copy(conn, s.stdin) }()
+		go func() { _, _ = io.Copy(ds, s.stdin) }()
+	}
+}
+
+// directStream is a handed-over stream's socket in blocking mode. Its reader
+// releases the descriptor once it read the end; Close shuts the socket down,
+// which ends that read, so the descriptor is never used once released.
+type directStream struct {
+	fd     int
+	mu     sync.Mutex
+	closed bool
+}
+
+func (d *directStream) Read(p []byte) (int, error) {
+	for {
+		n, err := unix.Read(d.fd, p)
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err != nil:
+			return 0, err
+		case n == 0:
+			return 0, io.EOF
+		}
+		return n, nil
+	}
+}
+
+func (d *directStream) Write(p []byte) (int, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return 0, net.ErrClosed
+	}
+	written := 0
+	for written < len(p) {
+		n, err := unix.Write(d.fd, p[written:])
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return written, err
+		}
+		written += n
+	}
+	return written, nil
+}
+
+// Close ends the stream both ways (the reader then releases it).
+func (d *directStream) Close() error {
+	return unix.Shutdown(d.fd, unix.SHUT_RDWR)
+}
+
+// release closes the descriptor, once its reader is done with it.
+func (d *directStream) release() {
+	_ = unix.Shutdown(d.fd, unix.SHUT_RDWR) // a writer blocked on a full socket returns
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if !d.closed {
+		d.closed = true
+		_ = unix.Close(d.fd)
 	}
 }
 
