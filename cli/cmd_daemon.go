@@ -198,7 +198,7 @@ func (a *app) runDaemon(d daemonArgs) error {
 		return err
 	}
 	defer closeRT()
-	rt.Progress, rt.Quiet = nil, true
+	rt.Progress, rt.Quiet, rt.SharedNetworkMax = nil, true, cfg.Runtime.SharedNetworkMax
 	// Sandboxes created on another Engine (DOCKER_HOST, a docker context) are
 	// served on it.
 	openEngine := func(ep engine.Endpoint) (control.Backend, error) {
@@ -213,6 +213,7 @@ func (a *app) runDaemon(d daemonArgs) error {
 		}
 		ort := sandbox.NewRuntime(ep, cli, p)
 		ort.Binary, ort.FindSupervisor, ort.BuildID, ort.Getenv, ort.Quiet, ort.Owner = rt.Binary, rt.FindSupervisor, rt.BuildID, rt.Getenv, true, rt.Owner
+		ort.SharedNetworkMax = rt.SharedNetworkMax
 		return ort, nil
 	}
 	redactor := secrets.NewRedactor()

@@ -3,13 +3,20 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/network"
 
+	"github.com/airlock-dev/airlock/client"
+	"github.com/airlock-dev/airlock/internal/clitest"
 	"github.com/airlock-dev/airlock/sandbox"
 )
 
@@ -112,4 +119,99 @@ func TestSharedNetworkDuplicate(t *testing.T) {
 	}
 	a.assertClean()
 	b.assertClean()
+}
+
+// TestSharedNetworkShards: with runtime.shared_network_max = 5, twelve
+// sandboxes made at once fill the shared network's shards in order — five on
+// each but the last beyond the first shard, which other tests' sandboxes share
+// — each shard made on demand with inter-container communication off; every
+// sandbox answers; once they are gone, so are the shards beyond the first.
+func TestSharedNetworkShards(t *testing.T) {
+	limit(t)
+	e := newEnv(t, "[sandbox]\nimage = \"{{image}}\"\n")
+	if err := os.MkdirAll(filepath.Join(e.Config, "airlock"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(e.Config, "airlock", "config.toml"), []byte("[runtime]\nshared_network_max = 5\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e.MustRun("ps") // the daemon, with that config
+	c := e.daemonAPI()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	wm, _ := clitest.WireManifest(t, e.Project, e.Getenv)
+	const n = 12
+	ids := make([]string, n)
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 4)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("shard-%d-%s", i, randomKey()[:8])
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			if _, err := c.Create(ctx, &client.CreateRequest{ID: ids[i], Kind: "up", Manifest: wm, Start: true}); err != nil {
+				t.Errorf("create %s: %v", ids[i], err)
+				return
+			}
+			if sb, _, err := c.WaitState(ctx, ids[i], client.StateReady, client.StateFailed); err != nil || sb.State != client.StateReady {
+				t.Errorf("%s: %+v, %v", ids[i], sb, err)
+			}
+		}()
+	}
+	wg.Wait()
+	if t.Failed() {
+		t.FailNow()
+	}
+	perShard := map[string]int{} // of this test's sandboxes
+	for _, id := range ids {
+		ci, err := e.Cli.ContainerInspect(ctx, "airlock-"+id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		shard := ci.Config.Labels[sandbox.LabelShard]
+		if ci.NetworkSettings.Networks[shard] == nil {
+			t.Errorf("%s: labelled with shard %q, on %v", id, shard, ci.NetworkSettings.Networks)
+		}
+		perShard[shard]++
+		if r := e.MustRun("exec", id, "--", "echo", "answers"); !strings.Contains(r.Stdout, "answers") {
+			t.Errorf("exec in %s: %s", id, r)
+		}
+	}
+	// Beyond the first shard only this test's daemon goes (the others keep
+	// the default of 1000): shards 2, 3, … are full in order but the last.
+	last := 1
+	for k := 2; perShard[sandbox.ShardName(k)] > 0; k++ {
+		last = k
+	}
+	beyond := 0
+	for k := 2; k <= last; k++ {
+		name := sandbox.ShardName(k)
+		beyond += perShard[name]
+		if got := perShard[name]; got > 5 || (k < last && got != 5) {
+			t.Errorf("%s holds %d of the sandboxes; want 5 (at most 5 on the last): %v", name, got, perShard)
+		}
+		nw, err := e.Cli.NetworkInspect(ctx, name, network.InspectOptions{})
+		if err != nil || nw.Options["com.docker.network.bridge.enable_icc"] != "false" || nw.Labels[sandbox.LabelShared] != "true" {
+			t.Errorf("%s: want a shared network with inter-container communication off, got %v %v (%v)", name, nw.Options, nw.Labels, err)
+		}
+	}
+	if beyond+perShard[sandbox.SharedNetwork] != n || beyond < n-5 || len(perShard) != last {
+		t.Errorf("shards of the %d sandboxes: %v", n, perShard)
+	}
+	for _, id := range ids {
+		e.deleteThroughAPI(c, id)
+	}
+	list, err := e.Cli.NetworkList(ctx, network.ListOptions{Filters: filters.NewArgs(filters.Arg("name", sandbox.SharedNetwork+"-"))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, nw := range list {
+		t.Errorf("network %s is left after its last sandbox went", nw.Name)
+	}
+	if _, err := e.Cli.NetworkInspect(ctx, sandbox.SharedNetwork, network.InspectOptions{}); err != nil {
+		t.Errorf("the first shard went too: %v", err)
+	}
+	e.assertClean()
 }

@@ -82,7 +82,7 @@ type Sandbox struct {
 	supervisorVolume string
 	fresh            bool // created by this runtime and never started: its status stream is empty
 	envSecrets       map[string]string
-	sharedNet        bool   // on the Engine's shared airlock network, not one of its own
+	shard            string // the shard of the Engine's shared airlock network it is on, when not on one of its own
 	egressID         string // the egress proxy container, when the sandbox has egress rules
 	egressDNS        string // the proxy's address on the sandbox network, its containers' DNS server
 	parked           bool   // made for a warm pool: its values come with its claim (Claim), not at Start
@@ -215,11 +215,12 @@ func (rt *Runtime) Create(ctx context.Context, req *Request) (sb *Sandbox, err e
 		}
 		sb.Network = sb.Name
 	case r.Sandbox.Network == "bridge":
-		id, err := rt.sharedNetwork(ctx, false)
+		name, id, reserved, err := rt.pickShard(ctx)
 		if err != nil {
 			return sb, err
 		}
-		sb.Network, sb.sharedNet = id, true
+		defer reserved() // counted on the Engine once its container exists
+		sb.Network, sb.shard = id, name
 	}
 	done()
 	if err := rt.createServices(ctx, sb, r, labels, hp.ServiceBinds); err != nil {
@@ -246,6 +247,9 @@ func (rt *Runtime) Create(ctx context.Context, req *Request) (sb *Sandbox, err e
 	if err != nil {
 		return sb, err
 	}
+	if sb.shard != "" {
+		cfg.Labels[LabelShard] = sb.shard
+	}
 	if rootPID1 {
 		// The container runs as root; the files API still writes as the
 		// sandbox user, which the label names (WriteArchive).
@@ -257,10 +261,10 @@ func (rt *Runtime) Create(ctx context.Context, req *Request) (sb *Sandbox, err e
 	}
 	done = rt.step(req.ID, "create")
 	c, err := rt.Engine.ContainerCreate(ctx, cfg, host, netcfg, nil, sb.Name)
-	if err != nil && sb.sharedNet && cerrdefs.IsNotFound(err) {
+	if err != nil && sb.shard != "" && cerrdefs.IsNotFound(err) {
 		// The shared network was removed behind airlock's back (or it was a
 		// duplicate, removed by another process): find or make it again.
-		if id, nerr := rt.sharedNetwork(ctx, true); nerr == nil {
+		if id, nerr := rt.sharedNetwork(ctx, sb.shard, true); nerr == nil {
 			sb.Network = id
 			host.NetworkMode = container.NetworkMode(id)
 			netcfg = &network.NetworkingConfig{EndpointsConfig: map[string]*network.EndpointSettings{id: {}}}

@@ -41,18 +41,20 @@ func (rt *Runtime) Start(ctx context.Context, sb *Sandbox) error {
 		}
 	}
 	done := rt.step(sb.ID, "start")
-	if sb.sharedNet {
+	if sb.shard != "" {
 		// Engine 20.10 finds a container's networks by name when it starts it,
 		// though it was created with the network's ID: a second network named
 		// airlock-shared (another process made one at the same time) fails the
 		// start, and a failed start ends the caller's attach. Look first, and
 		// remove the younger ones (findShared); one list call.
-		_, _ = rt.sharedNetwork(ctx, true)
+		// A shard removed while the sandbox was stopped (its last running
+		// sandbox went) is made again: the start finds it by name.
+		_, _ = rt.sharedNetwork(ctx, sb.shard, true)
 	}
 	err := rt.Engine.ContainerStart(ctx, sb.PrimaryID, container.StartOptions{})
-	if err != nil && sb.sharedNet && strings.Contains(err.Error(), "is ambiguous") {
+	if err != nil && sb.shard != "" && strings.Contains(err.Error(), "is ambiguous") {
 		// One appeared since: remove it and start again.
-		if _, nerr := rt.sharedNetwork(ctx, true); nerr == nil {
+		if _, nerr := rt.sharedNetwork(ctx, sb.shard, true); nerr == nil {
 			err = rt.Engine.ContainerStart(ctx, sb.PrimaryID, container.StartOptions{})
 		}
 	}
@@ -185,10 +187,16 @@ func (rt *Runtime) RemoveContainers(ctx context.Context, id string) error {
 		return err
 	}
 	var errs []error
+	var shards []string
 	for _, c := range append(objs.services, objs.all...) {
 		if err := rt.Engine.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true, RemoveVolumes: true}); err != nil && !cerrdefs.IsNotFound(err) {
 			errs = append(errs, err)
+		} else if s := c.Labels[LabelShard]; s != "" {
+			shards = append(shards, s)
 		}
+	}
+	for _, s := range shards {
+		rt.leaveShard(ctx, s) // a shard beyond the first goes with its last sandbox
 	}
 	return errors.Join(errs...)
 }
@@ -353,7 +361,7 @@ func (rt *Runtime) Open(ctx context.Context, id string, r *manifest.Resolved) (*
 	sb := &Sandbox{
 		ID: id, Name: objectName(id), Project: p.Labels[LabelProject], Kind: p.Labels[LabelKind],
 		PlanHash: p.Labels[LabelPlanHash], PrimaryID: p.ID, Services: map[string]string{},
-		manifest: r,
+		manifest: r, shard: p.Labels[LabelShard],
 	}
 	for _, s := range objs.services {
 		sb.Services[s.Labels[LabelService]] = s.ID

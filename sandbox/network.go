@@ -3,9 +3,11 @@ package sandbox
 import (
 	"context"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
+	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/network"
 )
@@ -17,63 +19,172 @@ import (
 // sandboxes on it cannot reach each other, only the outside. It is made on first
 // use, labelled as shared (never with a sandbox ID, so no sandbox's removal takes
 // it), and left in place; `airlock prune` may remove it when nothing uses it.
+//
+// A bridge holds at most 1023 ports, so the shared network is sharded: once
+// airlock-shared holds sharedMax sandboxes, the next joins airlock-shared-2,
+// and so on, each made on demand like the first and removed once its last
+// sandbox is (the first stays).
 
 const (
-	// SharedNetwork is the name of the shared network on every Engine.
+	// SharedNetwork is the name of the shared network on every Engine: its
+	// first shard (the next are SharedNetwork-2, -3, …).
 	SharedNetwork = "airlock-shared"
-	// LabelShared marks the shared network.
+	// LabelShared marks the shared network and its shards.
 	LabelShared = "dev.airlock.shared"
+	// LabelShard names, on a sandbox's primary, the shard of the shared
+	// network it joined.
+	LabelShard = "dev.airlock.shared-network"
+	// DefaultSharedNetworkMax is how many sandboxes one shard holds unless
+	// the runtime says otherwise (runtime.shared_network_max): a Linux bridge
+	// takes at most 1023 ports, and an egress proxy or a service joins a
+	// network of its own, not a shard.
+	DefaultSharedNetworkMax = 1000
 )
 
-// sharedNet remembers the shared network's ID on this runtime's Engine.
-type sharedNet struct {
-	mu sync.Mutex
-	id string
+// ShardName is the name of shard n (1, 2, …) of the shared network.
+func ShardName(n int) string {
+	if n <= 1 {
+		return SharedNetwork
+	}
+	return SharedNetwork + "-" + strconv.Itoa(n)
 }
 
-// sharedNetwork returns the shared network's ID, creating it when missing
+// sharedNet remembers the shards of the shared network on this runtime's
+// Engine, and the sandboxes being made on each (counted until they exist).
+type sharedNet struct {
+	mu      sync.Mutex
+	ids     map[string]string // shard name → network ID
+	pending map[string]int
+}
+
+// sharedMax is how many sandboxes a shard holds.
+func (rt *Runtime) sharedMax() int {
+	if rt.SharedNetworkMax > 0 {
+		return rt.SharedNetworkMax
+	}
+	return DefaultSharedNetworkMax
+}
+
+// pickShard chooses the shard a new sandbox joins: the first whose sandboxes
+// (every container labelled with it, running or not, of any daemon on the
+// Engine, and those this runtime is making) are fewer than sharedMax, made
+// when missing. done ends the reservation once the sandbox's container exists
+// (or was not made).
+func (rt *Runtime) pickShard(ctx context.Context) (name, id string, done func(), err error) {
+	rt.shared.mu.Lock()
+	defer rt.shared.mu.Unlock()
+	for n := 1; ; n++ {
+		name := ShardName(n)
+		members, err := rt.shardMembers(ctx, name)
+		if err != nil {
+			return "", "", nil, err
+		}
+		if members+rt.shared.pending[name] >= rt.sharedMax() {
+			continue
+		}
+		id, err := rt.shardLocked(ctx, name, false)
+		if err != nil {
+			return "", "", nil, err
+		}
+		if rt.shared.pending == nil {
+			rt.shared.pending = map[string]int{}
+		}
+		rt.shared.pending[name]++
+		var once sync.Once
+		return name, id, func() {
+			once.Do(func() {
+				rt.shared.mu.Lock()
+				defer rt.shared.mu.Unlock()
+				rt.shared.pending[name]--
+			})
+		}, nil
+	}
+}
+
+// shardMembers counts the containers labelled with shard name.
+func (rt *Runtime) shardMembers(ctx context.Context, name string) (int, error) {
+	list, err := rt.Engine.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", LabelShard+"="+name))})
+	if err != nil {
+		return 0, failed("cannot list the sandboxes on network %s: %v", name, err)
+	}
+	return len(list), nil
+}
+
+// sharedNetwork returns the ID of shard name, creating it when missing
 // (again, with recheck, when it disappeared). Sandboxes join it by ID: two
 // processes making it at once can leave two networks of that name (Engine 20.10's
 // duplicate check is not atomic), and a name that matches two is ambiguous.
-func (rt *Runtime) sharedNetwork(ctx context.Context, recheck bool) (string, error) {
+func (rt *Runtime) sharedNetwork(ctx context.Context, name string, recheck bool) (string, error) {
 	rt.shared.mu.Lock()
 	defer rt.shared.mu.Unlock()
-	if rt.shared.id != "" && !recheck {
-		return rt.shared.id, nil
+	return rt.shardLocked(ctx, name, recheck)
+}
+
+func (rt *Runtime) shardLocked(ctx context.Context, name string, recheck bool) (string, error) {
+	if id := rt.shared.ids[name]; id != "" && !recheck {
+		return id, nil
 	}
-	id, err := rt.findShared(ctx)
+	id, err := rt.findShared(ctx, name)
 	if err != nil {
 		return "", err
 	}
 	if id == "" {
-		_, cerr := rt.Engine.NetworkCreate(ctx, SharedNetwork, network.CreateOptions{
+		_, cerr := rt.Engine.NetworkCreate(ctx, name, network.CreateOptions{
 			Driver:  "bridge",
 			Options: map[string]string{"com.docker.network.bridge.enable_icc": "false"},
 			Labels:  map[string]string{LabelShared: "true"},
 		})
 		// Another process may have made it meanwhile: look again either way.
-		if id, err = rt.findShared(ctx); err != nil {
+		if id, err = rt.findShared(ctx, name); err != nil {
 			return "", err
 		}
 		if id == "" {
-			return "", failed("cannot create network %s: %v", SharedNetwork, cerr)
+			return "", failed("cannot create network %s: %v", name, cerr)
 		}
 	}
-	rt.shared.id = id
+	if rt.shared.ids == nil {
+		rt.shared.ids = map[string]string{}
+	}
+	rt.shared.ids[name] = id
 	return id, nil
 }
 
-// findShared returns the ID of the network named SharedNetwork ("" when there is
+// leaveShard removes shard name, other than the first, once no sandbox is on
+// it and none is being made on it here (the Engine refuses while a running
+// container uses it; a sandbox another process makes on it at that moment
+// finds it gone when it starts, and makes it again: startShared).
+func (rt *Runtime) leaveShard(ctx context.Context, name string) {
+	if name == "" || name == SharedNetwork {
+		return
+	}
+	rt.shared.mu.Lock()
+	defer rt.shared.mu.Unlock()
+	if rt.shared.pending[name] > 0 {
+		return
+	}
+	if n, err := rt.shardMembers(ctx, name); err != nil || n > 0 {
+		return
+	}
+	id, err := rt.findShared(ctx, name)
+	if err != nil || id == "" {
+		return
+	}
+	if rt.Engine.NetworkRemove(ctx, id) == nil {
+		delete(rt.shared.ids, name)
+	}
+}
+
+// findShared returns the ID of the network called name ("" when there is
 // none). When there are several, it is the oldest (every process picks the same
 // one), and the others that airlock made are removed where no container uses them
 // (the Engine refuses to remove a network in use; a sandbox being created on one
 // finds it gone and asks again).
-func (rt *Runtime) findShared(ctx context.Context) (string, error) {
-	list, err := rt.Engine.NetworkList(ctx, network.ListOptions{Filters: filters.NewArgs(filters.Arg("name", SharedNetwork))})
+func (rt *Runtime) findShared(ctx context.Context, name string) (string, error) {
+	list, err := rt.Engine.NetworkList(ctx, network.ListOptions{Filters: filters.NewArgs(filters.Arg("name", name))})
 	if err != nil {
-		return "", failed("cannot list networks named %s: %v", SharedNetwork, err)
+		return "", failed("cannot list networks named %s: %v", name, err)
 	}
-	list = slices.DeleteFunc(list, func(n network.Summary) bool { return n.Name != SharedNetwork })
+	list = slices.DeleteFunc(list, func(n network.Summary) bool { return n.Name != name })
 	if len(list) == 0 {
 		return "", nil
 	}

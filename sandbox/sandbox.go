@@ -128,6 +128,9 @@ type Runtime struct {
 	// Owner is the control daemon's instance key, put on every object made and
 	// required of every object listed or removed ("" for none: tests, tools).
 	Owner string
+	// SharedNetworkMax is how many sandboxes one shard of the shared network
+	// holds (runtime.shared_network_max; 0: DefaultSharedNetworkMax).
+	SharedNetworkMax int
 
 	shared sharedNet
 	arch   engineArch

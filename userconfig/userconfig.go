@@ -52,6 +52,10 @@ const (
 	DefaultVaultStorage       = "encrypted-file"
 	DefaultPoolMax            = 8   // runtime.pool_max: parked sandboxes of all pools of a daemon together
 	MaxPoolMax                = 256 // the largest runtime.pool_max
+	// runtime.shared_network_max: sandboxes on one shard of the shared
+	// network; a Linux bridge holds at most 1023 ports.
+	DefaultSharedNetworkMax = 1000
+	MaxSharedNetworkMax     = 1020
 )
 
 // Config is a validated config.toml.
@@ -75,6 +79,7 @@ type Runtime struct {
 	StateRoot         string        // state_root: "" = $XDG_DATA_HOME/airlock; absolute after Load
 	Backend           string        // backend: docker | kubernetes
 	PoolMax           int           // pool_max: parked sandboxes of all warm pools together (0: no pool)
+	SharedNetworkMax  int           // shared_network_max: sandboxes on one shard of the shared network
 }
 
 // Artifacts is [artifacts].
@@ -110,6 +115,7 @@ func Default() *Config {
 			LogLevel:          DefaultLogLevel,
 			Backend:           DefaultBackend,
 			PoolMax:           DefaultPoolMax,
+			SharedNetworkMax:  DefaultSharedNetworkMax,
 		},
 		Artifacts:  Artifacts{ExecOutputTemplate: DefaultExecOutputTemplate, OutputMax: DefaultOutputMax, ExecOutputMax: DefaultExecOutputMax},
 		Vault:      Vault{Storage: DefaultVaultStorage},
@@ -167,6 +173,7 @@ type file struct {
 		StateRoot         *string `toml:"state_root"`
 		Backend           *string `toml:"backend"`
 		PoolMax           *int64  `toml:"pool_max"`
+		SharedNetworkMax  *int64  `toml:"shared_network_max"`
 	} `toml:"runtime"`
 	Artifacts *struct {
 		ExecOutputRoot     *string `toml:"exec_output_root"`
@@ -296,6 +303,13 @@ func Parse(name string, data []byte, home string) (*Config, error) {
 				add("runtime.pool_max", fmt.Sprintf("must be between 0 and %d (got %d)", MaxPoolMax, *r.PoolMax))
 			} else {
 				c.Runtime.PoolMax = int(*r.PoolMax)
+			}
+		}
+		if r.SharedNetworkMax != nil {
+			if *r.SharedNetworkMax < 1 || *r.SharedNetworkMax > MaxSharedNetworkMax {
+				add("runtime.shared_network_max", fmt.Sprintf("must be between 1 and %d (a bridge network holds at most 1023 containers; got %d)", MaxSharedNetworkMax, *r.SharedNetworkMax))
+			} else {
+				c.Runtime.SharedNetworkMax = int(*r.SharedNetworkMax)
 			}
 		}
 		if r.Backend != nil {

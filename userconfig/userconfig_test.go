@@ -42,6 +42,7 @@ event_retention_ttl = "720h"
 log_level = "debug"
 state_root = "~/airlock-state"
 pool_max = 20
+shared_network_max = 250
 
 [artifacts]
 exec_output_root = "/var/tmp/exec"
@@ -56,7 +57,7 @@ storage = "file"
 	}
 	if c.Runtime.IdleTTL != 2*time.Hour || c.Runtime.EventRetentionTTL != 720*time.Hour || c.Runtime.LogLevel != "debug" ||
 		c.Runtime.StateRoot != "/home/u/airlock-state" || c.Artifacts.ExecOutputRoot != "/var/tmp/exec" ||
-		c.Vault.Storage != "file" || !c.Exists || c.Runtime.PoolMax != 20 {
+		c.Vault.Storage != "file" || !c.Exists || c.Runtime.PoolMax != 20 || c.Runtime.SharedNetworkMax != 250 {
 		t.Fatalf("%+v", c)
 	}
 	if c.SlogLevel().String() != "DEBUG" {
@@ -120,6 +121,8 @@ func TestErrors(t *testing.T) {
 		{"storage", "[vault]\nstorage = \"keychain\"\n", `config.toml:2: vault.storage: unknown storage "keychain" (want encrypted-file, file or disabled)`},
 		{"pool_max too large", "[runtime]\npool_max = 1000\n", "config.toml:2: runtime.pool_max: must be between 0 and 256 (got 1000)"},
 		{"pool_max negative", "[runtime]\npool_max = -1\n", "config.toml:2: runtime.pool_max: must be between 0 and 256 (got -1)"},
+		{"shared_network_max too large", "[runtime]\nshared_network_max = 1023\n", "config.toml:2: runtime.shared_network_max: must be between 1 and 1020 (a bridge network holds at most 1023 containers; got 1023)"},
+		{"shared_network_max zero", "[runtime]\nshared_network_max = 0\n", "config.toml:2: runtime.shared_network_max: must be between 1 and 1020"},
 		{"bad toml", "[runtime\nidle_ttl = \"1m\"\n", "config.toml:1: "},
 		{"dotted", "runtime.idle_ttl = \"x\"\n", `config.toml:1: runtime.idle_ttl: invalid duration "x"`},
 	}
