@@ -226,6 +226,7 @@ func (a *app) runDaemon(d daemonArgs) error {
 			IdleTTL: cfg.Runtime.IdleTTL, EventRetentionTTL: cfg.Runtime.EventRetentionTTL,
 			BuildContextDir: filepath.Join(p.DaemonDir(), "build-contexts"), ExecOutputRoot: cfg.ExecOutputRoot(p), ExecOutputTemplate: cfg.Artifacts.ExecOutputTemplate, ExecOutputMax: cfg.Artifacts.ExecOutputMax,
 			OutputMax: cfg.Artifacts.OutputMax, Redactor: redactor, OpenEngine: openEngine, PoolMax: cfg.Runtime.PoolMax,
+			CreatesPerEngine: cfg.Runtime.CreatesPerEngine,
 		}), nil
 	}
 	logCopy := a.stderr

@@ -214,6 +214,9 @@ func (a *app) run(parent context.Context, o runOptions, args []string) error {
 			fmt.Fprintf(a.stderr, "airlock: cannot confirm sandbox %s was removed: %v\n", id, err)
 		}
 	}()
+	qctx, qcancel := context.WithCancel(ctx)
+	defer qcancel()
+	a.sayQueued(qctx, c, id, 0)
 	// Created, not started (resume starts it): the trust record knows it
 	// before any of its code runs.
 	session, err := a.beginLayers(r, layers, projectCopied, len(o.outputs) > 0, id)
@@ -298,6 +301,7 @@ func (a *app) run(parent context.Context, o runOptions, args []string) error {
 		restore()
 		return setupErr(setupDaemonFailure(err))
 	}
+	qcancel()
 	su.end()
 	if sig := su.interrupted(); sig != nil {
 		restore()

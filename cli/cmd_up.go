@@ -102,8 +102,11 @@ func (a *app) up(detach bool, id string) error {
 		return nil
 	}
 	if err == nil {
+		qctx, qcancel := context.WithCancel(ctx)
+		a.sayQueued(qctx, c, sbID, from)
 		var ev client.Event
 		ev, err = c.WaitEvent(ctx, sbID, from, "sandbox.ready", "sandbox.failed", "sandbox.stopped")
+		qcancel()
 		switch {
 		case err != nil:
 			err = apiFailure(err)

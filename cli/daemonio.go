@@ -57,6 +57,19 @@ func apiFailure(err error) error {
 }
 
 // waitCreated follows a new sandbox's events until it is created (or fails).
+// sayQueued prints, on a terminal, why sandbox id waits for its turn on its
+// Engine (sandbox.queued, after events from), once, until ctx ends.
+func (a *app) sayQueued(ctx context.Context, c *client.Client, id string, from uint64) {
+	if a.opts.quiet || !isTerminal(a.stderr) {
+		return
+	}
+	go func() {
+		if ev, err := c.WaitEvent(ctx, id, from, "sandbox.queued"); err == nil {
+			fmt.Fprintf(a.stderr, "airlock: %s\n", ev.Reason)
+		}
+	}()
+}
+
 func waitCreated(ctx context.Context, c *client.Client, id string) (string, error) {
 	ev, err := c.WaitEvent(ctx, id, 0, "sandbox.created", "sandbox.failed")
 	if err != nil {

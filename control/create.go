@@ -195,7 +195,13 @@ func (s *Service) prepare(id string, req *sandbox.Request, start bool) {
 	defer l.mu.Unlock()
 	s.emit(id, store.Event{Kind: "sandbox.preparing"}, "")
 	ctx := s.beginOp(l)
+	leave, err := s.enter(ctx, id)
+	if err != nil {
+		s.emit(id, store.Event{Kind: "sandbox.failed", Reason: "cannot make the sandbox: " + err.Error(), Extra: exitExtra(err)}, store.StateFailed)
+		return
+	}
 	sb, err := s.rtOf(id).Create(ctx, req)
+	leave()
 	if err != nil {
 		s.emit(id, store.Event{Kind: "sandbox.failed", Reason: err.Error(), Extra: exitExtra(err)}, store.StateFailed)
 		return

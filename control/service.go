@@ -44,6 +44,10 @@ type Config struct {
 	// PoolMax bounds the parked sandboxes of every warm pool together
 	// (runtime.pool_max; 0: no pool).
 	PoolMax int
+	// CreatesPerEngine bounds the sandboxes made or started on one Engine at
+	// once, the others queued in order (runtime.creates_per_engine; 0:
+	// DefaultCreatesPerEngine).
+	CreatesPerEngine int
 }
 
 // Service runs the daemon's operations: every Docker lifecycle call goes through
@@ -76,6 +80,7 @@ type Service struct {
 	phases  map[string]bool // sandbox ID → its last start is open (guarded by phaseMu)
 
 	pools *pools // the warm pools (pool.go)
+	gates gates  // turns to make and start sandboxes, per Engine (gate.go)
 }
 
 // NewService returns a service over an open store and a runtime.

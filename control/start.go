@@ -39,7 +39,11 @@ func (s *Service) startLocked(ctx context.Context, id string, l *live) {
 			_, _ = s.store.Update(id, func(r *store.Sandbox) error { r.Parked = false; return nil })
 		}
 	} else {
-		err = s.rtOf(id).Start(ctx, l.handle)
+		var leave func()
+		if leave, err = s.enter(ctx, id); err == nil {
+			err = s.rtOf(id).Start(ctx, l.handle)
+			leave()
+		}
 	}
 	l.ingestMu.Lock()
 	l.starting = false

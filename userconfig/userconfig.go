@@ -56,6 +56,10 @@ const (
 	// network; a Linux bridge holds at most 1023 ports.
 	DefaultSharedNetworkMax = 1000
 	MaxSharedNetworkMax     = 1020
+	// runtime.creates_per_engine: sandboxes made or started on one Engine at
+	// once, the others queued in order.
+	DefaultCreatesPerEngine = 8
+	MaxCreatesPerEngine     = 256
 )
 
 // Config is a validated config.toml.
@@ -80,6 +84,7 @@ type Runtime struct {
 	Backend           string        // backend: docker | kubernetes
 	PoolMax           int           // pool_max: parked sandboxes of all warm pools together (0: no pool)
 	SharedNetworkMax  int           // shared_network_max: sandboxes on one shard of the shared network
+	CreatesPerEngine  int           // creates_per_engine: sandboxes made or started on one Engine at once
 }
 
 // Artifacts is [artifacts].
@@ -116,6 +121,7 @@ func Default() *Config {
 			Backend:           DefaultBackend,
 			PoolMax:           DefaultPoolMax,
 			SharedNetworkMax:  DefaultSharedNetworkMax,
+			CreatesPerEngine:  DefaultCreatesPerEngine,
 		},
 		Artifacts:  Artifacts{ExecOutputTemplate: DefaultExecOutputTemplate, OutputMax: DefaultOutputMax, ExecOutputMax: DefaultExecOutputMax},
 		Vault:      Vault{Storage: DefaultVaultStorage},
@@ -174,6 +180,7 @@ type file struct {
 		Backend           *string `toml:"backend"`
 		PoolMax           *int64  `toml:"pool_max"`
 		SharedNetworkMax  *int64  `toml:"shared_network_max"`
+		CreatesPerEngine  *int64  `toml:"creates_per_engine"`
 	} `toml:"runtime"`
 	Artifacts *struct {
 		ExecOutputRoot     *string `toml:"exec_output_root"`
@@ -310,6 +317,13 @@ func Parse(name string, data []byte, home string) (*Config, error) {
 				add("runtime.shared_network_max", fmt.Sprintf("must be between 1 and %d (a bridge network holds at most 1023 containers; got %d)", MaxSharedNetworkMax, *r.SharedNetworkMax))
 			} else {
 				c.Runtime.SharedNetworkMax = int(*r.SharedNetworkMax)
+			}
+		}
+		if r.CreatesPerEngine != nil {
+			if *r.CreatesPerEngine < 1 || *r.CreatesPerEngine > MaxCreatesPerEngine {
+				add("runtime.creates_per_engine", fmt.Sprintf("must be between 1 and %d (got %d)", MaxCreatesPerEngine, *r.CreatesPerEngine))
+			} else {
+				c.Runtime.CreatesPerEngine = int(*r.CreatesPerEngine)
 			}
 		}
 		if r.Backend != nil {

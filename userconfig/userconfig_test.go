@@ -122,6 +122,7 @@ func TestErrors(t *testing.T) {
 		{"pool_max too large", "[runtime]\npool_max = 1000\n", "config.toml:2: runtime.pool_max: must be between 0 and 256 (got 1000)"},
 		{"pool_max negative", "[runtime]\npool_max = -1\n", "config.toml:2: runtime.pool_max: must be between 0 and 256 (got -1)"},
 		{"shared_network_max too large", "[runtime]\nshared_network_max = 1023\n", "config.toml:2: runtime.shared_network_max: must be between 1 and 1020 (a bridge network holds at most 1023 containers; got 1023)"},
+		{"creates_per_engine zero", "[runtime]\ncreates_per_engine = 0\n", "config.toml:2: runtime.creates_per_engine: must be between 1 and 256 (got 0)"},
 		{"shared_network_max zero", "[runtime]\nshared_network_max = 0\n", "config.toml:2: runtime.shared_network_max: must be between 1 and 1020"},
 		{"bad toml", "[runtime\nidle_ttl = \"1m\"\n", "config.toml:1: "},
 		{"dotted", "runtime.idle_ttl = \"x\"\n", `config.toml:1: runtime.idle_ttl: invalid duration "x"`},
