@@ -17,7 +17,7 @@ func TestEndFilter(t *testing.T) {
 	for size := 1; size <= len(stream); size++ {
 		var out bytes.Buffer
 		code := -1
-		f := newEndFilter(&out, nonce, func(c int, _ bool) { code = c })
+		f := newEndFilter(&out, nonce, func(m supervisor.EndMark) { code = m.Code })
 		for b := []byte(stream); len(b) > 0; {
 			n := min(size, len(b))
 			if _, err := f.Write(b[:n]); err != nil {
@@ -30,9 +30,26 @@ func TestEndFilter(t *testing.T) {
 			t.Fatalf("writes of %d bytes: output %q, code %d; want %q, 42", size, out.String(), code, output)
 		}
 	}
+	// A sealed marker carrying the status stream, written a few bytes at a time.
+	status := []byte("{\"kind\":\"supervisor.ready\"}\n{\"kind\":\"main.exited\",\"exit_code\":3}\n")
+	stream = output + supervisor.SealedEndMarker(nonce, 3, status) + "after\n"
+	for _, size := range []int{1, 7, 64, len(stream)} {
+		var out bytes.Buffer
+		var got supervisor.EndMark
+		f := newEndFilter(&out, nonce, func(m supervisor.EndMark) { got = m })
+		for b := []byte(stream); len(b) > 0; {
+			n := min(size, len(b))
+			_, _ = f.Write(b[:n])
+			b = b[n:]
+		}
+		f.flush()
+		if out.String() != output || got.Code != 3 || !got.Sealed || !bytes.Equal(got.Status, status) {
+			t.Fatalf("writes of %d bytes: output %q, marker %+v", size, out.String(), got)
+		}
+	}
 	// Without a marker, flush gives back what was held.
 	var out bytes.Buffer
-	f := newEndFilter(&out, nonce, func(int, bool) { t.Error("found a marker") })
+	f := newEndFilter(&out, nonce, func(supervisor.EndMark) { t.Error("found a marker") })
 	_, _ = f.Write([]byte("end\x1b_airlock-end:" + nonce))
 	f.flush()
 	if out.String() != "end\x1b_airlock-end:"+nonce {

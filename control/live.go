@@ -29,13 +29,16 @@ type live struct {
 
 	cancelOp context.CancelFunc // cancels the create or start in progress (guarded by Service.mu)
 
-	ingestMu sync.Mutex    // guards offset and tailGen
-	offset   int64         // the status stream read so far
-	offsetOK bool          // offset is known (else it comes from the recorded events)
-	starting bool          // a start is in progress: the stream is read only once it is recorded
-	diedMu   sync.Mutex    // serialises the handling of the primary's end
-	complete bool          // the stream was read to its last line (supervisor.exiting)
-	limiter  *rate.Limiter // bounds how fast the stream's lines become events
+	ingestMu sync.Mutex // guards offset and tailGen
+	offset   int64      // the status stream read so far
+	offsetOK bool       // offset is known (else it comes from the recorded events)
+	starting bool       // a start is in progress: the stream is read only once it is recorded
+	diedMu   sync.Mutex // serialises the handling of the primary's end
+	complete bool       // the stream was read to its last line (supervisor.exiting)
+	// finalWait, while the stream a sealed end marker carried is checked, is
+	// closed once it was ingested or given up (a catch-up waits for it).
+	finalWait chan struct{}
+	limiter   *rate.Limiter // bounds how fast the stream's lines become events
 
 	netRemoval chan struct{}   // closed when an early removal of the network ended (guarded by Service.mu)
 	up         map[string]bool // daemons up since the last start; nil until known (guarded by Service.mu)

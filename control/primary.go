@@ -98,12 +98,16 @@ func (s *Service) AttachPrimary(ctx context.Context, id string, req *AttachReque
 		}
 		var mu sync.Mutex
 		allSealed := true
-		found := func(code int, sealed bool) {
+		var status []byte
+		found := func(m supervisor.EndMark) {
 			mu.Lock()
 			defer mu.Unlock()
-			allSealed = allSealed && sealed
+			allSealed = allSealed && m.Sealed
+			if m.Status != nil {
+				status = m.Status
+			}
 			if need--; need == 0 {
-				marked <- markedEnd{code: code, sealed: allSealed}
+				marked <- markedEnd{code: m.Code, sealed: allSealed, status: status}
 			}
 		}
 		fo, fe := newEndFilter(stdout, rec.EndMarker, found), newEndFilter(stderr, rec.EndMarker, found)
@@ -146,8 +150,22 @@ func (s *Service) AttachPrimary(ctx context.Context, id string, req *AttachReque
 			for _, f := range filters {
 				f.flush() // the output ended without a marker
 			}
+			select {
+			case m := <-marked:
+				// The supervisor, which exits right after a sealed end, was
+				// seen gone before its marker: the stream it carried is final.
+				if m.sealed && m.status != nil {
+					s.finalStatus(id, l, m.status)
+				}
+			default:
+			}
 		case m := <-marked:
 			end.ExitCode, end.DaemonsStopping = m.code, true
+			if m.sealed && m.status != nil {
+				// The container may be seen stopped before the marker is
+				// believed: its catch-up waits for the stream carried.
+				s.expectFinal(l)
+			}
 			if m.sealed {
 				// A sealed end: every daemon stopped and nothing else of the
 				// sandbox runs; only its container's exit is still to come.
@@ -158,8 +176,12 @@ func (s *Service) AttachPrimary(ctx context.Context, id string, req *AttachReque
 					OnlyInitRuns(ctx context.Context, containerID string) bool
 				}); ok && sc.OnlyInitRuns(actx, h.PrimaryID) {
 					end.DaemonsStopping = false
+					if m.status != nil {
+						s.finalStatus(id, l, m.status)
+					}
 					break
 				}
+				s.finalStatus(id, l, nil) // not believed: read from the container
 				select {
 				case end.ExitCode = <-codes:
 					// The container exited: nothing of the sandbox runs.
@@ -266,13 +288,15 @@ type endFilter struct {
 	start []byte
 	held  []byte
 	done  bool
-	found func(code int, sealed bool)
+	found func(supervisor.EndMark)
 }
 
-// markedEnd is the code of a run's end marker, and whether it was sealed.
+// markedEnd is the code of a run's end marker, whether it was sealed, and
+// the status stream a sealed one carried.
 type markedEnd struct {
 	code   int
 	sealed bool
+	status []byte
 }
 
 // filtersFlushed reports whether no filter saw its marker.
@@ -288,7 +312,7 @@ func filtersFlushed(fs []*endFilter) bool {
 	return true
 }
 
-func newEndFilter(w io.Writer, nonce string, found func(int, bool)) *endFilter {
+func newEndFilter(w io.Writer, nonce string, found func(supervisor.EndMark)) *endFilter {
 	return &endFilter{w: w, nonce: nonce, start: []byte(supervisor.EndMarkerStart(nonce)), found: found}
 }
 
@@ -318,9 +342,9 @@ func (f *endFilter) Write(p []byte) (int, error) {
 			f.held = append([]byte(nil), rest...) // a marker may be coming
 			return n, nil
 		case bytes.HasPrefix(rest, f.start):
-			if code, sealed, ok := supervisor.ParseEndMarker(rest, f.nonce); ok {
+			if m, ok := supervisor.ParseEndMarker(rest, f.nonce); ok {
 				f.done = true
-				f.found(code, sealed)
+				f.found(m)
 				return n, nil
 			}
 		}

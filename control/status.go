@@ -32,11 +32,13 @@ const (
 	statusBurst = 2000
 )
 
-// runFollowDelay is how long after its start a run sandbox's stream is followed;
-// a follower that ended while the sandbox runs is started again after
+// runFollowDelay is how long after its start a run sandbox's stream is followed
+// (a short run's stream comes whole with its sealed end marker, and an exec
+// starting as the supervisor seals the sandbox keeps it from sealing); a
+// follower that ended while the sandbox runs is started again after
 // followRetry, then twice as long each time, up to followRetryMax.
 const (
-	runFollowDelay = 150 * time.Millisecond
+	runFollowDelay = 500 * time.Millisecond
 	followRetry    = time.Second
 	followRetryMax = 30 * time.Second
 )
@@ -192,6 +194,18 @@ func (s *Service) catchUp(id string, l *live) {
 		return
 	}
 	l.ingestMu.Lock()
+	w := l.finalWait
+	l.ingestMu.Unlock()
+	if w != nil {
+		// A sealed end's stream is being checked: it may make this read
+		// needless (complete), and comes before what follows the stop.
+		select {
+		case <-w:
+		case <-time.After(finalWaitMax):
+		case <-s.ctx.Done():
+		}
+	}
+	l.ingestMu.Lock()
 	defer l.ingestMu.Unlock()
 	if l.starting {
 		return // sandbox.started comes first; the follower reads the stream after it
@@ -209,6 +223,51 @@ func (s *Service) catchUp(id string, l *live) {
 		}
 		return
 	}
+	s.ingestData(id, l, data)
+}
+
+// expectFinal makes a catch-up wait for finalStatus (at most finalWaitMax).
+func (s *Service) expectFinal(l *live) {
+	l.ingestMu.Lock()
+	defer l.ingestMu.Unlock()
+	if l.finalWait == nil {
+		l.finalWait = make(chan struct{})
+	}
+}
+
+// finalWaitMax bounds a catch-up's wait for a sealed end's stream.
+const finalWaitMax = 5 * time.Second
+
+// finalStatus ingests the status stream a sealed end marker carried (the
+// whole stream, final: nothing in the sandbox runs any more) past what was
+// recorded, and marks it read to its end, so that nothing is read from the
+// stopped container (each read costs the Engine a process of its own). Not
+// before sandbox.started is recorded: the catch-up reads it then. Nil data
+// gives it up (a marker not believed). Either way a waiting catch-up goes on.
+func (s *Service) finalStatus(id string, l *live, data []byte) {
+	l.ingestMu.Lock()
+	defer l.ingestMu.Unlock()
+	if l.finalWait != nil {
+		defer func() { close(l.finalWait); l.finalWait = nil }()
+	}
+	if data == nil || l.starting || l.complete {
+		return
+	}
+	if !l.offsetOK {
+		l.offset, l.offsetOK = s.recordedOffset(id), true
+	}
+	if int64(len(data)) < l.offset {
+		return // not the stream recorded so far: read it from the container
+	}
+	if s.ingestData(id, l, data[l.offset:]) {
+		l.complete = true
+	}
+}
+
+// ingestData ingests the lines of data, the stream from l.offset on, and
+// reports whether it ended with a whole line within the bounds. The caller
+// holds l.ingestMu.
+func (s *Service) ingestData(id string, l *live, data []byte) bool {
 	pos := l.offset
 	for len(data) > 0 {
 		i := bytes.IndexByte(data, '\n')
@@ -216,26 +275,27 @@ func (s *Service) catchUp(id string, l *live) {
 			if len(data) > maxStatusLine {
 				s.abuseLocked(id, fmt.Sprintf("a line longer than %d bytes", maxStatusLine))
 			}
-			return
+			return false
 		}
 		line := data[:i+1]
 		if len(line) > maxStatusLine {
 			s.abuseLocked(id, fmt.Sprintf("a line longer than %d bytes", maxStatusLine))
-			return
+			return false
 		}
 		pos += int64(len(line))
 		if pos > maxStatusStream {
 			s.abuseLocked(id, fmt.Sprintf("more than %d bytes", maxStatusStream))
-			return
+			return false
 		}
 		if !l.allowEvent() {
 			s.abuseLocked(id, fmt.Sprintf("more than %d lines a second", statusRate))
-			return
+			return false
 		}
 		s.ingestLine(id, line, pos)
 		l.offset = pos
 		data = data[i+1:]
 	}
+	return true
 }
 
 // abuse fails a sandbox whose status stream broke its bounds, and kills it.

@@ -393,13 +393,19 @@ func (rt *Runtime) Running(ctx context.Context, containerID string) bool {
 	return err == nil && ci.State != nil && ci.State.Running
 }
 
-// OnlyInitRuns reports whether the Engine lists a single process in a
-// container (its PID 1, the supervisor): what the host checks of a sealed end
-// marker (supervisor.SealedEndMarker) before it believes it, since a process
-// in the sandbox can print one. False when the Engine cannot say.
+// OnlyInitRuns reports whether the Engine lists no process in a container
+// but its PID 1 (the supervisor), or none at all (the supervisor, which
+// exits right after a sealed end, may be gone already): what the host checks
+// of a sealed end marker (supervisor.SealedEndMarker) before it believes it,
+// since a process in the sandbox can print one. False when the Engine cannot
+// say.
 func (rt *Runtime) OnlyInitRuns(ctx context.Context, containerID string) bool {
 	top, err := rt.Engine.ContainerTop(ctx, containerID, nil)
-	return err == nil && len(top.Processes) == 1
+	if err == nil {
+		return len(top.Processes) <= 1
+	}
+	ci, ierr := rt.Engine.ContainerInspect(ctx, containerID)
+	return ierr == nil && ci.State != nil && !ci.State.Running
 }
 
 // owns reports whether an object of a sandbox this runtime was asked about is its

@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"bytes"
 	"fmt"
 	"strings"
 	"testing"
@@ -34,15 +35,29 @@ func TestEndMarker(t *testing.T) {
 	if !strings.HasPrefix(r.stderr, "err\n") || quick < 0 || end < quick || slow < end {
 		t.Errorf("stderr: want err, the quick daemon's line, the marker, then the slow one's:\n%q", r.stderr)
 	}
-	code, sealed, ok := ParseEndMarker([]byte(marker), "0123456789abcdef")
-	if !ok || code != 3 || sealed {
-		t.Errorf("ParseEndMarker(%q) = %d, %v, %v", marker, code, sealed, ok)
+	m, ok := ParseEndMarker([]byte(marker), "0123456789abcdef")
+	if !ok || m.Code != 3 || m.Sealed || m.Status != nil {
+		t.Errorf("ParseEndMarker(%q) = %+v, %v", marker, m, ok)
 	}
-	sm := SealedEndMarker("0123456789abcdef", 255)
-	if code, sealed, ok := ParseEndMarker([]byte(sm), "0123456789abcdef"); !ok || code != 255 || !sealed || len(sm) > MaxEndMarker {
-		t.Errorf("ParseEndMarker(%q) = %d, %v, %v (max %d bytes)", sm, code, sealed, ok, MaxEndMarker)
+	sm := SealedEndMarker("0123456789abcdef", 255, nil)
+	if m, ok := ParseEndMarker([]byte(sm), "0123456789abcdef"); !ok || m.Code != 255 || !m.Sealed || m.Status != nil {
+		t.Errorf("ParseEndMarker(%q) = %+v, %v", sm, m, ok)
 	}
-	if _, _, ok := ParseEndMarker([]byte(EndMarker("another", 3)), "0123456789abcdef"); ok {
+	// A sealed marker carries the status stream, up to MaxMarkedStatus.
+	status := []byte(strings.Repeat("{\"kind\":\"main.exited\"}\n", MaxMarkedStatus/24))
+	sm = SealedEndMarker("0123456789abcdef", 7, status)
+	if m, ok := ParseEndMarker([]byte(sm), "0123456789abcdef"); !ok || m.Code != 7 || !m.Sealed || !bytes.Equal(m.Status, status) || len(sm) > MaxEndMarker {
+		t.Errorf("ParseEndMarker of a sealed marker with %d bytes of status = %+v, %v (marker of %d bytes, max %d)", len(status), m.Code, ok, len(sm), MaxEndMarker)
+	}
+	if m, ok := ParseEndMarker([]byte(SealedEndMarker("0123456789abcdef", 7, make([]byte, MaxMarkedStatus+1))), "0123456789abcdef"); !ok || m.Status != nil {
+		t.Errorf("a status past MaxMarkedStatus: %v, %d bytes carried; want none", ok, len(m.Status))
+	}
+	for _, bad := range []string{"7:sealed:***", "7:sealedx", "7:other", "1000", ":sealed"} {
+		if _, ok := ParseEndMarker([]byte("\x1b_airlock-end:0123456789abcdef:"+bad+"\x1b\\"), "0123456789abcdef"); ok {
+			t.Errorf("the marker body %q parsed", bad)
+		}
+	}
+	if _, ok := ParseEndMarker([]byte(EndMarker("another", 3)), "0123456789abcdef"); ok {
 		t.Errorf("a marker with another nonce parsed")
 	}
 }

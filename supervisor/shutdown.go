@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"bytes"
+	"encoding/base64"
 	"fmt"
 	"io"
 	"maps"
@@ -76,8 +77,9 @@ const fastEndWait = 100 * time.Millisecond
 
 // markEnd writes the end marker with the main command's code on stdout and,
 // when it is another stream, on stderr (after the shutdown lines printed so
-// far, and after clearing the spinners of the daemons still stopping).
-func (s *supervisor) markEnd(o Options, nonce string, code int, sealed bool) {
+// far, and after clearing the spinners of the daemons still stopping). A
+// sealed one carries the whole status stream when it is small (status).
+func (s *supervisor) markEnd(o Options, nonce string, code int, sealed bool, status []byte) {
 	if s.view != nil {
 		var b strings.Builder
 		s.view.clear(&b)
@@ -85,7 +87,7 @@ func (s *supervisor) markEnd(o Options, nonce string, code int, sealed bool) {
 	}
 	m := EndMarker(nonce, code)
 	if sealed {
-		m = SealedEndMarker(nonce, code)
+		m = SealedEndMarker(nonce, code, status)
 	}
 	_, _ = io.WriteString(o.Stdout, m)
 	if !sameFile(o.Stdout, o.Stderr) {
@@ -102,9 +104,15 @@ func EndMarker(nonce string, code int) string {
 
 // SealedEndMarker is EndMarker when every daemon stopped and the supervisor
 // (PID 1) ended every other process of the sandbox: nothing in it can write
-// any more, though its container has not exited yet.
-func SealedEndMarker(nonce string, code int) string {
-	return endMarkerPrefix + nonce + ":" + strconv.Itoa(code) + sealedSuffix + endMarkerSuffix
+// any more, though its container has not exited yet. It carries the status
+// stream, whole and final, when it is at most MaxMarkedStatus bytes: the host
+// then need not read it from the stopped container.
+func SealedEndMarker(nonce string, code int, status []byte) string {
+	m := endMarkerPrefix + nonce + ":" + strconv.Itoa(code) + sealedSuffix
+	if len(status) > 0 && len(status) <= MaxMarkedStatus {
+		m += ":" + base64.StdEncoding.EncodeToString(status)
+	}
+	return m + endMarkerSuffix
 }
 
 const (
@@ -113,33 +121,62 @@ const (
 	sealedSuffix    = ":sealed"
 )
 
+// MaxMarkedStatus bounds the status stream a sealed end marker carries.
+const MaxMarkedStatus = 16 << 10
+
 // EndMarkerStart is the start of nonce's marker: what a reader looks for.
 func EndMarkerStart(nonce string) string { return endMarkerPrefix + nonce + ":" }
 
-// ParseEndMarker reads the code of nonce's marker at the start of b, and
-// whether it is a sealed one (SealedEndMarker).
-func ParseEndMarker(b []byte, nonce string) (code int, sealed, ok bool) {
+// EndMark is what an end marker says.
+type EndMark struct {
+	Code int
+	// Sealed: SealedEndMarker; Status is the status stream it carries (nil
+	// when none).
+	Sealed bool
+	Status []byte
+}
+
+// ParseEndMarker reads nonce's marker at the start of b.
+func ParseEndMarker(b []byte, nonce string) (EndMark, bool) {
 	rest, ok := bytes.CutPrefix(b, []byte(EndMarkerStart(nonce)))
 	if !ok {
-		return 0, false, false
+		return EndMark{}, false
 	}
-	digits, _, ok := bytes.Cut(rest, []byte(endMarkerSuffix))
+	body, _, ok := bytes.Cut(rest, []byte(endMarkerSuffix))
 	if !ok {
-		return 0, false, false
+		return EndMark{}, false
 	}
-	digits, sealed = bytes.CutSuffix(digits, []byte(sealedSuffix))
+	var m EndMark
+	digits, after, _ := bytes.Cut(body, []byte(":"))
+	switch {
+	case after == nil:
+	case bytes.Equal(after, []byte(sealedSuffix[1:])):
+		m.Sealed = true
+	default:
+		enc, ok := bytes.CutPrefix(after, []byte(sealedSuffix[1:]+":"))
+		if !ok {
+			return EndMark{}, false
+		}
+		st, err := base64.StdEncoding.DecodeString(string(enc))
+		if err != nil || len(st) == 0 || len(st) > MaxMarkedStatus {
+			return EndMark{}, false
+		}
+		m.Sealed, m.Status = true, st
+	}
 	if len(digits) == 0 || len(digits) > 3 {
-		return 0, false, false
+		return EndMark{}, false
 	}
 	code, err := strconv.Atoi(string(digits))
 	if err != nil || code < 0 || code > 255 {
-		return 0, false, false
+		return EndMark{}, false
 	}
-	return code, sealed, true
+	m.Code = code
+	return m, true
 }
 
-// MaxEndMarker bounds the length of a marker (nonce of at most 64 characters).
-const MaxEndMarker = 16 + 64 + 1 + 3 + len(sealedSuffix) + 2
+// MaxEndMarker bounds the length of a marker (nonce of at most 64 characters,
+// the status it may carry).
+var MaxEndMarker = 16 + 64 + 1 + 3 + len(sealedSuffix) + 1 + base64.StdEncoding.EncodedLen(MaxMarkedStatus) + 2
 
 // sameFile reports whether a and b are the same open file (a terminal given
 // as both).

@@ -70,6 +70,11 @@ type statusWriter struct {
 	// reports how much of it it read (see Tail's Report).
 	written  int64
 	readFile string
+	// kept is the stream as written while it is at most MaxMarkedStatus
+	// (nil past it), for a sealed end marker; finished: its last line is out.
+	kept     []byte
+	overflow bool
+	finished bool
 }
 
 // openStatus creates (truncating) the status stream file.
@@ -99,6 +104,31 @@ func (s *statusWriter) emit(e StatusEvent) {
 	}
 	n, _ := s.w.Write(append(b, '\n'))
 	s.written += int64(n)
+	if !s.overflow {
+		if len(s.kept)+n > MaxMarkedStatus || n != len(b)+1 {
+			s.kept, s.overflow = nil, true
+		} else {
+			s.kept = append(s.kept, b...)
+			s.kept = append(s.kept, '\n')
+		}
+	}
+}
+
+// finish writes the stream's last line now (close will not again), and
+// returns the whole stream when it was kept (nil otherwise): nothing is
+// written to it after.
+func (s *statusWriter) finish() []byte {
+	if s == nil || s.c == nil {
+		return nil
+	}
+	s.emit(StatusEvent{Kind: KindSupervisorExiting})
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.finished = true
+	if s.overflow {
+		return nil
+	}
+	return append([]byte(nil), s.kept...)
 }
 
 // close ends the stream with its last line and, when a follower reports its
@@ -107,7 +137,12 @@ func (s *statusWriter) close() {
 	if s == nil || s.c == nil {
 		return
 	}
-	s.emit(StatusEvent{Kind: KindSupervisorExiting})
+	s.mu.Lock()
+	finished := s.finished
+	s.mu.Unlock()
+	if !finished {
+		s.emit(StatusEvent{Kind: KindSupervisorExiting})
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	_ = s.c.Close()

@@ -240,9 +240,11 @@ func Run(o Options) (int, error) {
 		s.collectFor(fastEndWait)
 		switch {
 		case len(s.remaining) > 0:
-			s.markEnd(o, spec.EndMarker, st.shellCode(), false)
+			s.markEnd(o, spec.EndMarker, st.shellCode(), false, nil)
 		case o.Seal && sealSandbox(sealWait):
-			s.markEnd(o, spec.EndMarker, st.shellCode(), true)
+			// Nothing else runs: the status stream is final, and goes with
+			// the marker (the host then reads nothing from the container).
+			s.markEnd(o, spec.EndMarker, st.shellCode(), true, s.status.finish())
 		}
 	}
 	s.collect()

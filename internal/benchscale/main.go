@@ -1,0 +1,180 @@
+// Command benchscale measures many sandboxes at once on one Engine (issue 25,
+// docs/scaling.md): N concurrent `airlock run -- true` on the local busybox
+// image against N concurrent `docker run --rm IMAGE true` started the same way
+// (N processes at once), every exit code checked and nothing left, with the
+// control daemon's peak memory. It records docs/benchmarks.md "## Many at
+// once". scripts/bench-scale.sh runs it.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+
+	"github.com/airlock-dev/airlock/client"
+	"github.com/airlock-dev/airlock/internal/benchdoc"
+	"github.com/airlock-dev/airlock/internal/testenv"
+)
+
+func main() {
+	airlock := flag.String("airlock", "bin/airlock", "the airlock binary")
+	n := flag.Int("n", 100, "runs at once")
+	doc := flag.String("doc", "docs/benchmarks.md", "where to record the figures (\"\" for nowhere)")
+	command := flag.String("command", "scripts/bench-scale.sh", "the command named in the record")
+	creates := flag.Int("creates", 0, "runtime.creates_per_engine for the daemon (0: its default)")
+	flag.Parse()
+	if err := bench(*airlock, *n, *creates, *doc, *command); err != nil {
+		fmt.Fprintln(os.Stderr, "benchscale:", err)
+		os.Exit(1)
+	}
+}
+
+func bench(airlock string, n, creates int, doc, command string) error {
+	airlock, _ = filepath.Abs(airlock)
+	ctx := context.Background()
+	cli, err := testenv.NewClient(ctx)
+	if err != nil {
+		return err
+	}
+	defer cli.Close()
+	image, err := testenv.BuildBusyboxImage(ctx, cli)
+	if err != nil {
+		return err
+	}
+	p, err := benchdoc.NewProject("airlock-bench-scale-", map[string]string{"sandbox.toml": fmt.Sprintf("[sandbox]\nimage = %q\n", image)})
+	if err != nil {
+		return err
+	}
+	defer p.Close(airlock)
+	if creates > 0 {
+		dir := filepath.Join(p.Home, "config", "airlock")
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dir, "config.toml"), []byte(fmt.Sprintf("[runtime]\ncreates_per_engine = %d\n", creates)), 0o600); err != nil {
+			return err
+		}
+	}
+	// Warm both paths: the daemon, the supervisor volume, the image.
+	if _, _, err := p.Timed(airlock, "run", "--", "true"); err != nil {
+		return err
+	}
+	if _, _, err := p.Timed("docker", "run", "--rm", image, "true"); err != nil {
+		return err
+	}
+	c := client.New(filepath.Join(p.Home, "run", "airlock", "airlockd.sock"))
+	h, err := c.Health(ctx)
+	if err != nil {
+		return err
+	}
+	// Each side: n processes at once, each exiting with its own code.
+	burst := func(args func(i int) []string) (time.Duration, int, error) {
+		var wg sync.WaitGroup
+		wrong := make([]bool, n)
+		start := time.Now()
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				a := args(i)
+				err := p.Command(a[0], a[1:]...).Run()
+				want := i % 5
+				if code := exitCode(err); code != want {
+					wrong[i] = true
+				}
+			}()
+		}
+		wg.Wait()
+		took := time.Since(start)
+		bad := 0
+		for _, w := range wrong {
+			if w {
+				bad++
+			}
+		}
+		return took, bad, nil
+	}
+	dockerTook, dockerBad, _ := burst(func(i int) []string {
+		return []string{"docker", "run", "--rm", image, "sh", "-c", "exit " + strconv.Itoa(i%5)}
+	})
+	if err := benchdoc.Settled(ctx, cli, p.Dir); err != nil {
+		return err
+	}
+	airlockTook, airlockBad, _ := burst(func(i int) []string {
+		return []string{airlock, "-q", "run", "--", "sh", "-c", "exit " + strconv.Itoa(i%5)}
+	})
+	// Nothing left: every run's sandbox removed (the daemon removes them
+	// after the CLIs returned).
+	left := -1
+	deadline := time.Now().Add(2 * time.Minute)
+	for time.Now().Before(deadline) {
+		list, err := cli.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", "dev.airlock.project="+p.Dir))})
+		if err == nil {
+			if left = len(list); left == 0 {
+				break
+			}
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	peak, fds := procStatus(h.PID)
+	rows := []benchdoc.Row{
+		{Measure: fmt.Sprintf("%d concurrent `docker run --rm IMAGE sh -c 'exit K'`: wall time; wrong exit codes", n), Result: fmt.Sprintf("%s; %d", benchdoc.MS(dockerTook), dockerBad)},
+		{Measure: fmt.Sprintf("%d concurrent `airlock run -- sh -c 'exit K'`: wall time; wrong exit codes", n), Result: fmt.Sprintf("%s; %d", benchdoc.MS(airlockTook), airlockBad), Target: "0 wrong"},
+		{Measure: "wall time ratio airlock / docker", Result: benchdoc.Ratio(airlockTook, dockerTook), Target: "≤ 1.2×"},
+		{Measure: "containers of the runs left 2 min after the last returned", Result: strconv.Itoa(left), Target: "0"},
+		{Measure: "control daemon: peak RSS (VmHWM); open fds after", Result: peak + "; " + fds, Target: "≤ 150 MB"},
+	}
+	for _, r := range rows {
+		fmt.Printf("%-90s %s\n", r.Measure, r.Result)
+	}
+	if doc == "" {
+		return nil
+	}
+	intro := fmt.Sprintf("By `%s` against the Docker Engine on this machine, %s; image: the local busybox test image; %d processes started at once on each side, docker first.", command, benchdoc.Machine(), n)
+	notes := "Each side starts its N processes at the same moment (one goroutine each) and is timed until the last exited;\n" +
+		"each run exits with its index mod 5, which its process must return. airlock's runs go through one warm control\n" +
+		"daemon, which makes or starts at most `runtime.creates_per_engine` (8) sandboxes at once and queues the rest in\n" +
+		"order ([scaling.md](scaling.md)); `docker run` sends all N to the Engine at once. The daemon's peak RSS is its\n" +
+		"VmHWM over its life (the warm-up run and the burst)."
+	return benchdoc.Write(doc, "Many at once", intro, rows, notes)
+}
+
+// procStatus is a process's peak RSS and its open descriptors, as /proc says.
+func procStatus(pid int) (peak, fds string) {
+	peak, fds = "?", "?"
+	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid)); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(l, "VmHWM:"); ok {
+				if kb, err := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB"))); err == nil {
+					peak = fmt.Sprintf("%.0f MiB", float64(kb)/1024)
+				}
+			}
+		}
+	}
+	if ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid)); err == nil {
+		fds = strconv.Itoa(len(ents))
+	}
+	return peak, fds
+}
+
+// exitCode is the exit code of a command's error (0 for none, -1 when it did
+// not exit).
+func exitCode(err error) int {
+	if err == nil {
+		return 0
+	}
+	if ee, ok := err.(*exec.ExitError); ok {
+		return ee.ExitCode()
+	}
+	return -1
+}
