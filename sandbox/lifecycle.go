@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -399,13 +402,67 @@ func (rt *Runtime) Running(ctx context.Context, containerID string) bool {
 // of a sealed end marker (supervisor.SealedEndMarker) before it believes it,
 // since a process in the sandbox can print one. False when the Engine cannot
 // say.
+//
+// On an Engine of this host it counts the processes of the container's cgroup
+// itself (a few file reads); elsewhere, or when the cgroup is not found there,
+// it asks the Engine to list them (`docker top`: a ps of the Engine's host,
+// ~50 ms).
 func (rt *Runtime) OnlyInitRuns(ctx context.Context, containerID string) bool {
+	ci, err := rt.Engine.ContainerInspect(ctx, containerID)
+	if err != nil || ci.ContainerJSONBase == nil || ci.State == nil {
+		return false
+	}
+	if !ci.State.Running {
+		return true
+	}
+	if !rt.Remote && ci.State.Pid > 0 {
+		if n, ok := cgroupProcs(ci.State.Pid, ci.ID); ok {
+			return n <= 1
+		}
+	}
 	top, err := rt.Engine.ContainerTop(ctx, containerID, nil)
 	if err == nil {
 		return len(top.Processes) <= 1
 	}
-	ci, ierr := rt.Engine.ContainerInspect(ctx, containerID)
-	return ierr == nil && ci.State != nil && !ci.State.Running
+	ci, err = rt.Engine.ContainerInspect(ctx, containerID)
+	return err == nil && ci.State != nil && !ci.State.Running
+}
+
+// cgroupProcs counts the processes of the cgroup of process pid of this host,
+// which must be container id's (its path names the container: cgroupfs's
+// /docker/ID, systemd's docker-ID.scope; an Engine in a VM has other PIDs).
+// The pids hierarchy of cgroup v1, else the unified one of v2. A cgroup gone
+// (the container exited meanwhile) has none.
+func cgroupProcs(pid int, id string) (int, bool) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+	if err != nil || id == "" {
+		return 0, false
+	}
+	var dirs []string
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) != 3 || !strings.Contains(parts[2], id) || strings.Contains(parts[2], "..") {
+			continue
+		}
+		switch {
+		case slices.Contains(strings.Split(parts[1], ","), "pids"):
+			dirs = append([]string{filepath.Join("/sys/fs/cgroup/pids", parts[2])}, dirs...)
+		case parts[0] == "0" && parts[1] == "":
+			dirs = append(dirs, filepath.Join("/sys/fs/cgroup", parts[2]))
+		}
+	}
+	for _, d := range dirs {
+		procs, err := os.ReadFile(filepath.Join(d, "cgroup.procs"))
+		if err == nil {
+			return len(strings.Fields(string(procs))), true
+		}
+		if errors.Is(err, os.ErrNotExist) {
+			if _, serr := os.Stat(filepath.Dir(d)); serr == nil {
+				return 0, true // the container's cgroup went with it
+			}
+		}
+	}
+	return 0, false
 }
 
 // owns reports whether an object of a sandbox this runtime was asked about is its
