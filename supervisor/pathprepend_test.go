@@ -76,7 +76,9 @@ func TestPathPrependReachesEveryProcess(t *testing.T) {
 	s.spec.PathPrepend = []string{bin, "/nonexistent"}
 	d := s.daemon("d", sh(`echo "$PATH" > `+s.path("daemon.path")+`; exec sleep 30`))
 	d.Env = []EnvEntry{literal("PATH", "/sbin:/usr/bin:/bin")}
-	d.Ready = &Ready{Cmd: []string{"only-here"}, Timeout: "10s"}
+	// Ready once it wrote its PATH (the main command may end at once, and
+	// the daemon with it), by a program found only in a prepended dir.
+	d.Ready = &Ready{Cmd: []string{"sh", "-c", "only-here && test -s " + s.path("daemon.path")}, Timeout: "10s"}
 	s.spec.Main.Argv = sh(`echo "$PATH"; command -v only-here`)
 	r := s.run()
 	if want := bin + ":/nonexistent:/usr/bin:/bin\n" + bin + "/only-here\n"; r.code != 0 || r.stdout != want {
