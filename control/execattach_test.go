@@ -55,14 +55,13 @@ func TestExecAttach(t *testing.T) {
 		t.Errorf("no exec.finished for %s", execID)
 	}
 
-	// A TTY: the terminal's size as set, its output on stdout.
+	// A TTY: the terminal's size as asked with the request, its output on
+	// stdout (the stream is handed over on this Unix socket: a resize frame
+	// is applied as it comes, so the first size goes with the request).
 	var out bytes.Buffer
 	ttyIn, ttyW := io.Pipe()
-	s, err = c.ExecAttach(ctx, id, &client.ExecRequest{Cmd: []string{"sh", "-c", "read x; stty size; echo err >&2"}, TTY: true}, ttyIn, &out, io.Discard)
+	s, err = c.ExecAttach(ctx, id, &client.ExecRequest{Cmd: []string{"sh", "-c", "read x; stty size; echo err >&2"}, TTY: true, Height: 33, Width: 111}, ttyIn, &out, io.Discard)
 	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Resize(33, 111); err != nil {
 		t.Fatal(err)
 	}
 	go func() { _, _ = io.WriteString(ttyW, "go\n"); ttyW.Close() }()
