@@ -640,6 +640,12 @@ func TestAPIDocExamples(t *testing.T) {
 	for _, ex := range examples {
 		ex.cmd, ex.want = subst.Replace(ex.cmd), subst.Replace(ex.want)
 		runDocExample(t, ex, e.project, environ)
+		// No example may take the project's files away (a mount's removal
+		// once emptied the project directory: keep that caught here).
+		if _, err := os.Stat(filepath.Join(e.project, "sandbox.toml")); err != nil {
+			ls, _ := exec.Command("ls", "-la", e.project).CombinedOutput()
+			t.Errorf("after docs/api.md:%d the project dir lost sandbox.toml: %v\n%s\n%s", ex.line, err, ex.cmd, ls)
+		}
 		if t.Failed() {
 			break // the examples build on each other
 		}

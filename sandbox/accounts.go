@@ -173,7 +173,7 @@ func (rt *Runtime) provideAccount(ctx context.Context, containerID string, u san
 		return tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: name, Mode: 0o755, Uid: uid, Gid: gid, ModTime: now})
 	}
 	missing := func(p string) (bool, error) {
-		_, err := rt.Engine.ContainerStatPath(ctx, containerID, p)
+		_, err := rt.statPath(ctx, containerID, p)
 		if cerrdefs.IsNotFound(err) {
 			return true, nil
 		}
@@ -235,7 +235,7 @@ func (rt *Runtime) provideAccount(ctx context.Context, containerID string, u san
 	if err := tw.Close(); err != nil {
 		return nil, failed("cannot add the sandbox user's account: %v", err)
 	}
-	if err := rt.Engine.CopyToContainer(ctx, containerID, "/", &buf, container.CopyToContainerOptions{}); err != nil {
+	if err := rt.copyTo(ctx, containerID, "/", &buf, container.CopyToContainerOptions{}); err != nil {
 		return nil, failed("cannot add the sandbox user's account: %v", err)
 	}
 	return a, nil
@@ -253,7 +253,7 @@ func writeFile(tw *tar.Writer, h *tar.Header, data []byte) error {
 // readRaw reads a file of a container as it is, with its tar header (nil when
 // it is not there); a file of more than 4 MiB is an error.
 func (rt *Runtime) readRaw(ctx context.Context, containerID, p string) ([]byte, *tar.Header, error) {
-	rc, _, err := rt.Engine.CopyFromContainer(ctx, containerID, p)
+	rc, _, err := rt.copyFrom(ctx, containerID, p)
 	if cerrdefs.IsNotFound(err) {
 		return nil, nil, nil
 	}

@@ -34,7 +34,7 @@ var ErrNotDirectory = errors.New("not a directory")
 // running or stopped, as the Engine's archive API gives it: entries named from
 // p's base name, a symbolic link at p archived as a link, not followed.
 func (rt *Runtime) ReadArchive(ctx context.Context, containerID, p string) (io.ReadCloser, error) {
-	rc, _, err := rt.Engine.CopyFromContainer(ctx, containerID, p)
+	rc, _, err := rt.copyFrom(ctx, containerID, p)
 	if err != nil {
 		return nil, rt.archiveErr(ctx, containerID, "read", p, err)
 	}
@@ -84,7 +84,7 @@ func (rt *Runtime) WriteArchive(ctx context.Context, containerID, dir string, r 
 	}
 	pr, pw := io.Pipe()
 	go func() { pw.CloseWithError(OwnArchive(pw, r, missing, uid, gid)) }()
-	err = rt.Engine.CopyToContainer(ctx, containerID, base, pr, container.CopyToContainerOptions{})
+	err = rt.copyTo(ctx, containerID, base, pr, container.CopyToContainerOptions{})
 	pr.CloseWithError(io.ErrClosedPipe)
 	if err != nil {
 		if cerrdefs.IsNotFound(err) {
@@ -118,7 +118,7 @@ func (rt *Runtime) containerUser(ctx context.Context, containerID, spec string) 
 func (rt *Runtime) existingDir(ctx context.Context, containerID, dir string) (base string, missing []string, err error) {
 	base = path.Clean(dir)
 	for base != "/" {
-		st, err := rt.Engine.ContainerStatPath(ctx, containerID, base)
+		st, err := rt.statPath(ctx, containerID, base)
 		if err == nil {
 			if !st.Mode.IsDir() && st.Mode&os.ModeSymlink == 0 {
 				return "", nil, fmt.Errorf("cannot write into %s: %s is %w", dir, base, ErrNotDirectory)

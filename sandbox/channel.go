@@ -60,7 +60,7 @@ func (rt *Runtime) uploadState(ctx context.Context, containerID string, b []byte
 	if err := tw.Close(); err != nil {
 		return failed("cannot write the sandbox state: %v", err)
 	}
-	if err := rt.Engine.CopyToContainer(ctx, containerID, "/", &buf, container.CopyToContainerOptions{AllowOverwriteDirWithFile: true}); err != nil {
+	if err := rt.copyTo(ctx, containerID, "/", &buf, container.CopyToContainerOptions{AllowOverwriteDirWithFile: true}); err != nil {
 		return failed("cannot upload the supervisor spec into the sandbox: %v", err)
 	}
 	return nil
@@ -75,7 +75,7 @@ func (rt *Runtime) resetStatus(ctx context.Context, containerID string) error {
 	tw := tar.NewWriter(&buf)
 	_ = tw.WriteHeader(&tar.Header{Name: path.Base(supervisor.StatusFile), Mode: 0o644, ModTime: time.Now(), Typeflag: tar.TypeReg})
 	_ = tw.Close()
-	err := rt.Engine.CopyToContainer(ctx, containerID, supervisor.StateDir, &buf, container.CopyToContainerOptions{AllowOverwriteDirWithFile: true, CopyUIDGID: true})
+	err := rt.copyTo(ctx, containerID, supervisor.StateDir, &buf, container.CopyToContainerOptions{AllowOverwriteDirWithFile: true, CopyUIDGID: true})
 	if err != nil {
 		return failed("cannot reset the sandbox's status stream: %v", err)
 	}
@@ -157,7 +157,7 @@ var ErrNotRegular = errors.New("not a regular file")
 // stopped, from a byte offset, through the Engine's archive API. It reports the
 // file's whole size too.
 func (rt *Runtime) ReadFile(ctx context.Context, containerID, file string, from, limit int64) ([]byte, int64, error) {
-	rc, _, err := rt.Engine.CopyFromContainer(ctx, containerID, file)
+	rc, _, err := rt.copyFrom(ctx, containerID, file)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -183,7 +183,7 @@ func (rt *Runtime) ReadFile(ctx context.Context, containerID, file string, from,
 // CopyFile streams a regular file of a container (running or stopped) to w from a
 // byte offset and returns the offset after it.
 func (rt *Runtime) CopyFile(ctx context.Context, containerID, file string, from int64, w io.Writer) (int64, error) {
-	rc, _, err := rt.Engine.CopyFromContainer(ctx, containerID, file)
+	rc, _, err := rt.copyFrom(ctx, containerID, file)
 	if err != nil {
 		return from, err
 	}

@@ -33,7 +33,7 @@ func (rt *Runtime) copyIn(ctx context.Context, containerID string, r *manifest.R
 		go func() {
 			pw.CloseWithError(writeTree(pw, src, target, c.Exclude, u))
 		}()
-		err := rt.Engine.CopyToContainer(ctx, containerID, "/", pr, container.CopyToContainerOptions{AllowOverwriteDirWithFile: true})
+		err := rt.copyTo(ctx, containerID, "/", pr, container.CopyToContainerOptions{AllowOverwriteDirWithFile: true})
 		pr.CloseWithError(err)
 		if err != nil {
 			return failed("cannot copy copies.%s (%s) into the sandbox: %v", name, src, err)

@@ -150,7 +150,7 @@ func (rt *Runtime) fillVolume(ctx context.Context, name, imageRef string, sup *S
 	if err != nil {
 		return failed("cannot fill volume %s: %v", name, err)
 	}
-	defer rt.Engine.ContainerRemove(context.WithoutCancel(ctx), c.ID, container.RemoveOptions{Force: true})
+	defer rt.removeContainer(context.WithoutCancel(ctx), c.ID, container.RemoveOptions{Force: true})
 	f, err := sup.Open()
 	if err != nil {
 		return failed("cannot read %s: %v", sup.Source, err)
@@ -171,7 +171,7 @@ func (rt *Runtime) fillVolume(ctx context.Context, name, imageRef string, sup *S
 		}
 		pw.CloseWithError(err)
 	}()
-	if err := rt.Engine.CopyToContainer(ctx, c.ID, "/fill", pr, container.CopyToContainerOptions{}); err != nil {
+	if err := rt.copyTo(ctx, c.ID, "/fill", pr, container.CopyToContainerOptions{}); err != nil {
 		pr.CloseWithError(err)
 		return failed("cannot copy the supervisor into volume %s: %v", name, err)
 	}

@@ -192,7 +192,7 @@ func (rt *Runtime) RemoveContainers(ctx context.Context, id string) error {
 	var errs []error
 	var shards []string
 	for _, c := range append(objs.services, objs.all...) {
-		if err := rt.Engine.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true, RemoveVolumes: true}); err != nil && !cerrdefs.IsNotFound(err) {
+		if err := rt.removeContainer(ctx, c.ID, container.RemoveOptions{Force: true, RemoveVolumes: true}); err != nil && !cerrdefs.IsNotFound(err) {
 			errs = append(errs, err)
 		} else if s := c.Labels[LabelShard]; s != "" {
 			shards = append(shards, s)

@@ -46,7 +46,7 @@ func (rt *Runtime) copyProject(ctx context.Context, containerID, dir string, u s
 	}
 	pr, pw := io.Pipe()
 	go func() { pw.CloseWithError(writeProjectArchive(pw, dir, ig, u)) }()
-	err = rt.Engine.CopyToContainer(ctx, containerID, "/", pr, container.CopyToContainerOptions{AllowOverwriteDirWithFile: true})
+	err = rt.copyTo(ctx, containerID, "/", pr, container.CopyToContainerOptions{AllowOverwriteDirWithFile: true})
 	pr.CloseWithError(err)
 	if err != nil {
 		return failed("cannot copy the project %s into the sandbox: %v", dir, err)
@@ -63,7 +63,7 @@ func (rt *Runtime) CopyOut(ctx context.Context, containerID string, out *Output,
 	if err != nil {
 		return nil, err
 	}
-	rc, _, err := rt.Engine.CopyFromContainer(ctx, containerID, src)
+	rc, _, err := rt.copyFrom(ctx, containerID, src)
 	if err != nil {
 		return nil, failed("cannot copy %s out of the sandbox: %v", rel, err)
 	}

@@ -88,7 +88,7 @@ func (rt *Runtime) readAccounts(ctx context.Context, imageRef string) (passwd, g
 	if err != nil {
 		return nil, nil, failed("cannot read the accounts of image %s: %v", imageRef, err)
 	}
-	defer rt.Engine.ContainerRemove(context.WithoutCancel(ctx), c.ID, container.RemoveOptions{Force: true})
+	defer rt.removeContainer(context.WithoutCancel(ctx), c.ID, container.RemoveOptions{Force: true})
 	passwd, group = rt.containerAccounts(ctx, c.ID)
 	return passwd, group, nil
 }
@@ -97,7 +97,7 @@ func (rt *Runtime) readAccounts(ctx context.Context, imageRef string) (passwd, g
 // or not; a missing file reads as empty.
 func (rt *Runtime) containerAccounts(ctx context.Context, containerID string) (passwd, group [][]string) {
 	read := func(p string) [][]string {
-		rc, _, err := rt.Engine.CopyFromContainer(ctx, containerID, p)
+		rc, _, err := rt.copyFrom(ctx, containerID, p)
 		if err != nil {
 			return nil
 		}
