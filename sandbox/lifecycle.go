@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
@@ -417,7 +418,15 @@ func (rt *Runtime) OnlyInitRuns(ctx context.Context, containerID string) bool {
 	}
 	if !rt.Remote && ci.State.Pid > 0 {
 		if n, ok := cgroupProcs(ci.State.Pid, ci.ID); ok {
+			rt.hostPIDs.Store(true)
 			return n <= 1
+		}
+		// PID 1 has exited since the Engine named it (a run's supervisor
+		// exits right after its sealed marker): when PID 1 of a PID
+		// namespace ends, the kernel kills every other process in it. Its
+		// PID is ours to look up only if the Engine's PIDs are this host's.
+		if pidGone(ci.State.Pid) && rt.seesEnginePIDs(ctx) {
+			return true
 		}
 	}
 	top, err := rt.Engine.ContainerTop(ctx, containerID, nil)
@@ -434,8 +443,11 @@ func (rt *Runtime) OnlyInitRuns(ctx context.Context, containerID string) bool {
 // The pids hierarchy of cgroup v1, else the unified one of v2. A cgroup gone
 // (the container exited meanwhile) has none.
 func cgroupProcs(pid int, id string) (int, bool) {
+	if id == "" {
+		return 0, false
+	}
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
-	if err != nil || id == "" {
+	if err != nil {
 		return 0, false
 	}
 	var dirs []string
@@ -463,6 +475,37 @@ func cgroupProcs(pid int, id string) (int, bool) {
 		}
 	}
 	return 0, false
+}
+
+// pidGone reports whether no process of this host has pid.
+func pidGone(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return errors.Is(err, syscall.ESRCH)
+}
+
+// seesEnginePIDs reports whether the Engine's containers run in this
+// process's PID namespace (an Engine in a VM's do not): once one of its
+// running sandboxes' PID 1, as the Engine names it, is found in a cgroup
+// whose path names that container. Proven once, it is kept.
+func (rt *Runtime) seesEnginePIDs(ctx context.Context) bool {
+	if rt.hostPIDs.Load() {
+		return true
+	}
+	list, err := rt.Engine.ContainerList(ctx, container.ListOptions{Limit: 4, Filters: filters.NewArgs(filters.Arg("status", "running"), filters.Arg("label", LabelSandbox))})
+	if err != nil {
+		return false
+	}
+	for _, c := range list {
+		ci, err := rt.Engine.ContainerInspect(ctx, c.ID)
+		if err != nil || ci.ContainerJSONBase == nil || ci.State == nil || ci.State.Pid <= 0 {
+			continue
+		}
+		if _, ok := cgroupProcs(ci.State.Pid, ci.ID); ok {
+			rt.hostPIDs.Store(true)
+			return true
+		}
+	}
+	return false
 }
 
 // owns reports whether an object of a sandbox this runtime was asked about is its

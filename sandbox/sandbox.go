@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"sync/atomic"
 	"time"
 
 	"github.com/docker/docker/client"
@@ -131,6 +132,10 @@ type Runtime struct {
 	// SharedNetworkMax is how many sandboxes one shard of the shared network
 	// holds (runtime.shared_network_max; 0: DefaultSharedNetworkMax).
 	SharedNetworkMax int
+
+	// hostPIDs is set once the Engine's container PIDs are proven to be
+	// this host's (seesEnginePIDs).
+	hostPIDs atomic.Bool
 
 	shared sharedNet
 	arch   engineArch

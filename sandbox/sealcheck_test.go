@@ -1,6 +1,8 @@
 package sandbox
 
 import (
+	"os"
+	"os/exec"
 	"testing"
 	"time"
 
@@ -21,7 +23,7 @@ func TestOnlyInitRuns(t *testing.T) {
 	img := testenv.BusyboxImage(t)
 	rt := &Runtime{Engine: cli}
 	start := func() string {
-		c, err := cli.ContainerCreate(ctx, &container.Config{Image: img, Cmd: []string{"sleep", "300"}}, &container.HostConfig{}, nil, nil, "")
+		c, err := cli.ContainerCreate(ctx, &container.Config{Image: img, Cmd: []string{"sleep", "300"}, Labels: map[string]string{LabelSandbox: "sealcheck"}}, &container.HostConfig{}, nil, nil, "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -68,6 +70,22 @@ func TestOnlyInitRuns(t *testing.T) {
 	}
 	if !remote.OnlyInitRuns(ctx, other) {
 		t.Errorf("through the Engine's list, a container running its PID 1 alone: want true")
+	}
+	// The Engine said running, but its PID 1 has exited since (a run's
+	// supervisor exits right after its sealed marker): when PID 1 of a PID
+	// namespace ends, the kernel kills the rest, so none runs beside it. That
+	// PID is looked up here once the Engine's PIDs are proven to be this
+	// host's, rather than through the Engine's list, which is slow (~0.1 s)
+	// and refuses (409) a container being torn down.
+	gone := exec.Command("true")
+	if err := gone.Run(); err != nil {
+		t.Fatal(err)
+	}
+	if !pidGone(gone.Process.Pid) || pidGone(os.Getpid()) {
+		t.Errorf("pidGone: an exited process %v, this one %v; want true, false", pidGone(gone.Process.Pid), pidGone(os.Getpid()))
+	}
+	if fresh := (&Runtime{Engine: cli}); !fresh.seesEnginePIDs(ctx) {
+		t.Errorf("seesEnginePIDs with sandboxes running on the local Engine: want true")
 	}
 	timeout := 0
 	if err := cli.ContainerStop(ctx, id, container.StopOptions{Timeout: &timeout}); err != nil {
