@@ -2,6 +2,7 @@ package cli
 
 import (
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -97,7 +98,7 @@ func TestBackendChoice(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := userconfig.Kubernetes{Namespace: "airlock", Image: imagetar.ImageRef(BuildID), CreateNamespace: true}
-	if b.Name != "docker" || b.From != "default" || b.Kube() || b.Kubernetes != want {
+	if b.Name != "docker" || b.From != "default" || b.Kube() || !reflect.DeepEqual(b.Kubernetes, want) {
 		t.Fatalf("no config: %+v, want docker from default with %+v", b, want)
 	}
 	if !strings.HasPrefix(b.Kubernetes.Image, "localhost/airlock:") {
@@ -111,7 +112,7 @@ func TestBackendChoice(t *testing.T) {
 		t.Fatal(err)
 	}
 	want = userconfig.Kubernetes{Namespace: "ci", Image: "registry.example.com/airlock:1", AllowPrivileged: true, Context: "prod"}
-	if b.Name != "kubernetes" || b.From != file || !b.Kube() || b.Kubernetes != want {
+	if b.Name != "kubernetes" || b.From != file || !b.Kube() || !reflect.DeepEqual(b.Kubernetes, want) {
 		t.Fatalf("config: %+v, want kubernetes from %s with %+v", b, file, want)
 	}
 	if mb := b.manifestBackend(); mb.Name != "kubernetes" || !mb.AllowPrivileged {
@@ -119,7 +120,7 @@ func TestBackendChoice(t *testing.T) {
 	}
 
 	vars[backendEnv] = "docker"
-	if b, err = newApp(vars, "").backend(); err != nil || b.Name != "docker" || b.From != backendEnv || b.Kubernetes != want {
+	if b, err = newApp(vars, "").backend(); err != nil || b.Name != "docker" || b.From != backendEnv || !reflect.DeepEqual(b.Kubernetes, want) {
 		t.Fatalf("env: %+v %v", b, err)
 	}
 	if b, err = newApp(vars, "kubernetes").backend(); err != nil || b.Name != "kubernetes" || b.From != "--backend" {

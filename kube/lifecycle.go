@@ -73,7 +73,7 @@ func (rt *Runtime) Create(ctx context.Context, req *sandbox.Request) (sb *sandbo
 		ID: req.ID, Namespace: rt.cfg.Namespace, AirlockImage: rt.cfg.Image, Kind: req.Kind, Labels: labels,
 		Manifest: r, Spec: spec, RunAsUser: runUID, RunAsGroup: runGID, MainUser: mainUser, TTY: req.TTY, Stdin: req.Stdin || req.TTY || req.Park,
 		PlanHash: planHash, Owner: rt.cfg.Owner, CLIPid: req.CLIPid, CLIStart: req.CLIStart, AllowPrivileged: rt.cfg.AllowPrivileged,
-		Keeper: req.KeepFiles,
+		Keeper: req.KeepFiles, Settings: rt.cfg.Pod,
 	})
 	if err != nil {
 		return nil, err

@@ -110,6 +110,8 @@ type PodInput struct {
 	// AllowPrivileged is [kubernetes] allow_privileged: without it,
 	// sandbox.privileged is a config error.
 	AllowPrivileged bool
+	// Settings is what [kubernetes] sets on every Pod.
+	Settings PodSettings
 }
 
 // BuildPod maps a sandbox onto one Pod (docs/kubernetes.md): an init container
@@ -222,6 +224,7 @@ func BuildPod(in PodInput) (*corev1.Pod, error) {
 	if len(hosts) > 0 {
 		pod.Spec.HostAliases = []corev1.HostAlias{{IP: "127.0.0.1", Hostnames: hosts}}
 	}
+	in.Settings.apply(pod)
 	return pod, nil
 }
 

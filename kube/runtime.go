@@ -2,6 +2,7 @@ package kube
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
@@ -31,9 +32,12 @@ type Config struct {
 	Namespace           string // default "airlock"
 	Image               string // the airlock image the init container copies the supervisor from
 	CreateNamespace     bool
-	AllowPrivileged     bool   // [kubernetes] allow_privileged
-	Owner               string // the control daemon's instance key, on every Pod
-	HostHome            string // what ~ is in a [copies] source ("" for the user's home)
+	AllowPrivileged     bool // [kubernetes] allow_privileged
+	// Pod is what [kubernetes] sets on every Pod: node selector,
+	// tolerations, RuntimeClass, ServiceAccount, default resources.
+	Pod      PodSettings
+	Owner    string // the control daemon's instance key, on every Pod
+	HostHome string // what ~ is in a [copies] source ("" for the user's home)
 }
 
 // Runtime runs sandboxes as Pods of one namespace of a cluster.
@@ -82,6 +86,10 @@ func (c Config) Endpoint() engine.Endpoint {
 	if c.CreateNamespace {
 		q.Set("create_namespace", "true")
 	}
+	if !c.Pod.IsZero() {
+		b, _ := json.Marshal(c.Pod)
+		q.Set("pod", string(b))
+	}
 	u := url.URL{Scheme: Scheme, Path: "/" + c.Namespace, RawQuery: q.Encode()}
 	return engine.Endpoint{Host: u.String()}
 }
@@ -93,8 +101,14 @@ func ConfigOf(ep engine.Endpoint) (Config, error) {
 		return Config{}, fmt.Errorf("cannot read the Kubernetes backend %q", ep.Host)
 	}
 	q := u.Query()
-	return Config{Namespace: strings.TrimPrefix(u.Path, "/"), Context: q.Get("context"), Kubeconfig: q.Get("kubeconfig"), Image: q.Get("image"),
-		AllowPrivileged: q.Get("allow_privileged") == "true", CreateNamespace: q.Get("create_namespace") == "true"}, nil
+	cfg := Config{Namespace: strings.TrimPrefix(u.Path, "/"), Context: q.Get("context"), Kubeconfig: q.Get("kubeconfig"), Image: q.Get("image"),
+		AllowPrivileged: q.Get("allow_privileged") == "true", CreateNamespace: q.Get("create_namespace") == "true"}
+	if p := q.Get("pod"); p != "" {
+		if err := json.Unmarshal([]byte(p), &cfg.Pod); err != nil {
+			return Config{}, fmt.Errorf("cannot read the Pod settings of the Kubernetes backend %q: %w", ep.Host, err)
+		}
+	}
+	return cfg, nil
 }
 
 // Resolve completes cfg as kubectl would read it (client-go's loading rules)

@@ -2,6 +2,7 @@ package userconfig
 
 import (
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -16,7 +17,7 @@ func TestBackendDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Runtime.Backend != "docker" || c.Kubernetes != want {
+	if c.Runtime.Backend != "docker" || !reflect.DeepEqual(c.Kubernetes, want) {
 		t.Fatalf("missing file: backend %q, kubernetes %+v", c.Runtime.Backend, c.Kubernetes)
 	}
 	// A file that sets neither table keeps the defaults too.
@@ -24,7 +25,7 @@ func TestBackendDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Runtime.Backend != "docker" || c.Kubernetes != want {
+	if c.Runtime.Backend != "docker" || !reflect.DeepEqual(c.Kubernetes, want) {
 		t.Fatalf("empty [kubernetes]: backend %q, kubernetes %+v", c.Runtime.Backend, c.Kubernetes)
 	}
 }
@@ -46,7 +47,7 @@ create_namespace = false
 		t.Fatal(err)
 	}
 	want := Kubernetes{Namespace: "ci-sandboxes", Image: "registry.example.com/tools/airlock:1.2.0", AllowPrivileged: true, Context: "kind-kind", CreateNamespace: false}
-	if c.Runtime.Backend != "kubernetes" || c.Kubernetes != want {
+	if c.Runtime.Backend != "kubernetes" || !reflect.DeepEqual(c.Kubernetes, want) {
 		t.Fatalf("backend %q, kubernetes %+v; want %+v", c.Runtime.Backend, c.Kubernetes, want)
 	}
 }

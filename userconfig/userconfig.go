@@ -109,6 +109,14 @@ type Kubernetes struct {
 	AllowPrivileged bool   // allow_privileged: sandbox.privileged may make a privileged Pod
 	Context         string // context: the kube context; "" = the current one
 	CreateNamespace bool   // create_namespace: create Namespace when it does not exist
+
+	// What shapes every Pod (kubepod.go): node_selector, tolerations,
+	// runtime_class_name, service_account and [kubernetes.resources].
+	NodeSelector     map[string]string
+	Tolerations      []Toleration
+	RuntimeClassName string
+	ServiceAccount   string
+	Resources        Resources
 }
 
 // Default returns the configuration used when config.toml does not exist.
@@ -197,6 +205,7 @@ type file struct {
 		AllowPrivileged *bool   `toml:"allow_privileged"`
 		Context         *string `toml:"context"`
 		CreateNamespace *bool   `toml:"create_namespace"`
+		kubernetesPodFile
 	} `toml:"kubernetes"`
 }
 
@@ -382,6 +391,7 @@ func Parse(name string, data []byte, home string) (*Config, error) {
 		if k.CreateNamespace != nil {
 			c.Kubernetes.CreateNamespace = *k.CreateNamespace
 		}
+		parseKubernetesPod(&k.kubernetesPodFile, &c.Kubernetes, add)
 	}
 	if len(errs) > 0 {
 		sort.SliceStable(errs, func(i, j int) bool { return errs[i].Line < errs[j].Line })
@@ -542,7 +552,13 @@ func tomlError(name, src string, err error) error {
 	}
 	if m := typeErrRE.FindStringSubmatch(err.Error()); m != nil {
 		key := m[2]
-		line := scanKeyLines(src)[key]
+		lines := scanKeyLines(src)
+		line := lines[key]
+		for k := key; line == 0 && strings.Contains(k, "."); {
+			// A key inside an inline table: the line of the table's key.
+			k = k[:strings.LastIndex(k, ".")]
+			line = lines[k]
+		}
 		msg := m[3]
 		if t := badTypeRE.FindStringSubmatch(msg); t != nil {
 			msg = fmt.Sprintf("wrong type: expected %s, got %s", describeGo(t[2]), describeTOML(t[1]))

@@ -1,0 +1,69 @@
+package kube
+
+import (
+	corev1 "k8s.io/api/core/v1"
+)
+
+// PodSettings is what config.toml's [kubernetes] table sets on every Pod of
+// a backend (docs/kubernetes.md, "Where Pods run"). It travels in the
+// backend's endpoint, as JSON.
+type PodSettings struct {
+	NodeSelector     map[string]string   `json:"node_selector,omitempty"`
+	Tolerations      []corev1.Toleration `json:"tolerations,omitempty"`
+	RuntimeClassName string              `json:"runtime_class_name,omitempty"`
+	// ServiceAccount is the Pod's ServiceAccount: its identity to the
+	// cluster's features (workload identity, its image pull secrets,
+	// admission). Its API token is not mounted all the same: the code in a
+	// sandbox is not trusted.
+	ServiceAccount string `json:"service_account,omitempty"`
+	// Resources are the sandbox container's default requests and limits;
+	// sandbox.cpus and sandbox.memory take the place of the limits they name.
+	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+}
+
+// IsZero reports whether s sets nothing.
+func (s PodSettings) IsZero() bool {
+	return len(s.NodeSelector) == 0 && len(s.Tolerations) == 0 && s.RuntimeClassName == "" && s.ServiceAccount == "" &&
+		len(s.Resources.Requests) == 0 && len(s.Resources.Limits) == 0
+}
+
+// apply sets s on pod, whose first container is the sandbox's.
+func (s PodSettings) apply(pod *corev1.Pod) {
+	if len(s.NodeSelector) > 0 {
+		pod.Spec.NodeSelector = map[string]string{}
+		for k, v := range s.NodeSelector {
+			pod.Spec.NodeSelector[k] = v
+		}
+	}
+	pod.Spec.Tolerations = append(pod.Spec.Tolerations, s.Tolerations...)
+	if s.RuntimeClassName != "" {
+		pod.Spec.RuntimeClassName = ptr(s.RuntimeClassName)
+	}
+	if s.ServiceAccount != "" {
+		pod.Spec.ServiceAccountName = s.ServiceAccount
+	}
+	if len(pod.Spec.Containers) == 0 {
+		return
+	}
+	c := &pod.Spec.Containers[0]
+	for name, q := range s.Resources.Limits {
+		if _, set := c.Resources.Limits[name]; set {
+			continue // the manifest's sandbox.cpus or sandbox.memory
+		}
+		if c.Resources.Limits == nil {
+			c.Resources.Limits = corev1.ResourceList{}
+		}
+		c.Resources.Limits[name] = q
+	}
+	for name, q := range s.Resources.Requests {
+		if c.Resources.Requests == nil {
+			c.Resources.Requests = corev1.ResourceList{}
+		}
+		// A request above the limit would be refused: the limit, which the
+		// manifest may have lowered, caps it.
+		if l, ok := c.Resources.Limits[name]; ok && q.Cmp(l) > 0 {
+			q = l
+		}
+		c.Resources.Requests[name] = q
+	}
+}
