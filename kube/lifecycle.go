@@ -26,9 +26,39 @@ import (
 	"github.com/airlock-dev/airlock/supervisor"
 )
 
-// podTimeout bounds how long a new Pod may take to run its primary (scheduling,
-// image pulls, required services getting ready).
-const podTimeout = 5 * time.Minute
+// defaultPodTimeout bounds how long a new Pod may take to run its primary
+// (scheduling, image pulls, required services getting ready) when the manifest
+// gives no sandbox.ready_timeout.
+const defaultPodTimeout = 60 * time.Second
+
+// podTimeout is sandbox.ready_timeout, which bounds the Pod's start.
+func podTimeout(r *manifest.Resolved) time.Duration {
+	if d, err := time.ParseDuration(r.Sandbox.ReadyTimeout); err == nil && d > 0 {
+		return d
+	}
+	return defaultPodTimeout
+}
+
+// whyPending says what keeps a Pod from running: the scheduler's message, or
+// the first container's waiting reason.
+func whyPending(p *corev1.Pod) string {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status != corev1.ConditionTrue && c.Message != "" {
+			return "not scheduled: " + c.Message
+		}
+	}
+	for _, list := range [][]corev1.ContainerStatus{p.Status.InitContainerStatuses, p.Status.ContainerStatuses} {
+		for _, cs := range list {
+			if w := cs.State.Waiting; w != nil && w.Reason != "" {
+				if w.Message != "" {
+					return fmt.Sprintf("container %s is waiting: %s: %s", cs.Name, w.Reason, w.Message)
+				}
+				return fmt.Sprintf("container %s is waiting: %s", cs.Name, w.Reason)
+			}
+		}
+	}
+	return "it is " + strings.ToLower(string(p.Status.Phase))
+}
 
 // Create makes the sandbox's Pod and waits until its primary runs, held: the
 // supervisor starts nothing before Start delivers. The project is copied in
@@ -91,13 +121,24 @@ func (rt *Runtime) Create(ctx context.Context, req *sandbox.Request) (sb *sandbo
 		}
 	}()
 	done = rt.step(req.ID, "start")
-	wctx, cancel := context.WithTimeout(ctx, podTimeout)
+	limit := podTimeout(r)
+	wctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
+	timedOut := func(err error) error {
+		if wctx.Err() == nil || ctx.Err() != nil {
+			return err
+		}
+		why := "its state is unknown"
+		if p, gerr := rt.pods().Get(context.WithoutCancel(ctx), name, metav1.GetOptions{}); gerr == nil {
+			why = whyPending(p)
+		}
+		return failed("the sandbox's Pod %s did not run within sandbox.ready_timeout (%s): %s (see kubectl describe pod -n %s %s)", name, limit, why, rt.cfg.Namespace, name)
+	}
 	if err := rt.startServices(wctx, name, r); err != nil {
-		return nil, err
+		return nil, timedOut(err)
 	}
 	if _, err := rt.waitPod(wctx, name, primaryRunning); err != nil {
-		return nil, err
+		return nil, timedOut(err)
 	}
 	done()
 	for _, svc := range slices.Sorted(maps.Keys(r.Services)) {
