@@ -1,6 +1,8 @@
 package kube
 
 import (
+	"slices"
+
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -21,6 +23,10 @@ type PodSettings struct {
 	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
 }
 
+// nodeLostSeconds is how long a sandbox's Pod stays bound to a node that is
+// not ready or unreachable (docs/kubernetes.md, "A node lost").
+const nodeLostSeconds = 20
+
 // IsZero reports whether s sets nothing.
 func (s PodSettings) IsZero() bool {
 	return len(s.NodeSelector) == 0 && len(s.Tolerations) == 0 && s.RuntimeClassName == "" && s.ServiceAccount == "" &&
@@ -36,6 +42,17 @@ func (s PodSettings) apply(pod *corev1.Pod) {
 		}
 	}
 	pod.Spec.Tolerations = append(pod.Spec.Tolerations, s.Tolerations...)
+	// A node that stops answering takes its Pods with it after
+	// nodeLostSeconds, not the cluster's default five minutes (the
+	// DefaultTolerationSeconds admission adds 300 s ones only where none is
+	// given): a sandbox on a lost node fails in under a minute. A toleration
+	// of the same taint in [kubernetes] replaces ours.
+	for _, taint := range []string{corev1.TaintNodeNotReady, corev1.TaintNodeUnreachable} {
+		if !slices.ContainsFunc(s.Tolerations, func(t corev1.Toleration) bool { return t.Key == taint }) {
+			pod.Spec.Tolerations = append(pod.Spec.Tolerations, corev1.Toleration{Key: taint, Operator: corev1.TolerationOpExists,
+				Effect: corev1.TaintEffectNoExecute, TolerationSeconds: ptr(int64(nodeLostSeconds))})
+		}
+	}
 	if s.RuntimeClassName != "" {
 		pod.Spec.RuntimeClassName = ptr(s.RuntimeClassName)
 	}

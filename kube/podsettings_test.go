@@ -2,6 +2,7 @@ package kube_test
 
 import (
 	"reflect"
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -32,8 +33,12 @@ func TestPodSettings(t *testing.T) {
 	if !reflect.DeepEqual(pod.Spec.NodeSelector, settings.NodeSelector) {
 		t.Errorf("nodeSelector %v, want %v", pod.Spec.NodeSelector, settings.NodeSelector)
 	}
-	if !reflect.DeepEqual(pod.Spec.Tolerations, settings.Tolerations) {
-		t.Errorf("tolerations %+v, want %+v", pod.Spec.Tolerations, settings.Tolerations)
+	twenty := int64(20)
+	notReady := corev1.Toleration{Key: corev1.TaintNodeNotReady, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: &twenty}
+	unreachable := corev1.Toleration{Key: corev1.TaintNodeUnreachable, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: &twenty}
+	// The configured unreachable toleration replaces airlock's; not-ready keeps it.
+	if want := append(slices.Clone(settings.Tolerations), notReady); !reflect.DeepEqual(pod.Spec.Tolerations, want) {
+		t.Errorf("tolerations %+v, want %+v", pod.Spec.Tolerations, want)
 	}
 	if pod.Spec.RuntimeClassName == nil || *pod.Spec.RuntimeClassName != "gvisor" {
 		t.Errorf("runtimeClassName %v, want gvisor", pod.Spec.RuntimeClassName)
@@ -56,9 +61,13 @@ func TestPodSettings(t *testing.T) {
 		}
 	}
 
-	// Nothing set: the Pod is as before.
+	// Nothing set: the Pod is as before, but for a node lost taking its Pods
+	// in 20 s rather than the cluster's default 300.
 	plain := build(t, "[sandbox]\nimage = \"busybox\"\n", nil)
-	if plain.Spec.NodeSelector != nil || plain.Spec.Tolerations != nil || plain.Spec.RuntimeClassName != nil || plain.Spec.ServiceAccountName != "" || plain.Spec.Containers[0].Resources.Requests != nil {
+	if want := []corev1.Toleration{notReady, unreachable}; !reflect.DeepEqual(plain.Spec.Tolerations, want) {
+		t.Errorf("tolerations without settings %+v, want %+v", plain.Spec.Tolerations, want)
+	}
+	if plain.Spec.NodeSelector != nil || plain.Spec.RuntimeClassName != nil || plain.Spec.ServiceAccountName != "" || plain.Spec.Containers[0].Resources.Requests != nil {
 		t.Errorf("a Pod without settings: %+v", plain.Spec)
 	}
 
