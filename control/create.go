@@ -200,8 +200,17 @@ func (s *Service) prepare(id string, req *sandbox.Request, start bool) {
 		s.emit(id, store.Event{Kind: "sandbox.failed", Reason: "cannot make the sandbox: " + err.Error(), Extra: exitExtra(err)}, store.StateFailed)
 		return
 	}
+	// While the create runs, its own outcome decides: the end of a container
+	// or Pod it removes on a failure (the kubernetes backend deletes a Pod it
+	// cannot schedule or start) is not the sandbox's exit.
+	l.ingestMu.Lock()
+	l.starting = true
+	l.ingestMu.Unlock()
 	sb, err := s.rtOf(id).Create(ctx, req)
 	leave()
+	l.ingestMu.Lock()
+	l.starting = false
+	l.ingestMu.Unlock()
 	if err != nil {
 		s.emit(id, store.Event{Kind: "sandbox.failed", Reason: err.Error(), Extra: exitExtra(err)}, store.StateFailed)
 		return

@@ -32,7 +32,7 @@ type live struct {
 	ingestMu sync.Mutex // guards offset and tailGen
 	offset   int64      // the status stream read so far
 	offsetOK bool       // offset is known (else it comes from the recorded events)
-	starting bool       // a start is in progress: the stream is read only once it is recorded
+	starting bool       // a create or start is in progress: the stream is read only once it is recorded
 	diedMu   sync.Mutex // serialises the handling of the primary's end
 	complete bool       // the stream was read to its last line (supervisor.exiting)
 	// finalWait, while the stream a sealed end marker carried is checked, is

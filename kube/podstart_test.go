@@ -32,6 +32,9 @@ func TestPodStartBound(t *testing.T) {
 			ContainerStatuses: []corev1.ContainerStatus{{Name: "sandbox", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff", Message: "Back-off pulling image \"big:1\""}}}}}, `container sandbox is waiting: ImagePullBackOff: Back-off pulling image "big:1"`},
 		{"init container first", corev1.PodStatus{Phase: corev1.PodPending,
 			InitContainerStatuses: []corev1.ContainerStatus{{Name: "svc-db", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}}}}}, "container svc-db is waiting: ContainerCreating"},
+		{"service not healthy", corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue}},
+			InitContainerStatuses: []corev1.ContainerStatus{{Name: "airlock-install", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{}}}, {Name: ServicePrefix + "db", Started: new(bool), State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}},
+			ContainerStatuses:     []corev1.ContainerStatus{{Name: "sandbox", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "PodInitializing"}}}}}, "service db runs but has not passed its healthcheck"},
 		{"nothing said", corev1.PodStatus{Phase: corev1.PodPending}, "it is pending"},
 	}
 	for _, c := range cases {
