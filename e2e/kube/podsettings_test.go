@@ -15,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/airlock-dev/airlock/internal/clitest"
 )
 
 // TestPodSettingsOnCluster: what config.toml's [kubernetes] sets on every Pod
@@ -127,14 +129,7 @@ healthcheck = { cmd = ["false"], interval = "1s", timeout = "1s", retries = 1000
 	}
 	waitNoPods(t, cs, e.Project, 30*time.Second)
 
-	cfgPath := filepath.Join(e.Config, "airlock", "config.toml")
-	base, err := os.ReadFile(cfgPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(cfgPath, append(base, []byte("node_selector = { \"airlock-e2e/no-such-node\" = \"yes\" }\n")...), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	appendConfig(t, e, "node_selector = { \"airlock-e2e/no-such-node\" = \"yes\" }\n")
 	e.WriteManifest("[sandbox]\nimage = \"{{image}}\"\n")
 	r = e.Run("run", "--", "true")
 	if r.Code != 125 || !strings.Contains(r.Stderr, "cannot be scheduled") || !strings.Contains(r.Stderr, "node affinity/selector") {
@@ -152,6 +147,20 @@ func ensureNamespace(t *testing.T, cs kubernetes.Interface) {
 	t.Helper()
 	_, err := cs.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}, metav1.CreateOptions{})
 	if err != nil && !strings.Contains(err.Error(), "already exists") {
+		t.Fatal(err)
+	}
+}
+
+// appendConfig adds lines to the end of the test's config.toml (its
+// [kubernetes] table, unless they open another).
+func appendConfig(t *testing.T, e *clitest.Env, lines string) {
+	t.Helper()
+	path := filepath.Join(e.Config, "airlock", "config.toml")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, append(b, lines...), 0o644); err != nil {
 		t.Fatal(err)
 	}
 }

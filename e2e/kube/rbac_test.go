@@ -4,7 +4,6 @@ package kube_test
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -60,14 +59,7 @@ func TestMissingRightOnCluster(t *testing.T) {
 	if err := clientcmd.WriteToFile(*limited, path); err != nil {
 		t.Fatal(err)
 	}
-	cfgPath := filepath.Join(e.Config, "airlock", "config.toml")
-	base, err := os.ReadFile(cfgPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(cfgPath, append(base, []byte("create_namespace = false\n")...), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	appendConfig(t, e, "create_namespace = false\n")
 	start := time.Now()
 	r := e.RunEnv([]string{"KUBECONFIG=" + path}, "run", "--", "true")
 	took := time.Since(start)
