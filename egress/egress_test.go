@@ -27,7 +27,7 @@ func TestParseRule(t *testing.T) {
 		want Rule
 		str  string
 	}{
-		{"proxy.golang.org", Rule{Host: "proxy.golang.org"}, "proxy.golang.org"},
+		{"proxy.example.org", Rule{Host: "proxy.example.org"}, "proxy.example.org"},
 		{"registry.internal:5000", Rule{Host: "registry.internal", Port: 5000}, "registry.internal:5000"},
 		{"*.example.com", Rule{Host: "example.com", Wildcard: true}, "*.example.com"},
 		{"*.Example.COM.:8443", Rule{Host: "example.com", Wildcard: true, Port: 8443}, "*.example.com:8443"},
@@ -108,7 +108,7 @@ func TestParseRule(t *testing.T) {
 }
 
 func TestParseRules(t *testing.T) {
-	rules, err := ParseRules([]string{"proxy.golang.org", "*.githubusercontent.com", "registry.internal:5000"})
+	rules, err := ParseRules([]string{"proxy.example.org", "*.content.example.net", "registry.internal:5000"})
 	if err != nil || len(rules) != 3 {
 		t.Fatalf("ParseRules = %v, %v", rules, err)
 	}
@@ -131,21 +131,21 @@ func mustRules(t *testing.T, entries ...string) []Rule {
 }
 
 func TestAllowed(t *testing.T) {
-	rules := mustRules(t, "proxy.golang.org", "*.example.com", "registry.internal:5000", "10.0.0.5:8080", "[::1]:443", "192.168.1.1")
+	rules := mustRules(t, "proxy.example.org", "*.example.com", "registry.internal:5000", "10.0.0.5:8080", "[::1]:443", "192.168.1.1")
 	cases := []struct {
 		host string
 		port int
 		want bool
 	}{
 		// Exact names, default ports (80 for HTTP, 443 for CONNECT).
-		{"proxy.golang.org", 443, true},
-		{"proxy.golang.org", 80, true},
-		{"proxy.golang.org", 8080, false},
-		{"sub.proxy.golang.org", 443, false},
+		{"proxy.example.org", 443, true},
+		{"proxy.example.org", 80, true},
+		{"proxy.example.org", 8080, false},
+		{"sub.proxy.example.org", 443, false},
 		{"golang.org", 443, false},
 		// Case and trailing dot.
-		{"PROXY.golang.ORG", 443, true},
-		{"proxy.golang.org.", 443, true},
+		{"PROXY.example.ORG", 443, true},
+		{"proxy.example.org.", 443, true},
 		// Wildcards: any depth below, never the bare domain.
 		{"a.example.com", 443, true},
 		{"a.b.c.example.com", 80, true},
@@ -174,15 +174,15 @@ func TestAllowed(t *testing.T) {
 		{"010.0.0.5", 8080, false},
 		{"a..example.com", 443, false},
 		{"a example.com", 443, false},
-		{"proxy.golang.org", 0, false},
-		{"proxy.golang.org", 70000, false},
+		{"proxy.example.org", 0, false},
+		{"proxy.example.org", 70000, false},
 	}
 	for _, tc := range cases {
 		if got := Allowed(rules, tc.host, tc.port); got != tc.want {
 			t.Errorf("Allowed(%q, %d) = %v, want %v", tc.host, tc.port, got, tc.want)
 		}
 	}
-	if Allowed(nil, "proxy.golang.org", 443) {
+	if Allowed(nil, "proxy.example.org", 443) {
 		t.Error("no rules allowed something")
 	}
 	// An IP address never matches a wildcard, even one that would cover its text.
@@ -684,9 +684,9 @@ func TestServeAndClose(t *testing.T) {
 
 func TestZeroServerDeniesAll(t *testing.T) {
 	var s Server
-	req := httptest.NewRequest("CONNECT", "http://proxy.golang.org:443", nil)
-	req.URL = &url.URL{Host: "proxy.golang.org:443"}
-	req.Host = "proxy.golang.org:443"
+	req := httptest.NewRequest("CONNECT", "http://proxy.example.org:443", nil)
+	req.URL = &url.URL{Host: "proxy.example.org:443"}
+	req.Host = "proxy.example.org:443"
 	w := httptest.NewRecorder()
 	s.ServeHTTP(w, req)
 	if w.Code != http.StatusForbidden {

@@ -10,7 +10,7 @@ import (
 
 // Rule is one allowed destination, parsed from an entry of sandbox.egress.allow:
 //
-//	host           exact host name or IP address ("proxy.golang.org", "10.0.0.5", "::1")
+//	host           exact host name or IP address ("proxy.example.org", "10.0.0.5", "::1")
 //	*.domain       any name at any depth below domain, not domain itself
 //	host:port      with an explicit port ("registry.internal:5000", "[::1]:443")
 //
