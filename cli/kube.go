@@ -3,18 +3,17 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
-	"context"
-	"github.com/airlock-dev/airlock/userconfig"
-
 	"github.com/airlock-dev/airlock/control"
 	"github.com/airlock-dev/airlock/engine"
 	"github.com/airlock-dev/airlock/kube"
+	"github.com/airlock-dev/airlock/userconfig"
 )
 
 // The Kubernetes backend (package kube). The supervisor injected into sandboxes is

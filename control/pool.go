@@ -420,7 +420,8 @@ func (ps *pools) fill(p *pool) {
 
 // make creates, starts and parks one sandbox of p.
 func (ps *pools) make(p *pool, key string, r *manifest.Resolved) (*member, error) {
-	ctx, cancel := context.WithTimeout(ps.s.ctx, readyTimeout(r)+2*time.Minute)
+	ready, _ := sandbox.ReadyTimeout(r) // validated when the pool was made
+	ctx, cancel := context.WithTimeout(ps.s.ctx, ready+2*time.Minute)
 	defer cancel()
 	id := ids.New()
 	sb, err := p.rt.Create(ctx, &sandbox.Request{ID: id, Manifest: r, Kind: sandbox.KindRun, Park: true, PoolKey: key})
@@ -485,14 +486,6 @@ func (ps *pools) unhealthy(p *pool, m *member, err error) {
 	p.lastError = reason
 	ps.removeLocked(p, m)
 	ps.fillLocked(p)
-}
-
-// readyTimeout is sandbox.ready_timeout of r (60 s when unreadable).
-func readyTimeout(r *manifest.Resolved) time.Duration {
-	if d, err := time.ParseDuration(r.Sandbox.ReadyTimeout); err == nil && d > 0 {
-		return d
-	}
-	return time.Minute
 }
 
 // removeLocked takes m out of p and removes its objects in the background

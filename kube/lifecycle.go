@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -25,19 +24,6 @@ import (
 	"github.com/airlock-dev/airlock/sandbox"
 	"github.com/airlock-dev/airlock/supervisor"
 )
-
-// defaultPodTimeout bounds how long a new Pod may take to run its primary
-// (scheduling, image pulls, required services getting ready) when the manifest
-// gives no sandbox.ready_timeout.
-const defaultPodTimeout = 60 * time.Second
-
-// podTimeout is sandbox.ready_timeout, which bounds the Pod's start.
-func podTimeout(r *manifest.Resolved) time.Duration {
-	if d, err := time.ParseDuration(r.Sandbox.ReadyTimeout); err == nil && d > 0 {
-		return d
-	}
-	return defaultPodTimeout
-}
 
 // whyPending says what keeps a Pod from running: the scheduler's message, or
 // the first container's waiting reason.
@@ -126,7 +112,12 @@ func (rt *Runtime) Create(ctx context.Context, req *sandbox.Request) (sb *sandbo
 		}
 	}()
 	done = rt.step(req.ID, "start")
-	limit := podTimeout(r)
+	// sandbox.ready_timeout bounds the Pod's start: scheduling, image
+	// pulls, required services getting ready.
+	limit, err := sandbox.ReadyTimeout(r)
+	if err != nil {
+		return nil, err
+	}
 	wctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	timedOut := func(err error) error {

@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"maps"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -36,10 +37,7 @@ func (s PodSettings) IsZero() bool {
 // apply sets s on pod, whose first container is the sandbox's.
 func (s PodSettings) apply(pod *corev1.Pod) {
 	if len(s.NodeSelector) > 0 {
-		pod.Spec.NodeSelector = map[string]string{}
-		for k, v := range s.NodeSelector {
-			pod.Spec.NodeSelector[k] = v
-		}
+		pod.Spec.NodeSelector = maps.Clone(s.NodeSelector)
 	}
 	pod.Spec.Tolerations = append(pod.Spec.Tolerations, s.Tolerations...)
 	// A node that stops answering takes its Pods with it after
@@ -58,9 +56,6 @@ func (s PodSettings) apply(pod *corev1.Pod) {
 	}
 	if s.ServiceAccount != "" {
 		pod.Spec.ServiceAccountName = s.ServiceAccount
-	}
-	if len(pod.Spec.Containers) == 0 {
-		return
 	}
 	c := &pod.Spec.Containers[0]
 	for name, q := range s.Resources.Limits {

@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/airlock-dev/airlock/manifest"
+	"github.com/airlock-dev/airlock/sandbox"
 )
 
 // TestPodStartBound: sandbox.ready_timeout bounds a Pod's start (60 s when the
@@ -15,12 +16,12 @@ import (
 func TestPodStartBound(t *testing.T) {
 	t.Parallel()
 	r := &manifest.Resolved{}
-	if d := podTimeout(r); d != 60*time.Second {
-		t.Errorf("podTimeout without ready_timeout = %v, want 60s", d)
+	if d, err := sandbox.ReadyTimeout(r); err != nil || d != 60*time.Second {
+		t.Errorf("the Pod's start bound without ready_timeout = %v, %v; want 60s", d, err)
 	}
 	r.Sandbox.ReadyTimeout = "7s"
-	if d := podTimeout(r); d != 7*time.Second {
-		t.Errorf("podTimeout with ready_timeout 7s = %v", d)
+	if d, err := sandbox.ReadyTimeout(r); err != nil || d != 7*time.Second {
+		t.Errorf("the Pod's start bound with ready_timeout 7s = %v, %v", d, err)
 	}
 	cases := []struct {
 		name string

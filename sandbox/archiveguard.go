@@ -37,6 +37,24 @@ type containerUse struct {
 	idle     chan struct{} // closed when archives drops to 0 with a removal waiting
 }
 
+// useOf is containerID's entry, made when it has none (archiveGuard.mu held).
+func useOf(containerID string) *containerUse {
+	u := archiveGuard.m[containerID]
+	if u == nil {
+		u = &containerUse{}
+		archiveGuard.m[containerID] = u
+	}
+	return u
+}
+
+// forgetIfIdle drops u, containerID's entry, once nothing uses it
+// (archiveGuard.mu held).
+func forgetIfIdle(u *containerUse, containerID string) {
+	if u.archives == 0 && u.removals == 0 {
+		delete(archiveGuard.m, containerID)
+	}
+}
+
 // errRemoving is what an archive call on a container being removed returns.
 func errRemoving(containerID string) error {
 	return fmt.Errorf("%w: its container %s is being removed", ErrNotFound, containerID)
@@ -47,11 +65,7 @@ func errRemoving(containerID string) error {
 func beginArchive(containerID string) (func(), error) {
 	archiveGuard.mu.Lock()
 	defer archiveGuard.mu.Unlock()
-	u := archiveGuard.m[containerID]
-	if u == nil {
-		u = &containerUse{}
-		archiveGuard.m[containerID] = u
-	}
+	u := useOf(containerID)
 	if u.removals > 0 {
 		return nil, errRemoving(containerID)
 	}
@@ -69,9 +83,7 @@ func beginArchive(containerID string) (func(), error) {
 				close(u.idle)
 				u.idle = nil
 			}
-			if u.removals == 0 {
-				delete(archiveGuard.m, containerID)
-			}
+			forgetIfIdle(u, containerID)
 		})
 	}, nil
 }
@@ -81,11 +93,7 @@ func beginArchive(containerID string) (func(), error) {
 // failed: a later one is guarded again).
 func beginRemoval(ctx context.Context, containerID string) (func(), error) {
 	archiveGuard.mu.Lock()
-	u := archiveGuard.m[containerID]
-	if u == nil {
-		u = &containerUse{}
-		archiveGuard.m[containerID] = u
-	}
+	u := useOf(containerID)
 	u.removals++
 	var idle chan struct{}
 	if u.archives > 0 {
@@ -99,9 +107,7 @@ func beginRemoval(ctx context.Context, containerID string) (func(), error) {
 		archiveGuard.mu.Lock()
 		defer archiveGuard.mu.Unlock()
 		u.removals--
-		if u.removals == 0 && u.archives == 0 {
-			delete(archiveGuard.m, containerID)
-		}
+		forgetIfIdle(u, containerID)
 	}
 	if idle != nil {
 		select {

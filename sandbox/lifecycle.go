@@ -417,8 +417,7 @@ func (rt *Runtime) OnlyInitRuns(ctx context.Context, containerID string) bool {
 		return true
 	}
 	if !rt.Remote && ci.State.Pid > 0 {
-		if n, ok := cgroupProcs(ci.State.Pid, ci.ID); ok {
-			rt.hostPIDs.Store(true)
+		if n, ok := rt.hostCgroupProcs(ci); ok {
 			return n <= 1
 		}
 		// PID 1 has exited since the Engine named it (a run's supervisor
@@ -477,6 +476,19 @@ func cgroupProcs(pid int, id string) (int, bool) {
 	return 0, false
 }
 
+// hostCgroupProcs is cgroupProcs of the PID 1 of a container the Engine
+// inspected; a count found proves the Engine's PIDs are this host's.
+func (rt *Runtime) hostCgroupProcs(ci container.InspectResponse) (int, bool) {
+	if ci.State.Pid <= 0 {
+		return 0, false
+	}
+	n, ok := cgroupProcs(ci.State.Pid, ci.ID)
+	if ok {
+		rt.hostPIDs.Store(true)
+	}
+	return n, ok
+}
+
 // pidGone reports whether no process of this host has pid.
 func pidGone(pid int) bool {
 	err := syscall.Kill(pid, 0)
@@ -497,11 +509,10 @@ func (rt *Runtime) seesEnginePIDs(ctx context.Context) bool {
 	}
 	for _, c := range list {
 		ci, err := rt.Engine.ContainerInspect(ctx, c.ID)
-		if err != nil || ci.ContainerJSONBase == nil || ci.State == nil || ci.State.Pid <= 0 {
+		if err != nil || ci.ContainerJSONBase == nil || ci.State == nil {
 			continue
 		}
-		if _, ok := cgroupProcs(ci.State.Pid, ci.ID); ok {
-			rt.hostPIDs.Store(true)
+		if _, ok := rt.hostCgroupProcs(ci); ok {
 			return true
 		}
 	}

@@ -148,8 +148,10 @@ func serviceConfig(name string, s manifest.Service, labels map[string]string, se
 	return cfg, nil
 }
 
-// readyTimeout is sandbox.ready_timeout of the sandbox's manifest.
-func readyTimeout(r *manifest.Resolved) (time.Duration, error) {
+// ReadyTimeout is sandbox.ready_timeout of a manifest (60 s when empty): how
+// long daemons and required services may take to be ready, and on the
+// kubernetes backend the Pod to start.
+func ReadyTimeout(r *manifest.Resolved) (time.Duration, error) {
 	if r == nil || r.Sandbox.ReadyTimeout == "" {
 		return defaultReadyTimeout, nil
 	}
@@ -165,7 +167,7 @@ func (rt *Runtime) startServices(ctx context.Context, sb *Sandbox) error {
 	if len(sb.Services) == 0 {
 		return nil
 	}
-	timeout, err := readyTimeout(sb.manifest)
+	timeout, err := ReadyTimeout(sb.manifest)
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package userconfig
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"regexp"
 	"slices"
@@ -66,7 +67,7 @@ var resourceNames = []string{"cpu", "memory", "ephemeral-storage"}
 func parseKubernetesPod(f *kubernetesPodFile, k *Kubernetes, add func(key, msg string)) {
 	if f.NodeSelector != nil {
 		ok := true
-		for _, name := range slices.Sorted(mapsKeys(f.NodeSelector)) {
+		for _, name := range slices.Sorted(maps.Keys(f.NodeSelector)) {
 			if err := checkLabelKey(name); err != nil {
 				add("kubernetes.node_selector", fmt.Sprintf("label %q: %v", name, err))
 				ok = false
@@ -88,33 +89,27 @@ func parseKubernetesPod(f *kubernetesPodFile, k *Kubernetes, add func(key, msg s
 		}
 		k.Tolerations = append(k.Tolerations, tol)
 	}
-	if f.RuntimeClassName != nil {
-		if n := *f.RuntimeClassName; n != "" && (len(n) > 253 || !dnsSubdomainRE.MatchString(n)) {
-			add("kubernetes.runtime_class_name", fmt.Sprintf("invalid RuntimeClass name %q (lower-case letters, digits, '-' and '.', at most 253)", n))
-		} else {
-			k.RuntimeClassName = *f.RuntimeClassName
+	objectName := func(key, kind string, v *string, dst *string) {
+		switch {
+		case v == nil:
+		case *v != "" && (len(*v) > 253 || !dnsSubdomainRE.MatchString(*v)):
+			add(key, fmt.Sprintf("invalid %s name %q (lower-case letters, digits, '-' and '.', at most 253)", kind, *v))
+		default:
+			*dst = *v
 		}
 	}
-	if f.ServiceAccount != nil {
-		if n := *f.ServiceAccount; n != "" && (len(n) > 253 || !dnsSubdomainRE.MatchString(n)) {
-			add("kubernetes.service_account", fmt.Sprintf("invalid ServiceAccount name %q (lower-case letters, digits, '-' and '.', at most 253)", n))
-		} else {
-			k.ServiceAccount = *f.ServiceAccount
-		}
-	}
+	objectName("kubernetes.runtime_class_name", "RuntimeClass", f.RuntimeClassName, &k.RuntimeClassName)
+	objectName("kubernetes.service_account", "ServiceAccount", f.ServiceAccount, &k.ServiceAccount)
 	if r := f.Resources; r != nil {
-		req := checkQuantities("kubernetes.resources.requests", r.Requests, add)
-		lim := checkQuantities("kubernetes.resources.limits", r.Limits, add)
-		if req && lim {
-			for _, name := range slices.Sorted(mapsKeys(r.Requests)) {
-				l, ok := r.Limits[name]
-				if ok && quantityValue(r.Requests[name]) > quantityValue(l) {
-					add("kubernetes.resources.requests", fmt.Sprintf("%s: the request %s is above its limit %s", name, r.Requests[name], l))
-					req = false
-				}
+		ok := checkQuantities("kubernetes.resources.requests", r.Requests, add)
+		ok = checkQuantities("kubernetes.resources.limits", r.Limits, add) && ok
+		for _, name := range slices.Sorted(maps.Keys(r.Requests)) {
+			if l, has := r.Limits[name]; ok && has && quantityValue(r.Requests[name]) > quantityValue(l) {
+				add("kubernetes.resources.requests", fmt.Sprintf("%s: the request %s is above its limit %s", name, r.Requests[name], l))
+				ok = false
 			}
 		}
-		if req && lim {
+		if ok {
 			k.Resources = Resources{Requests: r.Requests, Limits: r.Limits}
 		}
 	}
@@ -176,7 +171,7 @@ func checkToleration(t Toleration) string {
 // problem (reported).
 func checkQuantities(key string, m map[string]string, add func(key, msg string)) bool {
 	ok := true
-	for _, name := range slices.Sorted(mapsKeys(m)) {
+	for _, name := range slices.Sorted(maps.Keys(m)) {
 		v := strings.TrimSpace(m[name])
 		switch {
 		case !slices.Contains(resourceNames, name):
@@ -195,16 +190,6 @@ func deref(s *string) string {
 		return ""
 	}
 	return *s
-}
-
-func mapsKeys(m map[string]string) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
 }
 
 // quantityValue is the value of a quantity quantityRE accepted, as a float
