@@ -54,8 +54,8 @@ func TestLogLevelRefusedByEveryCommand(t *testing.T) {
 			var ee *exitError
 			if errors.As(err, &ee) && strings.Contains(err.Error(), "--log-level") {
 				refused = true
-				if ee.code != ExitUsage || !strings.Contains(err.Error(), `"bogus"`) {
-					t.Errorf("airlock %s: exit %d, %v; want %d naming the value", name, ee.code, err, ExitUsage)
+				if ee.Code != ExitUsage || !strings.Contains(err.Error(), `"bogus"`) {
+					t.Errorf("airlock %s: exit %d, %v; want %d naming the value", name, ee.Code, err, ExitUsage)
 				}
 			}
 		}

@@ -88,7 +88,7 @@ func (d *prepareDaemon) start(t *testing.T) *client.Client {
 func exitOf(err error) int {
 	var ee *exitError
 	if errors.As(err, &ee) {
-		return ee.code
+		return ee.Code
 	}
 	if err != nil {
 		return -1

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/airlock-dev/airlock/internal/exitcode"
 	"github.com/airlock-dev/airlock/internal/termsafe"
 	"github.com/airlock-dev/airlock/secrets"
 	"github.com/airlock-dev/airlock/userconfig"
@@ -17,13 +18,13 @@ import (
 
 // Exit codes of DESIGN §9.
 const (
-	ExitOK          = 0
-	ExitFailure     = 1
-	ExitUsage       = 2
-	ExitAirlock     = 125
-	ExitNotExec     = 126
-	ExitNotFound    = 127
-	ExitInterrupted = 130
+	ExitOK          = exitcode.OK
+	ExitFailure     = exitcode.Failure
+	ExitUsage       = exitcode.Usage
+	ExitAirlock     = exitcode.Airlock
+	ExitNotExec     = exitcode.NotExec
+	ExitNotFound    = exitcode.NotFound
+	ExitInterrupted = exitcode.Interrupted
 )
 
 // globalOptions are the flags every command accepts (§9).
@@ -55,30 +56,13 @@ type app struct {
 
 // exitError carries an exit code up to Main; its message, when not empty, is
 // printed on stderr.
-type exitError struct {
-	code int
-	err  error
-}
-
-func (e *exitError) Error() string {
-	if e.err == nil {
-		return fmt.Sprintf("exit status %d", e.code)
-	}
-	return e.err.Error()
-}
-
-func (e *exitError) Unwrap() error { return e.err }
+type exitError = exitcode.Error
 
 // withCode wraps err so that Main exits with code.
-func withCode(code int, err error) error {
-	if err == nil {
-		return nil
-	}
-	return &exitError{code: code, err: err}
-}
+func withCode(code int, err error) error { return exitcode.With(code, err) }
 
 // exitCode returns the exit code a command with no message should end with.
-func exitCode(code int) error { return &exitError{code: code} }
+func exitCode(code int) error { return exitcode.Only(code) }
 
 // commandFactories lists the constructors of the top-level commands; each
 // cmd_<name>.go file adds its own in an init function.
@@ -136,13 +120,13 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(s
 	}
 	var ee *exitError
 	if errors.As(err, &ee) {
-		if ee.err != nil {
-			printError(a.redactor.Writer(stderr), ee.err)
+		if ee.Err != nil {
+			printError(a.redactor.Writer(stderr), ee.Err)
 		}
-		return ee.code
+		return ee.Code
 	}
 	printError(a.redactor.Writer(stderr), err)
-	if isUsageError(err) {
+	if exitcode.IsUsage(err) {
 		return ExitUsage
 	}
 	return ExitFailure
@@ -156,16 +140,4 @@ func printError(w io.Writer, err error) {
 		msg = "airlock: " + msg
 	}
 	fmt.Fprintln(w, msg)
-}
-
-// isUsageError recognises cobra's own argument errors, which it returns
-// without a type of their own.
-func isUsageError(err error) bool {
-	msg := err.Error()
-	for _, p := range []string{"unknown command", "unknown flag", "unknown shorthand flag", "accepts ", "requires at least", "requires at most", "flag needs an argument", "invalid argument"} {
-		if strings.Contains(msg, p) {
-			return true
-		}
-	}
-	return false
 }

@@ -105,6 +105,8 @@ func (s *Service) Create(_ context.Context, req *CreateRequest) (Sandbox, error)
 	if err != nil {
 		if pooled != nil {
 			s.pools.discard(pl, pooled)
+		} else if pl != nil && coldMiss(miss) {
+			s.pools.coldStarted(pl) // no cold start comes
 		}
 		return Sandbox{}, err
 	}
@@ -132,7 +134,13 @@ func (s *Service) Create(_ context.Context, req *CreateRequest) (Sandbox, error)
 	if pl != nil && miss != "" {
 		s.emit(rec.ID, store.Event{Kind: "pool.missed", Reason: miss}, "")
 	}
-	s.goAsync(func() { s.prepare(rec.ID, sreq, req.Start) })
+	s.goAsync(func() {
+		if pl != nil && coldMiss(miss) {
+			// Its pool refills once this cold start is done, not during it.
+			defer s.pools.coldStarted(pl)
+		}
+		s.prepare(rec.ID, sreq, req.Start)
+	})
 	return s.view(rec), nil
 }
 

@@ -55,11 +55,10 @@ func (s *Service) Exec(id string, req *ExecRequest) (store.Exec, error) {
 	if err != nil {
 		return store.Exec{}, err
 	}
-	ex, err := s.store.CreateExec(store.Exec{ID: execID, SandboxID: id, Cmd: req.Cmd, StartedAt: time.Now(), StdoutPath: stdoutPath, StderrPath: stderrPath})
+	ex, err := s.startExec(store.Exec{ID: execID, SandboxID: id, Cmd: req.Cmd, StartedAt: time.Now(), StdoutPath: stdoutPath, StderrPath: stderrPath})
 	if err != nil {
 		return store.Exec{}, err
 	}
-	s.emit(id, store.Event{Kind: "exec.started", ExecID: execID}, "")
 	l := s.liveOf(id)
 	s.mu.Lock()
 	l.execs++
@@ -142,11 +141,10 @@ func (s *Service) ExecStream(id string, req *ExecRequest, stdin io.Reader, stdou
 	if err != nil {
 		return nil, err
 	}
-	ex, err := s.store.CreateExec(store.Exec{ID: execID, SandboxID: id, Cmd: req.Cmd, StartedAt: time.Now()})
+	ex, err := s.startExec(store.Exec{ID: execID, SandboxID: id, Cmd: req.Cmd, StartedAt: time.Now()})
 	if err != nil {
 		return nil, err
 	}
-	s.emit(id, store.Event{Kind: "exec.started", ExecID: execID}, "")
 	l := s.liveOf(id)
 	s.mu.Lock()
 	l.execs++
@@ -228,13 +226,17 @@ func (e *StreamedExec) Resize(height, width uint) error {
 
 // endExec records the end of an exec the daemon ran.
 func (s *Service) endExec(id, execID string, l *live, code int, truncated bool) {
-	_, _ = s.store.EndExec(id, execID, store.ExecEnd{ExitCode: code, FinishedAt: time.Now(), Truncated: truncated})
+	ev := store.Event{Kind: "exec.finished", ExitCode: &code}
 	if code == execAbandoned {
 		// The daemon stops: the command may go on in the sandbox, but
 		// nobody collects its output or code any more. Say so.
-		s.emit(id, store.Event{Kind: "exec.finished", ExecID: execID, Reason: "daemon_stopped: the daemon stopped while the command ran; its output after that and its exit code were not collected"}, "")
-	} else {
-		s.emit(id, store.Event{Kind: "exec.finished", ExecID: execID, ExitCode: &code}, "")
+		ev = store.Event{Kind: "exec.finished", Reason: "daemon_stopped: the daemon stopped while the command ran; its output after that and its exit code were not collected"}
+	}
+	// The record's end and its event in one write.
+	if _, ev, err := s.store.FinishExecEvent(id, execID, store.ExecEnd{ExitCode: code, FinishedAt: time.Now(), Truncated: truncated}, ev); ev.Sequence != 0 {
+		s.recorded(ev)
+	} else if err != nil {
+		s.log.Warn("cannot record event", "sandbox", id, "kind", "exec.finished", "error", err.Error())
 	}
 	s.mu.Lock()
 	l.execs--
@@ -294,14 +296,23 @@ func (s *Service) RecordExec(id string, req *ExecRequest) (store.Exec, error) {
 	if execID == "" {
 		execID = ids.New()
 	}
-	ex, err := s.store.CreateExec(store.Exec{ID: execID, SandboxID: id, Cmd: req.Cmd, StartedAt: time.Now()})
+	ex, err := s.startExec(store.Exec{ID: execID, SandboxID: id, Cmd: req.Cmd, StartedAt: time.Now()})
 	if err != nil {
 		return store.Exec{}, err
 	}
-	s.emit(id, store.Event{Kind: "exec.started", ExecID: execID}, "")
 	s.mu.Lock()
 	s.liveLocked(id).execs++
 	s.mu.Unlock()
+	return ex, nil
+}
+
+// startExec writes an exec's record and its exec.started event in one write.
+func (s *Service) startExec(ex store.Exec) (store.Exec, error) {
+	ex, ev, err := s.store.StartExec(ex, store.Event{Kind: "exec.started"})
+	if err != nil {
+		return store.Exec{}, err
+	}
+	s.recorded(ev)
 	return ex, nil
 }
 

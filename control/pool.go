@@ -41,6 +41,11 @@ const poolRetryMax = time.Minute
 // the CPU with the refill while it starts (rate limit).
 const refillDelay = 500 * time.Millisecond
 
+// coldHoldMax bounds how long a pool's refill waits for the cold start of a
+// run that missed (coldMiss): the refill begins refillDelay after that run's
+// sandbox started, so the two never share the Engine while it starts.
+const coldHoldMax = 30 * time.Second
+
 // maxFingerprintEntries bounds the files a pool key fingerprints: a copied
 // tree larger than this is not pooled (its key would cost a run too much).
 const maxFingerprintEntries = 100_000
@@ -87,6 +92,7 @@ type pool struct {
 	backoff   time.Duration
 	lastUsed  time.Time
 	lastClaim time.Time // the last run that took one or missed
+	cold      int       // runs that missed and are being made cold: no refill until they started
 }
 
 // member is one parked (or parking) sandbox of a pool.
@@ -303,8 +309,27 @@ func (ps *pools) take(ctx context.Context, req *CreateRequest, r *manifest.Resol
 	p.misses[reason]++
 	p.resolved = r
 	p.lastClaim = time.Now() // the cold start too goes first
+	p.cold++
 	ps.fillLocked(p)
 	return nil, p, reason
+}
+
+// coldMiss says whether a miss of take left its run to a cold start the pool
+// waits for (coldStarted): the misses counted after a pool's key was checked.
+func coldMiss(reason string) bool {
+	return reason == MissEmpty || reason == MissStale || reason == MissUnhealthy
+}
+
+// coldStarted tells p that a run which missed it (coldMiss) has started its
+// sandbox, or failed to: its refill may begin refillDelay later.
+func (ps *pools) coldStarted(p *pool) {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if p.cold > 0 {
+		p.cold--
+	}
+	p.lastClaim = time.Now()
+	ps.notifyLocked(p)
 }
 
 // discard removes a parked sandbox a run took but could not use.
@@ -376,6 +401,18 @@ func (ps *pools) fill(p *pool) {
 			ps.notifyLocked(p)
 			ps.mu.Unlock()
 			return
+		}
+		if p.cold > 0 && time.Since(p.lastClaim) < coldHoldMax {
+			// A run that missed is starting cold: after it (coldStarted).
+			wake, until := p.wake, p.lastClaim.Add(coldHoldMax)
+			ps.mu.Unlock()
+			if !sleepOr(ps.s.ctx, time.Until(until), wake) {
+				ps.mu.Lock()
+				p.filling = false
+				ps.mu.Unlock()
+				return
+			}
+			continue
 		}
 		if wait := max(time.Until(p.retryAt), time.Until(p.lastClaim.Add(refillDelay))); wait > 0 {
 			ps.mu.Unlock()

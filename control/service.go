@@ -229,9 +229,14 @@ func (s *Service) emitLocked(id string, ev store.Event, state string) (store.Eve
 		s.log.Warn("cannot record event", "sandbox", id, "kind", ev.Kind, "error", err.Error())
 		return ev, err
 	}
-	s.log.Info("event", "sandbox", id, "sequence", ev.Sequence, "kind", ev.Kind, "state", ev.State, "reason", ev.Reason)
-	s.notePhase(id, ev.Kind)
+	s.recorded(ev)
 	return ev, nil
+}
+
+// recorded logs an event the store appended and notes the phase it marks.
+func (s *Service) recorded(ev store.Event) {
+	s.log.Info("event", "sandbox", ev.SandboxID, "sequence", ev.Sequence, "kind", ev.Kind, "state", ev.State, "reason", ev.Reason)
+	s.notePhase(ev.SandboxID, ev.Kind)
 }
 
 // recordStep keeps the duration of one step of a sandbox's runtime work; the next
@@ -260,13 +265,18 @@ func (s *Service) takeSteps(l *live) map[string]string {
 }
 
 // sleep waits d, or less when ctx ends first; it reports whether d passed.
-func sleep(ctx context.Context, d time.Duration) bool {
+func sleep(ctx context.Context, d time.Duration) bool { return sleepOr(ctx, d, nil) }
+
+// sleepOr is sleep that also ends when wake is closed.
+func sleepOr(ctx context.Context, d time.Duration, wake <-chan struct{}) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
 		return false
 	case <-t.C:
+		return true
+	case <-wake:
 		return true
 	}
 }

@@ -87,7 +87,13 @@ func (rt *Runtime) Exec(ctx context.Context, sb *Sandbox, req ExecRequest, s Str
 		return nil, err
 	}
 	cur := &execID{id: id}
-	exitCode := func(ctx context.Context) (int, error) { return rt.execCode(ctx, cur.get()) }
+	exitCode := func(ctx context.Context) (int, error) {
+		id, code, ok := cur.ended()
+		if ok {
+			return code, nil // execSettled saw the end: no second inspect
+		}
+		return rt.execCode(ctx, id)
+	}
 	resize := func(ctx context.Context, height, width uint) error {
 		return rt.Engine.ContainerExecResize(ctx, cur.get(), container.ResizeOptions{Height: height, Width: width})
 	}
@@ -106,7 +112,7 @@ func (rt *Runtime) Exec(ctx context.Context, sb *Sandbox, req ExecRequest, s Str
 		done := make(chan error, 1)
 		go func() {
 			err := <-pump(hj, req.TTY, s)
-			if err == nil && !rt.execSettled(ctx, id) {
+			if err == nil && !rt.execSettled(ctx, cur) {
 				_, _ = fmt.Fprintln(s.writer(true), "airlock: the Engine could not start the command (its connection ended before the command ran)")
 			}
 			done <- err
@@ -118,7 +124,7 @@ func (rt *Runtime) Exec(ctx context.Context, sb *Sandbox, req ExecRequest, s Str
 		for attempt := 0; ; attempt++ {
 			gate := &startGate{started: func() bool { return rt.execStarted(ctx, cur.get()) }, out: s}
 			err := <-pump(hj, req.TTY, Streams{Stdout: gate.writer(false), Stderr: gate.writer(true)})
-			started := gate.open() || err != nil || rt.execSettled(ctx, cur.get())
+			started := gate.open() || err != nil || rt.execSettled(ctx, cur)
 			if started || attempt == execStartRetries {
 				done <- errors.Join(err, gate.flush(!started))
 				return
@@ -232,14 +238,18 @@ func (rt *Runtime) execStarted(ctx context.Context, id string) bool {
 // Engine marks an exec running before it starts the process, and a start that
 // fails late (its connection to the client ended first) ends with no PID and
 // 126 only then.
-func (rt *Runtime) execSettled(ctx context.Context, id string) bool {
+func (rt *Runtime) execSettled(ctx context.Context, cur *execID) bool {
 	deadline := time.Now().Add(execSettleWait)
 	for {
+		id := cur.get()
 		in, err := rt.Engine.ContainerExecInspect(ctx, id)
 		switch {
 		case err != nil:
 			return true
-		case !in.Running || time.Now().After(deadline):
+		case !in.Running:
+			cur.saw(id, in.ExitCode)
+			return in.Pid != 0 || in.ExitCode != ExitNotStarted
+		case time.Now().After(deadline):
 			return in.Running || in.Pid != 0 || in.ExitCode != ExitNotStarted
 		}
 		select {
@@ -256,14 +266,33 @@ const execSettleWait = 5 * time.Second
 // ExitNotStarted is the code the Engine gives an exec whose process it could not start.
 const ExitNotStarted = 126
 
-// execID is the Engine ID of an exec's current attempt.
+// execID is the Engine ID of an exec's current attempt, and its exit code
+// once an inspect saw it end.
 type execID struct {
-	mu sync.Mutex
-	id string
+	mu   sync.Mutex
+	id   string
+	done bool
+	code int
 }
 
 func (e *execID) get() string   { e.mu.Lock(); defer e.mu.Unlock(); return e.id }
-func (e *execID) set(id string) { e.mu.Lock(); e.id = id; e.mu.Unlock() }
+func (e *execID) set(id string) { e.mu.Lock(); e.id, e.done = id, false; e.mu.Unlock() }
+
+// saw records that the attempt id ended with code.
+func (e *execID) saw(id string, code int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if id == e.id {
+		e.done, e.code = true, code
+	}
+}
+
+// ended returns the current attempt, and its exit code when it was seen to end.
+func (e *execID) ended() (string, int, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.id, e.code, e.done
+}
 
 // startGate holds an exec attempt's output back until the Engine says its
 // process started: what comes before that is the Engine's message that it could

@@ -64,6 +64,26 @@ func (e Event) clone() Event {
 // current state (see CanTransition) or the sandbox is deleted (a deleted
 // sandbox's history is closed).
 func (s *Store) Append(id string, ev Event, newState string) (Event, error) {
+	ev, err := s.prepareEvent(id, ev, newState)
+	if err != nil {
+		return Event{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return Event{}, fmt.Errorf("cannot append to the history of the sandbox %q: %w", id, ErrClosed)
+	}
+	err = s.update(func(tx *bolt.Tx) error { return appendTx(tx, id, &ev, newState) })
+	if err != nil {
+		return Event{}, fmt.Errorf("cannot append %s to the history of the sandbox %q: %w", ev.Kind, id, err)
+	}
+	s.publishLocked(ev)
+	return ev.clone(), nil
+}
+
+// prepareEvent checks an event and its new state before a transaction
+// appends it, and sets its time (now when zero) and sandbox.
+func (s *Store) prepareEvent(id string, ev Event, newState string) (Event, error) {
 	if ev.Kind == "" {
 		return Event{}, fmt.Errorf("cannot append to the history of the sandbox %q: the event has no kind", id)
 	}
@@ -75,49 +95,42 @@ func (s *Store) Append(id string, ev Event, newState string) (Event, error) {
 	}
 	ev.Time = ev.Time.UTC()
 	ev.SandboxID = id
-	ev = ev.clone()
-
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return Event{}, fmt.Errorf("cannot append to the history of the sandbox %q: %w", id, ErrClosed)
-	}
-	err := s.update(func(tx *bolt.Tx) error {
-		sb, err := getSandbox(tx, id)
-		if err != nil {
-			return err
-		}
-		if sb.State == StateDeleted {
-			return fmt.Errorf("%w: it is deleted", ErrInvalidState)
-		}
-		if newState != "" && newState != sb.State {
-			if !CanTransition(sb.State, newState) {
-				return fmt.Errorf("%w: it cannot go from %s to %s", ErrInvalidState, sb.State, newState)
-			}
-			sb.State = newState
-			sb.Reason = ev.Reason
-			if newState == StateDeleted {
-				sb.DeletedAt = ev.Time
-			}
-		}
-		ev.Sequence = sb.LastSeq + 1
-		ev.State = sb.State
-		evs, err := tx.Bucket(bucketEvents).CreateBucketIfNotExists([]byte(id))
-		if err != nil {
-			return err
-		}
-		if err := putJSON(evs, seqKey(ev.Sequence), ev); err != nil {
-			return err
-		}
-		sb.LastSeq = ev.Sequence
-		sb.UpdatedAt = ev.Time
-		return putJSON(tx.Bucket(bucketSandboxes), []byte(id), sb)
-	})
-	if err != nil {
-		return Event{}, fmt.Errorf("cannot append %s to the history of the sandbox %q: %w", ev.Kind, id, err)
-	}
-	s.publishLocked(ev)
 	return ev.clone(), nil
+}
+
+// appendTx appends ev (prepared by prepareEvent) to the history of id within
+// tx, moving the sandbox to newState when not empty, and sets its Sequence
+// and State. The caller publishes it once tx committed.
+func appendTx(tx *bolt.Tx, id string, ev *Event, newState string) error {
+	sb, err := getSandbox(tx, id)
+	if err != nil {
+		return err
+	}
+	if sb.State == StateDeleted {
+		return fmt.Errorf("%w: it is deleted", ErrInvalidState)
+	}
+	if newState != "" && newState != sb.State {
+		if !CanTransition(sb.State, newState) {
+			return fmt.Errorf("%w: it cannot go from %s to %s", ErrInvalidState, sb.State, newState)
+		}
+		sb.State = newState
+		sb.Reason = ev.Reason
+		if newState == StateDeleted {
+			sb.DeletedAt = ev.Time
+		}
+	}
+	ev.Sequence = sb.LastSeq + 1
+	ev.State = sb.State
+	evs, err := tx.Bucket(bucketEvents).CreateBucketIfNotExists([]byte(id))
+	if err != nil {
+		return err
+	}
+	if err := putJSON(evs, seqKey(ev.Sequence), *ev); err != nil {
+		return err
+	}
+	sb.LastSeq = ev.Sequence
+	sb.UpdatedAt = ev.Time
+	return putJSON(tx.Bucket(bucketSandboxes), []byte(id), sb)
 }
 
 // readEvents returns the events of id with sequence > from, checking the

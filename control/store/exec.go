@@ -60,8 +60,44 @@ func (s *Store) ReserveExec(sandboxID, execID string) (string, error) {
 // CreateExec reserves ex.ID (a new UUIDv4 when empty) and writes the exec
 // record in one transaction. The sandbox must be ready (ErrInvalidState
 // otherwise). StartedAt defaults to now. The exec.started event is the
-// caller's to Append.
+// caller's to Append, or StartExec writes both.
 func (s *Store) CreateExec(ex Exec) (Exec, error) {
+	ex = s.prepareExec(ex)
+	if err := s.update(func(tx *bolt.Tx) error { return createExecTx(tx, ex) }); err != nil {
+		return Exec{}, fmt.Errorf("cannot record the exec %q in the sandbox %q: %w", ex.ID, ex.SandboxID, err)
+	}
+	return ex.clone(), nil
+}
+
+// StartExec is CreateExec and the Append of its started event (whose ExecID
+// it sets) in one transaction: one write to the disk, not two.
+func (s *Store) StartExec(ex Exec, started Event) (Exec, Event, error) {
+	ex = s.prepareExec(ex)
+	started.ExecID = ex.ID
+	ev, err := s.prepareEvent(ex.SandboxID, started, "")
+	if err != nil {
+		return Exec{}, Event{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return Exec{}, Event{}, fmt.Errorf("cannot record the exec %q in the sandbox %q: %w", ex.ID, ex.SandboxID, ErrClosed)
+	}
+	err = s.update(func(tx *bolt.Tx) error {
+		if err := createExecTx(tx, ex); err != nil {
+			return err
+		}
+		return appendTx(tx, ex.SandboxID, &ev, "")
+	})
+	if err != nil {
+		return Exec{}, Event{}, fmt.Errorf("cannot record the exec %q in the sandbox %q: %w", ex.ID, ex.SandboxID, err)
+	}
+	s.publishLocked(ev)
+	return ex.clone(), ev.clone(), nil
+}
+
+// prepareExec gives a new exec record its ID and start time when missing.
+func (s *Store) prepareExec(ex Exec) Exec {
 	if ex.ID == "" {
 		ex.ID = ids.New()
 	}
@@ -71,28 +107,26 @@ func (s *Store) CreateExec(ex Exec) (Exec, error) {
 	ex.StartedAt = ex.StartedAt.UTC()
 	ex.FinishedAt = time.Time{}
 	ex.ExitCode = nil
-	ex = ex.clone()
-	err := s.update(func(tx *bolt.Tx) error {
-		sb, err := getSandbox(tx, ex.SandboxID)
-		if err != nil {
-			return err
-		}
-		if sb.State != StateReady {
-			return fmt.Errorf("%w: it is %s, not ready", ErrInvalidState, sb.State)
-		}
-		if err := reserve(tx, KindExec, ex.ID, reservation{ReservedAt: ex.StartedAt, SandboxID: ex.SandboxID}); err != nil {
-			return err
-		}
-		b, err := tx.Bucket(bucketExecs).CreateBucketIfNotExists([]byte(ex.SandboxID))
-		if err != nil {
-			return err
-		}
-		return putJSON(b, []byte(ex.ID), ex)
-	})
+	return ex.clone()
+}
+
+// createExecTx reserves ex.ID and writes its record within tx.
+func createExecTx(tx *bolt.Tx, ex Exec) error {
+	sb, err := getSandbox(tx, ex.SandboxID)
 	if err != nil {
-		return Exec{}, fmt.Errorf("cannot record the exec %q in the sandbox %q: %w", ex.ID, ex.SandboxID, err)
+		return err
 	}
-	return ex.clone(), nil
+	if sb.State != StateReady {
+		return fmt.Errorf("%w: it is %s, not ready", ErrInvalidState, sb.State)
+	}
+	if err := reserve(tx, KindExec, ex.ID, reservation{ReservedAt: ex.StartedAt, SandboxID: ex.SandboxID}); err != nil {
+		return err
+	}
+	b, err := tx.Bucket(bucketExecs).CreateBucketIfNotExists([]byte(ex.SandboxID))
+	if err != nil {
+		return err
+	}
+	return putJSON(b, []byte(ex.ID), ex)
 }
 
 // FinishExec records the exit code and end time (now when zero) of an exec.
@@ -110,29 +144,67 @@ type ExecEnd struct {
 
 // EndExec is FinishExec with all of end recorded in the same write.
 func (s *Store) EndExec(sandboxID, execID string, end ExecEnd) (Exec, error) {
-	exitCode, finishedAt := end.ExitCode, end.FinishedAt
-	if finishedAt.IsZero() {
-		finishedAt = s.now()
-	}
 	var out Exec
 	err := s.update(func(tx *bolt.Tx) error {
-		b, ex, err := getExec(tx, sandboxID, execID)
-		if err != nil {
-			return err
-		}
-		if ex.ExitCode != nil {
-			return fmt.Errorf("%w: it finished already", ErrInvalidState)
-		}
-		ex.ExitCode = &exitCode
-		ex.FinishedAt = finishedAt.UTC()
-		ex.Truncated = ex.Truncated || end.Truncated
-		out = ex
-		return putJSON(b, []byte(execID), ex)
+		var err error
+		out, err = s.endExecTx(tx, sandboxID, execID, end)
+		return err
 	})
 	if err != nil {
 		return Exec{}, fmt.Errorf("cannot record the end of the exec %q in the sandbox %q: %w", execID, sandboxID, err)
 	}
 	return out, nil
+}
+
+// FinishExecEvent is EndExec and the Append of its finished event (whose
+// ExecID it sets) in one transaction. The event is appended even when the
+// exec's record cannot be ended (it ended already, or is gone): the history
+// says what happened; the error says the record was not changed.
+func (s *Store) FinishExecEvent(sandboxID, execID string, end ExecEnd, finished Event) (Exec, Event, error) {
+	finished.ExecID = execID
+	ev, err := s.prepareEvent(sandboxID, finished, "")
+	if err != nil {
+		return Exec{}, Event{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return Exec{}, Event{}, fmt.Errorf("cannot record the end of the exec %q in the sandbox %q: %w", execID, sandboxID, ErrClosed)
+	}
+	var out Exec
+	var endErr error
+	err = s.update(func(tx *bolt.Tx) error {
+		out, endErr = s.endExecTx(tx, sandboxID, execID, end)
+		return appendTx(tx, sandboxID, &ev, "")
+	})
+	if err != nil {
+		return Exec{}, Event{}, fmt.Errorf("cannot append %s to the history of the sandbox %q: %w", ev.Kind, sandboxID, err)
+	}
+	s.publishLocked(ev)
+	if endErr != nil {
+		return Exec{}, ev.clone(), fmt.Errorf("cannot record the end of the exec %q in the sandbox %q: %w", execID, sandboxID, endErr)
+	}
+	return out, ev.clone(), nil
+}
+
+// endExecTx records end on the exec's record within tx.
+func (s *Store) endExecTx(tx *bolt.Tx, sandboxID, execID string, end ExecEnd) (Exec, error) {
+	finishedAt := end.FinishedAt
+	if finishedAt.IsZero() {
+		finishedAt = s.now()
+	}
+	b, ex, err := getExec(tx, sandboxID, execID)
+	if err != nil {
+		return Exec{}, err
+	}
+	if ex.ExitCode != nil {
+		return Exec{}, fmt.Errorf("%w: it finished already", ErrInvalidState)
+	}
+	code := end.ExitCode
+	ex.ExitCode = &code
+	ex.FinishedAt = finishedAt.UTC()
+	ex.Truncated = ex.Truncated || end.Truncated
+	return ex, putJSON(b, []byte(execID), ex)
 }
 
 // getExec returns the exec bucket of a sandbox and one of its records:

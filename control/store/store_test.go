@@ -883,6 +883,57 @@ func TestExecs(t *testing.T) {
 	}
 }
 
+// TestExecWithItsEvent: StartExec and FinishExecEvent write an exec's record
+// and its event together, or (refused) neither, and publish the event.
+func TestExecWithItsEvent(t *testing.T) {
+	s := openT(t)
+	create(t, s, "we-sb")
+	_, _, err := s.StartExec(Exec{ID: "too-early", SandboxID: "we-sb", Cmd: []string{"true"}}, Event{Kind: "exec.started"})
+	wantErr(t, err, ErrInvalidState)
+	if evs, _ := s.Events("we-sb", 0); len(evs) != 1 {
+		t.Fatalf("a refused exec left events %+v", evs)
+	}
+	if used, _ := s.Reserved(KindExec, "too-early"); used {
+		t.Fatal("a refused exec reserved its id")
+	}
+	appendT(t, s, "we-sb", "sandbox.ready", StateReady)
+	backlog, live, cancel, err := s.Subscribe("we-sb", 2)
+	if err != nil || len(backlog) != 0 {
+		t.Fatalf("subscribe = %+v, %v", backlog, err)
+	}
+	defer cancel()
+
+	ex, ev, err := s.StartExec(Exec{SandboxID: "we-sb", Cmd: []string{"make"}}, Event{Kind: "exec.started"})
+	if err != nil || ids.Validate(ex.ID) != nil || ev.ExecID != ex.ID || ev.Sequence != 3 || ev.State != StateReady {
+		t.Fatalf("start = %+v, %+v, %v", ex, ev, err)
+	}
+	if got := <-live; got.Sequence != 3 || got.Kind != "exec.started" {
+		t.Fatalf("published %+v", got)
+	}
+	code := 7
+	fin, ev, err := s.FinishExecEvent("we-sb", ex.ID, ExecEnd{ExitCode: 7, Truncated: true}, Event{Kind: "exec.finished", ExitCode: &code})
+	if err != nil || *fin.ExitCode != 7 || !fin.Truncated || ev.Sequence != 4 || ev.ExecID != ex.ID {
+		t.Fatalf("finish = %+v, %+v, %v", fin, ev, err)
+	}
+	if got := <-live; got.Sequence != 4 || *got.ExitCode != 7 {
+		t.Fatalf("published %+v", got)
+	}
+	got, _ := s.GetExec("we-sb", ex.ID)
+	if *got.ExitCode != 7 || got.FinishedAt.IsZero() {
+		t.Fatalf("record = %+v", got)
+	}
+	// A second end leaves the record as it was, says so, and the history
+	// still tells what happened.
+	_, ev, err = s.FinishExecEvent("we-sb", ex.ID, ExecEnd{ExitCode: 1}, Event{Kind: "exec.finished"})
+	wantErr(t, err, ErrInvalidState)
+	if ev.Sequence != 5 {
+		t.Fatalf("second finish event = %+v", ev)
+	}
+	if got, _ := s.GetExec("we-sb", ex.ID); *got.ExitCode != 7 {
+		t.Fatalf("record after a second end = %+v", got)
+	}
+}
+
 func TestEventJSON(t *testing.T) {
 	zero, delay := 0, int64(0)
 	ev := Event{SandboxID: "s-1", Sequence: 3, Kind: "daemon.restarting", Time: time.Date(2026, 2, 3, 4, 5, 6, 7, time.UTC),
