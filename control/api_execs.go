@@ -120,6 +120,13 @@ func (s *server) execStream(w http.ResponseWriter, req *client.ExecRequest, id s
 		writeError(w, err)
 		return
 	}
+	if err := se.Recorded(); err != nil {
+		// Its command never starts; what it says goes nowhere.
+		sink.broken = true
+		sink.mu.Unlock()
+		writeError(w, err)
+		return
+	}
 	w.Header().Set("Content-Type", client.NDJSON)
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusOK)

@@ -127,7 +127,7 @@ func (s *Service) runExec(id string, l *live, req *ExecRequest, stdoutPath, stde
 	}
 	stdout := newCappedOutput(outf, s.cfg.ExecOutputMax, cut(stdoutPath))
 	stderr := newCappedOutput(errf, s.cfg.ExecOutputMax, cut(stderrPath))
-	code := s.collectExec(id, l, req, nil, stdout, stderr, nil)
+	code := s.collectExec(id, l, req, nil, nil, stdout, stderr, nil)
 	return code, stdout.Truncated() || stderr.Truncated()
 }
 
@@ -141,23 +141,53 @@ func (s *Service) ExecStream(id string, req *ExecRequest, stdin io.Reader, stdou
 	if err != nil {
 		return nil, err
 	}
-	ex, err := s.startExec(store.Exec{ID: execID, SandboxID: id, Cmd: req.Cmd, StartedAt: time.Now()})
-	if err != nil {
-		return nil, err
+	ex := store.Exec{ID: execID, SandboxID: id, Cmd: req.Cmd, StartedAt: time.Now().UTC()}
+	rec := &pendingRecord{done: make(chan struct{})}
+	if req.ID != "" {
+		// The caller's ID may be taken: answered before the stream starts.
+		if ex, err = s.startExec(ex); err != nil {
+			return nil, err
+		}
+		close(rec.done)
+	} else {
+		// A new ID: the record (one disk write) is made while the backend
+		// makes the exec, and the command starts once it is (BeforeStart).
+		go func() {
+			_, rec.err = s.startExec(ex)
+			close(rec.done)
+		}()
 	}
 	l := s.liveOf(id)
 	s.mu.Lock()
 	l.execs++
 	s.mu.Unlock()
 	done := make(chan int, 1)
-	se := &StreamedExec{Record: ex, Done: done, ctx: s.ctx, running: make(chan struct{}), height: req.Height, width: req.Width}
+	se := &StreamedExec{Record: ex, Done: done, Recorded: rec.wait, ctx: s.ctx, running: make(chan struct{}), height: req.Height, width: req.Width}
 	s.goAsync(func() {
-		code := s.collectExec(id, l, req, stdin, stdout, stderr, se.started)
+		code := s.collectExec(id, l, req, rec.wait, stdin, stdout, stderr, se.started)
 		se.once.Do(func() { close(se.running) })
-		s.endExec(id, execID, l, code, false)
+		if rec.wait() != nil {
+			// Never recorded, never started (collectExec said why): no end to record.
+			s.execGone(id, l)
+		} else {
+			s.endExec(id, execID, l, code, false)
+		}
 		done <- code
 	})
 	return se, nil
+}
+
+// pendingRecord is the outcome of an exec's record being written.
+type pendingRecord struct {
+	done chan struct{}
+	err  error
+}
+
+// wait returns once the record is written, with the error that kept it from
+// being written.
+func (p *pendingRecord) wait() error {
+	<-p.done
+	return p.err
 }
 
 // StreamedExec is a running exec whose caller has its streams.
@@ -165,6 +195,9 @@ type StreamedExec struct {
 	Record store.Exec
 	// Done gives the exit code once the command ended.
 	Done <-chan int
+	// Recorded returns once Record is in the store (the command starts only
+	// then), with the error that kept it out (the command then never starts).
+	Recorded func() error
 
 	ctx     context.Context
 	mu      sync.Mutex
@@ -238,6 +271,11 @@ func (s *Service) endExec(id, execID string, l *live, code int, truncated bool) 
 	} else if err != nil {
 		s.log.Warn("cannot record event", "sandbox", id, "kind", "exec.finished", "error", err.Error())
 	}
+	s.execGone(id, l)
+}
+
+// execGone counts an exec of sandbox id out and marks the sandbox active.
+func (s *Service) execGone(id string, l *live) {
 	s.mu.Lock()
 	l.execs--
 	s.active[id] = time.Now()
@@ -245,8 +283,9 @@ func (s *Service) endExec(id, execID string, l *live, code int, truncated bool) 
 }
 
 // collectExec runs an API exec with stdin (nil: none) and its output to
-// stdout and stderr and returns its exit code.
-func (s *Service) collectExec(id string, l *live, req *ExecRequest, stdin io.Reader, stdout, stderr io.Writer, started func(*sandbox.Exec)) int {
+// stdout and stderr and returns its exit code; recorded, when not nil, is
+// waited for before the command starts (its error keeps it from starting).
+func (s *Service) collectExec(id string, l *live, req *ExecRequest, recorded func() error, stdin io.Reader, stdout, stderr io.Writer, started func(*sandbox.Exec)) int {
 	var err error
 	h := l.handle
 	if h == nil {
@@ -254,7 +293,7 @@ func (s *Service) collectExec(id string, l *live, req *ExecRequest, stdin io.Rea
 			return s.execFailed(stderr, err)
 		}
 	}
-	ex, err := s.rtOf(id).Exec(s.ctx, h, sandbox.ExecRequest{Cmd: req.Cmd, Env: req.Env, Workdir: req.Workdir, TTY: req.TTY, Stdin: stdin != nil, Direct: req.Direct}, sandbox.Streams{Stdin: stdin, Stdout: stdout, Stderr: stderr})
+	ex, err := s.rtOf(id).Exec(s.ctx, h, sandbox.ExecRequest{Cmd: req.Cmd, Env: req.Env, Workdir: req.Workdir, TTY: req.TTY, Stdin: stdin != nil, Direct: req.Direct, BeforeStart: recorded}, sandbox.Streams{Stdin: stdin, Stdout: stdout, Stderr: stderr})
 	if err != nil {
 		return s.execFailed(stderr, err)
 	}

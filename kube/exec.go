@@ -1,15 +1,14 @@
 package kube
 
 import (
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"strings"
-
 	"context"
 	"errors"
 	"io"
+	"strings"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/remotecommand"
 	utilexec "k8s.io/client-go/util/exec"
 
@@ -64,6 +63,34 @@ func (rt *Runtime) primaryEnded(ctx context.Context, pod string) bool {
 	}
 	cs := mainStatus(p)
 	return cs != nil && cs.State.Terminated != nil
+}
+
+// OnlyInitRuns tells whether nothing but the supervisor (PID 1) runs in the
+// Pod's primary container (`supervise alone` there), or nothing at all (the
+// container ended: the kernel ended the rest of its PID namespace with its PID
+// 1). The daemon then believes a sealed end marker and ends the run at once,
+// instead of waiting for the kubelet to report the container's end (it
+// relists containers every second). Whatever else fails, the answer is no:
+// the run then ends with the container's reported end, as without a marker.
+func (rt *Runtime) OnlyInitRuns(ctx context.Context, pod string) bool {
+	var stderr strings.Builder
+	code, err := rt.execIn(ctx, pod, MainContainer, []string{sandbox.SupervisorIn, "supervise", "alone"}, nil, io.Discard, &stderr)
+	if err != nil {
+		return containerEnded(err)
+	}
+	return code == 0
+}
+
+// containerEnded recognises the error of an exec into a container that is no
+// longer running, as the kubelet and its runtime give it.
+func containerEnded(err error) bool {
+	msg := err.Error()
+	for _, s := range []string{"CONTAINER_EXITED", "container not running", "cannot exec in a stopped", "container is not created or running"} {
+		if strings.Contains(msg, s) {
+			return true
+		}
+	}
+	return false
 }
 
 // keeperExec runs the supervisor's commands in the Pod's keeper, which shares
@@ -137,6 +164,11 @@ func (rt *Runtime) Exec(ctx context.Context, sb *sandbox.Sandbox, req sandbox.Ex
 	argv, err := sandbox.ExecArgv(ctx, rt, sb.PrimaryID, req)
 	if err != nil {
 		return nil, err
+	}
+	if req.BeforeStart != nil {
+		if err := req.BeforeStart(); err != nil {
+			return nil, err
+		}
 	}
 	var stdin io.Reader
 	if req.Stdin {

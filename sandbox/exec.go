@@ -27,6 +27,10 @@ type ExecRequest struct {
 	// than having it copied (Exec.Direct): a local client's terminal then
 	// talks to the Engine with no hop between (a keystroke's echo).
 	Direct bool
+	// BeforeStart, when set, is called once the exec is made and before its
+	// process starts (the caller records the exec meanwhile); an error from
+	// it ends the exec unstarted, with that error.
+	BeforeStart func() error
 }
 
 // Exec is a started exec: Wait for its exit code after its output ends.
@@ -82,7 +86,7 @@ func (rt *Runtime) Exec(ctx context.Context, sb *Sandbox, req ExecRequest, s Str
 	if !req.Stdin {
 		s.Stdin = nil
 	}
-	id, hj, err := rt.startExec(ctx, sb, argv, req)
+	id, hj, err := rt.startExec(ctx, sb, argv, req, req.BeforeStart)
 	if err != nil {
 		return nil, err
 	}
@@ -135,7 +139,7 @@ func (rt *Runtime) Exec(ctx context.Context, sb *Sandbox, req ExecRequest, s Str
 				return
 			case <-time.After(time.Duration(attempt+1) * 50 * time.Millisecond):
 			}
-			id, next, err := rt.startExec(ctx, sb, argv, req)
+			id, next, err := rt.startExec(ctx, sb, argv, req, nil)
 			if err != nil {
 				// The first attempt's code and message stand.
 				done <- gate.flush(true)
@@ -202,8 +206,9 @@ func (rt *Runtime) directDone(ctx context.Context, cur *execID, ended <-chan str
 // to start.
 const execStartRetries = 2
 
-// startExec creates an Engine exec of argv and attaches to it, which starts it.
-func (rt *Runtime) startExec(ctx context.Context, sb *Sandbox, argv []string, req ExecRequest) (string, types.HijackedResponse, error) {
+// startExec creates an Engine exec of argv and attaches to it, which starts
+// it; before, when not nil, is called between the two.
+func (rt *Runtime) startExec(ctx context.Context, sb *Sandbox, argv []string, req ExecRequest, before func() error) (string, types.HijackedResponse, error) {
 	resp, err := rt.Engine.ContainerExecCreate(ctx, sb.PrimaryID, container.ExecOptions{
 		Cmd: argv, Tty: req.TTY, AttachStdin: req.Stdin, AttachStdout: true, AttachStderr: true,
 		WorkingDir: req.Workdir,
@@ -213,6 +218,11 @@ func (rt *Runtime) startExec(ctx context.Context, sb *Sandbox, argv []string, re
 			return "", types.HijackedResponse{}, failed("sandbox %s is not running (start it with `airlock up -d`)", sb.ID)
 		}
 		return "", types.HijackedResponse{}, failed("cannot create the exec: %v", err)
+	}
+	if before != nil {
+		if err := before(); err != nil {
+			return "", types.HijackedResponse{}, err
+		}
 	}
 	hj, err := rt.Engine.ContainerExecAttach(ctx, resp.ID, container.ExecAttachOptions{Tty: req.TTY})
 	if err != nil {

@@ -26,7 +26,7 @@ func sealSandbox(wait time.Duration) bool {
 	}
 	deadline := time.Now().Add(wait)
 	for {
-		if onlyInitLeft() {
+		if onlyInitLeft(1) {
 			return true
 		}
 		if time.Now().After(deadline) {
@@ -37,17 +37,23 @@ func sealSandbox(wait time.Duration) bool {
 }
 
 // onlyInitLeft reports whether /proc (the sandbox's PID namespace) lists no
-// process but PID 1: the others are gone and reaped (the host checks the
-// same through the Engine before it believes the marker).
-func onlyInitLeft() bool {
+// process but PID 1 and self: the others are gone and reaped (the host checks
+// the same through the Engine before it believes the marker).
+func onlyInitLeft(self int) bool {
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
 		return false
 	}
 	for _, e := range ents {
-		if pid, err := strconv.Atoi(e.Name()); err == nil && pid != 1 {
+		if pid, err := strconv.Atoi(e.Name()); err == nil && pid != 1 && pid != self {
 			return false
 		}
 	}
 	return true
 }
+
+// Alone reports whether nothing but PID 1 and this process runs in this PID
+// namespace: `supervise alone`, run by the Kubernetes backend in a sandbox's
+// primary container before it believes a sealed end marker (a cluster has no
+// API that lists a container's processes).
+func Alone() bool { return onlyInitLeft(os.Getpid()) }

@@ -72,7 +72,7 @@ func SuperviseCommand(o IO) *cobra.Command {
 	_ = f.MarkHidden("backoff-unit")
 	_ = f.MarkHidden("reset-after")
 	cmd.AddCommand(newSuperviseExecCommand(), newSuperviseWrapCommand(), newSuperviseDeliverCommand(), newSuperviseTailCommand(),
-		newSuperviseInstallCommand(), newSuperviseUntarCommand(), newSuperviseTarCommand(), newSuperviseSignalCommand(), newSuperviseKeepCommand())
+		newSuperviseInstallCommand(), newSuperviseUntarCommand(), newSuperviseTarCommand(), newSuperviseSignalCommand(), newSuperviseKeepCommand(), newSuperviseAloneCommand())
 	return cmd
 }
 
@@ -304,6 +304,24 @@ func newSuperviseKeepCommand() *cobra.Command {
 			ctx, cancel := signal.NotifyContext(context.Background(), unix.SIGTERM, unix.SIGINT)
 			defer cancel()
 			<-ctx.Done()
+			return nil
+		},
+	}
+}
+
+// newSuperviseAloneCommand tells, by its exit code, whether nothing but PID 1
+// (and itself) runs in the sandbox: the Kubernetes backend's check of a sealed
+// end marker, which the Docker backend makes through the Engine.
+func newSuperviseAloneCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:    "alone",
+		Short:  "Exit 0 when no process but PID 1 and this one runs in this PID namespace, else 1",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if !supervisor.Alone() {
+				return exitcode.Only(exitcode.Failure)
+			}
 			return nil
 		},
 	}
