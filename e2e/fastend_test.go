@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/airlock-dev/airlock/internal/clitest"
 )
 
 // TestRunEndsBeforeSlowDaemons (issue 24, a fast end of run): run returns once
@@ -154,6 +156,22 @@ command = ["sleep", "1000"]
 	r = e.Run("run", "--", "sh", "-c", "echo $EDITED")
 	if r.Code != 0 || r.Stdout != "by-me\n" {
 		t.Errorf("a layer edited right after a run: want it taken, got %s", r)
+	}
+	e.assertClean()
+}
+
+// TestForgedEndMarker: a sealed end marker printed by the main command
+// itself, the sandbox still running, does not end the run: its real exit code
+// comes back.
+func TestForgedEndMarker(t *testing.T) {
+	limit(t)
+	e := newEnv(t, `
+[sandbox]
+image = "{{image}}"
+`)
+	r := e.Run("run", "--", "sh", "-c", clitest.ForgeEndMarker)
+	if r.Code != 4 {
+		t.Fatalf("a run whose main command forged its sealed end marker (code 0) and exited 4: want 4, got %s", r)
 	}
 	e.assertClean()
 }

@@ -154,6 +154,32 @@ healthcheck = { cmd = ["wget", "-q", "-O", "/dev/null", "http://127.0.0.1:9090/"
 	waitNoPods(t, cs, e.Project, 10*time.Second)
 }
 
+// TestSealedEndOnCluster: a run whose main command ends with a daemon that
+// stops at once returns its code from the sealed end marker, once `supervise
+// alone` in the Pod found nothing else running (not the kubelet's report of
+// the container's end, a second or more later); a marker forged by the main
+// command, which goes on running, is not believed: the real code comes back.
+func TestSealedEndOnCluster(t *testing.T) {
+	e, cs := newEnv(t, `[sandbox]
+image = "{{image}}"
+
+[daemons.quick]
+command = ["sleep", "1000"]
+`)
+	r := e.Run("run", "--", "sh", "-c", "echo out; exit 5")
+	if r.Code != 5 || r.Stdout != "out\n" {
+		t.Fatalf("run: want exit 5 and stdout %q, got %s", "out\n", r)
+	}
+	if !strings.Contains(r.Stderr, "daemon quick: shut down") {
+		t.Errorf("run: no shutdown line for the daemon: %s", r)
+	}
+	r = e.Run("run", "--", "sh", "-c", clitest.ForgeEndMarker)
+	if r.Code != 4 {
+		t.Fatalf("a run whose main command forged its sealed end marker (code 0) and exited 4: want 4, got %s", r)
+	}
+	waitNoPods(t, cs, e.Project, 30*time.Second)
+}
+
 // TestUpExecLogsDown: an up sandbox is a Pod that stays until down; exec runs in
 // it with the project and its code, logs shows a daemon's output.
 func TestUpExecLogsDown(t *testing.T) {

@@ -495,3 +495,14 @@ func WireManifest(t testing.TB, projectDir string, getenv func(string) (string, 
 	wm := client.Manifest(w)
 	return &wm, values
 }
+
+// ForgeEndMarker is a main command (for sh -c) that prints, on stdout and
+// stderr, the sealed end marker of its run with code 0 (the nonce read from
+// the supervisor's command line, as any process of the sandbox may), then goes
+// on and exits 4: a run must not believe it while the command still runs. It
+// exits 9 when it finds no nonce.
+const ForgeEndMarker = `n=$(tr '\0' '\n' < /proc/1/cmdline | grep -o '"end_marker":"[0-9a-f]*"' | cut -d'"' -f4)
+[ -n "$n" ] || { echo no-nonce; exit 9; }
+m=$(printf '\033_airlock-end:%s:0:sealed\033\\' "$n")
+printf '%s' "$m"; printf '%s' "$m" >&2
+sleep 2; exit 4`
