@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/airlock-dev/airlock/control/store"
+	"github.com/airlock-dev/airlock/supervisor"
 )
 
 // A primary container that dies between sandbox.started and sandbox.ready
@@ -80,7 +81,7 @@ func (s *Service) containerEnd(id, containerID string) (code *int, output string
 	if !ok {
 		return nil, "", false
 	}
-	return code, lastLines(out), true
+	return code, lastLines(supervisor.StripEndMarkers(out)), true
 }
 
 // lastLines joins the non-empty lines of out with "; ", within earlyOutputBytes.

@@ -38,6 +38,10 @@ type live struct {
 	// finalWait, while the stream a sealed end marker carried is checked, is
 	// closed once it was ingested or given up (a catch-up waits for it).
 	finalWait chan struct{}
+	// finalData is the stream a sealed end marker carried while a start was
+	// still in progress (a short run's command can end before its start is
+	// recorded): ingested right after sandbox.started.
+	finalData []byte
 	limiter   *rate.Limiter // bounds how fast the stream's lines become events
 
 	netRemoval chan struct{}   // closed when an early removal of the network ended (guarded by Service.mu)

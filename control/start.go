@@ -47,7 +47,12 @@ func (s *Service) startLocked(ctx context.Context, id string, l *live) {
 	}
 	l.ingestMu.Lock()
 	l.starting = false
+	final := l.finalData
+	l.finalData = nil
 	if err != nil {
+		if final != nil {
+			s.finalLocked(id, l, nil) // a waiting catch-up goes on
+		}
 		l.ingestMu.Unlock()
 		reason, extra := err.Error(), exitExtra(err)
 		if code, out, ok := s.containerEnd(id, l.handle.PrimaryID); ok {
@@ -62,6 +67,9 @@ func (s *Service) startLocked(ctx context.Context, id string, l *live) {
 		s.recordPorts(id, l.handle.Ports)
 	}
 	s.emit(id, store.Event{Kind: "sandbox.started", Extra: s.takeSteps(l)}, "")
+	if final != nil {
+		s.finalLocked(id, l, final) // the run ended while it was being started
+	}
 	gen := l.tailGen
 	l.ingestMu.Unlock()
 	s.spawnFollower(id, l, gen)

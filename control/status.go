@@ -247,10 +247,21 @@ const finalWaitMax = 5 * time.Second
 func (s *Service) finalStatus(id string, l *live, data []byte) {
 	l.ingestMu.Lock()
 	defer l.ingestMu.Unlock()
+	if data != nil && l.starting {
+		// After sandbox.started (startLocked): the stopped container's
+		// stream may not be readable then (a Pod's is gone with it).
+		l.finalData = data
+		return
+	}
+	s.finalLocked(id, l, data)
+}
+
+// finalLocked is finalStatus with l.ingestMu held, and no start in progress.
+func (s *Service) finalLocked(id string, l *live, data []byte) {
 	if l.finalWait != nil {
 		defer func() { close(l.finalWait); l.finalWait = nil }()
 	}
-	if data == nil || l.starting || l.complete {
+	if data == nil || l.complete {
 		return
 	}
 	if !l.offsetOK {

@@ -82,10 +82,16 @@ func (rt *Runtime) OnlyInitRuns(ctx context.Context, pod string) bool {
 }
 
 // containerEnded recognises the error of an exec into a container that is no
-// longer running, as the kubelet and its runtime give it.
+// longer running, as the kubelet and its runtime give it: containerd's
+// "cannot exec in a stopped state", or its "failed to create exec …: task …
+// not found" once the container's process is gone; CRI-O's "container is not
+// created or running".
 func containerEnded(err error) bool {
 	msg := err.Error()
-	for _, s := range []string{"CONTAINER_EXITED", "container not running", "cannot exec in a stopped", "container is not created or running"} {
+	if strings.Contains(msg, "failed to create exec") && strings.Contains(msg, "task ") && strings.Contains(msg, "not found") {
+		return true
+	}
+	for _, s := range []string{"cannot exec in a stopped state", "container is not created or running", "CONTAINER_EXITED"} {
 		if strings.Contains(msg, s) {
 			return true
 		}

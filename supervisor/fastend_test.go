@@ -78,3 +78,18 @@ func TestNoEndMarker(t *testing.T) {
 		}
 	}
 }
+
+// TestStripEndMarkers: what quotes a container's output drops the markers,
+// whole, of any nonce, sealed or not, and one cut short.
+func TestStripEndMarkers(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"plain\n", "plain\n"},
+		{"out\n" + EndMarker("ab12", 3) + "err\n", "out\nerr\n"},
+		{"a" + SealedEndMarker("cd34", 0, []byte("{\"kind\":\"x\"}\n")) + "b" + EndMarker("ef", 1) + "c", "abc"},
+		{"last " + EndMarkerStart("ab12") + "5:sea", "last "},
+	} {
+		if got := StripEndMarkers(c.in); got != c.want {
+			t.Errorf("StripEndMarkers(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}

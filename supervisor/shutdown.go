@@ -124,6 +124,23 @@ const (
 // MaxMarkedStatus bounds the status stream a sealed end marker carries.
 const MaxMarkedStatus = 16 << 10
 
+// StripEndMarkers removes every end marker (EndMarker, SealedEndMarker, of
+// any nonce, whole) from s: text that quotes a container's output (a reason)
+// shows what the command printed, not the supervisor's markers.
+func StripEndMarkers(s string) string {
+	for {
+		i := strings.Index(s, endMarkerPrefix)
+		if i < 0 {
+			return s
+		}
+		j := strings.Index(s[i:], endMarkerSuffix)
+		if j < 0 {
+			return s[:i] // cut short: the rest is the marker's
+		}
+		s = s[:i] + s[i+j+len(endMarkerSuffix):]
+	}
+}
+
 // EndMarkerStart is the start of nonce's marker: what a reader looks for.
 func EndMarkerStart(nonce string) string { return endMarkerPrefix + nonce + ":" }
 

@@ -166,12 +166,27 @@ image = "{{image}}"
 [daemons.quick]
 command = ["sleep", "1000"]
 `)
-	r := e.Run("run", "--", "sh", "-c", "echo out; exit 5")
+	r := e.Run("run", "--id", "sealed-kube-1", "--", "sh", "-c", "echo out; exit 5")
 	if r.Code != 5 || r.Stdout != "out\n" {
 		t.Fatalf("run: want exit 5 and stdout %q, got %s", "out\n", r)
 	}
 	if !strings.Contains(r.Stderr, "daemon quick: shut down") {
 		t.Errorf("run: no shutdown line for the daemon: %s", r)
+	}
+	// Its history is a run's that ended well, whichever way its end was
+	// seen: ready, the main command's exit, stopped; never failed.
+	var hist string
+	testenv.Eventually(t, 30*time.Second, "the run's sandbox to be deleted", func() bool {
+		hist = e.MustRun("events", "sealed-kube-1").Stdout
+		return strings.Contains(hist, "sandbox.deleted")
+	})
+	for _, want := range []string{"sandbox.ready", "main.exited", "sandbox.stopped"} {
+		if !strings.Contains(hist, want) {
+			t.Errorf("the run's history lacks %s:\n%s", want, hist)
+		}
+	}
+	if strings.Contains(hist, "sandbox.failed") {
+		t.Errorf("the run's history says it failed:\n%s", hist)
 	}
 	r = e.Run("run", "--", "sh", "-c", clitest.ForgeEndMarker)
 	if r.Code != 4 {
@@ -654,6 +669,18 @@ ready = { cmd = ["test", "-e", "/tmp/static"] }
 	r := e.RunEnv(greet, "--log-level", "debug", "run", "--", "sh", "-c", `echo "$GREETING $(cat /tmp/static)"; hostname; exit 4`)
 	if r.Code != 4 || !strings.Contains(r.Stdout, "warm-cluster parked") || !strings.Contains(r.Stderr, "warm pool: hit") {
 		t.Fatalf("warm run on the cluster: %s", r)
+	}
+	// A claimed Pod's run ends as a cold one: recorded stopped, not failed.
+	// (Its hostname is its ID.)
+	lines := strings.Split(strings.TrimSpace(r.Stdout), "\n")
+	id := lines[len(lines)-1]
+	var hist string
+	testenv.Eventually(t, 30*time.Second, "the run's sandbox to be deleted", func() bool {
+		hist = e.MustRun("events", id).Stdout
+		return strings.Contains(hist, "sandbox.deleted")
+	})
+	if !strings.Contains(hist, "main.exited") || !strings.Contains(hist, "sandbox.stopped") || strings.Contains(hist, "sandbox.failed") {
+		t.Errorf("the warm run's history is not that of a run that ended:\n%s", hist)
 	}
 	deadline := time.Now().Add(2 * time.Minute)
 	for {

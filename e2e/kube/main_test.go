@@ -46,7 +46,7 @@ func setup() error {
 	defer cancel()
 	script := repoFile("scripts/kube.sh")
 	var err error
-	if airlockRef, err = testenv.KubeImportAirlock(ctx, script, clitest.Bin); err != nil {
+	if airlockRef, err = testenv.KubeImportAirlock(ctx, script, ""); err != nil {
 		return err
 	}
 	cli, err := testenv.NewClient(ctx)

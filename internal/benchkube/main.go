@@ -52,7 +52,7 @@ func bench(airlock string, runs int, doc, command, kubeconfig, kubectl string) e
 	if err := testenv.KubeImportImage(ctx, cli, script, image); err != nil {
 		return err
 	}
-	airlockImage, err := testenv.KubeImportAirlock(ctx, script, airlock)
+	airlockImage, err := testenv.KubeImportAirlock(ctx, script, "")
 	if err != nil {
 		return err
 	}

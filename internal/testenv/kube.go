@@ -41,8 +41,20 @@ func KubeImportImage(ctx context.Context, cli client.APIClient, script, ref stri
 
 // KubeImportAirlock imports the airlock image of a static linux binary (FROM
 // scratch + /airlock, as make image writes it) into the test cluster, named after
-// the binary's content, and returns its reference.
+// the binary's content, and returns its reference. With binary "", the binary
+// is the in-sandbox build of this tree (BuildInSandbox), what make image holds.
 func KubeImportAirlock(ctx context.Context, script, binary string) (string, error) {
+	if binary == "" {
+		dir, err := os.MkdirTemp("", "airlock-image-")
+		if err != nil {
+			return "", err
+		}
+		defer os.RemoveAll(dir)
+		binary = dir + "/airlock"
+		if err := BuildInSandbox(binary); err != nil {
+			return "", err
+		}
+	}
 	bin, err := os.ReadFile(binary)
 	if err != nil {
 		return "", err
