@@ -32,7 +32,19 @@ func main() {
 	doc := flag.String("doc", "docs/benchmarks.md", "where to record the figures (\"\" for nowhere)")
 	command := flag.String("command", "scripts/bench-scale.sh", "the command named in the record")
 	creates := flag.Int("creates", 0, "runtime.creates_per_engine for the daemon (0: its default)")
+	up := flag.Int("up", 0, "instead: this many `up -d` sandboxes alive at once (alive.go)")
+	workers := flag.Int("workers", 16, "with -up: commands run at a time")
 	flag.Parse()
+	if *up > 0 {
+		if *command == "scripts/bench-scale.sh" {
+			*command = "scripts/bench-alive.sh"
+		}
+		if err := alive(*airlock, *up, *workers, *doc, *command); err != nil {
+			fmt.Fprintln(os.Stderr, "benchscale:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := bench(*airlock, *n, *creates, *doc, *command); err != nil {
 		fmt.Fprintln(os.Stderr, "benchscale:", err)
 		os.Exit(1)

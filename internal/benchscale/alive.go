@@ -1,0 +1,220 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/network"
+
+	"github.com/airlock-dev/airlock/client"
+	"github.com/airlock-dev/airlock/internal/benchdoc"
+	"github.com/airlock-dev/airlock/internal/testenv"
+)
+
+// alive measures n `up -d` sandboxes alive at once (issue 25), each with one
+// sidecar daemon, in n project dirs of one user (one control daemon): the time
+// until all are up, an exec in each, `ps` with all of them, the daemon's
+// memory and descriptors, and `down` of all, after which nothing may be left.
+// It records docs/benchmarks.md "## Many alive at once".
+func alive(airlock string, n, workers int, doc, command string) error {
+	airlock, _ = filepath.Abs(airlock)
+	ctx := context.Background()
+	cli, err := testenv.NewClient(ctx)
+	if err != nil {
+		return err
+	}
+	defer cli.Close()
+	image, err := testenv.BuildBusyboxImage(ctx, cli)
+	if err != nil {
+		return err
+	}
+	manifest := fmt.Sprintf("[sandbox]\nimage = %q\n\n[daemons.side]\ncommand = [\"sleep\", \"100000\"]\n", image)
+	p, err := benchdoc.NewProject("airlock-bench-alive-", map[string]string{"sandbox.toml": manifest})
+	if err != nil {
+		return err
+	}
+	defer p.Close(airlock)
+	dirs := make([]string, n)
+	for i := range dirs {
+		dirs[i] = filepath.Join(p.Home, "projects", "p"+strconv.Itoa(i))
+		if err := os.MkdirAll(dirs[i], 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dirs[i], "sandbox.toml"), []byte(manifest), 0o644); err != nil {
+			return err
+		}
+	}
+	in := func(dir, name string, args ...string) (time.Duration, string, error) {
+		c := p.Command(name, args...)
+		c.Dir = dir
+		return benchdoc.Timed(c)
+	}
+	// each runs f on every project dir, workers at a time, and counts failures.
+	each := func(f func(i int, dir string) error) (time.Duration, []error) {
+		var mu sync.Mutex
+		var errs []error
+		next := make(chan int)
+		var wg sync.WaitGroup
+		start := time.Now()
+		for range workers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range next {
+					if err := f(i, dirs[i]); err != nil {
+						mu.Lock()
+						errs = append(errs, fmt.Errorf("%s: %w", dirs[i], err))
+						mu.Unlock()
+					}
+				}
+			}()
+		}
+		for i := range dirs {
+			next <- i
+		}
+		close(next)
+		wg.Wait()
+		return time.Since(start), errs
+	}
+	// Warm: the daemon, the supervisor volume, the image.
+	if _, out, err := p.Timed(airlock, "run", "--", "true"); err != nil {
+		return fmt.Errorf("warm-up run: %v\n%s", err, out)
+	}
+	c := client.New(filepath.Join(p.Home, "run", "airlock", "airlockd.sock"))
+	h, err := c.Health(ctx)
+	if err != nil {
+		return err
+	}
+
+	upTook, upErrs := each(func(_ int, dir string) error {
+		if _, out, err := in(dir, airlock, "-q", "up", "-d"); err != nil {
+			return fmt.Errorf("up -d: %v: %s", err, out)
+		}
+		return nil
+	})
+	list, err := c.List(ctx, nil)
+	if err != nil {
+		return err
+	}
+	ready := 0
+	for _, sb := range list {
+		if sb.State == client.StateReady {
+			ready++
+		}
+	}
+	var execs benchdoc.Timings
+	var execMu sync.Mutex
+	execTook, execErrs := each(func(i int, dir string) error {
+		d, out, err := in(dir, airlock, "exec", "--", "sh", "-c", "test -d /proc/1 && echo "+strconv.Itoa(i))
+		if err != nil || strings.TrimSpace(out) != strconv.Itoa(i) {
+			return fmt.Errorf("exec: %v: %q", err, out)
+		}
+		execMu.Lock()
+		defer execMu.Unlock()
+		return execs.Add(d, nil)
+	})
+	var ps benchdoc.Timings
+	for range 10 {
+		d, out, err := p.Timed(airlock, "ps")
+		if err != nil || strings.Count(out, "\n") < n+1 {
+			return fmt.Errorf("ps with %d sandboxes: %v\n%s", n, err, out)
+		}
+		if err := ps.Add(d, nil); err != nil {
+			return err
+		}
+	}
+	var psAPI benchdoc.Timings
+	for range 10 {
+		start := time.Now()
+		if _, err := c.List(ctx, nil); err != nil {
+			return err
+		}
+		if err := psAPI.Add(time.Since(start), nil); err != nil {
+			return err
+		}
+	}
+	rss, _ := procStatus(h.PID)
+	cur, fds := procCurrent(h.PID)
+
+	downTook, downErrs := each(func(_ int, dir string) error {
+		if _, out, err := in(dir, airlock, "-q", "down"); err != nil {
+			return fmt.Errorf("down: %v: %s", err, out)
+		}
+		return nil
+	})
+	// Nothing left: no container of any of the projects, no network of the daemon's but the shared ones.
+	leftC, leftN := -1, -1
+	deadline := time.Now().Add(2 * time.Minute)
+	for time.Now().Before(deadline) {
+		cs, err1 := cli.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", "dev.airlock.owner"))})
+		ns, err2 := cli.NetworkList(ctx, network.ListOptions{Filters: filters.NewArgs(filters.Arg("label", "dev.airlock.sandbox"))})
+		if err1 == nil && err2 == nil {
+			leftC, leftN = 0, len(ns)
+			for _, x := range cs {
+				if strings.HasPrefix(x.Labels["dev.airlock.project"], p.Home) {
+					leftC++
+				}
+			}
+			if leftC == 0 && leftN == 0 {
+				break
+			}
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	failures := len(upErrs) + len(execErrs) + len(downErrs)
+	for _, e := range append(append(upErrs, execErrs...), downErrs...) {
+		fmt.Fprintln(os.Stderr, "benchscale:", e)
+	}
+	rows := []benchdoc.Row{
+		{Measure: fmt.Sprintf("%d `airlock up -d` (one sidecar daemon each; %d at a time): wall time until all returned; ready", n, workers), Result: fmt.Sprintf("%s; %d of %d", benchdoc.MS(upTook), ready, n), Target: fmt.Sprintf("%d of %d", n, n)},
+		{Measure: fmt.Sprintf("`airlock exec` in each of the %d (%d at a time): right output; median; wall time", n, workers), Result: fmt.Sprintf("%d of %d; %s; %s", n-len(execErrs), n, benchdoc.MS(benchdoc.Median(execs)), benchdoc.MS(execTook)), Target: fmt.Sprintf("%d of %d", n, n)},
+		{Measure: fmt.Sprintf("`airlock ps` with %d sandboxes (median of 10; the CLI's whole run)", n), Result: benchdoc.MS(benchdoc.Median(ps)), Target: "≤ 100 ms"},
+		{Measure: fmt.Sprintf("`GET /v1/sandboxes` with %d sandboxes (median of 10)", n), Result: fmt.Sprintf("%.1f ms", float64(benchdoc.Median(psAPI))/1e6)},
+		{Measure: fmt.Sprintf("control daemon with %d sandboxes: RSS; peak RSS (VmHWM); open fds", n), Result: cur + "; " + rss + "; " + fds},
+		{Measure: fmt.Sprintf("`airlock down` of all %d (%d at a time): wall time; failures", n, workers), Result: fmt.Sprintf("%s; %d", benchdoc.MS(downTook), failures)},
+		{Measure: "containers and sandbox networks left 2 min after the last down", Result: fmt.Sprintf("%d; %d", leftC, leftN), Target: "0; 0"},
+	}
+	for _, r := range rows {
+		fmt.Printf("%-100s %s\n", r.Measure, r.Result)
+	}
+	if failures > 0 {
+		return fmt.Errorf("%d failure(s)", failures)
+	}
+	if doc == "" {
+		return nil
+	}
+	intro := fmt.Sprintf("By `%s` against the Docker Engine on this machine, %s; image: the local busybox test image; one user (one control daemon), %d project dirs.", command, benchdoc.Machine(), n)
+	notes := "Each sandbox is an `up -d` of its own project dir whose manifest has one sidecar daemon (`sleep`), so each holds\n" +
+		"a primary container with the supervisor as PID 1 and its daemon, on the shared network (sharded at\n" +
+		"`runtime.shared_network_max` endpoints, [scaling.md](scaling.md)). The daemon makes at most\n" +
+		"`runtime.creates_per_engine` (8) at once and queues the rest. Each exec prints its index; `ps` is the CLI's\n" +
+		"whole run (process start, the daemon's answer, the table), the API row the daemon's answer alone. RSS is the\n" +
+		"daemon's with all of them alive; the fds are its open descriptors then."
+	return benchdoc.Write(doc, "Many alive at once", intro, rows, notes)
+}
+
+// procCurrent is a process's RSS now and its open descriptors.
+func procCurrent(pid int) (rss, fds string) {
+	rss, fds = "?", "?"
+	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid)); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
+				if kb, err := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB"))); err == nil {
+					rss = fmt.Sprintf("%.0f MiB", float64(kb)/1024)
+				}
+			}
+		}
+	}
+	if ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid)); err == nil {
+		fds = strconv.Itoa(len(ents))
+	}
+	return rss, fds
+}
