@@ -181,6 +181,7 @@ func (s *Service) AttachPrimary(ctx context.Context, id string, req *AttachReque
 					}
 					break
 				}
+				s.log.Info("a sealed end marker not believed: the run ends with its container", "sandbox", id)
 				s.finalStatus(id, l, nil) // not believed: read from the container
 				select {
 				case end.ExitCode = <-codes:

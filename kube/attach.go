@@ -25,6 +25,15 @@ import (
 // the main command until Start). It returns once the connection is up, so that
 // no output of the main command is missed; the channel ends with the stream.
 func (rt *Runtime) Attach(ctx context.Context, sb *sandbox.Sandbox, s sandbox.Streams) (<-chan error, error) {
+	rt.mu.Lock()
+	if st := rt.live[sb.ID]; st != nil && st.parked && st.claimW == nil {
+		// Its claim goes first on this stdin (Claim), then the run's: one
+		// write on a stream already open, no exec.
+		pr, pw := io.Pipe()
+		st.claimW, st.claimIn = pw, s.Stdin
+		s.Stdin = pr
+	}
+	rt.mu.Unlock()
 	req := rt.pods().Sub(sb.PrimaryID, "attach", &corev1.PodAttachOptions{
 		Container: MainContainer, Stdin: s.Stdin != nil, Stdout: true, Stderr: !sb.TTY, TTY: sb.TTY,
 	})

@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -73,25 +74,42 @@ func (rt *Runtime) primaryEnded(ctx context.Context, pod string) bool {
 // relists containers every second). Whatever else fails, the answer is no:
 // the run then ends with the container's reported end, as without a marker.
 func (rt *Runtime) OnlyInitRuns(ctx context.Context, pod string) bool {
-	var stderr strings.Builder
-	code, err := rt.execIn(ctx, pod, MainContainer, []string{sandbox.SupervisorIn, "supervise", "alone"}, nil, io.Discard, &stderr)
-	if err != nil {
-		return containerEnded(err)
+	for attempt := 0; ; attempt++ {
+		code, err := rt.execIn(ctx, pod, MainContainer, []string{sandbox.SupervisorIn, "supervise", "alone"}, nil, io.Discard, io.Discard)
+		switch {
+		case err == nil:
+			return code == 0
+		case containerEnded(err):
+			return true
+		case attempt == aloneRetries || ctx.Err() != nil:
+			return false
+		}
+		// Another answer (a busy kubelet, a container being torn down):
+		// asked again, as the container ends at once after a sealed marker.
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(time.Duration(attempt+1) * 50 * time.Millisecond):
+		}
 	}
-	return code == 0
 }
 
+// aloneRetries is how many more times OnlyInitRuns asks after an answer that
+// is neither the check's nor a container that ended.
+const aloneRetries = 3
+
 // containerEnded recognises the error of an exec into a container that is no
-// longer running, as the kubelet and its runtime give it: containerd's
-// "cannot exec in a stopped state", or its "failed to create exec …: task …
-// not found" once the container's process is gone; CRI-O's "container is not
-// created or running".
+// longer running, as the kubelet and its runtime give it: the kubelet's
+// "container not found" (it let go of the container already); containerd's
+// "cannot exec in a stopped state", or a "failed to exec in container: …"
+// ending in "not found" (no task, no running task, no container: its process
+// is gone); CRI-O's "container is not created or running".
 func containerEnded(err error) bool {
 	msg := err.Error()
-	if strings.Contains(msg, "failed to create exec") && strings.Contains(msg, "task ") && strings.Contains(msg, "not found") {
+	if strings.Contains(msg, "failed to exec in container") && strings.HasSuffix(msg, "not found") {
 		return true
 	}
-	for _, s := range []string{"cannot exec in a stopped state", "container is not created or running", "CONTAINER_EXITED"} {
+	for _, s := range []string{"cannot exec in a stopped state", `container not found ("` + MainContainer + `")`, "container is not created or running", "CONTAINER_EXITED"} {
 		if strings.Contains(msg, s) {
 			return true
 		}

@@ -79,7 +79,7 @@ func (rt *Runtime) Create(ctx context.Context, req *sandbox.Request) (sb *sandbo
 	// Held until Start delivers the values; a pooled sandbox is parked
 	// instead (its daemons that take no value start, the rest waits for its
 	// claim: docs/pool.md).
-	spec.Hold, spec.Park = !req.Park, req.Park
+	spec.Hold, spec.Park, spec.ClaimStdin = !req.Park, req.Park, req.Park
 	labels := req.Labels
 	if req.Park {
 		labels = maps.Clone(labels)

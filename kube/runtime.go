@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"strings"
 	"sync"
@@ -62,6 +63,10 @@ type podState struct {
 	resolved *manifest.Resolved
 	values   map[string]string // delivered at start
 	parked   bool              // made for a warm pool: its values come with its claim
+	// claimW, for a parked Pod a run attached to (Attach), is that attach's
+	// stdin: Claim writes the claim on it, then the run's stdin (claimIn).
+	claimW  *io.PipeWriter
+	claimIn io.Reader
 }
 
 // IsEndpoint reports whether an endpoint names a Kubernetes backend.

@@ -186,7 +186,8 @@ command = ["sleep", "1000"]
 		}
 	}
 	if strings.Contains(hist, "sandbox.failed") {
-		t.Errorf("the run's history says it failed:\n%s", hist)
+		log, _ := os.ReadFile(filepath.Join(e.Paths().DaemonDir(), "airlockd.log"))
+		t.Errorf("the run's history says it failed:\n%s\ndaemon log:\n%s", hist, log)
 	}
 	r = e.Run("run", "--", "sh", "-c", clitest.ForgeEndMarker)
 	if r.Code != 4 {
