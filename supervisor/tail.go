@@ -48,6 +48,14 @@ func Tail(ctx context.Context, o TailOptions) error {
 	if o.Poll <= 0 {
 		o.Poll = 10 * time.Millisecond
 	}
+	var w *fileWatch
+	if o.Follow {
+		// Woken by a change of the file's folder; polled only without inotify
+		// (or before the folder exists), and every tailIdle besides.
+		if w = watchFile(ctx, o.Path); w != nil {
+			defer w.close()
+		}
+	}
 	if _, err := io.WriteString(o.Out, TailHeader); err != nil {
 		return err
 	}
@@ -118,6 +126,13 @@ func Tail(ctx context.Context, o TailOptions) error {
 		if !o.Follow {
 			return nil
 		}
+		if w != nil && f != nil {
+			w.wait(tailIdle)
+			if ctx.Err() != nil {
+				return nil
+			}
+			continue
+		}
 		select {
 		case <-ctx.Done():
 			return nil
@@ -125,6 +140,10 @@ func Tail(ctx context.Context, o TailOptions) error {
 		}
 	}
 }
+
+// tailIdle is how long a follower woken by changes (fileWatch) waits at most
+// before it looks at its file anyway.
+const tailIdle = time.Second
 
 // MaxLogLine is the most of one line `airlock logs` prints: a longer line is cut
 // (its first MaxLogLine bytes, then LineCut's marker), so that no reader holds

@@ -141,8 +141,7 @@ func alive(airlock string, n, workers int, doc, command string) error {
 			return err
 		}
 	}
-	rss, _ := procStatus(h.PID)
-	cur, fds := procCurrent(h.PID)
+	cur, rss, fds := procStatus(h.PID)
 
 	downTook, downErrs := each(func(_ int, dir string) error {
 		if _, out, err := in(dir, airlock, "-q", "down"); err != nil {
@@ -199,22 +198,4 @@ func alive(airlock string, n, workers int, doc, command string) error {
 		"whole run (process start, the daemon's answer, the table), the API row the daemon's answer alone. RSS is the\n" +
 		"daemon's with all of them alive; the fds are its open descriptors then."
 	return benchdoc.Write(doc, "Many alive at once", intro, rows, notes)
-}
-
-// procCurrent is a process's RSS now and its open descriptors.
-func procCurrent(pid int) (rss, fds string) {
-	rss, fds = "?", "?"
-	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid)); err == nil {
-		for _, l := range strings.Split(string(b), "\n") {
-			if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
-				if kb, err := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB"))); err == nil {
-					rss = fmt.Sprintf("%.0f MiB", float64(kb)/1024)
-				}
-			}
-		}
-	}
-	if ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid)); err == nil {
-		fds = strconv.Itoa(len(ents))
-	}
-	return rss, fds
 }

@@ -138,7 +138,7 @@ func bench(airlock string, n, creates int, doc, command string) error {
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
-	peak, fds := procStatus(h.PID)
+	_, peak, fds := procStatus(h.PID)
 	rows := []benchdoc.Row{
 		{Measure: fmt.Sprintf("%d concurrent `docker run --rm IMAGE sh -c 'exit K'`: wall time; wrong exit codes", n), Result: fmt.Sprintf("%s; %d", benchdoc.MS(dockerTook), dockerBad)},
 		{Measure: fmt.Sprintf("%d concurrent `airlock run -- sh -c 'exit K'`: wall time; wrong exit codes", n), Result: fmt.Sprintf("%s; %d", benchdoc.MS(airlockTook), airlockBad), Target: "0 wrong"},
@@ -161,22 +161,29 @@ func bench(airlock string, n, creates int, doc, command string) error {
 	return benchdoc.Write(doc, "Many at once", intro, rows, notes)
 }
 
-// procStatus is a process's peak RSS and its open descriptors, as /proc says.
-func procStatus(pid int) (peak, fds string) {
-	peak, fds = "?", "?"
+// procStatus is a process's RSS, its peak RSS (VmHWM) and its open
+// descriptors, as /proc says ("?" for what it does not).
+func procStatus(pid int) (rss, peak, fds string) {
+	rss, peak, fds = "?", "?", "?"
 	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid)); err == nil {
 		for _, l := range strings.Split(string(b), "\n") {
-			if v, ok := strings.CutPrefix(l, "VmHWM:"); ok {
-				if kb, err := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB"))); err == nil {
-					peak = fmt.Sprintf("%.0f MiB", float64(kb)/1024)
-				}
+			k, v, _ := strings.Cut(l, ":")
+			kb, err := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")))
+			if err != nil {
+				continue
+			}
+			switch k {
+			case "VmRSS":
+				rss = fmt.Sprintf("%.0f MiB", float64(kb)/1024)
+			case "VmHWM":
+				peak = fmt.Sprintf("%.0f MiB", float64(kb)/1024)
 			}
 		}
 	}
 	if ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid)); err == nil {
 		fds = strconv.Itoa(len(ents))
 	}
-	return peak, fds
+	return rss, peak, fds
 }
 
 // exitCode is the exit code of a command's error (0 for none, -1 when it did
