@@ -70,7 +70,9 @@ func Tail(ctx context.Context, o TailOptions) error {
 			f.Close()
 		}
 	}()
+	wait := o.Poll
 	for {
+		copied := false
 		if f == nil {
 			var err error
 			f, err = openRegular(o.Path)
@@ -97,7 +99,7 @@ func Tail(ctx context.Context, o TailOptions) error {
 					return err
 				}
 			}
-			copied := false
+			copied = false
 			for offset < st.Size() {
 				if out.cut {
 					// A cut line's rest is not copied: its holes need not be read.
@@ -133,13 +135,25 @@ func Tail(ctx context.Context, o TailOptions) error {
 			}
 			continue
 		}
+		// Polled (no inotify: a host allows 128 instances per user by
+		// default, fs.inotify.max_user_instances): every o.Poll after a
+		// change, less often the longer the file stays as it was.
+		if copied {
+			wait = o.Poll
+		} else {
+			wait = min(2*wait, max(o.Poll, tailPollMax))
+		}
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-time.After(o.Poll):
+		case <-time.After(wait):
 		}
 	}
 }
+
+// tailPollMax is the longest a polling follower waits between two looks at
+// a file that does not change.
+const tailPollMax = 100 * time.Millisecond
 
 // tailIdle is how long a follower woken by changes (fileWatch) waits at most
 // before it looks at its file anyway.
