@@ -217,7 +217,13 @@ func (e *env) spawnDaemon(bin string, args ...string) *daemon {
 	cmd.Stdout, cmd.Stderr = out, out
 	p := clitest.StartCmd(e.t, cmd)
 	d := &daemon{proc: p, cmd: cmd, out: out, done: p.Done, client: client.New(e.paths.Socket()), pid: cmd.Process.Pid}
-	e.t.Cleanup(func() { d.stop(e.t, syscall.SIGTERM) })
+	e.t.Cleanup(func() {
+		d.stop(e.t, syscall.SIGTERM)
+		if e.t.Failed() {
+			// What the daemon said (a panic, a refusal) tells why a request failed.
+			e.t.Logf("output of the daemon (pid %d):\n%s", d.pid, out)
+		}
+	})
 	return d
 }
 
