@@ -38,15 +38,11 @@ func main() {
 func bench(airlock string, runs int, doc, command, kubeconfig, kubectl string) error {
 	airlock, _ = filepath.Abs(airlock)
 	ctx := context.Background()
-	cli, err := testenv.NewClient(ctx)
+	cli, image, err := testenv.BusyboxClient(ctx)
 	if err != nil {
 		return err
 	}
 	defer cli.Close()
-	image, err := testenv.BuildBusyboxImage(ctx, cli)
-	if err != nil {
-		return err
-	}
 	// The cluster gets the busybox image and the airlock image of this binary.
 	const script = "scripts/kube.sh"
 	if err := testenv.KubeImportImage(ctx, cli, script, image); err != nil {

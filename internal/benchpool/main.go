@@ -44,15 +44,11 @@ func main() {
 func bench(airlock string, runs int, doc, command string) error {
 	airlock, _ = filepath.Abs(airlock)
 	ctx := context.Background()
-	cli, err := testenv.NewClient(ctx)
+	cli, image, err := testenv.BusyboxClient(ctx)
 	if err != nil {
 		return err
 	}
 	defer cli.Close()
-	image, err := testenv.BuildBusyboxImage(ctx, cli)
-	if err != nil {
-		return err
-	}
 	manifest := fmt.Sprintf("[sandbox]\nimage = %q\n[sandbox.pool]\nsize = 2\n", image)
 	p, err := benchdoc.NewProject("airlock-bench-pool-", map[string]string{"sandbox.toml": manifest})
 	if err != nil {

@@ -40,15 +40,11 @@ func main() {
 func bench(airlock string, runs int, doc, command string, remote bool) error {
 	airlock, _ = filepath.Abs(airlock)
 	ctx := context.Background()
-	cli, err := testenv.NewClient(ctx)
+	cli, image, err := testenv.BusyboxClient(ctx)
 	if err != nil {
 		return err
 	}
 	defer cli.Close()
-	image, err := testenv.BuildBusyboxImage(ctx, cli)
-	if err != nil {
-		return err
-	}
 	p, err := benchdoc.NewProject("airlock-bench-", map[string]string{"sandbox.toml": fmt.Sprintf("[sandbox]\nimage = %q\n", image)})
 	if err != nil {
 		return err

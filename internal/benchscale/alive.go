@@ -27,15 +27,11 @@ import (
 func alive(airlock string, n, workers int, doc, command string) error {
 	airlock, _ = filepath.Abs(airlock)
 	ctx := context.Background()
-	cli, err := testenv.NewClient(ctx)
+	cli, image, err := testenv.BusyboxClient(ctx)
 	if err != nil {
 		return err
 	}
 	defer cli.Close()
-	image, err := testenv.BuildBusyboxImage(ctx, cli)
-	if err != nil {
-		return err
-	}
 	manifest := fmt.Sprintf("[sandbox]\nimage = %q\n\n[daemons.side]\ncommand = [\"sleep\", \"100000\"]\n", image)
 	p, err := benchdoc.NewProject("airlock-bench-alive-", map[string]string{"sandbox.toml": manifest})
 	if err != nil {

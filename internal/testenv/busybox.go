@@ -276,3 +276,19 @@ func busyboxApplets(path string) ([]string, error) {
 	}
 	return applets, nil
 }
+
+// BusyboxClient is an Engine client (NewClient) and the busybox test image
+// built on that Engine (BuildBusyboxImage): what every benchmark starts with.
+// The caller closes the client.
+func BusyboxClient(ctx context.Context) (*client.Client, string, error) {
+	cli, err := NewClient(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	image, err := BuildBusyboxImage(ctx, cli)
+	if err != nil {
+		cli.Close()
+		return nil, "", err
+	}
+	return cli, image, nil
+}
