@@ -143,9 +143,14 @@ network = "none"
 oneshot = true
 after = ["postgres"]
 user = "postgres"
-command = ["psql", "-h", "127.0.0.1", "-U", "postgres", "-v", "ON_ERROR_STOP=1", "-c", "create table if not exists users (id int); insert into users values (7)"]
+command = ["psql", "-h", "127.0.0.1", "-U", "postgres", "-d", 'shop "north"', "-v", "ON_ERROR_STOP=1", "-c", "create table if not exists users (id int); insert into users values (7)"]
+
+# No init scripts: the database is made without the first start's own server.
+[daemons.postgres.env]
+POSTGRES_DB = 'shop "north"'
 `)
 	script := `set -e
+echo "db [$(psql -tAc 'select current_database()')]"
 echo "users [$(psql -tAc 'select id from users')]"
 echo "main $(id -u)"
 pg_isready
@@ -159,7 +164,7 @@ echo "owner $(stat -c %U /tmp/airlock-pgdata)"`
 	if r.Code != 0 {
 		t.Fatalf("want exit 0, got %s", r)
 	}
-	contains(t, "stdout", r.Stdout, "users [7]\n", "main 0\n", "accepting connections", "\npostgres\n", "\n42\n", "owner postgres\n")
+	contains(t, "stdout", r.Stdout, "db [shop \"north\"]\n", "users [7]\n", "main 0\n", "accepting connections", "\npostgres\n", "\n42\n", "owner postgres\n")
 	var server, user string
 	for _, l := range strings.Split(r.Stdout, "\n") {
 		if rest, ok := strings.CutPrefix(l, "server "); ok {
