@@ -953,12 +953,12 @@ cmd_import() {
   need_root "import an image"
   [ $# -eq 1 ] || die "usage: $prog import IMAGE.tar"
   [ "$1" = - ] || [ -f "$1" ] || die "cannot import $1: no such file"
-  local f=$1 tmp= k done=0
+  local f=$1 k done=0
   if [ "$f" = - ]; then
-    tmp=$(mktemp "${TMPDIR:-/tmp}/airlock-kube-import.XXXXXX")
-    trap 'rm -f "$tmp"' EXIT
-    cat >"$tmp"
-    f=$tmp
+    import_tmp=$(mktemp "${TMPDIR:-/tmp}/airlock-kube-import.XXXXXX")
+    trap 'rm -f "$import_tmp"' EXIT
+    cat >"$import_tmp"
+    f=$import_tmp
   fi
   for k in "${all_nodes[@]}"; do
     node_vars "$k"
