@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# kube.sh: a real single-node Kubernetes (v1.34.2) for airlock's tests, built from the Go
-# module proxy and run as plain processes on this machine beside (never inside) the Docker
-# Engine. Linux, root (but for build), Debian packages.
+# kube.sh: a real two-node Kubernetes (v1.34.2) on this one machine for airlock's tests, built
+# from the Go module proxy and run as plain processes beside (never inside) the Docker Engine.
+# Linux, root (but for build), Debian packages.
 #
 #   scripts/kube.sh build       builds hyperkube (kube-apiserver, kube-controller-manager,
 #                               kube-scheduler, kubelet and kubectl in one binary dispatching on
@@ -9,24 +9,31 @@
 #                               (scripts/kube/etcd) into the cache; a no-op when they are there and
 #                               their sources did not change. Uses the normal Go build cache.
 #   scripts/kube.sh up          installs missing Debian packages, builds when needed, makes the
-#                               certificates (openssl), starts containerd, etcd, the apiserver,
-#                               controller-manager, scheduler and kubelet, and waits until node
-#                               "localhost" is Ready and the ServiceAccount "default" (and the
-#                               ConfigMap kube-root-ca.crt) exist in namespace "default". Prints the
-#                               time of each phase. A quick no-op when the cluster answers; starts
-#                               only what is missing when part of it runs.
+#                               certificates (openssl), starts each node's containerd, etcd, the
+#                               apiserver, controller-manager, scheduler and each node's kubelet, and
+#                               waits until the nodes "localhost" and "airlock-node2" are Ready and
+#                               the ServiceAccount "default" (and the ConfigMap kube-root-ca.crt)
+#                               exist in namespace "default". Prints the time of each phase. A quick
+#                               no-op when the cluster answers; starts only what is missing when part
+#                               of it runs. AIRLOCK_KUBE_NODES=1 starts node 1 only (default 2).
 #   scripts/kube.sh down        ends what up started and nothing else: pods (through the API, then
-#                               whatever containers remain, through its own containerd), the
-#                               processes whose pids it recorded, mounts under the state directory,
-#                               the bridge, its cgroups and the kubelet's and CNI's leftovers in
-#                               fixed host paths. Keeps certificates, etcd's data and imported images,
-#                               so a later up resumes the same cluster with the same kubeconfig.
+#                               whatever containers remain, through each node's containerd), the
+#                               processes whose pids it recorded, mounts under the state directory
+#                               (node 2's mount namespace with them), the bridges, node 2's link, the
+#                               cgroups and the kubelet's and CNI's leftovers in fixed host paths.
+#                               Keeps certificates, etcd's data and imported images, so a later up
+#                               resumes the same cluster with the same kubeconfig.
 #   scripts/kube.sh clean       down, then removes the state directory (not the build cache).
 #   scripts/kube.sh status      says whether the cluster answers (exit 0) or not (exit 1).
+#   scripts/kube.sh node stop 2 node 2 lost: kills (SIGKILL) its kubelet and containerd; its
+#                               containers run on, as on a machine cut off the network (the cluster
+#                               sees the same either way; a partition is the harder case: the kubelet,
+#                               back, must end what was evicted meanwhile).
+#   scripts/kube.sh node start 2  starts them again and waits until the node is Ready.
 #   scripts/kube.sh kubeconfig  prints the admin kubeconfig's path.
-#   scripts/kube.sh import TAR  imports an image archive (docker save / docker-archive tar) into the
-#                               cluster's containerd, namespace k8s.io. There is no registry: pods
-#                               name such images with imagePullPolicy: Never (or IfNotPresent).
+#   scripts/kube.sh import TAR  imports an image archive (docker save / docker-archive tar) into every
+#                               running node's containerd, namespace k8s.io. There is no registry:
+#                               pods name such images with imagePullPolicy: Never (or IfNotPresent).
 #   scripts/kube.sh kubectl ARG...  runs the built kubectl with the admin kubeconfig.
 #   scripts/kube.sh env         prints export lines for KUBECONFIG and a PATH holding kubectl.
 #
@@ -35,24 +42,46 @@
 #       (kube-apiserver, kube-controller-manager, kube-scheduler, kubelet, kubectl), etcd
 #   ${AIRLOCK_KUBE_STATE:-/var/lib/airlock-kube}   the cluster:
 #       kubeconfig              admin kubeconfig (certificates embedded)
-#       pki/                    CA, serving and client certificates and kubeconfigs, service-account key
-#       etc/                    containerd.toml, kubelet-config.yaml, resolv.conf, cni/ (bridge conflist)
-#       logs/NAME.log           each component's log (the previous run's in NAME.log.1)
-#       run/                    NAME.pid of every process up started; host paths it created
-#       containerd.sock         the cluster's own containerd (config, root, state and runc root
-#                               below containerd/; never the Docker Engine's containerd)
+#       pki/                    CA, serving and client certificates and kubeconfigs (kubelet-2.* is
+#                               node 2's), service-account key
+#       etc/                    node 1's containerd.toml, kubelet-config.yaml and cni/ (bridge
+#                               conflist); resolv.conf; hosts (the apiserver's /etc/hosts)
+#       logs/NAME.log           each component's log (the previous run's in NAME.log.1); node 2's
+#                               are containerd-2.log and kubelet-2.log
+#       run/                    NAME.pid of every process up started; host paths it created; nodes
+#       containerd.sock         node 1's own containerd (config, root, state and runc root below
+#                               containerd/; never the Docker Engine's containerd)
 #       etcd/ kubelet/ pod-logs/ cni/ images/   component data; images/pause.tar is the sandbox image
-# Network: every component listens on 127.0.0.1 only: apiserver 6443, etcd 2379-2381, kubelet
-#   10250 and 10248, controller-manager 10257, scheduler 10259. Pods get 10.244.0.0/24 on the
-#   bridge airlockkube0 (gateway 10.244.0.1 is the host), no masquerade, no default route. There
-#   is no kube-proxy (no ClusterIP services) and no cluster DNS. The host's iptables are never
-#   changed (no kube-proxy, kubelet makeIPTablesUtilChains: false, CNI without ipMasq).
-# Host paths the kubelet and containerd use whatever they are told (down removes what they left):
-#   /var/lib/kubelet/device-plugins, /var/log/containers (symlinks into pod-logs), /var/lib/cni
-#   (this network's entries), the cgroups /sys/fs/cgroup/*/airlock-kube.
+#       node2/                  node 2: the same layout (etc/, containerd.sock, containerd/, kubelet/,
+#                               pod-logs/, cni/), ns/mnt (its mount namespace, bound there) and
+#                               host/ (what it sees as /var/lib/kubelet/device-plugins,
+#                               /var/log/containers and /var/lib/cni)
+# Network: the control plane listens on 127.0.0.1 only: apiserver 6443, etcd 2379-2381,
+#   controller-manager 10257, scheduler 10259. Node 1 ("localhost"): kubelet 127.0.0.1:10250 and
+#   10248, Pods on 10.244.0.0/24 on the bridge airlockkube0 (gateway 10.244.0.1 is the host). Node
+#   2 ("airlock-node2"): kubelet 10.244.255.2:10250 and 10248, an address on airlockkube-n2, a
+#   bridge without ports standing in for a dummy link (this machine kind's kernel has no dummy
+#   links); Pods on 10.244.1.0/24 on the bridge airlockkube1. The kubelet refuses a loopback node IP:
+#   node 1 is reached by its hostname, localhost; node 2 by its hostname too (the apiserver prefers
+#   Hostname), which resolves in the apiserver's own mount namespace, whose /etc/hosts is
+#   etc/hosts (the host's is not changed). Pods get a route to the other node's subnet through
+#   their gateway (the host has both bridges), no masquerade, no default route; where the host's
+#   FORWARD policy is DROP (the Docker Engine's) the host drops Pod-to-Pod traffic, and this script
+#   does not change that. There is no kube-proxy (no ClusterIP services) and no cluster DNS. The
+#   host's iptables are never changed (no kube-proxy, kubelet makeIPTablesUtilChains: false, CNI
+#   without ipMasq).
+# Node loss: the controller-manager's --node-monitor-grace-period is 12 s and --node-monitor-period
+#   2 s; kubelets hold a 10 s lease renewed every 2.5 s (nodeLeaseDurationSeconds) and post status
+#   every 4 s. A stopped node is Unknown ~13 s later and tainted unreachable:NoExecute; airlock's
+#   Pods tolerate that 20 s (kube/podsettings.go).
+# Host paths the kubelet and containerd use whatever they are told (down removes what node 1 left;
+#   node 2 has its own, bind-mounted in its mount namespace, because a kubelet empties
+#   device-plugins when it starts): /var/lib/kubelet/device-plugins, /var/log/containers (symlinks
+#   into pod-logs), /var/lib/cni (CNI results), the cgroups /sys/fs/cgroup/*/airlock-kube and
+#   airlock-kube-2. Node 2's mount namespace is private (the host's / is): it holds copies of the
+#   host's mounts at its making, which is why up makes it before any container runs.
 # Facts of this machine kind behind the choices: Kubernetes stays on 1.34 (1.35's kubelet refuses
-# cgroup v1); containerd needs restrict_oom_score_adj (no CAP_SYS_RESOURCE); the kubelet refuses
-# a loopback node IP, so the node is named localhost and the apiserver reaches it by hostname.
+# cgroup v1); containerd needs restrict_oom_score_adj (no CAP_SYS_RESOURCE).
 set -euo pipefail
 
 prog=kube.sh
