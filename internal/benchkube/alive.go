@@ -187,7 +187,8 @@ func alive(p *benchdoc.Project, airlock, image string, n, workers int, kubectl s
 	intro := fmt.Sprintf("By `%s` against the project's two-node Kubernetes v1.34.2 on one machine (scripts/kube.sh: nodes localhost and airlock-node2, each its own kubelet and containerd), %s; image: the local busybox test image, imported into both nodes; one user (one control daemon), %d project dirs.", command, benchdoc.Machine(), n)
 	notes := "Each sandbox is an `up -d` of its own project dir (no daemon): a Pod with the supervisor's init container, its project copied in\n" +
 		"over Pod exec and its supervisor released by a second exec; `up -d` returns once it is ready. The plain Pods run `sleep` from the\n" +
-		"same image and are waited for with `kubectl wait --for=condition=Ready`. The scheduler places both (no requests: ties broken at\n" +
-		"random). `ps` reads the daemon's records. Both kinds share the machine's 2 CPUs with the whole cluster."
+		"same image and are waited for with `kubectl wait --for=condition=Ready`. The scheduler places both: Pods without requests are\n" +
+		"scored as asking for its defaults (0.1 CPU, 200 MiB), so they spread evenly. `ps` reads the daemon's records. Both kinds share the\n" +
+		"machine's 2 CPUs with the whole cluster (control plane and both nodes)."
 	return benchdoc.Write(doc, "Kubernetes, many alive at once", intro, rows, notes)
 }
