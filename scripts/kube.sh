@@ -863,7 +863,7 @@ teardown() {
   if alive kube-apiserver && { alive kubelet || alive kubelet-2; } && [ -x "$bin/kubectl" ]; then
     for k in "${all_nodes[@]}"; do
       node_vars "$k"
-      alive "kubelet$n_sfx" || kc delete pods --all --all-namespaces --field-selector "spec.nodeName=$n_name" \
+      alive "kubelet$n_sfx" || kc delete pods --all-namespaces --field-selector "spec.nodeName=$n_name" \
         --grace-period=0 --force >/dev/null 2>&1 || true
     done
     kc delete pods --all --all-namespaces --grace-period=1 --wait=true --timeout=60s >/dev/null 2>&1 ||
