@@ -76,7 +76,7 @@ test: lint
 	$(GO) test -trimpath -ldflags=-w -race -count=1 $(TEST_TAGS) $(SLOW_PACKAGES) ./...
 
 # The Kubernetes backend's integration tests (e2e/kube) against the project's own
-# single-node cluster, which scripts/kube.sh builds (cached) and starts when it is not up.
+# two-node cluster (on this one machine), which scripts/kube.sh builds (cached) and starts when it is not up.
 test-kube:
 	./scripts/engine.sh
 	./scripts/kube.sh up
@@ -109,7 +109,7 @@ soak: build
 engine:
 	./scripts/engine.sh
 
-# Starts the single-node Kubernetes of the tests (building it on first use, ~7 min on 2 cores);
+# Starts the two-node Kubernetes of the tests (building it on first use, ~7 min on 2 cores);
 # scripts/kube.sh says more (down, status, kubeconfig, import).
 kube:
 	./scripts/kube.sh up

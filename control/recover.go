@@ -56,7 +56,7 @@ func (s *Service) recover() {
 					// command): its stream and end are recorded now; it is
 					// not started again.
 					s.foundStarted(id)
-					s.primaryDied(id, s.liveOf(id), code)
+					s.primaryDied(id, s.liveOf(id), code, "")
 					continue
 				}
 			}

@@ -108,7 +108,7 @@ func (s *Service) follow(id string, l *live, gen int) {
 			if s.ctx.Err() == nil && l.current(gen) {
 				// The Engine's die event may never come (the watch began after
 				// it, the Engine restarted): record the stop from here too.
-				s.primaryDied(id, l, s.rtOf(id).ExitCode(s.ctx, rec.ContainerID))
+				s.primaryDied(id, l, s.rtOf(id).ExitCode(s.ctx, rec.ContainerID), "")
 			}
 			return
 		}

@@ -37,14 +37,16 @@ func (s *Service) onPrimaryEvent(ev sandbox.PrimaryEvent) {
 	case ev.OOM:
 		s.setFlags(l, func() { l.oom = true })
 	case ev.Died:
-		s.primaryDied(id, l, ev.ExitCode)
+		s.primaryDied(id, l, ev.ExitCode, ev.Reason)
 	}
 }
 
 // primaryDied records that a sandbox's primary container stopped: from the
 // Engine's die event, or when the stream's follower finds it stopped (a die
-// event missed: the watch began late, the Engine restarted).
-func (s *Service) primaryDied(id string, l *live, codep *int) {
+// event missed: the watch began late, the Engine restarted). why, when the
+// backend took the primary away (a Pod evicted, its node lost), fails the
+// sandbox with that reason.
+func (s *Service) primaryDied(id string, l *live, codep *int, why string) {
 	l.diedMu.Lock() // the die event and the follower may both report it
 	defer l.diedMu.Unlock()
 	// Let the status stream's last lines in first.
@@ -71,6 +73,11 @@ func (s *Service) primaryDied(id string, l *live, codep *int) {
 		// The start path records sandbox.started (or its failure) first; its
 		// stream follower then finds the container stopped and reports it again.
 		return
+	case why != "":
+		if rec.State == store.StateReady || rec.State == store.StatePending {
+			s.flushCounts(id, l, false)
+			s.emit(id, store.Event{Kind: "sandbox.failed", Reason: why, ExitCode: codep}, store.StateFailed)
+		}
 	case s.startedNotReady(id):
 		s.failEarly(id, rec, codep)
 	default:

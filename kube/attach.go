@@ -102,7 +102,20 @@ func (rt *Runtime) WaitExit(ctx context.Context, sb *sandbox.Sandbox) (<-chan in
 	codes := make(chan int, 1)
 	errs := make(chan error, 1)
 	go func() {
-		pod, err := rt.waitPod(ctx, sb.PrimaryID, primaryEnded)
+		pod, err := rt.waitPod(ctx, sb.PrimaryID, func(p *corev1.Pod) (bool, error) {
+			if takenAway(p, nil) != "" {
+				return true, nil
+			}
+			return primaryEnded(p)
+		})
+		if err == nil {
+			// Taken away (a lost node's kubelet never reports the end; an
+			// evicted primary's code is that of its SIGTERM): not its code.
+			if why := rt.whyTakenAway(ctx, pod); why != "" {
+				errs <- failed("the sandbox's Pod %s was %s before its main command ended", sb.PrimaryID, why)
+				return
+			}
+		}
 		if err == errGone {
 			errs <- failed("the sandbox's Pod %s was deleted before its main command ended", sb.PrimaryID)
 			return

@@ -656,7 +656,18 @@ func (rt *Runtime) WatchPrimaries(ctx context.Context, on func(sandbox.PrimaryEv
 			uid := string(p.UID)
 			if id, _ := MetaValue(&p.ObjectMeta, sandbox.LabelSandbox); id != "" && !reported[uid] {
 				cs := mainStatus(p)
+				why := rt.whyTakenAway(ctx, p)
 				switch {
+				case why != "":
+					// Evicted (a lost node, a drain): before its primary ends, if
+					// it ever does (the kubelet of a lost node kills nothing).
+					reported[uid] = true
+					ev := sandbox.PrimaryEvent{SandboxID: id, Died: true, Reason: "its Pod was " + why}
+					if cs != nil && cs.State.Terminated != nil {
+						code := int(cs.State.Terminated.ExitCode)
+						ev.ExitCode = &code
+					}
+					on(ev)
 				case cs != nil && cs.State.Terminated != nil:
 					reported[uid] = true
 					code := int(cs.State.Terminated.ExitCode)

@@ -25,6 +25,9 @@ type PrimaryEvent struct {
 	OOM       bool // an OOM kill (a death follows)
 	Died      bool
 	ExitCode  *int // with Died, when known
+	// Reason, with Died, says why the backend took the primary away (its Pod
+	// evicted, its node lost); "" when it ended by itself or was stopped.
+	Reason string
 }
 
 // Location is the Engine this runtime runs sandboxes on.

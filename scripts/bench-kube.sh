@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Kubernetes benchmark, run by `make bench` through scripts/bench.sh: `airlock run -- true`
 # with backend = "kubernetes" against `kubectl run --rm -i --restart=Never` of the same
-# image, on the project's single-node cluster (scripts/kube.sh up: built and cached on
+# image, on the project's two-node cluster (scripts/kube.sh up: built and cached on
 # first use), interleaved. Records docs/benchmarks.md "## Kubernetes".
 set -euo pipefail
 cd "$(dirname "$0")/.."

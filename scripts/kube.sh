@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# kube.sh: a real single-node Kubernetes (v1.34.2) for airlock's tests, built from the Go
-# module proxy and run as plain processes on this machine beside (never inside) the Docker
-# Engine. Linux, root (but for build), Debian packages.
+# kube.sh: a real two-node Kubernetes (v1.34.2) on this one machine for airlock's tests, built
+# from the Go module proxy and run as plain processes beside (never inside) the Docker Engine.
+# Linux, root (but for build), Debian packages.
 #
 #   scripts/kube.sh build       builds hyperkube (kube-apiserver, kube-controller-manager,
 #                               kube-scheduler, kubelet and kubectl in one binary dispatching on
@@ -9,24 +9,31 @@
 #                               (scripts/kube/etcd) into the cache; a no-op when they are there and
 #                               their sources did not change. Uses the normal Go build cache.
 #   scripts/kube.sh up          installs missing Debian packages, builds when needed, makes the
-#                               certificates (openssl), starts containerd, etcd, the apiserver,
-#                               controller-manager, scheduler and kubelet, and waits until node
-#                               "localhost" is Ready and the ServiceAccount "default" (and the
-#                               ConfigMap kube-root-ca.crt) exist in namespace "default". Prints the
-#                               time of each phase. A quick no-op when the cluster answers; starts
-#                               only what is missing when part of it runs.
+#                               certificates (openssl), starts each node's containerd, etcd, the
+#                               apiserver, controller-manager, scheduler and each node's kubelet, and
+#                               waits until the nodes "localhost" and "airlock-node2" are Ready and
+#                               the ServiceAccount "default" (and the ConfigMap kube-root-ca.crt)
+#                               exist in namespace "default". Prints the time of each phase. A quick
+#                               no-op when the cluster answers; starts only what is missing when part
+#                               of it runs. AIRLOCK_KUBE_NODES=1 starts node 1 only (default 2).
 #   scripts/kube.sh down        ends what up started and nothing else: pods (through the API, then
-#                               whatever containers remain, through its own containerd), the
-#                               processes whose pids it recorded, mounts under the state directory,
-#                               the bridge, its cgroups and the kubelet's and CNI's leftovers in
-#                               fixed host paths. Keeps certificates, etcd's data and imported images,
-#                               so a later up resumes the same cluster with the same kubeconfig.
+#                               whatever containers remain, through each node's containerd), the
+#                               processes whose pids it recorded, mounts under the state directory
+#                               (node 2's mount namespace with them), the bridges, node 2's link, the
+#                               cgroups and the kubelet's and CNI's leftovers in fixed host paths.
+#                               Keeps certificates, etcd's data and imported images, so a later up
+#                               resumes the same cluster with the same kubeconfig.
 #   scripts/kube.sh clean       down, then removes the state directory (not the build cache).
 #   scripts/kube.sh status      says whether the cluster answers (exit 0) or not (exit 1).
+#   scripts/kube.sh node stop 2 node 2 lost: kills (SIGKILL) its kubelet and containerd; its
+#                               containers run on, as on a machine cut off the network (the cluster
+#                               sees the same either way; a partition is the harder case: the kubelet,
+#                               back, must end what was evicted meanwhile).
+#   scripts/kube.sh node start 2  starts them again and waits until the node is Ready.
 #   scripts/kube.sh kubeconfig  prints the admin kubeconfig's path.
-#   scripts/kube.sh import TAR  imports an image archive (docker save / docker-archive tar) into the
-#                               cluster's containerd, namespace k8s.io. There is no registry: pods
-#                               name such images with imagePullPolicy: Never (or IfNotPresent).
+#   scripts/kube.sh import TAR  imports an image archive (docker save / docker-archive tar) into every
+#                               running node's containerd, namespace k8s.io. There is no registry:
+#                               pods name such images with imagePullPolicy: Never (or IfNotPresent).
 #   scripts/kube.sh kubectl ARG...  runs the built kubectl with the admin kubeconfig.
 #   scripts/kube.sh env         prints export lines for KUBECONFIG and a PATH holding kubectl.
 #
@@ -35,24 +42,46 @@
 #       (kube-apiserver, kube-controller-manager, kube-scheduler, kubelet, kubectl), etcd
 #   ${AIRLOCK_KUBE_STATE:-/var/lib/airlock-kube}   the cluster:
 #       kubeconfig              admin kubeconfig (certificates embedded)
-#       pki/                    CA, serving and client certificates and kubeconfigs, service-account key
-#       etc/                    containerd.toml, kubelet-config.yaml, resolv.conf, cni/ (bridge conflist)
-#       logs/NAME.log           each component's log (the previous run's in NAME.log.1)
-#       run/                    NAME.pid of every process up started; host paths it created
-#       containerd.sock         the cluster's own containerd (config, root, state and runc root
-#                               below containerd/; never the Docker Engine's containerd)
+#       pki/                    CA, serving and client certificates and kubeconfigs (kubelet-2.* is
+#                               node 2's), service-account key
+#       etc/                    node 1's containerd.toml, kubelet-config.yaml and cni/ (bridge
+#                               conflist); resolv.conf; hosts (the apiserver's /etc/hosts)
+#       logs/NAME.log           each component's log (the previous run's in NAME.log.1); node 2's
+#                               are containerd-2.log and kubelet-2.log
+#       run/                    NAME.pid of every process up started; host paths it created; nodes
+#       containerd.sock         node 1's own containerd (config, root, state and runc root below
+#                               containerd/; never the Docker Engine's containerd)
 #       etcd/ kubelet/ pod-logs/ cni/ images/   component data; images/pause.tar is the sandbox image
-# Network: every component listens on 127.0.0.1 only: apiserver 6443, etcd 2379-2381, kubelet
-#   10250 and 10248, controller-manager 10257, scheduler 10259. Pods get 10.244.0.0/24 on the
-#   bridge airlockkube0 (gateway 10.244.0.1 is the host), no masquerade, no default route. There
-#   is no kube-proxy (no ClusterIP services) and no cluster DNS. The host's iptables are never
-#   changed (no kube-proxy, kubelet makeIPTablesUtilChains: false, CNI without ipMasq).
-# Host paths the kubelet and containerd use whatever they are told (down removes what they left):
-#   /var/lib/kubelet/device-plugins, /var/log/containers (symlinks into pod-logs), /var/lib/cni
-#   (this network's entries), the cgroups /sys/fs/cgroup/*/airlock-kube.
+#       node2/                  node 2: the same layout (etc/, containerd.sock, containerd/, kubelet/,
+#                               pod-logs/, cni/), ns/mnt (its mount namespace, bound there) and
+#                               host/ (what it sees as /var/lib/kubelet/device-plugins,
+#                               /var/log/containers and /var/lib/cni)
+# Network: the control plane listens on 127.0.0.1 only: apiserver 6443, etcd 2379-2381,
+#   controller-manager 10257, scheduler 10259. Node 1 ("localhost"): kubelet 127.0.0.1:10250 and
+#   10248, Pods on 10.244.0.0/24 on the bridge airlockkube0 (gateway 10.244.0.1 is the host). Node
+#   2 ("airlock-node2"): kubelet 10.244.255.2:10250 and 10248, an address on airlockkube-n2, a
+#   bridge without ports standing in for a dummy link (this machine kind's kernel has no dummy
+#   links); Pods on 10.244.1.0/24 on the bridge airlockkube1. The kubelet refuses a loopback node IP:
+#   node 1 is reached by its hostname, localhost; node 2 by its hostname too (the apiserver prefers
+#   Hostname), which resolves in the apiserver's own mount namespace, whose /etc/hosts is
+#   etc/hosts (the host's is not changed). Pods get a route to the other node's subnet through
+#   their gateway (the host has both bridges), no masquerade, no default route; where the host's
+#   FORWARD policy is DROP (the Docker Engine's) the host drops Pod-to-Pod traffic, and this script
+#   does not change that. There is no kube-proxy (no ClusterIP services) and no cluster DNS. The
+#   host's iptables are never changed (no kube-proxy, kubelet makeIPTablesUtilChains: false, CNI
+#   without ipMasq).
+# Node loss: the controller-manager's --node-monitor-grace-period is 12 s and --node-monitor-period
+#   2 s; kubelets hold a 10 s lease renewed every 2.5 s (nodeLeaseDurationSeconds) and post status
+#   every 4 s. A stopped node is Unknown ~13 s later and tainted unreachable:NoExecute; airlock's
+#   Pods tolerate that 20 s (kube/podsettings.go).
+# Host paths the kubelet and containerd use whatever they are told (down removes what node 1 left;
+#   node 2 has its own, bind-mounted in its mount namespace, because a kubelet empties
+#   device-plugins when it starts): /var/lib/kubelet/device-plugins, /var/log/containers (symlinks
+#   into pod-logs), /var/lib/cni (CNI results), the cgroups /sys/fs/cgroup/*/airlock-kube and
+#   airlock-kube-2. Node 2's mount namespace is private (the host's / is): it holds copies of the
+#   host's mounts at its making, which is why up makes it before any container runs.
 # Facts of this machine kind behind the choices: Kubernetes stays on 1.34 (1.35's kubelet refuses
-# cgroup v1); containerd needs restrict_oom_score_adj (no CAP_SYS_RESOURCE); the kubelet refuses
-# a loopback node IP, so the node is named localhost and the apiserver reaches it by hostname.
+# cgroup v1); containerd needs restrict_oom_score_adj (no CAP_SYS_RESOURCE).
 set -euo pipefail
 
 prog=kube.sh
@@ -67,19 +96,46 @@ kubeconfig=$state/kubeconfig
 pki=$state/pki
 run=$state/run
 logs=$state/logs
-sock=$state/containerd.sock
-node=localhost
-bridge=airlockkube0
-cni_net=airlock-kube
-pod_cidr=10.244.0.0/24
 svc_cidr=10.96.0.0/24
 cni_bin=/usr/lib/cni
-cgroup_name=airlock-kube
 pause_image=docker.io/airlock-kube/pause:1
 apiserver_url=https://127.0.0.1:6443
-components=(containerd etcd kube-apiserver kube-controller-manager kube-scheduler kubelet)
+# node 2's address, on a link of its own without ports (the kubelet refuses a loopback one)
+node2_ip=10.244.255.2
+node2_link=airlockkube-n2
+# The node-monitor grace period (controller-manager) and the kubelets' lease (renewed every
+# quarter of its duration): a lost node is marked within grace + monitor period.
+node_monitor_grace=12s
+node_monitor_period=2s
+node_lease_seconds=10
+control_components=(etcd kube-apiserver kube-controller-manager kube-scheduler)
 # Host paths the kubelet and containerd hardcode; up records which of them it created.
 host_dirs=(/var/lib/kubelet /var/lib/kubelet/device-plugins /var/log/containers /var/lib/cni /var/lib/cni/results)
+
+# node_vars N: the facts of node N (1 or 2) in n_* variables. Node 1 keeps the layout of the
+# single-node cluster (its files right in the state directory); node 2's are under node2/.
+node_vars() {
+  case $1 in
+  1)
+    n_name=localhost n_sfx= n_dir=$state n_addr=127.0.0.1 n_ns=
+    n_bridge=airlockkube0 n_net=airlock-kube n_cidr=10.244.0.0/24 n_other=10.244.1.0/24 n_cgroup=airlock-kube
+    ;;
+  2)
+    n_name=airlock-node2 n_sfx=-2 n_dir=$state/node2 n_addr=$node2_ip n_ns=$state/node2/ns/mnt
+    n_bridge=airlockkube1 n_net=airlock-kube-2 n_cidr=10.244.1.0/24 n_other=10.244.0.0/24 n_cgroup=airlock-kube-2
+    ;;
+  *) die "cannot use node $1: the test cluster has nodes 1 and 2" ;;
+  esac
+  n_sock=$n_dir/containerd.sock
+}
+all_nodes=(1 2)
+# wanted_nodes: the nodes up starts: AIRLOCK_KUBE_NODES (1 or 2, default 2), else what the
+# running cluster was started with.
+wanted_nodes() {
+  local k=${AIRLOCK_KUBE_NODES:-}
+  [ -n "$k" ] || k=$(cat "$run/nodes" 2>/dev/null || echo 2)
+  case $k in 1) echo 1 ;; 2) echo 1 2 ;; *) die "cannot start $k nodes: AIRLOCK_KUBE_NODES is 1 or 2" ;; esac
+}
 
 say() { echo "$prog: $*" >&2; }
 die() {
@@ -90,12 +146,13 @@ now() { date +%s.%N; }
 since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1fs", b - a }'; }
 need_root() { [ "$(id -u)" = 0 ] || die "cannot $1: must run as root"; }
 kc() { "$bin/kubectl" --kubeconfig "$kubeconfig" --cache-dir "$state/kubectl-cache" --request-timeout=10s "$@"; }
-ctrc() { ctr --address "$sock" --namespace k8s.io "$@"; }
+# ctrc SOCKET ARG...: ctr on one node's containerd, namespace k8s.io.
+ctrc() { ctr --address "$1" --namespace k8s.io "${@:2}"; }
 
 # running PID: the process exists and is not a zombie.
 running() { [ -r "/proc/$1/status" ] && ! grep -q '^State:[[:space:]]*Z' "/proc/$1/status" 2>/dev/null; }
 
-# alive NAME: the process up recorded for NAME runs and is still that process (its command line
+# alive NAME: the process up recorded for NAME (containerd-2 and kubelet-2 are node 2's) runs and is still that process (its command line
 # names the component and this state directory: a recycled pid is not ours).
 alive() {
   local f=$run/$1.pid pid cmd
@@ -103,7 +160,7 @@ alive() {
   pid=$(cat "$f")
   [ -n "$pid" ] && running "$pid" || return 1
   cmd=$(tr '\0' ' ' 2>/dev/null <"/proc/$pid/cmdline") || return 1
-  [[ $cmd == *"$1"* && $cmd == *"$state/"* ]]
+  [[ $cmd == *"${1%-2}"* && $cmd == *"$state/"* ]]
 }
 
 # start NAME CMD...: runs CMD in a session of its own (so neither the caller's end nor its
@@ -259,72 +316,95 @@ current-context: airlock-kube
 EOF
 }
 
-# gen_pki: CA, certificates and kubeconfigs (once; all or nothing).
+# gen_pki: CA, certificates and kubeconfigs (once; all or nothing), then each node's kubelet
+# client certificate (system:node:NAME, which the NodeRestriction admission checks) when missing.
 gen_pki() {
-  [ -f "$pki/complete" ] && [ -f "$kubeconfig" ] && return 0
-  local d=$state/pki.tmp client
-  rm -rf "$d"
-  mkdir -p "$d"
-  client="basicConstraints=CA:FALSE
+  local d=$state/pki.tmp client="basicConstraints=CA:FALSE
 keyUsage=critical,digitalSignature,keyEncipherment
-extendedKeyUsage=clientAuth"
-  (
-    cd "$d"
-    umask 077
-    genkey ca.key
-    openssl req -x509 -new -key ca.key -days 3650 -subj "/CN=airlock-kube-ca" -out ca.crt
-    genkey sa.key
-    openssl pkey -in sa.key -pubout -out sa.pub
-    sign apiserver "/CN=kube-apiserver" "basicConstraints=CA:FALSE
+extendedKeyUsage=clientAuth" k
+  if ! [ -f "$pki/complete" ] || ! [ -f "$kubeconfig" ]; then
+    rm -rf "$d"
+    mkdir -p "$d"
+    (
+      cd "$d"
+      umask 077
+      genkey ca.key
+      openssl req -x509 -new -key ca.key -days 3650 -subj "/CN=airlock-kube-ca" -out ca.crt
+      genkey sa.key
+      openssl pkey -in sa.key -pubout -out sa.pub
+      sign apiserver "/CN=kube-apiserver" "basicConstraints=CA:FALSE
 keyUsage=critical,digitalSignature,keyEncipherment
 extendedKeyUsage=serverAuth
 subjectAltName=DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local,IP:127.0.0.1,IP:10.96.0.1"
-    sign admin "/O=system:masters/CN=airlock-kube-admin" "$client"
-    sign apiserver-kubelet-client "/O=system:masters/CN=kube-apiserver-kubelet-client" "$client"
-    sign controller-manager "/CN=system:kube-controller-manager" "$client"
-    sign scheduler "/CN=system:kube-scheduler" "$client"
-    sign kubelet "/O=system:nodes/CN=system:node:$node" "$client"
-    for c in admin controller-manager scheduler kubelet; do kubeconfig_for "$c" >"$c.kubeconfig"; done
-    touch complete
-  )
-  rm -rf "$pki"
-  mv "$d" "$pki"
-  install -m 600 "$pki/admin.kubeconfig" "$kubeconfig"
+      sign admin "/O=system:masters/CN=airlock-kube-admin" "$client"
+      sign apiserver-kubelet-client "/O=system:masters/CN=kube-apiserver-kubelet-client" "$client"
+      sign controller-manager "/CN=system:kube-controller-manager" "$client"
+      sign scheduler "/CN=system:kube-scheduler" "$client"
+      for c in admin controller-manager scheduler; do kubeconfig_for "$c" >"$c.kubeconfig"; done
+      touch complete
+    )
+    rm -rf "$pki"
+    mv "$d" "$pki"
+    install -m 600 "$pki/admin.kubeconfig" "$kubeconfig"
+  fi
+  for k in "${all_nodes[@]}"; do
+    node_vars "$k"
+    [ -f "$pki/kubelet$n_sfx.kubeconfig" ] && continue
+    (
+      cd "$pki"
+      umask 077
+      sign "kubelet$n_sfx" "/O=system:nodes/CN=system:node:$n_name" "$client"
+      kubeconfig_for "kubelet$n_sfx" >"kubelet$n_sfx.kubeconfig.tmp"
+      mv "kubelet$n_sfx.kubeconfig.tmp" "kubelet$n_sfx.kubeconfig"
+    )
+  done
 }
 
+# write_configs: the control plane's files (resolv.conf, the apiserver's hosts file).
 write_configs() {
-  mkdir -p "$state/etc/cni" "$state/containerd/root" "$state/containerd/state" "$state/containerd/runc" \
-    "$state/cni/ipam" "$state/pod-logs" "$state/kubelet/volume-plugins" "$state/controller-manager/volume-plugins" "$state/etcd"
+  mkdir -p "$state/etc" "$state/controller-manager/volume-plugins" "$state/etcd"
   chmod 700 "$state/etcd"
   echo "nameserver 127.0.0.1" >"$state/etc/resolv.conf"
-  cat >"$state/etc/cni/10-$cni_net.conflist" <<EOF
+  # The apiserver reaches a kubelet by its node's hostname: node 2's resolves in the apiserver's
+  # own mount namespace, where this file is /etc/hosts (the host's is not changed).
+  { cat /etc/hosts && echo "$node2_ip airlock-node2"; } >"$state/etc/hosts"
+}
+
+# write_node_configs N: node N's CNI, containerd and kubelet configuration (node_vars N).
+write_node_configs() {
+  node_vars "$1"
+  mkdir -p "$n_dir/etc/cni" "$n_dir/containerd/root" "$n_dir/containerd/state" "$n_dir/containerd/runc" \
+    "$n_dir/cni/ipam" "$n_dir/pod-logs" "$n_dir/kubelet/volume-plugins"
+  # Pods reach the other node's Pods through their gateway (the host routes between the two
+  # bridges); they have no default route.
+  cat >"$n_dir/etc/cni/10-$n_net.conflist" <<EOF
 {
   "cniVersion": "0.4.0",
-  "name": "$cni_net",
+  "name": "$n_net",
   "plugins": [
     {
       "type": "bridge",
-      "bridge": "$bridge",
+      "bridge": "$n_bridge",
       "isGateway": true,
       "ipMasq": false,
       "hairpinMode": true,
-      "ipam": {"type": "host-local", "ranges": [[{"subnet": "$pod_cidr"}]], "dataDir": "$state/cni/ipam"}
+      "ipam": {"type": "host-local", "ranges": [[{"subnet": "$n_cidr"}]], "routes": [{"dst": "$n_other"}], "dataDir": "$n_dir/cni/ipam"}
     }
   ]
 }
 EOF
-  cat >"$state/etc/containerd.toml" <<EOF
-# The cluster's own containerd (scripts/kube.sh); never the Docker Engine's.
+  cat >"$n_dir/etc/containerd.toml" <<EOF
+# Node $1's own containerd (scripts/kube.sh); never the Docker Engine's.
 version = 2
-root = "$state/containerd/root"
-state = "$state/containerd/state"
+root = "$n_dir/containerd/root"
+state = "$n_dir/containerd/state"
 disabled_plugins = ["io.containerd.internal.v1.opt", "io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper"]
 
 [grpc]
-  address = "$sock"
+  address = "$n_sock"
 
 [ttrpc]
-  address = "$sock.ttrpc"
+  address = "$n_sock.ttrpc"
 
 [debug]
   address = ""
@@ -334,7 +414,7 @@ disabled_plugins = ["io.containerd.internal.v1.opt", "io.containerd.snapshotter.
 
 # containerd 1.6's task service needs the legacy runtime loaded; unused, its root is ours too
 [plugins."io.containerd.runtime.v1.linux"]
-  runtime_root = "$state/containerd/runc-v1"
+  runtime_root = "$n_dir/containerd/runc-v1"
 
 [plugins."io.containerd.grpc.v1.cri"]
   sandbox_image = "$pause_image"
@@ -353,19 +433,19 @@ disabled_plugins = ["io.containerd.internal.v1.opt", "io.containerd.snapshotter.
       runtime_type = "io.containerd.runc.v2"
       [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
         SystemdCgroup = false
-        Root = "$state/containerd/runc"
+        Root = "$n_dir/containerd/runc"
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "$cni_bin"
-    conf_dir = "$state/etc/cni"
+    conf_dir = "$n_dir/etc/cni"
     max_conf_num = 1
 EOF
-  cat >"$state/etc/kubelet-config.yaml" <<EOF
+  cat >"$n_dir/etc/kubelet-config.yaml" <<EOF
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
-address: 127.0.0.1
+address: $n_addr
 port: 10250
 readOnlyPort: 0
-healthzBindAddress: 127.0.0.1
+healthzBindAddress: $n_addr
 healthzPort: 10248
 authentication:
   anonymous: {enabled: false}
@@ -373,17 +453,20 @@ authentication:
   x509: {clientCAFile: $pki/ca.crt}
 authorization: {mode: Webhook}
 cgroupDriver: cgroupfs
-cgroupRoot: /$cgroup_name
-containerRuntimeEndpoint: unix://$sock
+cgroupRoot: /$n_cgroup
+containerRuntimeEndpoint: unix://$n_sock
 failSwapOn: false
 makeIPTablesUtilChains: false
 resolvConf: $state/etc/resolv.conf
-podLogsDir: $state/pod-logs
-volumePluginDir: $state/kubelet/volume-plugins
+podLogsDir: $n_dir/pod-logs
+volumePluginDir: $n_dir/kubelet/volume-plugins
 serializeImagePulls: false
 evictionHard: {memory.available: "100Mi", nodefs.available: "1%", imagefs.available: "1%", nodefs.inodesFree: "1%"}
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
+# renewed every quarter of it: the controller-manager's grace ($node_monitor_grace) allows ~4 misses
+nodeLeaseDurationSeconds: $node_lease_seconds
+nodeStatusUpdateFrequency: 4s
 EOF
 }
 
@@ -408,21 +491,21 @@ make_pause_image() {
   rm -rf "$d"
 }
 
-# cgroup_dirs: the kubelet's cgroupRoot in every hierarchy.
+# cgroup_dirs NAME: the kubelet's cgroupRoot NAME in every hierarchy.
 cgroup_dirs() {
   local c
   if [ "$(stat -fc %T /sys/fs/cgroup)" = cgroup2fs ]; then
-    echo "/sys/fs/cgroup/$cgroup_name"
+    echo "/sys/fs/cgroup/$1"
     return
   fi
   for c in /sys/fs/cgroup/*; do
-    [ -d "$c" ] && [ ! -L "$c" ] && [ "${c##*/}" != unified ] && echo "$c/$cgroup_name"
+    [ -d "$c" ] && [ ! -L "$c" ] && [ "${c##*/}" != unified ] && echo "$c/$1"
   done
 }
 
 prepare_cgroups() {
   local c
-  for c in $(cgroup_dirs); do
+  for c in $(cgroup_dirs "$1"); do
     mkdir -p "$c"
     if [ "${c%/*}" != /sys/fs/cgroup ] && [ -f "${c%/*}/cpuset.cpus" ] && [ -z "$(cat "$c/cpuset.cpus")" ]; then
       cat "${c%/*}/cpuset.cpus" >"$c/cpuset.cpus"
@@ -441,19 +524,58 @@ record_host_dirs() {
   done
 }
 
+# ns2_held: node 2's mount namespace exists (bound on node2/ns/mnt).
+ns2_held() { awk -v f="$state/node2/ns/mnt" '$2 == f && $3 == "nsfs" { ok = 1 } END { exit !ok }' /proc/self/mounts; }
+
+# ensure_node2_host: node 2's machine: its address on a dummy link, and a mount namespace of its
+# own (kept on node2/ns/mnt, so that containerd-2 finds its containers' mounts after a node stop)
+# where the host paths the kubelet and containerd hardcode are node 2's own directories:
+# /var/lib/kubelet/device-plugins (a kubelet empties it when it starts), /var/log/containers,
+# /var/lib/cni.
+ensure_node2_host() {
+  local d=$state/node2/ns h=$state/node2/host
+  if ! ip link show "$node2_link" >/dev/null 2>&1; then
+    # (a bridge without ports: this kernel may lack the dummy link type)
+    ip link add "$node2_link" type bridge
+    ip addr add "$node2_ip/32" dev "$node2_link"
+    ip link set "$node2_link" up
+  fi
+  ns2_held && return 0
+  mkdir -p "$d" "$h/device-plugins" "$h/log-containers" "$h/cni" /var/lib/kubelet/device-plugins /var/log/containers /var/lib/cni
+  # (a namespace can be bound only on a private mount)
+  awk -v f="$d" '$2 == f { ok = 1 } END { exit !ok }' /proc/self/mounts || mount --bind "$d" "$d"
+  mount --make-private "$d"
+  touch "$d/mnt"
+  unshare --mount="$d/mnt" --propagation private sh -ec "
+    mount --bind '$h/device-plugins' /var/lib/kubelet/device-plugins
+    mount --bind '$h/log-containers' /var/log/containers
+    mount --bind '$h/cni' /var/lib/cni" || die "cannot make node 2's mount namespace"
+}
+
+# in_node N CMD...: CMD as node N runs it (node 2's in its mount namespace).
+in_node() {
+  node_vars "$1"
+  if [ -n "$n_ns" ]; then
+    nsenter --mount="$n_ns" -- "${@:2}"
+  else
+    "${@:2}"
+  fi
+}
+
 apiserver_ready() {
   curl -fsS --max-time 3 --cacert "$pki/ca.crt" --cert "$pki/admin.crt" --key "$pki/admin.key" "$apiserver_url/readyz" >/dev/null 2>&1
 }
 
-# node_ready: the node is Ready by a heartbeat of the running kubelet (not a stale status
+# node_ready N: node N is Ready by a heartbeat of its running kubelet (not a stale status
 # left in etcd by an earlier run).
 node_ready() {
   local out ready hb since_s
-  out=$(kc get node "$node" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status} {.status.conditions[?(@.type=="Ready")].lastHeartbeatTime}' 2>/dev/null) || return 1
+  node_vars "$1"
+  out=$(kc get node "$n_name" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status} {.status.conditions[?(@.type=="Ready")].lastHeartbeatTime}' 2>/dev/null) || return 1
   ready=${out%% *}
   hb=${out#* }
   [ "$ready" = True ] || return 1
-  since_s=$(cat "$run/kubelet.started" 2>/dev/null || echo 0)
+  since_s=$(cat "$run/kubelet$n_sfx.started" 2>/dev/null || echo 0)
   [ "$(date -d "$hb" +%s 2>/dev/null || echo 0)" -ge "$since_s" ]
 }
 
@@ -461,28 +583,74 @@ default_sa_ready() {
   kc -n default get serviceaccount default >/dev/null 2>&1 && kc -n default get configmap kube-root-ca.crt >/dev/null 2>&1
 }
 
+# components_of N...: the processes of the control plane and of nodes N.
+components_of() {
+  local k
+  echo "${control_components[@]}"
+  for k in "$@"; do
+    node_vars "$k"
+    echo "containerd$n_sfx kubelet$n_sfx"
+  done
+}
+
 any_alive() {
   local c
-  for c in "${components[@]}"; do alive "$c" && return 0; done
+  for c in $(components_of "${all_nodes[@]}"); do alive "$c" && return 0; done
   return 1
 }
 
-all_alive() {
-  local c
-  for c in "${components[@]}"; do alive "$c" || return 1; done
+# answers N...: the control plane and nodes N run and the nodes are Ready.
+answers() {
+  local c k
+  for c in $(components_of "$@"); do alive "$c" || return 1; done
+  apiserver_ready || return 1
+  for k in "$@"; do node_ready "$k" || return 1; done
 }
 
-answers() { all_alive && apiserver_ready && node_ready; }
+# start_containerd N: node N's containerd, and the sandbox image in it.
+start_containerd() {
+  node_vars "$1"
+  if ! alive "containerd$n_sfx"; then
+    [ ${#n_sock} -lt 100 ] || die "cannot start containerd: socket path $n_sock is too long for a unix socket"
+    rm -f "$n_sock" "$n_sock.ttrpc"
+    if [ -n "$n_ns" ]; then
+      start "containerd$n_sfx" nsenter --mount="$n_ns" -- containerd --config "$n_dir/etc/containerd.toml" --log-level warn
+    else
+      start "containerd$n_sfx" containerd --config "$n_dir/etc/containerd.toml" --log-level warn
+    fi
+    wait_until 30 "containerd$n_sfx" "containerd of node $1 answering" ctr --address "$n_sock" version
+  fi
+  if ! ctrc "$n_sock" images ls -q 2>/dev/null | grep -qxF "$pause_image"; then
+    ctrc "$n_sock" images import "$state/images/pause.tar" >/dev/null || die "cannot import the sandbox image into node $1's containerd"
+  fi
+}
+
+# start_kubelet N: node N's kubelet (its containerd runs).
+start_kubelet() {
+  node_vars "$1"
+  alive "kubelet$n_sfx" && return 0
+  if [ "$1" = 1 ]; then port_free 10250 10248; fi
+  prepare_cgroups "$n_cgroup"
+  date +%s >"$run/kubelet$n_sfx.started"
+  local args=(--config="$n_dir/etc/kubelet-config.yaml" --kubeconfig="$pki/kubelet$n_sfx.kubeconfig"
+    --root-dir="$n_dir/kubelet" --cert-dir="$n_dir/kubelet/pki" --hostname-override="$n_name")
+  if [ -n "$n_ns" ]; then
+    start "kubelet$n_sfx" nsenter --mount="$n_ns" -- "$bin/kubelet" "${args[@]}" --node-ip="$n_addr"
+  else
+    start "kubelet$n_sfx" "$bin/kubelet" "${args[@]}"
+  fi
+}
 
 cmd_up() {
   need_root "start the cluster"
-  local t0 t c
+  local t0 t c k nodes
   t0=$(now)
   mkdir -p "$state"
   exec 9>>"$state/.lock"
   flock 9
-  if [ -x "$bin/kubectl" ] && [ -f "$kubeconfig" ] && answers; then
-    say "already up ($(since "$t0")); kubeconfig: $kubeconfig"
+  read -ra nodes <<<"$(wanted_nodes)"
+  if [ -x "$bin/kubectl" ] && [ -f "$kubeconfig" ] && answers "${nodes[@]}"; then
+    say "already up with ${#nodes[@]} node(s) ($(since "$t0")); kubeconfig: $kubeconfig"
     return 0
   fi
   t=$(now)
@@ -497,20 +665,16 @@ cmd_up() {
   t=$(now)
   gen_pki
   write_configs
+  for k in "${nodes[@]}"; do write_node_configs "$k"; done
   make_pause_image
   record_host_dirs
+  echo "${#nodes[@]}" >"$run/nodes"
+  # (before any container runs: the namespace copies the host's mounts)
+  [ "${#nodes[@]}" = 1 ] || ensure_node2_host
   say "phase certificates and configuration: $(since "$t")"
 
   t=$(now)
-  if ! alive containerd; then
-    [ ${#sock} -lt 100 ] || die "cannot start containerd: socket path $sock is too long for a unix socket"
-    rm -f "$sock" "$sock.ttrpc"
-    start containerd containerd --config "$state/etc/containerd.toml" --log-level warn
-    wait_until 30 containerd "containerd answering" ctr --address "$sock" version
-  fi
-  if ! ctrc images ls -q 2>/dev/null | grep -qxF "$pause_image"; then
-    ctrc images import "$state/images/pause.tar" >/dev/null || die "cannot import the sandbox image into containerd"
-  fi
+  for k in "${nodes[@]}"; do start_containerd "$k"; done
   say "phase containerd: $(since "$t")"
 
   t=$(now)
@@ -528,7 +692,10 @@ cmd_up() {
   t=$(now)
   if ! alive kube-apiserver; then
     port_free 6443
-    start kube-apiserver "$bin/kube-apiserver" --etcd-servers=http://127.0.0.1:2379 \
+    # In a mount namespace of its own whose /etc/hosts names node 2 (see write_configs).
+    start kube-apiserver unshare --mount --propagation private sh -ec \
+      'mount --bind "$0" /etc/hosts; shift; exec "$@"' "$state/etc/hosts" -- \
+      "$bin/kube-apiserver" --etcd-servers=http://127.0.0.1:2379 \
       --bind-address=127.0.0.1 --secure-port=6443 --advertise-address=127.0.0.1 --endpoint-reconciler-type=none \
       --service-cluster-ip-range=$svc_cidr \
       --tls-cert-file="$pki/apiserver.crt" --tls-private-key-file="$pki/apiserver.key" --client-ca-file="$pki/ca.crt" \
@@ -550,6 +717,7 @@ cmd_up() {
       --bind-address=127.0.0.1 --leader-elect=false --use-service-account-credentials=true \
       --service-account-private-key-file="$pki/sa.key" --root-ca-file="$pki/ca.crt" \
       --cluster-signing-cert-file="$pki/ca.crt" --cluster-signing-key-file="$pki/ca.key" \
+      --node-monitor-grace-period=$node_monitor_grace --node-monitor-period=$node_monitor_period \
       --flex-volume-plugin-dir="$state/controller-manager/volume-plugins" --profiling=false
   fi
   if ! alive kube-scheduler; then
@@ -558,22 +726,18 @@ cmd_up() {
       --authentication-kubeconfig="$pki/scheduler.kubeconfig" --authorization-kubeconfig="$pki/scheduler.kubeconfig" \
       --bind-address=127.0.0.1 --leader-elect=false --profiling=false
   fi
-  if ! alive kubelet; then
-    port_free 10250 10248
-    prepare_cgroups
-    date +%s >"$run/kubelet.started"
-    start kubelet "$bin/kubelet" --config="$state/etc/kubelet-config.yaml" \
-      --kubeconfig="$pki/kubelet.kubeconfig" --root-dir="$state/kubelet" --cert-dir="$state/kubelet/pki" \
-      --hostname-override=$node
-  fi
-  wait_until 120 kubelet "node $node Ready" node_ready
-  say "phase kubelet, node Ready: $(since "$t")"
+  for k in "${nodes[@]}"; do start_kubelet "$k"; done
+  for k in "${nodes[@]}"; do
+    node_vars "$k"
+    wait_until 120 "kubelet$n_sfx" "node $n_name Ready" node_ready "$k"
+  done
+  say "phase kubelets, ${#nodes[@]} node(s) Ready: $(since "$t")"
 
   t=$(now)
   wait_until 60 kube-controller-manager "ServiceAccount default" default_sa_ready
   alive kube-scheduler || fail_log kube-scheduler "cannot start the cluster: kube-scheduler exited"
   say "phase ServiceAccount default: $(since "$t")"
-  say "up in $(since "$t0"); kubeconfig: $kubeconfig"
+  say "up with ${#nodes[@]} node(s) in $(since "$t0"); kubeconfig: $kubeconfig"
 }
 
 ### down
@@ -602,91 +766,144 @@ stop() {
   rm -f "$f"
 }
 
-# our_shims: pids of containerd shims serving this cluster's containerd (their command line
-# names its socket).
+# our_shims SOCKET: pids of containerd shims serving the containerd on SOCKET (their command
+# line names it).
 our_shims() {
   local p cmd
   for p in /proc/[0-9]*; do
     cmd=$(tr '\0' ' ' 2>/dev/null <"$p/cmdline") || continue
-    [[ $cmd == *containerd-shim* && $cmd == *"-address $sock "* ]] && echo "${p#/proc/}"
+    [[ $cmd == *containerd-shim* && $cmd == *"-address $1 "* ]] && echo "${p#/proc/}"
   done
   return 0
 }
 
-# leftovers: an earlier run left something behind (pids, shims, mounts, bridge, cgroups).
+# in_ns2: pids of the processes in node 2's mount namespace.
+in_ns2() {
+  local ino p
+  ns2_held || return 0
+  ino=$(stat -L -c %i "$state/node2/ns/mnt" 2>/dev/null) || return 0
+  for p in /proc/[0-9]*; do
+    [ "$(stat -L -c %i "$p/ns/mnt" 2>/dev/null)" = "$ino" ] && echo "${p#/proc/}"
+  done
+  return 0
+}
+
+# leftovers: an earlier run left something behind (pids, shims, mounts, bridges, links, cgroups).
 leftovers() {
-  local d
-  [ -n "$(ls -A "$run" 2>/dev/null)" ] && return 0
-  [ -n "$(our_shims)" ] && return 0
+  local d k
+  [ -n "$(ls -A "$run" 2>/dev/null | grep -vx nodes)" ] && return 0
   awk -v p="$state/" 'index($2, p) == 1 { f = 1 } END { exit !f }' /proc/self/mounts && return 0
-  ip link show "$bridge" >/dev/null 2>&1 && return 0
-  for d in /sys/fs/cgroup/*/"$cgroup_name" /sys/fs/cgroup/"$cgroup_name"; do [ -d "$d" ] && return 0; done
+  ip link show "$node2_link" >/dev/null 2>&1 && return 0
+  for k in "${all_nodes[@]}"; do
+    node_vars "$k"
+    [ -n "$(our_shims "$n_sock")" ] && return 0
+    ip link show "$n_bridge" >/dev/null 2>&1 && return 0
+    for d in /sys/fs/cgroup/*/"$n_cgroup" /sys/fs/cgroup/"$n_cgroup"; do [ -d "$d" ] && return 0; done
+  done
   return 1
+}
+
+# end_containers N: kills and removes every container of node N through its containerd
+# (started again for it when shims of a run that ended without down remain), then ends it.
+end_containers() {
+  local c i ids=
+  node_vars "$1"
+  if ! alive "containerd$n_sfx" && [ -n "$(our_shims "$n_sock")" ] && [ -f "$n_dir/etc/containerd.toml" ] &&
+    { [ -z "$n_ns" ] || ns2_held; }; then
+    start_containerd_only "$1"
+  fi
+  if alive "containerd$n_sfx"; then
+    ids=$(ctrc "$n_sock" containers ls -q 2>/dev/null || true)
+    for c in $(ctrc "$n_sock" tasks ls -q 2>/dev/null); do ctrc "$n_sock" tasks kill -s SIGKILL "$c" >/dev/null 2>&1 || true; done
+    for c in $ids; do
+      for i in $(seq 1 25); do
+        ctrc "$n_sock" tasks rm -f "$c" >/dev/null 2>&1 || true
+        ctrc "$n_sock" tasks ls -q 2>/dev/null | grep -qxF "$c" || break
+        sleep 0.2
+      done
+      ctrc "$n_sock" containers rm "$c" >/dev/null 2>&1 || say "cannot remove container $c from node $1's containerd"
+    done
+  fi
+  stop "containerd$n_sfx"
+  for i in $(our_shims "$n_sock"); do
+    say "ending leftover containerd shim $i of node $1"
+    kill -KILL "$i" 2>/dev/null || true
+  done
+  # node 1's CNI results are in the host's /var/lib/cni (node 2's in its own directory)
+  if [ -z "$n_ns" ]; then
+    rm -f /var/lib/cni/results/"$n_net"-*
+    for c in $ids; do rm -f /var/lib/cni/results/*-"$c"-*; done
+  fi
+}
+
+# start_containerd_only N: node N's containerd, waited for, without an image import.
+start_containerd_only() {
+  local i
+  node_vars "$1"
+  if [ -n "$n_ns" ]; then
+    start "containerd$n_sfx" nsenter --mount="$n_ns" -- containerd --config "$n_dir/etc/containerd.toml" --log-level warn
+  else
+    start "containerd$n_sfx" containerd --config "$n_dir/etc/containerd.toml" --log-level warn
+  fi
+  for i in $(seq 1 50); do
+    ctr --address "$n_sock" version >/dev/null 2>&1 && break
+    sleep 0.2
+  done
 }
 
 # teardown: ends everything up started and removes what it left on the host, best effort,
 # reporting what could not be removed. Keeps certificates, etcd's data and images.
 teardown() {
-  local c i d m left=()
-  # Pods first, through the API, so the kubelet stops their containers and CNI releases their
-  # network; with the controllers stopped first nothing recreates them.
+  local c i d m k p left=()
+  # Pods first, through the API, so the kubelets stop their containers and CNI releases their
+  # network; with the controllers stopped first nothing recreates them. (A stopped node's Pods
+  # cannot be deleted so: its containers are killed below.)
   stop kube-scheduler
   stop kube-controller-manager
-  if alive kube-apiserver && alive kubelet && [ -x "$bin/kubectl" ]; then
+  if alive kube-apiserver && { alive kubelet || alive kubelet-2; } && [ -x "$bin/kubectl" ]; then
+    for k in "${all_nodes[@]}"; do
+      node_vars "$k"
+      alive "kubelet$n_sfx" || kc delete pods --all-namespaces --field-selector "spec.nodeName=$n_name" \
+        --grace-period=0 --force >/dev/null 2>&1 || true
+    done
     kc delete pods --all --all-namespaces --grace-period=1 --wait=true --timeout=60s >/dev/null 2>&1 ||
       say "pods not all deleted through the API within 60 s; killing their containers"
   fi
-  stop kubelet
-  if alive kube-apiserver; then
+  for k in "${all_nodes[@]}"; do
+    node_vars "$k"
+    stop "kubelet$n_sfx"
     # the node's status would otherwise look Ready to the next up until a new heartbeat
-    kc delete node "$node" --wait=false >/dev/null 2>&1 || true
-  fi
+    if alive kube-apiserver; then kc delete node "$n_name" --wait=false >/dev/null 2>&1 || true; fi
+  done
   # (the apiserver waits for its clients' open watches; its state is in etcd: no need to wait)
   stop kube-apiserver 3
   stop etcd
-  if ! alive containerd && [ -n "$(our_shims)" ] && [ -f "$state/etc/containerd.toml" ]; then
-    # containers of a run that ended without down: a containerd reconnects to their shims
-    start containerd containerd --config "$state/etc/containerd.toml" --log-level warn
-    for i in $(seq 1 50); do
-      ctr --address "$sock" version >/dev/null 2>&1 && break
-      sleep 0.2
-    done
-  fi
-  local ids=
-  if alive containerd; then
-    ids=$(ctrc containers ls -q 2>/dev/null || true)
-    for c in $(ctrc tasks ls -q 2>/dev/null); do ctrc tasks kill -s SIGKILL "$c" >/dev/null 2>&1 || true; done
-    for c in $(ctrc containers ls -q 2>/dev/null); do
-      for i in $(seq 1 25); do
-        ctrc tasks rm -f "$c" >/dev/null 2>&1 || true
-        ctrc tasks ls -q 2>/dev/null | grep -qxF "$c" || break
-        sleep 0.2
-      done
-      ctrc containers rm "$c" >/dev/null 2>&1 || say "cannot remove container $c from containerd"
-    done
-  fi
-  stop containerd
-  for i in $(our_shims); do
-    say "ending leftover containerd shim $i"
-    kill -KILL "$i" 2>/dev/null || true
+  for k in "${all_nodes[@]}"; do end_containers "$k"; done
+  # Node 2's mount namespace goes with its last process and its binding.
+  for p in $(in_ns2); do
+    say "ending process $p ($(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | cut -c1-60)) left in node 2's mount namespace"
+    kill -KILL "$p" 2>/dev/null || true
   done
   # Mounts under the state directory, deepest first (the kubelet's bind of its root directory,
-  # secret volumes, network namespaces, container root filesystems).
+  # secret volumes, network namespaces, container root filesystems, node 2's namespace).
   awk -v p="$state/" 'index($2, p) == 1 { print $2 }' /proc/self/mounts | sort -r | while read -r m; do
     umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || say "cannot unmount $m"
   done
-  if ip link show "$bridge" >/dev/null 2>&1; then ip link del "$bridge" || say "cannot delete the bridge $bridge"; fi
-  rm -rf "$state/cni/ipam"
-  for d in /sys/fs/cgroup/*/"$cgroup_name" /sys/fs/cgroup/"$cgroup_name"; do
-    [ -d "$d" ] && find "$d" -depth -type d -exec rmdir {} \; 2>/dev/null
+  if ip link show "$node2_link" >/dev/null 2>&1; then ip link del "$node2_link" || say "cannot delete the link $node2_link"; fi
+  for k in "${all_nodes[@]}"; do
+    node_vars "$k"
+    if ip link show "$n_bridge" >/dev/null 2>&1; then ip link del "$n_bridge" || say "cannot delete the bridge $n_bridge"; fi
+    rm -rf "$n_dir/cni/ipam"
+    for d in /sys/fs/cgroup/*/"$n_cgroup" /sys/fs/cgroup/"$n_cgroup"; do
+      [ -d "$d" ] && find "$d" -depth -type d -exec rmdir {} \; 2>/dev/null
+    done
+    rm -f "$run/kubelet$n_sfx.started" "$n_sock" "$n_sock.ttrpc"
   done
-  # What the kubelet and containerd left in the host paths they hardcode.
+  # What node 1's kubelet and containerd left in the host paths they hardcode.
   rm -f /var/lib/kubelet/device-plugins/kubelet.sock /var/lib/kubelet/device-plugins/DEPRECATION
   if [ -d /var/log/containers ]; then
     find /var/log/containers -maxdepth 1 -type l -lname "$state/pod-logs/*" -delete
   fi
-  rm -f /var/lib/cni/results/"$cni_net"-*
-  for c in $ids; do rm -f /var/lib/cni/results/*-"$c"-*; done
   if [ -f "$run/host-dirs-created" ]; then
     # (what cannot be removed yet stays recorded for the next down)
     sort -r "$run/host-dirs-created" | while read -r d; do
@@ -698,14 +915,18 @@ teardown() {
       rm -f "$run/host-dirs-created.tmp" "$run/host-dirs-created"
     fi
   fi
-  rm -f "$run/kubelet.started" "$sock" "$sock.ttrpc"
+  rm -f "$run/nodes" "$run/node-2.stopped"
   # report
-  for c in "${components[@]}"; do [ ! -f "$run/$c.pid" ] || left+=("process $c"); done
-  [ -z "$(our_shims)" ] || left+=("shims $(our_shims | tr '\n' ' ')")
+  for c in $(components_of "${all_nodes[@]}"); do [ ! -f "$run/$c.pid" ] || left+=("process $c"); done
   m=$(awk -v p="$state/" 'index($2, p) == 1' /proc/self/mounts | wc -l)
   [ "$m" = 0 ] || left+=("$m mounts under $state")
-  for d in /sys/fs/cgroup/*/"$cgroup_name" /sys/fs/cgroup/"$cgroup_name"; do [ ! -d "$d" ] || left+=("cgroup $d"); done
-  ! ip link show "$bridge" >/dev/null 2>&1 || left+=("bridge $bridge")
+  ! ip link show "$node2_link" >/dev/null 2>&1 || left+=("link $node2_link")
+  for k in "${all_nodes[@]}"; do
+    node_vars "$k"
+    [ -z "$(our_shims "$n_sock")" ] || left+=("shims $(our_shims "$n_sock" | tr '\n' ' ')")
+    for d in /sys/fs/cgroup/*/"$n_cgroup" /sys/fs/cgroup/"$n_cgroup"; do [ ! -d "$d" ] || left+=("cgroup $d"); done
+    ! ip link show "$n_bridge" >/dev/null 2>&1 || left+=("bridge $n_bridge")
+  done
   if [ ${#left[@]} -gt 0 ]; then
     say "left behind: ${left[*]}"
     return 1
@@ -735,12 +956,17 @@ cmd_clean() {
 }
 
 cmd_status() {
-  local c up=() down=()
-  for c in "${components[@]}"; do
+  local c k up=() down=() nodes ready=()
+  read -ra nodes <<<"$(wanted_nodes)"
+  for c in $(components_of "${nodes[@]}"); do
     if alive "$c"; then up+=("$c"); else down+=("$c"); fi
   done
-  if [ ${#down[@]} -eq 0 ] && [ -x "$bin/kubectl" ] && answers; then
-    echo "$prog: up: node $node Ready; kubeconfig: $kubeconfig"
+  if [ ${#down[@]} -eq 0 ] && [ -x "$bin/kubectl" ] && answers "${nodes[@]}"; then
+    for k in "${nodes[@]}"; do
+      node_vars "$k"
+      ready+=("$n_name")
+    done
+    echo "$prog: up: node(s) ${ready[*]} Ready; kubeconfig: $kubeconfig"
     return 0
   fi
   if [ ${#up[@]} -eq 0 ]; then
@@ -751,12 +977,58 @@ cmd_status() {
   return 1
 }
 
+# cmd_import TAR: into every running node's containerd (stdin is read once).
 cmd_import() {
   need_root "import an image"
   [ $# -eq 1 ] || die "usage: $prog import IMAGE.tar"
   [ "$1" = - ] || [ -f "$1" ] || die "cannot import $1: no such file"
-  alive containerd || die "cannot import $1: the cluster's containerd does not run (scripts/kube.sh up)"
-  ctrc images import "$1" || die "cannot import $1 into the cluster's containerd"
+  local f=$1 k done=0
+  if [ "$f" = - ]; then
+    import_tmp=$(mktemp "${TMPDIR:-/tmp}/airlock-kube-import.XXXXXX")
+    trap 'rm -f "$import_tmp"' EXIT
+    cat >"$import_tmp"
+    f=$import_tmp
+  fi
+  for k in "${all_nodes[@]}"; do
+    node_vars "$k"
+    alive "containerd$n_sfx" || continue
+    ctrc "$n_sock" images import "$f" || die "cannot import $1 into node $k's containerd"
+    done=$((done + 1))
+  done
+  [ "$done" -gt 0 ] || die "cannot import $1: no containerd of the cluster runs (scripts/kube.sh up)"
+}
+
+# cmd_node stop|start 2: node 2 lost (its kubelet and containerd killed, SIGKILL, as a machine
+# cut off the network: its containers keep running and nothing tells the cluster), and back.
+cmd_node() {
+  need_root "change a node"
+  [ $# -eq 2 ] && [ "$2" = 2 ] || die "usage: $prog node stop|start 2"
+  local t p
+  t=$(now)
+  exec 9>>"$state/.lock"
+  flock 9
+  node_vars 2
+  case $1 in
+  stop)
+    for p in kubelet-2 containerd-2; do
+      if alive "$p"; then kill -KILL "$(cat "$run/$p.pid")" 2>/dev/null || true; fi
+      rm -f "$run/$p.pid"
+    done
+    touch "$run/node-2.stopped"
+    say "node $n_name stopped (kubelet and containerd killed; its containers run on) in $(since "$t")"
+    ;;
+  start)
+    alive kube-apiserver || die "cannot start node 2: the cluster is not up (scripts/kube.sh up)"
+    write_node_configs 2
+    ensure_node2_host
+    start_containerd 2
+    start_kubelet 2
+    wait_until 120 kubelet-2 "node $n_name Ready" node_ready 2
+    rm -f "$run/node-2.stopped"
+    say "node $n_name Ready in $(since "$t")"
+    ;;
+  *) die "usage: $prog node stop|start 2" ;;
+  esac
 }
 
 usage() {
@@ -774,6 +1046,10 @@ kubeconfig) echo "$kubeconfig" ;;
 import)
   shift
   cmd_import "$@"
+  ;;
+node)
+  shift
+  cmd_node "$@"
   ;;
 kubectl)
   shift

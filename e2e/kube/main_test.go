@@ -1,6 +1,6 @@
 //go:build kube
 
-// Package kube_test runs the airlock binary against a real single-node
+// Package kube_test runs the airlock binary against a real two-node
 // Kubernetes cluster (scripts/kube.sh): `make test-kube`. The cluster's
 // kubeconfig comes from AIRLOCK_KUBECONFIG (default: what `scripts/kube.sh
 // kubeconfig` prints); the tests fail without a cluster.

@@ -28,14 +28,16 @@ func main() {
 	command := flag.String("command", "scripts/bench-kube.sh", "the command named in the record")
 	kubeconfig := flag.String("kubeconfig", "", "the cluster's kubeconfig")
 	kubectl := flag.String("kubectl", "kubectl", "the kubectl binary (the baseline only)")
+	up := flag.Int("up", 0, "instead: this many `up -d` sandboxes alive at once against as many plain Pods (alive.go)")
+	workers := flag.Int("workers", 8, "with -up: commands at a time")
 	flag.Parse()
-	if err := bench(*airlock, *runs, *doc, *command, *kubeconfig, *kubectl); err != nil {
+	if err := bench(*airlock, *runs, *doc, *command, *kubeconfig, *kubectl, *up, *workers); err != nil {
 		fmt.Fprintln(os.Stderr, "benchkube:", err)
 		os.Exit(1)
 	}
 }
 
-func bench(airlock string, runs int, doc, command, kubeconfig, kubectl string) error {
+func bench(airlock string, runs int, doc, command, kubeconfig, kubectl string, up, workers int) error {
 	airlock, _ = filepath.Abs(airlock)
 	ctx := context.Background()
 	cli, image, err := testenv.BusyboxClient(ctx)
@@ -72,6 +74,12 @@ func bench(airlock string, runs int, doc, command, kubeconfig, kubectl string) e
 	// Warm up both paths (and make the namespace).
 	if _, out, err := p.Timed(airlock, "run", "--", "true"); err != nil {
 		return fmt.Errorf("airlock run on the cluster: %v: %s", err, out)
+	}
+	if up > 0 {
+		if command == "scripts/bench-kube.sh" {
+			command = "scripts/bench-kube-alive.sh"
+		}
+		return alive(p, airlock, image, up, workers, kubectl, kctl, doc, command)
 	}
 	// The same run from a warm pool of 1 (docs/pool.md): a second project.
 	warmDir := filepath.Join(p.Home, "warm-project")
@@ -147,7 +155,7 @@ func bench(airlock string, runs int, doc, command, kubeconfig, kubectl string) e
 	if doc == "" {
 		return nil
 	}
-	intro := fmt.Sprintf("By `%s` against the project's single-node Kubernetes v1.34.2 (scripts/kube.sh: its own containerd, bridge CNI), %s; image: the local busybox test image, imported into the cluster; runs interleaved.", command, benchdoc.Machine())
+	intro := fmt.Sprintf("By `%s` against the project's two-node Kubernetes v1.34.2 on one machine (scripts/kube.sh: each node its own kubelet and containerd, bridge CNI), %s; image: the local busybox test image, imported into the cluster; runs interleaved.", command, benchdoc.Machine())
 	notes := "Both start one Pod from an image already on the node and return the exit code of `true`; kubectl (v1.34.2, built with the cluster;\n" +
 		"the baseline only) attaches and deletes the Pod (`--rm`). airlock's Pod holds an init container that installs the supervisor,\n" +
 		"and its daemon copies the project in over Pod exec and releases the held supervisor with a second exec before the command runs;\n" +
