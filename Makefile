@@ -99,6 +99,7 @@ faults: build
 
 # The soak (issue 24, docs/reliability.md): every preset with a server and every example, on stock
 # Debian images, SOAK_RUNS runs in a row whose command uses the server at once, and 20 at once;
+# and the shared network's shard limit at its default (1000 containers on one bridge, issue 25);
 # not part of `make test`.
 SOAK_RUNS ?= 30
 soak: build

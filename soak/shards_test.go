@@ -1,0 +1,163 @@
+//go:build soak
+
+package soak
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/network"
+
+	"github.com/airlock-dev/airlock/internal/benchdoc"
+	"github.com/airlock-dev/airlock/internal/clitest"
+	"github.com/airlock-dev/airlock/sandbox"
+)
+
+// fillerLabel marks the containers TestSharedNetworkAtDefault puts on the
+// first shard; their removal is by this label.
+const fillerLabel = "dev.airlock.soak-filler"
+
+// TestSharedNetworkAtDefault (issue 25): the shared network's shard limit at its
+// real default (sandbox.DefaultSharedNetworkMax, 1000) on a real bridge. The first
+// shard is filled to the limit with started containers, each a real port on its
+// bridge and labelled as a sandbox of that shard is (what the daemon counts), so
+// the bridge holds 1000 endpoints, below its 1023 ports; then an `up -d`
+// sandbox goes to airlock-shared-2, answers an exec, and its `down` removes the
+// second shard with it.
+func TestSharedNetworkAtDefault(t *testing.T) {
+	e := clitest.New(t, "[sandbox]\nimage = \"{{image}}\"\n")
+	ctx := context.Background()
+	cli := e.Cli
+	removeFillers := func() {
+		list, _ := cli.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", fillerLabel))})
+		var wg sync.WaitGroup
+		sem := make(chan struct{}, 16)
+		for _, c := range list {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				sem <- struct{}{}
+				defer func() { <-sem }()
+				_ = cli.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true})
+			}()
+		}
+		wg.Wait()
+	}
+	removeFillers() // an earlier run's, interrupted
+	t.Cleanup(removeFillers)
+
+	e.MustRun("run", "--", "true") // the daemon, with the default config, and airlock-shared
+	members := func(shard string) int {
+		list, err := cli.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", sandbox.LabelShard+"="+shard))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(list)
+	}
+	fill := sandbox.DefaultSharedNetworkMax - members(sandbox.SharedNetwork)
+	start := time.Now()
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var errs []string
+	sem := make(chan struct{}, 16)
+	for i := range fill {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			name := fmt.Sprintf("airlock-soak-filler-%d", i)
+			c, err := cli.ContainerCreate(ctx, &container.Config{
+				Image:  e.Image,
+				Cmd:    []string{"sleep", "3600"},
+				Labels: map[string]string{fillerLabel: "true", sandbox.LabelShard: sandbox.SharedNetwork},
+			}, &container.HostConfig{NetworkMode: container.NetworkMode(sandbox.SharedNetwork)}, &network.NetworkingConfig{}, nil, name)
+			if err == nil {
+				err = cli.ContainerStart(ctx, c.ID, container.StartOptions{})
+			}
+			if err != nil {
+				mu.Lock()
+				errs = append(errs, fmt.Sprintf("%s: %v", name, err))
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	filled := time.Since(start)
+	if len(errs) > 0 {
+		t.Fatalf("%d of %d containers could not join %s (the first: %s)", len(errs), fill, sandbox.SharedNetwork, errs[0])
+	}
+	ni, err := cli.NetworkInspect(ctx, sandbox.SharedNetwork, network.InspectOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	endpoints := len(ni.Containers)
+
+	upStart := time.Now()
+	r := e.MustRun("up", "-d")
+	upTook := time.Since(upStart)
+	id := e.MustRun("ps", "-q").Stdout
+	id = strings.TrimSpace(id)
+	ci, err := cli.ContainerInspect(ctx, "airlock-"+id)
+	if err != nil {
+		t.Fatalf("%v (up said %s)", err, r)
+	}
+	shard := ci.Config.Labels[sandbox.LabelShard]
+	if want := sandbox.ShardName(2); shard != want || ci.NetworkSettings.Networks[want] == nil {
+		t.Errorf("the sandbox after %d on %s: labelled %q, on %v; want %s", sandbox.DefaultSharedNetworkMax, sandbox.SharedNetwork, shard, keys(ci.NetworkSettings.Networks), want)
+	}
+	if out := e.MustRun("exec", id, "--", "echo", "answers"); !strings.Contains(out.Stdout, "answers") {
+		t.Errorf("exec: %s", out)
+	}
+	e.MustRun("down")
+	gone := false
+	deadline := time.Now().Add(30 * time.Second)
+	for !gone && time.Now().Before(deadline) {
+		if _, err := cli.NetworkInspect(ctx, sandbox.ShardName(2), network.InspectOptions{}); err != nil {
+			gone = true
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if !gone {
+		t.Errorf("%s is still there after the down of its last sandbox", sandbox.ShardName(2))
+	}
+	verdict := "PASS"
+	if t.Failed() {
+		verdict = "FAIL"
+	}
+	rows := []benchdoc.Row{
+		{Measure: fmt.Sprintf("started containers put on %s (16 at a time); time", sandbox.SharedNetwork), Result: fmt.Sprintf("%d; %s", fill, benchdoc.MS(filled))},
+		{Measure: fmt.Sprintf("endpoints on %s's bridge", sandbox.SharedNetwork), Result: strconv.Itoa(endpoints), Target: "≤ 1023"},
+		{Measure: "the next `up -d`: its shard; time", Result: fmt.Sprintf("%s; %s", shard, benchdoc.MS(upTook)), Target: sandbox.ShardName(2)},
+		{Measure: "`exec` in it; its shard after `down`", Result: fmt.Sprintf("answers; %s", map[bool]string{true: "removed", false: "left"}[gone]), Target: "removed"},
+	}
+	for _, row := range rows {
+		t.Logf("FIGURE %s | %s", row.Measure, row.Result)
+	}
+	if os.Getenv("AIRLOCK_SOAK_RECORD") == "0" {
+		return
+	}
+	intro := fmt.Sprintf("`make soak` (`%s`): **%s**. The shared network's shard limit at its default, `runtime.shared_network_max` = %d: "+
+		"the first shard filled with started busybox containers labelled as its sandboxes are (what the daemon counts), each a port on the bridge, "+
+		"then one `airlock up -d`. Machine: %s.", t.Name(), verdict, sandbox.DefaultSharedNetworkMax, benchdoc.Machine())
+	if err := benchdoc.Write("../docs/reliability.md", "Shared network at its default limit (issue 25)", intro, rows, ""); err != nil {
+		t.Errorf("cannot record the figures: %v", err)
+	}
+}
+
+func keys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
