@@ -12,11 +12,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/network"
 
 	"github.com/airlock-dev/airlock/client"
 	"github.com/airlock-dev/airlock/internal/clitest"
+	"github.com/airlock-dev/airlock/internal/testenv"
 	"github.com/airlock-dev/airlock/sandbox"
 )
 
@@ -213,5 +215,46 @@ func TestSharedNetworkShards(t *testing.T) {
 	if _, err := e.Cli.NetworkInspect(ctx, sandbox.SharedNetwork, network.InspectOptions{}); err != nil {
 		t.Errorf("the first shard went too: %v", err)
 	}
+	e.assertClean()
+}
+
+// TestSharedNetworkRecount: the daemon keeps a shard's count for
+// sandbox.ShardRecount rather than listing its containers for every sandbox;
+// after that it lists them again, so containers other daemons put on the shard
+// meanwhile (here: made straight on the Engine, labelled as sandboxes of the
+// shard are) send the next sandbox to the next shard.
+func TestSharedNetworkRecount(t *testing.T) {
+	limit(t)
+	const max = 60 // above the margin within which every sandbox lists
+	e := newEnv(t, "[sandbox]\nimage = \"{{image}}\"\n")
+	if err := os.MkdirAll(filepath.Join(e.Config, "airlock"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(e.Config, "airlock", "config.toml"), []byte(fmt.Sprintf("[runtime]\nshared_network_max = %d\n", max)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	e.MustRun("run", "--", "true") // the daemon counts airlock-shared
+	counted := time.Now()
+	filler := "dev.airlock.test-filler=" + randomKey()[:8]
+	k, v, _ := strings.Cut(filler, "=")
+	t.Cleanup(func() { testenv.ForceRemove(e.Cli, k, v) })
+	for i := range max {
+		_, err := e.Cli.ContainerCreate(ctx, &container.Config{Image: e.Image, Cmd: []string{"true"},
+			Labels: map[string]string{k: v, sandbox.LabelShard: sandbox.SharedNetwork}}, nil, nil, nil, fmt.Sprintf("airlock-filler-%s-%d", v, i))
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(time.Until(counted.Add(sandbox.ShardRecount))) // the count's time is the condition
+	id := strings.TrimSpace(e.MustRun("up", "-d").Stdout)
+	ci, err := e.Cli.ContainerInspect(ctx, "airlock-"+id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if shard := ci.Config.Labels[sandbox.LabelShard]; shard == sandbox.SharedNetwork || ci.NetworkSettings.Networks[shard] == nil {
+		t.Errorf("with %d containers on %s, the sandbox joined %q (on %v)", max, sandbox.SharedNetwork, shard, ci.NetworkSettings.Networks)
+	}
+	e.MustRun("down")
 	e.assertClean()
 }

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
@@ -55,7 +56,28 @@ type sharedNet struct {
 	mu      sync.Mutex
 	ids     map[string]string // shard name → network ID
 	pending map[string]int
+	counted map[string]shardCount // shard name → its members when last listed, and made here since
 }
+
+// shardCount is what pickShard knows of a shard's members without asking the
+// Engine: the containers labelled with it when it last listed them, plus
+// those made here since (removals are not subtracted: it errs high).
+type shardCount struct {
+	n  int
+	at time.Time
+}
+
+const (
+	// ShardRecount is how long a shard's count stands before pickShard lists
+	// its containers again: under a burst, listing hundreds of containers for
+	// every sandbox cost the Engine and the daemon more than the sandbox.
+	ShardRecount = 5 * time.Second
+	// shardMargin: a shard whose count comes within this many of the limit is
+	// listed for every sandbox (other daemons on the Engine may have filled it
+	// meanwhile; a bridge takes 1023 ports, the default limit is 1000). A limit
+	// of shardMargin or less is always listed.
+	shardMargin = 50
+)
 
 // sharedMax is how many sandboxes a shard holds.
 func (rt *Runtime) sharedMax() int {
@@ -68,17 +90,27 @@ func (rt *Runtime) sharedMax() int {
 // pickShard chooses the shard a new sandbox joins: the first whose sandboxes
 // (every container labelled with it, running or not, of any daemon on the
 // Engine, and those this runtime is making) are fewer than sharedMax, made
-// when missing. done ends the reservation once the sandbox's container exists
+// when missing. The Engine's count is listed again after ShardRecount, or
+// for every sandbox once within shardMargin of the limit. done ends the reservation once the sandbox's container exists
 // (or was not made).
 func (rt *Runtime) pickShard(ctx context.Context) (name, id string, done func(), err error) {
 	rt.shared.mu.Lock()
 	defer rt.shared.mu.Unlock()
 	for n := 1; ; n++ {
 		name := ShardName(n)
-		members, err := rt.shardMembers(ctx, name)
-		if err != nil {
-			return "", "", nil, err
+		c, ok := rt.shared.counted[name]
+		if !ok || time.Since(c.at) >= ShardRecount || c.n+rt.shared.pending[name] >= rt.sharedMax()-shardMargin {
+			members, err := rt.shardMembers(ctx, name)
+			if err != nil {
+				return "", "", nil, err
+			}
+			c = shardCount{n: members, at: time.Now()}
+			if rt.shared.counted == nil {
+				rt.shared.counted = map[string]shardCount{}
+			}
+			rt.shared.counted[name] = c
 		}
+		members := c.n
 		if members+rt.shared.pending[name] >= rt.sharedMax() {
 			continue
 		}
@@ -96,6 +128,10 @@ func (rt *Runtime) pickShard(ctx context.Context) (name, id string, done func(),
 				rt.shared.mu.Lock()
 				defer rt.shared.mu.Unlock()
 				rt.shared.pending[name]--
+				if c, ok := rt.shared.counted[name]; ok {
+					c.n++ // made (or not: erring high)
+					rt.shared.counted[name] = c
+				}
 			})
 		}, nil
 	}
@@ -171,6 +207,7 @@ func (rt *Runtime) leaveShard(ctx context.Context, name string) {
 	}
 	if rt.Engine.NetworkRemove(ctx, id) == nil {
 		delete(rt.shared.ids, name)
+		delete(rt.shared.counted, name)
 	}
 }
 

@@ -104,8 +104,7 @@ func TestSharedNetworkAtDefault(t *testing.T) {
 	upStart := time.Now()
 	r := e.MustRun("up", "-d")
 	upTook := time.Since(upStart)
-	id := e.MustRun("ps", "-q").Stdout
-	id = strings.TrimSpace(id)
+	id := strings.TrimSpace(r.Stdout)
 	ci, err := cli.ContainerInspect(ctx, "airlock-"+id)
 	if err != nil {
 		t.Fatalf("%v (up said %s)", err, r)

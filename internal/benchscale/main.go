@@ -33,6 +33,7 @@ func main() {
 	doc := flag.String("doc", "docs/benchmarks.md", "where to record the figures (\"\" for nowhere)")
 	command := flag.String("command", "scripts/bench-scale.sh", "the command named in the record")
 	creates := flag.Int("creates", 0, "runtime.creates_per_engine for the daemon (0: its default)")
+	rounds := flag.Int("rounds", 2, "bursts of each side, in turned order; the mean is reported")
 	up := flag.Int("up", 0, "instead: this many `up -d` sandboxes alive at once (alive.go)")
 	workers := flag.Int("workers", 16, "with -up: commands run at a time")
 	flag.Parse()
@@ -46,13 +47,13 @@ func main() {
 		}
 		return
 	}
-	if err := bench(*airlock, *n, *creates, *doc, *command); err != nil {
+	if err := bench(*airlock, *n, *creates, max(*rounds, 1), *doc, *command); err != nil {
 		fmt.Fprintln(os.Stderr, "benchscale:", err)
 		os.Exit(1)
 	}
 }
 
-func bench(airlock string, n, creates int, doc, command string) error {
+func bench(airlock string, n, creates, rounds int, doc, command string) error {
 	airlock, _ = filepath.Abs(airlock)
 	ctx := context.Background()
 	cli, image, err := testenv.BusyboxClient(ctx)
@@ -113,32 +114,53 @@ func bench(airlock string, n, creates int, doc, command string) error {
 		}
 		return took, bad, nil
 	}
-	dockerTook, dockerBad, _ := burst(func(i int) []string {
-		return []string{"docker", "run", "--rm", image, "sh", "-c", "exit " + strconv.Itoa(i%5)}
-	})
-	if err := benchdoc.Settled(ctx, cli, p.Dir); err != nil {
-		return err
-	}
 	// The same docker runs on a network isolated as airlock's shared one
 	// (a user-defined bridge, no traffic between its containers): Docker
 	// gives every container on a user-defined network its embedded DNS,
 	// whose set-up in the container's namespace costs the Engine CPU that
 	// the default bridge does not.
-	isolated := "airlock-bench-isolated"
-	_ = cli.NetworkRemove(ctx, isolated)
+	// A name of its own each time: Engine 20.10 can keep a network that
+	// concurrent `docker run --rm` left "with active endpoints" (none there).
+	isolated := fmt.Sprintf("airlock-bench-isolated-%d", os.Getpid())
 	if _, err := cli.NetworkCreate(ctx, isolated, network.CreateOptions{Driver: "bridge", Options: map[string]string{"com.docker.network.bridge.enable_icc": "false"}}); err != nil {
 		return fmt.Errorf("cannot create network %s: %w", isolated, err)
 	}
 	defer cli.NetworkRemove(context.Background(), isolated)
-	isoTook, isoBad, _ := burst(func(i int) []string {
-		return []string{"docker", "run", "--rm", "--network", isolated, image, "sh", "-c", "exit " + strconv.Itoa(i%5)}
-	})
-	if err := benchdoc.Settled(ctx, cli, p.Dir); err != nil {
-		return err
+	sides := []func(i int) []string{
+		func(i int) []string {
+			return []string{"docker", "run", "--rm", image, "sh", "-c", "exit " + strconv.Itoa(i%5)}
+		},
+		func(i int) []string {
+			return []string{"docker", "run", "--rm", "--network", isolated, image, "sh", "-c", "exit " + strconv.Itoa(i%5)}
+		},
+		func(i int) []string {
+			return []string{airlock, "-q", "run", "--", "sh", "-c", "exit " + strconv.Itoa(i%5)}
+		},
 	}
-	airlockTook, airlockBad, _ := burst(func(i int) []string {
-		return []string{airlock, "-q", "run", "--", "sh", "-c", "exit " + strconv.Itoa(i%5)}
-	})
+	// Rounds in turned order (docker, isolated, airlock; then airlock,
+	// isolated, docker; …): a burst leaves the Engine busy for a while
+	// (removals, its own clean-up), which the next side would pay.
+	took := make([]time.Duration, len(sides))
+	bad := make([]int, len(sides))
+	for r := range rounds {
+		for k := range sides {
+			side := k
+			if r%2 == 1 {
+				side = len(sides) - 1 - k
+			}
+			d, b, _ := burst(sides[side])
+			took[side] += d
+			bad[side] += b
+			if err := benchdoc.Settled(ctx, cli, p.Dir); err != nil {
+				return err
+			}
+		}
+	}
+	for k := range took {
+		took[k] /= time.Duration(rounds)
+	}
+	dockerTook, isoTook, airlockTook := took[0], took[1], took[2]
+	dockerBad, isoBad, airlockBad := bad[0], bad[1], bad[2]
 	// Nothing left: every run's sandbox removed (the daemon removes them
 	// after the CLIs returned).
 	left := -1
@@ -169,7 +191,7 @@ func bench(airlock string, n, creates int, doc, command string) error {
 	if doc == "" {
 		return nil
 	}
-	intro := fmt.Sprintf("By `%s` against the Docker Engine on this machine, %s; image: the local busybox test image; %d processes started at once on each side, docker first, then docker on an isolated network, then airlock.", command, benchdoc.Machine(), n)
+	intro := fmt.Sprintf("By `%s` against the Docker Engine on this machine, %s; image: the local busybox test image; %d processes started at once on each side; %d rounds, the sides in turned order (docker, isolated, airlock, then back), each wall time the mean of its rounds.", command, benchdoc.Machine(), n, rounds)
 	notes := "Each side starts its N processes at the same moment (one goroutine each) and is timed until the last exited;\n" +
 		"each run exits with its index mod 5, which its process must return. airlock's runs go through one warm control\n" +
 		"daemon, which makes or starts at most `runtime.creates_per_engine` (8) sandboxes at once and queues the rest in\n" +
