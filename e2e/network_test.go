@@ -199,7 +199,13 @@ func TestSharedNetworkShards(t *testing.T) {
 			t.Errorf("%s: want a shared network with inter-container communication off, got %v %v (%v)", name, nw.Options, nw.Labels, err)
 		}
 	}
-	if beyond+perShard[sandbox.SharedNetwork] != n || beyond < n-5 || len(perShard) != last {
+	// The first shard is every daemon's: full of other tests' sandboxes (or
+	// TestSharedNetworkRecount's fillers), it may hold none of these.
+	shards := last
+	if perShard[sandbox.SharedNetwork] == 0 {
+		shards--
+	}
+	if beyond+perShard[sandbox.SharedNetwork] != n || beyond < n-5 || len(perShard) != shards {
 		t.Errorf("shards of the %d sandboxes: %v", n, perShard)
 	}
 	for _, id := range ids {

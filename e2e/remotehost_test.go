@@ -120,10 +120,14 @@ func TestRemoteDaemonHost(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(builder.Project, "img", "Dockerfile"), []byte("FROM "+builder.Image+"\nCOPY mark /mark\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(builder.Project, "img", "mark"), []byte("built-remotely\n"), 0o644); err != nil {
+	// A context of its own each time: the image's tag is its context's sum, and
+	// an image an earlier (interrupted) run left under that tag would be reused
+	// with that run's project label.
+	mark := "built-remotely " + randomKey()[:8] + "\n"
+	if err := os.WriteFile(filepath.Join(builder.Project, "img", "mark"), []byte(mark), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if r = builder.RunEnv(tcp, "run", "-q", "--", "cat", "/mark"); r.Code != 0 || r.Stdout != "built-remotely\n" {
+	if r = builder.RunEnv(tcp, "run", "-q", "--", "cat", "/mark"); r.Code != 0 || r.Stdout != mark {
 		t.Errorf("run of a [sandbox.build] through a remote daemon: %s", r)
 	}
 	built, _ := builder.Cli.ImageList(context.Background(), image.ListOptions{Filters: filters.NewArgs(filters.Arg("label", "dev.airlock.project="+builder.Project))})
