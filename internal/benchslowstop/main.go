@@ -170,8 +170,8 @@ func bench(airlock string, js []job, runs int, doc, command string) error {
 	notes := "Each job is one request to the server from bash (`/dev/tcp`), after the daemon's ready check (a tcp check that sends\n" +
 		"a request and expects its answer). The plain redis-server runs without the preset's `--hz 100` (it acts on SIGTERM\n" +
 		"up to 100 ms late); memcached takes about a second to exit on SIGTERM. `airlock run` returns once the job exited and\n" +
-		"its output is out, with the shutdown lines of the daemons that stopped within 100 ms; a daemon still stopping then\n" +
-		"finishes in the background (when all stopped within the 100 ms, as the plain redis-server mostly does, the run ends\n" +
+		"its output is out, with the shutdown lines of the daemons that stopped within 50 ms; a daemon still stopping then\n" +
+		"finishes in the background (when all stopped within the 50 ms, the run ends\n" +
 		"with its container, as with `--wait`), and the sandbox is removed after it (each airlock run waits, untimed, for that removal before the next\n" +
 		"command). `--wait` keeps the whole shutdown in the run. The floor starts the server with `--daemonize`/`-d`, polls it\n" +
 		"every 10 ms, runs the job and ends: its container is torn down with the server in it, which never shuts down.\n" +
