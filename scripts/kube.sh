@@ -9,8 +9,10 @@
 #                               (scripts/kube/etcd) into the cache; a no-op when they are there and
 #                               their sources did not change. Uses the normal Go build cache.
 #   scripts/kube.sh up          installs missing Debian packages, builds when needed, makes the
-#                               certificates (openssl), starts each node's containerd, etcd, the
-#                               apiserver, controller-manager, scheduler and each node's kubelet, and
+#                               certificates (openssl), makes the bridges and the iptables rule for
+#                               Pod-to-Pod traffic (Network, below), starts each node's containerd,
+#                               etcd, the apiserver and its proxy on each bridge, the
+#                               controller-manager, scheduler and each node's kubelet, and
 #                               waits until the nodes "localhost" and "airlock-node2" are Ready and
 #                               the ServiceAccount "default" (and the ConfigMap kube-root-ca.crt)
 #                               exist in namespace "default". Prints the time of each phase. A quick
@@ -20,7 +22,8 @@
 #                               whatever containers remain, through each node's containerd), the
 #                               processes whose pids it recorded, mounts under the state directory
 #                               (node 2's mount namespace with them), the bridges, node 2's link, the
-#                               cgroups and the kubelet's and CNI's leftovers in fixed host paths.
+#                               iptables rule (and the chain, if up made it), the cgroups and the
+#                               kubelet's and CNI's leftovers in fixed host paths.
 #                               Keeps certificates, etcd's data and imported images, so a later up
 #                               resumes the same cluster with the same kubeconfig.
 #   scripts/kube.sh clean       down, then removes the state directory (not the build cache).
@@ -48,7 +51,8 @@
 #                               conflist); resolv.conf; hosts (the apiserver's /etc/hosts)
 #       logs/NAME.log           each component's log (the previous run's in NAME.log.1); node 2's
 #                               are containerd-2.log and kubelet-2.log
-#       run/                    NAME.pid of every process up started; host paths it created; nodes
+#       run/                    NAME.pid of every process up started; host paths it created; nodes;
+#                               iptables-chain-created when up made DOCKER-USER
 #       containerd.sock         node 1's own containerd (config, root, state and runc root below
 #                               containerd/; never the Docker Engine's containerd)
 #       etcd/ kubelet/ pod-logs/ cni/ images/   component data; images/pause.tar is the sandbox image
@@ -61,15 +65,33 @@
 #   10248, Pods on 10.244.0.0/24 on the bridge airlockkube0 (gateway 10.244.0.1 is the host). Node
 #   2 ("airlock-node2"): kubelet 10.244.255.2:10250 and 10248, an address on airlockkube-n2, a
 #   bridge without ports standing in for a dummy link (this machine kind's kernel has no dummy
-#   links); Pods on 10.244.1.0/24 on the bridge airlockkube1. The kubelet refuses a loopback node IP:
-#   node 1 is reached by its hostname, localhost; node 2 by its hostname too (the apiserver prefers
-#   Hostname), which resolves in the apiserver's own mount namespace, whose /etc/hosts is
-#   etc/hosts (the host's is not changed). Pods get a route to the other node's subnet through
-#   their gateway (the host has both bridges), no masquerade, no default route; where the host's
-#   FORWARD policy is DROP (the Docker Engine's) the host drops Pod-to-Pod traffic, and this script
-#   does not change that. There is no kube-proxy (no ClusterIP services) and no cluster DNS. The
-#   host's iptables are never changed (no kube-proxy, kubelet makeIPTablesUtilChains: false, CNI
-#   without ipMasq).
+#   links); Pods on 10.244.1.0/24 on the bridge airlockkube1 (gateway 10.244.1.1). up makes both
+#   bridges with their gateway addresses before the CNI bridge plugin would (it takes them as they
+#   are); down deletes them. The kubelet refuses a loopback node IP: node 1 is reached by its
+#   hostname, localhost; node 2 by its hostname too (the apiserver prefers Hostname), which resolves
+#   in the apiserver's own mount namespace, whose /etc/hosts is etc/hosts (the host's is not
+#   changed).
+#   The API from Pods: on each node a socat ("apiserver-proxy", "apiserver-proxy-2") listens on its
+#   bridge's gateway, 10.244.0.1:6443 and 10.244.1.1:6443, and forwards each connection to
+#   127.0.0.1:6443 (TLS goes through: the serving certificate names both gateways; one made by an
+#   earlier version without them is renewed, by the same CA). Nothing else listens on a host
+#   address other than 127.0.0.1 but node 2's kubelet, on its own link.
+#   Pod to Pod: Pods get a route to the other node's subnet through their gateway (the host has
+#   both bridges), no masquerade, no default route. The Docker Engine sets the host's FORWARD
+#   policy to DROP, and br_netfilter passes even bridged traffic between two Pods of one node
+#   through FORWARD; so up inserts one rule, and the host's iptables get no other change from this
+#   script:
+#     iptables -I DOCKER-USER 1 -i airlockkube+ -o airlockkube+ -s 10.244.0.0/23 -d 10.244.0.0/23 \
+#       -m comment --comment "airlock-kube: Pod to Pod (scripts/kube.sh)" -j ACCEPT
+#   (DOCKER-USER is the chain Docker keeps for its user's rules, jumped to first from FORWARD;
+#   10.244.0.0/23 is both Pod subnets). Where no DOCKER-USER exists (no Docker Engine made it), up
+#   makes it and a jump to it at the top of FORWARD, noted in run/iptables-chain-created. down
+#   deletes the rule (every copy: the comment marks it), then the chain and jump if up made them
+#   and no other rule went into the chain since; it flushes no chain and touches no other rule.
+#   Nothing is masqueraded or translated, and there is no kube-proxy (no ClusterIP Services: the
+#   "kubernetes" Service's 10.96.0.1 leads nowhere) and no cluster DNS; the kubelets have
+#   makeIPTablesUtilChains: false and CNI no ipMasq. (The CNI bridge plugin, as gateway, sets
+#   net.ipv4.ip_forward to 1, as the Docker Engine already has.)
 # Node loss: the controller-manager's --node-monitor-grace-period is 12 s and --node-monitor-period
 #   2 s; kubelets hold a 10 s lease renewed every 2.5 s (nodeLeaseDurationSeconds) and post status
 #   every 4 s. A stopped node is Unknown ~13 s later and tainted unreachable:NoExecute; airlock's
@@ -103,6 +125,18 @@ apiserver_url=https://127.0.0.1:6443
 # node 2's address, on a link of its own without ports (the kubelet refuses a loopback one)
 node2_ip=10.244.255.2
 node2_link=airlockkube-n2
+# Both nodes' Pod subnets (10.244.0.0/24 and 10.244.1.0/24): the host forwards between them.
+pods_cidr=10.244.0.0/23
+# The one iptables rule up adds (and down deletes): forwarded traffic from a Pod to a Pod, between
+# or on the cluster's bridges, accepted before the Docker Engine's FORWARD rules and DROP policy.
+# In DOCKER-USER, the chain Docker keeps for its user's rules and jumps to first from FORWARD.
+fw_chain=DOCKER-USER
+fw_rule=(-i airlockkube+ -o airlockkube+ -s "$pods_cidr" -d "$pods_cidr" -m comment --comment "airlock-kube: Pod to Pod (scripts/kube.sh)" -j ACCEPT)
+# The port Pods reach the apiserver on, at their bridge's gateway (a socat forwarder to 127.0.0.1).
+apiserver_port=6443
+# The apiserver's serving certificate is for these names and addresses (the bridges' gateways
+# among them, for Pods).
+apiserver_sans="DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local,IP:127.0.0.1,IP:10.96.0.1,IP:10.244.0.1,IP:10.244.1.1"
 # The node-monitor grace period (controller-manager) and the kubelets' lease (renewed every
 # quarter of its duration): a lost node is marked within grace + monitor period.
 node_monitor_grace=12s
@@ -118,11 +152,11 @@ node_vars() {
   case $1 in
   1)
     n_name=localhost n_sfx= n_dir=$state n_addr=127.0.0.1 n_ns=
-    n_bridge=airlockkube0 n_net=airlock-kube n_cidr=10.244.0.0/24 n_other=10.244.1.0/24 n_cgroup=airlock-kube
+    n_bridge=airlockkube0 n_net=airlock-kube n_cidr=10.244.0.0/24 n_gw=10.244.0.1 n_other=10.244.1.0/24 n_cgroup=airlock-kube
     ;;
   2)
     n_name=airlock-node2 n_sfx=-2 n_dir=$state/node2 n_addr=$node2_ip n_ns=$state/node2/ns/mnt
-    n_bridge=airlockkube1 n_net=airlock-kube-2 n_cidr=10.244.1.0/24 n_other=10.244.0.0/24 n_cgroup=airlock-kube-2
+    n_bridge=airlockkube1 n_net=airlock-kube-2 n_cidr=10.244.1.0/24 n_gw=10.244.1.1 n_other=10.244.0.0/24 n_cgroup=airlock-kube-2
     ;;
   *) die "cannot use node $1: the test cluster has nodes 1 and 2" ;;
   esac
@@ -153,14 +187,18 @@ ctrc() { ctr --address "$1" --namespace k8s.io "${@:2}"; }
 running() { [ -r "/proc/$1/status" ] && ! grep -q '^State:[[:space:]]*Z' "/proc/$1/status" 2>/dev/null; }
 
 # alive NAME: the process up recorded for NAME (containerd-2 and kubelet-2 are node 2's) runs and is still that process (its command line
-# names the component and this state directory: a recycled pid is not ours).
+# names the component and this state directory, or for an apiserver proxy is that socat: a recycled
+# pid is not ours).
 alive() {
   local f=$run/$1.pid pid cmd
   [ -f "$f" ] || return 1
   pid=$(cat "$f")
   [ -n "$pid" ] && running "$pid" || return 1
   cmd=$(tr '\0' ' ' 2>/dev/null <"/proc/$pid/cmdline") || return 1
-  [[ $cmd == *"${1%-2}"* && $cmd == *"$state/"* ]]
+  case $1 in
+  apiserver-proxy*) [[ $cmd == "socat -lpairlock-kube-$1 "* ]] ;;
+  *) [[ $cmd == *"${1%-2}"* && $cmd == *"$state/"* ]] ;;
+  esac
 }
 
 # start NAME CMD...: runs CMD in a session of its own (so neither the caller's end nor its
@@ -195,12 +233,15 @@ wait_until() {
   done
 }
 
-# port_free PORT...: fails naming the process of another program listening on a port we need.
+# port_free PORT...: fails naming the process of another program listening on a loopback port we
+# need (on 127.0.0.1 or every address; not one on another address, such as node 2's kubelet's or
+# an apiserver proxy's).
 port_free() {
-  local p
+  local p taken
   for p in "$@"; do
-    if [ -n "$(ss -Hltn "sport = :$p" 2>/dev/null)" ]; then
-      die "cannot start the cluster: 127.0.0.1:$p is taken by another program ($(ss -Hltnp "sport = :$p" | grep -o 'users:.*' | head -1))"
+    taken=$(ss -Hltnp "sport = :$p" 2>/dev/null | awk '$4 ~ /^(127\.0\.0\.1|0\.0\.0\.0|\*|\[::\]|\[::ffff:127\.0\.0\.1\]):/')
+    if [ -n "$taken" ]; then
+      die "cannot start the cluster: 127.0.0.1:$p is taken by another program ($(grep -o 'users:.*' <<<"$taken" | head -1))"
     fi
   done
 }
@@ -263,6 +304,9 @@ ensure_packages() {
   command -v openssl >/dev/null 2>&1 || need+=(openssl)
   command -v curl >/dev/null 2>&1 || need+=(curl)
   command -v ip >/dev/null 2>&1 && command -v ss >/dev/null 2>&1 || need+=(iproute2)
+  # (the apiserver proxies on the bridges' gateways; the host's rule for Pod-to-Pod traffic)
+  command -v socat >/dev/null 2>&1 || need+=(socat)
+  command -v iptables >/dev/null 2>&1 || need+=(iptables)
   # the sandbox image is the static busybox
   dpkg-query -W -f='${Status}' busybox-static 2>/dev/null | grep -q 'ok installed' || need+=(busybox-static)
   [ ${#need[@]} -eq 0 ] && return 0
@@ -294,6 +338,18 @@ sign() {
   rm -f "$1.csr" "$1.ext"
 }
 
+# apiserver_cert_current: the apiserver's serving certificate holds every name and address of
+# apiserver_sans.
+apiserver_cert_current() {
+  local txt san
+  txt=$(openssl x509 -in "$pki/apiserver.crt" -noout -text 2>/dev/null) || return 1
+  txt=$(grep -A1 'Subject Alternative Name' <<<"$txt" | tail -n 1 | tr -d ' ')
+  for san in ${apiserver_sans//,/ }; do
+    san=${san/#IP:/IPAddress:}
+    [[ ",$txt," == *",$san,"* ]] || return 1
+  done
+}
+
 # kubeconfig_for CERT: a kubeconfig for the client certificate CERT with everything embedded.
 kubeconfig_for() {
   cat <<EOF
@@ -321,7 +377,10 @@ EOF
 gen_pki() {
   local d=$state/pki.tmp client="basicConstraints=CA:FALSE
 keyUsage=critical,digitalSignature,keyEncipherment
-extendedKeyUsage=clientAuth" k
+extendedKeyUsage=clientAuth" server="basicConstraints=CA:FALSE
+keyUsage=critical,digitalSignature,keyEncipherment
+extendedKeyUsage=serverAuth
+subjectAltName=$apiserver_sans" k
   if ! [ -f "$pki/complete" ] || ! [ -f "$kubeconfig" ]; then
     rm -rf "$d"
     mkdir -p "$d"
@@ -332,10 +391,7 @@ extendedKeyUsage=clientAuth" k
       openssl req -x509 -new -key ca.key -days 3650 -subj "/CN=airlock-kube-ca" -out ca.crt
       genkey sa.key
       openssl pkey -in sa.key -pubout -out sa.pub
-      sign apiserver "/CN=kube-apiserver" "basicConstraints=CA:FALSE
-keyUsage=critical,digitalSignature,keyEncipherment
-extendedKeyUsage=serverAuth
-subjectAltName=DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local,IP:127.0.0.1,IP:10.96.0.1"
+      sign apiserver "/CN=kube-apiserver" "$server"
       sign admin "/O=system:masters/CN=airlock-kube-admin" "$client"
       sign apiserver-kubelet-client "/O=system:masters/CN=kube-apiserver-kubelet-client" "$client"
       sign controller-manager "/CN=system:kube-controller-manager" "$client"
@@ -346,6 +402,23 @@ subjectAltName=DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernete
     rm -rf "$pki"
     mv "$d" "$pki"
     install -m 600 "$pki/admin.kubeconfig" "$kubeconfig"
+  fi
+  # A serving certificate of an earlier version lacks names or addresses (the gateways): a new one,
+  # by the same CA (kubeconfigs and Pods' kube-root-ca.crt stay valid); a running apiserver is
+  # restarted for it (up starts it again).
+  if ! apiserver_cert_current; then
+    say "renewing the apiserver's serving certificate for $apiserver_sans"
+    (
+      cd "$pki"
+      umask 077
+      sign apiserver-new "/CN=kube-apiserver" "$server"
+      mv -f apiserver-new.key apiserver.key
+      mv -f apiserver-new.crt apiserver.crt
+    )
+    if alive kube-apiserver; then
+      say "restarting kube-apiserver for its new certificate"
+      stop kube-apiserver 3
+    fi
   fi
   for k in "${all_nodes[@]}"; do
     node_vars "$k"
@@ -562,6 +635,79 @@ in_node() {
   fi
 }
 
+# ensure_bridge N: node N's Pod bridge with its gateway address, made before the CNI bridge plugin
+# would make it (which takes it as it is) so that node N's apiserver proxy can listen on the gateway.
+ensure_bridge() {
+  node_vars "$1"
+  ip link show "$n_bridge" >/dev/null 2>&1 || ip link add "$n_bridge" type bridge
+  ip -o -4 addr show dev "$n_bridge" | grep -qF " $n_gw/24 " || ip addr add "$n_gw/24" dev "$n_bridge"
+  ip link set "$n_bridge" up
+}
+
+# proxy_listening ADDR: something listens on ADDR:apiserver_port.
+proxy_listening() { [ -n "$(ss -Hltn "src $1:$apiserver_port" 2>/dev/null)" ]; }
+
+# start_proxy N: node N's apiserver proxy: socat listening on the gateway of node N's bridge (port
+# 6443), each connection forwarded to the apiserver on 127.0.0.1:6443 (TLS end to end: the serving
+# certificate names the gateways). The apiserver binds one address, which stays 127.0.0.1.
+start_proxy() {
+  node_vars "$1"
+  local name=apiserver-proxy$n_sfx
+  alive "$name" && return 0
+  ensure_bridge "$1"
+  start "$name" socat "-lpairlock-kube-$name" "TCP4-LISTEN:$apiserver_port,bind=$n_gw,reuseaddr,fork,backlog=128" "TCP4:127.0.0.1:$apiserver_port"
+  wait_until 10 "$name" "the apiserver proxy listening on $n_gw:$apiserver_port" proxy_listening "$n_gw"
+}
+
+# ipt ARG...: iptables, waiting for the xtables lock; its errors on stderr (without iptables-nft's
+# note on legacy tables).
+ipt() {
+  local out
+  out=$(iptables -w 10 "$@" 2>&1) && return 0
+  grep -v 'iptables-legacy tables present' <<<"$out" >&2 || true
+  return 1
+}
+
+# fw_present: the host has up's rule.
+fw_present() { iptables -w 10 -C "$fw_chain" "${fw_rule[@]}" >/dev/null 2>&1; }
+
+# open_forward: the host forwards Pod-to-Pod traffic (see the header): up's one rule at the top of
+# DOCKER-USER. Without that chain (no Docker Engine made it) up makes it, jumped to first from
+# FORWARD, and notes so for down.
+open_forward() {
+  if ! iptables -w 10 -S "$fw_chain" >/dev/null 2>&1; then
+    ipt -N "$fw_chain" || die "cannot make the iptables chain $fw_chain"
+    echo "$fw_chain" >"$run/iptables-chain-created"
+    ipt -I FORWARD 1 -j "$fw_chain" || die "cannot jump to the iptables chain $fw_chain from FORWARD"
+  fi
+  fw_present || ipt -I "$fw_chain" 1 "${fw_rule[@]}" || die "cannot add the iptables rule for Pod-to-Pod traffic to $fw_chain"
+}
+
+# close_forward: deletes up's rule (every copy: it is ours by its comment), and the chain with its
+# jump when up made it and nothing else put a rule in it since (a Docker Engine started meanwhile
+# adds its own: the chain is then Docker's and stays).
+close_forward() {
+  command -v iptables >/dev/null 2>&1 || return 0
+  while fw_present; do
+    ipt -D "$fw_chain" "${fw_rule[@]}" || {
+      say "cannot delete the iptables rule for Pod-to-Pod traffic from $fw_chain"
+      return 0
+    }
+  done
+  [ -f "$run/iptables-chain-created" ] || return 0
+  if iptables -w 10 -S "$fw_chain" >/dev/null 2>&1; then
+    if [ -n "$(iptables -w 10 -S "$fw_chain" 2>/dev/null | grep '^-A')" ]; then
+      say "keeping the iptables chain $fw_chain that up made: it holds another program's rules now"
+    else
+      while iptables -w 10 -C FORWARD -j "$fw_chain" >/dev/null 2>&1; do
+        ipt -D FORWARD -j "$fw_chain" || break
+      done
+      ipt -X "$fw_chain" || say "cannot delete the iptables chain $fw_chain that up made"
+    fi
+  fi
+  rm -f "$run/iptables-chain-created"
+}
+
 apiserver_ready() {
   curl -fsS --max-time 3 --cacert "$pki/ca.crt" --cert "$pki/admin.crt" --key "$pki/admin.key" "$apiserver_url/readyz" >/dev/null 2>&1
 }
@@ -583,13 +729,14 @@ default_sa_ready() {
   kc -n default get serviceaccount default >/dev/null 2>&1 && kc -n default get configmap kube-root-ca.crt >/dev/null 2>&1
 }
 
-# components_of N...: the processes of the control plane and of nodes N.
+# components_of N...: the processes of the control plane and of nodes N (with the apiserver proxy
+# on each node's bridge).
 components_of() {
   local k
   echo "${control_components[@]}"
   for k in "$@"; do
     node_vars "$k"
-    echo "containerd$n_sfx kubelet$n_sfx"
+    echo "containerd$n_sfx kubelet$n_sfx apiserver-proxy$n_sfx"
   done
 }
 
@@ -649,7 +796,7 @@ cmd_up() {
   exec 9>>"$state/.lock"
   flock 9
   read -ra nodes <<<"$(wanted_nodes)"
-  if [ -x "$bin/kubectl" ] && [ -f "$kubeconfig" ] && answers "${nodes[@]}"; then
+  if [ -x "$bin/kubectl" ] && [ -f "$kubeconfig" ] && answers "${nodes[@]}" && fw_present && apiserver_cert_current; then
     say "already up with ${#nodes[@]} node(s) ($(since "$t0")); kubeconfig: $kubeconfig"
     return 0
   fi
@@ -674,6 +821,11 @@ cmd_up() {
   say "phase certificates and configuration: $(since "$t")"
 
   t=$(now)
+  for k in "${nodes[@]}"; do ensure_bridge "$k"; done
+  open_forward
+  say "phase network (bridges, iptables rule in $fw_chain): $(since "$t")"
+
+  t=$(now)
   for k in "${nodes[@]}"; do start_containerd "$k"; done
   say "phase containerd: $(since "$t")"
 
@@ -691,12 +843,12 @@ cmd_up() {
 
   t=$(now)
   if ! alive kube-apiserver; then
-    port_free 6443
+    port_free $apiserver_port
     # In a mount namespace of its own whose /etc/hosts names node 2 (see write_configs).
     start kube-apiserver unshare --mount --propagation private sh -ec \
       'mount --bind "$0" /etc/hosts; shift; exec "$@"' "$state/etc/hosts" -- \
       "$bin/kube-apiserver" --etcd-servers=http://127.0.0.1:2379 \
-      --bind-address=127.0.0.1 --secure-port=6443 --advertise-address=127.0.0.1 --endpoint-reconciler-type=none \
+      --bind-address=127.0.0.1 --secure-port=$apiserver_port --advertise-address=127.0.0.1 --endpoint-reconciler-type=none \
       --service-cluster-ip-range=$svc_cidr \
       --tls-cert-file="$pki/apiserver.crt" --tls-private-key-file="$pki/apiserver.key" --client-ca-file="$pki/ca.crt" \
       --kubelet-client-certificate="$pki/apiserver-kubelet-client.crt" --kubelet-client-key="$pki/apiserver-kubelet-client.key" \
@@ -707,7 +859,8 @@ cmd_up() {
       --profiling=false
   fi
   wait_until 120 kube-apiserver "apiserver ready" apiserver_ready
-  say "phase kube-apiserver: $(since "$t")"
+  for k in "${nodes[@]}"; do start_proxy "$k"; done
+  say "phase kube-apiserver and its proxies on the bridges: $(since "$t")"
 
   t=$(now)
   if ! alive kube-controller-manager; then
@@ -836,6 +989,17 @@ end_containers() {
   fi
 }
 
+# stop_proxy N: node N's apiserver proxy, and the connections it forked (its process group: start
+# made it a session of its own).
+stop_proxy() {
+  local name pid=
+  node_vars "$1"
+  name=apiserver-proxy$n_sfx
+  ! alive "$name" || pid=$(cat "$run/$name.pid")
+  stop "$name" 3
+  [ -z "$pid" ] || kill -KILL -- "-$pid" 2>/dev/null || true
+}
+
 # start_containerd_only N: node N's containerd, waited for, without an image import.
 start_containerd_only() {
   local i
@@ -877,6 +1041,7 @@ teardown() {
   done
   # (the apiserver waits for its clients' open watches; its state is in etcd: no need to wait)
   stop kube-apiserver 3
+  for k in "${all_nodes[@]}"; do stop_proxy "$k"; done
   stop etcd
   for k in "${all_nodes[@]}"; do end_containers "$k"; done
   # Node 2's mount namespace goes with its last process and its binding.
@@ -915,12 +1080,14 @@ teardown() {
       rm -f "$run/host-dirs-created.tmp" "$run/host-dirs-created"
     fi
   fi
+  close_forward
   rm -f "$run/nodes" "$run/node-2.stopped"
   # report
   for c in $(components_of "${all_nodes[@]}"); do [ ! -f "$run/$c.pid" ] || left+=("process $c"); done
   m=$(awk -v p="$state/" 'index($2, p) == 1' /proc/self/mounts | wc -l)
   [ "$m" = 0 ] || left+=("$m mounts under $state")
   ! ip link show "$node2_link" >/dev/null 2>&1 || left+=("link $node2_link")
+  ! fw_present || left+=("iptables rule in $fw_chain")
   for k in "${all_nodes[@]}"; do
     node_vars "$k"
     [ -z "$(our_shims "$n_sock")" ] || left+=("shims $(our_shims "$n_sock" | tr '\n' ' ')")
@@ -1022,6 +1189,7 @@ cmd_node() {
     write_node_configs 2
     ensure_node2_host
     start_containerd 2
+    start_proxy 2
     start_kubelet 2
     wait_until 120 kubelet-2 "node $n_name Ready" node_ready 2
     rm -f "$run/node-2.stopped"
