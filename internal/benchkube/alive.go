@@ -7,7 +7,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/airlock-dev/airlock/internal/benchdoc"
@@ -31,33 +30,8 @@ func alive(p *benchdoc.Project, airlock, image string, n, workers int, kubectl s
 			return err
 		}
 	}
-	// each runs f for 0..n-1, workers at a time, and returns the wall time and the failures.
-	each := func(f func(i int) error) (time.Duration, []error) {
-		var mu sync.Mutex
-		var errs []error
-		next := make(chan int)
-		var wg sync.WaitGroup
-		start := time.Now()
-		for range workers {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for i := range next {
-					if err := f(i); err != nil {
-						mu.Lock()
-						errs = append(errs, err)
-						mu.Unlock()
-					}
-				}
-			}()
-		}
-		for i := range n {
-			next <- i
-		}
-		close(next)
-		wg.Wait()
-		return time.Since(start), errs
-	}
+	// each runs f for 0..n-1, workers at a time.
+	each := func(f func(i int) error) (time.Duration, []error) { return benchdoc.Each(n, workers, f) }
 	in := func(dir, name string, args ...string) (time.Duration, string, error) {
 		c := p.Command(name, args...)
 		c.Dir = dir

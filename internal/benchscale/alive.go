@@ -53,32 +53,14 @@ func alive(airlock string, n, workers int, doc, command string) error {
 		c.Dir = dir
 		return benchdoc.Timed(c)
 	}
-	// each runs f on every project dir, workers at a time, and counts failures.
+	// each runs f on every project dir, workers at a time.
 	each := func(f func(i int, dir string) error) (time.Duration, []error) {
-		var mu sync.Mutex
-		var errs []error
-		next := make(chan int)
-		var wg sync.WaitGroup
-		start := time.Now()
-		for range workers {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for i := range next {
-					if err := f(i, dirs[i]); err != nil {
-						mu.Lock()
-						errs = append(errs, fmt.Errorf("%s: %w", dirs[i], err))
-						mu.Unlock()
-					}
-				}
-			}()
-		}
-		for i := range dirs {
-			next <- i
-		}
-		close(next)
-		wg.Wait()
-		return time.Since(start), errs
+		return benchdoc.Each(len(dirs), workers, func(i int) error {
+			if err := f(i, dirs[i]); err != nil {
+				return fmt.Errorf("%s: %w", dirs[i], err)
+			}
+			return nil
+		})
 	}
 	// Warm: the daemon, the supervisor volume, the image.
 	if _, out, err := p.Timed(airlock, "run", "--", "true"); err != nil {
