@@ -210,7 +210,14 @@ start() {
   [ ! -f "$logs/$name.log" ] || mv -f "$logs/$name.log" "$logs/$name.log.1"
   # (without the lock descriptors: a daemon holding them would block every later up and down)
   setsid "$@" >"$logs/$name.log" 2>&1 </dev/null 8>&- 9>&- &
-  echo $! >"$run/$name.pid"
+  local pid=$! i
+  echo "$pid" >"$run/$name.pid"
+  # Until it execs, the child is a copy of this script, which alive does not take for NAME
+  # (CI once failed "exited before apiserver ready" with an empty log): wait for the exec.
+  for ((i = 0; i < 100; i++)); do
+    [[ $(tr '\0' ' ' 2>/dev/null <"/proc/$pid/cmdline") == *"$prog"* ]] || break
+    sleep 0.01
+  done
 }
 
 # fail_log NAME MESSAGE: dies with MESSAGE and the last lines of NAME's log.
