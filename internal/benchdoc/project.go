@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"time"
 )
 
@@ -48,6 +49,29 @@ func (p *Project) Command(name string, args ...string) *exec.Cmd {
 // its output (stdout and stderr); a failure's error holds the output.
 func (p *Project) Timed(name string, args ...string) (time.Duration, string, error) {
 	return Timed(p.Command(name, args...))
+}
+
+// Projects makes n more project dirs of the user, Home/projects/p0 … p(n-1),
+// each with manifest as its sandbox.toml.
+func (p *Project) Projects(n int, manifest string) ([]string, error) {
+	dirs := make([]string, n)
+	for i := range dirs {
+		dirs[i] = filepath.Join(p.Home, "projects", "p"+strconv.Itoa(i))
+		if err := os.MkdirAll(dirs[i], 0o755); err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(filepath.Join(dirs[i], "sandbox.toml"), []byte(manifest), 0o644); err != nil {
+			return nil, err
+		}
+	}
+	return dirs, nil
+}
+
+// TimedIn is Timed in dir instead of the project dir.
+func (p *Project) TimedIn(dir, name string, args ...string) (time.Duration, string, error) {
+	c := p.Command(name, args...)
+	c.Dir = dir
+	return Timed(c)
 }
 
 // Close stops the user's control daemon (airlock daemon stop with the binary

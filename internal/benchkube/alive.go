@@ -3,9 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -20,23 +18,12 @@ import (
 // docs/benchmarks.md "## Kubernetes, many alive at once".
 func alive(p *benchdoc.Project, airlock, image string, n, workers int, kubectl string, kctl func(...string) []string, doc, command string) error {
 	manifest := fmt.Sprintf("[sandbox]\nimage = %q\n", image)
-	dirs := make([]string, n)
-	for i := range dirs {
-		dirs[i] = filepath.Join(p.Home, "projects", "p"+strconv.Itoa(i))
-		if err := os.MkdirAll(dirs[i], 0o755); err != nil {
-			return err
-		}
-		if err := os.WriteFile(filepath.Join(dirs[i], "sandbox.toml"), []byte(manifest), 0o644); err != nil {
-			return err
-		}
+	dirs, err := p.Projects(n, manifest)
+	if err != nil {
+		return err
 	}
 	// each runs f for 0..n-1, workers at a time.
 	each := func(f func(i int) error) (time.Duration, []error) { return benchdoc.Each(n, workers, f) }
-	in := func(dir, name string, args ...string) (time.Duration, string, error) {
-		c := p.Command(name, args...)
-		c.Dir = dir
-		return benchdoc.Timed(c)
-	}
 	// byNode counts the namespace's running Pods (selected by sel) by node.
 	byNode := func(sel string) (map[string]int, error) {
 		out, err := p.Command(kubectl, kctl("get", "pods", "-l", sel, "--field-selector=status.phase=Running",
@@ -73,7 +60,7 @@ func alive(p *benchdoc.Project, airlock, image string, n, workers int, kubectl s
 
 	// airlock: up -d in every dir (it returns once the sandbox is ready).
 	upTook, upErrs := each(func(i int) error {
-		if _, out, err := in(dirs[i], airlock, "-q", "up", "-d"); err != nil {
+		if _, out, err := p.TimedIn(dirs[i], airlock, "-q", "up", "-d"); err != nil {
 			return fmt.Errorf("up -d in %s: %v: %s", dirs[i], err, out)
 		}
 		return nil
@@ -93,7 +80,7 @@ func alive(p *benchdoc.Project, airlock, image string, n, workers int, kubectl s
 		}
 	}
 	downTook, downErrs := each(func(i int) error {
-		if _, out, err := in(dirs[i], airlock, "-q", "down"); err != nil {
+		if _, out, err := p.TimedIn(dirs[i], airlock, "-q", "down"); err != nil {
 			return fmt.Errorf("down in %s: %v: %s", dirs[i], err, out)
 		}
 		return nil

@@ -38,20 +38,9 @@ func alive(airlock string, n, workers int, doc, command string) error {
 		return err
 	}
 	defer p.Close(airlock)
-	dirs := make([]string, n)
-	for i := range dirs {
-		dirs[i] = filepath.Join(p.Home, "projects", "p"+strconv.Itoa(i))
-		if err := os.MkdirAll(dirs[i], 0o755); err != nil {
-			return err
-		}
-		if err := os.WriteFile(filepath.Join(dirs[i], "sandbox.toml"), []byte(manifest), 0o644); err != nil {
-			return err
-		}
-	}
-	in := func(dir, name string, args ...string) (time.Duration, string, error) {
-		c := p.Command(name, args...)
-		c.Dir = dir
-		return benchdoc.Timed(c)
+	dirs, err := p.Projects(n, manifest)
+	if err != nil {
+		return err
 	}
 	// each runs f on every project dir, workers at a time.
 	each := func(f func(i int, dir string) error) (time.Duration, []error) {
@@ -73,7 +62,7 @@ func alive(airlock string, n, workers int, doc, command string) error {
 	}
 
 	upTook, upErrs := each(func(_ int, dir string) error {
-		if _, out, err := in(dir, airlock, "-q", "up", "-d"); err != nil {
+		if _, out, err := p.TimedIn(dir, airlock, "-q", "up", "-d"); err != nil {
 			return fmt.Errorf("up -d: %v: %s", err, out)
 		}
 		return nil
@@ -91,7 +80,7 @@ func alive(airlock string, n, workers int, doc, command string) error {
 	var execs benchdoc.Timings
 	var execMu sync.Mutex
 	execTook, execErrs := each(func(i int, dir string) error {
-		d, out, err := in(dir, airlock, "exec", "--", "sh", "-c", "test -d /proc/1 && echo "+strconv.Itoa(i))
+		d, out, err := p.TimedIn(dir, airlock, "exec", "--", "sh", "-c", "test -d /proc/1 && echo "+strconv.Itoa(i))
 		if err != nil || strings.TrimSpace(out) != strconv.Itoa(i) {
 			return fmt.Errorf("exec: %v: %q", err, out)
 		}
@@ -122,7 +111,7 @@ func alive(airlock string, n, workers int, doc, command string) error {
 	cur, rss, fds := procStatus(h.PID)
 
 	downTook, downErrs := each(func(_ int, dir string) error {
-		if _, out, err := in(dir, airlock, "-q", "down"); err != nil {
+		if _, out, err := p.TimedIn(dir, airlock, "-q", "down"); err != nil {
 			return fmt.Errorf("down: %v: %s", err, out)
 		}
 		return nil
