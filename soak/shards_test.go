@@ -36,20 +36,27 @@ func TestSharedNetworkAtDefault(t *testing.T) {
 	e := clitest.New(t, "[sandbox]\nimage = \"{{image}}\"\n")
 	ctx := context.Background()
 	cli := e.Cli
+	// removeFillers kills the fillers, then removes them, 4 at a time: 16
+	// concurrent force-removals of started containers on one full bridge hung
+	// Engine 20.10 (docs/reliability.md).
 	removeFillers := func() {
 		list, _ := cli.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", fillerLabel))})
-		var wg sync.WaitGroup
-		sem := make(chan struct{}, 16)
-		for _, c := range list {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				sem <- struct{}{}
-				defer func() { <-sem }()
-				_ = cli.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true})
-			}()
+		each := func(f func(id string)) {
+			var wg sync.WaitGroup
+			sem := make(chan struct{}, 4)
+			for _, c := range list {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					sem <- struct{}{}
+					defer func() { <-sem }()
+					f(c.ID)
+				}()
+			}
+			wg.Wait()
 		}
-		wg.Wait()
+		each(func(id string) { _ = cli.ContainerKill(ctx, id, "KILL") })
+		each(func(id string) { _ = cli.ContainerRemove(ctx, id, container.RemoveOptions{Force: true}) })
 	}
 	removeFillers() // an earlier run's, interrupted
 	t.Cleanup(removeFillers)
