@@ -43,7 +43,7 @@ func newRunCommand(a *app) *cobra.Command {
 		Long: "run creates a fresh sandbox from the project's manifest, starts its services and daemons, runs CMD\n" +
 			"with stdout and stderr streamed apart (a TTY only when stdin and stdout are terminals), shuts the\n" +
 			"daemons down, removes every object of the sandbox and exits with CMD's exit code. It returns once CMD\n" +
-			"exited and its output is out: daemons that take longer than 50 ms to stop finish in the background\n" +
+			"exited and its output is out: daemons that take longer than 20 ms to stop finish in the background\n" +
 			"(airlock events shows them) unless --wait or sandbox.wait_for_daemons.",
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {

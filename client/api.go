@@ -123,7 +123,7 @@ type CreateRequest struct {
 	// gets the exit code from the Engine and need not wait for the removal.
 	RemoveOnExit bool `json:"remove_on_exit,omitempty"`
 	// FastEnd, for a run, ends an attach to its main command (the exit frame)
-	// once the command exited and the daemons that stop within 50 ms did;
+	// once the command exited and the daemons that stop within 20 ms did;
 	// the others shut down in the background, recorded in events and logs.
 	FastEnd bool `json:"fast_end,omitempty"`
 	// Engine is the Docker Engine to create the sandbox on; nil for the daemon's own.

@@ -39,7 +39,7 @@ type CreateRequest struct {
 	// RemoveOnExit deletes the sandbox as soon as its primary exited.
 	RemoveOnExit bool
 	// FastEnd, for a run, ends an attach to its main command once the
-	// command exited and the daemons that stop within 50 ms did, while the
+	// command exited and the daemons that stop within 20 ms did, while the
 	// others shut down in the background (the supervisor marks the end of the
 	// output: sandbox.Request.EndMarker).
 	FastEnd bool

@@ -73,7 +73,7 @@ func (s *supervisor) collectUntil(deadline <-chan time.Time) {
 
 // fastEndWait is how long a run that need not wait for its daemons' shutdown
 // (Spec.EndMarker) gives them to stop before it marks the end of its output.
-const fastEndWait = 50 * time.Millisecond
+const fastEndWait = 20 * time.Millisecond
 
 // markEnd writes the end marker with the main command's code on stdout and,
 // when it is another stream, on stderr (after the shutdown lines printed so

@@ -170,13 +170,13 @@ func bench(airlock string, js []job, runs int, doc, command string) error {
 	notes := "Each job is one request to the server from bash (`/dev/tcp`), after the daemon's ready check (a tcp check that sends\n" +
 		"a request and expects its answer). The plain redis-server runs without the preset's `--hz 100` (it acts on SIGTERM\n" +
 		"up to 100 ms late); memcached takes about a second to exit on SIGTERM. `airlock run` returns once the job exited and\n" +
-		"its output is out, with the shutdown lines of the daemons that stopped within 50 ms; a daemon still stopping then\n" +
-		"finishes in the background (when all stopped within the 50 ms, the run ends\n" +
-		"with its container, as with `--wait`), and the sandbox is removed after it (each airlock run waits, untimed, for that removal before the next\n" +
+		"its output is out, with the shutdown lines of the daemons that stopped within 20 ms; a daemon still stopping then\n" +
+		"finishes in the background (when all stopped within the 20 ms, the end is\n" +
+		"sealed: the supervisor ends what else runs and the run returns without waiting for the container's exit), and the sandbox is removed after it (each airlock run waits, untimed, for that removal before the next\n" +
 		"command). `--wait` keeps the whole shutdown in the run. The floor starts the server with `--daemonize`/`-d`, polls it\n" +
 		"every 10 ms, runs the job and ends: its container is torn down with the server in it, which never shuts down.\n" +
 		"The floor runs on the Engine's default bridge; airlock's sandbox joins `" + sandbox.SharedNetwork + "`, a user-defined network\n" +
 		"(inter-container communication off), on which the Engine sets up its embedded DNS at each start: the rows with\n" +
-		"`--network` measure the floor there, which is what the remaining gap is made of."
+		"`--network` measure the floor there: that setup is a cost airlock pays on every start and the floor does not."
 	return benchdoc.Write(doc, "Jobs with a daemon slow to stop", intro, rows, notes)
 }
