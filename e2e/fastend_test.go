@@ -25,7 +25,7 @@ network = "none"
 command = ["sleep", "1000"]
 
 [daemons.slow]
-command = ["sh", "-c", "trap 'sleep 6; exit 0' TERM; touch /tmp/trapped; while :; do sleep 0.1; done"]
+command = ["sh", "-c", "trap 'sleep 3; exit 0' TERM; touch /tmp/trapped; while :; do sleep 0.1; done"]
 timeout = 30
 ready = { cmd = ["test", "-e", "/tmp/trapped"] }
 `)
@@ -39,7 +39,7 @@ ready = { cmd = ["test", "-e", "/tmp/trapped"] }
 		t.Errorf("stderr shows the slow daemon's end or the end marker:\n%s", r.Stderr)
 	}
 	// The slow daemon was still shutting down when run returned (it takes
-	// 6 s), so the sandbox was there; its end is recorded, then the sandbox
+	// 3 s), so the sandbox was there; its end is recorded, then the sandbox
 	// is removed.
 	// ps tells no older story than run did: the main command exited (3).
 	there := false
