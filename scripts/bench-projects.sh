@@ -6,7 +6,7 @@
 #   in the background, waits for it, and runs the same command with the same caches
 # after one untimed warm-up of each, and prints a Markdown table: medians, the ratio, and
 # every run that failed with the tests that failed (the same flaky test on both sides is the
-# suite's, not airlock's). Records docs/benchmarks.md "## Real projects' test suites".
+# suite's, not airlock's). The table is for docs/benchmarks.md "## Real projects' test suites" (copied there by hand).
 #
 # Usage: scripts/bench-projects.sh [PROJECT...]   (default: redislock cache sqlx pq; redis_rate fails on Redis 7.0 on both sides)
 # Environment: RUNS (default 10); PQ_RACE (0: lib/pq without -race); PROJECTS_DIR (checkouts, default /var/tmp/airlock-projects);
