@@ -48,7 +48,9 @@ func TestSharedNetworkIsolates(t *testing.T) {
 	if ep == nil || ep.IPAddress == "" {
 		t.Fatalf("sandbox %s is not on %s: %v", idB, sandbox.SharedNetwork, ci.NetworkSettings.Networks)
 	}
-	if n, err := a.Cli.NetworkInspect(ctx, sandbox.SharedNetwork, networkInspectOptions()); err != nil || n.Options["com.docker.network.bridge.enable_icc"] != "false" {
+	// By ID: TestSharedNetworkDuplicate may have made a second network of
+	// that name meanwhile, which makes the name ambiguous to the Engine.
+	if n, err := a.Cli.NetworkInspect(ctx, ep.NetworkID, networkInspectOptions()); err != nil || n.Options["com.docker.network.bridge.enable_icc"] != "false" {
 		t.Errorf("%s: want inter-container communication disabled, got %v (%v)", sandbox.SharedNetwork, n.Options, err)
 	}
 	r := a.MustRun("exec", "--", "sh", "-c", "wget -qO- http://127.0.0.1:8080/; if timeout 3 wget -qO- http://"+ep.IPAddress+":8080/; then echo REACHED; else echo blocked; fi")
@@ -232,7 +234,10 @@ func TestSharedNetworkShards(t *testing.T) {
 			}
 		}
 	}
-	if _, err := e.Cli.NetworkInspect(ctx, sandbox.SharedNetwork, network.InspectOptions{}); err != nil {
+	// Listed, not inspected by name: TestSharedNetworkDuplicate may have made
+	// a second network of that name meanwhile (an ambiguous name to the Engine).
+	first, err := e.Cli.NetworkList(ctx, network.ListOptions{Filters: filters.NewArgs(filters.Arg("name", "^"+sandbox.SharedNetwork+"$"))})
+	if err != nil || len(first) == 0 {
 		t.Errorf("the first shard went too: %v", err)
 	}
 	e.assertClean()
