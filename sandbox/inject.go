@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
@@ -70,15 +71,11 @@ func (rt *Runtime) supervisorVolume(ctx context.Context, imageRef string) (strin
 	if rt.volumeComplete(ctx, name) {
 		return name, nil
 	}
-	lock, lockPath, err := rt.supervisorLock(name)
+	release, _, err := rt.lockSupervisorFill(name)
 	if err != nil {
 		return "", err
 	}
-	defer lock.Close()
-	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX); err != nil {
-		return "", failed("cannot lock %s: %v", lockPath, err)
-	}
-	defer unix.Flock(int(lock.Fd()), unix.LOCK_UN)
+	defer release()
 	if rt.volumeComplete(ctx, name) {
 		return name, nil
 	}
@@ -95,6 +92,40 @@ func (rt *Runtime) supervisorVolume(ctx context.Context, imageRef string) (strin
 		return "", failed("cannot create volume %s-ok: %v", name, err)
 	}
 	return name, nil
+}
+
+// lockSupervisorFill takes the lock that lets one filler at a time work on
+// the supervisor volume name; release gives it up and removes its file, so
+// that no lock is left behind (one a build otherwise). Its holder removes the
+// file before it unlocks: a filler that then gets the lock of a file no longer
+// at its path starts again with the path's new file, which is what a filler
+// that came meanwhile locks too.
+func (rt *Runtime) lockSupervisorFill(name string) (release func(), lockPath string, err error) {
+	for {
+		lock, lockPath, err := rt.supervisorLock(name)
+		if err != nil {
+			return nil, lockPath, err
+		}
+		fd := int(lock.Fd())
+		if err := unix.Flock(fd, unix.LOCK_EX); err != nil {
+			lock.Close()
+			return nil, lockPath, failed("cannot lock %s: %v", lockPath, err)
+		}
+		held, herr := lock.Stat()
+		now, nerr := os.Lstat(lockPath)
+		if herr == nil && nerr == nil && os.SameFile(held, now) {
+			return func() {
+				_ = os.Remove(lockPath) // not ours to remove (root's, in a shared dir): it stays
+				_ = unix.Flock(fd, unix.LOCK_UN)
+				lock.Close()
+			}, lockPath, nil
+		}
+		_ = unix.Flock(fd, unix.LOCK_UN)
+		lock.Close()
+		if herr != nil || (nerr != nil && !os.IsNotExist(nerr)) {
+			return nil, lockPath, failed("cannot lock %s: %v", lockPath, errors.Join(herr, nerr))
+		}
+	}
 }
 
 // supervisorLock opens the lock that lets one filler at a time work on a

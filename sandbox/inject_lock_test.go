@@ -5,7 +5,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/airlock-dev/airlock/paths"
 )
@@ -71,5 +74,60 @@ func TestSupervisorLockInSharedRoot(t *testing.T) {
 		if got == shared {
 			t.Errorf("another user's lock file %s was used", shared)
 		}
+	}
+}
+
+// The supervisor volume's fill lock is not left behind (one file a build in
+// os.TempDir() otherwise), and removing it keeps fills one at a time: a filler
+// that locked a file its predecessor removed locks the new one instead.
+func TestSupervisorLockRemovedAfterFill(t *testing.T) {
+	rt := &Runtime{Paths: &paths.Paths{RuntimeDir: filepath.Join(t.TempDir(), "rt")}}
+	name := "airlock-supervisor-test-" + strings.ToLower(rand.Text()[:10])
+	shared := filepath.Join(os.TempDir(), name+".lock")
+	t.Cleanup(func() { os.Remove(shared) })
+
+	release, got, err := rt.lockSupervisorFill(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != shared {
+		t.Errorf("lock at %s, want the shared %s", got, shared)
+	}
+	if _, err := os.Lstat(shared); err != nil {
+		t.Errorf("the lock while held: %v", err)
+	}
+	release()
+	if _, err := os.Lstat(shared); !os.IsNotExist(err) {
+		t.Errorf("the lock %s is left after the fill (%v)", shared, err)
+	}
+
+	// Many fillers at once: never two inside.
+	var inside, most atomic.Int32
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 20 {
+				release, _, err := rt.lockSupervisorFill(name)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				n := inside.Add(1)
+				for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+				}
+				time.Sleep(100 * time.Microsecond)
+				inside.Add(-1)
+				release()
+			}
+		}()
+	}
+	wg.Wait()
+	if m := most.Load(); m != 1 {
+		t.Errorf("%d fillers held the lock at once", m)
+	}
+	if _, err := os.Lstat(shared); !os.IsNotExist(err) {
+		t.Errorf("the lock %s is left after the fills (%v)", shared, err)
 	}
 }
