@@ -102,28 +102,30 @@ func (rt *Runtime) supervisorVolume(ctx context.Context, imageRef string) (strin
 // that came meanwhile locks too.
 func (rt *Runtime) lockSupervisorFill(name string) (release func(), lockPath string, err error) {
 	for {
-		lock, lockPath, err := rt.supervisorLock(name)
+		lock, path, err := rt.supervisorLock(name)
 		if err != nil {
-			return nil, lockPath, err
+			return nil, path, err
 		}
 		fd := int(lock.Fd())
 		if err := unix.Flock(fd, unix.LOCK_EX); err != nil {
 			lock.Close()
-			return nil, lockPath, failed("cannot lock %s: %v", lockPath, err)
+			return nil, path, failed("cannot lock %s: %v", path, err)
 		}
 		held, herr := lock.Stat()
-		now, nerr := os.Lstat(lockPath)
+		now, nerr := os.Lstat(path)
 		if herr == nil && nerr == nil && os.SameFile(held, now) {
 			return func() {
-				_ = os.Remove(lockPath) // not ours to remove (root's, in a shared dir): it stays
+				// Root's file in a shared dir is not another user's to
+				// remove: it stays, and serves as it is.
+				_ = os.Remove(path)
 				_ = unix.Flock(fd, unix.LOCK_UN)
 				lock.Close()
-			}, lockPath, nil
+			}, path, nil
 		}
 		_ = unix.Flock(fd, unix.LOCK_UN)
 		lock.Close()
 		if herr != nil || (nerr != nil && !os.IsNotExist(nerr)) {
-			return nil, lockPath, failed("cannot lock %s: %v", lockPath, errors.Join(herr, nerr))
+			return nil, path, failed("cannot lock %s: %v", path, errors.Join(herr, nerr))
 		}
 	}
 }
