@@ -45,6 +45,7 @@ type daemonRun struct {
 
 	readyResults chan<- readyResult // where the ready watcher reports
 	results      chan<- stopResult  // where run reports its end
+	leader       atomic.Int64       // the last launch's process (0 before the first)
 	watchers     sync.WaitGroup
 
 	gaveUp *gaveUp // set (by run) when max_restarts was reached
@@ -109,6 +110,9 @@ func (d *daemonRun) launch() (int, <-chan unix.WaitStatus, [2]*relay, error) {
 		return 0, nil, rs, err
 	}
 	pid, ch, err := d.r.start(d.proc(d.spec.Command, w[relayStdout], w[relayStderr]))
+	if err == nil {
+		d.leader.Store(int64(pid))
+	}
 	// The launch holds the write ends now (or failed): the relays see the
 	// pipes' end when it and what it started are done with them.
 	_ = w[relayStdout].Close()

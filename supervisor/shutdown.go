@@ -32,11 +32,38 @@ func (s *supervisor) collect() {
 }
 
 // collectFor is collect for at most d: it returns then, the daemons still
-// stopping left to a later collect.
+// stopping left to a later collect. A daemon whose process had ended by then
+// stopped within d, though its end may not have come through yet (on a busy
+// machine the goroutines that report it wait for a CPU): it is waited for, up
+// to endedWait more.
 func (s *supervisor) collectFor(d time.Duration) {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	s.collectUntil(t.C)
+	for waited := time.Duration(0); len(s.remaining) > 0 && waited < endedWait && s.leaderEnded(); waited += endedPoll {
+		t := time.NewTimer(endedPoll)
+		s.collectUntil(t.C)
+		t.Stop()
+	}
+}
+
+// How long, and in which steps, collectFor waits for the ends of daemons
+// whose processes ended within its time.
+const (
+	endedWait = 250 * time.Millisecond
+	endedPoll = 5 * time.Millisecond
+)
+
+// leaderEnded reports whether a daemon still to report its end has no
+// process running any more (its last launch's leader exited: a zombie not yet
+// reaped, or gone), or never had one.
+func (s *supervisor) leaderEnded() bool {
+	for _, d := range s.running {
+		if s.remaining[d.spec.Name] && processEnded(int(d.leader.Load())) {
+			return true
+		}
+	}
+	return false
 }
 
 // collectUntil prints the daemons' lines until each reported its end or

@@ -3,6 +3,9 @@
 package supervisor
 
 import (
+	"bytes"
+	"os"
+	"strconv"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -54,4 +57,19 @@ func switchUser(c *syscall.Credential) error {
 		return err
 	}
 	return syscall.Setuid(int(c.Uid))
+}
+
+// processEnded reports whether process pid has exited (a zombie, or gone
+// once reaped); a pid of 0 or less is no process.
+func processEnded(pid int) bool {
+	if pid <= 0 {
+		return true
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return true
+	}
+	// The state follows the command, which is in parentheses and may hold any.
+	i := bytes.LastIndexByte(b, ')')
+	return i >= 0 && i+2 < len(b) && b[i+2] == 'Z'
 }

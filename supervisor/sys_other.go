@@ -24,3 +24,6 @@ func isTermios(fd int) bool { return term.IsTerminal(fd) }
 
 // nextData: holes are not looked for elsewhere than on Linux.
 func nextData(_ interface{ Fd() uintptr }, off, _ int64) (int64, bool) { return off, false }
+
+// processEnded: never called off Linux (the supervisor does not run there).
+func processEnded(int) bool { return false }
