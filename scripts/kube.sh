@@ -194,7 +194,15 @@ alive() {
   [ -f "$f" ] || return 1
   pid=$(cat "$f")
   [ -n "$pid" ] && running "$pid" || return 1
-  cmd=$(tr '\0' ' ' 2>/dev/null <"/proc/$pid/cmdline") || return 1
+  # While a process execs, its command line reads empty for a moment (CI once failed "exited
+  # before apiserver ready" with the apiserver running): read it again then.
+  local i
+  for ((i = 0; i < 100; i++)); do
+    cmd=$(tr '\0' ' ' 2>/dev/null <"/proc/$pid/cmdline") || return 1
+    [ -z "$cmd" ] || break
+    running "$pid" || return 1
+    sleep 0.01
+  done
   case $1 in
   apiserver-proxy*) [[ $cmd == "socat -lpairlock-kube-$1 "* ]] ;;
   *) [[ $cmd == *"${1%-2}"* && $cmd == *"$state/"* ]] ;;
@@ -214,8 +222,10 @@ start() {
   echo "$pid" >"$run/$name.pid"
   # Until it execs, the child is a copy of this script, which alive does not take for NAME
   # (CI once failed "exited before apiserver ready" with an empty log): wait for the exec.
+  local cmd
   for ((i = 0; i < 100; i++)); do
-    [[ $(tr '\0' ' ' 2>/dev/null <"/proc/$pid/cmdline") == *"$prog"* ]] || break
+    cmd=$(tr '\0' ' ' 2>/dev/null <"/proc/$pid/cmdline") || break
+    [[ -z $cmd || $cmd == *"$prog"* ]] || break
     sleep 0.01
   done
 }
