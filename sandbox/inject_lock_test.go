@@ -13,15 +13,22 @@ import (
 	"github.com/airlock-dev/airlock/paths"
 )
 
+// newLockTest is a runtime with a private runtime dir, a supervisor volume
+// name of its own, and where that volume's shared lock goes (removed after).
+func newLockTest(t *testing.T) (rt *Runtime, name, shared string) {
+	rt = &Runtime{Paths: &paths.Paths{RuntimeDir: filepath.Join(t.TempDir(), "rt")}}
+	name = "airlock-supervisor-test-" + strings.ToLower(rand.Text()[:10])
+	shared = filepath.Join(os.TempDir(), name+".lock")
+	t.Cleanup(func() { os.Remove(shared) })
+	return rt, name, shared
+}
+
 // The supervisor volume's host-wide lock in os.TempDir() is not trusted when
 // another user may have put it there: a symbolic link is not followed (its
 // target is not created), and a file of another user's is not used (they could
 // hold it locked for ever); the user's private runtime dir takes its place.
 func TestSupervisorLockInSharedRoot(t *testing.T) {
-	rt := &Runtime{Paths: &paths.Paths{RuntimeDir: filepath.Join(t.TempDir(), "rt")}}
-	name := "airlock-supervisor-test-" + strings.ToLower(rand.Text()[:10])
-	shared := filepath.Join(os.TempDir(), name+".lock")
-	t.Cleanup(func() { os.Remove(shared) })
+	rt, name, shared := newLockTest(t)
 
 	// Nothing there: the shared lock is made, mode 0600.
 	f, got, err := rt.supervisorLock(name)
@@ -81,10 +88,7 @@ func TestSupervisorLockInSharedRoot(t *testing.T) {
 // os.TempDir() otherwise), and removing it keeps fills one at a time: a filler
 // that locked a file its predecessor removed locks the new one instead.
 func TestSupervisorLockRemovedAfterFill(t *testing.T) {
-	rt := &Runtime{Paths: &paths.Paths{RuntimeDir: filepath.Join(t.TempDir(), "rt")}}
-	name := "airlock-supervisor-test-" + strings.ToLower(rand.Text()[:10])
-	shared := filepath.Join(os.TempDir(), name+".lock")
-	t.Cleanup(func() { os.Remove(shared) })
+	rt, name, shared := newLockTest(t)
 
 	release, got, err := rt.lockSupervisorFill(name)
 	if err != nil {
