@@ -8,7 +8,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -42,18 +41,7 @@ func TestSharedNetworkAtDefault(t *testing.T) {
 	removeFillers := func() {
 		list, _ := cli.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", fillerLabel))})
 		each := func(f func(id string)) {
-			var wg sync.WaitGroup
-			sem := make(chan struct{}, 4)
-			for _, c := range list {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					sem <- struct{}{}
-					defer func() { <-sem }()
-					f(c.ID)
-				}()
-			}
-			wg.Wait()
+			benchdoc.Each(len(list), 4, func(i int) error { f(list[i].ID); return nil })
 		}
 		each(func(id string) { _ = cli.ContainerKill(ctx, id, "KILL") })
 		each(func(id string) { _ = cli.ContainerRemove(ctx, id, container.RemoveOptions{Force: true}) })
@@ -77,36 +65,26 @@ func TestSharedNetworkAtDefault(t *testing.T) {
 		}
 		return n
 	}
-	var errs []string
+	var errs []error
 	made := 0
 	// add puts k more fillers on the first shard, 16 at a time.
 	add := func(k int) {
-		var wg sync.WaitGroup
-		var mu sync.Mutex
-		sem := make(chan struct{}, 16)
-		for i := range k {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				sem <- struct{}{}
-				defer func() { <-sem }()
-				name := fmt.Sprintf("airlock-soak-filler-%d", made+i)
-				c, err := cli.ContainerCreate(ctx, &container.Config{
-					Image:  e.Image,
-					Cmd:    []string{"sleep", "3600"},
-					Labels: map[string]string{fillerLabel: "true", sandbox.LabelShard: sandbox.SharedNetwork},
-				}, &container.HostConfig{NetworkMode: container.NetworkMode(sandbox.SharedNetwork)}, &network.NetworkingConfig{}, nil, name)
-				if err == nil {
-					err = cli.ContainerStart(ctx, c.ID, container.StartOptions{})
-				}
-				if err != nil {
-					mu.Lock()
-					errs = append(errs, fmt.Sprintf("%s: %v", name, err))
-					mu.Unlock()
-				}
-			}()
-		}
-		wg.Wait()
+		_, failed := benchdoc.Each(k, 16, func(i int) error {
+			name := fmt.Sprintf("airlock-soak-filler-%d", made+i)
+			c, err := cli.ContainerCreate(ctx, &container.Config{
+				Image:  e.Image,
+				Cmd:    []string{"sleep", "3600"},
+				Labels: map[string]string{fillerLabel: "true", sandbox.LabelShard: sandbox.SharedNetwork},
+			}, &container.HostConfig{NetworkMode: container.NetworkMode(sandbox.SharedNetwork)}, &network.NetworkingConfig{}, nil, name)
+			if err == nil {
+				err = cli.ContainerStart(ctx, c.ID, container.StartOptions{})
+			}
+			if err != nil {
+				return fmt.Errorf("%s: %w", name, err)
+			}
+			return nil
+		})
+		errs = append(errs, failed...)
 		made += k
 	}
 	start := time.Now()
@@ -118,7 +96,7 @@ func TestSharedNetworkAtDefault(t *testing.T) {
 	fill := made
 	filled := time.Since(start)
 	if len(errs) > 0 {
-		t.Fatalf("%d of %d containers could not join %s (the first: %s)", len(errs), fill, sandbox.SharedNetwork, errs[0])
+		t.Fatalf("%d of %d containers could not join %s (the first: %v)", len(errs), fill, sandbox.SharedNetwork, errs[0])
 	}
 	ni, err := cli.NetworkInspect(ctx, sandbox.SharedNetwork, network.InspectOptions{})
 	if err != nil {
