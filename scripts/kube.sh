@@ -186,6 +186,23 @@ ctrc() { ctr --address "$1" --namespace k8s.io "${@:2}"; }
 # running PID: the process exists and is not a zombie.
 running() { [ -r "/proc/$1/status" ] && ! grep -q '^State:[[:space:]]*Z' "/proc/$1/status" 2>/dev/null; }
 
+# cmdline PID: the command line of PID, read again while it reads empty, as it does for a moment
+# while the process execs (CI once failed "exited before apiserver ready" with the apiserver
+# running); fails when the process is gone.
+cmdline() {
+  local i c
+  for ((i = 0; i < 100; i++)); do
+    c=$(tr '\0' ' ' 2>/dev/null <"/proc/$1/cmdline") || return 1
+    [ -z "$c" ] || {
+      printf '%s' "$c"
+      return 0
+    }
+    running "$1" || return 1
+    sleep 0.01
+  done
+  return 1
+}
+
 # alive NAME: the process up recorded for NAME (containerd-2 and kubelet-2 are node 2's) runs and is still that process (its command line
 # names the component and this state directory, or for an apiserver proxy is that socat: a recycled
 # pid is not ours).
@@ -194,15 +211,7 @@ alive() {
   [ -f "$f" ] || return 1
   pid=$(cat "$f")
   [ -n "$pid" ] && running "$pid" || return 1
-  # While a process execs, its command line reads empty for a moment (CI once failed "exited
-  # before apiserver ready" with the apiserver running): read it again then.
-  local i
-  for ((i = 0; i < 100; i++)); do
-    cmd=$(tr '\0' ' ' 2>/dev/null <"/proc/$pid/cmdline") || return 1
-    [ -z "$cmd" ] || break
-    running "$pid" || return 1
-    sleep 0.01
-  done
+  cmd=$(cmdline "$pid") || return 1
   case $1 in
   apiserver-proxy*) [[ $cmd == "socat -lpairlock-kube-$1 "* ]] ;;
   *) [[ $cmd == *"${1%-2}"* && $cmd == *"$state/"* ]] ;;
@@ -222,10 +231,8 @@ start() {
   echo "$pid" >"$run/$name.pid"
   # Until it execs, the child is a copy of this script, which alive does not take for NAME
   # (CI once failed "exited before apiserver ready" with an empty log): wait for the exec.
-  local cmd
   for ((i = 0; i < 100; i++)); do
-    cmd=$(tr '\0' ' ' 2>/dev/null <"/proc/$pid/cmdline") || break
-    [[ -z $cmd || $cmd == *"$prog"* ]] || break
+    [[ $(cmdline "$pid") == *"$prog"* ]] || break
     sleep 0.01
   done
 }
