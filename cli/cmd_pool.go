@@ -131,6 +131,13 @@ func (a *app) poolWarm(size int) error {
 	if tgt.clientFiles {
 		return withCode(ExitUsage, errors.New("a warm pool needs a daemon that shares this machine's files (its key fingerprints what is copied in): not a daemon on another machine (docs/pool.md)"))
 	}
+	// As a run has them (the same key): layers read-only, the pool a session.
+	protected := a.protectLayers(r, layers, tgt.projectCopied(r))
+	if store, err := a.trustStore(); err == nil {
+		if err := store.BeginPool(r.File, a.sessionRoots(r, tgt.projectCopied(r), false), protected); err != nil {
+			fmt.Fprintf(a.stderr, "airlock: warning: cannot record the warm pool in the trust record: %v\n", err)
+		}
+	}
 	c, err := a.daemonClient(ctx)
 	if err != nil {
 		return err

@@ -112,6 +112,11 @@ func (a *app) run(parent context.Context, o runOptions, args []string) error {
 			return err
 		}
 	}
+	// The layers the sandbox could write are read-only in it (docs/trust.md).
+	protected := a.protectLayers(r, layers, projectCopied)
+	if !o.noPool {
+		a.beginPool(r, projectCopied, protected)
+	}
 	c, err := a.daemonClient(ctx)
 	if err != nil {
 		return setupErr(err)
@@ -219,7 +224,7 @@ func (a *app) run(parent context.Context, o runOptions, args []string) error {
 	a.sayQueued(qctx, c, id, 0)
 	// Created, not started (resume starts it): the trust record knows it
 	// before any of its code runs.
-	session, err := a.beginLayers(r, layers, projectCopied, len(o.outputs) > 0, id)
+	session, err := a.beginLayers(r, layers, projectCopied, len(o.outputs) > 0, id, protected)
 	if err != nil {
 		return setupErr(err)
 	}

@@ -81,7 +81,7 @@ func (a *app) up(detach bool, id string) error {
 			return err
 		}
 	}
-	session, err := a.beginLayers(r, layers, tgt.projectCopied(r), false, "")
+	session, err := a.beginLayers(r, layers, tgt.projectCopied(r), false, "", nil)
 	if err != nil {
 		return su.err(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -32,6 +33,11 @@ const ignoreFile = ".airlockignore"
 // the project's .airlockignore.
 func (a *app) loadManifestLayers() (*manifest.Resolved, *trust.Snapshot, error) {
 	snap := trust.NewSnapshot()
+	if file, err := a.manifestFile(); err == nil {
+		if abs, err := filepath.Abs(file); err == nil {
+			snap.Root = filepath.Dir(abs)
+		}
+	}
 	r, err := a.loadManifestWith(snap.ReadFile)
 	if err != nil {
 		return nil, nil, err
@@ -68,6 +74,16 @@ func (a *app) checkLayers(ctx context.Context, r *manifest.Resolved, snap *trust
 		return nil
 	}
 	widens := a.layerWidening(r, snap, changes)
+	if widens == "" {
+		// Nothing the sandbox gets is wider: taken, with a word.
+		if err := store.Accept(r.File, r.ProjectDir, snap); err != nil {
+			return withCode(ExitAirlock, fmt.Errorf("cannot record the trusted layers: %w", err))
+		}
+		if !a.opts.quiet {
+			fmt.Fprintf(a.stderr, "airlock: notice: %s; it widens nothing airlock knows of, so it is taken as it is\n", changedWhile(changes))
+		}
+		return nil
+	}
 	if isTerminal(a.stdin) && isTerminal(a.stdout) {
 		printLayerChanges(a.stderr, changes, widens)
 		fmt.Fprint(a.stderr, "Trust these layers and go on? [y/N] ")
@@ -93,6 +109,25 @@ func (a *app) checkLayers(ctx context.Context, r *manifest.Resolved, snap *trust
 // refusal is `sandbox.local.toml changed while sandbox X ran: it widens mounts
 // (…); review with "airlock trust"`.
 func refusal(changes []trust.Change, widens string) string {
+	verb := "it widens "
+	if insideCount(changes) > 1 {
+		verb = "together they widen "
+	}
+	return fmt.Sprintf("%s: %s; review with \"airlock trust\"", changedWhile(changes), verb+widens)
+}
+
+func insideCount(changes []trust.Change) int {
+	n := 0
+	for _, c := range changes {
+		if c.Inside {
+			n++
+		}
+	}
+	return n
+}
+
+// changedWhile is "sandbox.local.toml changed while sandbox X ran".
+func changedWhile(changes []trust.Change) string {
 	var names []string
 	sb := ""
 	for _, c := range changes {
@@ -107,15 +142,11 @@ func refusal(changes []trust.Change, widens string) string {
 	if sb != "" {
 		who = "sandbox " + sb
 	}
-	verb := "it widens "
-	if len(names) > 1 {
-		verb = "together they widen "
-	}
-	return fmt.Sprintf("%s changed while %s ran: %s; review with \"airlock trust\"", strings.Join(names, ", "), who, verb+widens)
+	return fmt.Sprintf("%s changed while %s ran", strings.Join(names, ", "), who)
 }
 
 // layerWidening says what the layers as they are now widen over the accepted
-// ones: trust.Summary, or "nothing airlock knows of".
+// ones (trust.Summary), or "" when they widen nothing.
 func (a *app) layerWidening(r *manifest.Resolved, snap *trust.Snapshot, changes []trust.Change) string {
 	l, err := a.loader()
 	if err != nil {
@@ -129,12 +160,22 @@ func (a *app) layerWidening(r *manifest.Resolved, snap *trust.Snapshot, changes 
 		} else {
 			old[c.Path] = *c.Old
 		}
-		if filepath.Base(c.Path) == ignoreFile && c.New.Stored() && (c.Old == nil || c.Old.Stored()) {
-			var oc []byte
-			if c.Old != nil {
-				oc = c.Old.Content
-			}
+		var oc []byte
+		if c.Old != nil {
+			oc = c.Old.Content
+		}
+		if !c.New.Stored() || c.Old != nil && !c.Old.Stored() {
+			ws = append(ws, trust.Widening{Area: "files", Detail: displayPath(c.Path) + " is too large to compare"})
+			continue
+		}
+		switch {
+		case filepath.Base(c.Path) == ignoreFile:
 			ws = append(ws, trust.IgnoreWidens(oc, c.New.Content)...)
+		case !strings.HasSuffix(c.Path, ".toml"):
+			// A compose file, one it includes or extends, an env file: a
+			// variable it newly reads from the host is a host value entering
+			// the sandbox's services (compose interpolates it).
+			ws = append(ws, trust.ComposeVarsWiden(displayPath(c.Path), oc, c.New.Content)...)
 		}
 	}
 	nr, err := trust.Load(*l, r.File, snap.Files)
@@ -147,10 +188,7 @@ func (a *app) layerWidening(r *manifest.Resolved, snap *trust.Snapshot, changes 
 	}
 	ws = append(trust.Widens(oldR, nr), ws...)
 	s := trust.Summary(ws)
-	if s == "" {
-		s = "nothing airlock knows of (see the diff)"
-	}
-	if oerr != nil {
+	if s != "" && oerr != nil {
 		s += " (compared with an empty manifest: the accepted layers do not load now)"
 	}
 	return s
@@ -170,6 +208,9 @@ func printLayerChanges(w io.Writer, changes []trust.Change, widens string) {
 			fmt.Fprintf(w, "%s: changed while no sandbox ran\n", name)
 		}
 		fmt.Fprint(w, trust.Diff(name, c.Old, c.New))
+	}
+	if widens == "" {
+		widens = "nothing airlock knows of"
 	}
 	fmt.Fprintf(w, "it widens: %s\n", widens)
 }
@@ -206,6 +247,24 @@ func (a *app) sessionResolver() trust.Resolver {
 		cerr error
 	)
 	return func(s *trust.Session) trust.Status {
+		if s.Pool {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			once.Do(func() { c, cerr = a.daemonClient(ctx) })
+			if cerr != nil {
+				return trust.Status{Running: true}
+			}
+			pools, err := c.Pools(ctx)
+			if err != nil {
+				return trust.Status{Running: true}
+			}
+			for _, p := range pools.Pools {
+				if p.File == s.Manifest && len(p.Sandboxes)+p.Starting > 0 {
+					return trust.Status{Running: true}
+				}
+			}
+			return trust.Status{} // drained: when is not known, now is taken
+		}
 		if s.Sandbox == "" {
 			if st, start, ok := proc.State(s.PID); ok && st != "Z" && start == s.PIDStart {
 				return trust.Status{Running: true}
@@ -269,11 +328,24 @@ type layerSession struct {
 // known already: a created sandbox that has not started yet), with the host
 // paths it can write: the project dir unless it is copied in (or when --output
 // copies paths back into it), and every writable mount's source.
-func (a *app) beginLayers(r *manifest.Resolved, snap *trust.Snapshot, projectCopied, outputs bool, id string) (*layerSession, error) {
+// protected are the layer files its sandbox sees read-only (protectLayers).
+func (a *app) beginLayers(r *manifest.Resolved, snap *trust.Snapshot, projectCopied, outputs bool, id string, protected []string) (*layerSession, error) {
 	store, err := a.trustStore()
 	if err != nil {
 		return nil, err
 	}
+	roots := a.sessionRoots(r, projectCopied, outputs)
+	ss, err := store.Begin(r.File, roots, protected, os.Getpid(), processStart(os.Getpid()), id)
+	if err != nil {
+		return nil, withCode(ExitAirlock, fmt.Errorf("cannot record the sandbox in the trust record: %w", err))
+	}
+	return &layerSession{a: a, store: store, serial: ss.Serial, snap: snap, id: id}, nil
+}
+
+// sessionRoots are the host paths a sandbox of r can write: the project dir
+// unless it is copied in (or when --output copies paths back into it), and
+// every writable mount's source.
+func (a *app) sessionRoots(r *manifest.Resolved, projectCopied, outputs bool) []string {
 	var roots []string
 	if !projectCopied || outputs {
 		roots = append(roots, r.ProjectDir)
@@ -284,11 +356,86 @@ func (a *app) beginLayers(r *manifest.Resolved, snap *trust.Snapshot, projectCop
 			roots = append(roots, sandbox.ExpandHostPath(m.Source, r.ProjectDir, home))
 		}
 	}
-	ss, err := store.Begin(r.File, roots, os.Getpid(), processStart(os.Getpid()), id)
-	if err != nil {
-		return nil, withCode(ExitAirlock, fmt.Errorf("cannot record the sandbox in the trust record: %w", err))
+	return roots
+}
+
+// layerMountPrefix names the read-only mounts protectLayers adds.
+const layerMountPrefix = "airlock-layer-"
+
+// protectLayers makes every layer file of snap that exists and that the
+// sandbox could write (in its bind-mounted project, or in a writable mount)
+// read-only inside it, by a read-only bind mount of the file over itself, and
+// returns those files. Code in the sandbox then cannot change, replace or
+// remove them (the Engine refuses a write, a rename or an unlink of a mount
+// point), so what changes them while the run's daemons still stop after its
+// main command ended, or later, is the user's (docs/trust.md). Only a run's
+// sandboxes get them: an up shell is where people edit and use git.
+func (a *app) protectLayers(r *manifest.Resolved, snap *trust.Snapshot, projectCopied bool) []string {
+	if projectCopied {
+		return nil // a copied project: the host's files are out of reach
 	}
-	return &layerSession{a: a, store: store, serial: ss.Serial, snap: snap, id: id}, nil
+	type root struct{ host, target string }
+	roots := []root{{r.ProjectDir, r.ProjectDir}}
+	home, _ := a.getenv("HOME")
+	for _, name := range slices.Sorted(maps.Keys(r.Mounts)) {
+		m := r.Mounts[name]
+		if m.Enabled && !m.ReadOnly && filepath.IsAbs(m.Target) {
+			roots = append(roots, root{sandbox.ExpandHostPath(m.Source, r.ProjectDir, home), m.Target})
+		}
+	}
+	targets := map[string]bool{}
+	for _, m := range r.Mounts {
+		targets[filepath.Clean(m.Target)] = true
+	}
+	for _, c := range r.Copies {
+		targets[filepath.Clean(c.Target)] = true
+	}
+	var out []string
+	n := 0
+	for _, p := range snap.Paths() {
+		if snap.Files[p].Absent {
+			continue
+		}
+		for _, rt := range roots {
+			rel, err := filepath.Rel(rt.host, p)
+			if err != nil || rel == "." || rel == ".." || strings.HasPrefix(rel, "../") {
+				continue
+			}
+			target := filepath.Join(rt.target, rel)
+			if targets[target] {
+				break // the manifest mounts something there itself
+			}
+			name := fmt.Sprintf("%s%d", layerMountPrefix, n)
+			for r.Mounts[name].Source != "" {
+				n++
+				name = fmt.Sprintf("%s%d", layerMountPrefix, n)
+			}
+			n++
+			if r.Mounts == nil {
+				r.Mounts = map[string]manifest.Mount{}
+			}
+			r.Mounts[name] = manifest.Mount{Enabled: true, Source: p, Target: target, ReadOnly: true, Missing: "ignore"}
+			targets[target] = true
+			out = append(out, p)
+			break
+		}
+	}
+	return out
+}
+
+// beginPool records the session of r's warm pool (its parked sandboxes can
+// write what a run of it can), when a run may use one.
+func (a *app) beginPool(r *manifest.Resolved, projectCopied bool, protected []string) {
+	if r.Sandbox.Pool == nil || r.Sandbox.Pool.Size == 0 {
+		return
+	}
+	store, err := a.trustStore()
+	if err == nil {
+		err = store.BeginPool(r.File, a.sessionRoots(r, projectCopied, false), protected)
+	}
+	if err != nil {
+		fmt.Fprintf(a.stderr, "airlock: warning: cannot record the warm pool in the trust record: %v\n", err)
+	}
 }
 
 // started names the session's sandbox.

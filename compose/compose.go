@@ -41,18 +41,9 @@ var handled = map[string]bool{
 func Load(ctx context.Context, o Options) (*Result, []Error) {
 	lines := scanLines(o.Content)
 	dir := filepath.Dir(o.File)
-	env := types.Mapping{}
-	if o.DotEnv != nil {
-		vars, err := dotenv.ParseWithLookup(bytes.NewReader(o.DotEnv), func(k string) (string, bool) { v, ok := env[k]; return v, ok })
-		if err != nil {
-			return nil, []Error{{Msg: fmt.Sprintf("cannot read %s: %v", filepath.Join(dir, ".env"), err)}}
-		}
-		maps.Copy(env, vars)
-	}
-	for _, kv := range o.Environ {
-		if k, v, ok := strings.Cut(kv, "="); ok && k != "" {
-			env[k] = v
-		}
+	env, err := environment(o)
+	if err != nil {
+		return nil, []Error{{Msg: err.Error()}}
 	}
 	load := func(interpolate bool) (*types.Project, error) {
 		return loader.LoadWithContext(ctx, types.ConfigDetails{
@@ -93,6 +84,25 @@ func Load(ctx context.Context, o Options) (*Result, []Error) {
 		return nil, c.errs
 	}
 	return c.res, nil
+}
+
+// environment is what the compose file is interpolated with: its .env, then
+// the host environment over it.
+func environment(o Options) (types.Mapping, error) {
+	env := types.Mapping{}
+	if o.DotEnv != nil {
+		vars, err := dotenv.ParseWithLookup(bytes.NewReader(o.DotEnv), func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+		if err != nil {
+			return nil, fmt.Errorf("cannot read %s: %v", filepath.Join(filepath.Dir(o.File), ".env"), err)
+		}
+		maps.Copy(env, vars)
+	}
+	for _, kv := range o.Environ {
+		if k, v, ok := strings.Cut(kv, "="); ok && k != "" {
+			env[k] = v
+		}
+	}
+	return env, nil
 }
 
 type converter struct {

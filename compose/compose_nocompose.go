@@ -11,3 +11,8 @@ import "context"
 func Load(ctx context.Context, o Options) (*Result, []Error) {
 	return nil, []Error{{Msg: "cannot load the compose file: this airlock binary was built without compose support (build tag nocompose)"}}
 }
+
+// Referenced lists nothing: Load refuses every compose file in this build.
+func Referenced(o Options, read func(string) ([]byte, error)) ([]string, error) {
+	return nil, nil
+}

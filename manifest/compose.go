@@ -1,6 +1,7 @@
 package manifest
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -72,9 +73,32 @@ func (l *Loader) composeLayer(layers []*layer) (*layer, error) {
 	if l.Environ != nil {
 		environ = l.Environ()
 	}
-	res, errs := compose.Load(context.Background(), compose.Options{
+	opts := compose.Options{
 		File: file, Content: content, DotEnv: dotEnv, Services: list("services"), Profiles: list("profiles"), Ignore: list("ignore"), Environ: environ,
+	}
+	// The files the compose file includes or extends (and their .env files)
+	// are layers too: read through the loader first (links, FIFOs and huge
+	// files refused, what was read recorded), then compared once compose-go
+	// has read them itself, so that the load used the bytes that were checked.
+	readBefore := map[string][]byte{}
+	refs, err := compose.Referenced(opts, func(p string) ([]byte, error) {
+		data, err := l.readFile(p)
+		if err == nil {
+			readBefore[p] = data
+		}
+		return data, err
 	})
+	if err != nil {
+		return nil, &Error{File: l.display(file), Key: "compose.file", Msg: err.Error()}
+	}
+	res, errs := compose.Load(context.Background(), opts)
+	for _, p := range refs {
+		data, err := ReadLayer(p)
+		before, had := readBefore[p]
+		if had != (err == nil) || had && !bytes.Equal(before, data) {
+			return nil, &Error{File: l.display(file), Key: "compose.file", Msg: fmt.Sprintf("%s changed while the compose file was loaded; run again", l.display(p))}
+		}
+	}
 	name := l.display(file)
 	if len(errs) > 0 {
 		var out Errors

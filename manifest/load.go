@@ -50,7 +50,7 @@ type Loader struct {
 	Getenv func(string) (string, bool)
 	// Vault is asked for the names the host environment lacks; nil means no vault.
 	Vault Lookup
-	// ReadFile reads layer files; nil means os.ReadFile.
+	// ReadFile reads layer files; nil means ReadLayer.
 	ReadFile func(string) ([]byte, error)
 	// Display shortens file names in errors and origins; nil means as given.
 	Display func(path string) string
@@ -85,7 +85,7 @@ func (l *Loader) readFile(p string) ([]byte, error) {
 	if l.ReadFile != nil {
 		return l.ReadFile(p)
 	}
-	return os.ReadFile(p)
+	return ReadLayer(p)
 }
 
 func (l *Loader) display(p string) string {

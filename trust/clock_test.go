@@ -36,7 +36,7 @@ func TestEditRightAfterTheEnd(t *testing.T) {
 		if err := store.Accept(manifest, project, snap()); err != nil {
 			t.Fatal(err)
 		}
-		ss, err := store.Begin(manifest, []string{project}, 1, "", "")
+		ss, err := store.Begin(manifest, []string{project}, nil, 1, "", "")
 		if err != nil {
 			t.Fatal(err)
 		}

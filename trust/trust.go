@@ -36,6 +36,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/airlock-dev/airlock/manifest"
 	"github.com/airlock-dev/airlock/paths"
 )
 
@@ -85,6 +86,9 @@ func fileOf(data []byte) File {
 // path, absent ones included.
 type Snapshot struct {
 	Files map[string]File
+	// Root, when set, is the project dir: a layer below it reached through a
+	// symbolic link to a folder is refused (manifest.CheckLayerDirs).
+	Root string
 }
 
 // NewSnapshot returns an empty snapshot.
@@ -93,7 +97,12 @@ func NewSnapshot() *Snapshot { return &Snapshot{Files: map[string]File{}} }
 // ReadFile reads a layer file (manifest.Loader's ReadFile) and records what it
 // read: its content, or its absence.
 func (s *Snapshot) ReadFile(path string) ([]byte, error) {
-	data, err := os.ReadFile(path)
+	if s.Root != "" {
+		if err := manifest.CheckLayerDirs(s.Root, clean(path)); err != nil {
+			return nil, err
+		}
+	}
+	data, err := manifest.ReadLayer(path)
 	switch {
 	case err == nil:
 		s.Files[clean(path)] = fileOf(data)
@@ -143,6 +152,16 @@ type Session struct {
 	Started  time.Time `json:"started"`
 	// Ended is zero while it may run.
 	Ended time.Time `json:"ended,omitzero"`
+	// Protected are the layer files that existed when it started and that
+	// its sandbox sees read-only (run): code in it cannot change them.
+	Protected []string `json:"protected,omitempty"`
+	// Sealed is when the CLI compared the layers as its main command ended
+	// (run): its protected files changed after that are the user's, whatever
+	// its daemons still do until Ended.
+	Sealed time.Time `json:"sealed,omitzero"`
+	// Pool marks the session of a manifest's warm pool: its parked sandboxes,
+	// from the first one's creation until the pool holds none.
+	Pool bool `json:"pool,omitempty"`
 }
 
 // Status is what became of an open session's sandbox.
@@ -212,7 +231,7 @@ func (s *Store) ctime(p string) (time.Time, bool) {
 		return s.Ctime(p)
 	}
 	var st unix.Stat_t
-	if err := unix.Stat(p, &st); err != nil {
+	if err := unix.Lstat(p, &st); err != nil {
 		return time.Time{}, false
 	}
 	return time.Unix(int64(st.Ctim.Sec), int64(st.Ctim.Nsec)), true
@@ -402,12 +421,14 @@ func (s *Store) evaluate(manifest, dir string, snap *Snapshot, resolve Resolver,
 		}
 		p := st.Projects[manifest]
 		switch {
-		case p == nil:
+		case p == nil && !coveredByAny(st, snap):
 			done = true
 			if accept {
 				s.accept(st, manifest, dir, snap)
 			}
 			return accept, nil
+		case p == nil:
+			// First seen, but a sandbox could have written it: judged below.
 		case unchanged(p, snap):
 			// Nothing to write: the accepted layers and their time stay
 			// (an older acceptance only makes the windows wider).
@@ -430,8 +451,14 @@ func (s *Store) evaluate(manifest, dir string, snap *Snapshot, resolve Resolver,
 		s.applyStatus(st, status)
 		p := st.Projects[manifest]
 		if p == nil {
-			out = nil
-			if accept {
+			if !accept {
+				// Review: what a check would flag, without keeping a record.
+				cp := *st
+				cp.Projects = map[string]*project{}
+				out = s.firstSeen(&cp, manifest, dir, snap)
+				return nil
+			}
+			if out = s.firstSeen(st, manifest, dir, snap); out == nil {
 				s.accept(st, manifest, dir, snap)
 			}
 			return nil
@@ -497,18 +524,30 @@ func (s *Store) changes(st *state, p *project, snap *Snapshot) []Change {
 
 // writer returns a session that could have written path when it changed since
 // p was accepted, or nil.
+// A nil p is a manifest seen for the first time: every session counts.
 func (s *Store) writer(st *state, p *project, path string, nf File) *Session {
 	changed, known := time.Time{}, false
 	if !nf.Absent {
 		changed, known = s.ctime(path)
+	}
+	// A removal changed the folder: the folder's last change is the latest
+	// it can have been made.
+	removedBy, removedKnown := time.Time{}, false
+	if nf.Absent {
+		removedBy, removedKnown = s.ctime(filepath.Dir(path))
 	}
 	real := resolvePath(path)
 	for _, ss := range st.Sessions {
 		if !covers(ss.Roots, real) {
 			continue
 		}
+		if !ss.Sealed.IsZero() && slices.Contains(ss.Protected, path) {
+			// Read-only in its sandbox until the main command ended, when the
+			// CLI found it as accepted: what changed it since is the user's.
+			continue
+		}
 		lo := ss.Started
-		if p.AcceptedAt.After(lo) {
+		if p != nil && p.AcceptedAt.After(lo) {
 			lo = p.AcceptedAt
 		}
 		lo = lo.Add(-Lag)
@@ -519,14 +558,69 @@ func (s *Store) writer(st *state, p *project, path string, nf File) *Session {
 				continue // it ended before the layers were accepted
 			}
 		}
+		if nf.Absent {
+			if removedKnown && removedBy.Before(lo) {
+				continue // removed before it started
+			}
+			return ss
+		}
 		if !known {
-			return ss // removed (or not examinable): when is not known
+			return ss // not examinable: when is not known
 		}
 		if !changed.Before(lo) && (hi.IsZero() || !changed.After(hi)) {
 			return ss
 		}
 	}
 	return nil
+}
+
+// firstSeen judges the layers of a manifest that has no record: a file a
+// session could have written while it ran (a sandbox that planted a
+// sandbox.toml in a folder it could write) is a change from nothing, flagged;
+// when there is none, it returns nil and the layers are accepted as they are.
+// Flagged files are kept in a record that accepts nothing yet.
+func (s *Store) firstSeen(st *state, manifest, dir string, snap *Snapshot) []Change {
+	var out []Change
+	p := &project{Dir: dir, Accepted: map[string]File{}, Flagged: map[string]Flag{}}
+	for _, path := range snap.Paths() {
+		nf := snap.Files[path]
+		if nf.Absent {
+			continue
+		}
+		if ss := s.writer(st, nil, path, nf); ss != nil {
+			p.Flagged[path] = Flag{Sandbox: ss.Sandbox, At: s.now()}
+			out = append(out, Change{Path: path, New: nf, Inside: true, Sandbox: ss.Sandbox})
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	for _, path := range snap.Paths() {
+		if _, flagged := p.Flagged[path]; !flagged {
+			c := Change{Path: path, New: snap.Files[path]}
+			if !c.New.Absent {
+				out = append(out, c)
+			}
+		}
+	}
+	st.Projects[manifest] = p
+	return out
+}
+
+// coveredByAny reports whether a session (open or ended) could write a file of snap.
+func coveredByAny(st *state, snap *Snapshot) bool {
+	for path, f := range snap.Files {
+		if f.Absent {
+			continue
+		}
+		real := resolvePath(path)
+		for _, ss := range st.Sessions {
+			if covers(ss.Roots, real) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func (s *Store) accept(st *state, manifest, dir string, snap *Snapshot) {
@@ -548,10 +642,14 @@ func (s *Store) Accept(manifest, dir string, snap *Snapshot) error {
 // Begin records a session of manifest that can write roots, started now by the
 // CLI process pid (pidStart tells a reused pid apart), of sandbox id when it is
 // known already (else see SetSandbox).
-func (s *Store) Begin(manifest string, roots []string, pid int, pidStart, id string) (*Session, error) {
+// protected are the layer files its sandbox sees read-only.
+func (s *Store) Begin(manifest string, roots, protected []string, pid int, pidStart, id string) (*Session, error) {
 	ss := &Session{Manifest: manifest, PID: pid, PIDStart: pidStart, Started: s.now(), Sandbox: id}
 	for _, r := range roots {
 		ss.Roots = append(ss.Roots, resolvePath(r))
+	}
+	for _, p := range protected {
+		ss.Protected = append(ss.Protected, clean(p))
 	}
 	err := s.update(func(st *state) error {
 		st.NextSerial++
@@ -563,6 +661,32 @@ func (s *Store) Begin(manifest string, roots []string, pid int, pidStart, id str
 		return nil, err
 	}
 	return ss, nil
+}
+
+// BeginPool records the session of manifest's warm pool, unless one is open:
+// its parked sandboxes can write roots from their creation until they are
+// removed, which the Resolver tells (the daemon's pools). The protected files
+// are read-only in them: a change of those is never theirs.
+func (s *Store) BeginPool(manifest string, roots, protected []string) error {
+	now := s.now()
+	return s.update(func(st *state) error {
+		for _, ss := range st.Sessions {
+			if ss.Pool && ss.Manifest == manifest && ss.Ended.IsZero() {
+				return nil
+			}
+		}
+		ss := &Session{Manifest: manifest, Started: now, Sealed: now, Pool: true}
+		for _, r := range roots {
+			ss.Roots = append(ss.Roots, resolvePath(r))
+		}
+		for _, p := range protected {
+			ss.Protected = append(ss.Protected, clean(p))
+		}
+		st.NextSerial++
+		ss.Serial = st.NextSerial
+		st.Sessions = append(st.Sessions, ss)
+		return nil
+	})
 }
 
 // SetSandbox names the sandbox of a session.
@@ -587,9 +711,11 @@ func (s *Store) Drop(serial uint64) error {
 
 // Ended compares snap, read as the session's main command ended, with the
 // accepted layers of its manifest: a difference was made inside the sandbox
-// and is flagged whatever the file times say. With closed, the session ends
-// now (its sandbox is stopped); otherwise it stays open until a Resolver says
-// its sandbox is gone (daemons may still run). It returns the flagged changes.
+// and is flagged whatever the file times say. The session is sealed then: its
+// protected files (read-only in its sandbox) changed later are the user's.
+// With closed, the session ends now (its sandbox is stopped); otherwise it
+// stays open, for its other files, until a Resolver says its sandbox is gone
+// (daemons may still run). It returns the flagged changes.
 func (s *Store) Ended(serial uint64, snap *Snapshot, closed bool) ([]Change, error) {
 	var out []Change
 	var end time.Time
@@ -605,6 +731,10 @@ func (s *Store) Ended(serial uint64, snap *Snapshot, closed bool) ([]Change, err
 			return false, nil
 		}
 		save := false
+		if ss.Sealed.IsZero() {
+			ss.Sealed = s.now()
+			save = true
+		}
 		if closed && ss.Ended.IsZero() {
 			ss.Ended = s.now()
 			end = ss.Ended

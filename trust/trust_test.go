@@ -79,7 +79,7 @@ func (w *world) check(resolve Resolver) []string {
 
 func (w *world) begin(id string, roots ...string) *Session {
 	w.t.Helper()
-	ss, err := w.store.Begin(w.manifest, roots, 1, "", "")
+	ss, err := w.store.Begin(w.manifest, roots, nil, 1, "", "")
 	if err != nil {
 		w.t.Fatal(err)
 	}
@@ -220,6 +220,7 @@ func TestCheck(t *testing.T) {
 
 	t.Run("a session that ended before the acceptance does not count", func(t *testing.T) {
 		w := newWorld(t)
+		w.at(min(1)) // the manifest was written before it began
 		w.begin("old", w.project)
 		w.at(min(5))
 		ended := endedAt(w.clock)
@@ -272,7 +273,7 @@ func TestCheck(t *testing.T) {
 	t.Run("a session dropped before its sandbox was made does not count", func(t *testing.T) {
 		w := newWorld(t)
 		w.check(nil)
-		ss, err := w.store.Begin(w.manifest, []string{w.project}, 1, "", "")
+		ss, err := w.store.Begin(w.manifest, []string{w.project}, nil, 1, "", "")
 		if err != nil {
 			t.Fatal(err)
 		}

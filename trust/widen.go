@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"maps"
 	"os"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -14,15 +15,19 @@ import (
 
 // Widening is one way a manifest gives its sandbox more than another did.
 type Widening struct {
-	// Area is one of: mounts, copies, privileges, user, capabilities,
-	// network, ports, egress, tools, presets, env, project, build, ignore.
+	// Area is one of Areas: mounts, copies, privileges, user, capabilities,
+	// network, ports, egress, tools, presets, env, project, build, ignore,
+	// files.
 	Area string
 	// Detail says what, in key paths and values ("mounts.h: ~ -> /hosthome").
 	Detail string
 }
 
 // areaOrder is the order areas are told in.
-var areaOrder = []string{"mounts", "copies", "privileges", "user", "capabilities", "network", "ports", "egress", "tools", "presets", "env", "project", "build", "ignore"}
+var areaOrder = []string{"mounts", "copies", "privileges", "user", "capabilities", "network", "ports", "egress", "tools", "presets", "env", "project", "build", "ignore", "files"}
+
+// Areas are the areas a Widening names.
+var Areas = areaOrder
 
 // Summary is "mounts (mounts.h: ~ -> /hosthome), privileges (sandbox.privileged = true)".
 func Summary(ws []Widening) string {
@@ -95,6 +100,14 @@ func Widens(old, new *manifest.Resolved) []Widening {
 		for _, e := range ns.Volumes {
 			if v, err := manifest.ParseServiceVolume(e); err == nil && v.Kind == "bind" && !slices.Contains(os.Volumes, e) {
 				add("mounts", "%s: %s", manifest.KeyPath("services", name, "volumes"), e)
+			}
+		}
+		if ns.User != os.User && (ns.User != "" || !hadService(o, name)) {
+			add("user", "%s = %q", manifest.KeyPath("services", name, "user"), ns.User)
+		}
+		for _, f := range ns.EnvFile {
+			if !slices.Contains(os.EnvFile, f) {
+				add("files", "%s reads %s", manifest.KeyPath("services", name, "env_file"), f)
 			}
 		}
 		for _, c := range ns.CapAdd {
@@ -203,6 +216,39 @@ func Widens(old, new *manifest.Resolved) []Widening {
 			add("build", "sandbox.build.context: %q -> %q", ob.Context, nb.Context)
 		case ob.Dockerfile != nb.Dockerfile:
 			add("build", "sandbox.build.dockerfile: %q -> %q", ob.Dockerfile, nb.Dockerfile)
+		}
+	}
+	return out
+}
+
+func hadService(m *manifest.Manifest, name string) bool {
+	_, ok := m.Services[name]
+	return ok
+}
+
+// composeVarRE finds the variables a compose file interpolates: ${NAME…} and
+// $NAME, not $$ (a literal $).
+var composeVarRE = regexp.MustCompile(`\$\$|\$\{?([A-Za-z_][A-Za-z0-9_]*)`)
+
+func composeVars(data []byte) []string {
+	var out []string
+	for _, m := range composeVarRE.FindAllSubmatch(data, -1) {
+		if len(m[1]) > 0 && !slices.Contains(out, string(m[1])) {
+			out = append(out, string(m[1]))
+		}
+	}
+	return out
+}
+
+// ComposeVarsWiden compares two contents of a compose file (or a file it
+// includes, extends or reads as .env): a variable it now interpolates that it
+// did not before takes a value from the host's environment into a service.
+func ComposeVarsWiden(name string, old, new []byte) []Widening {
+	ov := composeVars(old)
+	var out []Widening
+	for _, v := range composeVars(new) {
+		if !slices.Contains(ov, v) {
+			out = append(out, Widening{Area: "env", Detail: fmt.Sprintf("%s now reads ${%s} from the host environment", name, v)})
 		}
 	}
 	return out
