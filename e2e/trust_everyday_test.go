@@ -234,3 +234,19 @@ command = ["sh", "{{project}}/daemon.sh"]
 	}
 	contains(t, "stderr", r.Stderr, "sandbox.local.toml changed while", "mounts (mounts.etc: /etc -> /hostetc)")
 }
+
+// TestTrustNarrowChangePasses: a layer a sandbox wrote that widens nothing
+// (an env value) is taken at the next run with a one-line notice.
+func TestTrustNarrowChangePasses(t *testing.T) {
+	limit(t)
+	e := newEnv(t, trustManifest)
+	e.MustRun("run", "--", "sh", "-c", `printf '[env]\nA = "1"\n' > sandbox.local.toml`)
+	r := e.Run("run", "--", "sh", "-c", "echo $A")
+	if r.Code != 0 || strings.TrimSpace(r.Stdout) != "1" {
+		t.Fatalf("a change that widens nothing: %s", r)
+	}
+	contains(t, "stderr", r.Stderr, "notice: sandbox.local.toml changed while sandbox", "widens nothing")
+	if r := e.MustRun("run", "--", "true"); strings.Contains(r.Stderr, "notice") {
+		t.Errorf("the notice again: %s", r)
+	}
+}

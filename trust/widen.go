@@ -77,6 +77,8 @@ func Widens(old, new *manifest.Resolved) []Widening {
 			add("mounts", "%s: %s -> %s is now writable", key, nm.Source, nm.Target)
 		case om.Missing != nm.Missing && strings.HasPrefix(nm.Missing, "create-"):
 			add("mounts", "%s: missing = %s (creates its source on the host)", key, nm.Missing)
+		case strings.HasPrefix(nm.Missing, "create-") && (om.CreateMode != nm.CreateMode || om.FileContent != nm.FileContent):
+			add("mounts", "%s: creates its source on the host with another mode or content", key)
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(n.Copies)) {
