@@ -44,7 +44,9 @@ func newRunCommand(a *app) *cobra.Command {
 			"with stdout and stderr streamed apart (a TTY only when stdin and stdout are terminals), shuts the\n" +
 			"daemons down, removes every object of the sandbox and exits with CMD's exit code. It returns once CMD\n" +
 			"exited and its output is out: daemons that take longer than 20 ms to stop finish in the background\n" +
-			"(airlock events shows them) unless --wait or sandbox.wait_for_daemons.",
+			"(airlock events shows them), and the sandbox is removed in the background (ps -a may list it exited\n" +
+			"for a moment). --wait or sandbox.wait_for_daemons return as docker run --rm does: once every daemon\n" +
+			"shut down and the sandbox is removed.",
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.run(cmd.Context(), o, args)
@@ -54,7 +56,7 @@ func newRunCommand(a *app) *cobra.Command {
 	f := cmd.Flags()
 	f.BoolVar(&o.keep, "keep", false, "leave the stopped sandbox for airlock logs and airlock rm")
 	f.BoolVar(&o.noPool, "no-pool", false, "start a new sandbox although the manifest has a warm pool ([sandbox.pool])")
-	f.BoolVar(&o.wait, "wait", false, "return only once every daemon shut down, with all the shutdown lines")
+	f.BoolVar(&o.wait, "wait", false, "return only once every daemon shut down, with all the shutdown lines, and the sandbox is removed (as docker run --rm)")
 	f.StringVar(&o.id, "id", "", "sandbox ID (default: a new UUID)")
 	f.StringArrayVar(&o.labels, "label", nil, "label KEY=VALUE on the sandbox (repeatable)")
 	f.StringArrayVarP(&o.env, "env", "e", nil, "environment NAME=VALUE (or NAME, from the host) for CMD (repeatable)")
@@ -147,6 +149,10 @@ func (a *app) run(parent context.Context, o runOptions, args []string) error {
 	// finishing in the background. Not for a kept sandbox (announced once
 	// stopped) or the --output of a copied project (read once stopped).
 	fastEnd := !o.wait && !r.Sandbox.WaitForDaemons && !o.keep && !(len(o.outputs) > 0 && projectCopied)
+	// --wait (or sandbox.wait_for_daemons) returns as `docker run --rm` does:
+	// once the sandbox is removed, so that nothing of it is left when it
+	// returns (ps -a lists nothing of it, nor does docker ps -a).
+	waitRemoved := (o.wait || r.Sandbox.WaitForDaemons) && !o.keep
 	rec, err := c.Create(ctx, &client.CreateRequest{
 		ID: o.id, Kind: sandbox.KindRun, Manifest: wm, Secrets: secretValues, Command: args, Env: env, EnvSecrets: envSecrets,
 		Workdir: o.workdir, TTY: tty, Stdin: stdin, Labels: labels, Quiet: a.opts.quiet,
@@ -197,9 +203,18 @@ func (a *app) run(parent context.Context, o runOptions, args []string) error {
 				return
 			}
 		}
+		removed := func() {
+			if _, _, err := c.WaitState(bg, id, client.StateDeleted); err != nil {
+				fmt.Fprintf(a.stderr, "airlock: cannot confirm sandbox %s was removed: %v\n", id, err)
+			}
+		}
 		if mainExited && removeOnExit && !daemonLost.Load() {
 			if _, err := c.Health(bg); err == nil {
-				return // the daemon removes it (see RemoveOnExit)
+				// The daemon removes it (see RemoveOnExit).
+				if waitRemoved {
+					removed()
+				}
+				return
 			}
 		}
 		// The daemon that knew to remove the sandbox may be gone: the one that
@@ -208,16 +223,14 @@ func (a *app) run(parent context.Context, o runOptions, args []string) error {
 			fmt.Fprintf(a.stderr, "airlock: %v\n", err)
 			return
 		}
-		if mainExited {
+		if mainExited && !waitRemoved {
 			// The main command's code is known and its output copied: the
 			// daemon, which accepted the deletion, removes the containers and
 			// network while the CLI returns (it retries, and its reaper finishes
 			// any removal left in deleting).
 			return
 		}
-		if _, _, err := c.WaitState(bg, id, client.StateDeleted); err != nil {
-			fmt.Fprintf(a.stderr, "airlock: cannot confirm sandbox %s was removed: %v\n", id, err)
-		}
+		removed()
 	}()
 	qctx, qcancel := context.WithCancel(ctx)
 	defer qcancel()

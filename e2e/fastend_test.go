@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -173,5 +174,41 @@ image = "{{image}}"
 	if r.Code != 4 {
 		t.Fatalf("a run whose main command forged its sealed end marker (code 0) and exited 4: want 4, got %s", r)
 	}
+	e.assertClean()
+}
+
+// TestRunWaitLeavesNothing: `run --wait` returns as `docker run --rm` does,
+// once the sandbox is removed: right after it, `ps -a` lists no sandbox of
+// the project and the Engine holds no container or network of it (make demo
+// says so after a `run --wait`). So does sandbox.wait_for_daemons. A plain
+// run returns before that (a fast end) and ps -a may show it exited.
+func TestRunWaitLeavesNothing(t *testing.T) {
+	limit(t)
+	e := newEnv(t, `
+[sandbox]
+image = "{{image}}"
+
+[daemons.web]
+command = ["httpd", "-f", "-p", "127.0.0.1:8080", "-h", "/etc"]
+ready = { http = "http://127.0.0.1:8080/passwd", timeout = "10s" }
+`)
+	check := func(what string, args ...string) {
+		t.Helper()
+		r := e.Run(args...)
+		if r.Code != 0 || !strings.Contains(r.Stderr, "✔ daemon web: shut down") {
+			t.Errorf("%s: want exit 0 with the shutdown line, got %s", what, r)
+		}
+		if ps := e.PS(); len(ps) != 0 {
+			t.Errorf("%s: ps -a right after it lists %+v", what, ps)
+		}
+		if cs := e.Containers(); len(cs) != 0 {
+			t.Errorf("%s: the Engine still holds %d container(s) of the project right after it, the first %s", what, len(cs), cs[0].State)
+		}
+	}
+	for i := range 3 {
+		check(fmt.Sprintf("run --wait #%d", i+1), "run", "--wait", "--", "wget", "-qO", "/dev/null", "http://127.0.0.1:8080/passwd")
+	}
+	e.WriteFile("sandbox.local.toml", "[sandbox]\nwait_for_daemons = true\n")
+	check("run with sandbox.wait_for_daemons", "run", "--", "true")
 	e.assertClean()
 }

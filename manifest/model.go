@@ -82,7 +82,7 @@ type Sandbox struct {
 	Memory       string   `toml:"memory" json:"memory"`
 	// ExtraHosts are "name:ip" lines added to the primary's /etc/hosts.
 	ExtraHosts []string `toml:"extra_hosts" json:"extra_hosts,omitempty"`
-	// WaitForDaemons makes run return only once every daemon shut down.
+	// WaitForDaemons makes run return only once every daemon shut down and the sandbox is removed.
 	WaitForDaemons bool `toml:"wait_for_daemons" json:"wait_for_daemons,omitempty"`
 	// Pool keeps sandboxes of this manifest made and started in advance for
 	// run (docs/pool.md); nil: no pool.

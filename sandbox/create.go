@@ -163,6 +163,10 @@ func (rt *Runtime) Create(ctx context.Context, req *Request) (sb *Sandbox, err e
 	if err != nil {
 		return nil, err
 	}
+	// The sandbox user's own tool caches where it cannot write the host's.
+	for _, w := range rt.fitCaches(hp, u) {
+		rt.notice("warning: %s", w)
+	}
 	// PID 1 runs as the sandbox user unless a daemon needs another user
 	// beside a sandbox user that is not root: then as root (accounts.go).
 	beside, err := rt.usersBeside(ctx, imageRef, r, userSpec, u)

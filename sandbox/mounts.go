@@ -23,6 +23,9 @@ type bind struct {
 	Source   string
 	Target   string
 	ReadOnly bool
+	// Cache names a tool's cache (go-build, go-mod, npm, uv, apt): a sandbox
+	// user that cannot write Source gets a cache of its own (usercache.go).
+	Cache string
 }
 
 // hostPlan is what the host side of a manifest gives the container: bind mounts and
@@ -154,12 +157,12 @@ func (rt *Runtime) planTool(ctx context.Context, tool string, hp *hostPlan) {
 		}
 		hp.Binds = append(hp.Binds, bind{Name: "tools." + tool, Source: src, Target: target, ReadOnly: ro})
 	}
-	cache := func(src, target, envName string) {
+	cache := func(name, src, target, envName string) {
 		if err := os.MkdirAll(src, 0o755); err != nil {
 			hp.Warnings = append(hp.Warnings, fmt.Sprintf("tools.%s: cannot create %s: %v; skipped", tool, src, err))
 			return
 		}
-		hp.Binds = append(hp.Binds, bind{Name: "tools." + tool, Source: src, Target: target})
+		hp.Binds = append(hp.Binds, bind{Name: "tools." + tool, Source: src, Target: target, Cache: name})
 		if envName != "" {
 			hp.Env = append(hp.Env, envName+"="+target)
 		}
@@ -186,16 +189,16 @@ func (rt *Runtime) planTool(ctx context.Context, tool string, hp *hostPlan) {
 		cred(filepath.Join(home, ".codex"), "~/.codex", false)
 		cred(filepath.Join(home, ".agents"), "~/.agents", false)
 	case "go":
-		cache(envOr("GOCACHE", filepath.Join(home, ".cache", "go-build")), cacheRoot+"/go-build", "GOCACHE")
+		cache("go-build", envOr("GOCACHE", filepath.Join(home, ".cache", "go-build")), cacheRoot+"/go-build", "GOCACHE")
 		gopath := envOr("GOPATH", filepath.Join(home, "go"))
-		cache(envOr("GOMODCACHE", filepath.Join(strings.Split(gopath, ":")[0], "pkg", "mod")), cacheRoot+"/go-mod", "GOMODCACHE")
+		cache("go-mod", envOr("GOMODCACHE", filepath.Join(strings.Split(gopath, ":")[0], "pkg", "mod")), cacheRoot+"/go-mod", "GOMODCACHE")
 		rt.planGoToolchain(ctx, hp)
 	case "npm":
-		cache(filepath.Join(home, ".npm"), cacheRoot+"/npm", "npm_config_cache")
+		cache("npm", filepath.Join(home, ".npm"), cacheRoot+"/npm", "npm_config_cache")
 	case "uv":
-		cache(envOr("UV_CACHE_DIR", filepath.Join(home, ".cache", "uv")), cacheRoot+"/uv", "UV_CACHE_DIR")
+		cache("uv", envOr("UV_CACHE_DIR", filepath.Join(home, ".cache", "uv")), cacheRoot+"/uv", "UV_CACHE_DIR")
 	case "apt":
-		cache(filepath.Join(home, ".cache", "airlock", "apt"), "/var/cache/apt/archives", "")
+		cache("apt", filepath.Join(home, ".cache", "airlock", "apt"), "/var/cache/apt/archives", "")
 	}
 }
 

@@ -17,14 +17,16 @@ import (
 // folders the sandbox user cannot write (a Go build cache has 256).
 const maxWritableScan = 1024
 
-// writableWarnings returns a warning for each writable bind mount (a
+// writableWarnings gives the sandbox user its own tool caches where it cannot
+// write the host's (fitCaches, which hp then holds), and returns a warning for
+// each of those it could not give and for each other writable bind mount (a
 // [mounts.*] entry or a tool's, read_only = false) whose host source the
 // sandbox user cannot write, or which holds folders it cannot write (a cache
-// a root sandbox filled once): writes there fail, and a cache then silently
-// stops caching. The sandbox user is resolved as Create resolves it; a root
-// user writes anywhere. Linux only: there the container's uid and gid are the
-// host's (Docker Desktop's file sharing maps owners, so its answer would be
-// wrong). A user that cannot be resolved is left to Create to report.
+// a root sandbox filled once): writes there fail. The sandbox user is
+// resolved as Create resolves it; a root user writes anywhere. Linux only:
+// there the container's uid and gid are the host's (Docker Desktop's file
+// sharing maps owners, so its answer would be wrong). A user that cannot be
+// resolved is left to Create to report.
 func (rt *Runtime) writableWarnings(ctx context.Context, r *manifest.Resolved, hp *hostPlan, imageRef string, img imageInspect) []string {
 	if runtime.GOOS != "linux" {
 		return nil
@@ -46,10 +48,13 @@ func (rt *Runtime) writableWarnings(ctx context.Context, r *manifest.Resolved, h
 	if err != nil || u.UID == 0 {
 		return nil
 	}
-	var out []string
+	out := rt.fitCaches(hp, u)
 	for _, b := range binds {
+		if b.Cache != "" {
+			continue
+		}
 		if why := notWritable(b.Source, u); why != "" {
-			out = append(out, fmt.Sprintf("%s (target %s): the sandbox user (uid %d, gid %d) cannot write %s: %s; what it writes there fails (a cache silently stops caching): give it to that user (chown) or change sandbox.user",
+			out = append(out, fmt.Sprintf("%s (target %s): the sandbox user (uid %d, gid %d) cannot write %s: %s; what it writes there fails: give it to that user (chown) or change sandbox.user",
 				b.Name, inHome(b.Target, u.Home), u.UID, u.GID, b.Source, why))
 		}
 	}

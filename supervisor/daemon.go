@@ -132,6 +132,8 @@ func (d *daemonRun) proc(argv []string, stdout, stderr *os.File) proc {
 		files:  []uintptr{d.devnull.Fd(), stdout.Fd(), stderr.Fd()},
 		cred:   d.cred,
 		harden: *d.spec.Harden,
+		// The daemon's user, or the sandbox's when it names none.
+		userKey: "daemons." + d.spec.Name + ".user",
 	}
 }
 

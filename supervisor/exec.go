@@ -119,6 +119,11 @@ func Exec(o ExecOptions) (int, error) {
 	}
 	if dir != "" {
 		if err := os.Chdir(dir); err != nil {
+			if errors.Is(err, syscall.EACCES) {
+				if werr := workdirDenied(dir, uint32(os.Getuid()), uint32(os.Getgid()), currentGroups(), ""); werr != nil {
+					return ExitAirlock, werr
+				}
+			}
 			return ExitAirlock, fmt.Errorf("cannot use working directory %s: %w", dir, err)
 		}
 	}
@@ -140,6 +145,16 @@ func Exec(o ExecOptions) (int, error) {
 		code = ExitNotFound
 	}
 	return code, fmt.Errorf("cannot run %s: %w", o.Argv[0], err)
+}
+
+// currentGroups are the process's supplementary groups.
+func currentGroups() []uint32 {
+	gs, _ := os.Getgroups()
+	out := make([]uint32, 0, len(gs))
+	for _, g := range gs {
+		out = append(out, uint32(g))
+	}
+	return out
 }
 
 // setEnv sets K=V in env, replacing an earlier K.

@@ -55,6 +55,11 @@ func startMain(r *reaper, m *Main, cred *syscall.Credential, env []string, stdin
 		if errors.Is(err, errNotFound) {
 			code = ExitNotFound
 		}
+		var wd *WorkdirError
+		if errors.As(err, &wd) {
+			// The sandbox cannot run anything there: airlock's 125, not the command's 126.
+			return nil, &mainStartError{code: ExitAirlock, err: err}
+		}
 		return nil, &mainStartError{code: code, err: fmt.Errorf("cannot run main command %s: %w", m.Argv[0], err)}
 	}
 	return &mainProc{pid: pid, ch: ch, foreground: p.foreground, ttyFd: fd}, nil

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -26,6 +27,9 @@ type proc struct {
 	files  []uintptr           // stdin, stdout, stderr
 	cred   *syscall.Credential // the user to switch to; nil: the supervisor's
 	harden bool                // PR_SET_NO_NEW_PRIVS
+	// userKey is the manifest key of the process's user (sandbox.user),
+	// named as a fix when it cannot enter dir.
+	userKey string
 
 	// Terminal: when foreground is set the child's process group takes the
 	// terminal ctty (an fd of the supervisor) before exec.
@@ -68,7 +72,7 @@ func (r *reaper) start(p proc) (int, <-chan unix.WaitStatus, error) {
 	}
 	if !p.harden {
 		pid, ch, err := r.spawn(syscall.ForkExec, path, p.argv, attr)
-		return pid, ch, execError(path, err)
+		return pid, ch, p.startError(path, err)
 	}
 	type result struct {
 		pid int
@@ -87,7 +91,86 @@ func (r *reaper) start(p proc) (int, <-chan unix.WaitStatus, error) {
 		res <- result{pid, ch, err}
 	}()
 	out := <-res
-	return out.pid, out.ch, execError(path, out.err)
+	return out.pid, out.ch, p.startError(path, out.err)
+}
+
+// startError is the error of a failed fork and exec of path: a working
+// directory the process's user cannot enter (the child's chdir fails with
+// EACCES, as an exec of a file it may not run does) is told as such, else
+// execError.
+func (p proc) startError(path string, err error) error {
+	if errors.Is(err, syscall.EACCES) && p.dir != "" {
+		uid, gid, groups := uint32(os.Getuid()), uint32(os.Getgid()), []uint32(nil)
+		if p.cred != nil {
+			uid, gid, groups = p.cred.Uid, p.cred.Gid, p.cred.Groups
+		} else {
+			groups = currentGroups()
+		}
+		if werr := workdirDenied(p.dir, uid, gid, groups, p.userKey); werr != nil {
+			return werr
+		}
+	}
+	return execError(path, err)
+}
+
+// WorkdirError says that a process's user cannot enter its working
+// directory (Dir), or a folder above it (Denied), by their owners and modes.
+type WorkdirError struct {
+	Dir, Denied string
+	UID         uint32
+	Owner       string // "uid:gid, mode 0700" of Denied
+	UserKey     string // the manifest key of the user ("" for sandbox.user)
+}
+
+func (e *WorkdirError) Error() string {
+	key := e.UserKey
+	if key == "" {
+		key = "sandbox.user"
+	}
+	return fmt.Sprintf("cannot use working directory %s: uid %d cannot enter %s (%s): run as a user that can (%s), "+
+		"let others enter it (chmod o+x %s), or copy the project in rather than mount it (sandbox.project = \"copy\")",
+		e.Dir, e.UID, e.Denied, e.Owner, key, e.Denied)
+}
+
+// workdirDenied returns a *WorkdirError when a process of uid, gid and groups
+// cannot search dir or one of the folders above it (links resolved), as the
+// kernel decides by owner, group and mode (ACLs aside); nil when it can, when
+// it is root, or when that cannot be told.
+func workdirDenied(dir string, uid, gid uint32, groups []uint32, userKey string) error {
+	if uid == 0 || !filepath.IsAbs(dir) {
+		return nil
+	}
+	real, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		real = filepath.Clean(dir)
+	}
+	p := "/"
+	for _, part := range append([]string{""}, strings.Split(strings.TrimPrefix(real, "/"), "/")...) {
+		p = filepath.Join(p, part)
+		st, err := os.Stat(p)
+		if err != nil {
+			return nil
+		}
+		sys, ok := st.Sys().(*syscall.Stat_t)
+		if !ok {
+			return nil
+		}
+		perm := uint32(st.Mode().Perm())
+		var bits uint32
+		switch {
+		case sys.Uid == uid:
+			bits = perm >> 6
+		case sys.Gid == gid || slices.Contains(groups, sys.Gid):
+			bits = perm >> 3
+		default:
+			bits = perm
+		}
+		if bits&1 == 0 {
+			return &WorkdirError{Dir: dir, Denied: p, UID: uid, UserKey: userKey,
+				Owner: fmt.Sprintf("owned by %d:%d, mode %04o", sys.Uid, sys.Gid, perm)}
+		}
+	}
+	return nil
 }
 
 // execError maps the errno of a failed exec to errNotFound/errNotExecutable.
