@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/airlock-dev/airlock/client"
+	"github.com/airlock-dev/airlock/internal/ids"
 	"github.com/airlock-dev/airlock/internal/proc"
 	"github.com/airlock-dev/airlock/internal/termsafe"
 	"github.com/airlock-dev/airlock/sandbox"
@@ -119,7 +120,7 @@ func (a *app) run(parent context.Context, o runOptions, args []string) error {
 	if !o.noPool {
 		a.beginPool(r, projectCopied, protected)
 	}
-	c, err := a.daemonClient(ctx)
+	c, err := a.daemonClientAgain(ctx)
 	if err != nil {
 		return setupErr(err)
 	}
@@ -153,16 +154,21 @@ func (a *app) run(parent context.Context, o runOptions, args []string) error {
 	// once the sandbox is removed, so that nothing of it is left when it
 	// returns (ps -a lists nothing of it, nor does docker ps -a).
 	waitRemoved := (o.wait || r.Sandbox.WaitForDaemons) && !o.keep
-	rec, err := c.Create(ctx, &client.CreateRequest{
+	createReq := &client.CreateRequest{
 		ID: o.id, Kind: sandbox.KindRun, Manifest: wm, Secrets: secretValues, Command: args, Env: env, EnvSecrets: envSecrets,
 		Workdir: o.workdir, TTY: tty, Stdin: stdin, Labels: labels, Quiet: a.opts.quiet,
 		CLIPid: cliPid, CLIStart: cliStart, Engine: tgt.engine, RemoveOnExit: removeOnExit, FastEnd: fastEnd, ClientFiles: tgt.clientFiles,
 		NoPool: o.noPool,
-	})
-	if err != nil {
-		return setupErr(apiFailure(err))
 	}
-	id := rec.ID
+	if createReq.ID == "" {
+		// The CLI names the sandbox, so that a create whose answer a daemon
+		// that went away never sent can be found (or asked for again).
+		createReq.ID = ids.New()
+	}
+	id, err := a.createRun(ctx, c, createReq)
+	if err != nil {
+		return setupErr(err)
+	}
 	mainExited := false
 	var daemonLost atomic.Bool
 	defer func() {
@@ -194,9 +200,13 @@ func (a *app) run(parent context.Context, o runOptions, args []string) error {
 		}
 		if o.keep {
 			// The daemon records the stop (and the supervisor's last reports)
-			// before the sandbox is announced kept.
-			_, _, _ = c.WaitState(bg, id, client.StateStopped, client.StateFailed)
-			if cur, err := c.Get(bg, id); err == nil && cur.State != client.StateFailed {
+			// before the sandbox is announced kept; through the one that
+			// answers next if it goes away meanwhile.
+			cur, _ := retryDaemon(a, bg, func() (*client.Sandbox, error) {
+				sb, _, err := c.WaitState(bg, id, client.StateStopped, client.StateFailed)
+				return sb, err
+			})
+			if cur != nil && cur.State != client.StateFailed {
 				if !a.opts.quiet {
 					fmt.Fprintf(a.stderr, "airlock: kept sandbox %s (airlock logs %s; airlock rm %s)\n", id, id, id)
 				}
@@ -219,7 +229,7 @@ func (a *app) run(parent context.Context, o runOptions, args []string) error {
 		}
 		// The daemon that knew to remove the sandbox may be gone: the one that
 		// answers now (started again if need be) removes it.
-		if _, err := a.retryDaemon(bg, func() (*client.Sandbox, error) { return c.Delete(bg, id) }); err != nil {
+		if _, err := retryDaemon(a, bg, func() (*client.Sandbox, error) { return c.Delete(bg, id) }); err != nil {
 			fmt.Fprintf(a.stderr, "airlock: %v\n", err)
 			return
 		}
@@ -235,13 +245,15 @@ func (a *app) run(parent context.Context, o runOptions, args []string) error {
 	qctx, qcancel := context.WithCancel(ctx)
 	defer qcancel()
 	a.sayQueued(qctx, c, id, 0)
+	// id may change here: a sandbox whose making a daemon that went away cut
+	// short is replaced (the deferred removal follows id).
+	if err := a.awaitCreated(ctx, c, createReq, o.id != "", &id); err != nil {
+		return setupErr(err)
+	}
 	// Created, not started (resume starts it): the trust record knows it
 	// before any of its code runs.
 	session, err := a.beginLayers(r, layers, projectCopied, len(o.outputs) > 0, id, protected)
 	if err != nil {
-		return setupErr(err)
-	}
-	if _, err := waitCreated(ctx, c, id); err != nil {
 		return setupErr(err)
 	}
 	if tgt.clientFiles {
@@ -258,9 +270,15 @@ func (a *app) run(parent context.Context, o runOptions, args []string) error {
 	if err != nil {
 		return setupErr(apiFailure(err))
 	}
-	before, err := c.Get(ctx, id)
+	before, err := retryDaemon(a, ctx, func() (*client.Sandbox, error) {
+		sb, err := c.Get(ctx, id)
+		if lostDaemon(err) {
+			daemonLost.Store(true)
+		}
+		return sb, err
+	})
 	if err != nil {
-		return setupErr(apiFailure(err))
+		return setupErr(setupDaemonFailure(err))
 	}
 	failed := make(chan client.Event, 1)
 	go func() {
@@ -276,7 +294,7 @@ func (a *app) run(parent context.Context, o runOptions, args []string) error {
 			// The control daemon went away (killed, upgraded): the sandbox runs
 			// on; watch again through the one that answers next.
 			daemonLost.Store(true)
-			if _, err := a.retryDaemon(waitCtx, func() (*client.Sandbox, error) { return c.Get(waitCtx, id) }); err != nil {
+			if _, err := retryDaemon(a, waitCtx, func() (*client.Sandbox, error) { return c.Get(waitCtx, id) }); err != nil {
 				return
 			}
 		}
@@ -299,11 +317,11 @@ func (a *app) run(parent context.Context, o runOptions, args []string) error {
 		}
 		return sb, err
 	}
-	if _, err := a.retryDaemon(ctx, resume); err != nil {
+	if _, err := retryDaemon(a, ctx, resume); err != nil {
 		restore()
 		return setupErr(setupDaemonFailure(err))
 	}
-	_, err = a.retryDaemon(ctx, func() (*client.Sandbox, error) {
+	_, err = retryDaemon(a, ctx, func() (*client.Sandbox, error) {
 		_, err := c.WaitEvent(ctx, id, before.LastSeq, "sandbox.started", "sandbox.ready", "sandbox.failed")
 		if lostDaemon(err) {
 			daemonLost.Store(true)
@@ -362,7 +380,7 @@ func (a *app) run(parent context.Context, o runOptions, args []string) error {
 			if waitCtx.Err() != nil || !lostDaemon(err) {
 				return
 			}
-			if _, err := a.retryDaemon(waitCtx, func() (*client.Sandbox, error) { return c.Get(waitCtx, id) }); err != nil {
+			if _, err := retryDaemon(a, waitCtx, func() (*client.Sandbox, error) { return c.Get(waitCtx, id) }); err != nil {
 				return
 			}
 		}
@@ -491,30 +509,47 @@ func lostDaemon(err error) bool {
 	return err != nil && !errors.As(err, &ce) && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
 }
 
-// retryDaemon calls f, and while the control daemon is gone, makes sure one runs
-// again (starting it) and calls f again, with backoff, for up to 30 s.
-func (a *app) retryDaemon(ctx context.Context, f func() (*client.Sandbox, error)) (*client.Sandbox, error) {
-	b := backoff.WithContext(backoff.NewExponentialBackOff(backoff.WithInitialInterval(100*time.Millisecond), backoff.WithMaxElapsedTime(30*time.Second)), ctx)
-	var out *client.Sandbox
+// daemonRetryLimit bounds how long retryDaemon keeps starting a daemon that
+// went away and asking it again (each start waits up to 10 s for the daemon
+// to answer, so a start begun just before the limit may end later).
+const daemonRetryLimit = 10 * time.Second
+
+// retryDaemon calls f, and while the control daemon is gone (killed, upgraded:
+// a refused connection, a missing socket, a stream cut short), makes sure one
+// runs again (starting it) and calls f again, with a backoff from 50 ms, for up
+// to daemonRetryLimit; then it fails saying so.
+func retryDaemon[T any](a *app, ctx context.Context, f func() (T, error)) (T, error) {
+	b := backoff.WithContext(backoff.NewExponentialBackOff(backoff.WithInitialInterval(50*time.Millisecond),
+		backoff.WithMaxInterval(time.Second), backoff.WithMaxElapsedTime(daemonRetryLimit)), ctx)
+	var out T
+	tries := 0
 	err := backoff.Retry(func() error {
-		sb, err := f()
+		tries++
+		v, err := f()
 		if err == nil {
-			out = sb
+			out = v
 			return nil
 		}
 		if !lostDaemon(err) {
 			return backoff.Permanent(err)
 		}
-		if _, derr := a.daemonClient(ctx); derr != nil {
-			return derr
+		if _, derr := a.daemonClientAgain(ctx); derr != nil {
+			return backoff.Permanent(derr) // it could not start: it says why
 		}
-		sb, err = f()
+		v, err = f()
 		if err != nil && !lostDaemon(err) {
 			return backoff.Permanent(err)
 		}
-		out = sb
+		out = v
 		return err
 	}, b)
+	if err != nil && lostDaemon(err) && ctx.Err() == nil {
+		var ee *exitError
+		if errors.As(err, &ee) {
+			return out, err // the daemon could not start: it says why
+		}
+		return out, fmt.Errorf("cannot reach the airlock daemon again: it went away and was started again, and still failed %d time(s) within %v: %w", tries, daemonRetryLimit, err)
+	}
 	return out, err
 }
 
@@ -525,4 +560,92 @@ func setupDaemonFailure(err error) error {
 		return withCode(ExitAirlock, fmt.Errorf("the airlock control daemon went away while the sandbox was being set up (%v); nothing was left behind: run it again", err))
 	}
 	return apiFailure(err)
+}
+
+// maxReplaced bounds how many times a run's sandbox is made again because the
+// daemon went away while making it.
+const maxReplaced = 5
+
+// createRun asks for the run's sandbox (req.ID set) and returns its ID. A
+// daemon that goes away meanwhile is started again (retryDaemon) and asked
+// again under the same ID; one that answers the ID is taken, by a create the
+// daemon that went away accepted, gets that sandbox.
+func (a *app) createRun(ctx context.Context, c *client.Client, req *client.CreateRequest) (string, error) {
+	lost := false
+	rec, err := retryDaemon(a, ctx, func() (*client.Sandbox, error) {
+		sb, err := c.Create(ctx, req)
+		switch {
+		case err == nil:
+			return sb, nil
+		case lostDaemon(err):
+			lost = true
+		case lost && apiReason(err) == client.ReasonIDAlreadyUsed:
+			return c.Get(ctx, req.ID)
+		}
+		return nil, err
+	})
+	if err != nil {
+		return "", setupDaemonFailure(err)
+	}
+	return rec.ID, nil
+}
+
+// awaitCreated follows sandbox *id until it is created (or fails: its
+// reason, exit code). When the daemon goes away meanwhile, the one that
+// answers next tells how far the making got: a sandbox with its container is
+// created; one without, whose making ended with the daemon (nothing of it
+// ran), is removed and made again under a new ID, which *id then holds (not
+// with a caller's --id: idGiven).
+func (a *app) awaitCreated(ctx context.Context, c *client.Client, req *client.CreateRequest, idGiven bool, id *string) error {
+	for replaced := 0; ; replaced++ {
+		ev, err := c.WaitEvent(ctx, *id, 0, "sandbox.created", "sandbox.failed")
+		if err == nil {
+			if ev.Kind == "sandbox.failed" {
+				return failure(ev)
+			}
+			return nil
+		}
+		if !lostDaemon(err) {
+			return apiFailure(err)
+		}
+		cur := *id
+		sb, err := retryDaemon(a, ctx, func() (*client.Sandbox, error) { return c.Get(ctx, cur) })
+		if err != nil {
+			return setupDaemonFailure(err)
+		}
+		switch {
+		case sb.State != client.StatePending || sb.Container != "":
+			// Created (the event may not be recorded: its container is), or
+			// ended: its history says which.
+			if sb.State == client.StatePending {
+				return nil
+			}
+			continue
+		case replaced == maxReplaced:
+			return withCode(ExitAirlock, fmt.Errorf("cannot make sandbox %s: the airlock daemon went away while it was being made, %d times", cur, replaced+1))
+		case idGiven:
+			_, _ = retryDaemon(a, ctx, func() (*client.Sandbox, error) { return c.Delete(ctx, cur) })
+			return withCode(ExitAirlock, fmt.Errorf("cannot make sandbox %s: the airlock daemon went away while it was being made, and its ID (--id) is taken now: run again with another", cur))
+		}
+		// Its making ended with the daemon that did it: that one is removed,
+		// another made (the same request, a new ID).
+		if _, err := retryDaemon(a, ctx, func() (*client.Sandbox, error) { return c.Delete(ctx, cur) }); err != nil {
+			return setupDaemonFailure(err)
+		}
+		req.ID = ids.New()
+		next, err := a.createRun(ctx, c, req)
+		if err != nil {
+			return err
+		}
+		*id = next
+	}
+}
+
+// apiReason is the API error reason of err, "" for another error.
+func apiReason(err error) string {
+	var ce *client.Error
+	if errors.As(err, &ce) {
+		return ce.Reason
+	}
+	return ""
 }

@@ -216,7 +216,15 @@ func (a *app) startDaemon(ctx context.Context, p *paths.Paths, args daemonArgs) 
 	b := backoff.NewExponentialBackOff(backoff.WithInitialInterval(10*time.Millisecond), backoff.WithMultiplier(2),
 		backoff.WithMaxInterval(200*time.Millisecond), backoff.WithRandomizationFactor(0),
 		backoff.WithMaxElapsedTime(max(time.Until(deadline), time.Millisecond)))
-	if waitUntil(ctx, b, func() (bool, error) { return answers(func(h *client.Health) bool { return h.BuildID == BuildID }), nil }) {
+	if waitUntil(ctx, b, func() (bool, error) {
+		if answers(func(h *client.Health) bool { return h.BuildID == BuildID }) {
+			return true, nil
+		}
+		if !control.LockHeld(p) {
+			return false, errNoWinner // it went away: none will answer
+		}
+		return false, nil
+	}) {
 		return nil
 	}
 	// Say why, as the daemon said it (an Engine it cannot reach, say), with
@@ -226,11 +234,42 @@ func (a *app) startDaemon(ctx context.Context, p *paths.Paths, args daemonArgs) 
 	if errors.As(werr, &ee) && ee.ExitCode() > 0 {
 		code = ee.ExitCode()
 	}
+	if errors.As(werr, &ee) && (ee.ExitCode() < 0 || ee.ExitCode() == ExitFailure) {
+		// Killed (kill -9 of the daemons while it started), or it lost the
+		// lock to another daemon that went away before it answered:
+		// starting another may well work (daemonClientAgain does).
+		why := lastError(logPath, logStart)
+		if why == "" {
+			why = werr.Error()
+		}
+		return withCode(ExitAirlock, fmt.Errorf("the airlock daemon could not start: %w (%s; its log: %s)", errDaemonGone, why, logPath))
+	}
 	if why := lastError(logPath, logStart); why != "" {
 		return withCode(code, fmt.Errorf("the airlock daemon could not start: %s (its log: %s)", why, logPath))
 	}
 	return withCode(code, fmt.Errorf("the airlock daemon exited at start (%v); see %s", werr, logPath))
 }
+
+// errDaemonGone: the daemon the CLI started, or the one that held the lock
+// then, went away before it answered.
+var errDaemonGone = errors.New("it went away before it answered")
+
+// daemonClientAgain is daemonClient that starts a daemon again while the one it
+// started is killed before it answers, for up to daemonRetryLimit.
+func (a *app) daemonClientAgain(ctx context.Context) (*client.Client, error) {
+	b := backoff.WithContext(backoff.NewExponentialBackOff(backoff.WithInitialInterval(50*time.Millisecond),
+		backoff.WithMaxInterval(time.Second), backoff.WithMaxElapsedTime(daemonRetryLimit)), ctx)
+	return backoff.RetryWithData(func() (*client.Client, error) {
+		c, err := a.daemonClient(ctx)
+		if err != nil && !errors.Is(err, errDaemonGone) {
+			return nil, backoff.Permanent(err)
+		}
+		return c, err
+	}, b)
+}
+
+// errNoWinner: the daemon that held the lock went away before it answered.
+var errNoWinner = errors.New("the daemon holding the lock went away")
 
 // errExited: the daemon child exited while the CLI waited for it.
 var errExited = errors.New("the daemon exited")

@@ -39,7 +39,15 @@ func (a *app) attachMain(ctx context.Context, c *client.Client, id string, withS
 	if withStdin {
 		stdin = a.stdin
 	}
-	sess, err := c.AttachMain(ctx, id, &client.AttachRequest{Stdin: withStdin}, stdin, stdout, stderr)
+	// Attached before the start (the main command has written nothing): a
+	// daemon that goes away meanwhile is started again and asked again.
+	sess, err := retryDaemon(a, ctx, func() (*client.ExecSession, error) {
+		sess, err := c.AttachMain(ctx, id, &client.AttachRequest{Stdin: withStdin}, stdin, stdout, stderr)
+		if lostDaemon(err) {
+			daemonLost.Store(true)
+		}
+		return sess, err
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -62,7 +70,7 @@ func (a *app) attachMain(ctx context.Context, c *client.Client, id string, withS
 			daemonLost.Store(true)
 			// Attach again through the daemon that answers now; the output
 			// comes again from the start, less what was written here.
-			_, err = a.retryDaemon(ctx, func() (*client.Sandbox, error) {
+			_, err = retryDaemon(a, ctx, func() (*client.Sandbox, error) {
 				next, err := c.AttachMain(ctx, id, &client.AttachRequest{Replay: true, SkipStdout: stdout.written(), SkipStderr: stderr.written()}, nil, stdout, stderr)
 				if err == nil {
 					sess = next

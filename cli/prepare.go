@@ -57,7 +57,9 @@ func (a *app) prepareViaDaemon(ctx context.Context, c *client.Client, r *manifes
 	if !a.opts.quiet {
 		progress = a.redactor.Writer(a.stderr)
 	}
-	err = c.Prepare(ctx, req, progress)
+	// Prepare is idempotent (checks, the image made or pulled once): a daemon
+	// that goes away meanwhile is started again and asked again.
+	_, err = retryDaemon(a, ctx, func() (struct{}, error) { return struct{}{}, c.Prepare(ctx, req, progress) })
 	var pe *client.PrepareError
 	switch {
 	case err == nil:

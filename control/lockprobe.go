@@ -6,6 +6,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/airlock-dev/airlock/paths"
 )
 
 // lockTaken reports whether another open file description holds a flock on
@@ -25,3 +27,7 @@ func lockTaken(path string) bool {
 	}
 	return errors.Is(err, unix.EWOULDBLOCK)
 }
+
+// LockHeld reports whether a daemon holds the singleton lock of p now (a
+// daemon that died released it).
+func LockHeld(p *paths.Paths) bool { return lockTaken(p.Lock()) }

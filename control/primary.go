@@ -122,7 +122,7 @@ func (s *Service) AttachPrimary(ctx context.Context, id string, req *AttachReque
 		// answers the next exit only, and is taken asynchronously): a replay,
 		// rare (a client whose daemon went away), also polls for the code.
 		codes = pollExit(actx, rt, h.PrimaryID, codes)
-		output = rt.FollowOutput(actx, h, skipBytes(stdout, req.SkipStdout), skipBytes(stderr, req.SkipStderr))
+		output = followOnceStarted(actx, rt, h, skipBytes(stdout, req.SkipStdout), skipBytes(stderr, req.SkipStderr))
 	} else {
 		streams := sandbox.Streams{Stdout: stdout, Stderr: stderr}
 		if req.Stdin {
@@ -214,6 +214,36 @@ func (s *Service) AttachPrimary(ctx context.Context, id string, req *AttachReque
 
 // replayPoll is how often a replayed attach asks for the main command's code.
 const replayPoll = 200 * time.Millisecond
+
+// startPoll is how often a replayed attach to a main command not started yet
+// asks whether it started.
+const startPoll = 50 * time.Millisecond
+
+// followOnceStarted is the backend's FollowOutput of sandbox h's main command
+// once its container started (or ended): a client whose daemon went away
+// between its attach and the start attaches again (a replay) before the start
+// it then asks for, and the output of a container not started yet would end
+// at once, empty.
+func followOnceStarted(ctx context.Context, rt Backend, h *sandbox.Sandbox, stdout, stderr io.Writer) <-chan error {
+	if rt.Running(ctx, h.PrimaryID) || rt.ExitCode(ctx, h.PrimaryID) != nil {
+		return rt.FollowOutput(ctx, h, stdout, stderr)
+	}
+	out := make(chan error, 1)
+	go func() {
+		t := time.NewTicker(startPoll)
+		defer t.Stop()
+		for !rt.Running(ctx, h.PrimaryID) && rt.ExitCode(ctx, h.PrimaryID) == nil {
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				out <- ctx.Err()
+				return
+			}
+		}
+		out <- <-rt.FollowOutput(ctx, h, stdout, stderr)
+	}()
+	return out
+}
 
 // pollExit gives the code from waited, or from asking the backend every
 // replayPoll, whichever comes first.

@@ -60,9 +60,15 @@ func (s *Service) recover() {
 					continue
 				}
 			}
-			if rec.ContainerID != "" && rec.Kind == sandbox.KindRun && rec.CLIPid > 0 && processAlive(rec.CLIPid, rec.CLIStart) {
+			if rec.Kind == sandbox.KindRun && rec.CLIPid > 0 && processAlive(rec.CLIPid, rec.CLIStart) {
 				// Created, not started, and its CLI waits: it starts it again
-				// through this daemon (airlock run retries).
+				// through this daemon (airlock run retries). Or its making was
+				// cut short (no container recorded): its CLI, which holds what
+				// this daemon lacks (the command, the substituted values),
+				// removes it and asks for another; nothing of it ran. Failing
+				// it here would end a run whose CLI is alive. If that CLI goes,
+				// the reaper removes it.
+				s.log.Info("left a pending run sandbox to its CLI", "sandbox", id, "container", rec.ContainerID, "cli_pid", rec.CLIPid)
 				continue
 			}
 			s.emit(id, store.Event{Kind: "sandbox.failed", Reason: "the daemon restarted while the sandbox was being created"}, store.StateFailed)

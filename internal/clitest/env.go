@@ -403,23 +403,7 @@ func (e *Env) StopDaemon() {
 // killStartingDaemons kills the daemons of this environment that have no pid
 // file yet: one a command started just before it was interrupted would
 // outlive the test.
-func (e *Env) killStartingDaemons() {
-	entries, _ := os.ReadDir("/proc")
-	mark := []byte("XDG_RUNTIME_DIR=" + e.Runtime + "\x00")
-	for _, d := range entries {
-		pid, err := strconv.Atoi(d.Name())
-		if err != nil {
-			continue
-		}
-		cmdline, _ := os.ReadFile(filepath.Join("/proc", d.Name(), "cmdline"))
-		if !bytes.Contains(cmdline, []byte("daemon\x00run")) {
-			continue
-		}
-		if env, _ := os.ReadFile(filepath.Join("/proc", d.Name(), "environ")); bytes.Contains(env, mark) {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-		}
-	}
-}
+func (e *Env) killStartingDaemons() { e.KillDaemons() }
 
 // StateDir is the per-sandbox state dir of a sandbox of this environment.
 func (e *Env) StateDir(id string) string { return filepath.Join(e.Data, "airlock", "sandboxes", id) }
