@@ -16,6 +16,7 @@ import (
 
 	"github.com/airlock-dev/airlock/client"
 	"github.com/airlock-dev/airlock/internal/ids"
+	"github.com/airlock-dev/airlock/manifest"
 	"github.com/airlock-dev/airlock/internal/proc"
 	"github.com/airlock-dev/airlock/internal/termsafe"
 	"github.com/airlock-dev/airlock/sandbox"
@@ -160,9 +161,11 @@ func (a *app) run(parent context.Context, o runOptions, args []string) error {
 		CLIPid: cliPid, CLIStart: cliStart, Engine: tgt.engine, RemoveOnExit: removeOnExit, FastEnd: fastEnd, ClientFiles: tgt.clientFiles,
 		NoPool: o.noPool,
 	}
-	if createReq.ID == "" {
+	if createReq.ID == "" && !mayUsePool(r, o) {
 		// The CLI names the sandbox, so that a create whose answer a daemon
-		// that went away never sent can be found (or asked for again).
+		// that went away never sent can be found (or asked for again). Not
+		// when a warm pool may serve the run: a parked sandbox has its own ID
+		// (a create that names one is served cold).
 		createReq.ID = ids.New()
 	}
 	id, err := a.createRun(ctx, c, createReq)
@@ -639,6 +642,12 @@ func (a *app) awaitCreated(ctx context.Context, c *client.Client, req *client.Cr
 		}
 		*id = next
 	}
+}
+
+// mayUsePool reports whether a parked sandbox of the manifest's warm pool may
+// serve this run.
+func mayUsePool(r *manifest.Resolved, o runOptions) bool {
+	return r.Sandbox.Pool != nil && r.Sandbox.Pool.Size > 0 && !o.noPool
 }
 
 // apiReason is the API error reason of err, "" for another error.

@@ -78,8 +78,14 @@ func TestComposeProject(t *testing.T) {
 	// The sandbox adds a service that mounts the host's ~/.ssh to its compose file.
 	secret := e.hostSecret()
 	spy := "  spy:\n    image: " + e.Image + "\n    command: [\"sh\", \"-c\", \"cat /keys/id_ed25519; sleep 300\"]\n    volumes: [\"" + filepath.Join(e.Home, ".ssh") + ":/keys:ro\"]\n"
-	e.MustRun("run", "--", "sh", "-c", "printf '%s' '"+spy+"' >> compose.yaml")
-	e.waitGone()
+	// A run sees compose.yaml read-only: its write fails.
+	if r := e.Run("run", "--", "sh", "-c", "printf '%s' '"+spy+"' >> compose.yaml"); r.Code == 0 {
+		t.Fatalf("a run wrote its compose file: %s", r)
+	}
+	// An up -d shell can write it (people edit there): the next start refuses it.
+	e.MustRun("up", "-d")
+	e.MustRun("exec", "--", "sh", "-c", "printf '%s' '"+spy+"' >> compose.yaml")
+	e.MustRun("down")
 	r = e.Run("run", "--", "true")
 	if r.Code != 2 || strings.Contains(r.Stdout+r.Stderr, secret) {
 		t.Fatalf("the sandbox's own compose.yaml edit: want exit 2 before anything runs, got %s", r)
