@@ -110,20 +110,7 @@ func TestKillDaemonLoaded(t *testing.T) {
 		t.Errorf("%d object(s) left %v after the runs: %v", len(left), took, left)
 		testenv.ForceRemove(e.Cli, labelProject, e.Project)
 	}
-	if _, ok := e.DaemonPID(); !ok {
-		e.MustRun("daemon", "start")
-	}
-	states := &tally{}
-	var failed int
-	for _, p := range e.PS() {
-		states.add(p.State)
-		if p.State == "failed" {
-			failed++
-		}
-	}
-	if failed > 0 {
-		t.Errorf("%d failed record(s) in ps -a: %s", failed, states)
-	}
+	failed, states := e.assertNoFailedRecords(t)
 	record(t, "kill -9 of the control daemon during run, machine loaded",
 		fmt.Sprintf("Two busy CPU loops (`sh -c 'while :; do :; done'`) for the whole test; %d × `airlock run -- sh -c '%s'`, %d at a time against one control daemon; for each run, every daemon process of the user killed with SIGKILL at a random moment in [0, %v) from its CLI's start (90 %% of an undisturbed run under that load, the fastest of 3): so a run may see its neighbours' kills too, in any phase (setup, start, output, exit).", runs, script, loadedKillAtOnce, span.Round(time.Millisecond)),
 		[]benchdoc.Row{

@@ -136,20 +136,7 @@ func TestKillDaemon(t *testing.T) {
 			worst = max(worst, took)
 		}
 	}
-	if _, ok := e.DaemonPID(); !ok {
-		e.MustRun("daemon", "start")
-	}
-	states := &tally{}
-	var failed int
-	for _, p := range e.PS() {
-		states.add(p.State)
-		if p.State == "failed" {
-			failed++
-		}
-	}
-	if failed > 0 {
-		t.Errorf("%d failed record(s) in ps -a: %s", failed, states)
-	}
+	failed, states := e.assertNoFailedRecords(t)
 	record(t, "kill -9 of the control daemon during run", fmt.Sprintf("`airlock run -- sh -c '%s'` (90 %% of an undisturbed run: %v); the daemon (pid file) killed with SIGKILL at 10 moments spread evenly over [0, %v) from the CLI's start. The phase is what the Engine showed just before the kill.", script, span.Round(time.Millisecond), span.Round(time.Millisecond)),
 		[]benchdoc.Row{
 			{Measure: "CLIs returning the main command's 3", Result: fmt.Sprintf("%d/10", right), Target: "10/10"},
@@ -205,4 +192,26 @@ func TestConcurrentRuns(t *testing.T) {
 			{Measure: "`failed` records", Result: fmt.Sprint(failed), Target: "0"},
 			{Measure: "wall time of the 20; median and slowest run", Result: fmt.Sprintf("%s; %s, %s", ms(wall), ms(took[n/2]), ms(took[n-1]))},
 		}, "")
+}
+
+// assertNoFailedRecords fails for every failed record ps -a lists (through a
+// daemon started again if the last kill left none) and returns how many and
+// the states it saw.
+func (e *env) assertNoFailedRecords(t *testing.T) (int, *tally) {
+	t.Helper()
+	if _, ok := e.DaemonPID(); !ok {
+		e.MustRun("daemon", "start")
+	}
+	states := &tally{}
+	var failed int
+	for _, p := range e.PS() {
+		states.add(p.State)
+		if p.State == "failed" {
+			failed++
+		}
+	}
+	if failed > 0 {
+		t.Errorf("%d failed record(s) in ps -a: %s", failed, states)
+	}
+	return failed, states
 }
