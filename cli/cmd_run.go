@@ -16,9 +16,9 @@ import (
 
 	"github.com/airlock-dev/airlock/client"
 	"github.com/airlock-dev/airlock/internal/ids"
-	"github.com/airlock-dev/airlock/manifest"
 	"github.com/airlock-dev/airlock/internal/proc"
 	"github.com/airlock-dev/airlock/internal/termsafe"
+	"github.com/airlock-dev/airlock/manifest"
 	"github.com/airlock-dev/airlock/sandbox"
 )
 
