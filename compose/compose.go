@@ -15,12 +15,14 @@ import (
 	"io"
 	"maps"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/compose-spec/compose-go/v2/dotenv"
+	"github.com/distribution/reference"
 	"github.com/compose-spec/compose-go/v2/loader"
 	"github.com/compose-spec/compose-go/v2/types"
 	"github.com/sirupsen/logrus"
@@ -72,7 +74,14 @@ func Load(ctx context.Context, o Options) (*Result, []Error) {
 			}
 		}
 	}
-	c := &converter{p: p, lines: lines, ignore: o.Ignore, res: &Result{Services: map[string]any{}, Lines: map[string]int{}}}
+	c := &converter{p: p, lines: lines, ignore: o.Ignore, env: env, res: &Result{Services: map[string]any{}, Lines: map[string]int{}}}
+	c.raw = func() *types.Project {
+		raw, err := load(false)
+		if err != nil {
+			return nil
+		}
+		return raw
+	}
 	names, errs := c.selected(o.Services)
 	if len(errs) > 0 {
 		return nil, errs
@@ -85,6 +94,34 @@ func Load(ctx context.Context, o Options) (*Result, []Error) {
 	}
 	return c.res, nil
 }
+
+// badImage says why a service's image is no image reference and, when the
+// compose file's interpolation made it so, which variables were empty.
+func (c *converter) badImage(name, img string, err error) string {
+	msg := fmt.Sprintf("%q is not an image reference (%v)", img, err)
+	raw := c.raw()
+	if raw == nil {
+		return msg
+	}
+	written := raw.Services[name].Image
+	if written == img || written == "" {
+		return msg
+	}
+	msg = fmt.Sprintf("%q (written %q) is not an image reference (%v)", img, written, err)
+	var empty []string
+	for _, m := range imageVarRE.FindAllStringSubmatch(written, -1) {
+		if v, ok := c.env[m[1]]; !ok || v == "" {
+			empty = append(empty, "${"+m[1]+"}")
+		}
+	}
+	if len(empty) > 0 {
+		msg += ": " + strings.Join(empty, ", ") + " is empty or not set"
+	}
+	return msg
+}
+
+// imageVarRE finds the variables a compose value names: ${NAME…} and $NAME.
+var imageVarRE = regexp.MustCompile(`\$\{?([A-Za-z_][A-Za-z0-9_]*)`)
 
 // environment is what the compose file is interpolated with: its .env, then
 // the host environment over it.
@@ -107,6 +144,8 @@ func environment(o Options) (types.Mapping, error) {
 
 type converter struct {
 	p      *types.Project
+	raw    func() *types.Project // the project loaded without interpolation
+	env    types.Mapping
 	lines  map[string]int
 	ignore []string
 	res    *Result
@@ -195,6 +234,8 @@ func (c *converter) service(name string, s types.ServiceConfig, taken []string) 
 	}
 	if s.Image == "" {
 		c.errorf(p("image"), "is required: airlock runs a service from an image (build it first)")
+	} else if _, err := reference.ParseNormalizedNamed(s.Image); err != nil {
+		c.errorf(p("image"), "%s", c.badImage(name, s.Image, err))
 	}
 	t["image"] = s.Image
 	at("image", "image")

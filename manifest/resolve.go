@@ -27,6 +27,7 @@ func resolve(stack []*layer, sub *substituter, read func(string) ([]byte, error)
 	if err := errs.orNil(); err != nil {
 		return nil, err
 	}
+	written := rawImages(&m)
 	sources, vaultNames, errs := substitute(&m, sub, origins)
 	if err := errs.orNil(); err != nil {
 		return nil, err
@@ -40,6 +41,9 @@ func resolve(stack []*layer, sub *substituter, read func(string) ([]byte, error)
 	}
 	if m.Sandbox.Image == "" && m.Sandbox.Build == nil {
 		return nil, locate(origins, []string{"sandbox", "image"}, "is empty after substitution")
+	}
+	if err := checkImages(&m, written, origins, sub.getenv).orNil(); err != nil {
+		return nil, err
 	}
 	r := &Resolved{Manifest: m, Sources: sources, origins: origins, aliases: canonicalTools(&m.Tools)}
 	for _, l := range stack {

@@ -223,7 +223,7 @@ cwd = "/d/${X}"
 env = { E = "${X}" }
 ready = { log = "${X}" }
 [services.s]
-image = "img/${X}"
+image = "img"
 command = ["${X}"]
 env = { E = "${X}" }
 healthcheck = { cmd = ["${X}"] }
@@ -261,7 +261,6 @@ healthcheck = { cmd = ["${X}"] }
 		"daemons.d.command":          r.Daemons["d"].Command[1],
 		"daemons.d.cwd":              r.Daemons["d"].Cwd,
 		"daemons.d.ready.log":        r.Daemons["d"].Ready.Log,
-		"services.s.image":           r.Services["s"].Image,
 		"services.s.command":         r.Services["s"].Command[0],
 		"services.s.healthcheck.cmd": r.Services["s"].Healthcheck.Cmd[0],
 	}
@@ -272,6 +271,11 @@ healthcheck = { cmd = ["${X}"] }
 	}
 	if len(r.Sources) != len(substituted) {
 		t.Errorf("Sources = %v, want exactly the %d substituted keys", r.Sources, len(substituted))
+	}
+	// A service's image is not substituted: ${X} there is no image.
+	p.write(map[string]string{"sandbox.toml": "[sandbox]\nimage = \"x\"\n[services.s]\nimage = \"img/${X}\"\n"})
+	if msg := p.loadErr(); !strings.Contains(msg, `services.s.image: "img/${X}" is not an image reference`) || !strings.Contains(msg, "not substituted") {
+		t.Errorf("a service image with ${X}: %v", msg)
 	}
 }
 
