@@ -22,9 +22,9 @@ import (
 	"time"
 
 	"github.com/compose-spec/compose-go/v2/dotenv"
-	"github.com/distribution/reference"
 	"github.com/compose-spec/compose-go/v2/loader"
 	"github.com/compose-spec/compose-go/v2/types"
+	"github.com/distribution/reference"
 	"github.com/sirupsen/logrus"
 	"go.yaml.in/yaml/v3"
 )
