@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -49,4 +50,16 @@ project = "copy"
 		t.Errorf("project = \"copy\": want exit 0 and main-ran, got %s", r)
 	}
 	e.assertClean()
+}
+
+// TestRelativeWorkdir: workdir = "tests" runs the main command in the
+// project's tests folder (a module there whose go.mod replaces ../).
+func TestRelativeWorkdir(t *testing.T) {
+	limit(t)
+	e := newEnv(t, "[sandbox]\nimage = \"{{image}}\"\nnetwork = \"none\"\nworkdir = \"tests\"\n")
+	e.WriteFile("tests/marker", "here\n")
+	r := e.MustRun("run", "--", "sh", "-c", "pwd; cat marker")
+	if want := filepath.Join(e.Project, "tests") + "\nhere\n"; r.Stdout != want {
+		t.Errorf("stdout %q, want %q", r.Stdout, want)
+	}
 }

@@ -27,3 +27,13 @@ func TestImageReferences(t *testing.T) {
 		}
 	}
 }
+
+// TestRelativeWorkdir: a relative sandbox.workdir is the folder of that name
+// in the project dir (a module in tests/ whose go.mod replaces ../).
+func TestRelativeWorkdir(t *testing.T) {
+	p := newProject(t, map[string]string{"sandbox.toml": "[sandbox]\nimage = \"x\"\nworkdir = \"tests\"\n"})
+	r := p.mustLoad()
+	if want := r.ProjectDir + "/tests"; r.Sandbox.Workdir != want {
+		t.Errorf("workdir = %q, want %q", r.Sandbox.Workdir, want)
+	}
+}

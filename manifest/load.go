@@ -112,6 +112,7 @@ func (l *Loader) Load(file string) (*Resolved, error) {
 	}
 	r.File = abs
 	r.ProjectDir = filepath.Dir(abs)
+	r.absWorkdir()
 	return r, nil
 }
 
@@ -140,7 +141,17 @@ func (l *Loader) LoadBytes(name, dir string, data []byte) (*Resolved, error) {
 		return nil, err
 	}
 	r.ProjectDir = dir
+	r.absWorkdir()
 	return r, nil
+}
+
+// absWorkdir makes a relative sandbox.workdir the folder of that name in the
+// project dir (which is at its own host path in the sandbox, bound or copied),
+// as a monorepo's module in tests/ wants.
+func (r *Resolved) absWorkdir() {
+	if w := r.Sandbox.Workdir; w != "" && !path.IsAbs(w) && r.ProjectDir != "" {
+		r.Sandbox.Workdir = path.Join(filepath.ToSlash(r.ProjectDir), w)
+	}
 }
 
 func (l *Loader) substituter() *substituter {

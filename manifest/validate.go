@@ -216,8 +216,8 @@ func (v *validator) sandbox(s *Sandbox) {
 		}
 		v.env([]string{"sandbox", "build", "args"}, s.Build.Args)
 	}
-	if s.Workdir != "" && !path.IsAbs(s.Workdir) {
-		v.errorf(p("workdir"), "must be an absolute path, got %q", s.Workdir)
+	if s.Workdir != "" && !path.IsAbs(s.Workdir) && (s.Workdir == ".." || strings.HasPrefix(path.Clean(s.Workdir), "../")) {
+		v.errorf(p("workdir"), "must be an absolute path, or a path in the project dir (relative to it), got %q", s.Workdir)
 	}
 	if len(s.Shell) > 0 && s.Shell[0] == "" {
 		v.errorf(p("shell"), "the first element (the program) must not be empty")
