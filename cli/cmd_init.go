@@ -60,8 +60,8 @@ image = "IMAGE"
 
 func newInitCommand(a *app) *cobra.Command {
 	var (
-		image, from string
-		profiles    []string
+		image, from        string
+		profiles, services []string
 	)
 	cmd := &cobra.Command{
 		Use:   "init [--from compose.yaml]",
@@ -81,10 +81,16 @@ func newInitCommand(a *app) *cobra.Command {
 			if strings.ContainsAny(image, "\"\\\n") || image == "" {
 				return withCode(ExitUsage, fmt.Errorf("invalid --image %q", image))
 			}
+			if len(services) > 0 && from == "" {
+				return withCode(ExitUsage, errors.New("--services needs --from: the compose file whose services to take"))
+			}
 			content := strings.Replace(starterManifest, "IMAGE", image, 1)
+			if tools := projectTools(filepath.Dir(target)); len(tools) > 0 {
+				content = strings.Replace(content, "tools = []", fmt.Sprintf("tools = [%s]   # for %s", quoteList(tools), strings.Join(toolReasons(filepath.Dir(target)), ", ")), 1)
+			}
 			if from != "" {
 				var err error
-				if content, err = fromCompose(cmd.Context(), from, filepath.Dir(target), image, profiles); err != nil {
+				if content, err = fromCompose(cmd.Context(), from, filepath.Dir(target), image, profiles, services); err != nil {
 					return err
 				}
 			}
@@ -113,5 +119,6 @@ func newInitCommand(a *app) *cobra.Command {
 	cmd.Flags().StringVar(&image, "image", "debian:bookworm", "image of the sandbox")
 	cmd.Flags().StringVar(&from, "from", "", "write the services of this compose file as [services.*] tables (keys airlock cannot honour are listed, not taken)")
 	cmd.Flags().StringArrayVar(&profiles, "profile", nil, "with --from: a compose profile to activate (repeatable)")
+	cmd.Flags().StringSliceVar(&services, "services", nil, "with --from: take only these services (and what they depend on), e.g. --services db,cache")
 	return cmd
 }

@@ -22,7 +22,7 @@ import (
 // environment values with their ${VAR} as written (airlock substitutes them
 // at each run and delivers them privately: no host value lands in the file),
 // and, in a comment, every compose key that was not taken.
-func fromCompose(ctx context.Context, file, projectDir, image string, profiles []string) (string, error) {
+func fromCompose(ctx context.Context, file, projectDir, image string, profiles, services []string) (string, error) {
 	abs, err := filepath.Abs(file)
 	if err != nil {
 		return "", fmt.Errorf("cannot find %s: %w", file, err)
@@ -35,7 +35,7 @@ func fromCompose(ctx context.Context, file, projectDir, image string, profiles [
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return "", fmt.Errorf("cannot read the compose file's .env: %w", err)
 	}
-	o := compose.Options{File: abs, Content: content, DotEnv: dotEnv, Profiles: profiles, Environ: os.Environ(), KeepEnvReferences: true}
+	o := compose.Options{File: abs, Content: content, DotEnv: dotEnv, Profiles: profiles, Services: services, Environ: os.Environ(), KeepEnvReferences: true}
 	res, errs := compose.Load(ctx, o)
 	var dropped []string
 	if len(errs) > 0 {
@@ -82,6 +82,9 @@ func fromCompose(ctx context.Context, file, projectDir, image string, profiles [
 			fmt.Fprintf(&b, "#   %s\n", d)
 		}
 	}
+	if tools := projectTools(projectDir); len(tools) > 0 {
+		fmt.Fprintf(&b, "\n# Builtin tools for what the project holds (%s).\ntools = [%s]\n", strings.Join(toolReasons(projectDir), ", "), quoteList(tools))
+	}
 	fmt.Fprintf(&b, "\n[sandbox]\nimage = %q\n", image)
 	if len(res.Services) > 0 {
 		b.WriteString("\n")
@@ -92,4 +95,43 @@ func fromCompose(ctx context.Context, file, projectDir, image string, profiles [
 		}
 	}
 	return b.String(), nil
+}
+
+// languageTools are the builtin tools init adds for a file the project holds
+// at its root: its language's toolchain and caches.
+var languageTools = []struct{ file, tool string }{
+	{"go.mod", "go"},
+	{"package.json", "npm"},
+	{"pyproject.toml", "uv"},
+	{"requirements.txt", "uv"},
+}
+
+// projectTools lists the builtin tools for the languages projectDir holds.
+func projectTools(projectDir string) []string {
+	var out []string
+	for _, l := range languageTools {
+		if st, err := os.Stat(filepath.Join(projectDir, l.file)); err == nil && st.Mode().IsRegular() && !slices.Contains(out, l.tool) {
+			out = append(out, l.tool)
+		}
+	}
+	return out
+}
+
+// toolReasons names the files projectTools found ("go.mod: go").
+func toolReasons(projectDir string) []string {
+	var out []string
+	for _, l := range languageTools {
+		if st, err := os.Stat(filepath.Join(projectDir, l.file)); err == nil && st.Mode().IsRegular() {
+			out = append(out, l.file+": "+l.tool)
+		}
+	}
+	return out
+}
+
+func quoteList(items []string) string {
+	q := make([]string, len(items))
+	for i, s := range items {
+		q[i] = fmt.Sprintf("%q", s)
+	}
+	return strings.Join(q, ", ")
 }
