@@ -159,7 +159,7 @@ func (a *app) run(parent context.Context, o runOptions, args []string) error {
 		ID: o.id, Kind: sandbox.KindRun, Manifest: wm, Secrets: secretValues, Command: args, Env: env, EnvSecrets: envSecrets,
 		Workdir: o.workdir, TTY: tty, Stdin: stdin, Labels: labels, Quiet: a.opts.quiet,
 		CLIPid: cliPid, CLIStart: cliStart, Engine: tgt.engine, RemoveOnExit: removeOnExit, FastEnd: fastEnd, ClientFiles: tgt.clientFiles,
-		NoPool: o.noPool,
+		NoPool: o.noPool, ToolEnv: a.toolEnv(),
 	}
 	if createReq.ID == "" && !mayUsePool(r, o) {
 		// The CLI names the sandbox, so that a create whose answer a daemon

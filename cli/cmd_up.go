@@ -249,7 +249,7 @@ func (a *app) upSandbox(ctx context.Context, c *client.Client, tgt *target, r *m
 			return "", false, 0, false, apiFailure(err)
 		}
 	}
-	rec, err := c.Create(ctx, &client.CreateRequest{ID: id, Kind: sandbox.KindUp, Manifest: wm, Secrets: secretValues,
+	rec, err := c.Create(ctx, &client.CreateRequest{ID: id, Kind: sandbox.KindUp, Manifest: wm, Secrets: secretValues, ToolEnv: a.toolEnv(),
 		Start: !tgt.clientFiles, Engine: tgt.engine, ClientFiles: tgt.clientFiles})
 	if err != nil {
 		return "", false, 0, false, apiFailure(err)

@@ -31,7 +31,7 @@ func (a *app) prepareViaDaemon(ctx context.Context, c *client.Client, r *manifes
 	if err != nil {
 		return nil, withCode(ExitAirlock, err)
 	}
-	req := &client.PrepareRequest{Manifest: wm, Secrets: values, Engine: eng, Quiet: a.opts.quiet, TTY: isTerminal(a.stderr), ClientFiles: a.remoteDaemon()}
+	req := &client.PrepareRequest{Manifest: wm, Secrets: values, Engine: eng, Quiet: a.opts.quiet, TTY: isTerminal(a.stderr), ClientFiles: a.remoteDaemon(), ToolEnv: a.toolEnv()}
 	if eng == nil || !engine.Endpoint(*eng).IsKubernetes() {
 		req.RegistryAuth, req.BuildAuth = a.registryAuth(r)
 	}
@@ -126,4 +126,24 @@ func (a *app) registryAuth(r *manifest.Resolved) (pulls, build map[string]client
 func wireAuth(a registry.AuthConfig) client.RegistryAuth {
 	return client.RegistryAuth{Username: a.Username, Password: a.Password, Auth: a.Auth, IdentityToken: a.IdentityToken,
 		RegistryToken: a.RegistryToken, ServerAddress: a.ServerAddress}
+}
+
+// toolEnvNames are the variables the builtin tools' host paths come from
+// (sandbox/mounts.go, sandbox/gotoolchain.go).
+var toolEnvNames = []string{"GOCACHE", "GOPATH", "GOMODCACHE", "GOROOT", "PATH", "UV_CACHE_DIR", "SSH_AUTH_SOCK"}
+
+// toolEnv is this command's environment for the builtin tools, sent with
+// each prepare and create so that `GOCACHE=/tmp/x airlock run …` counts
+// although the daemon was started by an earlier command with another. None
+// to a daemon on another machine (its tools are skipped).
+func (a *app) toolEnv() map[string]string {
+	if a.remoteDaemon() {
+		return nil
+	}
+	out := map[string]string{}
+	for _, k := range toolEnvNames {
+		v, _ := a.getenv(k)
+		out[k] = v // "" for one this command lacks: the default, not the daemon's
+	}
+	return out
 }

@@ -140,6 +140,11 @@ type CreateRequest struct {
 	// them copied in; the caller writes them through PUT …/files while the
 	// sandbox is pending, then resumes it (start must be false).
 	ClientFiles bool `json:"client_files,omitempty"`
+	// ToolEnv is the caller's environment for the builtin tools' host paths
+	// (GOCACHE, GOMODCACHE, GOPATH, GOROOT, PATH, UV_CACHE_DIR,
+	// SSH_AUTH_SOCK): a daemon started by an earlier command plans the tools
+	// with these rather than its own. Only on the daemon's own machine.
+	ToolEnv map[string]string `json:"tool_env,omitempty"`
 	// NoPool makes a run start cold although its manifest has a warm pool
 	// ([sandbox.pool]; airlock run --no-pool).
 	NoPool bool `json:"no_pool,omitempty"`

@@ -47,6 +47,8 @@ type PrepareRequest struct {
 	// ClientFiles: the manifest's host paths are on the caller's machine
 	// (CreateRequest.ClientFiles): mounts are checked as on a remote Engine.
 	ClientFiles bool `json:"client_files,omitempty"`
+	// ToolEnv: as CreateRequest.ToolEnv.
+	ToolEnv map[string]string `json:"tool_env,omitempty"`
 	// BuildContext is the hash of the [sandbox.build] context the caller sent
 	// with PutBuildContext: the image is built from it (and tagged by it)
 	// rather than from a directory on the daemon's machine.

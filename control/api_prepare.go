@@ -91,7 +91,7 @@ func (f *frameWriter) frame(fr client.PrepareFrame) {
 
 // fromPrepareRequest is the service's prepare request for the API's.
 func fromPrepareRequest(req *client.PrepareRequest) (*PrepareRequest, error) {
-	out := &PrepareRequest{Secrets: req.Secrets, Quiet: req.Quiet, TTY: req.TTY, ClientFiles: req.ClientFiles, BuildContext: req.BuildContext}
+	out := &PrepareRequest{Secrets: req.Secrets, Quiet: req.Quiet, TTY: req.TTY, ClientFiles: req.ClientFiles, BuildContext: req.BuildContext, ToolEnv: req.ToolEnv}
 	if req.Manifest != nil {
 		w := manifest.Wire(*req.Manifest)
 		out.Manifest = &w

@@ -54,6 +54,8 @@ type CreateRequest struct {
 	// machine; it writes them through the files API before Resume
 	// (sandbox.Request.ClientFiles).
 	ClientFiles bool
+	// ToolEnv: the caller's environment for the tools (sandbox.Request.ToolEnv).
+	ToolEnv map[string]string
 	// NoPool: a run that must start cold although its manifest has a warm
 	// pool (run --no-pool).
 	NoPool bool
@@ -124,7 +126,7 @@ func (s *Service) Create(_ context.Context, req *CreateRequest) (Sandbox, error)
 	s.touch(rec.ID)
 	sreq := &sandbox.Request{ID: rec.ID, Manifest: resolved, Kind: req.Kind, Command: req.Command, Env: req.Env, EnvSecrets: req.EnvSecrets,
 		Workdir: req.Workdir, TTY: req.TTY, Stdin: req.Stdin, Labels: labels, Quiet: req.Quiet, CLIPid: req.CLIPid, CLIStart: req.CLIStart,
-		KeepFiles: req.Kind == sandbox.KindRun && !req.RemoveOnExit, ClientFiles: req.ClientFiles, EndMarker: endMarker}
+		KeepFiles: req.Kind == sandbox.KindRun && !req.RemoveOnExit, ClientFiles: req.ClientFiles, EndMarker: endMarker, ToolEnv: req.ToolEnv}
 	if pooled != nil {
 		l.claim = &sandbox.Claim{Manifest: resolved, Command: req.Command, Env: req.Env, EnvSecrets: req.EnvSecrets,
 			Workdir: req.Workdir, Stdin: req.Stdin, Quiet: req.Quiet, EndMarker: endMarker}

@@ -35,6 +35,8 @@ type PrepareRequest struct {
 	BuildAuths  map[string]registry.AuthConfig
 	// ClientFiles: the host paths are on the caller's machine.
 	ClientFiles bool
+	// ToolEnv: the caller's environment for the tools.
+	ToolEnv map[string]string
 	// BuildContext is the hash of a build context the caller sent (PUT
 	// /v1/build-contexts/{sum}): the image is built from it, which is then
 	// removed.
@@ -95,7 +97,7 @@ func (s *Service) Prepare(req *PrepareRequest) (func(ctx context.Context, w io.W
 		held = append(held, secretsOf(a)...)
 	}
 	creds := req.Credentials
-	o := sandbox.PrepareOptions{ProgressTTY: req.TTY, Quiet: req.Quiet, BuildAuths: req.BuildAuths, ClientFiles: req.ClientFiles,
+	o := sandbox.PrepareOptions{ProgressTTY: req.TTY, Quiet: req.Quiet, BuildAuths: req.BuildAuths, ClientFiles: req.ClientFiles, ToolEnv: req.ToolEnv,
 		BuildTar: buildTar, BuildSum: req.BuildContext,
 		Credentials: func(ref string) (registryauth.Credentials, bool, error) {
 			c, ok := creds[ref]

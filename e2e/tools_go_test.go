@@ -234,3 +234,20 @@ user = "` + user + `"
 	}
 	e.assertClean()
 }
+
+// TestToolEnvTravelsWithTheRequest: GOCACHE on a run's command line is the
+// cache the go tool mounts, although the control daemon was started by an
+// earlier command with another environment.
+func TestToolEnvTravelsWithTheRequest(t *testing.T) {
+	limit(t)
+	e := newEnv(t, "tools = [\"go\"]\n[sandbox]\nimage = \"{{image}}\"\nnetwork = \"none\"\n")
+	e.MustRun("daemon", "start")
+	mine := filepath.Join(t.TempDir(), "gocache")
+	r := e.RunEnv([]string{"GOCACHE=" + mine}, "run", "--", "sh", "-c", `touch "$GOCACHE/probe"`)
+	if r.Code != 0 {
+		t.Fatalf("run: %s", r)
+	}
+	if _, err := os.Stat(filepath.Join(mine, "probe")); err != nil {
+		t.Errorf("the run's GOCACHE was not the cache mounted: %v", err)
+	}
+}

@@ -52,6 +52,10 @@ type Request struct {
 	// copied in; the client writes the project and copies through the files
 	// API before the start.
 	ClientFiles bool
+	// ToolEnv is the caller's environment for the builtin tools' host paths,
+	// over the runtime's own (Getenv): GOCACHE=/tmp/x on the command line
+	// of a run counts although the daemon was started before.
+	ToolEnv map[string]string
 	// EndMarker, for a run, is the nonce of the marker the supervisor writes
 	// after the main command's output (supervisor.Spec.EndMarker): a reader of
 	// the output has the code then, while slow daemons still shut down.
@@ -126,7 +130,7 @@ func (rt *Runtime) Create(ctx context.Context, req *Request) (sb *Sandbox, err e
 		return nil, configErr("services need sandbox.network = \"bridge\", not %q", r.Sandbox.Network)
 	}
 	done := rt.step(req.ID, "host plan")
-	hp, err := rt.planHost(ctx, r, rt.Remote || req.ClientFiles)
+	hp, err := rt.planHost(ctx, r, rt.Remote || req.ClientFiles, req.ToolEnv)
 	done()
 	if err != nil {
 		return nil, err
@@ -588,7 +592,7 @@ func (rt *Runtime) PlanHashFor(ctx context.Context, r *manifest.Resolved) (strin
 // and credentials are o's, not the runtime's: calls may run at once.
 func (rt *Runtime) Prepare(ctx context.Context, r *manifest.Resolved, o PrepareOptions) error {
 	w := &imageWork{rt: rt, o: o}
-	hp, err := rt.planHost(ctx, r, rt.Remote || o.ClientFiles)
+	hp, err := rt.planHost(ctx, r, rt.Remote || o.ClientFiles, o.ToolEnv)
 	if err != nil {
 		return err
 	}

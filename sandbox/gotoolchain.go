@@ -22,7 +22,7 @@ const GoToolchainIn = AirlockIn + "/go"
 // otherwise, or when the host has no Go, a warning says why and the image's go
 // (if any) is used.
 func (rt *Runtime) planGoToolchain(ctx context.Context, hp *hostPlan) {
-	goroot, err := rt.hostGOROOT(ctx)
+	goroot, err := rt.hostGOROOT(ctx, hp)
 	if err != nil {
 		hp.Warnings = append(hp.Warnings, fmt.Sprintf("tools.go: the host's Go toolchain is not mounted: %v", err))
 		return
@@ -48,15 +48,16 @@ func (rt *Runtime) planGoToolchain(ctx context.Context, hp *hostPlan) {
 // own: $GOROOT when set; else the go on the host's PATH, its symlinks
 // resolved, two levels up, when that holds pkg/tool; else what `go env
 // GOROOT` says (a go that is a wrapper script, as version managers install).
-// The environment is the host's as the runtime sees it (Getenv).
-func (rt *Runtime) hostGOROOT(ctx context.Context) (string, error) {
-	if g := rt.getenv("GOROOT"); g != "" {
+// The environment is the caller's (hp's tool environment), else the host's as
+// the runtime sees it (Getenv).
+func (rt *Runtime) hostGOROOT(ctx context.Context, hp *hostPlan) (string, error) {
+	if g := hp.getenv(rt, "GOROOT"); g != "" {
 		if !isGOROOT(g) {
 			return "", fmt.Errorf("GOROOT=%s holds no Go installation (no bin/go and pkg/tool)", g)
 		}
 		return filepath.Clean(g), nil
 	}
-	exe, err := lookPathIn("go", rt.getenv("PATH"))
+	exe, err := lookPathIn("go", hp.getenv(rt, "PATH"))
 	if err != nil {
 		return "", fmt.Errorf("no go on this host's PATH, and GOROOT is not set")
 	}
@@ -73,7 +74,7 @@ func (rt *Runtime) hostGOROOT(ctx context.Context) (string, error) {
 	cmd := exec.CommandContext(ctx, exe, "env", "GOROOT")
 	// Never a toolchain download, never a go.mod of the daemon's directory.
 	cmd.Dir = "/"
-	cmd.Env = []string{"PATH=" + rt.getenv("PATH"), "HOME=" + rt.getenv("HOME"), "GOTOOLCHAIN=local", "GOFLAGS="}
+	cmd.Env = []string{"PATH=" + hp.getenv(rt, "PATH"), "HOME=" + rt.getenv("HOME"), "GOTOOLCHAIN=local", "GOFLAGS="}
 	out, err := cmd.Output()
 	if err != nil {
 		return "", fmt.Errorf("%s env GOROOT: %v", exe, err)

@@ -53,7 +53,7 @@ func TestHostGOROOT(t *testing.T) {
 		{"go on PATH", map[string]string{"PATH": "/nonexistent:" + filepath.Join(goroot, "bin")}, goroot},
 		{"go on PATH through a symlink", map[string]string{"PATH": links}, goroot},
 	} {
-		got, err := envRuntime(c.env).hostGOROOT(context.Background())
+		got, err := envRuntime(c.env).hostGOROOT(context.Background(), &hostPlan{})
 		if err != nil || got != c.want {
 			t.Errorf("%s: got %q, %v; want %q", c.name, got, err, c.want)
 		}
@@ -68,7 +68,7 @@ func TestHostGOROOT(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(shims, "go"), []byte(shim), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := envRuntime(map[string]string{"PATH": shims}).hostGOROOT(context.Background()); err != nil || got != goroot {
+	if got, err := envRuntime(map[string]string{"PATH": shims}).hostGOROOT(context.Background(), &hostPlan{}); err != nil || got != goroot {
 		t.Errorf("shim: got %q, %v; want %q", got, err, goroot)
 	}
 
@@ -80,7 +80,7 @@ func TestHostGOROOT(t *testing.T) {
 		{"no go", map[string]string{"PATH": "/nonexistent"}, "no go on this host's PATH, and GOROOT is not set"},
 		{"GOROOT not an installation", map[string]string{"GOROOT": root}, "GOROOT=" + root + " holds no Go installation"},
 	} {
-		if _, err := envRuntime(c.env).hostGOROOT(context.Background()); err == nil || !strings.Contains(err.Error(), c.want) {
+		if _, err := envRuntime(c.env).hostGOROOT(context.Background(), &hostPlan{}); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: got %v, want %q", c.name, err, c.want)
 		}
 	}

@@ -39,6 +39,8 @@ type PrepareOptions struct {
 	// ClientFiles: the sandbox's host paths are on the client's machine
 	// (Request.ClientFiles): mounts are checked as on a remote Engine.
 	ClientFiles bool
+	// ToolEnv: as Request.ToolEnv.
+	ToolEnv map[string]string
 	// BuildTar, when set, is a [sandbox.build] context a client sent (a tar
 	// file on this machine) whose hash is BuildSum: the image is built from it
 	// instead of from the context dir.

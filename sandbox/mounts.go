@@ -39,6 +39,16 @@ type hostPlan struct {
 	// (after sandbox.path_prepend's).
 	Path     []string
 	Warnings []string
+	// toolEnv is the caller's environment for the tools (Request.ToolEnv).
+	toolEnv map[string]string
+}
+
+// getenv is the caller's value of a tool variable, else the runtime's.
+func (hp *hostPlan) getenv(rt *Runtime, k string) string {
+	if v, ok := hp.toolEnv[k]; ok {
+		return v
+	}
+	return rt.getenv(k)
 }
 
 // expandHost resolves ~ (the host home) and relative paths (from the project dir).
@@ -66,8 +76,8 @@ func ExpandHostPath(p, projectDir, home string) string {
 // that leaves nothing behind.
 // remote says the sandbox cannot see this host's files (a remote Engine, or a
 // client on another machine).
-func (rt *Runtime) planHost(ctx context.Context, r *manifest.Resolved, remote bool) (*hostPlan, error) {
-	hp := &hostPlan{}
+func (rt *Runtime) planHost(ctx context.Context, r *manifest.Resolved, remote bool, toolEnv map[string]string) (*hostPlan, error) {
+	hp := &hostPlan{toolEnv: toolEnv}
 	for _, name := range slices.Sorted(maps.Keys(r.Mounts)) {
 		m := r.Mounts[name]
 		src := rt.expandHost(m.Source, r.ProjectDir)
@@ -145,7 +155,7 @@ const cacheRoot = "/var/cache/airlock"
 func (rt *Runtime) planTool(ctx context.Context, tool string, hp *hostPlan) {
 	home := rt.expandHost("~", "/")
 	envOr := func(k, def string) string {
-		if v := rt.getenv(k); v != "" {
+		if v := hp.getenv(rt, k); v != "" {
 			return v
 		}
 		return def
@@ -172,7 +182,7 @@ func (rt *Runtime) planTool(ctx context.Context, tool string, hp *hostPlan) {
 		cred(filepath.Join(home, ".gitconfig"), "~/.gitconfig", true)
 		cred(filepath.Join(home, ".config", "gh"), "~/.config/gh", true)
 	case "ssh-agent":
-		sock := rt.getenv("SSH_AUTH_SOCK")
+		sock := hp.getenv(rt, "SSH_AUTH_SOCK")
 		if sock == "" {
 			hp.Warnings = append(hp.Warnings, "tools.ssh-agent: SSH_AUTH_SOCK is not set; skipped")
 			return
