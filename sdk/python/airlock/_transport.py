@@ -10,6 +10,7 @@ makes that cheap.
 from __future__ import annotations
 
 import http.client
+import io
 import os
 import socket
 import ssl
@@ -126,6 +127,11 @@ class _PipeSocket:
 
     def __init__(self, proc: subprocess.Popen[bytes]) -> None:
         self._proc = proc
+        assert proc.stdout is not None
+        # http.client peeks into what it reads (chunked bodies, lines): the
+        # pipe itself is unbuffered (a FileIO, no peek), so it reads through a
+        # buffer, one for the whole connection.
+        self._reader = io.BufferedReader(proc.stdout)
 
     def sendall(self, data: bytes) -> None:
         assert self._proc.stdin is not None
@@ -136,8 +142,7 @@ class _PipeSocket:
             raise ConnectionError(f"ssh ended (exit code {self._proc.poll()})") from e
 
     def makefile(self, mode: str, *args: Any, **kwargs: Any) -> IO[bytes]:
-        assert self._proc.stdout is not None
-        return self._proc.stdout
+        return self._reader
 
     def settimeout(self, timeout: float | None) -> None:
         """Timeouts are not supported over ssh; ssh's own keep-alive options apply."""
@@ -146,7 +151,7 @@ class _PipeSocket:
         """No socket options on a pipe."""
 
     def close(self) -> None:
-        for f in (self._proc.stdin, self._proc.stdout):
+        for f in (self._proc.stdin, self._reader):
             try:
                 if f is not None:
                     f.close()

@@ -299,6 +299,22 @@ class TCPTest(DaemonTest):
             c.get("no-such-sandbox")
 
 
+def _ssh_stand_in_client(stderr: str = "") -> airlock.Client:
+    """A client of the tests' daemon over ssh://, with a stand-in for ssh that runs the remote command here.
+
+    The stand-in drops ssh's options and host and runs `airlock daemon
+    dial-stdio` as the daemon's user, through pipes as ssh's are; what the
+    remote command writes to stderr (what ssh shows the user) is appended to
+    the file ``stderr`` when given.
+    """
+    assert _daemon is not None
+    redirect = f' 2>>"{stderr}"' if stderr else ""
+    fake_ssh = ["sh", "-c", 'while [ "$1" != -- ]; do shift; done; shift 2; exec "$@"' + redirect, "fake-ssh"]
+    env = [f"{k}={_daemon.env[k]}" for k in ("HOME", "XDG_RUNTIME_DIR", "XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_STATE_HOME")]
+    return airlock.Client("ssh://someone@remote-box:2222", ssh_command=fake_ssh,
+                          remote_command=["env", *env, _daemon.binary, "daemon", "dial-stdio"])
+
+
 class StdioTest(DaemonTest):
     """The ssh transport's pipe, with a stand-in for ssh that runs the remote command here.
 
@@ -308,14 +324,43 @@ class StdioTest(DaemonTest):
 
     def test_dial_stdio(self) -> None:
         assert _daemon is not None
-        fake_ssh = ["sh", "-c", 'while [ "$1" != -- ]; do shift; done; shift 2; exec "$@"', "fake-ssh"]
-        env = [f"{k}={_daemon.env[k]}" for k in ("HOME", "XDG_RUNTIME_DIR", "XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_STATE_HOME")]
-        c = airlock.Client("ssh://someone@remote-box:2222", ssh_command=fake_ssh,
-                           remote_command=["env", *env, _daemon.binary, "daemon", "dial-stdio"])
+        c = _ssh_stand_in_client()
         self.assertEqual(c.health().pid, _daemon.proc.pid)
         with self.assertRaises(airlock.SandboxNotFoundError):
             c.sandbox("no-such-sandbox").run("true")
         self.assertIsInstance(c.list(), list)
+
+    def test_streams_over_ssh(self) -> None:
+        """Every streamed answer over ssh: create (which follows the events), exec streams, run, events."""
+        stderr = tempfile.NamedTemporaryFile(prefix="airlock-ssh-stderr-", delete=False)
+        stderr.close()
+        self.addCleanup(os.unlink, stderr.name)
+        c = _ssh_stand_in_client(stderr.name)
+        manifest = f'[sandbox]\nimage = "{IMAGE}"\nnetwork = "none"\n\n[env]\nWHO = "${{WHO}}"\n'
+        sid = _uid("sdk-ssh")
+        with c.create(manifest, vars={"WHO": "over ssh"}, id=sid, timeout=120) as sb:
+            self.assertEqual(sb.info.state, "ready")
+            with sb.exec_stream(["sh", "-c", "cat; echo $WHO; echo e >&2; exit 5"], stdin=b"in\n") as stream:
+                frames = list(stream)
+            self.assertEqual(stream.exit_code, 5)
+            self.assertEqual(b"".join(f.data for f in frames if f.stream == "stdout"), b"in\nover ssh\n")
+            self.assertEqual(b"".join(f.data for f in frames if f.stream == "stderr"), b"e\n")
+            r = sb.run("echo big; head -c 300000 /dev/zero | tr '\\0' x")
+            self.assertEqual((r.exit_code, len(r.stdout)), (0, 4 + 300000))
+            kinds = [ev.kind for ev in sb.events(follow=False)]
+            self.assertIn("sandbox.ready", kinds)
+            self.assertIn("exec.finished", kinds)
+            # A followed stream: the next exec's events arrive live.
+            with sb.events(from_seq=sb.refresh().last_seq) as events:
+                sb.run("true")
+                for ev in events:
+                    if ev.kind == "exec.finished":
+                        break
+        self.assertEqual(c.get(sid).state, "deleted")
+        self.assertEqual(self.client.get(sid).state, "deleted")
+        # Streams closed early (a wait that saw its event, a follow ended by
+        # a break) are a client's normal end: the remote side says nothing.
+        self.assertEqual(Path(stderr.name).read_text(), "")
 
 
 class DictManifestTest(DaemonTest):
