@@ -14,6 +14,7 @@ import io
 import os
 import socket
 import ssl
+import stat
 import struct
 import subprocess
 import sys
@@ -23,7 +24,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from .errors import DaemonUnreachableError, ProtocolError, error_from_response
+from .errors import DaemonUnreachableError, ProtocolError, UnsafeRuntimeDirError, error_from_response
 
 __all__ = ["Endpoint", "default_socket", "parse_host", "Transport", "Response", "Upgraded"]
 
@@ -57,6 +58,72 @@ def default_socket(environ: Mapping[str, str] | None = None, platform: str | Non
         return os.path.join(home, "Library", "Application Support", "airlock", "run", "airlockd.sock")
     tmp = env.get("TMPDIR") or "/tmp"
     return os.path.join(tmp, f"airlock-{os.getuid()}", "airlockd.sock")
+
+
+def _describe_uid(uid: int) -> str:
+    """``uid 1001 (bob)``, or ``uid 1001`` when the name is not known."""
+    try:
+        import pwd
+
+        return f"uid {uid} ({pwd.getpwuid(uid).pw_name})"
+    except (ImportError, KeyError):
+        return f"uid {uid}"
+
+
+def _owned_by(st: os.stat_result) -> str:
+    return f" owned by {_describe_uid(st.st_uid)}" if st.st_uid != os.getuid() else ""
+
+
+def check_runtime_dir(socket_path: str) -> None:
+    """Checks the directory of the default socket (and the socket) as the airlock CLI does before it talks to it.
+
+    The directory must be a real directory (not a symbolic link) owned by the
+    current user with mode 0700, and the socket, when there is one, a socket
+    of the user's own (or root's): in a directory another local user made
+    first (``/tmp/airlock-<uid>``), the "daemon" answering could be theirs.
+    Raises :class:`UnsafeRuntimeDirError`; a directory that does not exist
+    raises :class:`DaemonUnreachableError` (no daemon runs).
+    """
+    d = os.path.dirname(socket_path)
+    hint = ("set XDG_RUNTIME_DIR to a private directory of yours (`mkdir -m 0700 -p ~/.airlock-run && export "
+            "XDG_RUNTIME_DIR=~/.airlock-run`, or /run/user/<uid> where the login manager made one), or have "
+            f"{d} removed (its owner or root can)")
+
+    def refuse(what: str, problem: str) -> UnsafeRuntimeDirError:
+        return UnsafeRuntimeDirError(
+            f"refusing to use {what}: it {problem}; airlock uses only a real directory of your own with mode 0700 "
+            f"and a socket of yours in it: {hint}", path=what)
+
+    try:
+        st = os.lstat(d)
+    except FileNotFoundError as e:
+        raise DaemonUnreachableError(f"cannot reach the airlock daemon at {socket_path}: {d} does not exist "
+                                     "(no daemon runs: `airlock daemon start`)") from e
+    except OSError as e:
+        raise DaemonUnreachableError(f"cannot examine {d}: {e}") from e
+    if stat.S_ISLNK(st.st_mode):
+        try:
+            target = os.readlink(d)
+        except OSError:
+            target = "?"
+        raise refuse(d, f"is a symbolic link (to {target}){_owned_by(st)}")
+    if not stat.S_ISDIR(st.st_mode):
+        raise refuse(d, "is not a directory" + _owned_by(st))
+    if st.st_uid != os.getuid():
+        raise refuse(d, f"belongs to {_describe_uid(st.st_uid)}, not to you ({_describe_uid(os.getuid())})")
+    mode = stat.S_IMODE(st.st_mode)
+    if mode != 0o700:
+        raise refuse(d, f"has mode {mode:04o}, not 0700")
+    try:
+        sst = os.lstat(socket_path)
+    except FileNotFoundError:
+        return  # no daemon: connecting says so
+    except OSError as e:
+        raise DaemonUnreachableError(f"cannot examine {socket_path}: {e}") from e
+    if not stat.S_ISSOCK(sst.st_mode):
+        raise refuse(socket_path, "is not a socket" + _owned_by(sst))
+    if sst.st_uid not in (os.getuid(), 0):
+        raise refuse(socket_path, f"belongs to {_describe_uid(sst.st_uid)}, not to you ({_describe_uid(os.getuid())})")
 
 
 @dataclass(frozen=True)
@@ -107,11 +174,14 @@ def parse_host(host: str) -> Endpoint:
 class _UnixConnection(http.client.HTTPConnection):
     """HTTP over a Unix socket."""
 
-    def __init__(self, path: str, timeout: float | None) -> None:
+    def __init__(self, path: str, timeout: float | None, check_dir: bool = False) -> None:
         super().__init__(_LOCAL_HOST, timeout=timeout)
         self._path = path
+        self._check_dir = check_dir
 
     def connect(self) -> None:
+        if self._check_dir:
+            check_runtime_dir(self._path)
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             s.settimeout(self.timeout)
@@ -295,6 +365,8 @@ class Transport:
     ssh_command: Sequence[str] = ("ssh",)
     ssh_options: Sequence[str] = ()
     remote_command: Sequence[str] = ("airlock", "daemon", "dial-stdio")
+    #: The socket is the user's default one: its directory is checked before each connection.
+    check_runtime_dir: bool = False
     _tls: ssl.SSLContext | None = field(default=None, init=False, repr=False)
 
     def describe(self) -> str:
@@ -319,7 +391,7 @@ class Transport:
     def _connection(self, timeout: float | None) -> http.client.HTTPConnection:
         ep = self.endpoint
         if ep.scheme == "unix":
-            return _UnixConnection(ep.path, timeout)
+            return _UnixConnection(ep.path, timeout, self.check_runtime_dir)
         if ep.scheme == "ssh":
             return _SSHConnection(self.ssh_argv(), timeout)
         assert ep.port is not None
@@ -356,6 +428,8 @@ class Transport:
         try:
             try:
                 conn.connect()
+            except DaemonUnreachableError:
+                raise
             except (OSError, ssl.SSLError) as e:
                 raise DaemonUnreachableError(f"cannot reach the airlock daemon at {self.describe()}: {e}") from e
             conn.putrequest(method, path, skip_host=True, skip_accept_encoding=True)

@@ -264,6 +264,7 @@ class Client:
         ssh_command: Sequence[str] = ("ssh",),
         remote_command: Sequence[str] = ("airlock", "daemon", "dial-stdio"),
     ) -> None:
+        default = not (host or os.environ.get("AIRLOCK_HOST"))
         host = host or os.environ.get("AIRLOCK_HOST") or default_socket()
         endpoint = parse_host(host)
         if endpoint.scheme == "tcp":
@@ -274,7 +275,7 @@ class Client:
                 tls_context = ssl.create_default_context(cafile=ca)
         self._t = Transport(endpoint, token=token, timeout=timeout, tls_context=tls_context,
                             ssh_command=tuple(ssh_command), ssh_options=tuple(ssh_options),
-                            remote_command=tuple(remote_command))
+                            remote_command=tuple(remote_command), check_runtime_dir=default)
 
     @property
     def address(self) -> str:

@@ -15,6 +15,7 @@ import json
 import os
 import re
 import shutil
+import socket
 import tarfile
 import tempfile
 import threading
@@ -116,6 +117,152 @@ class UnitTest(unittest.TestCase):
                 c.health()
             self.assertEqual(cm.exception.reason, "unreachable")
             self.assertIsNone(cm.exception.status)
+
+
+class _FakeDaemon:
+    """A listener on a Unix socket that records what it is sent and answers every request with a health JSON."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.received = bytearray()
+        self.connections = 0
+        self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._sock.bind(path)
+        self._sock.listen(8)
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self._sock.accept()
+            except OSError:
+                return
+            with conn:
+                self.connections += 1
+                data = b""
+                while b"\r\n\r\n" not in data:
+                    chunk = conn.recv(65536)
+                    if not chunk:
+                        break
+                    data += chunk
+                head, _, body = data.partition(b"\r\n\r\n")
+                m = re.search(rb"(?i)content-length: *(\d+)", head)
+                while m and len(body) < int(m.group(1)):
+                    chunk = conn.recv(65536)
+                    if not chunk:
+                        break
+                    body += chunk
+                self.received += head + b"\r\n\r\n" + body
+                answer = b'{"pid": 4242, "build_id": "fake"}'
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n"
+                             b"Content-Length: %d\r\n\r\n" % len(answer) + answer)
+
+    def close(self) -> None:
+        self._sock.close()
+
+
+class RuntimeDirTest(unittest.TestCase):
+    """The default socket is used only in a real directory of the user's own with mode 0700, as the CLI does.
+
+    Another local user who made /tmp/airlock-<uid> first (or a link there, or
+    a directory others may write into) would otherwise get the requests, the
+    ``vars`` of a create (API keys) included.
+    """
+
+    OTHER_UID = 4243
+
+    def setUp(self) -> None:
+        self.tmp = tempfile.mkdtemp(prefix="airlock-sdk-rt-")
+        self.addCleanup(shutil.rmtree, self.tmp, True)
+        os.chmod(self.tmp, 0o755)
+        self.rt = os.path.join(self.tmp, f"airlock-{os.getuid()}")
+        self.sock = os.path.join(self.rt, "airlockd.sock")
+        # The /tmp fallback, with TMPDIR standing for /tmp.
+        self.env: dict[str, str | None] = {"AIRLOCK_HOST": None, "XDG_RUNTIME_DIR": None, "TMPDIR": self.tmp}
+
+    def listen(self, path: str) -> _FakeDaemon:
+        d = _FakeDaemon(path)
+        self.addCleanup(d.close)
+        return d
+
+    def client(self) -> airlock.Client:
+        with _patched_env(self.env):
+            c = airlock.Client(timeout=10)
+        self.assertEqual(c.address, self.sock)
+        return c
+
+    def assertRefused(self, fake: _FakeDaemon, *parts: str) -> None:
+        c = self.client()
+        with self.assertRaises(airlock.UnsafeRuntimeDirError) as cm:
+            c.create('[sandbox]\nimage = "x"\n', vars={"API_KEY": "sk-very-secret-key"}, wait=False)
+        e = cm.exception
+        self.assertIsInstance(e, airlock.DaemonUnreachableError)
+        self.assertEqual((e.status, e.reason), (None, "unsafe_runtime_dir"))
+        for p in parts:
+            self.assertIn(p, e.message)
+        self.assertIn("XDG_RUNTIME_DIR", e.message)  # what to do
+        with self.assertRaises(airlock.UnsafeRuntimeDirError):
+            c.health()
+        self.assertEqual((fake.connections, bytes(fake.received)), (0, b""))
+
+    def test_own_private_dir(self) -> None:
+        os.mkdir(self.rt, 0o700)
+        fake = self.listen(self.sock)
+        self.assertEqual(self.client().health().pid, 4242)
+        self.assertEqual(fake.connections, 1)
+
+    def test_no_dir(self) -> None:
+        with self.assertRaises(airlock.DaemonUnreachableError) as cm:
+            self.client().health()
+        self.assertEqual(cm.exception.reason, "unreachable")
+
+    def test_dir_of_another_user(self) -> None:
+        if os.getuid() != 0:
+            self.skipTest("needs root to make a directory of another user")
+        os.mkdir(self.rt, 0o700)
+        fake = self.listen(self.sock)
+        os.chown(self.rt, self.OTHER_UID, self.OTHER_UID)
+        self.assertRefused(fake, self.rt, f"belongs to uid {self.OTHER_UID}")
+
+    def test_symlink(self) -> None:
+        real = os.path.join(self.tmp, "elsewhere")
+        os.mkdir(real, 0o700)
+        fake = self.listen(os.path.join(real, "airlockd.sock"))
+        os.symlink(real, self.rt)
+        self.assertRefused(fake, self.rt, "symbolic link")
+
+    def test_mode_open_to_others(self) -> None:
+        os.mkdir(self.rt)
+        os.chmod(self.rt, 0o755)
+        fake = self.listen(self.sock)
+        self.assertRefused(fake, self.rt, "mode 0755, not 0700")
+
+    def test_not_a_directory(self) -> None:
+        Path(self.rt).write_text("")
+        with self.assertRaises(airlock.UnsafeRuntimeDirError) as cm:
+            self.client().health()
+        self.assertIn("not a directory", cm.exception.message)
+
+    def test_socket_of_another_user(self) -> None:
+        if os.getuid() != 0:
+            self.skipTest("needs root to make a socket of another user")
+        os.mkdir(self.rt, 0o700)
+        fake = self.listen(self.sock)
+        os.chown(self.sock, self.OTHER_UID, self.OTHER_UID)
+        self.assertRefused(fake, self.sock, f"belongs to uid {self.OTHER_UID}")
+
+    def test_xdg_runtime_dir(self) -> None:
+        # $XDG_RUNTIME_DIR/airlock is held to the same rules.
+        xdg = os.path.join(self.tmp, "xdg")
+        os.mkdir(xdg, 0o700)
+        self.env["XDG_RUNTIME_DIR"] = xdg
+        self.rt = os.path.join(xdg, "airlock")
+        self.sock = os.path.join(self.rt, "airlockd.sock")
+        os.mkdir(self.rt)
+        os.chmod(self.rt, 0o750)
+        fake = self.listen(self.sock)
+        self.assertRefused(fake, self.rt, "mode 0750, not 0700")
 
 
 class DaemonTest(unittest.TestCase):
@@ -467,9 +614,14 @@ class DocsExampleTest(DaemonTest):
 
 
 @contextlib.contextmanager
-def _patched_env(env: dict[str, str]):
+def _patched_env(env: dict[str, str | None]):
+    """Sets the variables of env (None: unsets it) for the block."""
     old = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
+    for k, v in env.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
     try:
         yield
     finally:
