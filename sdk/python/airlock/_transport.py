@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import http.client
 import io
+import ipaddress
 import os
 import socket
 import ssl
@@ -26,7 +27,7 @@ from typing import IO, Any
 
 from .errors import DaemonUnreachableError, ProtocolError, UnsafeRuntimeDirError, error_from_response
 
-__all__ = ["Endpoint", "default_socket", "parse_host", "Transport", "Response", "Upgraded"]
+__all__ = ["Endpoint", "default_socket", "parse_host", "is_loopback", "Transport", "Response", "Upgraded"]
 
 #: The protocol a stream upgrade asks for (docs/api.md "Exec", attached).
 STREAM_PROTOCOL = "airlock-stream"
@@ -130,8 +131,9 @@ def check_runtime_dir(socket_path: str) -> None:
 class Endpoint:
     """Where a daemon listens, parsed from a host string by :func:`parse_host`.
 
-    ``scheme`` is ``unix`` (``path``), ``tcp`` (``host``, ``port``, ``tls``) or
-    ``ssh`` (``host``, ``user``, ``port``).
+    ``scheme`` is ``unix`` (``path``), ``tcp`` (``host``, ``port``, ``tls``,
+    ``ca``: the CA file to trust, empty for the system's) or ``ssh``
+    (``host``, ``user``, ``port``).
     """
 
     scheme: str
@@ -140,35 +142,74 @@ class Endpoint:
     port: int | None = None
     user: str = ""
     tls: bool = False
+    ca: str = ""
 
 
-def parse_host(host: str) -> Endpoint:
-    """Parses a daemon address.
+def is_loopback(host: str) -> bool:
+    """Whether a host name or address is loopback (``localhost``, ``127.0.0.0/8``, ``::1``), as the daemon and CLI judge it."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        ip = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        return ip.ipv4_mapped.is_loopback
+    return ip.is_loopback
 
-    Accepted forms: ``unix:///path/airlockd.sock`` or an absolute path;
-    ``tcp://host:port`` or ``http://host:port`` (plain HTTP);
-    ``https://host:port`` (TLS); ``ssh://[user@]host[:port]``.
+
+_ADDRESSES = "unix:///path, tcp://host:port, https://host:port, http://host:port (loopback) or ssh://[user@]host[:port]"
+
+
+def parse_host(host: str, environ: Mapping[str, str] | None = None) -> Endpoint:
+    """Parses a daemon address by the rule of the airlock CLI (and of every SDK).
+
+    - ``unix:///path/airlockd.sock`` or an absolute path: a Unix socket;
+    - ``tcp://host:port``: TCP with TLS unless the host is loopback and
+      ``AIRLOCK_TLS_CA`` (in ``environ``, else the process's environment) is
+      unset; TLS trusts that CA file, else the system's CAs;
+    - ``https://host:port``: TLS; ``http://host:port``: plain HTTP, refused off
+      loopback (the token would cross the network in clear);
+    - ``ssh://[user@]host[:port]``.
+
+    A bad address raises :class:`ValueError`.
     """
+    env = os.environ if environ is None else environ
     if host.startswith("/"):
         return Endpoint("unix", path=host)
     u = urllib.parse.urlsplit(host)
     scheme = u.scheme.lower()
+    if not scheme or "://" not in host:
+        raise ValueError(f"{host!r}: not a daemon address ({_ADDRESSES})")
+    if u.query or u.fragment:
+        raise ValueError(f"{host!r}: a daemon address has no query or fragment")
     if scheme == "unix":
-        path = u.path or u.netloc
-        if not path:
-            raise ValueError(f"no socket path in {host!r}")
-        return Endpoint("unix", path=path)
+        if u.netloc or not u.path.startswith("/"):
+            raise ValueError(f"{host!r}: a unix address needs an absolute path (unix:///path/to/airlockd.sock)")
+        return Endpoint("unix", path=u.path)
+    try:
+        port = u.port
+    except ValueError as e:
+        raise ValueError(f"{host!r}: a bad port ({e})") from None
     if scheme in ("tcp", "http", "https"):
-        if not u.hostname or u.port is None:
+        if not u.hostname or not port or u.path not in ("", "/"):
             raise ValueError(f"{host!r}: a TCP address needs a host and a port ({scheme}://HOST:PORT)")
-        return Endpoint("tcp", host=u.hostname, port=u.port, tls=scheme == "https")
+        if scheme == "http":
+            if not is_loopback(u.hostname):
+                hp = f"[{u.hostname}]:{port}" if ":" in u.hostname else f"{u.hostname}:{port}"
+                raise ValueError(f"{host!r}: plain HTTP would send the token in clear off loopback; "
+                                 f"use https://{hp} (or tcp://, TLS off loopback)")
+            return Endpoint("tcp", host=u.hostname, port=port)
+        ca = env.get("AIRLOCK_TLS_CA") or ""
+        tls = scheme == "https" or bool(ca) or not is_loopback(u.hostname)
+        return Endpoint("tcp", host=u.hostname, port=port, tls=tls, ca=ca if tls else "")
     if scheme == "ssh":
         if not u.hostname:
             raise ValueError(f"{host!r}: no host (ssh://[user@]host[:port])")
         if u.path not in ("", "/"):
             raise ValueError(f"{host!r}: an ssh address has no path (ssh://[user@]host[:port])")
-        return Endpoint("ssh", host=u.hostname, user=u.username or "", port=u.port)
-    raise ValueError(f"{host!r}: not a daemon address (unix:///path, tcp://host:port, https://host:port, ssh://user@host)")
+        return Endpoint("ssh", host=u.hostname, user=u.username or "", port=port)
+    raise ValueError(f"{host!r}: not a daemon address ({_ADDRESSES})")
 
 
 class _UnixConnection(http.client.HTTPConnection):
@@ -376,7 +417,8 @@ class Transport:
             return ep.path
         if ep.scheme == "ssh":
             return "ssh://" + (ep.user + "@" if ep.user else "") + ep.host + (f":{ep.port}" if ep.port else "")
-        return ("https://" if ep.tls else "http://") + f"{ep.host}:{ep.port}"
+        host = f"[{ep.host}]" if ":" in ep.host else ep.host
+        return ("https://" if ep.tls else "http://") + f"{host}:{ep.port}"
 
     def ssh_argv(self) -> list[str]:
         """The command line that reaches an ssh daemon (``ssh … HOST airlock daemon dial-stdio``)."""

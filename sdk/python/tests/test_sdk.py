@@ -55,7 +55,7 @@ class UnitTest(unittest.TestCase):
     def test_parse_host(self) -> None:
         self.assertEqual(airlock.parse_host("/run/a.sock"), airlock.Endpoint("unix", path="/run/a.sock"))
         self.assertEqual(airlock.parse_host("unix:///run/a.sock"), airlock.Endpoint("unix", path="/run/a.sock"))
-        self.assertEqual(airlock.parse_host("tcp://127.0.0.1:7878"), airlock.Endpoint("tcp", host="127.0.0.1", port=7878))
+        self.assertEqual(airlock.parse_host("tcp://127.0.0.1:7878", {}), airlock.Endpoint("tcp", host="127.0.0.1", port=7878))
         self.assertEqual(airlock.parse_host("https://box:7878"), airlock.Endpoint("tcp", host="box", port=7878, tls=True))
         self.assertEqual(airlock.parse_host("ssh://bob@box:2222"), airlock.Endpoint("ssh", host="box", user="bob", port=2222))
         self.assertEqual(airlock.parse_host("ssh://box"), airlock.Endpoint("ssh", host="box"))
@@ -117,6 +117,87 @@ class UnitTest(unittest.TestCase):
                 c.health()
             self.assertEqual(cm.exception.reason, "unreachable")
             self.assertIsNone(cm.exception.status)
+
+
+TESTDATA = HERE.parent.parent / "testdata"
+
+
+class HostsTableTest(unittest.TestCase):
+    """AIRLOCK_HOST resolves as sdk/testdata/hosts.json says: the table the CLI's test (cli.TestHostsTable) reads too.
+
+    The transport, TLS (a tcp:// host off loopback is TLS, so the token never
+    crosses the network in clear), the CA trusted, the token, ssh's command line.
+    """
+
+    def test_hosts_table(self) -> None:
+        table = json.loads((TESTDATA / "hosts.json").read_text())
+        cases = table["cases"]
+        self.assertGreater(len(cases), 10)
+        for c in cases:
+            env: dict[str, str | None] = {k: None for k in ("AIRLOCK_HOST", "AIRLOCK_TOKEN", "AIRLOCK_TLS_CA")}
+            env.update({k: v.replace("$TESTDATA", str(TESTDATA)) for k, v in (c.get("env") or {}).items()})
+            env["AIRLOCK_HOST"] = c["address"]
+            with self.subTest(address=c["address"], env=c.get("env")):
+                with _patched_env(env):
+                    if c.get("error"):
+                        with self.assertRaises(ValueError) as cm:
+                            airlock.Client()
+                        for w in c.get("error_contains") or []:
+                            self.assertIn(w, str(cm.exception))
+                        continue
+                    t = airlock.Client()._t
+                w, ep = c["want"], t.endpoint
+                self.assertEqual(ep.scheme, w["transport"])
+                if ep.scheme == "unix":
+                    self.assertEqual(ep.path, w["path"])
+                elif ep.scheme == "ssh":
+                    self.assertEqual(t.ssh_argv(), w["argv"])
+                else:
+                    host = f"[{ep.host}]" if ":" in ep.host else ep.host
+                    self.assertEqual(f"{host}:{ep.port}", w["addr"])
+                    self.assertEqual(ep.tls, w.get("tls", False))
+                    self.assertEqual(t.tls_context is not None, w.get("tls", False))
+                    if w.get("ca"):
+                        assert t.tls_context is not None
+                        ca = w["ca"].replace("$TESTDATA", str(TESTDATA))
+                        self.assertEqual(ep.ca, ca)
+                        self.assertEqual(len(t.tls_context.get_ca_certs()), 1)
+                self.assertEqual(t.token or "", w.get("token", ""))
+
+
+    def test_token_never_in_clear_off_loopback(self) -> None:
+        """tcp:// to a host that is not loopback speaks TLS first: a plain listener there never sees the token."""
+        token = "tok-" + uuid.uuid4().hex
+        with socket.socket() as lsock:
+            lsock.bind(("127.0.0.1", 0))  # 0.0.0.0, which is not loopback, reaches it
+            lsock.listen(1)
+            lsock.settimeout(10)
+            got = bytearray()
+
+            def serve() -> None:
+                try:
+                    conn, _ = lsock.accept()
+                except OSError:
+                    return
+                with conn:
+                    conn.settimeout(5)
+                    try:
+                        got.extend(conn.recv(65536))
+                    except OSError:
+                        pass
+
+            th = threading.Thread(target=serve)
+            th.start()
+            with _patched_env({"AIRLOCK_HOST": f"tcp://0.0.0.0:{lsock.getsockname()[1]}", "AIRLOCK_TOKEN": token,
+                               "AIRLOCK_TLS_CA": None}):
+                c = airlock.Client(timeout=10)
+            self.assertTrue(c.address.startswith("https://"), c.address)
+            with self.assertRaises(airlock.DaemonUnreachableError):
+                c.health()
+            th.join()
+        self.assertTrue(got, "nothing was sent")
+        self.assertEqual(got[0], 0x16, f"not a TLS handshake: {bytes(got[:40])!r}")  # a TLS handshake record
+        self.assertNotIn(token.encode(), got)
 
 
 class _FakeDaemon:
