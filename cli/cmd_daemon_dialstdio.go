@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"syscall"
 
 	"github.com/spf13/cobra"
 )
@@ -53,7 +54,9 @@ func pipeStdio(conn *net.UnixConn, in io.Reader, out io.Writer) error {
 		_, _ = io.Copy(conn, in)
 		_ = conn.CloseWrite()
 	}()
-	if _, err := io.Copy(out, conn); err != nil && !errors.Is(err, net.ErrClosed) {
+	// EPIPE: the client closed its end (a stream it stopped reading); that
+	// ends the relay as the daemon's end of the answer does.
+	if _, err := io.Copy(out, conn); err != nil && !errors.Is(err, net.ErrClosed) && !errors.Is(err, syscall.EPIPE) {
 		return withCode(ExitAirlock, fmt.Errorf("cannot relay the daemon's answer: %w", err))
 	}
 	return nil

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/airlock-dev/airlock/client"
@@ -25,47 +27,93 @@ func (a *app) remoteHost() string {
 	return v
 }
 
-// remoteClient is a client of the daemon at address:
-//   - unix:///path: a socket on this machine;
+// hostTarget is where a daemon address leads (resolveHost).
+type hostTarget struct {
+	transport string   // "unix", "tcp" or "ssh"
+	path      string   // unix: the socket
+	addr      string   // tcp: host:port
+	tls       bool     // tcp: TLS
+	ca        string   // tcp with TLS: the CA file to trust ("": the system's roots)
+	token     string   // tcp: AIRLOCK_TOKEN, sent as a bearer token
+	argv      []string // ssh: the command that reaches the daemon
+}
+
+// resolveHost is the rule every client of the daemon follows for an address
+// (-H, AIRLOCK_HOST, an SDK's host argument); sdk/testdata/hosts.json holds
+// its cases, which the SDKs' tests read too:
+//   - unix:///path, or /path: a socket on this machine;
 //   - ssh://[user@]host[:port]: `ssh … airlock daemon dial-stdio` there (the
 //     remote daemon starts on demand; ssh's keys and configuration apply);
 //   - tcp://host:port or https://host:port: its TCP listener, with
 //     AIRLOCK_TOKEN; TLS for https://, for tcp:// when AIRLOCK_TLS_CA is set
 //     (the certificates to trust) and for any host that is not loopback, where
-//     a daemon serves nothing else.
-func (a *app) remoteClient(address string) (*client.Client, error) {
+//     a daemon serves nothing else: the token never crosses a network in clear;
+//   - http://host:port: plain HTTP, on a loopback host only.
+func resolveHost(address string, getenv func(string) (string, bool)) (hostTarget, error) {
+	if strings.HasPrefix(address, "/") {
+		return hostTarget{transport: "unix", path: address}, nil
+	}
 	u, err := url.Parse(address)
 	if err != nil || u.Scheme == "" {
-		return nil, fmt.Errorf("cannot use %s %q: want unix:///path, tcp://host:port, https://host:port or ssh://[user@]host[:port]", hostEnv, address)
+		return hostTarget{}, fmt.Errorf("cannot use %s %q: want unix:///path, tcp://host:port, https://host:port or ssh://[user@]host[:port]", hostEnv, address)
+	}
+	if u.RawQuery != "" || u.Fragment != "" {
+		return hostTarget{}, fmt.Errorf("cannot use %q: a daemon address has no query or fragment", address)
 	}
 	switch u.Scheme {
 	case "unix":
-		if u.Path == "" {
-			return nil, fmt.Errorf("cannot use %q: a unix address needs a path (unix:///path/to/airlockd.sock)", address)
+		if u.Host != "" || !strings.HasPrefix(u.Path, "/") {
+			return hostTarget{}, fmt.Errorf("cannot use %q: a unix address needs an absolute path (unix:///path/to/airlockd.sock)", address)
 		}
-		return client.New(u.Path), nil
+		return hostTarget{transport: "unix", path: u.Path}, nil
 	case "ssh":
-		return client.NewSSH(address)
-	case "tcp", "https":
-		if u.Port() == "" || u.Hostname() == "" || (u.Path != "" && u.Path != "/") {
-			return nil, fmt.Errorf("cannot use %q: want %s://host:port", address, u.Scheme)
-		}
-		addr := net.JoinHostPort(u.Hostname(), u.Port())
-		token, _ := a.getenv("AIRLOCK_TOKEN")
-		ca, _ := a.getenv("AIRLOCK_TLS_CA")
-		if u.Scheme == "tcp" && ca == "" && control.Loopback(u.Hostname()) {
-			return client.NewTCP(addr, token), nil
-		}
-		if ca == "" {
-			return client.NewTLS(addr, token, nil), nil
-		}
-		cfg, err := client.TLSConfigCA(ca)
+		argv, err := client.SSHCommand(address)
 		if err != nil {
-			return nil, fmt.Errorf("cannot use AIRLOCK_TLS_CA: %w", err)
+			return hostTarget{}, err
 		}
-		return client.NewTLS(addr, token, cfg), nil
+		return hostTarget{transport: "ssh", argv: argv}, nil
+	case "tcp", "https", "http":
+		host := strings.ToLower(u.Hostname())
+		port, err := strconv.ParseUint(u.Port(), 10, 16)
+		if err != nil || port == 0 || host == "" || (u.Path != "" && u.Path != "/") {
+			return hostTarget{}, fmt.Errorf("cannot use %q: want %s://host:port", address, u.Scheme)
+		}
+		t := hostTarget{transport: "tcp", addr: net.JoinHostPort(host, u.Port())}
+		t.token, _ = getenv("AIRLOCK_TOKEN")
+		if u.Scheme == "http" {
+			if !control.Loopback(host) {
+				return hostTarget{}, fmt.Errorf("cannot use %q: plain HTTP would send the token in clear off loopback; use https://%s (or tcp://, TLS off loopback)", address, t.addr)
+			}
+			return t, nil
+		}
+		t.ca, _ = getenv("AIRLOCK_TLS_CA")
+		t.tls = u.Scheme == "https" || t.ca != "" || !control.Loopback(host)
+		return t, nil
 	}
-	return nil, fmt.Errorf("cannot use %q: unknown scheme %q (want unix, tcp, https or ssh)", address, u.Scheme)
+	return hostTarget{}, fmt.Errorf("cannot use %q: unknown scheme %q (want unix, tcp, https, http or ssh)", address, u.Scheme)
+}
+
+// remoteClient is a client of the daemon at address (resolveHost).
+func (a *app) remoteClient(address string) (*client.Client, error) {
+	t, err := resolveHost(address, a.getenv)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case t.transport == "unix":
+		return client.New(t.path), nil
+	case t.transport == "ssh":
+		return client.NewCommand(t.argv), nil
+	case !t.tls:
+		return client.NewTCP(t.addr, t.token), nil
+	case t.ca == "":
+		return client.NewTLS(t.addr, t.token, nil), nil
+	}
+	cfg, err := client.TLSConfigCA(t.ca)
+	if err != nil {
+		return nil, fmt.Errorf("cannot use AIRLOCK_TLS_CA: %w", err)
+	}
+	return client.NewTLS(t.addr, t.token, cfg), nil
 }
 
 // remoteDaemonClient connects to the daemon at address and checks that it

@@ -10,9 +10,12 @@ makes that cheap.
 from __future__ import annotations
 
 import http.client
+import io
+import ipaddress
 import os
 import socket
 import ssl
+import stat
 import struct
 import subprocess
 import sys
@@ -22,9 +25,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from .errors import DaemonUnreachableError, ProtocolError, error_from_response
+from .errors import DaemonUnreachableError, ProtocolError, UnsafeRuntimeDirError, error_from_response
 
-__all__ = ["Endpoint", "default_socket", "parse_host", "Transport", "Response", "Upgraded"]
+__all__ = ["Endpoint", "default_socket", "parse_host", "is_loopback", "Transport", "Response", "Upgraded"]
 
 #: The protocol a stream upgrade asks for (docs/api.md "Exec", attached).
 STREAM_PROTOCOL = "airlock-stream"
@@ -58,12 +61,79 @@ def default_socket(environ: Mapping[str, str] | None = None, platform: str | Non
     return os.path.join(tmp, f"airlock-{os.getuid()}", "airlockd.sock")
 
 
+def _describe_uid(uid: int) -> str:
+    """``uid 1001 (bob)``, or ``uid 1001`` when the name is not known."""
+    try:
+        import pwd
+
+        return f"uid {uid} ({pwd.getpwuid(uid).pw_name})"
+    except (ImportError, KeyError):
+        return f"uid {uid}"
+
+
+def _owned_by(st: os.stat_result) -> str:
+    return f" owned by {_describe_uid(st.st_uid)}" if st.st_uid != os.getuid() else ""
+
+
+def check_runtime_dir(socket_path: str) -> None:
+    """Checks the directory of the default socket (and the socket) as the airlock CLI does before it talks to it.
+
+    The directory must be a real directory (not a symbolic link) owned by the
+    current user with mode 0700, and the socket, when there is one, a socket
+    of the user's own (or root's): in a directory another local user made
+    first (``/tmp/airlock-<uid>``), the "daemon" answering could be theirs.
+    Raises :class:`UnsafeRuntimeDirError`; a directory that does not exist
+    raises :class:`DaemonUnreachableError` (no daemon runs).
+    """
+    d = os.path.dirname(socket_path)
+    hint = ("set XDG_RUNTIME_DIR to a private directory of yours (`mkdir -m 0700 -p ~/.airlock-run && export "
+            "XDG_RUNTIME_DIR=~/.airlock-run`, or /run/user/<uid> where the login manager made one), or have "
+            f"{d} removed (its owner or root can)")
+
+    def refuse(what: str, problem: str) -> UnsafeRuntimeDirError:
+        return UnsafeRuntimeDirError(
+            f"refusing to use {what}: it {problem}; airlock uses only a real directory of your own with mode 0700 "
+            f"and a socket of yours in it: {hint}", path=what)
+
+    try:
+        st = os.lstat(d)
+    except FileNotFoundError as e:
+        raise DaemonUnreachableError(f"cannot reach the airlock daemon at {socket_path}: {d} does not exist "
+                                     "(no daemon runs: `airlock daemon start`)") from e
+    except OSError as e:
+        raise DaemonUnreachableError(f"cannot examine {d}: {e}") from e
+    if stat.S_ISLNK(st.st_mode):
+        try:
+            target = os.readlink(d)
+        except OSError:
+            target = "?"
+        raise refuse(d, f"is a symbolic link (to {target}){_owned_by(st)}")
+    if not stat.S_ISDIR(st.st_mode):
+        raise refuse(d, "is not a directory" + _owned_by(st))
+    if st.st_uid != os.getuid():
+        raise refuse(d, f"belongs to {_describe_uid(st.st_uid)}, not to you ({_describe_uid(os.getuid())})")
+    mode = stat.S_IMODE(st.st_mode)
+    if mode != 0o700:
+        raise refuse(d, f"has mode {mode:04o}, not 0700")
+    try:
+        sst = os.lstat(socket_path)
+    except FileNotFoundError:
+        return  # no daemon: connecting says so
+    except OSError as e:
+        raise DaemonUnreachableError(f"cannot examine {socket_path}: {e}") from e
+    if not stat.S_ISSOCK(sst.st_mode):
+        raise refuse(socket_path, "is not a socket" + _owned_by(sst))
+    if sst.st_uid not in (os.getuid(), 0):
+        raise refuse(socket_path, f"belongs to {_describe_uid(sst.st_uid)}, not to you ({_describe_uid(os.getuid())})")
+
+
 @dataclass(frozen=True)
 class Endpoint:
     """Where a daemon listens, parsed from a host string by :func:`parse_host`.
 
-    ``scheme`` is ``unix`` (``path``), ``tcp`` (``host``, ``port``, ``tls``) or
-    ``ssh`` (``host``, ``user``, ``port``).
+    ``scheme`` is ``unix`` (``path``), ``tcp`` (``host``, ``port``, ``tls``,
+    ``ca``: the CA file to trust, empty for the system's) or ``ssh``
+    (``host``, ``user``, ``port``).
     """
 
     scheme: str
@@ -72,45 +142,87 @@ class Endpoint:
     port: int | None = None
     user: str = ""
     tls: bool = False
+    ca: str = ""
 
 
-def parse_host(host: str) -> Endpoint:
-    """Parses a daemon address.
+def is_loopback(host: str) -> bool:
+    """Whether a host name or address is loopback (``localhost``, ``127.0.0.0/8``, ``::1``), as the daemon and CLI judge it."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        ip = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        return ip.ipv4_mapped.is_loopback
+    return ip.is_loopback
 
-    Accepted forms: ``unix:///path/airlockd.sock`` or an absolute path;
-    ``tcp://host:port`` or ``http://host:port`` (plain HTTP);
-    ``https://host:port`` (TLS); ``ssh://[user@]host[:port]``.
+
+_ADDRESSES = "unix:///path, tcp://host:port, https://host:port, http://host:port (loopback) or ssh://[user@]host[:port]"
+
+
+def parse_host(host: str, environ: Mapping[str, str] | None = None) -> Endpoint:
+    """Parses a daemon address by the rule of the airlock CLI (and of every SDK).
+
+    - ``unix:///path/airlockd.sock`` or an absolute path: a Unix socket;
+    - ``tcp://host:port``: TCP with TLS unless the host is loopback and
+      ``AIRLOCK_TLS_CA`` (in ``environ``, else the process's environment) is
+      unset; TLS trusts that CA file, else the system's CAs;
+    - ``https://host:port``: TLS; ``http://host:port``: plain HTTP, refused off
+      loopback (the token would cross the network in clear);
+    - ``ssh://[user@]host[:port]``.
+
+    A bad address raises :class:`ValueError`.
     """
+    env = os.environ if environ is None else environ
     if host.startswith("/"):
         return Endpoint("unix", path=host)
     u = urllib.parse.urlsplit(host)
     scheme = u.scheme.lower()
+    if not scheme or "://" not in host:
+        raise ValueError(f"{host!r}: not a daemon address ({_ADDRESSES})")
+    if u.query or u.fragment:
+        raise ValueError(f"{host!r}: a daemon address has no query or fragment")
     if scheme == "unix":
-        path = u.path or u.netloc
-        if not path:
-            raise ValueError(f"no socket path in {host!r}")
-        return Endpoint("unix", path=path)
+        if u.netloc or not u.path.startswith("/"):
+            raise ValueError(f"{host!r}: a unix address needs an absolute path (unix:///path/to/airlockd.sock)")
+        return Endpoint("unix", path=u.path)
+    try:
+        port = u.port
+    except ValueError as e:
+        raise ValueError(f"{host!r}: a bad port ({e})") from None
     if scheme in ("tcp", "http", "https"):
-        if not u.hostname or u.port is None:
+        if not u.hostname or not port or u.path not in ("", "/"):
             raise ValueError(f"{host!r}: a TCP address needs a host and a port ({scheme}://HOST:PORT)")
-        return Endpoint("tcp", host=u.hostname, port=u.port, tls=scheme == "https")
+        if scheme == "http":
+            if not is_loopback(u.hostname):
+                hp = f"[{u.hostname}]:{port}" if ":" in u.hostname else f"{u.hostname}:{port}"
+                raise ValueError(f"{host!r}: plain HTTP would send the token in clear off loopback; "
+                                 f"use https://{hp} (or tcp://, TLS off loopback)")
+            return Endpoint("tcp", host=u.hostname, port=port)
+        ca = env.get("AIRLOCK_TLS_CA") or ""
+        tls = scheme == "https" or bool(ca) or not is_loopback(u.hostname)
+        return Endpoint("tcp", host=u.hostname, port=port, tls=tls, ca=ca if tls else "")
     if scheme == "ssh":
         if not u.hostname:
             raise ValueError(f"{host!r}: no host (ssh://[user@]host[:port])")
         if u.path not in ("", "/"):
             raise ValueError(f"{host!r}: an ssh address has no path (ssh://[user@]host[:port])")
-        return Endpoint("ssh", host=u.hostname, user=u.username or "", port=u.port)
-    raise ValueError(f"{host!r}: not a daemon address (unix:///path, tcp://host:port, https://host:port, ssh://user@host)")
+        return Endpoint("ssh", host=u.hostname, user=u.username or "", port=port)
+    raise ValueError(f"{host!r}: not a daemon address ({_ADDRESSES})")
 
 
 class _UnixConnection(http.client.HTTPConnection):
     """HTTP over a Unix socket."""
 
-    def __init__(self, path: str, timeout: float | None) -> None:
+    def __init__(self, path: str, timeout: float | None, check_dir: bool = False) -> None:
         super().__init__(_LOCAL_HOST, timeout=timeout)
         self._path = path
+        self._check_dir = check_dir
 
     def connect(self) -> None:
+        if self._check_dir:
+            check_runtime_dir(self._path)
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             s.settimeout(self.timeout)
@@ -126,6 +238,11 @@ class _PipeSocket:
 
     def __init__(self, proc: subprocess.Popen[bytes]) -> None:
         self._proc = proc
+        assert proc.stdout is not None
+        # http.client peeks into what it reads (chunked bodies, lines): the
+        # pipe itself is unbuffered (a FileIO, no peek), so it reads through a
+        # buffer, one for the whole connection.
+        self._reader = io.BufferedReader(proc.stdout)
 
     def sendall(self, data: bytes) -> None:
         assert self._proc.stdin is not None
@@ -136,8 +253,7 @@ class _PipeSocket:
             raise ConnectionError(f"ssh ended (exit code {self._proc.poll()})") from e
 
     def makefile(self, mode: str, *args: Any, **kwargs: Any) -> IO[bytes]:
-        assert self._proc.stdout is not None
-        return self._proc.stdout
+        return self._reader
 
     def settimeout(self, timeout: float | None) -> None:
         """Timeouts are not supported over ssh; ssh's own keep-alive options apply."""
@@ -146,7 +262,7 @@ class _PipeSocket:
         """No socket options on a pipe."""
 
     def close(self) -> None:
-        for f in (self._proc.stdin, self._proc.stdout):
+        for f in (self._proc.stdin, self._reader):
             try:
                 if f is not None:
                     f.close()
@@ -290,6 +406,8 @@ class Transport:
     ssh_command: Sequence[str] = ("ssh",)
     ssh_options: Sequence[str] = ()
     remote_command: Sequence[str] = ("airlock", "daemon", "dial-stdio")
+    #: The socket is the user's default one: its directory is checked before each connection.
+    check_runtime_dir: bool = False
     _tls: ssl.SSLContext | None = field(default=None, init=False, repr=False)
 
     def describe(self) -> str:
@@ -299,7 +417,8 @@ class Transport:
             return ep.path
         if ep.scheme == "ssh":
             return "ssh://" + (ep.user + "@" if ep.user else "") + ep.host + (f":{ep.port}" if ep.port else "")
-        return ("https://" if ep.tls else "http://") + f"{ep.host}:{ep.port}"
+        host = f"[{ep.host}]" if ":" in ep.host else ep.host
+        return ("https://" if ep.tls else "http://") + f"{host}:{ep.port}"
 
     def ssh_argv(self) -> list[str]:
         """The command line that reaches an ssh daemon (``ssh … HOST airlock daemon dial-stdio``)."""
@@ -314,7 +433,7 @@ class Transport:
     def _connection(self, timeout: float | None) -> http.client.HTTPConnection:
         ep = self.endpoint
         if ep.scheme == "unix":
-            return _UnixConnection(ep.path, timeout)
+            return _UnixConnection(ep.path, timeout, self.check_runtime_dir)
         if ep.scheme == "ssh":
             return _SSHConnection(self.ssh_argv(), timeout)
         assert ep.port is not None
@@ -351,6 +470,8 @@ class Transport:
         try:
             try:
                 conn.connect()
+            except DaemonUnreachableError:
+                raise
             except (OSError, ssl.SSLError) as e:
                 raise DaemonUnreachableError(f"cannot reach the airlock daemon at {self.describe()}: {e}") from e
             conn.putrequest(method, path, skip_host=True, skip_accept_encoding=True)

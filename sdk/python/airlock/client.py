@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import dataclasses
 import io
 import json
 import logging
@@ -236,13 +237,17 @@ class Client:
     """A client of one airlock control daemon.
 
     ``host`` says where the daemon listens (else ``AIRLOCK_HOST``, else the
-    user's Unix socket, as the airlock CLI finds it):
+    user's Unix socket, as the airlock CLI finds it; its directory must be a
+    real directory of the user's own with mode 0700, else
+    :class:`UnsafeRuntimeDirError`), by the airlock CLI's rule:
 
     - ``unix:///path/airlockd.sock`` or an absolute path: a Unix socket;
-    - ``tcp://HOST:PORT`` or ``http://HOST:PORT``: TCP, with ``token``
-      (else ``AIRLOCK_TOKEN``) sent as ``Authorization: Bearer``;
-    - ``https://HOST:PORT``: the same over TLS, verified with the CA file
-      ``tls_ca`` (else ``AIRLOCK_TLS_CA``, else the system's) or ``tls_context``;
+    - ``tcp://HOST:PORT``: TCP, with ``token`` (else ``AIRLOCK_TOKEN``) sent
+      as ``Authorization: Bearer``; over TLS unless HOST is loopback and no
+      CA is given, verified with the CA file ``tls_ca`` (else
+      ``AIRLOCK_TLS_CA``, else the system's) or ``tls_context``;
+    - ``https://HOST:PORT``: the same, always TLS; ``http://HOST:PORT``:
+      plain, on a loopback HOST only (else :class:`ValueError`);
     - ``ssh://[USER@]HOST[:PORT]``: runs ``ssh USER@HOST airlock daemon dial-stdio``
       and speaks HTTP over its standard input and output (``ssh_options`` are
       added to ssh's command line, ``ssh_command`` replaces ``ssh``,
@@ -264,17 +269,26 @@ class Client:
         ssh_command: Sequence[str] = ("ssh",),
         remote_command: Sequence[str] = ("airlock", "daemon", "dial-stdio"),
     ) -> None:
+        default = not (host or os.environ.get("AIRLOCK_HOST"))
         host = host or os.environ.get("AIRLOCK_HOST") or default_socket()
-        endpoint = parse_host(host)
+        env: Mapping[str, str] = os.environ
+        if tls_ca:
+            env = {**os.environ, "AIRLOCK_TLS_CA": tls_ca}
+        endpoint = parse_host(host, env)
         if endpoint.scheme == "tcp":
             if token is None:
                 token = os.environ.get("AIRLOCK_TOKEN") or None
+            if tls_context is not None and not endpoint.tls:
+                if not host.lower().startswith("tcp://"):
+                    raise ValueError(f"{host!r}: plain HTTP, yet a tls_context was given (use https:// or tcp://)")
+                endpoint = dataclasses.replace(endpoint, tls=True)
             if endpoint.tls and tls_context is None:
-                ca = tls_ca or os.environ.get("AIRLOCK_TLS_CA") or None
-                tls_context = ssl.create_default_context(cafile=ca)
+                tls_context = ssl.create_default_context(cafile=endpoint.ca or None)
+        else:
+            tls_context = None
         self._t = Transport(endpoint, token=token, timeout=timeout, tls_context=tls_context,
                             ssh_command=tuple(ssh_command), ssh_options=tuple(ssh_options),
-                            remote_command=tuple(remote_command))
+                            remote_command=tuple(remote_command), check_runtime_dir=default)
 
     @property
     def address(self) -> str:

@@ -18,6 +18,7 @@ from typing import Any
 __all__ = [
     "AirlockError",
     "DaemonUnreachableError",
+    "UnsafeRuntimeDirError",
     "ProtocolError",
     "BadRequestError",
     "InvalidRequestError",
@@ -79,6 +80,20 @@ class DaemonUnreachableError(AirlockError):
     """The daemon could not be reached (no socket, connection refused, ssh failed)."""
 
     default_reason = "unreachable"
+
+
+class UnsafeRuntimeDirError(DaemonUnreachableError):
+    """The default socket's directory (or the socket) is not the user's own: refused, as the airlock CLI refuses it.
+
+    Another local user could have made ``/tmp/airlock-<uid>`` first and listen
+    there; the SDK then sends nothing. ``path`` is what was refused.
+    """
+
+    default_reason = "unsafe_runtime_dir"
+
+    def __init__(self, message: str, *, path: str = "") -> None:
+        super().__init__(message)
+        self.path: str = path
 
 
 class ProtocolError(AirlockError):

@@ -15,6 +15,7 @@ import json
 import os
 import re
 import shutil
+import socket
 import tarfile
 import tempfile
 import threading
@@ -54,7 +55,7 @@ class UnitTest(unittest.TestCase):
     def test_parse_host(self) -> None:
         self.assertEqual(airlock.parse_host("/run/a.sock"), airlock.Endpoint("unix", path="/run/a.sock"))
         self.assertEqual(airlock.parse_host("unix:///run/a.sock"), airlock.Endpoint("unix", path="/run/a.sock"))
-        self.assertEqual(airlock.parse_host("tcp://127.0.0.1:7878"), airlock.Endpoint("tcp", host="127.0.0.1", port=7878))
+        self.assertEqual(airlock.parse_host("tcp://127.0.0.1:7878", {}), airlock.Endpoint("tcp", host="127.0.0.1", port=7878))
         self.assertEqual(airlock.parse_host("https://box:7878"), airlock.Endpoint("tcp", host="box", port=7878, tls=True))
         self.assertEqual(airlock.parse_host("ssh://bob@box:2222"), airlock.Endpoint("ssh", host="box", user="bob", port=2222))
         self.assertEqual(airlock.parse_host("ssh://box"), airlock.Endpoint("ssh", host="box"))
@@ -116,6 +117,233 @@ class UnitTest(unittest.TestCase):
                 c.health()
             self.assertEqual(cm.exception.reason, "unreachable")
             self.assertIsNone(cm.exception.status)
+
+
+TESTDATA = HERE.parent.parent / "testdata"
+
+
+class HostsTableTest(unittest.TestCase):
+    """AIRLOCK_HOST resolves as sdk/testdata/hosts.json says: the table the CLI's test (cli.TestHostsTable) reads too.
+
+    The transport, TLS (a tcp:// host off loopback is TLS, so the token never
+    crosses the network in clear), the CA trusted, the token, ssh's command line.
+    """
+
+    def test_hosts_table(self) -> None:
+        table = json.loads((TESTDATA / "hosts.json").read_text())
+        cases = table["cases"]
+        self.assertGreater(len(cases), 10)
+        for c in cases:
+            env: dict[str, str | None] = {k: None for k in ("AIRLOCK_HOST", "AIRLOCK_TOKEN", "AIRLOCK_TLS_CA")}
+            env.update({k: v.replace("$TESTDATA", str(TESTDATA)) for k, v in (c.get("env") or {}).items()})
+            env["AIRLOCK_HOST"] = c["address"]
+            with self.subTest(address=c["address"], env=c.get("env")):
+                with _patched_env(env):
+                    if c.get("error"):
+                        with self.assertRaises(ValueError) as cm:
+                            airlock.Client()
+                        for w in c.get("error_contains") or []:
+                            self.assertIn(w, str(cm.exception))
+                        continue
+                    t = airlock.Client()._t
+                w, ep = c["want"], t.endpoint
+                self.assertEqual(ep.scheme, w["transport"])
+                if ep.scheme == "unix":
+                    self.assertEqual(ep.path, w["path"])
+                elif ep.scheme == "ssh":
+                    self.assertEqual(t.ssh_argv(), w["argv"])
+                else:
+                    host = f"[{ep.host}]" if ":" in ep.host else ep.host
+                    self.assertEqual(f"{host}:{ep.port}", w["addr"])
+                    self.assertEqual(ep.tls, w.get("tls", False))
+                    self.assertEqual(t.tls_context is not None, w.get("tls", False))
+                    if w.get("ca"):
+                        assert t.tls_context is not None
+                        ca = w["ca"].replace("$TESTDATA", str(TESTDATA))
+                        self.assertEqual(ep.ca, ca)
+                        self.assertEqual(len(t.tls_context.get_ca_certs()), 1)
+                self.assertEqual(t.token or "", w.get("token", ""))
+
+
+    def test_token_never_in_clear_off_loopback(self) -> None:
+        """tcp:// to a host that is not loopback speaks TLS first: a plain listener there never sees the token."""
+        token = "tok-" + uuid.uuid4().hex
+        with socket.socket() as lsock:
+            lsock.bind(("127.0.0.1", 0))  # 0.0.0.0, which is not loopback, reaches it
+            lsock.listen(1)
+            lsock.settimeout(10)
+            got = bytearray()
+
+            def serve() -> None:
+                try:
+                    conn, _ = lsock.accept()
+                except OSError:
+                    return
+                with conn:
+                    conn.settimeout(5)
+                    try:
+                        got.extend(conn.recv(65536))
+                    except OSError:
+                        pass
+
+            th = threading.Thread(target=serve)
+            th.start()
+            with _patched_env({"AIRLOCK_HOST": f"tcp://0.0.0.0:{lsock.getsockname()[1]}", "AIRLOCK_TOKEN": token,
+                               "AIRLOCK_TLS_CA": None}):
+                c = airlock.Client(timeout=10)
+            self.assertTrue(c.address.startswith("https://"), c.address)
+            with self.assertRaises(airlock.DaemonUnreachableError):
+                c.health()
+            th.join()
+        self.assertTrue(got, "nothing was sent")
+        self.assertEqual(got[0], 0x16, f"not a TLS handshake: {bytes(got[:40])!r}")  # a TLS handshake record
+        self.assertNotIn(token.encode(), got)
+
+
+class _FakeDaemon:
+    """A listener on a Unix socket that records what it is sent and answers every request with a health JSON."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.received = bytearray()
+        self.connections = 0
+        self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._sock.bind(path)
+        self._sock.listen(8)
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self._sock.accept()
+            except OSError:
+                return
+            with conn:
+                self.connections += 1
+                data = b""
+                while b"\r\n\r\n" not in data:
+                    chunk = conn.recv(65536)
+                    if not chunk:
+                        break
+                    data += chunk
+                head, _, body = data.partition(b"\r\n\r\n")
+                m = re.search(rb"(?i)content-length: *(\d+)", head)
+                while m and len(body) < int(m.group(1)):
+                    chunk = conn.recv(65536)
+                    if not chunk:
+                        break
+                    body += chunk
+                self.received += head + b"\r\n\r\n" + body
+                answer = b'{"pid": 4242, "build_id": "fake"}'
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n"
+                             b"Content-Length: %d\r\n\r\n" % len(answer) + answer)
+
+    def close(self) -> None:
+        self._sock.close()
+
+
+class RuntimeDirTest(unittest.TestCase):
+    """The default socket is used only in a real directory of the user's own with mode 0700, as the CLI does.
+
+    Another local user who made /tmp/airlock-<uid> first (or a link there, or
+    a directory others may write into) would otherwise get the requests, the
+    ``vars`` of a create (API keys) included.
+    """
+
+    OTHER_UID = 4243
+
+    def setUp(self) -> None:
+        self.tmp = tempfile.mkdtemp(prefix="airlock-sdk-rt-")
+        self.addCleanup(shutil.rmtree, self.tmp, True)
+        os.chmod(self.tmp, 0o755)
+        self.rt = os.path.join(self.tmp, f"airlock-{os.getuid()}")
+        self.sock = os.path.join(self.rt, "airlockd.sock")
+        # The /tmp fallback, with TMPDIR standing for /tmp.
+        self.env: dict[str, str | None] = {"AIRLOCK_HOST": None, "XDG_RUNTIME_DIR": None, "TMPDIR": self.tmp}
+
+    def listen(self, path: str) -> _FakeDaemon:
+        d = _FakeDaemon(path)
+        self.addCleanup(d.close)
+        return d
+
+    def client(self) -> airlock.Client:
+        with _patched_env(self.env):
+            c = airlock.Client(timeout=10)
+        self.assertEqual(c.address, self.sock)
+        return c
+
+    def assertRefused(self, fake: _FakeDaemon, *parts: str) -> None:
+        c = self.client()
+        with self.assertRaises(airlock.UnsafeRuntimeDirError) as cm:
+            c.create('[sandbox]\nimage = "x"\n', vars={"API_KEY": "sk-very-secret-key"}, wait=False)
+        e = cm.exception
+        self.assertIsInstance(e, airlock.DaemonUnreachableError)
+        self.assertEqual((e.status, e.reason), (None, "unsafe_runtime_dir"))
+        for p in parts:
+            self.assertIn(p, e.message)
+        self.assertIn("XDG_RUNTIME_DIR", e.message)  # what to do
+        with self.assertRaises(airlock.UnsafeRuntimeDirError):
+            c.health()
+        self.assertEqual((fake.connections, bytes(fake.received)), (0, b""))
+
+    def test_own_private_dir(self) -> None:
+        os.mkdir(self.rt, 0o700)
+        fake = self.listen(self.sock)
+        self.assertEqual(self.client().health().pid, 4242)
+        self.assertEqual(fake.connections, 1)
+
+    def test_no_dir(self) -> None:
+        with self.assertRaises(airlock.DaemonUnreachableError) as cm:
+            self.client().health()
+        self.assertEqual(cm.exception.reason, "unreachable")
+
+    def test_dir_of_another_user(self) -> None:
+        if os.getuid() != 0:
+            self.skipTest("needs root to make a directory of another user")
+        os.mkdir(self.rt, 0o700)
+        fake = self.listen(self.sock)
+        os.chown(self.rt, self.OTHER_UID, self.OTHER_UID)
+        self.assertRefused(fake, self.rt, f"belongs to uid {self.OTHER_UID}")
+
+    def test_symlink(self) -> None:
+        real = os.path.join(self.tmp, "elsewhere")
+        os.mkdir(real, 0o700)
+        fake = self.listen(os.path.join(real, "airlockd.sock"))
+        os.symlink(real, self.rt)
+        self.assertRefused(fake, self.rt, "symbolic link")
+
+    def test_mode_open_to_others(self) -> None:
+        os.mkdir(self.rt)
+        os.chmod(self.rt, 0o755)
+        fake = self.listen(self.sock)
+        self.assertRefused(fake, self.rt, "mode 0755, not 0700")
+
+    def test_not_a_directory(self) -> None:
+        Path(self.rt).write_text("")
+        with self.assertRaises(airlock.UnsafeRuntimeDirError) as cm:
+            self.client().health()
+        self.assertIn("not a directory", cm.exception.message)
+
+    def test_socket_of_another_user(self) -> None:
+        if os.getuid() != 0:
+            self.skipTest("needs root to make a socket of another user")
+        os.mkdir(self.rt, 0o700)
+        fake = self.listen(self.sock)
+        os.chown(self.sock, self.OTHER_UID, self.OTHER_UID)
+        self.assertRefused(fake, self.sock, f"belongs to uid {self.OTHER_UID}")
+
+    def test_xdg_runtime_dir(self) -> None:
+        # $XDG_RUNTIME_DIR/airlock is held to the same rules.
+        xdg = os.path.join(self.tmp, "xdg")
+        os.mkdir(xdg, 0o700)
+        self.env["XDG_RUNTIME_DIR"] = xdg
+        self.rt = os.path.join(xdg, "airlock")
+        self.sock = os.path.join(self.rt, "airlockd.sock")
+        os.mkdir(self.rt)
+        os.chmod(self.rt, 0o750)
+        fake = self.listen(self.sock)
+        self.assertRefused(fake, self.rt, "mode 0750, not 0700")
 
 
 class DaemonTest(unittest.TestCase):
@@ -299,6 +527,22 @@ class TCPTest(DaemonTest):
             c.get("no-such-sandbox")
 
 
+def _ssh_stand_in_client(stderr: str = "") -> airlock.Client:
+    """A client of the tests' daemon over ssh://, with a stand-in for ssh that runs the remote command here.
+
+    The stand-in drops ssh's options and host and runs `airlock daemon
+    dial-stdio` as the daemon's user, through pipes as ssh's are; what the
+    remote command writes to stderr (what ssh shows the user) is appended to
+    the file ``stderr`` when given.
+    """
+    assert _daemon is not None
+    redirect = f' 2>>"{stderr}"' if stderr else ""
+    fake_ssh = ["sh", "-c", 'while [ "$1" != -- ]; do shift; done; shift 2; exec "$@"' + redirect, "fake-ssh"]
+    env = [f"{k}={_daemon.env[k]}" for k in ("HOME", "XDG_RUNTIME_DIR", "XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_STATE_HOME")]
+    return airlock.Client("ssh://someone@remote-box:2222", ssh_command=fake_ssh,
+                          remote_command=["env", *env, _daemon.binary, "daemon", "dial-stdio"])
+
+
 class StdioTest(DaemonTest):
     """The ssh transport's pipe, with a stand-in for ssh that runs the remote command here.
 
@@ -308,14 +552,43 @@ class StdioTest(DaemonTest):
 
     def test_dial_stdio(self) -> None:
         assert _daemon is not None
-        fake_ssh = ["sh", "-c", 'while [ "$1" != -- ]; do shift; done; shift 2; exec "$@"', "fake-ssh"]
-        env = [f"{k}={_daemon.env[k]}" for k in ("HOME", "XDG_RUNTIME_DIR", "XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_STATE_HOME")]
-        c = airlock.Client("ssh://someone@remote-box:2222", ssh_command=fake_ssh,
-                           remote_command=["env", *env, _daemon.binary, "daemon", "dial-stdio"])
+        c = _ssh_stand_in_client()
         self.assertEqual(c.health().pid, _daemon.proc.pid)
         with self.assertRaises(airlock.SandboxNotFoundError):
             c.sandbox("no-such-sandbox").run("true")
         self.assertIsInstance(c.list(), list)
+
+    def test_streams_over_ssh(self) -> None:
+        """Every streamed answer over ssh: create (which follows the events), exec streams, run, events."""
+        stderr = tempfile.NamedTemporaryFile(prefix="airlock-ssh-stderr-", delete=False)
+        stderr.close()
+        self.addCleanup(os.unlink, stderr.name)
+        c = _ssh_stand_in_client(stderr.name)
+        manifest = f'[sandbox]\nimage = "{IMAGE}"\nnetwork = "none"\n\n[env]\nWHO = "${{WHO}}"\n'
+        sid = _uid("sdk-ssh")
+        with c.create(manifest, vars={"WHO": "over ssh"}, id=sid, timeout=120) as sb:
+            self.assertEqual(sb.info.state, "ready")
+            with sb.exec_stream(["sh", "-c", "cat; echo $WHO; echo e >&2; exit 5"], stdin=b"in\n") as stream:
+                frames = list(stream)
+            self.assertEqual(stream.exit_code, 5)
+            self.assertEqual(b"".join(f.data for f in frames if f.stream == "stdout"), b"in\nover ssh\n")
+            self.assertEqual(b"".join(f.data for f in frames if f.stream == "stderr"), b"e\n")
+            r = sb.run("echo big; head -c 300000 /dev/zero | tr '\\0' x")
+            self.assertEqual((r.exit_code, len(r.stdout)), (0, 4 + 300000))
+            kinds = [ev.kind for ev in sb.events(follow=False)]
+            self.assertIn("sandbox.ready", kinds)
+            self.assertIn("exec.finished", kinds)
+            # A followed stream: the next exec's events arrive live.
+            with sb.events(from_seq=sb.refresh().last_seq) as events:
+                sb.run("true")
+                for ev in events:
+                    if ev.kind == "exec.finished":
+                        break
+        self.assertEqual(c.get(sid).state, "deleted")
+        self.assertEqual(self.client.get(sid).state, "deleted")
+        # Streams closed early (a wait that saw its event, a follow ended by
+        # a break) are a client's normal end: the remote side says nothing.
+        self.assertEqual(Path(stderr.name).read_text(), "")
 
 
 class DictManifestTest(DaemonTest):
@@ -422,9 +695,14 @@ class DocsExampleTest(DaemonTest):
 
 
 @contextlib.contextmanager
-def _patched_env(env: dict[str, str]):
+def _patched_env(env: dict[str, str | None]):
+    """Sets the variables of env (None: unsets it) for the block."""
     old = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
+    for k, v in env.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
     try:
         yield
     finally:
