@@ -48,7 +48,7 @@ func TestCheckBackend(t *testing.T) {
 		{name: "privileged when allowed", toml: img + "privileged = true\n", backend: kubePrivileged},
 		{name: "not privileged", toml: img + "privileged = false\ncap_add = [\"NET_ADMIN\"]\n"},
 		{name: "privileged from a preset", toml: "presets = [\"docker\"]\n" + img,
-			want: []string{`preset docker:8: sandbox.privileged: a privileged Pod is refused on the kubernetes backend unless config.toml allows it; set allow_privileged = true under [kubernetes] in config.toml (when the cluster admits privileged Pods), or drop sandbox.privileged and add only the capabilities needed with sandbox.cap_add`}},
+			want: []string{`preset docker:9: sandbox.privileged: a privileged Pod is refused on the kubernetes backend unless config.toml allows it; set allow_privileged = true under [kubernetes] in config.toml (when the cluster admits privileged Pods), or drop sandbox.privileged and add only the capabilities needed with sandbox.cap_add`}},
 
 		// sandbox.network
 		{name: "host network", toml: img + "network = \"host\"\n",
