@@ -39,7 +39,9 @@ func newDaemonCommand(a *app) *cobra.Command {
 		c.Flags().IntVar(&d.port, "port", 7777, "TCP port (with --host)")
 		c.Flags().StringVar(&d.tokenFile, "token-file", "", "file holding the token TCP clients must send (Authorization: Bearer or Token); a regular file of yours, mode 0600 (else AIRLOCK_TOKEN)")
 		c.Flags().StringVar(&d.token, "token", "", "the token itself (deprecated: other local users can read a command line; use --token-file or AIRLOCK_TOKEN)")
-		c.Flags().BoolVar(&d.noToken, "no-token", false, "accept TCP clients without a token")
+		c.Flags().BoolVar(&d.noTokenRefused, "no-token", false, "refused: see --unsafe-no-token")
+		_ = c.Flags().MarkHidden("no-token")
+		c.Flags().BoolVar(&d.noToken, "unsafe-no-token", false, "UNSAFE: accept TCP clients without a token (every local user, and every process that can reach the address, controls your sandboxes); warns at every start")
 		c.Flags().StringVar(&d.tlsCert, "tls-cert", "", "serve TLS on TCP with this certificate (PEM; needed unless --host is loopback)")
 		c.Flags().StringVar(&d.tlsKey, "tls-key", "", "the TLS certificate's private key (PEM)")
 		c.Flags().BoolVar(&d.removeTokenFile, "remove-token-file", false, "remove the token file once read (the CLI's hand-off to a daemon it starts)")
@@ -60,6 +62,11 @@ func newDaemonCommand(a *app) *cobra.Command {
 			c := client.New(p.Socket())
 			if h, err := c.Health(context.Background()); err == nil {
 				if h.BuildID == BuildID {
+					if d.listenGiven() {
+						if err := listenApplied(p, h, d); err != nil {
+							return withCode(ExitFailure, err)
+						}
+					}
 					fmt.Fprintf(a.stdout, "Daemon running (PID %d, build %s, logs: %s)\n", h.PID, h.BuildID, h.LogPath)
 					return nil
 				}
@@ -151,6 +158,7 @@ func newDaemonCommand(a *app) *cobra.Command {
 				line += " [outdated, restart recommended]"
 			}
 			fmt.Fprintln(a.stdout, line)
+			fmt.Fprintf(a.stdout, "Listening on: %s\n", listeners(p))
 			// The Engine a new sandbox goes to (as the docker CLI chooses), and
 			// the ones the daemon serves sandboxes on.
 			if ep, err := engine.Resolve(a.getenv); err == nil {
@@ -232,6 +240,8 @@ func (a *app) runDaemon(d daemonArgs) error {
 	logCopy := a.stderr
 	if v, _ := a.getenv("AIRLOCK_DAEMON_BACKGROUND"); v == "1" {
 		logCopy = nil // stderr is the log file already
+	} else if d.noToken && d.host != "" {
+		fmt.Fprintf(a.stderr, "airlock: warning: %s\n", control.TokenlessWarning(d.host, d.port))
 	}
 	err = control.Run(ctx, control.Options{
 		Paths: p, Version: Version, BuildID: BuildID, Host: d.host, Port: d.port, Token: d.token, TokenFile: d.tokenFile, NoToken: d.noToken,
@@ -263,6 +273,11 @@ func (a *app) resolveToken(d *daemonArgs, read bool) error {
 			return withCode(ExitUsage, errors.New("give the token once: --token-file or --token, not both"))
 		}
 	}
+	if d.noTokenRefused {
+		return withCode(ExitUsage, errors.New("refusing --no-token: a TCP listener without a token hands the daemon to every local user and every process "+
+			"that can reach the address (sandboxes included), which can then create sandboxes mounting your files; give --token-file PATH (mode 0600) "+
+			"or AIRLOCK_TOKEN, or --unsafe-no-token if that is what you want"))
+	}
 	if d.token == "" && d.tokenFile == "" && d.host != "" {
 		if v, ok := a.getenv("AIRLOCK_TOKEN"); ok && v != "" {
 			d.token = v
@@ -289,7 +304,7 @@ func (a *app) resolveToken(d *daemonArgs, read bool) error {
 		}
 	}
 	if d.host != "" && !d.noToken && d.token == "" && d.tokenFile == "" {
-		return withCode(ExitUsage, errors.New("cannot listen on TCP without a token: give --token-file PATH (mode 0600), AIRLOCK_TOKEN, or --no-token"))
+		return withCode(ExitUsage, errors.New("cannot listen on TCP without a token: give --token-file PATH (mode 0600) or AIRLOCK_TOKEN"))
 	}
 	d.tlsCert, d.tlsKey = absPath(d.tlsCert), absPath(d.tlsKey)
 	if _, err := (control.Options{Host: d.host, TLSCert: d.tlsCert, TLSKey: d.tlsKey}).TLSConfig(); err != nil {

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -26,7 +28,10 @@ type daemonArgs struct {
 	port      int
 	token     string // the token itself: --token, AIRLOCK_TOKEN, or recorded
 	tokenFile string // --token-file
-	noToken   bool
+	noToken   bool   // --unsafe-no-token
+	// noTokenRefused: --no-token, refused (a token-less TCP listener only
+	// behind --unsafe-no-token).
+	noTokenRefused bool
 	// tlsCert and tlsKey: --tls-cert, --tls-key (PEM files).
 	tlsCert, tlsKey string
 	// removeTokenFile: tokenFile is the CLI's hand-off file
@@ -35,7 +40,7 @@ type daemonArgs struct {
 }
 
 func (d daemonArgs) listenGiven() bool {
-	return d.host != "" || d.token != "" || d.tokenFile != "" || d.noToken || d.tlsCert != "" || d.tlsKey != ""
+	return d.host != "" || d.token != "" || d.tokenFile != "" || d.noToken || d.noTokenRefused || d.tlsCert != "" || d.tlsKey != ""
 }
 
 func argsOf(l control.Listen) daemonArgs {
@@ -57,7 +62,7 @@ func (d daemonArgs) argv() []string {
 		argv = append(argv, "--remove-token-file")
 	}
 	if d.noToken {
-		argv = append(argv, "--no-token")
+		argv = append(argv, "--unsafe-no-token")
 	}
 	if d.tlsCert != "" {
 		argv = append(argv, "--tls-cert", d.tlsCert)
@@ -174,6 +179,10 @@ func (a *app) startDaemon(ctx context.Context, p *paths.Paths, args daemonArgs) 
 		// The daemon removes it once read; this is for one that never got
 		// that far.
 		defer os.Remove(args.tokenFile)
+	}
+	if args.noToken && args.host != "" {
+		// Every start of a token-less listener warns, an upgrade's too.
+		fmt.Fprintf(a.stderr, "airlock: warning: %s\n", control.TokenlessWarning(args.host, args.port))
 	}
 	cmd := exec.Command(bin, args.argv()...)
 	cmd.Env = a.daemonEnviron()
@@ -402,4 +411,74 @@ func (a *app) daemonEnviron() []string {
 		}
 	}
 	return append(env, "AIRLOCK_DAEMON_BACKGROUND=1")
+}
+
+// listeners describes where the running daemon listens: its socket, then its
+// TCP listener (from the listen options it keeps), never the token itself.
+func listeners(p *paths.Paths) string {
+	out := p.Socket()
+	l, ok := control.ReadListen(p)
+	if !ok || l.Host == "" {
+		return out
+	}
+	var how []string
+	if l.TLSCert != "" {
+		how = append(how, "TLS")
+	}
+	switch {
+	case l.NoToken:
+		how = append(how, "NO TOKEN: --unsafe-no-token")
+	case l.TokenFile != "":
+		how = append(how, "token from "+l.TokenFile)
+	default:
+		how = append(how, "token")
+	}
+	return fmt.Sprintf("%s, tcp://%s (%s)", out, net.JoinHostPort(l.Host, strconv.Itoa(l.Port)), strings.Join(how, ", "))
+}
+
+// listenApplied is nil when the running daemon (of this build) listens as the
+// flags d ask; otherwise an error saying they were not applied and how to
+// restart it with them.
+func listenApplied(p *paths.Paths, h *client.Health, d daemonArgs) error {
+	l, _ := control.ReadListen(p)
+	want := control.Listen{Host: d.host, TokenFile: d.tokenFile, Token: d.token, NoToken: d.noToken, TLSCert: d.tlsCert, TLSKey: d.tlsKey}
+	if d.host != "" {
+		want.Port = d.port
+	}
+	if l.TokenFile != "" {
+		l.Token = "" // the daemon read it from its file
+	}
+	if want.TokenFile != "" {
+		want.Token = ""
+	}
+	if l == want {
+		return nil
+	}
+	flags := strings.Join(d.flags(), " ")
+	return fmt.Errorf("cannot apply %s: a daemon of this build runs already (PID %d, listening on %s) and the flags were not applied; "+
+		"to restart it with them (sandboxes keep running): airlock daemon stop && airlock daemon start %s", flags, h.PID, listeners(p), flags)
+}
+
+// flags are the listen flags d stands for, as a user gives them (a token
+// given by value is named, never shown).
+func (d daemonArgs) flags() []string {
+	var f []string
+	if d.host != "" {
+		f = append(f, "--host", d.host, "--port", strconv.Itoa(d.port))
+	}
+	if d.tokenFile != "" {
+		f = append(f, "--token-file", d.tokenFile)
+	} else if d.token != "" {
+		f = append(f, "--token-file PATH")
+	}
+	if d.noToken {
+		f = append(f, "--unsafe-no-token")
+	}
+	if d.tlsCert != "" {
+		f = append(f, "--tls-cert", d.tlsCert)
+	}
+	if d.tlsKey != "" {
+		f = append(f, "--tls-key", d.tlsKey)
+	}
+	return f
 }

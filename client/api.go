@@ -275,6 +275,7 @@ const (
 	ReasonInvalidRequest  = "invalid_request"
 	ReasonBadCursor       = "bad_cursor"
 	ReasonUnauthorized    = "unauthorized"
+	ReasonForbidden       = "forbidden" // 403: on TCP, a request a browser could have made (an Origin, a foreign Host)
 	ReasonInternal        = "internal"
 	ReasonConfig          = "config_error"
 	ReasonEngine          = "engine_error"

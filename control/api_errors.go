@@ -72,6 +72,8 @@ func statusOf(reason string) int {
 		return http.StatusBadRequest
 	case client.ReasonUnauthorized:
 		return http.StatusUnauthorized
+	case client.ReasonForbidden:
+		return http.StatusForbidden
 	}
 	return http.StatusInternalServerError
 }

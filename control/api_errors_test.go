@@ -31,6 +31,7 @@ func TestAPIErrorMapping(t *testing.T) {
 		{&sandbox.Error{Code: 125, Err: errors.New("engine down")}, client.ReasonInternal, http.StatusInternalServerError},
 		{errors.New("boom"), client.ReasonInternal, http.StatusInternalServerError},
 		{&client.Error{Reason: client.ReasonUnauthorized, Message: "no"}, client.ReasonUnauthorized, http.StatusUnauthorized},
+		{&client.Error{Reason: client.ReasonForbidden, Message: "no"}, client.ReasonForbidden, http.StatusForbidden},
 	} {
 		ce := apiError(tt.err)
 		if ce.Reason != tt.reason || ce.Status != tt.status || ce.Message != tt.err.Error() && ce.Message != "no" {

@@ -73,7 +73,7 @@ func LogFile(p *paths.Paths) string { return filepath.Join(p.DaemonDir(), "airlo
 // and its socket alone. Sandboxes are not stopped when the daemon stops.
 func Run(ctx context.Context, o Options) error {
 	if o.Host != "" && !o.NoToken && o.Token == "" {
-		return errors.New("cannot listen on TCP without a token: give --token-file PATH (mode 0600), AIRLOCK_TOKEN, or --no-token")
+		return errors.New("cannot listen on TCP without a token: give --token-file PATH (mode 0600) or AIRLOCK_TOKEN")
 	}
 	tlsConfig, err := o.TLSConfig()
 	if err != nil {
@@ -138,20 +138,35 @@ func Run(ctx context.Context, o Options) error {
 	}
 
 	srv := &server{opts: o, log: log, svc: svc}
-	hs := &http.Server{Handler: srv.routes(false), ReadHeaderTimeout: 10 * time.Second}
+	hs := &http.Server{Handler: srv.routes(nil), ReadHeaderTimeout: 10 * time.Second}
 	errs := make(chan error, 2)
 	var ts *http.Server
 	var tl net.Listener
 	if o.Host != "" {
-		tl, err = net.Listen("tcp", net.JoinHostPort(o.Host, strconv.Itoa(o.Port)))
+		// What TCP clients hold must never take the files the Unix socket
+		// and the Engine need: the soft limit is raised to the hard one, and
+		// TCP gets a quarter of it at most.
+		fileLimit := raiseFileLimit()
+		total, perSource := tcpConnCaps(fileLimit)
+		raw, err := net.Listen("tcp", net.JoinHostPort(o.Host, strconv.Itoa(o.Port)))
 		if err != nil {
 			ul.Close()
 			return fmt.Errorf("cannot listen on %s:%d: %w", o.Host, o.Port, err)
 		}
+		hosts := newHostCheck(o.Host, raw.Addr().(*net.TCPAddr), tlsConfig)
+		tl = newCapListener(raw, total, perSource, log)
 		if tlsConfig != nil {
 			tl = tls.NewListener(tl, tlsConfig)
 		}
-		ts = &http.Server{Handler: srv.routes(true), ReadHeaderTimeout: 10 * time.Second}
+		// Timeouts on a request's headers and on an idle keep-alive
+		// connection, none on a body or a response: attached execs, streamed
+		// execs and followed events last as long as they last.
+		ts = &http.Server{Handler: srv.routes(hosts), ReadHeaderTimeout: tcpReadHeaderTimeout, IdleTimeout: tcpIdleTimeout,
+			MaxHeaderBytes: tcpMaxHeaderBytes, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)}
+		log.Info("TCP connection caps", "open_files_limit", fileLimit, "max", total, "per_source_max", perSource)
+		if o.NoToken {
+			log.Warn(TokenlessWarning(o.Host, raw.Addr().(*net.TCPAddr).Port))
+		}
 	}
 	// Recovery reconciles the store with Docker before any request is served, so
 	// that no client sees the state of before the restart (connections made
@@ -402,6 +417,14 @@ func (o Options) TLSConfig() (*tls.Config, error) {
 		return nil, fmt.Errorf("cannot load the TLS certificate %s and key %s: %w", o.TLSCert, o.TLSKey, err)
 	}
 	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil
+}
+
+// TokenlessWarning is the warning of every start of a TCP listener without a
+// token (--unsafe-no-token).
+func TokenlessWarning(host string, port int) string {
+	return fmt.Sprintf("the TCP listener on %s accepts requests without a token (--unsafe-no-token): every local user, "+
+		"and every process that can reach that address (sandboxes included), can create sandboxes mounting your files and run commands in them",
+		net.JoinHostPort(host, strconv.Itoa(port)))
 }
 
 // Loopback reports whether a listen host is a loopback address ("localhost"

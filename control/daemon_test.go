@@ -176,8 +176,8 @@ func get(t *testing.T, url, auth string) (int, string) {
 	return resp.StatusCode, string(b)
 }
 
-// TestTCPListener: token required (Bearer or Token), --no-token, and --host
-// without either refused.
+// TestTCPListener: token required (Bearer or Token), --unsafe-no-token, and
+// --host without either refused.
 func TestTCPListener(t *testing.T) {
 	parallel(t)
 	e := newEnv(t)
@@ -224,10 +224,10 @@ func TestTCPListener(t *testing.T) {
 	}
 	d.stop(t, syscall.SIGTERM)
 
-	// --no-token accepts without.
+	// --unsafe-no-token accepts without.
 	e2 := newEnv(t)
 	port2 := freePort(t)
-	e2.startDaemon(binA, "--host", "127.0.0.1", "--port", strconv.Itoa(port2), "--no-token")
+	e2.startDaemon(binA, "--host", "127.0.0.1", "--port", strconv.Itoa(port2), "--unsafe-no-token")
 	eventually(t, 10*time.Second, "the TCP listener", func() bool {
 		c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port2))
 		if err == nil {
@@ -236,10 +236,10 @@ func TestTCPListener(t *testing.T) {
 		return err == nil
 	})
 	if code, body := get(t, fmt.Sprintf("http://127.0.0.1:%d/v1/sandboxes", port2), ""); code != http.StatusOK || strings.TrimSpace(body) != "[]" {
-		t.Errorf("--no-token without a token: %d %s", code, body)
+		t.Errorf("--unsafe-no-token without a token: %d %s", code, body)
 	}
 
-	// --host without --token or --no-token refuses to start.
+	// --host without a token or --unsafe-no-token refuses to start.
 	e3 := newEnv(t)
 	bad := e3.spawnDaemon(binA, "--host", "127.0.0.1", "--port", strconv.Itoa(freePort(t)))
 	code3, ok := bad.exited(10 * time.Second)

@@ -23,7 +23,7 @@ func TestExecDirect(t *testing.T) {
 	parallel(t)
 	e := newEnv(t)
 	port := freePort(t)
-	d := e.startDaemon(binA, "--host", "127.0.0.1", "--port", strconv.Itoa(port), "--no-token")
+	d := e.startDaemon(binA, "--host", "127.0.0.1", "--port", strconv.Itoa(port), "--unsafe-no-token")
 	ctx := ctxT(t, 2*time.Minute)
 	id := e.createReady(ctx, d.client, "").ID
 	tcp := client.NewTCP(fmt.Sprintf("127.0.0.1:%d", port), "")

@@ -39,7 +39,12 @@ var (
 	tmpRoot        string
 )
 
-func TestMain(m *testing.M) { os.Exit(testMain(m)) }
+func TestMain(m *testing.M) {
+	if holdConns() {
+		return
+	}
+	os.Exit(testMain(m))
+}
 
 func testMain(m *testing.M) int {
 	testenv.LiftParallelFlag(cap(slots))

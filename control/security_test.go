@@ -287,3 +287,15 @@ func TestRuntimeDirOfAnotherUser(t *testing.T) {
 		t.Errorf("the runtime dir made: %v %v, want a directory of uid %d with mode 0700", st, err, uid)
 	}
 }
+
+// runTimeout runs the CLI bin with args in the project dir, killed after timeout.
+func (e *env) runTimeout(bin string, timeout time.Duration, args ...string) result {
+	e.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Dir = e.project
+	cmd.Env = e.environ()
+	cmd.WaitDelay = 5 * time.Second
+	return clitest.RunCmd(e.t, cmd)
+}

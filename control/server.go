@@ -56,7 +56,9 @@ var apiRoutes = []struct {
 	{"PUT", "/v1/build-contexts/{sum}", (*server).putBuildContext, true},
 }
 
-func (s *server) routes(tcp bool) http.Handler {
+// routes is the API's handler; hosts, for the TCP listener, adds the checks
+// of every TCP request (guardTCP, requireJSON) around the token's.
+func (s *server) routes(hosts *hostCheck) http.Handler {
 	mux := http.NewServeMux()
 	for _, rt := range apiRoutes {
 		if rt.needsService && s.svc == nil {
@@ -65,11 +67,14 @@ func (s *server) routes(tcp bool) http.Handler {
 		h := rt.handler
 		mux.HandleFunc(rt.method+" "+rt.path, func(w http.ResponseWriter, r *http.Request) { h(s, w, r) })
 	}
-	var h http.Handler = mux
-	if tcp && !s.opts.NoToken {
+	if hosts == nil {
+		return mux
+	}
+	h := requireJSON(mux, mux)
+	if !s.opts.NoToken {
 		h = s.requireToken(h)
 	}
-	return h
+	return guardTCP(hosts, h)
 }
 
 // requireToken accepts `Authorization: Bearer <t>` or `Token <t>`.
@@ -83,7 +88,7 @@ func (s *server) requireToken(next http.Handler) http.Handler {
 			got = v
 		}
 		if got == "" || subtle.ConstantTimeCompare([]byte(got), []byte(s.opts.Token)) != 1 {
-			writeError(w, &client.Error{Status: http.StatusUnauthorized, Reason: client.ReasonUnauthorized, Message: "a valid token is required (Authorization: Bearer <token>)"})
+			refuse(w, &client.Error{Status: http.StatusUnauthorized, Reason: client.ReasonUnauthorized, Message: "a valid token is required (Authorization: Bearer <token>)"})
 			return
 		}
 		next.ServeHTTP(w, r)
