@@ -26,6 +26,7 @@ __all__ = [
     "BadCursorError",
     "ConfigError",
     "UnauthorizedError",
+    "ForbiddenError",
     "NotFoundError",
     "SandboxNotFoundError",
     "ExecNotFoundError",
@@ -134,6 +135,13 @@ class UnauthorizedError(AirlockError):
     """401 ``unauthorized``: on TCP, no token or a wrong one."""
 
     default_reason = "unauthorized"
+
+
+class ForbiddenError(AirlockError):
+    """403 ``forbidden``: on TCP, a request shaped like a browser's (an
+    ``Origin`` header, a ``Host`` that is not the listen address)."""
+
+    default_reason = "forbidden"
 
 
 class NotFoundError(AirlockError):
@@ -249,6 +257,7 @@ _BY_REASON: dict[str, type[AirlockError]] = {
     "bad_cursor": BadCursorError,
     "config_error": ConfigError,
     "unauthorized": UnauthorizedError,
+    "forbidden": ForbiddenError,
     "sandbox_not_found": SandboxNotFoundError,
     "exec_not_found": ExecNotFoundError,
     "path_not_found": PathNotFoundError,
@@ -263,6 +272,7 @@ _BY_REASON: dict[str, type[AirlockError]] = {
 _BY_STATUS: dict[int, type[AirlockError]] = {
     400: BadRequestError,
     401: UnauthorizedError,
+    403: ForbiddenError,
     404: NotFoundError,
     406: NotAFileError,
     409: ConflictError,
