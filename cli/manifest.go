@@ -103,12 +103,22 @@ func (a *app) loader() (*manifest.Loader, error) {
 	if err != nil {
 		return nil, err
 	}
+	cfg, err := a.userConfig()
+	if err != nil {
+		return nil, err
+	}
+	project, err := a.projectFlag()
+	if err != nil {
+		return nil, err
+	}
 	return &manifest.Loader{
-		UserPresetsDir: p.UserPresets(),
-		Builtin:        presets.FS,
-		Getenv:         a.getenv,
-		Vault:          a.vaultLookup(p),
-		Display:        displayPath,
+		UserPresetsDir:  p.UserPresets(),
+		Builtin:         presets.FS,
+		Getenv:          a.getenv,
+		Vault:           a.vaultLookup(p),
+		Display:         displayPath,
+		ProjectDir:      project,
+		EnvFilesOutside: cfg.Services.EnvFilesOutside,
 	}, nil
 }
 
