@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/airlock-dev/airlock/client"
@@ -25,6 +26,18 @@ func (a *app) remoteHost() string {
 	return v
 }
 
+// hostSource says where the daemon address came from, for errors: -H (or
+// --host) as given, else AIRLOCK_HOST=value.
+func (a *app) hostSource(address string) string {
+	if a.opts.host != "" {
+		return fmt.Sprintf("-H %q", address)
+	}
+	return fmt.Sprintf("%s=%q", hostEnv, address)
+}
+
+// hostForms are the daemon addresses airlock takes.
+const hostForms = "unix:///path, tcp://host:port, https://host:port or ssh://[user@]host[:port]"
+
 // remoteClient is a client of the daemon at address:
 //   - unix:///path: a socket on this machine;
 //   - ssh://[user@]host[:port]: `ssh … airlock daemon dial-stdio` there (the
@@ -33,22 +46,31 @@ func (a *app) remoteHost() string {
 //     AIRLOCK_TOKEN; TLS for https://, for tcp:// when AIRLOCK_TLS_CA is set
 //     (the certificates to trust) and for any host that is not loopback, where
 //     a daemon serves nothing else.
+//
+// A bad address is an error naming where it came from (-H or AIRLOCK_HOST).
 func (a *app) remoteClient(address string) (*client.Client, error) {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("cannot use %s: %s", a.hostSource(address), fmt.Sprintf(format, args...))
+	}
 	u, err := url.Parse(address)
 	if err != nil || u.Scheme == "" {
-		return nil, fmt.Errorf("cannot use %s %q: want unix:///path, tcp://host:port, https://host:port or ssh://[user@]host[:port]", hostEnv, address)
+		return nil, bad("want %s", hostForms)
 	}
 	switch u.Scheme {
 	case "unix":
 		if u.Path == "" {
-			return nil, fmt.Errorf("cannot use %q: a unix address needs a path (unix:///path/to/airlockd.sock)", address)
+			return nil, bad("a unix address needs a path (unix:///path/to/airlockd.sock)")
 		}
 		return client.New(u.Path), nil
 	case "ssh":
-		return client.NewSSH(address)
+		c, err := client.NewSSH(address)
+		if err != nil {
+			return nil, bad("%s", strings.TrimPrefix(err.Error(), fmt.Sprintf("cannot use %q: ", address)))
+		}
+		return c, nil
 	case "tcp", "https":
 		if u.Port() == "" || u.Hostname() == "" || (u.Path != "" && u.Path != "/") {
-			return nil, fmt.Errorf("cannot use %q: want %s://host:port", address, u.Scheme)
+			return nil, bad("want %s://host:port", u.Scheme)
 		}
 		addr := net.JoinHostPort(u.Hostname(), u.Port())
 		token, _ := a.getenv("AIRLOCK_TOKEN")
@@ -65,7 +87,7 @@ func (a *app) remoteClient(address string) (*client.Client, error) {
 		}
 		return client.NewTLS(addr, token, cfg), nil
 	}
-	return nil, fmt.Errorf("cannot use %q: unknown scheme %q (want unix, tcp, https or ssh)", address, u.Scheme)
+	return nil, bad("unknown scheme %q (want %s)", u.Scheme, hostForms)
 }
 
 // remoteDaemonClient connects to the daemon at address and checks that it
