@@ -2,6 +2,8 @@ package cli
 
 import (
 	"context"
+	"crypto/x509"
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
@@ -100,7 +102,31 @@ func (a *app) remoteDaemonClient(ctx context.Context, address string) (*client.C
 	hctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	if _, err := c.Health(hctx); err != nil {
-		return nil, withCode(ExitAirlock, fmt.Errorf("cannot reach the airlock daemon at %s: %w", address, err))
+		return nil, withCode(ExitAirlock, fmt.Errorf("cannot reach the airlock daemon at %s: %w%s", address, err, tlsHint(address, err)))
 	}
 	return c, nil
+}
+
+// tlsHint is the fix of a TLS mistake err shows in reaching address: a TLS
+// port reached as tcp://, a plain one as https://, a certificate of an
+// authority this machine does not trust, one that does not name the host.
+func tlsHint(address string, err error) string {
+	u, perr := url.Parse(address)
+	if perr != nil {
+		return ""
+	}
+	msg := err.Error()
+	var unknown x509.UnknownAuthorityError
+	var hostname x509.HostnameError
+	switch {
+	case strings.Contains(msg, "HTTP request to an HTTPS server"):
+		return fmt.Sprintf(" (the daemon there speaks TLS: use https://%s, with AIRLOCK_TLS_CA when its certificate is your own)", u.Host)
+	case strings.Contains(msg, "server gave HTTP response to HTTPS client"):
+		return fmt.Sprintf(" (the daemon there speaks plain HTTP, which it serves on loopback only: use tcp://%s)", u.Host)
+	case errors.As(err, &unknown) || strings.Contains(msg, "certificate signed by unknown authority"):
+		return " (set AIRLOCK_TLS_CA to the PEM file of the certificate, or of the authority, that signed the daemon's: see docs/daemon.md)"
+	case errors.As(err, &hostname) || strings.Contains(msg, "doesn't contain any IP SANs") || strings.Contains(msg, "certificate is valid for"):
+		return fmt.Sprintf(" (the daemon's certificate does not name %s: make one with it as a subjectAltName, IP: for an address, DNS: for a name; see docs/daemon.md)", u.Hostname())
+	}
+	return ""
 }
