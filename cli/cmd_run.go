@@ -89,7 +89,7 @@ func (a *app) run(parent context.Context, o runOptions, args []string) error {
 	if err := a.checkLayers(ctx, r, layers); err != nil {
 		return setupErr(err)
 	}
-	env, envSecrets, err := a.parseEnvFlagsPrivate(o.env)
+	envSecrets, err := a.parseEnvFlagsPrivate(o.env)
 	if err != nil {
 		return err
 	}
@@ -156,7 +156,7 @@ func (a *app) run(parent context.Context, o runOptions, args []string) error {
 	// returns (ps -a lists nothing of it, nor does docker ps -a).
 	waitRemoved := (o.wait || r.Sandbox.WaitForDaemons) && !o.keep
 	createReq := &client.CreateRequest{
-		ID: o.id, Kind: sandbox.KindRun, Manifest: wm, Secrets: secretValues, Command: args, Env: env, EnvSecrets: envSecrets,
+		ID: o.id, Kind: sandbox.KindRun, Manifest: wm, Secrets: secretValues, Command: args, EnvSecrets: envSecrets,
 		Workdir: o.workdir, TTY: tty, Stdin: stdin, Labels: labels, Quiet: a.opts.quiet,
 		CLIPid: cliPid, CLIStart: cliStart, Engine: tgt.engine, RemoveOnExit: removeOnExit, FastEnd: fastEnd, ClientFiles: tgt.clientFiles,
 		NoPool: o.noPool, ToolEnv: a.toolEnv(),

@@ -3,8 +3,10 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/airlock-dev/airlock/manifest"
@@ -101,12 +103,22 @@ func (a *app) loader() (*manifest.Loader, error) {
 	if err != nil {
 		return nil, err
 	}
+	cfg, err := a.userConfig()
+	if err != nil {
+		return nil, err
+	}
+	project, err := a.projectFlag()
+	if err != nil {
+		return nil, err
+	}
 	return &manifest.Loader{
-		UserPresetsDir: p.UserPresets(),
-		Builtin:        presets.FS,
-		Getenv:         a.getenv,
-		Vault:          a.vaultLookup(p),
-		Display:        displayPath,
+		UserPresetsDir:  p.UserPresets(),
+		Builtin:         presets.FS,
+		Getenv:          a.getenv,
+		Vault:           a.vaultLookup(p),
+		Display:         displayPath,
+		ProjectDir:      project,
+		EnvFilesOutside: cfg.Services.EnvFilesOutside,
 	}, nil
 }
 
@@ -151,9 +163,71 @@ func (a *app) warnPrivileged(r *manifest.Resolved) {
 	for _, c := range manifest.PowerfulCapabilities(&r.Sandbox) {
 		fmt.Fprintf(a.stderr, "warning: sandbox.cap_add has %s: root in the sandbox comes close to sandbox.privileged (it can mount filesystems and reach much of the host's kernel)\n", strings.TrimPrefix(c, "CAP_"))
 	}
+	for _, name := range slices.Sorted(maps.Keys(r.Services)) {
+		for _, c := range manifest.PowerfulOf(r.Services[name].CapAdd) {
+			fmt.Fprintf(a.stderr, "warning: services.%s.cap_add has %s: root in the service comes close to a privileged container (it can mount filesystems and reach much of the host's kernel)\n", name, strings.TrimPrefix(c, "CAP_"))
+		}
+	}
+	for _, w := range a.hostBindWarnings(r) {
+		fmt.Fprintln(a.stderr, "warning: "+w)
+	}
 	for _, k := range sandbox.ProxyOverrides(r) {
 		fmt.Fprintf(a.stderr, "warning: %s overrides the egress proxy variable airlock sets (traffic that ignores the proxy is blocked)\n", k)
 	}
+}
+
+// hostBindWarnings names the binds of the sandbox (mounts) and of its services
+// (volumes) that give code inside the host: its / (the whole filesystem), or
+// the Docker Engine's socket (the Engine, which is root on its host), itself
+// or a folder holding it.
+func (a *app) hostBindWarnings(r *manifest.Resolved) []string {
+	home, _ := a.getenv("HOME")
+	sockets := []string{"/var/run/docker.sock", "/run/docker.sock"}
+	if h, _ := a.getenv("DOCKER_HOST"); strings.HasPrefix(h, "unix://") {
+		sockets = append(sockets, filepath.Clean(strings.TrimPrefix(h, "unix://")))
+	}
+	check := func(what, src, into string) []string {
+		p := sandbox.ExpandHostPath(src, r.ProjectDir, home)
+		forms := []string{p}
+		if real, err := filepath.EvalSymlinks(p); err == nil && real != p {
+			forms = append(forms, real)
+		}
+		if slices.Contains(forms, "/") {
+			return []string{fmt.Sprintf("%s binds the host's / into %s: code in it reads (and unless read-only, writes) the host's whole filesystem, the Docker Engine's socket included", what, into)}
+		}
+		for _, sock := range sockets {
+			socks := []string{sock}
+			if real, err := filepath.EvalSymlinks(sock); err == nil && real != sock {
+				socks = append(socks, real)
+			}
+			for _, f := range forms {
+				for _, s := range socks {
+					bound := "the Docker Engine's socket " + p
+					if s != f {
+						bound = fmt.Sprintf("%s, which holds the Docker Engine's socket %s", p, s)
+					}
+					if s == f || strings.HasPrefix(s, f+"/") {
+						return []string{fmt.Sprintf("%s binds %s into %s: code in it controls the Engine, and so the host (as root)", what, bound, into)}
+					}
+				}
+			}
+		}
+		return nil
+	}
+	var out []string
+	for _, name := range slices.Sorted(maps.Keys(r.Mounts)) {
+		if m := r.Mounts[name]; m.Enabled && m.Source != "" {
+			out = append(out, check(manifest.KeyPath("mounts", name, "source"), m.Source, "the sandbox")...)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(r.Services)) {
+		for _, e := range r.Services[name].Volumes {
+			if v, err := manifest.ParseServiceVolume(e); err == nil && v.Kind == "bind" {
+				out = append(out, check(fmt.Sprintf("%s (%q)", manifest.KeyPath("services", name, "volumes"), e), v.Source, "service "+name)...)
+			}
+		}
+	}
+	return out
 }
 
 // displayPath shows p relative to the current directory when it is below it.

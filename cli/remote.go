@@ -2,6 +2,8 @@ package cli
 
 import (
 	"context"
+	"crypto/x509"
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
@@ -26,6 +28,18 @@ func (a *app) remoteHost() string {
 	v, _ := a.getenv(hostEnv)
 	return v
 }
+
+// hostSource says where the daemon address came from, for errors: -H (or
+// --host) as given, else AIRLOCK_HOST=value.
+func (a *app) hostSource(address string) string {
+	if a.opts.host != "" {
+		return fmt.Sprintf("-H %q", address)
+	}
+	return fmt.Sprintf("%s=%q", hostEnv, address)
+}
+
+// hostForms are the daemon addresses airlock takes.
+const hostForms = "unix:///path, tcp://host:port, https://host:port, http://127.0.0.1:port or ssh://[user@]host[:port]"
 
 // hostTarget is where a daemon address leads (resolveHost).
 type hostTarget struct {
@@ -55,7 +69,7 @@ func resolveHost(address string, getenv func(string) (string, bool)) (hostTarget
 	}
 	u, err := url.Parse(address)
 	if err != nil || u.Scheme == "" {
-		return hostTarget{}, fmt.Errorf("cannot use %s %q: want unix:///path, tcp://host:port, https://host:port or ssh://[user@]host[:port]", hostEnv, address)
+		return hostTarget{}, fmt.Errorf("cannot use %q: want %s", address, hostForms)
 	}
 	if u.RawQuery != "" || u.Fragment != "" {
 		return hostTarget{}, fmt.Errorf("cannot use %q: a daemon address has no query or fragment", address)
@@ -90,14 +104,16 @@ func resolveHost(address string, getenv func(string) (string, bool)) (hostTarget
 		t.tls = u.Scheme == "https" || t.ca != "" || !control.Loopback(host)
 		return t, nil
 	}
-	return hostTarget{}, fmt.Errorf("cannot use %q: unknown scheme %q (want unix, tcp, https, http or ssh)", address, u.Scheme)
+	return hostTarget{}, fmt.Errorf("cannot use %q: unknown scheme %q (want %s)", address, u.Scheme, hostForms)
 }
 
-// remoteClient is a client of the daemon at address (resolveHost).
+// remoteClient is a client of the daemon at address (resolveHost). A bad
+// address is an error naming where it came from (-H or AIRLOCK_HOST).
 func (a *app) remoteClient(address string) (*client.Client, error) {
 	t, err := resolveHost(address, a.getenv)
 	if err != nil {
-		return nil, err
+		msg := strings.TrimPrefix(err.Error(), fmt.Sprintf("cannot use %q: ", address))
+		return nil, fmt.Errorf("cannot use %s: %s", a.hostSource(address), msg)
 	}
 	switch {
 	case t.transport == "unix":
@@ -126,7 +142,31 @@ func (a *app) remoteDaemonClient(ctx context.Context, address string) (*client.C
 	hctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	if _, err := c.Health(hctx); err != nil {
-		return nil, withCode(ExitAirlock, fmt.Errorf("cannot reach the airlock daemon at %s: %w", address, err))
+		return nil, withCode(ExitAirlock, fmt.Errorf("cannot reach the airlock daemon at %s: %w%s", address, err, tlsHint(address, err)))
 	}
 	return c, nil
+}
+
+// tlsHint is the fix of a TLS mistake err shows in reaching address: a TLS
+// port reached as tcp://, a plain one as https://, a certificate of an
+// authority this machine does not trust, one that does not name the host.
+func tlsHint(address string, err error) string {
+	u, perr := url.Parse(address)
+	if perr != nil {
+		return ""
+	}
+	msg := err.Error()
+	var unknown x509.UnknownAuthorityError
+	var hostname x509.HostnameError
+	switch {
+	case strings.Contains(msg, "HTTP request to an HTTPS server"):
+		return fmt.Sprintf(" (the daemon there speaks TLS: use https://%s, with AIRLOCK_TLS_CA when its certificate is your own)", u.Host)
+	case strings.Contains(msg, "server gave HTTP response to HTTPS client"):
+		return fmt.Sprintf(" (the daemon there speaks plain HTTP, which it serves on loopback only: use tcp://%s)", u.Host)
+	case errors.As(err, &unknown) || strings.Contains(msg, "certificate signed by unknown authority"):
+		return " (set AIRLOCK_TLS_CA to the PEM file of the certificate, or of the authority, that signed the daemon's: see docs/daemon.md)"
+	case errors.As(err, &hostname) || strings.Contains(msg, "doesn't contain any IP SANs") || strings.Contains(msg, "certificate is valid for"):
+		return fmt.Sprintf(" (the daemon's certificate does not name %s: make one with it as a subjectAltName, IP: for an address, DNS: for a name; see docs/daemon.md)", u.Hostname())
+	}
+	return ""
 }

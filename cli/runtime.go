@@ -91,30 +91,24 @@ func forwardsStdin(r io.Reader) bool {
 	return st.Mode()&os.ModeCharDevice == 0
 }
 
-// parseEnvFlagsPrivate is parseEnvFlags for a sandbox's main command: -e K=V are
-// literal, and the values of -e K, taken from the host environment (how CI passes
-// tokens), come apart, to travel privately like substituted values.
-func (a *app) parseEnvFlagsPrivate(vals []string) (literal []string, fromHost map[string]string, err error) {
-	fromHost = map[string]string{}
+// parseEnvFlagsPrivate is parseEnvFlags for a sandbox's main command: every
+// value, -e K=V as -e K (taken from the host environment, how CI passes
+// tokens), travels privately like substituted values (as exec -e values do),
+// never in the spec that PID 1 gets on its command line (its /proc cmdline,
+// docker inspect). A later -e of the same name wins.
+func (a *app) parseEnvFlagsPrivate(vals []string) (map[string]string, error) {
+	out := map[string]string{}
 	for _, v := range vals {
-		k, _, hasVal := strings.Cut(v, "=")
-		if hasVal || k == "" {
-			lit, err := a.parseEnvFlags([]string{v})
-			if err != nil {
-				return nil, nil, err
-			}
-			literal = append(literal, lit...)
-			delete(fromHost, k)
-			continue
+		kvs, err := a.parseEnvFlags([]string{v})
+		if err != nil {
+			return nil, err
 		}
-		if strings.ContainsAny(k, "\x00") {
-			return nil, nil, withCode(ExitUsage, fmt.Errorf("invalid -e %q: use NAME=VALUE or NAME", v))
-		}
-		if hv, ok := a.getenv(k); ok {
-			fromHost[k] = hv
+		for _, kv := range kvs {
+			k, val, _ := strings.Cut(kv, "=")
+			out[k] = val
 		}
 	}
-	return literal, fromHost, nil
+	return out, nil
 }
 
 // parseEnvFlags turns -e K=V (or -e K, taken from the host environment) into K=V.

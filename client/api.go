@@ -279,6 +279,10 @@ const (
 	ReasonInternal        = "internal"
 	ReasonConfig          = "config_error"
 	ReasonEngine          = "engine_error"
+	// ReasonRouteNotFound (404) and ReasonMethodNotAllowed (405): a path the
+	// API does not have, a method its path does not take.
+	ReasonRouteNotFound    = "route_not_found"
+	ReasonMethodNotAllowed = "method_not_allowed"
 )
 
 // Error is an API error.

@@ -15,9 +15,11 @@ import (
 
 // Error reasons of the files API.
 const (
-	ReasonPathNotFound = "path_not_found" // 404: no such path in the sandbox
-	ReasonNotRegular   = "not_a_file"     // 406: one file asked for, and the path is a directory, a link, …
-	ReasonTooLarge     = "too_large"      // 413: over the daemon's artifacts.output_max
+	ReasonPathNotFound = "path_not_found"  // 404: no such path in the sandbox
+	ReasonNotRegular   = "not_a_file"      // 406: one file asked for, and the path is a directory, a link, …
+	ReasonTooLarge     = "too_large"       // 413: over the daemon's artifacts.output_max
+	ReasonNotDirectory = "not_a_directory" // 409: a write into (or below) a path that is a file in the sandbox
+	ReasonIsDirectory  = "is_a_directory"  // 409: a file written over a folder of the sandbox
 )
 
 // Media types of the files API.

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/compose-spec/compose-go/v2/template"
@@ -27,7 +29,7 @@ func Referenced(o Options, read func(string) ([]byte, error)) ([]string, error) 
 	if err != nil {
 		return nil, err
 	}
-	r := &refs{env: env, read: read, seen: map[string]bool{o.File: true}}
+	r := &refs{env: env, read: read, seen: map[string]bool{o.File: true}, check: o.CheckEnvFile}
 	if err := r.walk(o.File, filepath.Dir(o.File), o.Content); err != nil {
 		return nil, err
 	}
@@ -35,10 +37,11 @@ func Referenced(o Options, read func(string) ([]byte, error)) ([]string, error) 
 }
 
 type refs struct {
-	env  types.Mapping
-	read func(string) ([]byte, error)
-	seen map[string]bool
-	out  []string
+	check func(string) error
+	env   types.Mapping
+	read  func(string) ([]byte, error)
+	seen  map[string]bool
+	out   []string
 }
 
 func (r *refs) expand(s string) string {
@@ -60,6 +63,27 @@ func (r *refs) abs(dir, p string) string {
 		p = filepath.Join(dir, p)
 	}
 	return filepath.Clean(p)
+}
+
+// envFile reads the env file p (absolute) that file (its content data) names
+// as written under key, once CheckEnvFile allowed it.
+func (r *refs) envFile(file string, data []byte, key []string, written, p string) error {
+	if r.check != nil {
+		if err := r.check(p); err != nil {
+			return &EnvFileError{File: file, Line: lineOf(data, written), Path: key, Err: err}
+		}
+	}
+	return r.file(p, "", false)
+}
+
+// lineOf is the line of data where written first appears (0: nowhere).
+func lineOf(data []byte, written string) int {
+	for i, l := range strings.Split(string(data), "\n") {
+		if strings.Contains(l, written) {
+			return i + 1
+		}
+	}
+	return 0
 }
 
 // file reads p once; yaml files are walked for what they name in turn.
@@ -119,26 +143,27 @@ func (r *refs) walk(file, workdir string, data []byte) error {
 			if e == "/dev/null" {
 				continue
 			}
-			if err := r.file(r.abs(workdir, e), "", false); err != nil {
+			if err := r.envFile(file, data, []string{"include", "env_file"}, e, r.abs(workdir, e)); err != nil {
 				return err
 			}
 		}
 	}
 	services, _ := doc["services"].(map[string]any)
-	for _, s := range services {
-		svc, _ := s.(map[string]any)
+	for _, name := range slices.Sorted(maps.Keys(services)) {
+		svc, _ := services[name].(map[string]any)
+		key := []string{"services", name, "env_file"}
 		for _, e := range asList(svc["env_file"]) {
 			if m, ok := e.(map[string]any); ok {
 				e = m["path"]
 			}
 			if p, ok := e.(string); ok {
-				if err := r.file(r.abs(filepath.Dir(file), p), "", false); err != nil {
+				if err := r.envFile(file, data, key, p, r.abs(filepath.Dir(file), p)); err != nil {
 					return err
 				}
 			}
 		}
 		if p, ok := svc["env_file"].(string); ok {
-			if err := r.file(r.abs(filepath.Dir(file), p), "", false); err != nil {
+			if err := r.envFile(file, data, key, p, r.abs(filepath.Dir(file), p)); err != nil {
 				return err
 			}
 		}

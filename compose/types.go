@@ -22,7 +22,23 @@ type Options struct {
 	// airlock's own substitution (which delivers them privately) rather than
 	// compose's: what `airlock init --from` writes must not hold a host value.
 	KeepEnvReferences bool
+	// CheckEnvFile, when set, is asked about every env file a service or an
+	// include names (absolute) before it is read: an error refuses it, and
+	// Referenced returns an *EnvFileError.
+	CheckEnvFile func(path string) error
 }
+
+// EnvFileError is an env file CheckEnvFile refused: File (a compose file) names
+// it at Line, under the key Path (services, <name>, env_file).
+type EnvFileError struct {
+	File string
+	Line int
+	Path []string
+	Err  error
+}
+
+func (e *EnvFileError) Error() string { return e.Err.Error() }
+func (e *EnvFileError) Unwrap() error { return e.Err }
 
 // Error is a compose key airlock cannot honour, or a compose file it cannot read.
 type Error struct {

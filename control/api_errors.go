@@ -38,6 +38,8 @@ var reasons = []struct {
 	{ErrInvalidRequest, client.ReasonInvalidRequest},
 	{ErrConfig, client.ReasonConfig},
 	{sandbox.ErrNoSuchPath, client.ReasonPathNotFound},
+	{sandbox.ErrNotDirectory, client.ReasonNotDirectory},
+	{sandbox.ErrIsDirectory, client.ReasonIsDirectory},
 	{ErrNotRegular, client.ReasonNotRegular},
 	{ErrTooLarge, client.ReasonTooLarge},
 }
@@ -60,14 +62,16 @@ func reasonOf(err error) string {
 // statusOf is the HTTP status of an API error reason.
 func statusOf(reason string) int {
 	switch reason {
-	case client.ReasonSandboxNotFound, client.ReasonExecNotFound, client.ReasonPathNotFound:
+	case client.ReasonSandboxNotFound, client.ReasonExecNotFound, client.ReasonPathNotFound, client.ReasonRouteNotFound:
 		return http.StatusNotFound
 	case client.ReasonNotRegular:
 		return http.StatusNotAcceptable
 	case client.ReasonTooLarge:
 		return http.StatusRequestEntityTooLarge
-	case client.ReasonIDAlreadyUsed, client.ReasonInvalidState:
+	case client.ReasonIDAlreadyUsed, client.ReasonInvalidState, client.ReasonNotDirectory, client.ReasonIsDirectory:
 		return http.StatusConflict
+	case client.ReasonMethodNotAllowed:
+		return http.StatusMethodNotAllowed
 	case client.ReasonInvalidID, client.ReasonInvalidRequest, client.ReasonBadCursor, client.ReasonConfig:
 		return http.StatusBadRequest
 	case client.ReasonUnauthorized:

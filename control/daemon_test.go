@@ -66,8 +66,8 @@ func TestSingleton(t *testing.T) {
 	}
 
 	logPath := filepath.Join(daemonDir, "airlockd.log")
-	// The first line as DESIGN §8 gives it, then the Engine in use (§7).
-	engineLines := "Engine: unix:///var/run/docker.sock\nServing sandboxes on: unix:///var/run/docker.sock\n"
+	// The first line, then the listeners and the Engine in use.
+	engineLines := "Listening on: " + sock + "\nEngine: unix:///var/run/docker.sock\nServing sandboxes on: unix:///var/run/docker.sock\n"
 	r := e.run(binA, "daemon", "status")
 	if want := fmt.Sprintf("Daemon running (PID %d, build %s, logs: %s)\n", d.pid, buildA, logPath) + engineLines; r.Code != 0 || r.Stdout != want {
 		t.Errorf("daemon status = %q, want %q\n%s", r.Stdout, want, r)

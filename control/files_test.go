@@ -160,6 +160,22 @@ func TestFiles(t *testing.T) {
 			err := c.WriteArchive(ctx, id, "/tmp/refused", &buf)
 			wantErr(t, "an archive with a bad entry ("+name+")", err, http.StatusBadRequest, client.ReasonInvalidRequest, "entry")
 		}
+		// A caller's mistakes about what is in the sandbox are 4xx with a
+		// reason of their own, never internal: a file below a file, a file
+		// over a folder, an archive into a file or replacing a folder.
+		err = c.WriteFile(ctx, id, "/etc/passwd/x", strings.NewReader("x"), 0)
+		wantErr(t, "a file below a file", err, http.StatusConflict, "not_a_directory", "/etc/passwd")
+		err = c.WriteFile(ctx, id, "/tmp", strings.NewReader("x"), 0)
+		wantErr(t, "a file over a folder", err, http.StatusConflict, "is_a_directory", "/tmp")
+		var one bytes.Buffer
+		tw := tar.NewWriter(&one)
+		_ = tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: "tmp", Mode: 0o644, Size: 1})
+		_, _ = tw.Write([]byte("x"))
+		_ = tw.Close()
+		err = c.WriteArchive(ctx, id, "/etc/passwd", bytes.NewReader(one.Bytes()))
+		wantErr(t, "an archive into a file", err, http.StatusConflict, "not_a_directory", "/etc/passwd")
+		err = c.WriteArchive(ctx, id, "/", bytes.NewReader(one.Bytes()))
+		wantErr(t, "an archive's file over a folder", err, http.StatusConflict, "is_a_directory", "/tmp")
 		// What came before a bad entry may be extracted; the bad ones are not.
 		for _, p := range []string{"/tmp/escape", "/etc/x"} {
 			if _, err := c.ReadArchive(ctx, id, p); apiReason(err) != client.ReasonPathNotFound {

@@ -3,6 +3,7 @@ package control
 import (
 	"crypto/subtle"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"mime"
 	"net/http"
@@ -67,14 +68,57 @@ func (s *server) routes(hosts *hostCheck) http.Handler {
 		h := rt.handler
 		mux.HandleFunc(rt.method+" "+rt.path, func(w http.ResponseWriter, r *http.Request) { h(s, w, r) })
 	}
+	var h http.Handler = noRoute(mux)
 	if hosts == nil {
-		return mux
+		return h
 	}
-	h := requireJSON(mux, mux)
+	h = requireJSON(mux, h)
 	if !s.opts.NoToken {
 		h = s.requireToken(h)
 	}
 	return guardTCP(hosts, h)
+}
+
+// noRoute answers a request that matches no route (a path the API does not
+// have, or a method its path does not take) with the API's JSON error, where
+// the mux would answer plain text.
+func noRoute(mux *http.ServeMux) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, pattern := mux.Handler(r); pattern != "" {
+			mux.ServeHTTP(w, r)
+			return
+		}
+		// The mux's own answer says which of the two it is (and the Allow
+		// header of a 405); its body is replaced.
+		rec := &statusOnly{header: http.Header{}}
+		mux.ServeHTTP(rec, r)
+		if rec.status == http.StatusMethodNotAllowed {
+			w.Header().Set("Allow", rec.header.Get("Allow"))
+			writeError(w, &client.Error{Reason: client.ReasonMethodNotAllowed, Message: fmt.Sprintf("%s %s: the API's route %s does not take %s (Allow: %s)", r.Method, r.URL.Path, r.URL.Path, r.Method, rec.header.Get("Allow"))})
+			return
+		}
+		writeError(w, &client.Error{Reason: client.ReasonRouteNotFound, Message: fmt.Sprintf("%s %s: the API has no such route (GET /v1/openapi.json lists them)", r.Method, r.URL.Path)})
+	})
+}
+
+// statusOnly is a ResponseWriter that keeps the status and headers and drops
+// the body.
+type statusOnly struct {
+	header http.Header
+	status int
+}
+
+func (s *statusOnly) Header() http.Header { return s.header }
+func (s *statusOnly) Write(b []byte) (int, error) {
+	if s.status == 0 {
+		s.status = http.StatusOK
+	}
+	return len(b), nil
+}
+func (s *statusOnly) WriteHeader(code int) {
+	if s.status == 0 {
+		s.status = code
+	}
 }
 
 // requireToken accepts `Authorization: Bearer <t>` or `Token <t>`.

@@ -105,6 +105,9 @@ func (rt *Runtime) WriteArchive(ctx context.Context, pod, dir string, r io.Reade
 	code, err := rt.stream(ctx, pod, MainContainer, append(cmd, dir), pr, &out, &out, false, nil)
 	pr.CloseWithError(io.ErrClosedPipe)
 	if err == nil && code != 0 {
+		if kerr := sandbox.KindOfExtractError(dir, out.String()); kerr != nil {
+			return kerr
+		}
 		err = fmt.Errorf("%s", out.String())
 	}
 	if err != nil {

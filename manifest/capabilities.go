@@ -53,9 +53,12 @@ func NormalizeCapabilities(names []string) ([]string, error) {
 
 // PowerfulCapabilities reports the capabilities of cap_add that come close to
 // privileged (SYS_ADMIN, ALL), normalized, for a warning.
-func PowerfulCapabilities(s *Sandbox) []string {
+func PowerfulCapabilities(s *Sandbox) []string { return PowerfulOf(s.CapAdd) }
+
+// PowerfulOf is PowerfulCapabilities of any cap_add list (a service's).
+func PowerfulOf(capAdd []string) []string {
 	var out []string
-	for _, name := range s.CapAdd {
+	for _, name := range capAdd {
 		n, err := NormalizeCapability(name)
 		if err == nil && (n == AllCapabilities || n == "CAP_SYS_ADMIN") && !slices.Contains(out, n) {
 			out = append(out, n)

@@ -17,7 +17,7 @@ import (
 // highest layer that sets a key of it wins, as everywhere) into a layer of
 // [services.*] below every other: presets, sandbox.toml and sandbox.local.toml
 // lay their keys over the compose file's services. nil when no layer names one.
-func (l *Loader) composeLayer(layers []*layer) (*layer, error) {
+func (l *Loader) composeLayer(layers []*layer, manifestDir string) (*layer, error) {
 	var (
 		settings = map[string]any{}
 		fileFrom *layer
@@ -75,6 +75,7 @@ func (l *Loader) composeLayer(layers []*layer) (*layer, error) {
 	}
 	opts := compose.Options{
 		File: file, Content: content, DotEnv: dotEnv, Services: list("services"), Profiles: list("profiles"), Ignore: list("ignore"), Environ: environ,
+		CheckEnvFile: l.envFileCheck(manifestDir),
 	}
 	// The files the compose file includes or extends (and their .env files)
 	// are layers too: read through the loader first (links, FIFOs and huge
@@ -88,6 +89,10 @@ func (l *Loader) composeLayer(layers []*layer) (*layer, error) {
 		}
 		return data, err
 	})
+	var efe *compose.EnvFileError
+	if errors.As(err, &efe) {
+		return nil, &Error{File: l.display(efe.File), Line: efe.Line, Key: KeyPath(efe.Path...), Msg: efe.Err.Error()}
+	}
 	if err != nil {
 		return nil, &Error{File: l.display(file), Key: "compose.file", Msg: err.Error()}
 	}
@@ -116,6 +121,10 @@ func (l *Loader) composeLayer(layers []*layer) (*layer, error) {
 		return nil, out
 	}
 	for _, f := range res.Files {
+		// What compose-go resolved (~, variables) is checked too.
+		if err := opts.CheckEnvFile(f); err != nil {
+			return nil, &Error{File: name, Key: "env_file", Msg: err.Error()}
+		}
 		if _, err := l.readFile(f); err != nil {
 			return nil, &Error{File: name, Key: "env_file", Msg: fmt.Sprintf("cannot read %s: %v", f, err)}
 		}

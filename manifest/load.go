@@ -7,6 +7,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -57,6 +58,14 @@ type Loader struct {
 	// Environ is the host environment a compose file is interpolated with
 	// (K=V); nil means os.Environ.
 	Environ func() []string
+	// ProjectDir is the project dir when it is not the manifest's folder
+	// (--project); env files are read from below it, the manifest's folder
+	// or UserPresetsDir only.
+	ProjectDir string
+	// EnvFilesOutside are the env files (absolute paths) a service may read
+	// from outside those folders: the user's config.toml, [services]
+	// env_files_outside.
+	EnvFilesOutside []string
 }
 
 // LayerInfo names one layer of a resolved manifest, lowest first.
@@ -106,7 +115,7 @@ func (l *Loader) Load(file string) (*Resolved, error) {
 	if err != nil {
 		return nil, err
 	}
-	r, err := resolve(stack, l.substituter(), l.readFile)
+	r, err := resolve(stack, l.substituter(), l.readFile, l.envFileCheck(filepath.Dir(abs)))
 	if err != nil {
 		return nil, err
 	}
@@ -129,14 +138,14 @@ func (l *Loader) LoadBytes(name, dir string, data []byte) (*Resolved, error) {
 		return nil, err
 	}
 	layers := append(b.layers, root)
-	cl, err := l.composeLayer(layers)
+	cl, err := l.composeLayer(layers, dir)
 	if err != nil {
 		return nil, err
 	}
 	if cl != nil {
 		layers = append([]*layer{cl}, layers...)
 	}
-	r, err := resolve(layers, l.substituter(), l.readFile)
+	r, err := resolve(layers, l.substituter(), l.readFile, l.envFileCheck(dir))
 	if err != nil {
 		return nil, err
 	}
@@ -151,6 +160,52 @@ func (l *Loader) LoadBytes(name, dir string, data []byte) (*Resolved, error) {
 func (r *Resolved) absWorkdir() {
 	if w := r.Sandbox.Workdir; w != "" && !path.IsAbs(w) && r.ProjectDir != "" {
 		r.Sandbox.Workdir = path.Join(filepath.ToSlash(r.ProjectDir), w)
+	}
+}
+
+// envFileCheck returns the check of an env file a service names: nil when it
+// is below the project dir (l.ProjectDir, else manifestDir), manifestDir or
+// the user's presets folder, or when EnvFilesOutside names it (links
+// resolved either way); else an error that says how to allow it.
+func (l *Loader) envFileCheck(manifestDir string) func(p string) error {
+	real := func(p string) []string {
+		out := []string{filepath.Clean(p)}
+		if r, err := filepath.EvalSymlinks(filepath.Dir(p)); err == nil {
+			if rp := filepath.Join(r, filepath.Base(p)); rp != out[0] {
+				out = append(out, rp)
+			}
+		}
+		return out
+	}
+	var roots []string
+	for _, d := range []string{l.ProjectDir, manifestDir, l.UserPresetsDir} {
+		if d == "" {
+			continue
+		}
+		roots = append(roots, filepath.Clean(d))
+		if r, err := filepath.EvalSymlinks(d); err == nil {
+			roots = append(roots, r)
+		}
+	}
+	project := l.ProjectDir
+	if project == "" {
+		project = manifestDir
+	}
+	return func(p string) error {
+		forms := real(p)
+		for _, f := range forms {
+			for _, root := range roots {
+				if rel, err := filepath.Rel(root, f); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
+					return nil
+				}
+			}
+			for _, ok := range l.EnvFilesOutside {
+				if slices.Contains(real(ok), f) {
+					return nil
+				}
+			}
+		}
+		return fmt.Errorf("%s is outside the project (%s): an env file there is not read unless the user's config.toml names it in [services] env_files_outside", p, project)
 	}
 }
 
@@ -195,7 +250,7 @@ func (l *Loader) stack(file string) ([]*layer, error) {
 		}
 		layers = append(b.layers, root, local)
 	}
-	cl, err := l.composeLayer(layers)
+	cl, err := l.composeLayer(layers, root.dir)
 	if err != nil {
 		return nil, err
 	}

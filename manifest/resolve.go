@@ -10,7 +10,8 @@ import (
 // resolve merges the stack, drops disabled entries, applies defaults, validates,
 // then substitutes. read reads the env files services name (the loader's
 // ReadFile, which records what a sandbox may not change).
-func resolve(stack []*layer, sub *substituter, read func(string) ([]byte, error)) (*Resolved, error) {
+// check refuses an env file outside the project (Loader.envFileCheck).
+func resolve(stack []*layer, sub *substituter, read func(string) ([]byte, error), check func(string) error) (*Resolved, error) {
 	data := map[string]any{}
 	origins := map[string]origin{}
 	var errs Errors
@@ -36,7 +37,7 @@ func resolve(stack []*layer, sub *substituter, read func(string) ([]byte, error)
 		return nil, err
 	}
 	// After substitution: an env file's values are taken literally.
-	if err := readEnvFiles(&m, origins, read).orNil(); err != nil {
+	if err := readEnvFiles(&m, origins, read, check).orNil(); err != nil {
 		return nil, err
 	}
 	if m.Sandbox.Image == "" && m.Sandbox.Build == nil {

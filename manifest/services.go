@@ -431,7 +431,7 @@ const maxEnvFile = 1 << 20
 // env table sets (as compose: environment wins over env_file, a later file over
 // an earlier one). A relative path starts at the folder of the file that names
 // it, as compose's do.
-func readEnvFiles(m *Manifest, origins map[string]origin, read func(string) ([]byte, error)) Errors {
+func readEnvFiles(m *Manifest, origins map[string]origin, read func(string) ([]byte, error), check func(string) error) Errors {
 	var errs Errors
 	for _, name := range slices.Sorted(maps.Keys(m.Services)) {
 		s := m.Services[name]
@@ -448,6 +448,12 @@ func readEnvFiles(m *Manifest, origins map[string]origin, read func(string) ([]b
 			p := f
 			if !filepath.IsAbs(p) {
 				p = filepath.Join(dir, p)
+			}
+			if check != nil {
+				if err := check(p); err != nil {
+					errs = append(errs, locate(origins, key, err.Error()))
+					continue
+				}
 			}
 			vars, err := readEnvFile(p, read)
 			if err != nil {

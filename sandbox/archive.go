@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path"
+	"regexp"
 	"strings"
 	"time"
 
@@ -29,6 +30,10 @@ var ErrNoSuchPath = errors.New("no such file or directory in the sandbox")
 // ErrNotDirectory is what WriteArchive wraps when the folder to extract into,
 // or one on the way to it, is something else.
 var ErrNotDirectory = errors.New("not a directory")
+
+// ErrIsDirectory is what WriteArchive wraps when a file of the archive (or
+// the one file written) would replace a folder of the sandbox.
+var ErrIsDirectory = errors.New("is a directory")
 
 // ReadArchive returns a tar stream of p (absolute) in a sandbox's container,
 // running or stopped, as the Engine's archive API gives it: entries named from
@@ -90,7 +95,34 @@ func (rt *Runtime) WriteArchive(ctx context.Context, containerID, dir string, r 
 		if cerrdefs.IsNotFound(err) {
 			return rt.archiveErr(ctx, containerID, "write into", dir, err)
 		}
+		if kerr := KindOfExtractError(dir, err.Error()); kerr != nil {
+			return kerr
+		}
 		return failed("cannot write into %s in the sandbox: %v", dir, err)
+	}
+	return nil
+}
+
+// overwrite is the Engine's message when an entry of an archive would replace
+// a folder by something else, or the other way round.
+var overwrite = regexp.MustCompile(`cannot overwrite (non-)?directory "([^"]*)" with (?:non-)?directory`)
+
+// KindOfExtractError is the caller's mistake that an extraction into dir
+// failed with (msg, the Engine's or the extractor's words): an error wrapping
+// ErrIsDirectory (a file over a folder) or ErrNotDirectory (a folder over a
+// file, an entry below a file); nil for anything else.
+func KindOfExtractError(dir, msg string) error {
+	if m := overwrite.FindStringSubmatch(msg); m != nil {
+		if m[1] != "" {
+			return fmt.Errorf("cannot write into %s: %s is a file of the sandbox and the archive has a folder there: %w", dir, m[2], ErrNotDirectory)
+		}
+		return fmt.Errorf("cannot write into %s: %s is a folder of the sandbox and a file cannot replace it: %w", dir, m[2], ErrIsDirectory)
+	}
+	switch {
+	case strings.Contains(msg, "not a directory"):
+		return fmt.Errorf("cannot write into %s: a path of the archive is below a file of the sandbox (%s): %w", dir, strings.TrimSpace(msg), ErrNotDirectory)
+	case strings.Contains(msg, "is a directory"):
+		return fmt.Errorf("cannot write into %s: a file of the archive would replace a folder of the sandbox (%s): %w", dir, strings.TrimSpace(msg), ErrIsDirectory)
 	}
 	return nil
 }

@@ -50,7 +50,7 @@ var widenCases = map[string]struct{ old, new string }{
 	"daemons.<name>.env":         {"[daemons.d]\ncommand = [\"x\"]", "[daemons.d]\ncommand = [\"x\"]\nenv = { T = \"${HOST_VAR}\" }"},
 	"services.<name>.env":        {"[services.s]\nimage = \"x\"", "[services.s]\nimage = \"x\"\nenv = { T = \"${HOST_VAR}\" }"},
 	"services.<name>.user":       {"[services.s]\nimage = \"x\"", "[services.s]\nimage = \"x\"\nuser = \"0\""},
-	"services.<name>.env_file":   {"[services.s]\nimage = \"x\"", "[services.s]\nimage = \"x\"\nenv_file = [\"/etc/environment\"]"},
+	"services.<name>.env_file":   {"[services.s]\nimage = \"x\"", "[services.s]\nimage = \"x\"\nenv_file = [\"other.env\"]"},
 	"services.<name>.volumes":    {"[services.s]\nimage = \"x\"", "[services.s]\nimage = \"x\"\nvolumes = [\"/etc:/h\"]"},
 	"services.<name>.cap_add":    {"[services.s]\nimage = \"x\"", "[services.s]\nimage = \"x\"\ncap_add = [\"SYS_ADMIN\"]"},
 	"services.<name>.cap_drop":   {"[services.s]\nimage = \"x\"\ncap_drop = [\"CHOWN\"]", "[services.s]\nimage = \"x\""},

@@ -73,6 +73,15 @@ type Config struct {
 	Artifacts  Artifacts
 	Vault      Vault
 	Kubernetes Kubernetes
+	Services   Services
+}
+
+// Services is [services]: what the user allows the services of every manifest.
+type Services struct {
+	// EnvFilesOutside (env_files_outside) are env files, absolute after Load,
+	// that a service (services.*.env_file, a compose file's env_file) may read
+	// from outside the project; any other is a config error of the manifest.
+	EnvFilesOutside []string
 }
 
 // Runtime is [runtime].
@@ -199,6 +208,9 @@ type file struct {
 	Vault *struct {
 		Storage *string `toml:"storage"`
 	} `toml:"vault"`
+	Services *struct {
+		EnvFilesOutside []string `toml:"env_files_outside"`
+	} `toml:"services"`
 	Kubernetes *struct {
 		Namespace       *string `toml:"namespace"`
 		Image           *string `toml:"image"`
@@ -253,7 +265,7 @@ func Parse(name string, data []byte, home string) (*Config, error) {
 		}
 		reported = append(reported, key)
 		if len(k) == 1 {
-			add(key, "unknown key (the tables are runtime, artifacts, vault and kubernetes)")
+			add(key, "unknown key (the tables are runtime, artifacts, vault, kubernetes and services)")
 		} else {
 			add(key, "unknown key")
 		}
@@ -354,6 +366,16 @@ func Parse(name string, data []byte, home string) (*Config, error) {
 		}
 		size("artifacts.output_max", a.OutputMax, &c.Artifacts.OutputMax)
 		size("artifacts.exec_output_max", a.ExecOutputMax, &c.Artifacts.ExecOutputMax)
+	}
+	if sv := f.Services; sv != nil {
+		for _, p := range sv.EnvFilesOutside {
+			var abs string
+			if dir("services.env_files_outside", &p, &abs); abs != "" {
+				c.Services.EnvFilesOutside = append(c.Services.EnvFilesOutside, abs)
+			} else if p == "" {
+				add("services.env_files_outside", "an empty path: name an env file by its absolute path (or ~/…)")
+			}
+		}
 	}
 	if v := f.Vault; v != nil && v.Storage != nil {
 		switch *v.Storage {
