@@ -257,7 +257,7 @@ func (a *app) runDaemon(d daemonArgs) error {
 	return nil
 }
 
-// resolveToken settles where the TCP token comes from (DESIGN §8): --token-file
+// resolveToken settles where the TCP token comes from (design.md §8): --token-file
 // (a regular file of the user's, mode 0600) or --token, which still works but
 // warns (a command line is readable by every local user), else AIRLOCK_TOKEN.
 // For `daemon run` (read) the token is read into d.token, and d.tokenFile stays

@@ -47,7 +47,7 @@ func (a *app) remove(args, labels []string, force, stop bool) error {
 	})
 }
 
-// eachTarget calls f for each sandbox args or labels select (DESIGN §9: this
+// eachTarget calls f for each sandbox args or labels select (design.md §9: this
 // project's, a named one, or every one with the labels), stopping at an error.
 func (a *app) eachTarget(args, labels []string, f func(ctx context.Context, c *client.Client, s client.Sandbox) error) error {
 	ctx := context.Background()

@@ -68,7 +68,7 @@ func newRunCommand(a *app) *cobra.Command {
 	return cmd
 }
 
-// signals the CLI forwards to the sandbox's main command (DESIGN §6).
+// signals the CLI forwards to the sandbox's main command (design.md §6).
 var forwardedSignals = []os.Signal{unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT, unix.SIGUSR1, unix.SIGUSR2}
 
 func (a *app) run(parent context.Context, o runOptions, args []string) error {

@@ -124,7 +124,7 @@ func (a *app) localDaemonClient(ctx context.Context) (*client.Client, error) {
 }
 
 // replaceDaemon stops a daemon of another build (its sandboxes keep running)
-// and returns its listen options, for the new one to use the same (DESIGN §8).
+// and returns its listen options, for the new one to use the same (design.md §8).
 func (a *app) replaceDaemon(p *paths.Paths, h *client.Health) (daemonArgs, error) {
 	fmt.Fprintf(a.stderr, "daemon outdated (build %s -> %s), restarting...\n", h.BuildID, BuildID)
 	l, _ := control.ReadListen(p) // read before it stops: it removes them
@@ -325,7 +325,7 @@ func isDaemon(p *paths.Paths, pid int) bool {
 	return err == nil && h.PID == pid
 }
 
-// stopDaemon sends SIGTERM, waits up to 5 s, then SIGKILLs (DESIGN §8) — only
+// stopDaemon sends SIGTERM, waits up to 5 s, then SIGKILLs (design.md §8) — only
 // a pid that is provably the daemon (errNotDaemon otherwise). The process is
 // held by a pidfd (os.FindProcess) before it is checked, so the signals reach
 // the process checked even if its pid is reused meanwhile.

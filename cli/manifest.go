@@ -154,7 +154,7 @@ func (a *app) loadManifestWith(readFile func(string) ([]byte, error)) (*manifest
 	return r, nil
 }
 
-// warnPrivileged prints the warning line of DESIGN §6 when the sandbox is privileged,
+// warnPrivileged prints the warning line of design.md §6 when the sandbox is privileged,
 // or gets SYS_ADMIN or ALL through sandbox.cap_add.
 func (a *app) warnPrivileged(r *manifest.Resolved) {
 	if r.Sandbox.Privileged {

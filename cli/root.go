@@ -16,7 +16,7 @@ import (
 	"github.com/airlock-dev/airlock/userconfig"
 )
 
-// Exit codes of DESIGN §9.
+// Exit codes of design.md §9.
 const (
 	ExitOK          = exitcode.OK
 	ExitFailure     = exitcode.Failure

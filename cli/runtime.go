@@ -47,7 +47,7 @@ func (a *app) newRuntime(p *paths.Paths, cli *dockerclient.Client, ep engine.End
 	return rt, func() { cli.Close() }, nil
 }
 
-// sandboxError maps runtime errors to exit codes (DESIGN §9).
+// sandboxError maps runtime errors to exit codes (design.md §9).
 func sandboxError(err error) error {
 	if err == nil {
 		return nil

@@ -11,7 +11,7 @@ import (
 	"time"
 )
 
-// Sandbox states (DESIGN §8).
+// Sandbox states (design.md §8).
 const (
 	StatePending  = "pending"
 	StateReady    = "ready"

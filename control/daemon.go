@@ -55,7 +55,7 @@ type Options struct {
 	Service func() (*Service, error)
 }
 
-// Files of the daemon (DESIGN §2).
+// Files of the daemon (design.md §2).
 func pidFile(p *paths.Paths) string     { return filepath.Join(p.DaemonDir(), "airlockd.pid") }
 func versionFile(p *paths.Paths) string { return filepath.Join(p.DaemonDir(), "airlockd.version") }
 func listenFile(p *paths.Paths) string  { return filepath.Join(p.DaemonDir(), "airlockd.listen") }
@@ -222,7 +222,7 @@ func newLogger(w io.Writer, level string, r *secrets.Redactor) *slog.Logger {
 	return slog.New(h)
 }
 
-// lockPidFile writes the pid file as a nightlyone/lockfile (DESIGN §8). The
+// lockPidFile writes the pid file as a nightlyone/lockfile (design.md §8). The
 // caller holds the singleton flock, so a pid file already there is stale: one
 // naming a dead process is replaced by lockfile itself; one whose pid now
 // belongs to another process (a reused pid) is removed here.

@@ -10,7 +10,7 @@ import (
 	"github.com/airlock-dev/airlock/sandbox"
 )
 
-// Denied egress (DESIGN §7, docs/egress.md): the daemon follows a sandbox's egress
+// Denied egress (design.md §7, docs/egress.md): the daemon follows a sandbox's egress
 // proxy and records the first denial of each destination as an egress.denied
 // event; later denials of it are counted, and the count is recorded once when
 // the sandbox stops or is removed (extra "count"), so a retry loop cannot flood

@@ -7,7 +7,7 @@ import (
 	"github.com/airlock-dev/airlock/engine"
 )
 
-// The daemon serves sandboxes on whichever Engine each was created on (DESIGN §7):
+// The daemon serves sandboxes on whichever Engine each was created on (design.md §7):
 // the record keeps the Engine's endpoint, and the daemon keeps one runtime (and one
 // Engine event watcher) per Engine it has seen, its own default included.
 

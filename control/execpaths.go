@@ -11,7 +11,7 @@ import (
 )
 
 // execPaths returns the output files of API exec execID of sandbox sandboxID
-// (DESIGN §2): root (artifacts.exec_output_root) joined with template
+// (design.md §2): root (artifacts.exec_output_root) joined with template
 // (artifacts.exec_output_template, its {sandbox_id} and {exec_id} replaced),
 // plus ".stdout.log" and ".stderr.log". Both IDs must be valid airlock IDs (no
 // "/", no ".."), and the files must stay under root, whatever the template says.

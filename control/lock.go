@@ -20,7 +20,7 @@ var ErrAlreadyRunning = errors.New("another airlock daemon is running")
 type lock struct{ f *os.File }
 
 // acquireLock takes the lock in the runtime dir, which it first makes or checks
-// (a real directory of the user's with mode 0700; DESIGN §2).
+// (a real directory of the user's with mode 0700; design.md §2).
 func acquireLock(p *paths.Paths) (*lock, error) {
 	if err := p.EnsureRuntimeDir(); err != nil {
 		return nil, err

@@ -7,7 +7,7 @@ import (
 	"github.com/airlock-dev/airlock/sandbox"
 )
 
-// recover reconciles the store with Docker when the daemon starts (DESIGN §8):
+// recover reconciles the store with Docker when the daemon starts (design.md §8):
 // running primaries stay (or become) ready, missing or exited ones of a ready
 // sandbox become failed, pending ones fail, deleting ones finish.
 func (s *Service) recover() {

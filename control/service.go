@@ -15,7 +15,7 @@ import (
 	"github.com/airlock-dev/airlock/secrets"
 )
 
-// Config are the daemon's settings from the user's config.toml (DESIGN §8).
+// Config are the daemon's settings from the user's config.toml (design.md §8).
 type Config struct {
 	IdleTTL           time.Duration
 	EventRetentionTTL time.Duration
@@ -95,7 +95,7 @@ func NewService(st *store.Store, rt Backend, cfg Config) *Service {
 		cfg.ExecOutputTemplate = "{sandbox_id}/{exec_id}"
 	}
 	if drt, ok := rt.(*sandbox.Runtime); ok && cfg.ExecOutputRoot == "" && drt != nil && drt.Paths != nil {
-		// The default of artifacts.exec_output_root (DESIGN §2); a relative root
+		// The default of artifacts.exec_output_root (design.md §2); a relative root
 		// would put the output in the daemon's working directory.
 		cfg.ExecOutputRoot = filepath.Join(drt.Paths.DataDir, "exec-output")
 	}

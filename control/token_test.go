@@ -71,7 +71,7 @@ func writeTokenFile(t *testing.T, path, token string, mode os.FileMode) {
 // TestTokenNeverOnArgv: the token comes from AIRLOCK_TOKEN; the daemon the CLI
 // starts in the background has it neither on its command line nor in its
 // environment, and its environment is minimal: no vault passphrase, nothing
-// the CLI's shell held beyond what a daemon needs (DESIGN §8).
+// the CLI's shell held beyond what a daemon needs (design.md §8).
 func TestTokenNeverOnArgv(t *testing.T) {
 	parallel(t)
 	e := newEnv(t)

@@ -48,7 +48,7 @@ services:
 // are, a published port forwarded onto the sandbox's 127.0.0.1; a key airlock
 // cannot honour is refused with the compose file's line until compose.ignore
 // names it; a compose file the sandbox itself changes to
-// mount a host folder does not take effect silently (DESIGN §6, issue 24).
+// mount a host folder does not take effect silently (design.md §6, issue 24).
 func TestComposeProject(t *testing.T) {
 	limit(t)
 	e := newEnv(t, "[sandbox]\nimage = \"{{image}}\"\nready_timeout = \"30s\"\n[compose]\nfile = \"compose.yaml\"\n")

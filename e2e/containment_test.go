@@ -41,7 +41,7 @@ env = { SVCTOK = "${CONTAIN_TOKEN}" }
 // TestContainment: no sandbox or service container has a bind mount of airlock's
 // own state (only the project dir and the declared mounts), and a process in the
 // sandbox that plants symlinks where airlock used to write its state changes
-// nothing on the host across a stop and a start (DESIGN §7, the channel issue).
+// nothing on the host across a stop and a start (design.md §7, the channel issue).
 func TestContainment(t *testing.T) {
 	limit(t)
 	e := newEnv(t, containmentManifest)

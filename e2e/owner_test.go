@@ -18,7 +18,7 @@ import (
 
 // TestOtherDaemonsSandboxesUntouched: two users' control daemons share one Engine
 // (CI jobs on one Docker socket). `run --id X` where X is the other daemon's
-// sandbox fails without removing anything of it (DESIGN §7, the security issue).
+// sandbox fails without removing anything of it (design.md §7, the security issue).
 func TestOtherDaemonsSandboxesUntouched(t *testing.T) {
 	limit(t)
 	theirs := newEnv(t, plainManifest)

@@ -52,7 +52,7 @@ func newRemoteEnv(t *testing.T, manifest string) (*env, *testenv.RemoteEngine) {
 // over loopback TCP), a sandbox gets its project (copied in, .airlockignore
 // honoured), its ready-gated daemon, a vault secret and its exit code; --output
 // copies results back; up, exec, logs and down work; host mounts are refused;
-// nothing is left on either Engine (DESIGN §7, the channel issue).
+// nothing is left on either Engine (design.md §7, the channel issue).
 func TestRemoteEngine(t *testing.T) {
 	limit(t)
 	e, remote := newRemoteEnv(t, remoteManifest)

@@ -20,7 +20,7 @@ image = "{{image}}"
 `
 
 // TestRunStreamsAndExitCodes: stdout and stderr apart, and the main command's
-// exit code, 126 and 127 included (DESIGN §9).
+// exit code, 126 and 127 included (design.md §9).
 func TestRunStreamsAndExitCodes(t *testing.T) {
 	limit(t)
 	e := newEnv(t, plainManifest)

@@ -17,7 +17,7 @@ import (
 // (and airlock exec), the daemon and the service that declared it, and nothing else: not docker
 // inspect of any container (the service's included) or exec, the store file, the daemon's log, the events,
 // airlock config, any file airlock wrote on the host, or the Engine's disk: the
-// containers' writable layers and volumes (DESIGN §5, §7).
+// containers' writable layers and volumes (design.md §5, §7).
 func TestVaultSecretNeverLeaks(t *testing.T) {
 	limit(t)
 	const value = "vault-s3cret-Zq81x"

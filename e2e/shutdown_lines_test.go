@@ -22,7 +22,7 @@ max_restarts = 2
 `
 
 // TestStopDownPrintShutdownLines: `airlock stop` of a detached sandbox prints its
-// supervisor's shutdown lines, a daemon that gave up as such (DESIGN §6 item 6);
+// supervisor's shutdown lines, a daemon that gave up as such (design.md §6 item 6);
 // `airlock down` of a running one does too, and -q prints none.
 func TestStopDownPrintShutdownLines(t *testing.T) {
 	limit(t)

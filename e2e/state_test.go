@@ -1,4 +1,4 @@
 package e2e
 
-// isRunning accepts the runtime's "running" and the control daemon's "ready" (DESIGN §8).
+// isRunning accepts the runtime's "running" and the control daemon's "ready" (design.md §8).
 func isRunning(state string) bool { return state == "running" || state == "ready" }

@@ -168,7 +168,7 @@ func TestUpDetachExecRestartRecreateDown(t *testing.T) {
 	if id == "" || strings.Contains(id, "\n") {
 		t.Fatalf("up -d should print the sandbox ID alone, got %s", r)
 	}
-	// Nothing of the sandbox's state lives on the host (DESIGN §2): it stays in
+	// Nothing of the sandbox's state lives on the host (design.md §2): it stays in
 	// the sandbox and is read through the Engine API.
 	if _, err := os.Stat(e.StateDir(id)); err == nil {
 		t.Errorf("a host state dir %s exists for sandbox %s", e.StateDir(id), id)

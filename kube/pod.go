@@ -245,7 +245,7 @@ func keeperContainer(image string, mounts ...corev1.VolumeMount) corev1.Containe
 	}
 }
 
-// podMeta is the sandbox's metadata, as on its Docker objects (DESIGN §7).
+// podMeta is the sandbox's metadata, as on its Docker objects (design.md §7).
 func podMeta(in PodInput, stop int) map[string]string {
 	meta := make(map[string]string, len(in.Labels)+10)
 	maps.Copy(meta, in.Labels)

@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// Strict decoding (DESIGN §3): unknown keys, wrong types and bad TOML are errors
+// Strict decoding (design.md §3): unknown keys, wrong types and bad TOML are errors
 // that name the file, the line and the key path.
 
 func TestDecodeErrors(t *testing.T) {

@@ -8,7 +8,7 @@ import (
 	"github.com/airlock-dev/airlock/manifest"
 )
 
-// Defaults of DESIGN §3, applied after the layers merge, and `config --layers`
+// Defaults of design.md §3, applied after the layers merge, and `config --layers`
 // naming them "default" and set values file:line.
 
 const everyEntry = `[sandbox]

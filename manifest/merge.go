@@ -17,7 +17,7 @@ func (o origin) Label() string {
 }
 
 // unionKeys are the top-level arrays that accumulate across layers instead of
-// being replaced (DESIGN §4).
+// being replaced (design.md §4).
 var unionKeys = map[string]bool{"presets": true, "tools": true}
 
 // readyKinds are the keys of a ready table of which only one may be set: a layer

@@ -7,7 +7,7 @@ import (
 	"github.com/airlock-dev/airlock/manifest"
 )
 
-// The merge rules of DESIGN §4, across preset → sandbox.toml → sandbox.local.toml.
+// The merge rules of design.md §4, across preset → sandbox.toml → sandbox.local.toml.
 
 func TestMergeTablesKeyByKey(t *testing.T) {
 	r := load(t, map[string]string{

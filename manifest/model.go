@@ -103,7 +103,7 @@ const DefaultPoolIdleTTL = "15m"
 const MaxPoolSize = 64
 
 // Egress is [sandbox.egress]: only the listed destinations are reachable, through
-// an airlock egress proxy (DESIGN §7).
+// an airlock egress proxy (design.md §7).
 type Egress struct {
 	Allow   []string `toml:"allow" json:"allow"`
 	Network string   `toml:"network" json:"network"`
@@ -220,10 +220,10 @@ type Healthcheck struct {
 	StartInterval string `toml:"start_interval" json:"start_interval,omitempty"`
 }
 
-// Signals are the daemon stop signals a manifest may name (DESIGN §3).
+// Signals are the daemon stop signals a manifest may name (design.md §3).
 var Signals = specrules.Signals
 
-// Tools are the builtin tools a manifest may list (DESIGN §7), by their canonical
+// Tools are the builtin tools a manifest may list (design.md §7), by their canonical
 // names (the names the agents-sandbox configuration uses).
 var Tools = []string{"git", "ssh-agent", "claude", "codex", "go", "npm", "uv", "apt"}
 

@@ -18,7 +18,7 @@ const Mask = "********"
 
 // Masked returns a copy of the manifest in which every value substituted from the
 // vault is replaced by Mask. Values from the host environment are shown: the user
-// already holds them (DESIGN §5).
+// already holds them (design.md §5).
 func (r *Resolved) Masked() Manifest {
 	m := r.Manifest
 	walkSubstituted(&m, func(path []string, v string) string {

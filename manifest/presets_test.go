@@ -11,7 +11,7 @@ import (
 	"github.com/airlock-dev/airlock/presets"
 )
 
-// Presets (DESIGN §4): order, nesting, diamonds, cycles, lookup and shadowing.
+// Presets (design.md §4): order, nesting, diamonds, cycles, lookup and shadowing.
 
 // trace makes each preset append its name to env.TRACE-like evidence: every
 // preset sets env.<NAME> = "1" and env.LAST = <name>, and the layers list tells

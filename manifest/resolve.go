@@ -82,7 +82,7 @@ func locate(origins map[string]origin, path []string, msg string) *Error {
 	return e
 }
 
-// substitute expands ${VAR} in the places DESIGN §5 lists and records where each
+// substitute expands ${VAR} in the places design.md §5 lists and records where each
 // substituted value came from, and which vault variables each key used. In [env],
 // ${daemons.<name>.env.<VAR>} and ${services.<name>.env.<VAR>} name the value
 // (after substitution) of a daemon's or a service's variable.

@@ -8,7 +8,7 @@ import (
 
 // sandbox.user is checked for its form as daemons.<name>.user is, by validate
 // as by run (issue 24: validate accepted "${UID}", which run then refused).
-// It is not substituted (DESIGN §5 lists where ${VAR} is), so a ${…} in a user
+// It is not substituted (design.md §5 lists where ${VAR} is), so a ${…} in a user
 // is refused, saying so.
 
 // "host" (manifest.HostUser), the user running the CLI, is accepted by

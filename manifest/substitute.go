@@ -42,7 +42,7 @@ func (s Source) String() string {
 	return "literal"
 }
 
-// substituter expands ${VAR} references (DESIGN §5).
+// substituter expands ${VAR} references (design.md §5).
 type substituter struct {
 	getenv func(string) (string, bool)
 	vault  Lookup

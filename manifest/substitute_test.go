@@ -10,7 +10,7 @@ import (
 	"github.com/airlock-dev/airlock/manifest"
 )
 
-// Substitution and secrets (DESIGN §5).
+// Substitution and secrets (design.md §5).
 
 func TestSubstitutionForms(t *testing.T) {
 	tests := []struct {

@@ -102,7 +102,7 @@ func (r *Resolved) Validate() error {
 // messages (a missing source, missing = "warn") and in the container's
 // configuration, nor the image (sandbox.image), which the primary's
 // configuration holds as it is (docker inspect's Config.Image); the other keys
-// substitution applies to are env values, delivered privately (DESIGN §5). Right
+// substitution applies to are env values, delivered privately (design.md §5). Right
 // after substitution (vaultNames, which names the vault variables each key used,
 // is not nil then), no substituted value may hold a NUL byte either (validation
 // saw the templates only).

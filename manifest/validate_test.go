@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// Validation after merging (DESIGN §3): each error names the file, the line and the
+// Validation after merging (design.md §3): each error names the file, the line and the
 // key path of the value at fault.
 
 func TestValidationErrors(t *testing.T) {

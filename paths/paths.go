@@ -1,4 +1,4 @@
-// Package paths computes every file location of DESIGN §2 from the XDG variables
+// Package paths computes every file location of design.md §2 from the XDG variables
 // (on macOS, without them, under ~/Library/Application Support/airlock).
 package paths
 
@@ -85,7 +85,7 @@ func fromEnv(getenv func(string) (string, bool), goos string) (*Paths, error) {
 
 // EnsureRuntimeDir makes the runtime directory (socket and lock) when missing
 // and refuses it, with an *UnsafeDirError naming it and its owner, unless it is
-// a real directory of the current user's with mode 0700 (DESIGN §2). The CLI
+// a real directory of the current user's with mode 0700 (design.md §2). The CLI
 // checks it before it talks to the socket, the daemon before it takes the lock.
 func (p *Paths) EnsureRuntimeDir() error {
 	err := EnsurePrivateDir(p.RuntimeDir)

@@ -34,7 +34,7 @@ func TestFromXDG(t *testing.T) {
 }
 
 // Without the XDG variables (or with relative ones, which the spec ignores) the
-// defaults of DESIGN §2 apply.
+// defaults of design.md §2 apply.
 func TestDefaults(t *testing.T) {
 	p, err := fromEnv(env(map[string]string{"HOME": "/h", "XDG_DATA_HOME": "relative"}), "linux")
 	if err != nil {

@@ -30,7 +30,7 @@ func (e *UnsafeDirError) Error() string {
 }
 
 // EnsurePrivateDir makes dir (mode 0700) when it is missing and checks it as
-// DESIGN §2 requires of airlock's runtime directory: it must be a directory, not
+// design.md §2 requires of airlock's runtime directory: it must be a directory, not
 // a symbolic link, owned by the current user, with mode 0700. It is made with
 // Mkdir, not MkdirAll, and examined with Lstat, so a directory or link that
 // another user placed first (in /tmp, say) is never adopted: the result is an

@@ -26,7 +26,7 @@ import (
 	"github.com/airlock-dev/airlock/registryauth"
 )
 
-// [sandbox.build] (DESIGN §7) builds the sandbox image through the Engine API with
+// [sandbox.build] (design.md §7) builds the sandbox image through the Engine API with
 // the classic builder (Engine 20.10 offers no BuildKit over the API without a
 // session). The image is tagged by a hash of what goes into the build:
 //

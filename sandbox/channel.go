@@ -16,7 +16,7 @@ import (
 	"github.com/airlock-dev/airlock/supervisor"
 )
 
-// The channel (DESIGN §7): everything between airlock and a sandbox travels through
+// The channel (design.md §7): everything between airlock and a sandbox travels through
 // the Engine API, so a local socket, Docker Desktop, TCP+TLS and ssh Engines work the
 // same and a process in the sandbox can never reach airlock's host state.
 //   - the spec is uploaded into the created container (it holds no secret);

@@ -369,7 +369,7 @@ func workdir(req *Request, r *manifest.Resolved) string {
 }
 
 // hardenAll reports whether the whole container may get no-new-privileges: only when
-// the main process and every daemon are hardened (DESIGN §6).
+// the main process and every daemon are hardened (design.md §6).
 func hardenAll(r *manifest.Resolved) bool {
 	if !r.Sandbox.Harden {
 		return false

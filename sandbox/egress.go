@@ -19,7 +19,7 @@ import (
 	"github.com/airlock-dev/airlock/supervisor"
 )
 
-// Egress rules (DESIGN §7, docs/egress.md): a sandbox with [sandbox.egress] and its
+// Egress rules (design.md §7, docs/egress.md): a sandbox with [sandbox.egress] and its
 // services sit on a network of their own made with Internal: true (no route out).
 // The only way out is an egress proxy: airlock itself (`airlock egress-proxy`),
 // run from the injected supervisor volume in a container of the sandbox's image,

@@ -83,7 +83,7 @@ func (rt *Runtime) planHost(ctx context.Context, r *manifest.Resolved, remote bo
 		src := rt.expandHost(m.Source, r.ProjectDir)
 		key := "mounts." + name
 		if remote {
-			// A remote Engine cannot see this host's files (DESIGN §7).
+			// A remote Engine cannot see this host's files (design.md §7).
 			if m.Missing == "ignore" {
 				continue
 			}
@@ -150,7 +150,7 @@ func createSource(src string, m manifest.Mount) error {
 // cacheRoot is where tool caches are mounted inside the sandbox, independent of the user.
 const cacheRoot = "/var/cache/airlock"
 
-// planTool adds a builtin tool's mounts and environment (DESIGN §7). Caches are
+// planTool adds a builtin tool's mounts and environment (design.md §7). Caches are
 // created on the host when missing; missing credentials are skipped with a warning.
 func (rt *Runtime) planTool(ctx context.Context, tool string, hp *hostPlan) {
 	home := rt.expandHost("~", "/")

@@ -20,7 +20,7 @@ import (
 )
 
 // Output is one run's copy back of its `--output` paths into the project dir
-// on the host (DESIGN §9: it only writes, never deletes, and is bounded):
+// on the host (design.md §9: it only writes, never deletes, and is bounded):
 //
 //   - it never removes a host file or folder: what the sandbox removed stays,
 //     a file in the sandbox where the host has a folder (or a folder where the

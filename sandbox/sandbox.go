@@ -16,7 +16,7 @@ import (
 	"github.com/airlock-dev/airlock/paths"
 )
 
-// Labels on every object of a sandbox (DESIGN §7).
+// Labels on every object of a sandbox (design.md §7).
 const (
 	LabelSandbox  = "dev.airlock.sandbox"
 	LabelProject  = "dev.airlock.project"
@@ -51,7 +51,7 @@ const (
 )
 
 // Paths inside the primary container. Nothing of airlock's host state is mounted
-// into a sandbox (DESIGN §7): the spec is uploaded through the Engine API, the
+// into a sandbox (design.md §7): the spec is uploaded through the Engine API, the
 // status stream and daemon logs live in the container's own filesystem (the
 // state dir, whose layout supervisor/layout.go gives: supervisor.StateDir,
 // StatusFile, DaemonLogFile) and are read through the API, and secret values
@@ -73,7 +73,7 @@ const (
 // ErrEngineUnreachable is returned when no Docker Engine answers.
 var ErrEngineUnreachable = engine.ErrUnreachable
 
-// Error is a failure with the exit code the CLI should end with (DESIGN §9).
+// Error is a failure with the exit code the CLI should end with (design.md §9).
 type Error struct {
 	Code int // 2 config, 125 airlock or the sandbox failed
 	Err  error

@@ -22,7 +22,7 @@ import (
 	"github.com/airlock-dev/airlock/manifest"
 )
 
-// Services (DESIGN §7) are sibling containers on the sandbox network, reachable by
+// Services (design.md §7) are sibling containers on the sandbox network, reachable by
 // their name. Required services gate Start: each must be healthy (running, for a
 // service without a healthcheck) within sandbox.ready_timeout. Optional ones start
 // alongside and report their first result as a notice, in the background.

@@ -1,4 +1,4 @@
-// Package secrets stores named secrets in the user's vault (DESIGN §5): an
+// Package secrets stores named secrets in the user's vault (design.md §5): an
 // Argon2id + XChaCha20-Poly1305 encrypted file (the default), a plain JSON
 // file with mode 0600 (opt-in), or nothing at all (disabled).
 //
@@ -23,7 +23,7 @@ import (
 // Storage is the user config's [vault] storage.
 type Storage string
 
-// The storages of DESIGN §5.
+// The storages of design.md §5.
 const (
 	EncryptedFile Storage = "encrypted-file"
 	PlainFile     Storage = "file"

@@ -2,7 +2,7 @@ package supervisor
 
 import "path"
 
-// The state directory inside a sandbox (DESIGN §7): what the supervisor writes
+// The state directory inside a sandbox (design.md §7): what the supervisor writes
 // for the host to read through the Engine API. It is owned by the sandbox user
 // and kept across a stop and a start. The runtime points the spec's StatusFile
 // and LogDir here; the control daemon reads the status stream and `airlock logs`

@@ -10,7 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Exit codes of DESIGN §9 that the supervisor itself produces.
+// Exit codes of design.md §9 that the supervisor itself produces.
 const (
 	ExitAirlock  = 125
 	ExitNotExec  = 126

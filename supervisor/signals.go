@@ -11,7 +11,7 @@ import (
 )
 
 // signalByName returns the signal a daemon's `signal` names: one of
-// specrules.Signals (DESIGN §3), the list manifest validation checks too, by
+// specrules.Signals (design.md §3), the list manifest validation checks too, by
 // the kernel's number for it.
 func signalByName(name string) (syscall.Signal, bool) {
 	if !slices.Contains(specrules.Signals, name) {

@@ -18,7 +18,7 @@ import (
 // SpecVersion is the only spec format version this supervisor reads.
 const SpecVersion = 1
 
-// Defaults of the spec, the same as the manifest's (DESIGN §3), so a spec
+// Defaults of the spec, the same as the manifest's (design.md §3), so a spec
 // written by hand may leave them out. The log dir and the status stream default
 // to the sandbox's layout (layout.go), where the runtime puts them too.
 const (

@@ -1,4 +1,4 @@
-// Package userconfig reads and validates the user's config.toml (DESIGN §8):
+// Package userconfig reads and validates the user's config.toml (design.md §8):
 // the control daemon's runtime settings, where exec output goes, and the
 // vault's storage.
 package userconfig
@@ -38,7 +38,7 @@ const (
 // Backends lists the backend names, the default first.
 var Backends = []string{BackendDocker, BackendKubernetes}
 
-// Defaults of DESIGN §8.
+// Defaults of design.md §8.
 const (
 	DefaultBackend            = BackendDocker
 	DefaultNamespace          = "airlock"

@@ -30,7 +30,7 @@ type IO struct {
 
 // Main runs the in-sandbox build of airlock with args and returns its exit
 // code: the commands above and version, with the CLI's -q, its "airlock: "
-// error lines and its exit codes (DESIGN §9).
+// error lines and its exit codes (design.md §9).
 func Main(args []string) int {
 	var quiet bool
 	o := IO{Stdout: os.Stdout, Stderr: os.Stderr, Quiet: &quiet}

@@ -22,7 +22,7 @@ import (
 	"github.com/airlock-dev/airlock/supervisor"
 )
 
-// SuperviseCommand is the hidden in-container supervisor (DESIGN §6): PID 1
+// SuperviseCommand is the hidden in-container supervisor (design.md §6): PID 1
 // of every sandbox, run by the runtime, not by people.
 func SuperviseCommand(o IO) *cobra.Command {
 	var (

@@ -12,7 +12,7 @@ import (
 )
 
 // Event is one entry of a sandbox's ordered history. Its JSON form is what
-// `airlock events --json` prints (DESIGN §9). The store sets SandboxID,
+// `airlock events --json` prints (design.md §9). The store sets SandboxID,
 // Sequence and State; Time defaults to now.
 type Event struct {
 	SandboxID string    `json:"sandbox_id"`

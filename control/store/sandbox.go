@@ -14,7 +14,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/ids"
 )
 
-// Sandbox states (DESIGN §8).
+// Sandbox states (design.md §8).
 const (
 	StatePending  = "pending"
 	StateReady    = "ready"

@@ -1,6 +1,6 @@
 // Package store persists the control daemon's sandbox IDs, sandbox and exec
 // records and the ordered per-sandbox event history in a bbolt file
-// (DESIGN §2 `ids.db`, §8).
+// (design.md §2 `ids.db`, §8).
 //
 // Layout of the bbolt file (all keys and values are bytes):
 //

@@ -387,7 +387,7 @@ func (e *Env) DaemonPID() (pid int, alive bool) {
 }
 
 // StopDaemon stops the control daemon a command of this environment started
-// (DESIGN §8), which would outlive the test otherwise.
+// (design.md §8), which would outlive the test otherwise.
 func (e *Env) StopDaemon() {
 	defer e.killStartingDaemons()
 	if _, err := os.Stat(e.PidFile()); err != nil {

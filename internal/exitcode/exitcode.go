@@ -1,4 +1,4 @@
-// Package exitcode holds the exit codes of DESIGN §9 and the error that
+// Package exitcode holds the exit codes of design.md §9 and the error that
 // carries one up to a command's main.
 package exitcode
 
@@ -7,7 +7,7 @@ import (
 	"strings"
 )
 
-// Exit codes of DESIGN §9.
+// Exit codes of design.md §9.
 const (
 	OK          = 0
 	Failure     = 1

@@ -1,4 +1,4 @@
-// Package ids makes and checks the IDs of sandboxes and execs (DESIGN §8): a
+// Package ids makes and checks the IDs of sandboxes and execs (design.md §8): a
 // random UUIDv4 when the caller gives none, else the caller's own, which must
 // match Pattern. Both the runtime (sandbox) and the daemon's store use it.
 package ids

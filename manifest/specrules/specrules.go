@@ -62,14 +62,14 @@ const (
 // RestartPolicies are the values of a daemon's restart.
 var RestartPolicies = []string{RestartAlways, RestartOnFailure}
 
-// Defaults of a daemon's restart and max_restarts (DESIGN §3): what a one-shot
+// Defaults of a daemon's restart and max_restarts (design.md §3): what a one-shot
 // daemon, which is never restarted, may hold.
 const (
 	DefaultRestart     = RestartAlways
 	DefaultMaxRestarts = 10
 )
 
-// Signals are the stop signals a daemon may name (DESIGN §3).
+// Signals are the stop signals a daemon may name (design.md §3).
 var Signals = []string{"SIGTERM", "SIGINT", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2", "SIGKILL"}
 
 // ReadyKinds are the readiness checks, in the order messages name them.
