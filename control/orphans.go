@@ -3,11 +3,13 @@ package control
 import (
 	"strconv"
 
+	"github.com/airlock-dev/airlock/control/store"
 	"github.com/airlock-dev/airlock/sandbox"
 )
 
 // reapOrphans removes run sandboxes the store does not know (made before the
-// daemon existed, or by a daemon whose store was lost) whose CLI is gone.
+// daemon existed, or by a daemon whose store was lost) whose CLI is gone, and
+// the objects of run sandboxes the store records as deleted.
 func (s *Service) reapOrphans() {
 	for _, rt := range s.runtimes() {
 		s.reapOrphansOn(rt)
@@ -20,7 +22,13 @@ func (s *Service) reapOrphansOn(rt Backend) {
 		return
 	}
 	for _, in := range list {
-		if _, err := s.store.Get(in.ID); err == nil {
+		if rec, err := s.store.Get(in.ID); err == nil {
+			if rec.State == store.StateDeleted {
+				// Objects of a deleted sandbox, made after its removal: a
+				// create the Engine finished for a daemon killed meanwhile.
+				s.log.Info("removing what remains of a deleted run sandbox", "sandbox", in.ID)
+				_ = rt.Remove(s.ctx, in.ID)
+			}
 			continue
 		}
 		pid, _ := strconv.Atoi(in.CLIPid)
