@@ -325,7 +325,10 @@ func (a *app) run(parent context.Context, o runOptions, args []string) error {
 		return setupErr(setupDaemonFailure(err))
 	}
 	_, err = retryDaemon(a, ctx, func() (*client.Sandbox, error) {
-		_, err := c.WaitEvent(ctx, id, before.LastSeq, "sandbox.started", "sandbox.ready", "sandbox.failed")
+		// From the sandbox's first event, not from before.LastSeq: a daemon
+		// started again may have recorded the start already (found started
+		// as it recovered) before this CLI read the record.
+		_, err := c.WaitEvent(ctx, id, 0, "sandbox.started", "sandbox.ready", "sandbox.failed")
 		if lostDaemon(err) {
 			daemonLost.Store(true)
 			// The new daemon may not have seen the resume: ask again (a
@@ -388,9 +391,32 @@ func (a *app) run(parent context.Context, o runOptions, args []string) error {
 			}
 		}
 	}()
+	// A sandbox from a warm pool whose daemon went away during the setup may
+	// never have got its claim (it went through that daemon's attach): its
+	// supervisor would wait for it while the CLI waits for CMD. One that is
+	// not ready within sandbox.ready_timeout (which any start must meet)
+	// failed: it is removed (the deferred removal) and the run ends 125.
+	var claimLost <-chan time.Time
+	if createReq.ID == "" && (daemonLost.Load() || a.daemonLost.Load()) {
+		wait, err := time.ParseDuration(r.Sandbox.ReadyTimeout)
+		if err != nil || wait <= 0 {
+			wait = time.Minute
+		}
+		timer := time.NewTimer(wait + 5*time.Second)
+		defer timer.Stop()
+		claimLost = timer.C
+	}
 	// Running: signals go to the supervisor, which forwards them to CMD.
 	for {
 		select {
+		case <-claimLost:
+			select {
+			case <-ready:
+				continue
+			default:
+			}
+			restore()
+			return withCode(ExitAirlock, errors.New("the daemon restarted before the pooled sandbox got its command, which it never ran"))
 		case s := <-sigs:
 			select {
 			case <-ready:
@@ -536,6 +562,7 @@ func retryDaemon[T any](a *app, ctx context.Context, f func() (T, error)) (T, er
 		if !lostDaemon(err) {
 			return backoff.Permanent(err)
 		}
+		a.daemonLost.Store(true)
 		if _, derr := a.daemonClientAgain(ctx); derr != nil {
 			return backoff.Permanent(derr) // it could not start: it says why
 		}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync/atomic"
 
 	"github.com/spf13/cobra"
 
@@ -45,11 +46,14 @@ type globalOptions struct {
 // app carries the global options and the streams of one invocation, so tests
 // can run commands in-process with their own streams.
 type app struct {
-	opts   globalOptions
-	stdin  io.Reader
-	stdout io.Writer
-	stderr io.Writer
-	getenv func(string) (string, bool)
+	// daemonLost is set once a call of this command found its control daemon
+	// gone (retryDaemon started it again).
+	daemonLost atomic.Bool
+	opts       globalOptions
+	stdin      io.Reader
+	stdout     io.Writer
+	stderr     io.Writer
+	getenv     func(string) (string, bool)
 	// redactor masks the manifest's substituted values in airlock's own messages.
 	redactor *secrets.Redactor
 }
