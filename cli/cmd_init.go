@@ -85,8 +85,8 @@ func newInitCommand(a *app) *cobra.Command {
 				return withCode(ExitUsage, errors.New("--services needs --from: the compose file whose services to take"))
 			}
 			content := strings.Replace(starterManifest, "IMAGE", image, 1)
-			if tools := projectTools(filepath.Dir(target)); len(tools) > 0 {
-				content = strings.Replace(content, "tools = []", fmt.Sprintf("tools = [%s]   # for %s", quoteList(tools), strings.Join(toolReasons(filepath.Dir(target)), ", ")), 1)
+			if tools, reasons := projectTools(filepath.Dir(target)); len(tools) > 0 {
+				content = strings.Replace(content, "tools = []", fmt.Sprintf("tools = [%s]   # for %s", quoteList(tools), strings.Join(reasons, ", ")), 1)
 			}
 			if from != "" {
 				var err error

@@ -82,8 +82,8 @@ func fromCompose(ctx context.Context, file, projectDir, image string, profiles, 
 			fmt.Fprintf(&b, "#   %s\n", d)
 		}
 	}
-	if tools := projectTools(projectDir); len(tools) > 0 {
-		fmt.Fprintf(&b, "\n# Builtin tools for what the project holds (%s).\ntools = [%s]\n", strings.Join(toolReasons(projectDir), ", "), quoteList(tools))
+	if tools, reasons := projectTools(projectDir); len(tools) > 0 {
+		fmt.Fprintf(&b, "\n# Builtin tools for what the project holds (%s).\ntools = [%s]\n", strings.Join(reasons, ", "), quoteList(tools))
 	}
 	fmt.Fprintf(&b, "\n[sandbox]\nimage = %q\n", image)
 	if len(res.Services) > 0 {
@@ -106,26 +106,18 @@ var languageTools = []struct{ file, tool string }{
 	{"requirements.txt", "uv"},
 }
 
-// projectTools lists the builtin tools for the languages projectDir holds.
-func projectTools(projectDir string) []string {
-	var out []string
-	for _, l := range languageTools {
-		if st, err := os.Stat(filepath.Join(projectDir, l.file)); err == nil && st.Mode().IsRegular() && !slices.Contains(out, l.tool) {
-			out = append(out, l.tool)
-		}
-	}
-	return out
-}
-
-// toolReasons names the files projectTools found ("go.mod: go").
-func toolReasons(projectDir string) []string {
-	var out []string
+// projectTools lists the builtin tools for the languages projectDir holds,
+// and why ("go.mod: go").
+func projectTools(projectDir string) (tools, reasons []string) {
 	for _, l := range languageTools {
 		if st, err := os.Stat(filepath.Join(projectDir, l.file)); err == nil && st.Mode().IsRegular() {
-			out = append(out, l.file+": "+l.tool)
+			reasons = append(reasons, l.file+": "+l.tool)
+			if !slices.Contains(tools, l.tool) {
+				tools = append(tools, l.tool)
+			}
 		}
 	}
-	return out
+	return tools, reasons
 }
 
 func quoteList(items []string) string {

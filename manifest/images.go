@@ -19,10 +19,10 @@ var imageVarRE = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)`)
 
 // rawImages are the image references of m as written, before substitution,
 // by key path.
-func rawImages(m *Manifest) map[string][]string {
-	out := map[string][]string{KeyPath("sandbox", "image"): {m.Sandbox.Image}}
+func rawImages(m *Manifest) map[string]string {
+	out := map[string]string{KeyPath("sandbox", "image"): m.Sandbox.Image}
 	for name, s := range m.Services {
-		out[KeyPath("services", name, "image")] = []string{s.Image}
+		out[KeyPath("services", name, "image")] = s.Image
 	}
 	return out
 }
@@ -32,7 +32,7 @@ func rawImages(m *Manifest) map[string][]string {
 // config error at validate naming the key, not a failure of the pull. raw
 // holds the references as written: a variable they name that is empty or
 // unset is said (${IMAGE}:latest with IMAGE unset became ":latest").
-func checkImages(m *Manifest, raw map[string][]string, origins map[string]origin, getenv func(string) (string, bool)) Errors {
+func checkImages(m *Manifest, raw map[string]string, origins map[string]origin, getenv func(string) (string, bool)) Errors {
 	refs := map[string]string{}
 	if m.Sandbox.Image != "" {
 		refs[KeyPath("sandbox", "image")] = m.Sandbox.Image
@@ -50,7 +50,7 @@ func checkImages(m *Manifest, raw map[string][]string, origins map[string]origin
 		}
 		if _, err := reference.ParseNormalizedNamed(img); err != nil {
 			msg := fmt.Sprintf("%q is not an image reference (%v)", img, err)
-			if written := first(raw[key]); written != img {
+			if written := raw[key]; written != img {
 				var empty []string
 				for _, v := range imageVarRE.FindAllStringSubmatch(written, -1) {
 					if val, ok := getenv(v[1]); !ok || val == "" {
@@ -69,11 +69,4 @@ func checkImages(m *Manifest, raw map[string][]string, origins map[string]origin
 		}
 	}
 	return errs
-}
-
-func first(s []string) string {
-	if len(s) == 0 {
-		return ""
-	}
-	return s[0]
 }
