@@ -171,6 +171,7 @@ func unsupportedOnKubernetes(s Service) []string {
 		{"aliases", len(s.Aliases) > 0}, {"volumes", len(s.Volumes) > 0}, {"tmpfs", len(s.Tmpfs) > 0},
 		{"cap_add", len(s.CapAdd) > 0}, {"cap_drop", len(s.CapDrop) > 0}, {"ulimits", len(s.Ulimits) > 0},
 		{"depends_on", len(s.DependsOn) > 0}, {"ports", remappedPorts(s.Ports)},
+		{"loopback", s.Loopback == LoopbackForwarded}, // a Pod's containers share one namespace
 	} {
 		if k.set {
 			keys = append(keys, k.key)

@@ -206,6 +206,10 @@ type Service struct {
 	Ulimits    map[string]Ulimit `toml:"ulimits" json:"ulimits,omitempty"`
 	DependsOn  DependsOn         `toml:"depends_on" json:"depends_on,omitempty"`
 	Ports      []string          `toml:"ports" json:"ports,omitempty"`
+	// Loopback says where a service with ports meets the sandbox's
+	// 127.0.0.1 (LoopbackShared, LoopbackForwarded; empty: shared when it can
+	// be, see SharesLoopback).
+	Loopback string `toml:"loopback" json:"loopback,omitempty"`
 }
 
 // Healthcheck is a service's health probe, run by the Engine inside the service container.

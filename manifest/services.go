@@ -215,6 +215,43 @@ type ServicePort struct {
 	Listen, Port int
 }
 
+// The values of services.*.loopback.
+const (
+	// LoopbackShared runs the service in the sandbox's network namespace.
+	LoopbackShared = "shared"
+	// LoopbackForwarded keeps the service in a namespace of its own, its
+	// ports forwarded onto the sandbox's loopback.
+	LoopbackForwarded = "forwarded"
+)
+
+// SharesLoopback reports whether the service runs in the sandbox's network
+// namespace: loopback = "shared", or unset with ports that all keep their
+// numbers (a namespace shared cannot move one) and no extra_hosts (it has
+// the sandbox's /etc/hosts).
+func (s Service) SharesLoopback() bool {
+	switch s.Loopback {
+	case LoopbackShared:
+		return true
+	case LoopbackForwarded:
+		return false
+	}
+	return len(s.Ports) > 0 && s.cannotShareLoopback() == ""
+}
+
+// cannotShareLoopback says why the service cannot run in the sandbox's
+// network namespace, or "".
+func (s Service) cannotShareLoopback() string {
+	for _, e := range s.Ports {
+		if p, err := ParseServicePort(e); err == nil && p.Listen != p.Port {
+			return fmt.Sprintf("keeps a port's number: ports entry %q moves %d to %d", e, p.Port, p.Listen)
+		}
+	}
+	if len(s.ExtraHosts) > 0 {
+		return "takes the sandbox's /etc/hosts: extra_hosts cannot be set"
+	}
+	return ""
+}
+
 // ParseServicePort reads one services.*.ports entry, in compose's syntax:
 // PORT, LISTEN:PORT or 127.0.0.1:LISTEN:PORT, with an optional /tcp.
 func ParseServicePort(s string) (ServicePort, error) {
@@ -367,6 +404,15 @@ func (v *validator) service(name string, s Service, all map[string]Service) {
 			v.servicePorts = map[int]string{}
 		}
 		v.servicePorts[sp.Listen] = name
+	}
+	switch s.Loopback {
+	case "", LoopbackForwarded:
+	case LoopbackShared:
+		if why := s.cannotShareLoopback(); why != "" {
+			v.errorf(p("loopback"), "%q %s (or use %q)", LoopbackShared, why, LoopbackForwarded)
+		}
+	default:
+		v.errorf(p("loopback"), "must be one of %q, %q, got %q", LoopbackShared, LoopbackForwarded, s.Loopback)
 	}
 	for _, n := range slices.Sorted(maps.Keys(s.Ulimits)) {
 		u := s.Ulimits[n]

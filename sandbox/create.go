@@ -90,6 +90,7 @@ type Sandbox struct {
 	egressID         string // the egress proxy container, when the sandbox has egress rules
 	egressDNS        string // the proxy's address on the sandbox network, its containers' DNS server
 	parked           bool   // made for a warm pool: its values come with its claim (Claim), not at Start
+	hold             bool   // its supervisor holds until Start released it (LabelHold)
 
 	// A parked sandbox's claim goes to its supervisor's stdin through the
 	// attach to its main command (Attach keeps it), whose stdin, when the
@@ -231,13 +232,16 @@ func (rt *Runtime) Create(ctx context.Context, req *Request) (sb *Sandbox, err e
 		sb.Network, sb.shard = id, name
 	}
 	done()
-	if err := rt.createServices(ctx, sb, r, labels, hp.ServiceBinds); err != nil {
-		return sb, err
-	}
 
 	spec := buildSpec(req, r, hp)
 	spec.Forwards = serviceForwards(r)
 	spec.Park, spec.ClaimStdin = req.Park, req.Park
+	if sb.Network != "" && len(sharedServices(r)) > 0 {
+		// The services that share the sandbox's network namespace join the
+		// primary's, so they start after it: the supervisor holds until
+		// they are ready (Start releases it).
+		spec.Hold, spec.HoldTimeout, sb.hold = true, holdSeconds(r), true
+	}
 	stateOwner := u
 	if rootPID1 {
 		MainUser(spec, userSpec)
@@ -257,6 +261,9 @@ func (rt *Runtime) Create(ctx context.Context, req *Request) (sb *Sandbox, err e
 	}
 	if sb.shard != "" {
 		cfg.Labels[LabelShard] = sb.shard
+	}
+	if sb.hold {
+		cfg.Labels[LabelHold] = "1"
 	}
 	if rootPID1 {
 		// The container runs as root; the files API still writes as the
@@ -284,6 +291,9 @@ func (rt *Runtime) Create(ctx context.Context, req *Request) (sb *Sandbox, err e
 		return sb, failed("cannot create the sandbox container: %v", err)
 	}
 	sb.PrimaryID = c.ID
+	if err := rt.createServices(ctx, sb, r, labels, hp.ServiceBinds); err != nil {
+		return sb, err
+	}
 	done = rt.step(req.ID, "copy-in")
 	defer done()
 	if u.UID != 0 && numericUser(userSpec) {
@@ -449,7 +459,9 @@ func (rt *Runtime) primaryConfig(sb *Sandbox, req *Request, r *manifest.Resolved
 	case "bridge":
 		host.NetworkMode = container.NetworkMode(sb.Network)
 		host.DNS = egressDNS(sb)
-		netcfg = &network.NetworkingConfig{EndpointsConfig: map[string]*network.EndpointSettings{sb.Network: {}}}
+		// The services in its network namespace answer to their names at
+		// its address.
+		netcfg = &network.NetworkingConfig{EndpointsConfig: map[string]*network.EndpointSettings{sb.Network: {Aliases: sharedAliases(r)}}}
 	default:
 		host.NetworkMode = container.NetworkMode(r.Sandbox.Network)
 	}

@@ -36,8 +36,10 @@ func (rt *Runtime) Start(ctx context.Context, sb *Sandbox) error {
 	if err := rt.startEgress(ctx, sb); err != nil {
 		return err
 	}
-	if err := rt.startServices(ctx, sb); err != nil {
-		return err
+	if !sb.hold {
+		if err := rt.startServices(ctx, sb); err != nil {
+			return err
+		}
 	}
 	if !sb.fresh {
 		if err := rt.resetStatus(ctx, sb.PrimaryID); err != nil {
@@ -69,13 +71,24 @@ func (rt *Runtime) Start(ctx context.Context, sb *Sandbox) error {
 		return failed("cannot start the sandbox container: %v", err)
 	}
 	done()
+	if sb.hold {
+		// Its supervisor waits for the services in its network namespace.
+		if err := rt.startServices(ctx, sb); err != nil {
+			// Nothing runs in it yet: stopped, as a failed start leaves it.
+			_ = rt.Engine.ContainerKill(context.WithoutCancel(ctx), sb.PrimaryID, "SIGKILL")
+			return err
+		}
+	}
 	sb.Ports = rt.readPorts(ctx, sb)
 	sb.fresh = false
 	values := secretValues(sb.manifest)
 	for k, v := range sb.envSecrets {
 		values[envSecretKey(k)] = v
 	}
-	if len(values) > 0 && !sb.parked {
+	if sb.hold && sb.parked {
+		values = nil // the release; the values come with the claim
+	}
+	if sb.hold || (len(values) > 0 && !sb.parked) {
 		defer rt.step(sb.ID, "secrets delivery")()
 		if err := DeliverValues(ctx, rt, sb.PrimaryID, values); err != nil {
 			return err
@@ -365,7 +378,7 @@ func (rt *Runtime) Open(ctx context.Context, id string, r *manifest.Resolved) (*
 	sb := &Sandbox{
 		ID: id, Name: objectName(id), Project: p.Labels[LabelProject], Kind: p.Labels[LabelKind],
 		PlanHash: p.Labels[LabelPlanHash], PrimaryID: p.ID, Services: map[string]string{},
-		manifest: r, shard: p.Labels[LabelShard],
+		manifest: r, shard: p.Labels[LabelShard], hold: p.Labels[LabelHold] != "",
 	}
 	for _, s := range objs.services {
 		sb.Services[s.Labels[LabelService]] = s.ID

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"os"
 	"slices"
+	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
@@ -166,13 +167,55 @@ func (rt *Runtime) RemoveVolumes(ctx context.Context, id string) error {
 	return errors.Join(errs...)
 }
 
-// serviceForwards are the supervisor's forwards of services.*.ports: each
-// service's port on the sandbox's 127.0.0.1, reached by the service's name on
-// the sandbox's network. (A Pod's sidecars share its loopback: the kubernetes
-// backend needs none.)
+// LabelHold marks, on a sandbox's primary, a supervisor that holds at each
+// start until the services that share its network namespace are ready.
+const LabelHold = "dev.airlock.hold"
+
+// sharedServices are the services that run in the sandbox's network namespace
+// (manifest.Service.SharesLoopback), sorted.
+func sharedServices(r *manifest.Resolved) []string {
+	var out []string
+	for _, name := range slices.Sorted(maps.Keys(r.Services)) {
+		if r.Services[name].SharesLoopback() {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// sharedAliases are the names of the services in the sandbox's network
+// namespace and their aliases: the primary's aliases on the sandbox network,
+// where those services are reached.
+func sharedAliases(r *manifest.Resolved) []string {
+	var out []string
+	for _, name := range sharedServices(r) {
+		out = append(out, name)
+		out = append(out, r.Services[name].Aliases...)
+	}
+	return out
+}
+
+// holdSeconds bounds a held supervisor's wait for its release: the services'
+// ready_timeout and a margin for their starts.
+func holdSeconds(r *manifest.Resolved) int {
+	d, err := ReadyTimeout(r)
+	if err != nil {
+		d = defaultReadyTimeout
+	}
+	return int(d/time.Second) + 60
+}
+
+// serviceForwards are the supervisor's forwards of services.*.ports of the
+// services that keep a network namespace of their own: each service's port on
+// the sandbox's 127.0.0.1, reached by the service's name on the sandbox's
+// network. (A Pod's sidecars share its loopback: the kubernetes backend needs
+// none.)
 func serviceForwards(r *manifest.Resolved) []supervisor.Forward {
 	var out []supervisor.Forward
 	for _, name := range slices.Sorted(maps.Keys(r.Services)) {
+		if r.Services[name].SharesLoopback() {
+			continue // its ports are the sandbox's own
+		}
 		for _, e := range r.Services[name].Ports {
 			p, err := manifest.ParseServicePort(e)
 			if err != nil {

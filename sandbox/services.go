@@ -71,6 +71,15 @@ func (rt *Runtime) createServices(ctx context.Context, sb *Sandbox, r *manifest.
 			}
 		}
 		host := &container.HostConfig{NetworkMode: container.NetworkMode(sb.Network), DNS: egressDNS(sb)}
+		netcfg := &network.NetworkingConfig{EndpointsConfig: map[string]*network.EndpointSettings{
+			sb.Network: {Aliases: append([]string{name}, r.Services[name].Aliases...)},
+		}}
+		if r.Services[name].SharesLoopback() {
+			// In the primary's network namespace: its address, DNS, hosts
+			// file and name; the primary's endpoint carries the aliases.
+			host.NetworkMode, host.DNS, netcfg = container.NetworkMode("container:"+sb.PrimaryID), nil, nil
+			cfg.Hostname = ""
+		}
 		if err := serviceHost(name, r.Services[name], sb.ID, binds[name], host); err != nil {
 			return err
 		}
@@ -80,9 +89,6 @@ func (rt *Runtime) createServices(ctx context.Context, sb *Sandbox, r *manifest.
 				return err
 			}
 		}
-		netcfg := &network.NetworkingConfig{EndpointsConfig: map[string]*network.EndpointSettings{
-			sb.Network: {Aliases: append([]string{name}, r.Services[name].Aliases...)},
-		}}
 		c, err := rt.Engine.ContainerCreate(ctx, cfg, host, netcfg, nil, serviceName(sb.ID, name))
 		if err != nil {
 			return failed("cannot create service %s: %v", name, err)

@@ -165,6 +165,15 @@ func Deliver(socket string, in io.Reader, timeout time.Duration) error {
 	return nil
 }
 
+// deliveryWait is how long the supervisor waits for a delivery before it
+// starts anything (Hold, or values to receive).
+func (s *Spec) deliveryWait() time.Duration {
+	if s.HoldTimeout > 0 {
+		return time.Duration(s.HoldTimeout) * time.Second
+	}
+	return DeliveryTimeout
+}
+
 // NeedsSecrets reports whether the supervisor waits for a delivery: the spec
 // holds its start (Hold) or parks (Park), or an env entry takes a delivered
 // value.

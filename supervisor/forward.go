@@ -142,14 +142,26 @@ func (f *forwarder) dial(to string) (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	ips, err := net.LookupIP(host)
-	if err != nil || len(ips) == 0 {
-		return nil, fmt.Errorf("cannot resolve %s: %v", host, err)
-	}
-	addr = net.JoinHostPort(ips[0].String(), port)
-	c, err := net.DialTimeout("tcp", addr, forwardDialTimeout)
-	if err != nil {
-		return nil, err
+	// A service that runs but does not listen yet refuses: try again until
+	// it listens (the client waits, as for a server slow to accept), so
+	// that a connection accepted here is not then reset.
+	deadline := time.Now().Add(forwardDialTimeout)
+	var c net.Conn
+	for wait := 10 * time.Millisecond; ; wait = min(2*wait, 200*time.Millisecond) {
+		ips, err := net.LookupIP(host)
+		if err == nil && len(ips) > 0 {
+			addr = net.JoinHostPort(ips[0].String(), port)
+			if c, err = net.DialTimeout("tcp", addr, time.Until(deadline)); err == nil {
+				break
+			}
+		}
+		if time.Now().Add(wait).After(deadline) {
+			if err == nil {
+				err = fmt.Errorf("no address")
+			}
+			return nil, fmt.Errorf("cannot reach %s: %w", to, err)
+		}
+		time.Sleep(wait)
 	}
 	f.mu.Lock()
 	if f.resolved == nil {

@@ -332,9 +332,9 @@ func TestParkNeedsSocket(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "park needs secrets_socket") {
 		t.Fatalf("want a refusal naming secrets_socket, got %v", err)
 	}
-	_, err = ParseSpec([]byte(`{"version":1,"park":true,"hold":true,"secrets_socket":"/run/s.sock","main":{"argv":[]}}`))
-	if err == nil || !strings.Contains(err.Error(), "park and hold") {
-		t.Fatalf("want a refusal of park with hold, got %v", err)
+	_, err = ParseSpec([]byte(`{"version":1,"park":true,"hold":true,"hold_timeout":-1,"secrets_socket":"/run/s.sock","main":{"argv":[]}}`))
+	if err == nil || !strings.Contains(err.Error(), "hold_timeout must be 0 to") {
+		t.Fatalf("want a refusal of a negative hold_timeout, got %v", err)
 	}
 	s, err := ParseSpec([]byte(`{"version":1,"park":true,"secrets_socket":"/run/s.sock","main":{"argv":[]}}`))
 	if err != nil {
@@ -416,6 +416,58 @@ func TestParkedClaimOnStdin(t *testing.T) {
 			}
 			if got := s.read("got.tok"); got != "s3cret\n" {
 				t.Errorf("the main command's TOKEN is %q, want the claim's value", got)
+			}
+		})
+	}
+}
+
+// TestParkedHeld: a parked spec that also holds (the runtime starts the
+// services that share the sandbox's network namespace after the container)
+// starts nothing until the release, then its static daemon, parks, and takes
+// the claim as usual: on the socket, or on stdin.
+func TestParkedHeld(t *testing.T) {
+	t.Parallel()
+	for _, onStdin := range []bool{false, true} {
+		t.Run(fmt.Sprintf("claim on stdin %v", onStdin), func(t *testing.T) {
+			t.Parallel()
+			s := newSandbox(t)
+			s.parked()
+			s.spec.Hold = true
+			s.spec.HoldTimeout = 30
+			claim := Claim{Argv: sh("echo claimed > " + s.path("main.out"))}
+			if onStdin {
+				s.spec.ClaimStdin = true
+				b, _ := json.Marshal(claim)
+				line, _ := json.Marshal(map[string]string{ClaimKey: string(b)})
+				s.stdin = s.path("in.txt")
+				if err := os.WriteFile(s.stdin, append(line, '\n'), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			s.daemon("db", sh(fmt.Sprintf("echo up > %q; exec sleep 100", s.path("db.up"))))
+			s.start()
+			s.waitFor("the socket", func() bool {
+				_, err := os.Stat(s.spec.SecretsSocket)
+				return err == nil
+			})
+			if _, err := os.Stat(s.path("db.up")); !os.IsNotExist(err) {
+				t.Fatalf("the daemon started before the release (%v)", err)
+			}
+			if err := s.deliver(map[string]string{}); err != nil {
+				t.Fatal(err)
+			}
+			if !onStdin {
+				s.waitParked()
+				if err := s.claim(claim, nil); err != nil {
+					t.Fatal(err)
+				}
+			}
+			r := s.wait()
+			if r.code != 0 || s.read("main.out") != "claimed\n" {
+				t.Fatalf("exit %d, main.out %q; stderr:\n%s", r.code, s.read("main.out"), r.stderr)
+			}
+			if s.read("db.up") != "up\n" {
+				t.Errorf("the static daemon did not run")
 			}
 		})
 	}

@@ -76,7 +76,13 @@ type Spec struct {
 	// that socket before it starts anything, even when no env entry takes a
 	// secret (an empty object releases it): the Kubernetes backend copies the
 	// project in meanwhile. Given a --secrets file, it takes that and does not wait.
+	// With Park, the hold's delivery (an empty object) comes first, then the
+	// claim.
 	Hold bool `json:"hold,omitempty"`
+	// HoldTimeout, in seconds, bounds the wait for a held or secret delivery
+	// (0: DeliveryTimeout): the runtime starts the services that share the
+	// sandbox's network namespace meanwhile, within their ready_timeout.
+	HoldTimeout int `json:"hold_timeout,omitempty"`
 	// Park, with SecretsSocket, makes a pooled sandbox's supervisor: it starts
 	// the daemons that take no delivered value (nor come after one that does),
 	// reports supervisor.parked once they are ready and waits, without a
@@ -290,8 +296,8 @@ func (s *Spec) Validate() error {
 	if s.ClaimStdin && !s.Park {
 		return errors.New("cannot use spec: claim_stdin needs park")
 	}
-	if s.Park && s.Hold {
-		return errors.New("cannot use spec: park and hold exclude each other (each waits for its own delivery on secrets_socket)")
+	if s.HoldTimeout < 0 || time.Duration(s.HoldTimeout)*time.Second > MaxReadyTimeout {
+		return fmt.Errorf("cannot use spec: hold_timeout must be 0 to %d seconds, got %d", int(MaxReadyTimeout/time.Second), s.HoldTimeout)
 	}
 	if len(s.Main.Argv) > 0 && s.Main.Argv[0] == "" {
 		return errors.New("cannot use spec: main.argv[0] is empty")

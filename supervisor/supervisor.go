@@ -92,13 +92,23 @@ func Run(o Options) (int, error) {
 	case spec.Park && o.SecretsPath != "":
 		secretsErr = errors.New("cannot use a secrets file with a parked spec: its claim delivers the values")
 	case spec.Park && spec.ClaimStdin:
-		// The claim comes on stdin (parkStdin).
+		// The claim comes on stdin (parkStdin), after the hold's release.
+		if spec.Hold {
+			var release *Secrets
+			release, secretsErr = ReceiveSecrets(spec.SecretsSocket, spec.deliveryWait())
+			release.forget()
+		}
 	case spec.Park:
 		if claims, secretsErr = listenDelivery(spec.SecretsSocket); claims != nil {
 			defer claims.close()
+			if spec.Hold { // the release first, the claim after it
+				var release *Secrets
+				release, secretsErr = claims.take(spec.deliveryWait(), nil)
+				release.forget()
+			}
 		}
 	case o.SecretsPath == "" && spec.SecretsSocket != "" && spec.NeedsSecrets():
-		secrets, secretsErr = ReceiveSecrets(spec.SecretsSocket, DeliveryTimeout)
+		secrets, secretsErr = ReceiveSecrets(spec.SecretsSocket, spec.deliveryWait())
 	}
 	s := &supervisor{
 		spec:    spec,
