@@ -444,7 +444,8 @@ func TestParkedHeld(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			s.daemon("db", sh(fmt.Sprintf("echo up > %q; exec sleep 100", s.path("db.up"))))
+			db := s.daemon("db", sh(fmt.Sprintf("echo up > %q; exec sleep 100", s.path("db.up"))))
+			db.Ready = &Ready{Cmd: []string{"test", "-s", s.path("db.up")}, Timeout: "20s"}
 			s.start()
 			s.waitFor("the socket", func() bool {
 				_, err := os.Stat(s.spec.SecretsSocket)
