@@ -30,7 +30,7 @@ CROSS_TARGETS := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
 # make test embeds the supervisors when they were built (make build or make cross ran).
 TEST_TAGS := $(if $(wildcard $(SUPERVISOR_DIR)/linux-arm64/airlock.gz $(SUPERVISOR_DIR)/linux-amd64/airlock.gz),-tags $(EMBED_TAG))
 
-.PHONY: all build supervisors cross image test lint bench demo engine kube faults soak clean
+.PHONY: all build supervisors cross image test test-engine29 engine29 lint bench demo engine kube faults soak clean
 
 all: build
 
@@ -72,8 +72,26 @@ image:
 # would run on alone at the end); supervisor, which needs no Engine, beside e2e. -trimpath
 # lets a fresh clone reuse the build cache (half a minute of compiling on 2 cores).
 SLOW_PACKAGES := ./e2e/ ./supervisor/ ./control/ ./sandbox/
+GO_TEST := $(GO) test -trimpath -ldflags=-w -race -count=1 $(TEST_TAGS)
 test: lint
-	$(GO) test -trimpath -ldflags=-w -race -count=1 $(TEST_TAGS) $(SLOW_PACKAGES) ./...
+	$(GO_TEST) $(SLOW_PACKAGES) ./...
+
+# The same suite against the current Docker Engine (29, containerd 2, runc 1.3: docs/engines.md),
+# which scripts/engine29.sh builds (cached under ~/.cache/airlock-engine29) and starts in the
+# network namespace e29 beside the 20.10 Engine. The tests run in that namespace (engine29.sh
+# exec: DOCKER_HOST is its socket, and the ports it publishes on 127.0.0.1 are theirs). The Debian
+# images of the tests are made first, outside it (debootstrap needs the mirror; once per machine,
+# then imported from the cache of scripts/debian-image.sh in seconds). PKGS narrows it.
+ENGINE29_DEBIAN_IMAGES := "airlock-test/debian-postgres:bookworm-1 postgresql" \
+	"airlock-bench/debian-redis:bookworm-1 redis-server redis-tools make"
+PKGS ?= $(SLOW_PACKAGES) ./...
+test-engine29: engine29
+	@set -e; eval "$$(./scripts/engine29.sh env)"; for i in $(ENGINE29_DEBIAN_IMAGES); do ./scripts/debian-image.sh $$i; done
+	./scripts/engine29.sh exec $(GO_TEST) $(PKGS)
+
+engine29:
+	./scripts/engine.sh
+	./scripts/engine29.sh up
 
 # The Kubernetes backend's integration tests (e2e/kube) against the project's own
 # two-node cluster (on this one machine), which scripts/kube.sh builds (cached) and starts when it is not up.

@@ -8,8 +8,12 @@
 # `docker import`. debootstrap is installed with apt when missing (which needs root, as
 # debootstrap itself does). Concurrent calls for one tag build it once (flock).
 #
+# The root file system's tar is kept in ${AIRLOCK_DEBIAN_CACHE:-$HOME/.cache/airlock-debian}/TAG.tar
+# (TAG with / and : as _), so that another Engine of this machine (scripts/engine29.sh's, whose
+# network namespace reaches no mirror) imports the same image in seconds, without debootstrap.
+#
 # Environment: DEBIAN_MIRROR (default: the Debian URI in /etc/apt/sources*, else
-# debootstrap's own default mirror), DEBIAN_SUITE (default bookworm).
+# debootstrap's own default mirror), DEBIAN_SUITE (default bookworm), AIRLOCK_DEBIAN_CACHE.
 set -euo pipefail
 
 if [ $# -lt 1 ] || [ -z "$1" ]; then
@@ -51,9 +55,22 @@ exec 9>"$lock"
 flock 9
 exists && exit 0
 
+import_tar() {
+  docker import -c 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
+    -m "airlock: Debian $suite minbase${include:+ + $include}" "$1" "$image" >/dev/null
+}
+cache=${AIRLOCK_DEBIAN_CACHE:-${HOME:-/root}/.cache/airlock-debian}
+cached=$cache/$(printf '%s' "$image" | tr '/:' '__').tar
+if [ -s "$cached" ]; then
+  start=$(date +%s)
+  import_tar "$cached"
+  echo "debian-image.sh: imported $image from $cached in $(($(date +%s) - start)) s" >&2
+  exit 0
+fi
+
 rootfs=
 log=$(mktemp)
-trap 'rm -rf "$log" ${rootfs:+"$rootfs"}' EXIT
+trap 'rm -rf "$log" ${rootfs:+"$rootfs"} ${cached:+"$cached.tmp"}' EXIT
 
 command -v debootstrap >/dev/null 2>&1 || { echo "debian-image.sh: installing debootstrap" >&2; apt_install debootstrap; }
 mirror=$(debian_mirror)
@@ -66,7 +83,8 @@ if ! debootstrap --variant=minbase ${include:+--include="$include"} "$suite" "$r
 fi
 # Nothing from the build's apt caches is needed in the image.
 rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/lib/apt/lists/*
-tar -C "$rootfs" -c . |
-  docker import -c 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
-    -m "airlock: Debian $suite minbase${include:+ + $include}" - "$image" >/dev/null
+mkdir -p "$cache"
+tar -C "$rootfs" -cf "$cached.tmp" .
+mv -f "$cached.tmp" "$cached"
+import_tar "$cached"
 echo "debian-image.sh: built $image in $(($(date +%s) - start)) s" >&2
