@@ -67,7 +67,11 @@ func TestSingleton(t *testing.T) {
 
 	logPath := filepath.Join(daemonDir, "airlockd.log")
 	// The first line, then the listeners and the Engine in use.
-	engineLines := "Listening on: " + sock + "\nEngine: unix:///var/run/docker.sock\nServing sandboxes on: unix:///var/run/docker.sock\n"
+	engineHost := "unix:///var/run/docker.sock"
+	if h := os.Getenv("DOCKER_HOST"); h != "" {
+		engineHost = h // the tests' Engine (make test-engine29)
+	}
+	engineLines := "Listening on: " + sock + "\nEngine: " + engineHost + "\nServing sandboxes on: " + engineHost + "\n"
 	r := e.run(binA, "daemon", "status")
 	if want := fmt.Sprintf("Daemon running (PID %d, build %s, logs: %s)\n", d.pid, buildA, logPath) + engineLines; r.Code != 0 || r.Stdout != want {
 		t.Errorf("daemon status = %q, want %q\n%s", r.Stdout, want, r)
