@@ -74,7 +74,8 @@ func NewExec(id string, done <-chan error, exitCode func(context.Context) (int, 
 // 126 with its message where the command's output would be. Without stdin, whose
 // bytes an attempt may have taken, Exec starts such an exec again, up to
 // execStartRetries times, and the caller sees only the attempt that ran. An exec
-// that still does not start ends 126 with the Engine's message on stderr.
+// that still does not start ends with the Engine's code (126 on Engine 20.10;
+// 126, 127 or 128 on a current one: notStartedCode) and its message on stderr.
 func (rt *Runtime) Exec(ctx context.Context, sb *Sandbox, req ExecRequest, s Streams) (*Exec, error) {
 	argv, err := ExecArgv(ctx, rt, sb.PrimaryID, req)
 	if err != nil {
@@ -232,16 +233,25 @@ func (rt *Runtime) startExec(ctx context.Context, sb *Sandbox, argv []string, re
 }
 
 // execStarted tells whether the Engine started the exec's process: it runs, or
-// it ran (it has a PID), or it ended with another code than the 126 the Engine
-// gives an exec it could not start. When the Engine cannot say, it answers yes:
-// then nothing is retried or held back.
+// it ran (it has a PID), or it ended with another code than those the Engine
+// gives an exec it could not start (notStartedCode). When the Engine cannot say,
+// it answers yes: then nothing is retried or held back.
 func (rt *Runtime) execStarted(ctx context.Context, id string) bool {
 	in, err := rt.Engine.ContainerExecInspect(ctx, id)
 	if err != nil {
 		return true
 	}
-	return in.Running || in.Pid != 0 || in.ExitCode != ExitNotStarted
+	return in.Running || in.Pid != 0 || !notStartedCode(in.ExitCode)
 }
+
+// notStartedCode tells whether code is one the Engine gives an exec whose process
+// it could not start: 126 on Engine 20.10 whatever the cause; a current Engine
+// chooses by runc's message, as for a container's start: 126 (permission
+// denied), 127 (not found, no such file or directory: a missing working
+// directory too; a failed runc exec call) or 128 (anything else, as runc's
+// "read init-p: connection reset by peer" under load). A process that ran has a
+// PID, whatever its code (docs/engines.md).
+func notStartedCode(code int) bool { return code >= ExitNotStarted && code <= 128 }
 
 // execSettled waits, at most execSettleWait, until the Engine no longer runs
 // the exec, and tells whether it started its process (execStarted): the
@@ -258,9 +268,9 @@ func (rt *Runtime) execSettled(ctx context.Context, cur *execID) bool {
 			return true
 		case !in.Running:
 			cur.saw(id, in.ExitCode)
-			return in.Pid != 0 || in.ExitCode != ExitNotStarted
+			return in.Pid != 0 || !notStartedCode(in.ExitCode)
 		case time.Now().After(deadline):
-			return in.Running || in.Pid != 0 || in.ExitCode != ExitNotStarted
+			return in.Running || in.Pid != 0 || !notStartedCode(in.ExitCode)
 		}
 		select {
 		case <-ctx.Done():
@@ -273,7 +283,8 @@ func (rt *Runtime) execSettled(ctx context.Context, cur *execID) bool {
 // execSettleWait bounds execSettled's wait.
 const execSettleWait = 5 * time.Second
 
-// ExitNotStarted is the code the Engine gives an exec whose process it could not start.
+// ExitNotStarted is the code Engine 20.10 gives an exec whose process it could
+// not start (a current Engine 126, 127 or 128: notStartedCode).
 const ExitNotStarted = 126
 
 // execID is the Engine ID of an exec's current attempt, and its exit code
