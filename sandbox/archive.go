@@ -104,8 +104,10 @@ func (rt *Runtime) WriteArchive(ctx context.Context, containerID, dir string, r 
 }
 
 // overwrite is the Engine's message when an entry of an archive would replace
-// a folder by something else, or the other way round.
-var overwrite = regexp.MustCompile(`cannot overwrite (non-)?directory "([^"]*)" with (?:non-)?directory`)
+// a folder by something else, or the other way round. Engine 20.10 names the
+// path whole (twice); a current one names the entry relative to the extraction
+// point, then that point.
+var overwrite = regexp.MustCompile(`cannot overwrite (non-)?directory "([^"]*)" with (?:non-)?directory(?: "([^"]*)")?`)
 
 // KindOfExtractError is the caller's mistake that an extraction into dir
 // failed with (msg, the Engine's or the extractor's words): an error wrapping
@@ -113,6 +115,9 @@ var overwrite = regexp.MustCompile(`cannot overwrite (non-)?directory "([^"]*)" 
 // file, an entry below a file); nil for anything else.
 func KindOfExtractError(dir, msg string) error {
 	if m := overwrite.FindStringSubmatch(msg); m != nil {
+		if !path.IsAbs(m[2]) && path.IsAbs(m[3]) {
+			m[2] = path.Join(m[3], m[2])
+		}
 		if m[1] != "" {
 			return fmt.Errorf("cannot write into %s: %s is a file of the sandbox and the archive has a folder there: %w", dir, m[2], ErrNotDirectory)
 		}
