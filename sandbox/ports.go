@@ -116,7 +116,7 @@ func (e *PortInUseError) Unwrap() error { return e.Err }
 var (
 	portAllocatedRE = regexp.MustCompile(`Bind for (\S+) failed: port is already allocated`)
 	addrInUseRE     = regexp.MustCompile(`listen (?:tcp|udp|sctp)[46]? (\S+): bind: address already in use`)
-	bindHostPortRE  = regexp.MustCompile(`failed to bind host port (?:for )?(\S+?:\d+):\S*: address already in use`)
+	bindHostPortRE  = regexp.MustCompile(`failed to bind host port (?:for )?(\S+?:\d+)(?:[:/]\S*)?: address already in use`)
 )
 
 // portInUse maps a start error about a taken host port to a PortInUseError

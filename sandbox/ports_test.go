@@ -89,6 +89,10 @@ func TestPortInUse(t *testing.T) {
 		// Later Engines.
 		{"Error response from daemon: failed to set up container networking: driver failed programming external connectivity on endpoint airlock-x (abc): failed to bind host port for 0.0.0.0:9000:172.17.0.2:9000/tcp: address already in use",
 			"0.0.0.0:9000", "0.0.0.0:9000:9000"},
+		// Engine 29 (docker-proxy given the socket the Engine bound).
+		{"Error response from daemon: failed to set up container networking: driver failed programming external connectivity on endpoint airlock-x (abc): failed to bind host port 127.0.0.1:18080/tcp: address already in use",
+			"127.0.0.1:18080", "127.0.0.1:18080:8080"},
+		{"failed to bind host port [::1]:7000/tcp: address already in use", "[::1]:7000", "[::1]:7000:7000"},
 		// Docker Desktop.
 		{"Ports are not available: exposing port TCP 127.0.0.1:18080 -> 0.0.0.0:0: listen tcp 127.0.0.1:18080: bind: address already in use",
 			"127.0.0.1:18080", "127.0.0.1:18080:8080"},
