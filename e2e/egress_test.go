@@ -297,7 +297,10 @@ if timeout 5 wget -Y off -qO- http://%s:8080/; then echo DIRECT-REACHED; else ec
 `, ok, no, okIP)
 	// The isolation: every listener of the host on every address, TCP, UDP and
 	// ARP; then the allowed server, the service, and names resolved.
+	// (A current Engine gives an internal network no default route; its bridge
+	// still has the gateway address the Engine chose, the subnet's first one.)
 	isolation := fmt.Sprintf(`GW=$(ip route | awk '/^default/ {print $3}')
+[ -n "$GW" ] || GW=$(ip route | awk '$2 == "dev" && $3 == "eth0" { split($1, a, "[./]"); print a[1] "." a[2] "." a[3] "." a[4] + 1; exit }')
 echo "gateway=$GW"
 echo "subnet=$(ip -4 addr show eth0 | awk '/inet / {print $2}')"
 for h in $GW %s; do

@@ -139,17 +139,24 @@ func TestDockerContexts(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(meta, "meta.json"), b, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// The daemon starts with the test's environment, so that its own Engine is
+	// the tests' one; the commands below unset DOCKER_HOST (which the tests may
+	// have: make test-engine29), since it would win over any context.
+	e.MustRun("daemon", "start")
+	noHost := "DOCKER_HOST="
 	onRemote := func(what string, extra ...string) {
 		t.Helper()
 		id := uniq("ctx")
-		r := e.RunEnv(extra, "run", "--keep", "--id", id, "--", "true")
+		r := e.RunEnv(append([]string{noHost}, extra...), "run", "--keep", "--id", id, "--", "true")
 		if r.Code != 0 {
 			t.Fatalf("%s: %s", what, r)
 		}
 		if n := len(listProject(t, remote, e.Project)); n != 1 {
 			t.Errorf("%s: the sandbox is not on the context's Engine (%d there)", what, n)
 		}
-		e.MustRun("rm", id)
+		if r := e.RunEnv([]string{noHost}, "rm", id); r.Code != 0 {
+			t.Errorf("%s: rm: %s", what, r)
+		}
 	}
 	onRemote("DOCKER_CONTEXT=standin", "DOCKER_CONTEXT=standin")
 	if err := os.WriteFile(filepath.Join(cfg, "config.json"), []byte(`{"currentContext": "standin"}`), 0o600); err != nil {
@@ -162,7 +169,7 @@ func TestDockerContexts(t *testing.T) {
 		t.Errorf("DOCKER_HOST over the current context: %s", r)
 	}
 	// An unknown context is an error naming it.
-	r = e.RunEnv([]string{"DOCKER_CONTEXT=nosuch"}, "run", "--", "true")
+	r = e.RunEnv([]string{noHost, "DOCKER_CONTEXT=nosuch"}, "run", "--", "true")
 	if r.Code != 125 || !strings.Contains(r.Stderr, "nosuch") {
 		t.Errorf("an unknown context: want exit 125 naming it, got %s", r)
 	}

@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -105,10 +106,14 @@ env = { SVCTOK = "${VAULT_TOK}", SVCPLAIN = "plain" }
 		if err != nil {
 			t.Fatal(err)
 		}
-		if in.GraphDriver.Data["UpperDir"] == "" {
+		upper := in.GraphDriver.Data["UpperDir"]
+		if upper == "" && in.State != nil && in.State.Pid > 0 {
+			upper = overlayUpperDir(t, in.State.Pid)
+		}
+		if upper == "" {
 			t.Errorf("cannot find the writable layer of %s on the Engine's disk (driver %s)", c.Names[0], in.GraphDriver.Name)
 		}
-		roots = append(roots, in.GraphDriver.Data["UpperDir"])
+		roots = append(roots, upper)
 		for _, m := range in.Mounts {
 			if m.Type == "volume" {
 				roots = append(roots, m.Source)
@@ -154,4 +159,30 @@ TOKEN = "${HOST_TOKEN}"
 		t.Fatalf("after a daemon restart the sandbox lost its substituted env: %s", r)
 	}
 	e.MustRun("down")
+}
+
+// overlayUpperDir is the upper directory of the overlay mounted as the root of
+// process pid's mount namespace: a container's writable layer where the Engine
+// does not name it (the containerd image store's snapshotter: Engine 29).
+func overlayUpperDir(t *testing.T, pid int) string {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/mountinfo", pid))
+	if err != nil {
+		t.Logf("cannot read the mounts of pid %d: %v", pid, err)
+		return ""
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		// ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS [OPTIONAL...] - FSTYPE SOURCE SUPEROPTIONS
+		pre, post, ok := strings.Cut(l, " - ")
+		f, g := strings.Fields(pre), strings.Fields(post)
+		if !ok || len(f) < 5 || f[4] != "/" || len(g) < 3 || g[0] != "overlay" {
+			continue
+		}
+		for _, o := range strings.Split(g[2], ",") {
+			if v, found := strings.CutPrefix(o, "upperdir="); found {
+				return v
+			}
+		}
+	}
+	return ""
 }
