@@ -174,8 +174,9 @@ disabled_plugins = ["io.containerd.grpc.v1.cri", "io.containerd.cri.v1.images", 
 [debug]
   address = "$run/containerd/debug.sock"
 EOF
-  # Not /etc/docker/daemon.json (the 20.10 Engine's).
-  [ -f "$state/etc/daemon.json" ] || echo '{}' >"$state/etc/daemon.json"
+  # Not /etc/docker/daemon.json (the 20.10 Engine's). The released Engine 29 refuses API versions
+  # below 1.44 (Docker 25's); this module still defaults to 1.40.
+  echo '{"min-api-version": "1.44"}' >"$state/etc/daemon.json"
 }
 
 # start NAME CMD...: CMD in the namespace, a session of its own, output to logs/NAME.log.
@@ -183,7 +184,7 @@ start() {
   local name=$1
   shift
   [ ! -f "$logs/$name.log" ] || mv -f "$logs/$name.log" "$logs/$name.log.1"
-  PATH=$bin:$PATH setsid nsenter --net="/var/run/netns/$ns" -- "$@" >"$logs/$name.log" 2>&1 </dev/null 8>&- &
+  PATH=$bin:$PATH setsid nsenter --net="/var/run/netns/$ns" -- "$@" >"$logs/$name.log" 2>&1 </dev/null 8>&- 9>&- &
 }
 
 wait_for() {
