@@ -309,7 +309,7 @@ func TestPrepareBuildContext(t *testing.T) {
 	if err := c.PutBuildContext(ctx, bs.Sum, &tarball); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _, _ = e.docker.ImageRemove(context.Background(), bs.Tag, image.RemoveOptions{Force: true}) })
+	t.Cleanup(func() { _ = testenv.RemoveImage(context.Background(), e.docker, bs.Tag) })
 	req := &client.PrepareRequest{Manifest: wm, Secrets: values, BuildContext: bs.Sum, ClientFiles: true}
 	if err := c.Prepare(ctx, req, nil); err != nil {
 		t.Fatalf("prepare from the context sent: %v", err)

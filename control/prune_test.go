@@ -102,7 +102,7 @@ func TestPrune(t *testing.T) {
 	}
 	t.Cleanup(func() {
 		for _, id := range built {
-			_, _ = e.docker.ImageRemove(context.Background(), id, image.RemoveOptions{Force: true, PruneChildren: true})
+			_ = testenv.RemoveImage(context.Background(), e.docker, id)
 		}
 	})
 	// The running build's supervisor volume, made by the first run: the only
@@ -309,7 +309,7 @@ func fixtureImage(t *testing.T, e *env, labels map[string]string) string {
 		t.Fatalf("cannot build %s: %v\n%s", tag, err, out)
 	}
 	t.Cleanup(func() {
-		_, _ = e.docker.ImageRemove(context.Background(), in.ID, image.RemoveOptions{Force: true, PruneChildren: true})
+		_ = testenv.RemoveImage(context.Background(), e.docker, in.ID)
 	})
 	return in.ID
 }

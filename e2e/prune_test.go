@@ -14,6 +14,8 @@ import (
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/api/types/volume"
+
+	"github.com/airlock-dev/airlock/internal/testenv"
 )
 
 // TestPruneCommand: `airlock prune` through the binary, with a kept run of a built
@@ -46,7 +48,7 @@ func TestPruneCommand(t *testing.T) {
 		t.Fatalf("want one built image of this daemon, got %+v %v", images, err)
 	}
 	tag := images[0].RepoTags[0]
-	t.Cleanup(func() { _, _ = e.Cli.ImageRemove(context.Background(), images[0].ID, image.RemoveOptions{Force: true}) })
+	t.Cleanup(func() { _ = testenv.RemoveImage(context.Background(), e.Cli, images[0].ID) })
 	mine := supervisorFixture(t, e, owner)
 	theirs := supervisorFixture(t, e, randomKey())
 

@@ -135,7 +135,7 @@ func TestRemoteDaemonHost(t *testing.T) {
 		t.Errorf("the images built for the project: %+v, want one", built)
 	}
 	for _, im := range built {
-		_, _ = builder.Cli.ImageRemove(context.Background(), im.ID, image.RemoveOptions{Force: true})
+		_ = testenv.RemoveImage(context.Background(), builder.Cli, im.ID)
 	}
 	r = me.RunEnv(viaSSH, "-H", "ssh://me@box", "up", "-d")
 	mine := strings.TrimSpace(r.Stdout)

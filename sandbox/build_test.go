@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/image"
 
 	"github.com/airlock-dev/airlock/internal/ids"
@@ -278,7 +277,7 @@ func removeBuilt(t *testing.T, g *testRig, project string) {
 		if img.Labels[LabelProject] != project {
 			continue
 		}
-		if _, err := g.cli.ImageRemove(ctx, img.ID, image.RemoveOptions{Force: true, PruneChildren: true}); err != nil && !cerrdefs.IsNotFound(err) {
+		if err := testenv.RemoveImage(ctx, g.cli, img.ID); err != nil {
 			t.Errorf("cannot remove image %.12s: %v", img.ID, err)
 		}
 	}

@@ -263,7 +263,7 @@ func removeImage(t *testing.T, g *testRig, ref string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if _, err := g.cli.ImageRemove(ctx, ref, image.RemoveOptions{Force: true, PruneChildren: true}); err != nil && !cerrdefs.IsNotFound(err) {
+	if err := testenv.RemoveImage(ctx, g.cli, ref); err != nil {
 		t.Errorf("cannot remove %s: %v", ref, err)
 	}
 }

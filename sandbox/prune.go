@@ -284,6 +284,17 @@ func (rt *Runtime) volumeExists(ctx context.Context, name string) bool {
 func (rt *Runtime) PruneRemove(ctx context.Context, o PruneObject) (freed bool, err error) {
 	switch o.Type {
 	case PruneImage:
+		var parent string // the classic builder's last step before the image
+		if o.ID != "" {
+			if in, err := rt.Engine.ImageInspect(ctx, o.ID); err == nil {
+				parent = in.Parent
+			}
+		}
+		defer func() {
+			if freed {
+				rt.removeBuildSteps(ctx, parent)
+			}
+		}()
 		for _, tag := range o.tags {
 			resp, err := rt.Engine.ImageRemove(ctx, tag, image.RemoveOptions{PruneChildren: true})
 			if err != nil && !cerrdefs.IsNotFound(err) {
@@ -311,4 +322,39 @@ func (rt *Runtime) PruneRemove(ctx context.Context, o PruneObject) (freed bool, 
 		return true, nil
 	}
 	return false, fmt.Errorf("cannot remove a %s", o.Type)
+}
+
+// removeBuildSteps removes, from id up, the untagged images of a removed image's
+// build steps (the classic builder's), until a tagged one (the image the build
+// started FROM), one already gone, one another image is built on (a step an
+// other build shares, its cache) or one the Engine will not remove (a container
+// uses it). Engine 20.10 removed them with the image; the containerd image store
+// (Engine 29) does only while every ancestor is there, and its `docker image
+// prune` removes the untagged steps of the images builds start FROM
+// (docs/engines.md).
+func (rt *Runtime) removeBuildSteps(ctx context.Context, id string) {
+	if id == "" {
+		return
+	}
+	all, err := rt.Engine.ImageList(ctx, image.ListOptions{All: true})
+	if err != nil {
+		return
+	}
+	children := map[string]int{}
+	for _, im := range all {
+		if im.ParentID != "" {
+			children[im.ParentID]++
+		}
+	}
+	for id != "" && children[id] == 0 {
+		in, err := rt.Engine.ImageInspect(ctx, id)
+		if err != nil || len(in.RepoTags) > 0 {
+			return
+		}
+		if _, err := rt.Engine.ImageRemove(ctx, id, image.RemoveOptions{PruneChildren: true}); err != nil {
+			return
+		}
+		id = in.Parent
+		children[id]--
+	}
 }

@@ -12,6 +12,7 @@ import (
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/build"
+	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/api/types/volume"
 
@@ -61,7 +62,7 @@ func TestPruneCandidates(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() {
-			_, _ = cli.ImageRemove(context.Background(), in.ID, image.RemoveOptions{Force: true, PruneChildren: true})
+			_ = testenv.RemoveImage(context.Background(), cli, in.ID)
 		})
 		return in.ID
 	}
@@ -132,5 +133,73 @@ func TestPruneCandidates(t *testing.T) {
 	anon := &Runtime{Engine: cli, Binary: bin, BuildID: "prune-test"}
 	if list, err := anon.PruneCandidates(ctx, PruneOptions{All: true}, nil); err != nil || len(list) != 0 {
 		t.Errorf("without an owner key: candidates %+v, %v; want none", list, err)
+	}
+}
+
+// TestPruneRemoveBuildSteps: removing a built image removes the untagged images
+// of its build's steps too (the classic builder makes one a step, and one a
+// label of the build), also when the Engine does not: the containerd image
+// store (Engine 29) removes them only while every ancestor up to the base is
+// there, and `docker image prune` there removes the untagged steps of the
+// images a build starts FROM. Nothing of the build may stay behind.
+func TestPruneRemoveBuildSteps(t *testing.T) {
+	t.Parallel()
+	cli := testenv.Client(t)
+	busybox := testenv.BusyboxImage(t)
+	ctx := testContext(t, 2*time.Minute)
+	owner := ids.New()
+	rt := &Runtime{Engine: cli, Owner: owner}
+	project := filepath.Join(t.TempDir(), "project")
+
+	build := func(tag, dockerfile string, labels map[string]string) string {
+		t.Helper()
+		var buf bytes.Buffer
+		tw := tar.NewWriter(&buf)
+		df := []byte(dockerfile)
+		_ = tw.WriteHeader(&tar.Header{Name: "Dockerfile", Mode: 0o644, Size: int64(len(df))})
+		_, _ = tw.Write(df)
+		_ = tw.WriteHeader(&tar.Header{Name: "marker", Mode: 0o644, Size: int64(len(owner))})
+		_, _ = tw.Write([]byte(owner))
+		_ = tw.Close()
+		resp, err := cli.ImageBuild(ctx, &buf, build.ImageBuildOptions{Tags: []string{tag}, Labels: labels,
+			Remove: true, ForceRemove: true, Version: build.BuilderV1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if err := streamError(resp.Body); err != nil {
+			t.Fatalf("cannot build %s: %v", tag, err)
+		}
+		in, err := cli.ImageInspect(ctx, tag)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = testenv.RemoveImage(context.Background(), cli, tag) })
+		return in.ID
+	}
+	// A base image of two steps, the first of which is then removed, as
+	// `docker image prune` does on the containerd image store (Engine 20.10
+	// refuses: a child image needs it).
+	base := "prune-steps-base-" + owner[:8] + ":1"
+	build(base, "FROM "+busybox+"\nLABEL base="+owner+"\nENV BASE="+owner+"\n", nil)
+	if in, err := cli.ImageInspect(ctx, base); err == nil && in.Parent != "" {
+		_, _ = cli.ImageRemove(ctx, in.Parent, image.RemoveOptions{})
+	}
+	tag := BuildRepo + "/prune-steps-" + owner[:8] + ":1"
+	id := build(tag, "FROM "+base+"\nCOPY marker /marker\n", rt.buildLabels(project))
+
+	freed, err := rt.PruneRemove(ctx, PruneObject{Type: PruneImage, Name: tag, ID: id, Project: project, tags: []string{tag}})
+	if err != nil || !freed {
+		t.Fatalf("PruneRemove: freed %v, %v; want the image removed", freed, err)
+	}
+	left, err := cli.ImageList(ctx, image.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", LabelOwner+"="+owner))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, im := range left {
+		t.Errorf("an image of the build is left: %s %v %v", im.ID, im.RepoTags, im.Labels)
+	}
+	if _, err := cli.ImageInspect(ctx, base); err != nil {
+		t.Errorf("the base image the build started FROM is gone: %v", err)
 	}
 }

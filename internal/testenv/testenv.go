@@ -15,8 +15,10 @@ import (
 	"testing"
 	"time"
 
+	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/api/types/network"
 	"github.com/docker/docker/api/types/volume"
 	"github.com/docker/docker/client"
@@ -140,4 +142,20 @@ func AssertNoLeftovers(t testing.TB, cli client.APIClient, key, value string) {
 	if len(left) > 0 {
 		t.Errorf("%d Engine object(s) labelled %s=%s remain:\n  %s", len(left), key, value, strings.Join(left, "\n  "))
 	}
+}
+
+// RemoveImage removes the image ref (a tag or an ID) with the untagged images
+// it was built on (the classic builder's steps), as a test's cleanup: first
+// without force, which prunes them on both image stores, then with force for
+// an image a container still names. (The containerd image store, Engine 29's
+// default, removes only the image itself when forced.)
+func RemoveImage(ctx context.Context, cli client.APIClient, ref string) error {
+	_, err := cli.ImageRemove(ctx, ref, image.RemoveOptions{PruneChildren: true})
+	if err != nil && !cerrdefs.IsNotFound(err) {
+		_, err = cli.ImageRemove(ctx, ref, image.RemoveOptions{Force: true, PruneChildren: true})
+	}
+	if cerrdefs.IsNotFound(err) {
+		return nil
+	}
+	return err
 }
