@@ -79,14 +79,11 @@ test: lint
 # The same suite against the current Docker Engine (29, containerd 2, runc 1.3: docs/engines.md),
 # which scripts/engine29.sh builds (cached under ~/.cache/airlock-engine29) and starts in the
 # network namespace e29 beside the 20.10 Engine. The tests run in that namespace (engine29.sh
-# exec: DOCKER_HOST is its socket, and the ports it publishes on 127.0.0.1 are theirs). The Debian
-# images of the tests are made first, outside it (debootstrap needs the mirror; once per machine,
-# then imported from the cache of scripts/debian-image.sh in seconds). PKGS narrows it.
-ENGINE29_DEBIAN_IMAGES := "airlock-test/debian-postgres:bookworm-1 postgresql" \
-	"airlock-bench/debian-redis:bookworm-1 redis-server redis-tools make"
+# exec: DOCKER_HOST is its socket, and the ports it publishes on 127.0.0.1 are theirs; the Debian
+# images the tests make are debootstrapped in the host's, or imported from scripts/debian-image.sh's
+# cache in seconds). PKGS narrows it.
 PKGS ?= $(SLOW_PACKAGES) ./...
 test-engine29: engine29
-	@set -e; eval "$$(./scripts/engine29.sh env)"; for i in $(ENGINE29_DEBIAN_IMAGES); do ./scripts/debian-image.sh $$i; done
 	./scripts/engine29.sh exec $(GO_TEST) $(PKGS)
 
 engine29:

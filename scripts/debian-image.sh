@@ -13,7 +13,8 @@
 # network namespace reaches no mirror) imports the same image in seconds, without debootstrap.
 #
 # Environment: DEBIAN_MIRROR (default: the Debian URI in /etc/apt/sources*, else
-# debootstrap's own default mirror), DEBIAN_SUITE (default bookworm), AIRLOCK_DEBIAN_CACHE.
+# debootstrap's own default mirror), DEBIAN_SUITE (default bookworm), AIRLOCK_DEBIAN_CACHE,
+# AIRLOCK_HOST_NETNS (below).
 set -euo pipefail
 
 if [ $# -lt 1 ] || [ -z "$1" ]; then
@@ -32,12 +33,6 @@ if [ "$(id -u)" != 0 ]; then
   echo "debian-image.sh: building $image needs root (debootstrap); run as root or build it once with sudo $0 $image $*" >&2
   exit 1
 fi
-
-apt_install() {
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get install -y -qq "$@" >/dev/null 2>&1 ||
-    { apt-get update -qq >/dev/null && apt-get install -y -qq "$@" >/dev/null; }
-}
 
 debian_mirror() {
   if [ -n "${DEBIAN_MIRROR:-}" ]; then echo "$DEBIAN_MIRROR"; return; fi
@@ -72,12 +67,24 @@ rootfs=
 log=$(mktemp)
 trap 'rm -rf "$log" ${rootfs:+"$rootfs"} ${cached:+"$cached.tmp"}' EXIT
 
+# With AIRLOCK_HOST_NETNS (a network namespace's file: scripts/engine29.sh exec sets it, as it runs
+# the tests in its Engine's namespace, which reaches no mirror), apt and debootstrap run in that
+# namespace: only they need the network; docker import reaches the Engine through its socket.
+hostnet=()
+if [ -n "${AIRLOCK_HOST_NETNS:-}" ]; then
+  hostnet=(nsenter --net="$AIRLOCK_HOST_NETNS" --)
+fi
+apt_install() {
+  export DEBIAN_FRONTEND=noninteractive
+  "${hostnet[@]}" apt-get install -y -qq "$@" >/dev/null 2>&1 ||
+    { "${hostnet[@]}" apt-get update -qq >/dev/null && "${hostnet[@]}" apt-get install -y -qq "$@" >/dev/null; }
+}
 command -v debootstrap >/dev/null 2>&1 || { echo "debian-image.sh: installing debootstrap" >&2; apt_install debootstrap; }
 mirror=$(debian_mirror)
 rootfs=$(mktemp -d /var/tmp/airlock-debian-rootfs.XXXXXX)
 echo "debian-image.sh: building $image (debootstrap $suite from ${mirror:-its default mirror}${include:+, with $include})" >&2
 start=$(date +%s)
-if ! debootstrap --variant=minbase ${include:+--include="$include"} "$suite" "$rootfs" ${mirror:+"$mirror"} >"$log" 2>&1; then
+if ! "${hostnet[@]}" debootstrap --variant=minbase ${include:+--include="$include"} "$suite" "$rootfs" ${mirror:+"$mirror"} >"$log" 2>&1; then
   tail -n 30 "$log" >&2
   exit 1
 fi

@@ -17,7 +17,10 @@
 #   scripts/engine29.sh status   says whether the Engine answers (exit 0) or not (exit 1).
 #   scripts/engine29.sh env      prints export lines: DOCKER_HOST (this Engine's socket).
 #   scripts/engine29.sh exec CMD...  runs CMD in the namespace e29 with DOCKER_HOST set, so that
-#                                ports the Engine publishes on 127.0.0.1 are the caller's loopback.
+#                                ports the Engine publishes on 127.0.0.1 are the caller's loopback,
+#                                and AIRLOCK_HOST_NETNS, the namespace up was called in (bound at
+#                                /run/airlock-e29/hostnet), where scripts/debian-image.sh reaches
+#                                the Debian mirror.
 #
 # Paths:
 #   ${AIRLOCK_ENGINE29_CACHE:-$HOME/.cache/airlock-engine29}/<versions>/bin  the binaries
@@ -156,6 +159,17 @@ ensure_ns() {
   nsenter --net="/var/run/netns/$ns" ip link set lo up || die "cannot bring up loopback in $ns"
 }
 
+# keep_hostnet: the caller's network namespace (the host's, with the network) bound at
+# $run/hostnet, for what the tests run in e29 must do outside (exec's AIRLOCK_HOST_NETNS).
+keep_hostnet() {
+  mountpoint -q "$run/hostnet" 2>/dev/null && return 0
+  [ "$(readlink /proc/$$/ns/net)" != "$(readlink "/var/run/netns/$ns" 2>/dev/null || echo none)" ] ||
+    die "cannot start from inside the namespace $ns"
+  mkdir -p "$run"
+  touch "$run/hostnet"
+  mount --bind "/proc/$$/ns/net" "$run/hostnet" || die "cannot keep the host's network namespace at $run/hostnet"
+}
+
 # in_ns CMD...: CMD in the namespace e29 (network only: mounts, cgroups and /sys stay the host's).
 in_ns() { nsenter --net="/var/run/netns/$ns" -- "$@"; }
 
@@ -204,6 +218,7 @@ cmd_up() {
   local t
   t=$(now)
   answers && alive dockerd && {
+    keep_hostnet
     say "up: DOCKER_HOST=unix://$sock"
     return 0
   }
@@ -213,6 +228,7 @@ cmd_up() {
   exec 9>>"$run/.lock"
   flock 9
   ensure_ns
+  keep_hostnet
   write_configs
   if ! alive containerd; then
     rm -f "$ctrd_sock" "$ctrd_sock.ttrpc"
@@ -324,7 +340,7 @@ exec)
   [ $# -gt 0 ] || die "usage: $prog exec CMD..."
   answers || die "cannot run $1: the Engine does not answer (scripts/engine29.sh up)"
   need_root "enter the namespace $ns"
-  DOCKER_HOST=unix://$sock exec nsenter --net="/var/run/netns/$ns" -- "$@"
+  DOCKER_HOST=unix://$sock AIRLOCK_HOST_NETNS=$run/hostnet exec nsenter --net="/var/run/netns/$ns" -- "$@"
   ;;
 bin) echo "$bin" ;;
 *) usage ;;
