@@ -170,9 +170,6 @@ keep_hostnet() {
   mount --bind "/proc/$$/ns/net" "$run/hostnet" || die "cannot keep the host's network namespace at $run/hostnet"
 }
 
-# in_ns CMD...: CMD in the namespace e29 (network only: mounts, cgroups and /sys stay the host's).
-in_ns() { nsenter --net="/var/run/netns/$ns" -- "$@"; }
-
 write_configs() {
   mkdir -p "$state/etc" "$logs" "$run/containerd" "$state/containerd" "$state/docker"
   # CRI is off (this containerd serves dockerd only); its own sockets, root and state.
