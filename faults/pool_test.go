@@ -287,6 +287,15 @@ func TestPoolKillDaemon(t *testing.T) {
 // one a run claimed).
 func (e *env) eventsOf(ids []string) string {
 	var b strings.Builder
+	// And every other sandbox the daemon knows (a run whose making a kill cut
+	// short goes on in another one).
+	if r := e.Run("ps", "-a"); r.Code == 0 {
+		for _, id := range idPattern.FindAllString(r.Stdout, -1) {
+			if !slices.Contains(ids, id) {
+				ids = append(ids, id)
+			}
+		}
+	}
 	for _, id := range ids {
 		if r := e.Run("events", id); r.Code == 0 && strings.TrimSpace(r.Stdout) != "" {
 			fmt.Fprintf(&b, "%s:\n%s", id, r.Stdout)
