@@ -301,6 +301,11 @@ func (e *env) eventsOf(ids []string) string {
 			fmt.Fprintf(&b, "%s:\n%s", id, r.Stdout)
 		}
 	}
+	// And the daemons' log, of the last minutes.
+	if log, err := os.ReadFile(filepath.Join(e.Paths().DaemonDir(), "airlockd.log")); err == nil {
+		lines := strings.Split(string(log), "\n")
+		fmt.Fprintf(&b, "daemon log (last 60 lines):\n%s\n", strings.Join(lines[max(0, len(lines)-60):], "\n"))
+	}
 	return b.String()
 }
 
