@@ -37,11 +37,12 @@ here=$(cd "$(dirname "$0")" && pwd)
 # The Debian images the e2e tests use (e2e/daemon_user_test.go), with their packages.
 default_images=(
   "airlock-test/debian-postgres:bookworm-1 postgresql"
-  "airlock-test/debian-redis:bookworm-1 redis-server redis-tools make"
+  "airlock-bench/debian-redis:bookworm-1 redis-server redis-tools make"
 )
 
 export CONTAINERS_CONF=$state/containers.conf
 export CONTAINERS_STORAGE_CONF=$state/storage.conf
+export CONTAINERS_REGISTRIES_CONF=$state/registries.conf
 
 # The podman CLI on this instance's storage, configuration and namespace-independent flags.
 pm=(podman --root "$state/storage" --runroot "$run/runroot" --tmpdir "$run/tmp"
@@ -98,6 +99,17 @@ tmp_dir = "$run/tmp"
 network_backend = "netavark"
 network_config_dir = "$state/networks"
 EOF
+  # Docker takes a registry on a loopback address as insecure (plain HTTP); Podman asks
+  # registries.conf. The tests' local registries (docker-registry) listen on 127.0.0.1.
+  cat >"$CONTAINERS_REGISTRIES_CONF" <<EOF
+unqualified-search-registries = ["docker.io"]
+[[registry]]
+location = "127.0.0.1"
+insecure = true
+[[registry]]
+location = "localhost"
+insecure = true
+EOF
   cat >"$CONTAINERS_STORAGE_CONF" <<EOF
 [storage]
 driver = "overlay"
@@ -128,8 +140,11 @@ up() {
       "${pm[@]}" --log-level info system service --time=0 "$host" >>"$log" 2>&1 </dev/null &
     echo $! >"$run/service.pid"
   fi
+  start_healthchecks
   for _ in $(seq 1 120); do
     if ping_podman; then
+      # Members of the docker group use it as they use Docker's socket (e2e.TestHostUser).
+      if getent group docker >/dev/null; then chgrp docker "$sock" && chmod 660 "$sock"; fi
       echo "podman.sh: Podman $(curl -fsS --unix-socket "$sock" http://d/version | sed -n 's/.*"Version":"\([^"]*\)".*/\1/p' | head -1) ready on $host" >&2
       return 0
     fi
@@ -140,11 +155,33 @@ up() {
   exit 1
 }
 
+# Podman runs a container's healthcheck from a systemd timer (`podman healthcheck run ID`);
+# without systemd (this machine has none) no healthcheck ever runs and the container stays
+# "starting". A host that runs Podman has systemd: this loop stands in for its timers, every
+# second for every running container with a healthcheck (log: $run/healthchecks.log).
+start_healthchecks() {
+  if [ -d /run/systemd/system ]; then return; fi
+  if [ -s "$run/healthchecks.pid" ] && kill -0 "$(cat "$run/healthchecks.pid")" 2>/dev/null; then return; fi
+  (
+    while sleep 1; do
+      for id in $("${pm[@]}" ps -q --filter health=starting --filter health=healthy --filter health=unhealthy 2>/dev/null); do
+        "${pm[@]}" healthcheck run "$id" >/dev/null 2>&1 &
+      done
+      wait
+    done
+  ) >>"$run/healthchecks.log" 2>&1 </dev/null &
+  echo $! >"$run/healthchecks.pid"
+}
+
 down() {
   need_root down
   if [ -d "$state/storage" ] && command -v podman >/dev/null 2>&1; then
     nsenter_if "${pm[@]}" rm -a -f -t 1 >/dev/null 2>&1 || true
     nsenter_if "${pm[@]}" volume prune -f >/dev/null 2>&1 || true
+  fi
+  if [ -s "$run/healthchecks.pid" ]; then
+    kill "$(cat "$run/healthchecks.pid")" 2>/dev/null || true
+    rm -f "$run/healthchecks.pid"
   fi
   if [ -s "$run/service.pid" ]; then
     pid=$(cat "$run/service.pid")
