@@ -205,12 +205,6 @@ func (rt *Runtime) Create(ctx context.Context, req *Request) (sb *Sandbox, err e
 		labels[LabelPool] = req.PoolKey
 	}
 	done = rt.step(req.ID, "network")
-	shareable := true
-	if r.Sandbox.Network == "bridge" && r.Sandbox.Egress == nil && len(r.Services) == 0 {
-		if shareable, err = rt.sharedNetworkIsolates(ctx); err != nil {
-			return sb, err
-		}
-	}
 	switch {
 	case r.Sandbox.Egress != nil:
 		// No route out but through the egress proxy.
@@ -225,9 +219,8 @@ func (rt *Runtime) Create(ctx context.Context, req *Request) (sb *Sandbox, err e
 		if err := rt.createEgress(ctx, sb, r, imageRef, labels); err != nil {
 			return sb, err
 		}
-	case r.Sandbox.Network == "bridge" && (len(r.Services) > 0 || !shareable):
+	case r.Sandbox.Network == "bridge" && len(r.Services) > 0:
 		// Services reach each other and the primary by name: a network of its own.
-		// So on an Engine whose networks cannot keep sandboxes apart (Podman).
 		nl := copyLabels(labels, LabelRole, "network")
 		if _, err := rt.Engine.NetworkCreate(ctx, sb.Name, network.CreateOptions{Driver: "bridge", Labels: nl}); err != nil {
 			return sb, failed("cannot create network %s: %v", sb.Name, err)

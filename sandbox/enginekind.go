@@ -9,8 +9,10 @@ import (
 // sandboxes, but its networks (netavark) lack two driver options airlock relies
 // on (docs/engines.md#podman):
 //   - com.docker.network.bridge.enable_icc=false: the containers of one network
-//     always reach each other, so sandboxes cannot share one network; on Podman
-//     each gets a network of its own (netavark's networks do not reach each other);
+//     always reach each other, so sandboxes on the shared network are not kept
+//     apart there (a known difference: a network of a sandbox's own would not do,
+//     Podman's networks reach each other unless made with netavark's isolate
+//     option, which its Docker-compatible API drops);
 //   - com.docker.network.bridge.inhibit_ipv4: the bridge of an internal network
 //     keeps its address, so a sandbox with egress rules would reach every listener
 //     of the host through it; and a container's DNS server replaces, rather than
@@ -56,11 +58,4 @@ func (rt *Runtime) egressSupported(ctx context.Context) error {
 	return failed("cannot apply sandbox.egress: the Engine (%s) does not support it: its networks ignore "+
 		"com.docker.network.bridge.inhibit_ipv4 (the sandbox would reach the host through its bridge) and a "+
 		"container's DNS server replaces the resolver of the sandbox's own names; use a Docker Engine, or remove [sandbox.egress]", p)
-}
-
-// sharedNetworkIsolates reports whether sandboxes may share a network: the
-// Engine keeps the containers of one network apart (enable_icc=false).
-func (rt *Runtime) sharedNetworkIsolates(ctx context.Context) (bool, error) {
-	p, err := rt.podman(ctx)
-	return p == "", err
 }
