@@ -192,6 +192,12 @@ down() {
     fi
     rm -f "$run/service.pid"
   fi
+  # Podman 4.3 leaves the conmon of an exec session behind when its container goes:
+  # this instance's (their command lines name its storage) end with it.
+  local p
+  for p in $(pgrep -x conmon || true); do
+    if grep -q "$state" "/proc/$p/cmdline" 2>/dev/null; then kill "$p" 2>/dev/null || true; fi
+  done
   rm -f "$sock"
   if [ -e "/var/run/netns/$netns" ]; then
     ip netns del "$netns"
