@@ -115,3 +115,21 @@ func (a *app) userConfig() (*userconfig.Config, error) {
 	}
 	return cfg, nil
 }
+
+// manifestFor loads the manifest, checks it for the chosen backend and warns
+// of what it grants (config, validate): what those commands read.
+func (a *app) manifestFor() (*manifest.Resolved, *backendChoice, error) {
+	b, err := a.backend()
+	if err != nil {
+		return nil, nil, err
+	}
+	r, err := a.loadManifest()
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := a.checkBackend(r, b); err != nil {
+		return nil, nil, err
+	}
+	a.warnPrivileged(r)
+	return r, b, nil
+}

@@ -25,18 +25,10 @@ func newConfigCommand(a *app) *cobra.Command {
 			"--layers shows, for every value, the layer (file and line) or default that set it.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			b, err := a.backend()
+			r, _, err := a.manifestFor()
 			if err != nil {
 				return err
 			}
-			r, err := a.loadManifest()
-			if err != nil {
-				return err
-			}
-			if err := a.checkBackend(r, b); err != nil {
-				return err
-			}
-			a.warnPrivileged(r)
 			switch {
 			case layers && asJSON:
 				b, err := json.MarshalIndent(r.Settings(), "", "  ")

@@ -18,7 +18,7 @@ func init() { addCommand(newInitCommand) }
 const starterManifest = `# sandbox.toml: the airlock sandbox of this project. See docs/manifest.md for every key.
 # Uncommitted personal overrides go in sandbox.local.toml beside this file.
 
-# Built-in presets: redis, postgres, docker, go, node, python (airlock presets ls).
+# Built-in presets: redis, postgres, mariadb, docker, go, node, python (airlock presets ls).
 presets = []
 # Builtin tools: git, ssh-agent, claude, codex, go, npm, uv, apt.
 tools = []

@@ -271,7 +271,7 @@ func (a *app) run(parent context.Context, o runOptions, args []string) error {
 	// start so that no output is missed.
 	main, err := a.attachMain(waitCtx, c, id, stdin, &daemonLost)
 	if err != nil {
-		return setupErr(apiFailure(err))
+		return setupErr(runFailure(ctx, c, id, err))
 	}
 	before, err := retryDaemon(a, ctx, func() (*client.Sandbox, error) {
 		sb, err := c.Get(ctx, id)
@@ -322,6 +322,9 @@ func (a *app) run(parent context.Context, o runOptions, args []string) error {
 	}
 	if _, err := retryDaemon(a, ctx, resume); err != nil {
 		restore()
+		if !lostDaemon(err) {
+			return setupErr(runFailure(ctx, c, id, err))
+		}
 		return setupErr(setupDaemonFailure(err))
 	}
 	_, err = retryDaemon(a, ctx, func() (*client.Sandbox, error) {

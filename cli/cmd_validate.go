@@ -14,18 +14,10 @@ func newValidateCommand(a *app) *cobra.Command {
 		Short: "Check the manifest (for the chosen backend): exit 0, or print the config errors and exit 2",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			b, err := a.backend()
+			r, b, err := a.manifestFor()
 			if err != nil {
 				return err
 			}
-			r, err := a.loadManifest()
-			if err != nil {
-				return err
-			}
-			if err := a.checkBackend(r, b); err != nil {
-				return err
-			}
-			a.warnPrivileged(r)
 			if !a.opts.quiet {
 				on := ""
 				if b.Kube() {

@@ -93,3 +93,37 @@ func withHostUser(r *manifest.Resolved, uid, gid int) *manifest.Resolved {
 	c.Sandbox.User = fmt.Sprintf("%d:%d", uid, gid)
 	return &c
 }
+
+// runFailure is err from the daemon about a run's sandbox, unless the daemon
+// refused because the sandbox failed meanwhile (a daemon started again failed
+// it as it recovered): then the run ends as its sandbox did, with the
+// failure's reason and exit code.
+func runFailure(ctx context.Context, c *client.Client, id string, err error) error {
+	var ce *client.Error
+	if !errors.As(err, &ce) || ce.Reason != client.ReasonInvalidState {
+		return apiFailure(err)
+	}
+	sb, gerr := c.Get(ctx, id)
+	if gerr != nil || sb.State != client.StateFailed {
+		return apiFailure(err)
+	}
+	st, serr := c.Events(ctx, id, 0, false)
+	if serr != nil {
+		return apiFailure(err)
+	}
+	defer st.Close()
+	var last *client.Event
+	for {
+		ev, nerr := st.Next()
+		if nerr != nil {
+			break
+		}
+		if ev.Kind == "sandbox.failed" {
+			last = &ev
+		}
+	}
+	if last == nil {
+		return apiFailure(err)
+	}
+	return failure(*last)
+}

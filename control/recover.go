@@ -1,6 +1,7 @@
 package control
 
 import (
+	"slices"
 	"time"
 
 	"github.com/airlock-dev/airlock/control/store"
@@ -145,6 +146,12 @@ func (s *Service) retention() time.Duration {
 // container is running or ended (the claim's fate is the container's).
 func (s *Service) claimMayHaveRun(rec store.Sandbox) bool {
 	if rec.ContainerID == "" || rec.Kind != sandbox.KindRun || rec.CLIPid <= 0 || !processAlive(rec.CLIPid, rec.CLIStart) {
+		return false
+	}
+	// The claim is sent after pool.claimed is recorded: without it, the
+	// supervisor still waits for one nobody will send.
+	evs, err := s.store.Events(rec.ID, 0)
+	if err != nil || !slices.ContainsFunc(evs, func(e store.Event) bool { return e.Kind == "pool.claimed" }) {
 		return false
 	}
 	rt := s.rtOf(rec.ID)

@@ -52,6 +52,7 @@ func (e *env) jsonEvents(id string) []jsonEvent {
 // with counters; the summary of `airlock run` still accounts for every denial.
 func TestEgressDenialsBounded(t *testing.T) {
 	limit(t)
+	skipOnPodman(t, "sandbox.egress is refused there (TestEgressRefusedOnPodman)")
 	e := newEnv(t, `
 [sandbox]
 image = "{{image}}"

@@ -238,6 +238,7 @@ func hostAddresses(t *testing.T) []string {
 // Engine three containers and a network.)
 func TestEgress(t *testing.T) {
 	limit(t)
+	skipOnPodman(t, "sandbox.egress is refused there (TestEgressRefusedOnPodman)")
 	e := newEnv(t, "")
 	ctx := context.Background()
 	outside := uniq("airlock-test-outside")
@@ -405,4 +406,16 @@ for n in %s %s %s; do echo "lookup $n: $(timeout 8 nslookup $n 2>&1 | tr '\n' ' 
 	contains(t, "exec after a restart", x.Stdout, "page-of-"+ok, "page-of-side", okIP, "NXDOMAIN")
 	e.MustRun("down")
 	e.assertClean()
+}
+
+// TestEgressRefusedOnPodman: on Podman, whose networks lack what egress rules
+// need, a sandbox with [sandbox.egress] fails before anything runs, naming the
+// Engine and what it lacks, and leaves nothing behind.
+func TestEgressRefusedOnPodman(t *testing.T) {
+	limit(t)
+	e := newEnv(t, "[sandbox]\nimage = \"{{image}}\"\n\n[sandbox.egress]\nallow = [\"allowed.example.org\"]\n")
+	if !podmanEngine(t, e.Cli) {
+		t.Skip("the Engine is not Podman")
+	}
+	e.startFails(cmdTimeout, "cannot apply sandbox.egress: the Engine (Podman ", "does not support it", "inhibit_ipv4")
 }

@@ -9,12 +9,15 @@
 package e2e
 
 import (
+	"context"
 	"crypto/rand"
 	"fmt"
 	"os"
 	"strings"
 	"testing"
 	"time"
+
+	dockerclient "github.com/docker/docker/client"
 
 	"github.com/airlock-dev/airlock/internal/clitest"
 	"github.com/airlock-dev/airlock/internal/testenv"
@@ -115,6 +118,30 @@ func (e *env) runningContainer(role string) bool {
 
 // uniq returns s with a random suffix, for names other test runs on this Engine must not share.
 func uniq(s string) string { return s + "-" + strings.ToLower(rand.Text()[:8]) }
+
+// podmanEngine reports whether the tests' Engine is Podman's Docker-compatible
+// service (scripts/podman.sh): its version lists a "Podman Engine" component.
+func podmanEngine(t *testing.T, cli dockerclient.APIClient) bool {
+	t.Helper()
+	v, err := cli.ServerVersion(context.Background())
+	if err != nil {
+		t.Fatalf("cannot ask the Engine for its version: %v", err)
+	}
+	for _, c := range v.Components {
+		if c.Name == "Podman Engine" {
+			return true
+		}
+	}
+	return false
+}
+
+// skipOnPodman skips a test of what airlock does not do on Podman, saying why.
+func skipOnPodman(t *testing.T, why string) {
+	t.Helper()
+	if podmanEngine(t, testenv.Client(t)) {
+		t.Skip("Podman: " + why)
+	}
+}
 
 // contains fails the test unless s contains every sub.
 func contains(t *testing.T, what, s string, subs ...string) {

@@ -287,10 +287,24 @@ func TestPoolKillDaemon(t *testing.T) {
 // one a run claimed).
 func (e *env) eventsOf(ids []string) string {
 	var b strings.Builder
+	// And every other sandbox the daemon knows (a run whose making a kill cut
+	// short goes on in another one).
+	if r := e.Run("ps", "-a"); r.Code == 0 {
+		for _, id := range idPattern.FindAllString(r.Stdout, -1) {
+			if !slices.Contains(ids, id) {
+				ids = append(ids, id)
+			}
+		}
+	}
 	for _, id := range ids {
 		if r := e.Run("events", id); r.Code == 0 && strings.TrimSpace(r.Stdout) != "" {
 			fmt.Fprintf(&b, "%s:\n%s", id, r.Stdout)
 		}
+	}
+	// And the daemons' log, of the last minutes.
+	if log, err := os.ReadFile(filepath.Join(e.Paths().DaemonDir(), "airlockd.log")); err == nil {
+		lines := strings.Split(string(log), "\n")
+		fmt.Fprintf(&b, "daemon log (last 60 lines):\n%s\n", strings.Join(lines[max(0, len(lines)-60):], "\n"))
 	}
 	return b.String()
 }

@@ -125,3 +125,24 @@ func TestPresetPostgresEnvFollows(t *testing.T) {
 		}
 	}
 }
+
+// TestPresetMariaDBEnvFollows: the mariadb preset's DATABASE_URL names the
+// user the project sets (else root) with its password (else root's) and the
+// database; MYSQL_HOST and MYSQL_TCP_PORT lead the clients to the server.
+func TestPresetMariaDBEnvFollows(t *testing.T) {
+	for _, c := range []struct {
+		set, url string
+	}{
+		{"", "mysql://root:@127.0.0.1:3306/"},
+		{"MARIADB_ROOT_PASSWORD = \"rootpw\"\n", "mysql://root:rootpw@127.0.0.1:3306/"},
+		{"MARIADB_USER = \"app\"\nMARIADB_PASSWORD = \"pw\"\nMARIADB_DATABASE = \"shop\"\nMARIADB_ROOT_PASSWORD = \"rootpw\"\n", "mysql://app:pw@127.0.0.1:3306/shop"},
+		{"MARIADB_USER = false\nMARIADB_DATABASE = false\n", "mysql://root:@127.0.0.1:3306/"},
+	} {
+		r := load(t, map[string]string{"sandbox.toml": "presets = [\"mariadb\"]\n" + img + "[daemons.mariadb.env]\n" + c.set})
+		got := []string{r.Env["DATABASE_URL"], r.Env["MYSQL_HOST"], r.Env["MYSQL_TCP_PORT"]}
+		want := []string{c.url, "127.0.0.1", "3306"}
+		if strings.Join(got, "|") != strings.Join(want, "|") {
+			t.Errorf("with\n%s\tgot  %q\n\twant %q", c.set, got, want)
+		}
+	}
+}

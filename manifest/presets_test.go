@@ -121,7 +121,7 @@ func TestPresetErrors(t *testing.T) {
 		{
 			name:  "unknown name",
 			files: map[string]string{"sandbox.toml": "# x\npresets = [\"redis\", \"mongo\"]\n" + img},
-			want:  `sandbox.toml:2: presets: unknown preset "mongo" (not a user preset in USER, not a built-in: docker, go, node, postgres, python, redis)`,
+			want:  `sandbox.toml:2: presets: unknown preset "mongo" (not a user preset in USER, not a built-in: docker, go, mariadb, node, postgres, python, redis)`,
 		},
 		{
 			name:  "unknown path",
@@ -131,7 +131,7 @@ func TestPresetErrors(t *testing.T) {
 		{
 			name:  "unknown name in a nested preset names that preset's file",
 			files: map[string]string{"sandbox.toml": "presets = [\"./a.toml\"]\n" + img, "a.toml": "\npresets = [\"nope\"]\n"},
-			want:  `a.toml:2: presets: unknown preset "nope" (not a user preset in USER, not a built-in: docker, go, node, postgres, python, redis)`,
+			want:  `a.toml:2: presets: unknown preset "nope" (not a user preset in USER, not a built-in: docker, go, mariadb, node, postgres, python, redis)`,
 		},
 		{
 			name:  "invalid name",
@@ -292,7 +292,7 @@ func TestPresetLookup(t *testing.T) {
 
 func TestBuiltinPresets(t *testing.T) {
 	names := manifest.BuiltinNames(presets.FS)
-	for _, want := range []string{"redis", "postgres", "docker", "go", "node", "python"} {
+	for _, want := range []string{"redis", "postgres", "mariadb", "docker", "go", "node", "python"} {
 		found := false
 		for _, n := range names {
 			found = found || n == want

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/docker/docker/api/types"
@@ -29,7 +30,7 @@ func (rt *Runtime) Attach(ctx context.Context, sb *Sandbox, s Streams) (<-chan e
 		Stream: true, Stdin: s.Stdin != nil || parked, Stdout: true, Stderr: true,
 	})
 	if err != nil {
-		return nil, failed("cannot attach to the sandbox: %v", err)
+		return nil, rt.attachFailed(ctx, sb, err)
 	}
 	if parked {
 		// Its claim goes first on this stdin (Claim), then the client's.
@@ -37,6 +38,31 @@ func (rt *Runtime) Attach(ctx context.Context, sb *Sandbox, s Streams) (<-chan e
 		s.Stdin = nil
 	}
 	return pump(resp, sb.TTY, s), nil
+}
+
+// attachFailed is the error of a failed attach to the primary. Podman prepares a
+// created container when it is attached to (its runtime, network and ports),
+// and a failure there reaches the Docker client as "received 409" without the
+// text saying why: on Podman a start of the container says it (a host port in
+// use: a PortInUseError, as from Start). A start that succeeds after all is
+// undone, and the attach's error stands.
+func (rt *Runtime) attachFailed(ctx context.Context, sb *Sandbox, err error) error {
+	if p, perr := rt.podman(ctx); perr == nil && p != "" && strings.Contains(err.Error(), "received 409") {
+		serr := rt.Engine.ContainerStart(ctx, sb.PrimaryID, container.StartOptions{})
+		if serr == nil {
+			_ = rt.Engine.ContainerKill(context.WithoutCancel(ctx), sb.PrimaryID, "SIGKILL")
+		} else {
+			var ports []string
+			if sb.manifest != nil {
+				ports = sb.manifest.Sandbox.Ports
+			}
+			if pe := portInUse(serr, ports); pe != nil {
+				return &Error{Code: 125, Err: pe}
+			}
+			return failed("cannot start the sandbox container: %v", serr)
+		}
+	}
+	return failed("cannot attach to the sandbox: %v", err)
 }
 
 // pump copies the hijacked connection's output to the streams, and stdin to it

@@ -208,6 +208,9 @@ func (rt *Runtime) Create(ctx context.Context, req *Request) (sb *Sandbox, err e
 	switch {
 	case r.Sandbox.Egress != nil:
 		// No route out but through the egress proxy.
+		if err := rt.egressSupported(ctx); err != nil {
+			return sb, err
+		}
 		nl := copyLabels(labels, LabelRole, "network")
 		if _, err := rt.Engine.NetworkCreate(ctx, sb.Name, network.CreateOptions{Driver: "bridge", Internal: true, Options: egressNetworkOptions, Labels: nl}); err != nil {
 			return sb, failed("cannot create network %s: %v", sb.Name, err)

@@ -221,11 +221,13 @@ func (rt *Runtime) pruneImages(ctx context.Context, o PruneOptions, du *DiskUsag
 	return out, nil
 }
 
-// buildTags are the airlock-build/* tags among tags, sorted.
+// buildTags are the airlock-build/* tags among tags, sorted: as Docker lists
+// them, or fully qualified (docker.io/airlock-build/*) as Podman's
+// Docker-compatible API does.
 func buildTags(tags []string) []string {
 	var out []string
 	for _, t := range tags {
-		if strings.HasPrefix(t, BuildRepo+"/") {
+		if strings.HasPrefix(strings.TrimPrefix(t, "docker.io/"), BuildRepo+"/") {
 			out = append(out, t)
 		}
 	}

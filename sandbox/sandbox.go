@@ -137,8 +137,9 @@ type Runtime struct {
 	// this host's (seesEnginePIDs).
 	hostPIDs atomic.Bool
 
-	shared sharedNet
-	arch   engineArch
+	shared  sharedNet
+	arch    engineArch
+	product engineProduct
 }
 
 // NewRuntime returns a runtime for the Engine at ep, over an open client.

@@ -330,6 +330,12 @@ func (w *serviceWatch) check(ctx context.Context) (serviceState, string, error) 
 	if w.probe == "" && ci.Config != nil && ci.Config.Healthcheck != nil && len(ci.Config.Healthcheck.Test) > 1 {
 		w.probe = strings.Join(ci.Config.Healthcheck.Test[1:], " ")
 	}
+	health := st.Health
+	if health != nil && (health.Status == container.NoHealthcheck || health.Status == "" && !hasHealthcheck(ci.Config)) {
+		// Podman 4.3's Docker-compatible API sends an empty Health for a container without
+		// a healthcheck where Docker sends none.
+		health = nil
+	}
 	switch {
 	case w.job && st.Status == container.StateExited && st.ExitCode == 0 && !st.OOMKilled:
 		return serviceReady, "", nil
@@ -342,16 +348,16 @@ func (w *serviceWatch) check(ctx context.Context) (serviceState, string, error) 
 		if st.OOMKilled {
 			how = "was killed for lack of memory"
 		}
-		if st.Health != nil {
+		if health != nil {
 			return serviceFailed, fmt.Sprintf("service %s %s before it was healthy", w.name, how), nil
 		}
 		return serviceFailed, fmt.Sprintf("service %s %s", w.name, how), nil
 	case !st.Running:
 		return servicePending, "", nil
-	case st.Health == nil:
+	case health == nil:
 		return serviceReady, "", nil
 	}
-	switch st.Health.Status {
+	switch health.Status {
 	case container.Healthy:
 		return serviceReady, "", nil
 	case container.Unhealthy:
@@ -364,6 +370,11 @@ func (w *serviceWatch) check(ctx context.Context) (serviceState, string, error) 
 		return serviceFailed, msg + ")", nil
 	}
 	return servicePending, "", nil
+}
+
+// hasHealthcheck reports whether a container's config runs a healthcheck.
+func hasHealthcheck(c *container.Config) bool {
+	return c != nil && c.Healthcheck != nil && len(c.Healthcheck.Test) > 0 && c.Healthcheck.Test[0] != "NONE"
 }
 
 // timedOut is the reason given when the service is not ready by the deadline.

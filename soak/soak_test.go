@@ -35,7 +35,8 @@ func TestMain(m *testing.M) { os.Exit(clitest.Main(m, "soak", "AIRLOCK_SOAK_BINA
 const (
 	redisImage    = "airlock-bench/debian-redis:bookworm-1" // redis-server redis-tools make
 	postgresImage = "airlock-test/debian-postgres:bookworm-1"
-	demoImage     = "airlock-demo/busybox:latest" // the examples' image: the busybox test image
+	mariadbImage  = "airlock-test/debian-mariadb:bookworm-1" // mariadb-server mariadb-client
+	demoImage     = "airlock-demo/busybox:latest"            // the examples' image: the busybox test image
 )
 
 // A scenario: a project (a manifest, or an example's folder) and a main command
@@ -54,6 +55,8 @@ func scenarios() []scenario {
 			cmd: []string{"sh", "-c", `redis-cli -u "$REDIS_URL" set k v >/dev/null && redis-cli -u "$REDIS_URL" get k`}, want: "v\n"},
 		{name: "preset postgres", manifest: "presets = [\"postgres\"]\n[sandbox]\nimage = \"" + postgresImage + "\"\nnetwork = \"none\"\n",
 			cmd: []string{"psql", "-tAc", "select 40 + 2"}, want: "42\n"},
+		{name: "preset mariadb", manifest: "presets = [\"mariadb\"]\n[sandbox]\nimage = \"" + mariadbImage + "\"\nnetwork = \"none\"\n",
+			cmd: []string{"mariadb", "-N", "-u", "root", "-e", "select 40 + 2"}, want: "42\n"},
 		{name: "example hello", example: "hello", cmd: []string{"wget", "-qO-", "http://127.0.0.1:8080/"}, want: "hello"},
 		{name: "example services", example: "services", cmd: []string{"wget", "-qO-", "http://web:8080/"}, want: "hello from the web service"},
 		{name: "example redis-ci", example: "redis-ci", cmd: []string{"make", "test"}, want: "redis-ci: ok"},
@@ -138,7 +141,7 @@ func images(t *testing.T) {
 	for _, img := range []struct {
 		tag      string
 		packages []string
-	}{{redisImage, []string{"redis-server", "redis-tools", "make"}}, {postgresImage, []string{"postgresql"}}} {
+	}{{redisImage, []string{"redis-server", "redis-tools", "make"}}, {postgresImage, []string{"postgresql"}}, {mariadbImage, []string{"mariadb-server", "mariadb-client"}}} {
 		if out, err := exec.Command("../scripts/debian-image.sh", append([]string{img.tag}, img.packages...)...).CombinedOutput(); err != nil {
 			t.Fatalf("cannot build %s: %v\n%s", img.tag, err, out)
 		}
@@ -180,7 +183,7 @@ func record(t *testing.T, rows []benchdoc.Row) {
 	}
 	intro := fmt.Sprintf("`make soak` (`%s`): **%s**. Each series runs `airlock run -- CMD` in one project, CMD using the sandbox's server or "+
 		"sidecar at once (redis-cli, psql, wget, make test); stock Debian bookworm images built by scripts/debian-image.sh "+
-		"(%s, %s); the examples on the busybox image, redis-ci on the Debian redis one. Machine: %s.", t.Name(), verdict, redisImage, postgresImage, benchdoc.Machine())
+		"(%s, %s, %s); the examples on the busybox image, redis-ci on the Debian redis one. Machine: %s.", t.Name(), verdict, redisImage, postgresImage, mariadbImage, benchdoc.Machine())
 	notes := "Times are each run's wall time as the CLI saw it (process start to exit). The tool presets (go, node, python) and the\n" +
 		"docker preset are not in it: the first run the host's toolchains, the last needs a privileged container, which this\n" +
 		"machine cannot start."

@@ -1,0 +1,74 @@
+package control
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/airlock-dev/airlock/control/store"
+	"github.com/airlock-dev/airlock/sandbox"
+)
+
+// parkedRunning is a Backend whose containers all run (a parked sandbox's
+// supervisor waits for its claim) and which records removals.
+type parkedRunning struct {
+	stopRecorder
+	mu      sync.Mutex
+	removed []string
+}
+
+func (*parkedRunning) Running(context.Context, string) bool { return true }
+
+func (b *parkedRunning) Remove(_ context.Context, id string) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.removed = append(b.removed, id)
+	return nil
+}
+
+// TestRecoverClaimNeverSent (make faults' TestPoolKillDaemon, killed right
+// after sandbox.accepted): a daemon that took a parked sandbox for a run and
+// recorded its container, but went away before pool.claimed (so before it
+// sent the claim), left a supervisor that waits for a claim nobody will
+// send. The next daemon must not take it for started (its CLI then waited
+// for a start forever): it fails it, saying why, and removes it.
+func TestRecoverClaimNeverSent(t *testing.T) {
+	st, err := store.Open(filepath.Join(t.TempDir(), "ids.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt := &parkedRunning{}
+	s := NewService(st, rt, Config{})
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	t.Cleanup(func() { s.cancel(); s.wg.Wait(); _ = st.Close() })
+
+	// The CLI is this process: alive.
+	rec, _, err := st.CreateSandbox(store.Sandbox{Kind: sandbox.KindRun, Parked: true, CLIPid: os.Getpid()}, store.Event{Kind: "sandbox.accepted"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := rec.ID
+	if _, err := st.Append(id, store.Event{Kind: "sandbox.preparing"}, ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Update(id, func(r *store.Sandbox) error { r.ContainerID = "parked-container"; return nil }); err != nil {
+		t.Fatal(err)
+	}
+
+	s.recover()
+	s.wg.Wait()
+	got, err := st.Get(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.State != store.StateFailed || got.Reason != "the daemon restarted before the pooled sandbox got its command" {
+		t.Fatalf("after recovery: state %q, reason %q; want failed, the claim never sent", got.State, got.Reason)
+	}
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if len(rt.removed) != 1 || rt.removed[0] != id {
+		t.Errorf("removed %v, want [%s]", rt.removed, id)
+	}
+}

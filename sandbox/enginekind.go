@@ -1,0 +1,61 @@
+package sandbox
+
+import (
+	"context"
+	"sync"
+)
+
+// Podman's Docker-compatible service (podman system service) runs airlock's
+// sandboxes, but its networks (netavark) lack two driver options airlock relies
+// on (docs/engines.md#podman):
+//   - com.docker.network.bridge.enable_icc=false: the containers of one network
+//     always reach each other, so sandboxes on the shared network are not kept
+//     apart there (a known difference: a network of a sandbox's own would not do,
+//     Podman's networks reach each other unless made with netavark's isolate
+//     option, which its Docker-compatible API drops);
+//   - com.docker.network.bridge.inhibit_ipv4: the bridge of an internal network
+//     keeps its address, so a sandbox with egress rules would reach every listener
+//     of the host through it; and a container's DNS server replaces, rather than
+//     backs, the resolver that knows the sandbox's containers. [sandbox.egress] is
+//     refused there.
+
+// engineProduct remembers whether the Engine is Podman.
+type engineProduct struct {
+	mu     sync.Mutex
+	known  bool
+	podman string // "Podman 4.3.1"; "" for another Engine
+}
+
+// podman returns "Podman <version>" when the Engine is Podman's Docker-compatible
+// service (its version lists a "Podman Engine" component), else "". It asks the
+// Engine once.
+func (rt *Runtime) podman(ctx context.Context) (string, error) {
+	rt.product.mu.Lock()
+	defer rt.product.mu.Unlock()
+	if rt.product.known {
+		return rt.product.podman, nil
+	}
+	v, err := rt.Engine.ServerVersion(ctx)
+	if err != nil {
+		return "", failed("cannot ask the Engine%s for its version: %v", rt.engineSuffix(), err)
+	}
+	for _, c := range v.Components {
+		if c.Name == "Podman Engine" {
+			rt.product.podman = "Podman " + c.Version
+		}
+	}
+	rt.product.known = true
+	return rt.product.podman, nil
+}
+
+// egressSupported fails when the Engine cannot keep a sandbox with egress rules
+// from reaching the host and names beside its proxy.
+func (rt *Runtime) egressSupported(ctx context.Context) error {
+	p, err := rt.podman(ctx)
+	if err != nil || p == "" {
+		return err
+	}
+	return failed("cannot apply sandbox.egress: the Engine (%s) does not support it: its networks ignore "+
+		"com.docker.network.bridge.inhibit_ipv4 (the sandbox would reach the host through its bridge) and a "+
+		"container's DNS server replaces the resolver of the sandbox's own names; use a Docker Engine, or remove [sandbox.egress]", p)
+}
