@@ -219,20 +219,12 @@ func (rt *Runtime) Create(ctx context.Context, req *Request) (sb *Sandbox, err e
 		if err := rt.createEgress(ctx, sb, r, imageRef, labels); err != nil {
 			return sb, err
 		}
-	case r.Sandbox.Network == "bridge" && len(r.Services) > 0:
-		// Services reach each other and the primary by name: a network of its own.
-		nl := copyLabels(labels, LabelRole, "network")
-		if _, err := rt.Engine.NetworkCreate(ctx, sb.Name, network.CreateOptions{Driver: "bridge", Labels: nl}); err != nil {
-			return sb, failed("cannot create network %s: %v", sb.Name, err)
-		}
-		sb.Network = sb.Name
 	case r.Sandbox.Network == "bridge":
-		name, id, reserved, err := rt.pickShard(ctx)
+		reserved, err := rt.bridgeNetwork(ctx, sb, r, labels)
 		if err != nil {
 			return sb, err
 		}
-		defer reserved() // counted on the Engine once its container exists
-		sb.Network, sb.shard = id, name
+		defer reserved() // a shard counts it on the Engine once its container exists
 	}
 	done()
 

@@ -9,10 +9,14 @@ import (
 // sandboxes, but its networks (netavark) lack two driver options airlock relies
 // on (docs/engines.md#podman):
 //   - com.docker.network.bridge.enable_icc=false: the containers of one network
-//     always reach each other, so sandboxes on the shared network are not kept
-//     apart there (a known difference: a network of a sandbox's own would not do,
-//     Podman's networks reach each other unless made with netavark's isolate
-//     option, which its Docker-compatible API drops);
+//     always reach each other, so sandboxes cannot share one there. Nor does a
+//     network of each sandbox's own keep them apart: the Docker-compatible API
+//     makes every bridge network with netavark's isolate option, but netavark
+//     1.4 removes the FORWARD rule that applies isolation (-j
+//     NETAVARK_ISOLATION_1) whenever any isolated network is torn down (the
+//     last container on it stops), until the next one is set up, so sandboxes
+//     reach each other after any other sandbox stops. sandbox.network =
+//     "bridge" is refused there (bridgeSupported);
 //   - com.docker.network.bridge.inhibit_ipv4: the bridge of an internal network
 //     keeps its address, so a sandbox with egress rules would reach every listener
 //     of the host through it; and a container's DNS server replaces, rather than
@@ -58,4 +62,17 @@ func (rt *Runtime) egressSupported(ctx context.Context) error {
 	return failed("cannot apply sandbox.egress: the Engine (%s) does not support it: its networks ignore "+
 		"com.docker.network.bridge.inhibit_ipv4 (the sandbox would reach the host through its bridge) and a "+
 		"container's DNS server replaces the resolver of the sandbox's own names; use a Docker Engine, or remove [sandbox.egress]", p)
+}
+
+// bridgeSupported fails when the Engine cannot keep a sandbox on a bridge
+// network from reaching the other sandboxes (Podman: see above).
+func (rt *Runtime) bridgeSupported(ctx context.Context) error {
+	p, err := rt.podman(ctx)
+	if err != nil || p == "" {
+		return err
+	}
+	return failed("cannot keep the sandbox apart from other sandboxes on its network (sandbox.network = \"bridge\"): "+
+		"the Engine (%s) does not: the containers of one of its networks always reach each other (it ignores "+
+		"com.docker.network.bridge.enable_icc), and netavark lifts the isolation between its networks whenever one of them "+
+		"is torn down (its last container stops); use a Docker Engine, or sandbox.network = \"none\"", p)
 }

@@ -11,6 +11,8 @@ import (
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/network"
+
+	"github.com/airlock-dev/airlock/manifest"
 )
 
 // A sandbox without services (and so with no one to reach by name) joins one
@@ -20,6 +22,8 @@ import (
 // sandboxes on it cannot reach each other, only the outside. It is made on first
 // use, labelled as shared (never with a sandbox ID, so no sandbox's removal takes
 // it), and left in place; `airlock prune` may remove it when nothing uses it.
+// Podman cannot keep sandboxes on its networks apart: sandbox.network =
+// "bridge" is refused there (bridgeSupported).
 //
 // A bridge holds at most 1023 ports, so the shared network is sharded: once
 // airlock-shared holds sharedMax sandboxes, the next joins airlock-shared-2,
@@ -237,4 +241,29 @@ func (rt *Runtime) findShared(ctx context.Context, name string) (string, error) 
 		}
 	}
 	return list[0].ID, nil
+}
+
+// bridgeNetwork puts a sandbox with sandbox.network = "bridge" on its network:
+// a network of its own when it has services (they reach each other and the
+// primary by name), else a shard of the shared network. reserved ends a
+// shard's reservation once the sandbox's container exists (or was not made).
+// On Podman it refuses (bridgeSupported).
+func (rt *Runtime) bridgeNetwork(ctx context.Context, sb *Sandbox, r *manifest.Resolved, labels map[string]string) (reserved func(), err error) {
+	if err := rt.bridgeSupported(ctx); err != nil {
+		return nil, err
+	}
+	if len(r.Services) > 0 {
+		nl := copyLabels(labels, LabelRole, "network")
+		if _, err := rt.Engine.NetworkCreate(ctx, sb.Name, network.CreateOptions{Driver: "bridge", Labels: nl}); err != nil {
+			return nil, failed("cannot create network %s: %v", sb.Name, err)
+		}
+		sb.Network = sb.Name
+		return func() {}, nil
+	}
+	name, id, reserved, err := rt.pickShard(ctx)
+	if err != nil {
+		return nil, err
+	}
+	sb.Network, sb.shard = id, name
+	return reserved, nil
 }
