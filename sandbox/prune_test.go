@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,6 +16,7 @@ import (
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/api/types/volume"
+	"github.com/docker/docker/client"
 
 	"github.com/airlock-dev/airlock/internal/ids"
 	"github.com/airlock-dev/airlock/internal/testenv"
@@ -42,29 +44,9 @@ func TestPruneCandidates(t *testing.T) {
 
 	buildImage := func(tag string) string {
 		t.Helper()
-		var buf bytes.Buffer
-		tw := tar.NewWriter(&buf)
-		df := []byte("FROM " + busybox + "\nLABEL nonce=" + ids.New() + "\n")
-		_ = tw.WriteHeader(&tar.Header{Name: "Dockerfile", Mode: 0o644, Size: int64(len(df))})
-		_, _ = tw.Write(df)
-		_ = tw.Close()
-		resp, err := cli.ImageBuild(ctx, &buf, build.ImageBuildOptions{Tags: []string{tag}, Labels: rt.buildLabels(project),
-			Remove: true, ForceRemove: true, Version: build.BuilderV1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		if err := streamError(resp.Body); err != nil {
-			t.Fatalf("cannot build %s: %v", tag, err)
-		}
-		in, err := cli.ImageInspect(ctx, tag)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			_ = testenv.RemoveImage(context.Background(), cli, in.ID)
-		})
-		return in.ID
+		id := classicBuild(t, ctx, cli, tag, "FROM "+busybox+"\nLABEL nonce="+ids.New()+"\n", nil, rt.buildLabels(project))
+		t.Cleanup(func() { _ = testenv.RemoveImage(context.Background(), cli, id) })
+		return id
 	}
 	repo := BuildRepo + "/prune-unit-" + owner[:8]
 	older := buildImage(repo + ":1")
@@ -153,29 +135,9 @@ func TestPruneRemoveBuildSteps(t *testing.T) {
 
 	build := func(tag, dockerfile string, labels map[string]string) string {
 		t.Helper()
-		var buf bytes.Buffer
-		tw := tar.NewWriter(&buf)
-		df := []byte(dockerfile)
-		_ = tw.WriteHeader(&tar.Header{Name: "Dockerfile", Mode: 0o644, Size: int64(len(df))})
-		_, _ = tw.Write(df)
-		_ = tw.WriteHeader(&tar.Header{Name: "marker", Mode: 0o644, Size: int64(len(owner))})
-		_, _ = tw.Write([]byte(owner))
-		_ = tw.Close()
-		resp, err := cli.ImageBuild(ctx, &buf, build.ImageBuildOptions{Tags: []string{tag}, Labels: labels,
-			Remove: true, ForceRemove: true, Version: build.BuilderV1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		if err := streamError(resp.Body); err != nil {
-			t.Fatalf("cannot build %s: %v", tag, err)
-		}
-		in, err := cli.ImageInspect(ctx, tag)
-		if err != nil {
-			t.Fatal(err)
-		}
+		id := classicBuild(t, ctx, cli, tag, dockerfile, map[string]string{"marker": owner}, labels)
 		t.Cleanup(func() { _ = testenv.RemoveImage(context.Background(), cli, tag) })
-		return in.ID
+		return id
 	}
 	// A base image of two steps, the first of which is then removed, as
 	// `docker image prune` does on the containerd image store (Engine 20.10
@@ -214,4 +176,36 @@ func TestBuildTagsOfEngines(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("buildTags = %q; want %q", got, want)
 	}
+}
+
+// classicBuild builds tag from a Dockerfile and files with the classic
+// builder (the one that leaves a build's steps as images), labelled, and
+// returns its image ID.
+func classicBuild(t *testing.T, ctx context.Context, cli *client.Client, tag, dockerfile string, files, labels map[string]string) string {
+	t.Helper()
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	add := func(name string, b []byte) {
+		_ = tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(b))})
+		_, _ = tw.Write(b)
+	}
+	add("Dockerfile", []byte(dockerfile))
+	for _, name := range slices.Sorted(maps.Keys(files)) {
+		add(name, []byte(files[name]))
+	}
+	_ = tw.Close()
+	resp, err := cli.ImageBuild(ctx, &buf, build.ImageBuildOptions{Tags: []string{tag}, Labels: labels,
+		Remove: true, ForceRemove: true, Version: build.BuilderV1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if err := streamError(resp.Body); err != nil {
+		t.Fatalf("cannot build %s: %v", tag, err)
+	}
+	in, err := cli.ImageInspect(ctx, tag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return in.ID
 }
