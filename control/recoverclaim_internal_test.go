@@ -2,10 +2,15 @@ package control
 
 import (
 	"context"
+	"errors"
+	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/airlock-dev/airlock/control/store"
 	"github.com/airlock-dev/airlock/sandbox"
@@ -70,5 +75,62 @@ func TestRecoverClaimNeverSent(t *testing.T) {
 	defer rt.mu.Unlock()
 	if len(rt.removed) != 1 || rt.removed[0] != id {
 		t.Errorf("removed %v, want [%s]", rt.removed, id)
+	}
+}
+
+// followCounter is parkedRunning whose status stream cannot be read (the
+// follower tries again later) and counts the attempts.
+type followCounter struct {
+	parkedRunning
+	follows atomic.Int32
+}
+
+func (b *followCounter) FollowStatus(context.Context, string, int64) (io.ReadCloser, error) {
+	b.follows.Add(1)
+	return nil, errors.New("no stream in this test")
+}
+
+// TestResumeFindsStartedByTheDaemonKilled (e2e's
+// TestRunSurvivesDaemonKillInSetup/sandbox.created, under load): the daemon
+// killed just after sandbox.created had its start call in flight; the Engine
+// started the container after the next daemon's recovery found it created,
+// not running. The CLI's resume then finds it running: it must be recorded
+// as started and its status followed, as recovery does, or the CLI waits for
+// a start that nobody records.
+func TestResumeFindsStartedByTheDaemonKilled(t *testing.T) {
+	st, err := store.Open(filepath.Join(t.TempDir(), "ids.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt := &followCounter{}
+	s := NewService(st, rt, Config{})
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	t.Cleanup(func() { s.cancel(); s.wg.Wait(); _ = st.Close() })
+
+	rec, _, err := st.CreateSandbox(store.Sandbox{Kind: sandbox.KindUp}, store.Event{Kind: "sandbox.accepted"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := rec.ID
+	if _, err := st.Update(id, func(r *store.Sandbox) error { r.ContainerID = "started-late"; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Append(id, store.Event{Kind: "sandbox.created"}, ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Resume(id, nil); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		evs, _ := st.Events(id, 0)
+		started := slices.ContainsFunc(evs, func(e store.Event) bool { return e.Kind == "sandbox.started" })
+		if started && rt.follows.Load() > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after the resume: events %v, %d follow(s) of the status; want sandbox.started and a follower", evs, rt.follows.Load())
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

@@ -97,7 +97,27 @@ func (s *Service) Resume(id string, secrets map[string]string) (Sandbox, error) 
 	}
 	if rec.State == store.StatePending && rec.ContainerID != "" && !rec.Parked && s.rtOf(id).Running(s.ctx, rec.ContainerID) {
 		// Started already (by a daemon that went away before recording it):
-		// its stream is followed; starting it again would break it.
+		// starting it again would break its stream. Recovery follows it when
+		// it found it running; one whose start (the killed daemon's call, in
+		// flight) the Engine finished after recovery found it created is
+		// recorded and followed now, as recovery would have.
+		l := s.liveOf(id)
+		l.ingestMu.Lock()
+		following := l.tailGen > 0
+		l.ingestMu.Unlock()
+		if !following {
+			s.goAsync(func() {
+				l.mu.Lock()
+				defer l.mu.Unlock()
+				l.ingestMu.Lock()
+				following := l.tailGen > 0
+				l.ingestMu.Unlock()
+				if !following {
+					s.foundStarted(id)
+					s.startTailAt(id, l, s.recordedOffset(id))
+				}
+			})
+		}
 		return s.view(rec), nil
 	}
 	l := s.liveOf(id)
