@@ -142,6 +142,9 @@ func (rt *Runtime) Create(ctx context.Context, req *Request) (sb *Sandbox, err e
 	if existing, _ := rt.Engine.ContainerInspect(ctx, objectName(req.ID)); existing.ContainerJSONBase != nil {
 		return nil, configErr("sandbox %s already exists", req.ID)
 	}
+	if err := rt.limitsSupported(ctx, r); err != nil {
+		return nil, err
+	}
 	done = rt.step(req.ID, "image")
 	imageRef, img, err := rt.image(ctx, r)
 	done()

@@ -2,7 +2,11 @@ package sandbox
 
 import (
 	"context"
+	"slices"
+	"strings"
 	"sync"
+
+	"github.com/airlock-dev/airlock/manifest"
 )
 
 // Podman's Docker-compatible service (podman system service) runs airlock's
@@ -75,4 +79,45 @@ func (rt *Runtime) bridgeSupported(ctx context.Context) error {
 		"the Engine (%s) does not: the containers of one of its networks always reach each other (it ignores "+
 		"com.docker.network.bridge.enable_icc), and netavark lifts the isolation between its networks whenever one of them "+
 		"is torn down (its last container stops); use a Docker Engine, or sandbox.network = \"none\"", p)
+}
+
+// engineLimits remembers whether the Engine applies memory and CPU limits.
+type engineLimits struct {
+	mu          sync.Mutex
+	known       bool
+	memory, cpu bool
+	what        string // "rootless, cgroup driver none": for messages
+}
+
+// limitsSupported fails when the manifest asks for a memory or CPU limit the
+// Engine says it does not apply (rootless Docker on cgroup v1 takes them
+// and applies nothing): a limit a user declared is never silently dropped.
+// It asks the Engine once, and only when a limit is asked for.
+func (rt *Runtime) limitsSupported(ctx context.Context, r *manifest.Resolved) error {
+	if r.Sandbox.Memory == "" && r.Sandbox.CPUs <= 0 {
+		return nil
+	}
+	l := &rt.limits
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.known {
+		info, err := rt.Engine.Info(ctx)
+		if err != nil {
+			return failed("cannot ask the Engine%s what it supports: %v", rt.engineSuffix(), err)
+		}
+		l.memory, l.cpu = info.MemoryLimit, info.CPUCfsQuota
+		var what []string
+		if slices.ContainsFunc(info.SecurityOptions, func(o string) bool { return strings.Contains(o, "name=rootless") }) {
+			what = append(what, "rootless")
+		}
+		what = append(what, "cgroup driver "+info.CgroupDriver)
+		l.what, l.known = strings.Join(what, ", "), true
+	}
+	switch {
+	case r.Sandbox.Memory != "" && !l.memory:
+		return failed("cannot apply sandbox.memory: the Engine (%s) does not apply memory limits (its cgroups are not delegated to it); remove sandbox.memory for this Engine, or use one that applies it", l.what)
+	case r.Sandbox.CPUs > 0 && !l.cpu:
+		return failed("cannot apply sandbox.cpus: the Engine (%s) does not apply CPU limits (its cgroups are not delegated to it); remove sandbox.cpus for this Engine, or use one that applies it", l.what)
+	}
+	return nil
 }

@@ -140,6 +140,7 @@ type Runtime struct {
 	shared  sharedNet
 	arch    engineArch
 	product engineProduct
+	limits  engineLimits
 }
 
 // NewRuntime returns a runtime for the Engine at ep, over an open client.
