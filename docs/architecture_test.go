@@ -25,10 +25,10 @@ type pkg struct {
 }
 
 // listPackages is every package of the module, the tagged suites (faults,
-// soak) included.
+// soak, kube) included.
 func listPackages(t *testing.T) []pkg {
 	t.Helper()
-	cmd := exec.Command("go", "list", "-tags", "faults soak", "-json", "./...")
+	cmd := exec.Command("go", "list", "-tags", "faults soak kube", "-json", "./...")
 	cmd.Dir = ".."
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
