@@ -76,6 +76,10 @@ func (s *Service) liveLocked(id string) *live {
 	l, ok := s.live[id]
 	if !ok {
 		l = &live{}
+		// What the daemon that created it was asked, for one started again.
+		if rec, err := s.store.Get(id); err == nil {
+			l.removeOnExit = rec.RemoveOnExit
+		}
 		s.live[id] = l
 	}
 	return l
