@@ -40,14 +40,8 @@ func (b *parkedRunning) Remove(_ context.Context, id string) error {
 // send. The next daemon must not take it for started (its CLI then waited
 // for a start forever): it fails it, saying why, and removes it.
 func TestRecoverClaimNeverSent(t *testing.T) {
-	st, err := store.Open(filepath.Join(t.TempDir(), "ids.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	rt := &parkedRunning{}
-	s := NewService(st, rt, Config{})
-	s.ctx, s.cancel = context.WithCancel(context.Background())
-	t.Cleanup(func() { s.cancel(); s.wg.Wait(); _ = st.Close() })
+	s, st := startedService(t, rt)
 
 	// The CLI is this process: alive.
 	rec, _, err := st.CreateSandbox(store.Sandbox{Kind: sandbox.KindRun, Parked: true, CLIPid: os.Getpid()}, store.Event{Kind: "sandbox.accepted"})
@@ -98,14 +92,8 @@ func (b *followCounter) FollowStatus(context.Context, string, int64) (io.ReadClo
 // as started and its status followed, as recovery does, or the CLI waits for
 // a start that nobody records.
 func TestResumeFindsStartedByTheDaemonKilled(t *testing.T) {
-	st, err := store.Open(filepath.Join(t.TempDir(), "ids.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	rt := &followCounter{}
-	s := NewService(st, rt, Config{})
-	s.ctx, s.cancel = context.WithCancel(context.Background())
-	t.Cleanup(func() { s.cancel(); s.wg.Wait(); _ = st.Close() })
+	s, st := startedService(t, rt)
 
 	rec, _, err := st.CreateSandbox(store.Sandbox{Kind: sandbox.KindUp}, store.Event{Kind: "sandbox.accepted"})
 	if err != nil {
@@ -162,4 +150,18 @@ func TestRemoveOnExitOutlivesTheDaemon(t *testing.T) {
 	if next.liveOf(other.ID).removeOnExit {
 		t.Error("a sandbox kept after its exit (run --keep) is taken for one removed")
 	}
+}
+
+// startedService is a service over a store in a temporary dir and rt, running
+// until the test ends.
+func startedService(t *testing.T, rt Backend) (*Service, *store.Store) {
+	t.Helper()
+	st, err := store.Open(filepath.Join(t.TempDir(), "ids.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := NewService(st, rt, Config{})
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	t.Cleanup(func() { s.cancel(); s.wg.Wait(); _ = st.Close() })
+	return s, st
 }
