@@ -221,7 +221,7 @@ func (a *app) run(parent context.Context, o runOptions, args []string) error {
 				fmt.Fprintf(a.stderr, "airlock: cannot confirm sandbox %s was removed: %v\n", id, err)
 			}
 		}
-		if mainExited && removeOnExit && !daemonLost.Load() {
+		if mainExited && removeOnExit && !daemonLost.Load() && !a.daemonLost.Load() {
 			if _, err := c.Health(bg); err == nil {
 				// The daemon removes it (see RemoveOnExit).
 				if waitRemoved {
@@ -641,6 +641,9 @@ func (a *app) awaitCreated(ctx context.Context, c *client.Client, req *client.Cr
 		if !lostDaemon(err) {
 			return apiFailure(err)
 		}
+		// The next daemon does not know what this one was asked (the
+		// removal at the main command's end): the CLI removes it.
+		a.daemonLost.Store(true)
 		cur := *id
 		sb, err := retryDaemon(a, ctx, func() (*client.Sandbox, error) { return c.Get(ctx, cur) })
 		if err != nil {

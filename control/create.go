@@ -102,7 +102,7 @@ func (s *Service) Create(_ context.Context, req *CreateRequest) (Sandbox, error)
 	rec, _, err := s.store.CreateSandbox(store.Sandbox{
 		ID: id, Kind: req.Kind, Project: req.Manifest.ProjectDir, Labels: labels, Engine: eng,
 		Plan: req.Manifest.Resolved, Sources: req.Manifest.Sources, CLIPid: req.CLIPid, CLIStart: req.CLIStart,
-		EndMarker: endMarker, Parked: pooled != nil, RemoveOnExit: req.RemoveOnExit,
+		EndMarker: endMarker, Parked: pooled != nil,
 	}, store.Event{Kind: "sandbox.accepted"})
 	if err != nil {
 		if pooled != nil {

@@ -76,10 +76,6 @@ func (s *Service) liveLocked(id string) *live {
 	l, ok := s.live[id]
 	if !ok {
 		l = &live{}
-		// What the daemon that created it was asked, for one started again.
-		if rec, err := s.store.Get(id); err == nil {
-			l.removeOnExit = rec.RemoveOnExit
-		}
 		s.live[id] = l
 	}
 	return l

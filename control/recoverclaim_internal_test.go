@@ -123,35 +123,6 @@ func TestResumeFindsStartedByTheDaemonKilled(t *testing.T) {
 	}
 }
 
-// TestRemoveOnExitOutlivesTheDaemon (e2e's
-// TestRunSurvivesDaemonKillInSetup/sandbox.created on Engine 29): a run's
-// "remove it when its main command exits" was known only to the daemon that
-// created the sandbox; the next daemon, which started and followed it, left
-// it stopped when its CLI had seen no error to tell it to delete it itself.
-// It is part of the record, so any daemon knows it.
-func TestRemoveOnExitOutlivesTheDaemon(t *testing.T) {
-	st, err := store.Open(filepath.Join(t.TempDir(), "ids.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
-	rec, _, err := st.CreateSandbox(store.Sandbox{Kind: sandbox.KindRun, RemoveOnExit: true}, store.Event{Kind: "sandbox.accepted"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	other, _, err := st.CreateSandbox(store.Sandbox{Kind: sandbox.KindRun}, store.Event{Kind: "sandbox.accepted"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	next := NewService(st, &stopRecorder{}, Config{}) // the daemon started again
-	if !next.liveOf(rec.ID).removeOnExit {
-		t.Error("the next daemon does not know the run is removed when its main command exits")
-	}
-	if next.liveOf(other.ID).removeOnExit {
-		t.Error("a sandbox kept after its exit (run --keep) is taken for one removed")
-	}
-}
-
 // startedService is a service over a store in a temporary dir and rt, running
 // until the test ends.
 func startedService(t *testing.T, rt Backend) (*Service, *store.Store) {

@@ -94,9 +94,6 @@ type Sandbox struct {
 	// EndMarker is the nonce of the marker that ends a run's main output
 	// (sandbox.Request.EndMarker); empty when the run waits for its daemons.
 	EndMarker string `json:"end_marker,omitempty"`
-	// RemoveOnExit: the sandbox is deleted when its primary exits (a run
-	// without --keep), by whichever daemon sees the exit.
-	RemoveOnExit bool `json:"remove_on_exit,omitempty"`
 	// Parked: the sandbox was claimed from a warm pool and its claim (the
 	// command) is not delivered yet; a daemon that restarts then cannot
 	// deliver it.
