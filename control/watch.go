@@ -41,12 +41,6 @@ func (s *Service) onPrimaryEvent(ev sandbox.PrimaryEvent) {
 	}
 }
 
-// How long a primary killed with 137 waits for the Engine's oom event.
-const (
-	oomEventWait = time.Second
-	oomEventPoll = 50 * time.Millisecond
-)
-
 // primaryDied records that a sandbox's primary container stopped: from the
 // Engine's die event, or when the stream's follower finds it stopped (a die
 // event missed: the watch began late, the Engine restarted). why, when the
@@ -64,19 +58,6 @@ func (s *Service) primaryDied(id string, l *live, codep *int, why string) {
 	s.mu.Lock()
 	oom, stopping, auto := l.oom, l.stopping, l.removeOnExit
 	s.mu.Unlock()
-	if !oom && codep != nil && *codep == 137 {
-		// Killed: by the kernel for the memory limit, the Engine's oom event
-		// may come just after this report (the stream's follower can see
-		// the end first). Give it a moment before the end is recorded.
-		for i := time.Duration(0); i < oomEventWait/oomEventPoll && !oom; i++ {
-			if !sleep(s.ctx, oomEventPoll) {
-				break
-			}
-			s.mu.Lock()
-			oom = l.oom
-			s.mu.Unlock()
-		}
-	}
 	switch {
 	case oom:
 		if rec.State == store.StateReady || rec.State == store.StatePending {
