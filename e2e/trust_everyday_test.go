@@ -234,9 +234,10 @@ command = ["sh", "{{project}}/daemon.sh"]
 			t.Fatalf("run %d: %s", i+3, r)
 		}
 	}
+	// Written whole (the shell's > makes it empty first).
 	eventually(t, cmdTimeout, "a parked sandbox to write sandbox.local.toml", func() bool {
-		_, err := os.Stat(local)
-		return err == nil
+		b, err := os.ReadFile(local)
+		return err == nil && strings.Contains(string(b), "/hostetc")
 	})
 	r := e.Run("run", "--", "cat", "/hostetc/hostname")
 	if r.Code != 2 {
