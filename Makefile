@@ -64,7 +64,7 @@ IMAGE_ARCH ?= $(shell $(GO) env GOARCH)
 image:
 	@mkdir -p bin
 	CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) $(GO) build -trimpath -tags $(SUPERVISOR_TAGS) -ldflags '$(LDFLAGS)' -o bin/.airlock-image-linux-$(IMAGE_ARCH) ./cmd/airlock
-	$(GO) run ./internal/cmd/mkimage -binary bin/.airlock-image-linux-$(IMAGE_ARCH) -build-id '$(BUILD_ID)' -arch $(IMAGE_ARCH) -o bin/airlock-image.tar
+	$(GO) run ./tools/mkimage -binary bin/.airlock-image-linux-$(IMAGE_ARCH) -build-id '$(BUILD_ID)' -arch $(IMAGE_ARCH) -o bin/airlock-image.tar
 	@rm -f bin/.airlock-image-linux-$(IMAGE_ARCH)
 
 # Everything, race detector on, integration tests against the real Docker Engine included.

@@ -22,8 +22,8 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/client"
-	"github.com/airlock-dev/airlock/internal/testenv"
 	"github.com/airlock-dev/airlock/paths"
+	"github.com/airlock-dev/airlock/test/testenv"
 )
 
 // fakeDaemon is a control daemon for the CLI's tests, after pebble's

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/client"
-	"github.com/airlock-dev/airlock/internal/testenv"
+	"github.com/airlock-dev/airlock/test/testenv"
 )
 
 // TestCreateFromManifestText: a client that cannot resolve a manifest (the

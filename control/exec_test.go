@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/client"
-	"github.com/airlock-dev/airlock/internal/testenv"
+	"github.com/airlock-dev/airlock/test/testenv"
 )
 
 // TestExec: an API exec writes its output to the exec output files, records

@@ -9,8 +9,8 @@ import (
 	"github.com/airlock-dev/airlock/client"
 	"github.com/airlock-dev/airlock/control"
 	"github.com/airlock-dev/airlock/control/store"
-	"github.com/airlock-dev/airlock/internal/testenv"
 	"github.com/airlock-dev/airlock/sandbox"
+	"github.com/airlock-dev/airlock/test/testenv"
 )
 
 // TestInProcess runs the daemon in the test process (so -race sees its code)

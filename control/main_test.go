@@ -23,11 +23,11 @@ import (
 	dockerclient "github.com/docker/docker/client"
 
 	"github.com/airlock-dev/airlock/client"
-	"github.com/airlock-dev/airlock/internal/clitest"
 	"github.com/airlock-dev/airlock/internal/proc"
-	"github.com/airlock-dev/airlock/internal/testenv"
 	"github.com/airlock-dev/airlock/paths"
 	"github.com/airlock-dev/airlock/sandbox"
+	"github.com/airlock-dev/airlock/test/clitest"
+	"github.com/airlock-dev/airlock/test/testenv"
 )
 
 const labelProject = sandbox.LabelProject

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/client"
-	"github.com/airlock-dev/airlock/internal/testenv"
+	"github.com/airlock-dev/airlock/test/testenv"
 )
 
 // TestWarmPoolFromManifestText: POST /v1/pools/warm takes a manifest text as

@@ -22,10 +22,10 @@ import (
 
 	"github.com/airlock-dev/airlock/client"
 	"github.com/airlock-dev/airlock/control"
-	"github.com/airlock-dev/airlock/internal/clitest"
-	"github.com/airlock-dev/airlock/internal/testenv"
 	"github.com/airlock-dev/airlock/manifest"
 	"github.com/airlock-dev/airlock/sandbox"
+	"github.com/airlock-dev/airlock/test/clitest"
+	"github.com/airlock-dev/airlock/test/testenv"
 )
 
 // privateImages pushes the busybox image under n new tags to a registry that

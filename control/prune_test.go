@@ -25,8 +25,8 @@ import (
 
 	"github.com/airlock-dev/airlock/client"
 	"github.com/airlock-dev/airlock/control"
-	"github.com/airlock-dev/airlock/internal/testenv"
 	"github.com/airlock-dev/airlock/sandbox"
+	"github.com/airlock-dev/airlock/test/testenv"
 )
 
 const (

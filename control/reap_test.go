@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/client"
-	"github.com/airlock-dev/airlock/internal/testenv"
+	"github.com/airlock-dev/airlock/test/testenv"
 )
 
 // TestReaper: a run sandbox whose CLI is gone is removed within 10 s (cli_gone),

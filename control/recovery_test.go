@@ -11,7 +11,7 @@ import (
 
 	"github.com/airlock-dev/airlock/client"
 	"github.com/airlock-dev/airlock/control/store"
-	"github.com/airlock-dev/airlock/internal/testenv"
+	"github.com/airlock-dev/airlock/test/testenv"
 )
 
 // TestRecovery: a crashed daemon (SIGKILL) restarts and reconciles the store with

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/airlock-dev/airlock/internal/testenv"
 	"github.com/airlock-dev/airlock/supervisor"
+	"github.com/airlock-dev/airlock/test/testenv"
 )
 
 // TestStatusReplayAfterRestart: transitions a sandbox's supervisor reports while

@@ -22,7 +22,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/airlock-dev/airlock/internal/testenv"
+	"github.com/airlock-dev/airlock/test/testenv"
 )
 
 // holdEnv makes the test binary a connection holder (holdConns) instead of

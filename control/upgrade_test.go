@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/client"
-	"github.com/airlock-dev/airlock/internal/testenv"
+	"github.com/airlock-dev/airlock/test/testenv"
 )
 
 // TestUpgrade: a CLI of another build replaces the daemon without stopping a

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/client"
-	"github.com/airlock-dev/airlock/internal/testenv"
+	"github.com/airlock-dev/airlock/test/testenv"
 )
 
 // TestEngineEvents: a primary killed behind the daemon's back is recorded as

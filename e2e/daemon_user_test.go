@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/airlock-dev/airlock/internal/testenv"
+	"github.com/airlock-dev/airlock/test/testenv"
 )
 
 // Per-daemon user (issue 13): daemons.<name>.user is resolved in the sandbox's own

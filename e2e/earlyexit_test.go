@@ -11,8 +11,8 @@ import (
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/volume"
 
-	"github.com/airlock-dev/airlock/internal/testenv"
 	"github.com/airlock-dev/airlock/sandbox"
+	"github.com/airlock-dev/airlock/test/testenv"
 )
 
 // TestUpSupervisorCannotRun: up -d of a sandbox whose supervisor cannot even be

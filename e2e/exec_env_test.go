@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/client"
-	"github.com/airlock-dev/airlock/internal/clitest"
+	"github.com/airlock-dev/airlock/test/clitest"
 )
 
 // TestExecEnvStaysPrivate: the values of `exec -e NAME` (from the CLI's

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/airlock-dev/airlock/internal/clitest"
+	"github.com/airlock-dev/airlock/test/clitest"
 )
 
 // TestRunEndsBeforeSlowDaemons (issue 24, a fast end of run): run returns once

@@ -9,7 +9,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/airlock-dev/airlock/internal/clitest"
+	"github.com/airlock-dev/airlock/test/clitest"
 )
 
 // hostUID is the user TestHostUser runs airlock as when the tests run as

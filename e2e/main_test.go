@@ -1,7 +1,7 @@
 // Package e2e holds airlock's end-to-end tests: they build the static binary once
 // and drive it as a subprocess against the real Docker Engine, each test with its
 // own project directory and its own XDG directories (the harness is
-// internal/clitest, shared with the fault suite).
+// test/clitest, shared with the fault suite).
 //
 // Like every integration test of the repository, they fail when no Engine
 // answers, unless AIRLOCK_SKIP_DOCKER=1. AIRLOCK_E2E_BINARY=path tests that
@@ -19,9 +19,9 @@ import (
 
 	dockerclient "github.com/docker/docker/client"
 
-	"github.com/airlock-dev/airlock/internal/clitest"
-	"github.com/airlock-dev/airlock/internal/testenv"
 	"github.com/airlock-dev/airlock/sandbox"
+	"github.com/airlock-dev/airlock/test/clitest"
+	"github.com/airlock-dev/airlock/test/testenv"
 )
 
 // labelProject is the label every object of a sandbox carries with its project dir.

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/airlock-dev/airlock/client"
-	"github.com/airlock-dev/airlock/internal/clitest"
+	"github.com/airlock-dev/airlock/test/clitest"
 )
 
 // poolManifest has a daemon that takes no value (started while parked) and

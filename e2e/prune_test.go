@@ -15,7 +15,7 @@ import (
 	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/api/types/volume"
 
-	"github.com/airlock-dev/airlock/internal/testenv"
+	"github.com/airlock-dev/airlock/test/testenv"
 )
 
 // TestPruneCommand: `airlock prune` through the binary, with a kept run of a built

@@ -19,8 +19,8 @@ import (
 	"github.com/docker/docker/api/types/registry"
 
 	"github.com/airlock-dev/airlock/client"
-	"github.com/airlock-dev/airlock/internal/clitest"
-	"github.com/airlock-dev/airlock/internal/testenv"
+	"github.com/airlock-dev/airlock/test/clitest"
+	"github.com/airlock-dev/airlock/test/testenv"
 )
 
 // TestPrivateRegistry: sandbox.image in a registry with htpasswd auth. Without

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/airlock-dev/airlock/internal/clitest"
+	"github.com/airlock-dev/airlock/test/clitest"
 )
 
 // sdkOverSSHScript drives a sandbox with the Python SDK over AIRLOCK_HOST

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/airlock-dev/airlock/internal/clitest"
 	"github.com/airlock-dev/airlock/paths"
+	"github.com/airlock-dev/airlock/test/clitest"
 )
 
 // sshdManifest is remoteDaemonManifest with a vault value in [env].

@@ -12,7 +12,7 @@ import (
 
 	"github.com/creack/pty"
 
-	"github.com/airlock-dev/airlock/internal/clitest"
+	"github.com/airlock-dev/airlock/test/clitest"
 )
 
 // TestTrustAsksOnATerminal: on a terminal, run shows the diff of a layer the

@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-dev/airlock/bench/benchdoc"
 	"github.com/airlock-dev/airlock/client"
-	"github.com/airlock-dev/airlock/internal/benchdoc"
 )
 
 // badInput is one bad input to the CLI: what it is, the manifest (with {{image}}),

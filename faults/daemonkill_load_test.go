@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/airlock-dev/airlock/internal/benchdoc"
-	"github.com/airlock-dev/airlock/internal/clitest"
-	"github.com/airlock-dev/airlock/internal/testenv"
+	"github.com/airlock-dev/airlock/bench/benchdoc"
+	"github.com/airlock-dev/airlock/test/clitest"
+	"github.com/airlock-dev/airlock/test/testenv"
 )
 
 // loadedKillRuns is how many runs TestKillDaemonLoaded makes

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/airlock-dev/airlock/internal/benchdoc"
-	"github.com/airlock-dev/airlock/internal/testenv"
+	"github.com/airlock-dev/airlock/bench/benchdoc"
+	"github.com/airlock-dev/airlock/test/testenv"
 )
 
 // TestEngineRestart: with `up -d` sandboxes running, the Docker Engine restarts

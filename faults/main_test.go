@@ -27,10 +27,10 @@ import (
 	"github.com/docker/docker/api/types/volume"
 	"github.com/docker/docker/client"
 
-	"github.com/airlock-dev/airlock/internal/benchdoc"
-	"github.com/airlock-dev/airlock/internal/clitest"
-	"github.com/airlock-dev/airlock/internal/testenv"
+	"github.com/airlock-dev/airlock/bench/benchdoc"
 	"github.com/airlock-dev/airlock/sandbox"
+	"github.com/airlock-dev/airlock/test/clitest"
+	"github.com/airlock-dev/airlock/test/testenv"
 )
 
 // labelProject is the label every object of a sandbox carries with its project dir.

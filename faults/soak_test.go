@@ -12,7 +12,7 @@ import (
 
 	"github.com/docker/docker/api/types/volume"
 
-	"github.com/airlock-dev/airlock/internal/benchdoc"
+	"github.com/airlock-dev/airlock/bench/benchdoc"
 )
 
 // soakRuns is how many sequential runs TestSequentialRuns makes

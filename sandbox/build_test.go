@@ -12,8 +12,8 @@ import (
 	"github.com/docker/docker/api/types/image"
 
 	"github.com/airlock-dev/airlock/internal/ids"
-	"github.com/airlock-dev/airlock/internal/testenv"
 	"github.com/airlock-dev/airlock/manifest"
+	"github.com/airlock-dev/airlock/test/testenv"
 )
 
 func TestDockerignore(t *testing.T) {

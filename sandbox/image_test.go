@@ -20,7 +20,7 @@ import (
 	"github.com/docker/docker/api/types/registry"
 
 	"github.com/airlock-dev/airlock/internal/ids"
-	"github.com/airlock-dev/airlock/internal/testenv"
+	"github.com/airlock-dev/airlock/test/testenv"
 )
 
 func TestProgressPlain(t *testing.T) {

@@ -5,7 +5,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/airlock-dev/airlock/internal/testenv"
+	"github.com/airlock-dev/airlock/test/testenv"
 )
 
 // rigBuildID is the build ID of the rig's runtimes (newRig): with the test

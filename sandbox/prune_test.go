@@ -19,7 +19,7 @@ import (
 	"github.com/docker/docker/client"
 
 	"github.com/airlock-dev/airlock/internal/ids"
-	"github.com/airlock-dev/airlock/internal/testenv"
+	"github.com/airlock-dev/airlock/test/testenv"
 )
 
 // TestPruneCandidates: the Engine side of prune on its edges: an older build

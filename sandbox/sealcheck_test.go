@@ -8,7 +8,7 @@ import (
 
 	"github.com/docker/docker/api/types/container"
 
-	"github.com/airlock-dev/airlock/internal/testenv"
+	"github.com/airlock-dev/airlock/test/testenv"
 )
 
 // TestOnlyInitRuns: what a sealed end marker is checked against, on a real

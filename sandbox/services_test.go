@@ -16,9 +16,9 @@ import (
 	"github.com/docker/docker/client"
 
 	"github.com/airlock-dev/airlock/internal/ids"
-	"github.com/airlock-dev/airlock/internal/testenv"
 	"github.com/airlock-dev/airlock/manifest"
 	"github.com/airlock-dev/airlock/paths"
+	"github.com/airlock-dev/airlock/test/testenv"
 )
 
 // The integration tests of this package drive a Runtime against the real Engine.

@@ -7,4 +7,4 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 [ -x bin/airlock ] || make build
 ./scripts/engine.sh
-go run ./internal/benchscale -airlock bin/airlock -up "${BENCH_ALIVE_N:-200}" -command "scripts/bench-alive.sh" "$@"
+go run ./bench/scale -airlock bin/airlock -up "${BENCH_ALIVE_N:-200}" -command "scripts/bench-alive.sh" "$@"

@@ -10,5 +10,5 @@ cd "$(dirname "$0")/.."
 ./scripts/engine.sh
 ./scripts/kube.sh up
 kubectl=$(./scripts/kube.sh env | sed -n 's/^export PATH=\(.*\):\$PATH$/\1/p')/kubectl
-go run ./internal/benchkube -airlock bin/airlock -kubeconfig "$(./scripts/kube.sh kubeconfig)" -kubectl "$kubectl" \
+go run ./bench/kube -airlock bin/airlock -kubeconfig "$(./scripts/kube.sh kubeconfig)" -kubectl "$kubectl" \
   -up "${BENCH_KUBE_ALIVE_N:-100}" -command "scripts/bench-kube-alive.sh" "$@"

@@ -9,4 +9,4 @@ cd "$(dirname "$0")/.."
 ./scripts/engine.sh
 ./scripts/kube.sh up
 kubectl=$(./scripts/kube.sh env | sed -n 's/^export PATH=\(.*\):\$PATH$/\1/p')/kubectl
-go run ./internal/benchkube -airlock bin/airlock -kubeconfig "$(./scripts/kube.sh kubeconfig)" -kubectl "$kubectl" -command "scripts/bench-kube.sh" "$@"
+go run ./bench/kube -airlock bin/airlock -kubeconfig "$(./scripts/kube.sh kubeconfig)" -kubectl "$kubectl" -command "scripts/bench-kube.sh" "$@"

@@ -7,4 +7,4 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 [ -x bin/airlock ] || make build
 ./scripts/engine.sh
-go run ./internal/benchpool -airlock bin/airlock -command "scripts/bench-pool.sh" "$@"
+go run ./bench/pool -airlock bin/airlock -command "scripts/bench-pool.sh" "$@"

@@ -37,5 +37,5 @@ if command -v docker-compose >/dev/null 2>&1 || { echo "bench-redis.sh: installi
 fi
 [ -n "$compose" ] || echo "bench-redis.sh: docker-compose unavailable; its rows are skipped" >&2
 
-"$GO" build -o "$tmp/benchredis" ./internal/benchredis
+"$GO" build -o "$tmp/benchredis" ./bench/redis
 "$tmp/benchredis" -airlock bin/airlock -image "$image" -compose "$compose" -doc docs/benchmarks.md -command "scripts/bench-redis.sh" "$@"

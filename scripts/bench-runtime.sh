@@ -6,4 +6,4 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 [ -x bin/airlock ] || make build
 ./scripts/engine.sh
-go run ./internal/benchruntime -airlock bin/airlock -command "scripts/bench-runtime.sh" "$@"
+go run ./bench/runtime -airlock bin/airlock -command "scripts/bench-runtime.sh" "$@"

@@ -6,4 +6,4 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 [ -x bin/airlock ] || make build
 ./scripts/engine.sh
-go run ./internal/benchscale -airlock bin/airlock -n "${BENCH_SCALE_N:-100}" -command "scripts/bench-scale.sh" "$@"
+go run ./bench/scale -airlock bin/airlock -n "${BENCH_SCALE_N:-100}" -command "scripts/bench-scale.sh" "$@"

@@ -11,4 +11,4 @@ redis=${AIRLOCK_BENCH_REDIS_IMAGE:-airlock-bench/debian-redis:bookworm-1}
 memcached=${AIRLOCK_BENCH_MEMCACHED_IMAGE:-airlock-bench/debian-memcached:bookworm-1}
 ./scripts/debian-image.sh "$redis" redis-server redis-tools make
 ./scripts/debian-image.sh "$memcached" memcached
-go run ./internal/benchslowstop -airlock bin/airlock -redis-image "$redis" -memcached-image "$memcached" -command "scripts/bench-slowstop.sh" "$@"
+go run ./bench/slowstop -airlock bin/airlock -redis-image "$redis" -memcached-image "$memcached" -command "scripts/bench-slowstop.sh" "$@"

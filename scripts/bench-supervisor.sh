@@ -11,7 +11,7 @@ GO=${GO:-go}
 [ -x bin/airlock ] || make build
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-"$GO" build -o "$tmp/benchsupervisor" ./internal/benchsupervisor
+"$GO" build -o "$tmp/benchsupervisor" ./bench/supervisor
 # The supervisor as sandboxes get it: the one make build embeds for this machine's
 # architecture (built without the Kubernetes backend), not the CLI itself.
 arch=$("$GO" env GOARCH)

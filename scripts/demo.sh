@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 echo "== building the demo image airlock-demo/busybox:latest (FROM scratch + the host's static busybox)"
-go run ./internal/cmd/mkbusybox airlock-demo/busybox:latest >/dev/null
+go run ./tools/mkbusybox airlock-demo/busybox:latest >/dev/null
 cd examples/hello
 echo "== examples/hello: airlock config --layers (what the manifest resolves to)"
 ../../bin/airlock config --layers | grep -E '^(sandbox.image|daemons.web.(command|ready))'

@@ -15,9 +15,9 @@ import (
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/network"
 
-	"github.com/airlock-dev/airlock/internal/benchdoc"
-	"github.com/airlock-dev/airlock/internal/clitest"
+	"github.com/airlock-dev/airlock/bench/benchdoc"
 	"github.com/airlock-dev/airlock/sandbox"
+	"github.com/airlock-dev/airlock/test/clitest"
 )
 
 // fillerLabel marks the containers TestSharedNetworkAtDefault puts on the

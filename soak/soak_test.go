@@ -24,9 +24,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/airlock-dev/airlock/internal/benchdoc"
-	"github.com/airlock-dev/airlock/internal/clitest"
-	"github.com/airlock-dev/airlock/internal/testenv"
+	"github.com/airlock-dev/airlock/bench/benchdoc"
+	"github.com/airlock-dev/airlock/test/clitest"
+	"github.com/airlock-dev/airlock/test/testenv"
 )
 
 func TestMain(m *testing.M) { os.Exit(clitest.Main(m, "soak", "AIRLOCK_SOAK_BINARY")) }

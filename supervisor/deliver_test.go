@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/airlock-dev/airlock/internal/testenv"
+	"github.com/airlock-dev/airlock/test/testenv"
 )
 
 // TestDeliverReachesReceiver: the values written to deliver's stdin reach the

@@ -22,10 +22,10 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/airlock-dev/airlock/client"
-	"github.com/airlock-dev/airlock/internal/clitest"
-	"github.com/airlock-dev/airlock/internal/testenv"
 	"github.com/airlock-dev/airlock/kube"
 	"github.com/airlock-dev/airlock/sandbox"
+	"github.com/airlock-dev/airlock/test/clitest"
+	"github.com/airlock-dev/airlock/test/testenv"
 )
 
 // namespace is where the tests' sandboxes run.

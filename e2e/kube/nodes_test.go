@@ -16,9 +16,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/airlock-dev/airlock/internal/clitest"
-	"github.com/airlock-dev/airlock/internal/testenv"
 	"github.com/airlock-dev/airlock/kube"
+	"github.com/airlock-dev/airlock/test/clitest"
+	"github.com/airlock-dev/airlock/test/testenv"
 )
 
 // The test cluster's second node (scripts/kube.sh up starts two).

@@ -17,7 +17,7 @@ import (
 	"github.com/docker/docker/client"
 
 	"github.com/airlock-dev/airlock/internal/imagetar"
-	"github.com/airlock-dev/airlock/internal/testenv"
+	"github.com/airlock-dev/airlock/test/testenv"
 )
 
 // loadMessage is one JSON message of the Engine's image load output.

@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/airlock-dev/airlock/internal/testenv"
+	"github.com/airlock-dev/airlock/test/testenv"
 )
 
 // TestMain fails the run when a test wrote into the package directory: tests

@@ -15,10 +15,10 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/control"
-	"github.com/airlock-dev/airlock/internal/clitest"
-	"github.com/airlock-dev/airlock/internal/testenv"
 	"github.com/airlock-dev/airlock/paths"
 	"github.com/airlock-dev/airlock/sandbox"
+	"github.com/airlock-dev/airlock/test/clitest"
+	"github.com/airlock-dev/airlock/test/testenv"
 )
 
 // TestMain builds airlock (or takes $AIRLOCK_BINARY) and checks that the

@@ -21,10 +21,10 @@ import (
 	dockerclient "github.com/docker/docker/client"
 
 	"github.com/airlock-dev/airlock/client"
-	"github.com/airlock-dev/airlock/internal/testenv"
 	"github.com/airlock-dev/airlock/manifest"
 	"github.com/airlock-dev/airlock/paths"
 	"github.com/airlock-dev/airlock/sandbox"
+	"github.com/airlock-dev/airlock/test/testenv"
 )
 
 // CmdTimeout bounds one airlock invocation of Run.

@@ -18,10 +18,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/airlock-dev/airlock/bench/benchdoc"
 	"github.com/airlock-dev/airlock/client"
-	"github.com/airlock-dev/airlock/internal/benchdoc"
-	"github.com/airlock-dev/airlock/internal/testenv"
 	"github.com/airlock-dev/airlock/sandbox"
+	"github.com/airlock-dev/airlock/test/testenv"
 )
 
 // The job: make test pings redis on 127.0.0.1:6379 (the same in all three setups),
@@ -256,7 +256,7 @@ services:
 		"(`network_mode: service:redis`, so 127.0.0.1 works unchanged); `up --abort-on-container-exit --exit-code-from job`\n" +
 		"returns the job's exit code after stopping redis, like `airlock run`; `down` removes the containers and the\n" +
 		"network afterwards, untimed in the ratio as airlock's own removal is. compose's time falls with a shorter\n" +
-		"healthcheck interval (`-interval` of internal/benchredis, e.g. `scripts/bench-redis.sh -interval 100ms`)."
+		"healthcheck interval (`-interval` of bench/redis, e.g. `scripts/bench-redis.sh -interval 100ms`)."
 	if composeNote != "" {
 		notes += "\n" + composeNote
 	}

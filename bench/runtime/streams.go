@@ -11,7 +11,7 @@ import (
 	"github.com/creack/pty"
 	"golang.org/x/sys/unix"
 
-	"github.com/airlock-dev/airlock/internal/benchdoc"
+	"github.com/airlock-dev/airlock/bench/benchdoc"
 )
 
 // streamBytes is what the throughput rows stream: 1 GiB of zeros.

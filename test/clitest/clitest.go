@@ -17,8 +17,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/airlock-dev/airlock/internal/testenv"
 	"github.com/airlock-dev/airlock/sandbox"
+	"github.com/airlock-dev/airlock/test/testenv"
 )
 
 // Bin is the airlock binary under test, set by Main.

@@ -14,9 +14,9 @@ import (
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/network"
 
+	"github.com/airlock-dev/airlock/bench/benchdoc"
 	"github.com/airlock-dev/airlock/client"
-	"github.com/airlock-dev/airlock/internal/benchdoc"
-	"github.com/airlock-dev/airlock/internal/testenv"
+	"github.com/airlock-dev/airlock/test/testenv"
 )
 
 // alive measures n `up -d` sandboxes alive at once (issue 25), each with one

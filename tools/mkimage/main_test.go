@@ -13,7 +13,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/airlock-dev/airlock/internal/testenv"
+	"github.com/airlock-dev/airlock/test/testenv"
 )
 
 func TestMain(m *testing.M) { os.Exit(testenv.RunClean(m)) }

@@ -8,7 +8,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/airlock-dev/airlock/internal/testenv"
+	"github.com/airlock-dev/airlock/test/testenv"
 )
 
 func main() {

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/airlock-dev/airlock/internal/benchdoc"
+	"github.com/airlock-dev/airlock/bench/benchdoc"
 )
 
 // alive measures n `up -d` sandboxes alive at once on the cluster (issue 25),

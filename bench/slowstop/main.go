@@ -19,9 +19,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/airlock-dev/airlock/internal/benchdoc"
-	"github.com/airlock-dev/airlock/internal/testenv"
+	"github.com/airlock-dev/airlock/bench/benchdoc"
 	"github.com/airlock-dev/airlock/sandbox"
+	"github.com/airlock-dev/airlock/test/testenv"
 )
 
 // A job: the daemon's manifest, the floor's background start of the same

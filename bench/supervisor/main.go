@@ -21,9 +21,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/airlock-dev/airlock/internal/benchdoc"
-	"github.com/airlock-dev/airlock/internal/testenv"
+	"github.com/airlock-dev/airlock/bench/benchdoc"
 	"github.com/airlock-dev/airlock/supervisor"
+	"github.com/airlock-dev/airlock/test/testenv"
 )
 
 const modeEnv = "BENCH_SUPERVISOR_MODE"

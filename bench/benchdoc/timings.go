@@ -9,7 +9,7 @@ import (
 
 	dockerclient "github.com/docker/docker/client"
 
-	"github.com/airlock-dev/airlock/internal/testenv"
+	"github.com/airlock-dev/airlock/test/testenv"
 )
 
 // Timings are the samples of one measure.
