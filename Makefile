@@ -71,7 +71,7 @@ image:
 # The longest packages are named first so they start first (a long package started last
 # would run on alone at the end); supervisor, which needs no Engine, beside e2e. -trimpath
 # lets a fresh clone reuse the build cache (half a minute of compiling on 2 cores).
-SLOW_PACKAGES := ./e2e/ ./supervisor/ ./control/ ./sandbox/
+SLOW_PACKAGES := ./e2e/ ./supervisor/ ./control/ ./backend/docker/
 GO_TEST := $(GO) test -trimpath -ldflags=-w -race -count=1 $(TEST_TAGS)
 test: lint
 	$(GO_TEST) $(SLOW_PACKAGES) ./...

@@ -13,11 +13,11 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/airlock-dev/airlock/backend/docker"
 	"github.com/airlock-dev/airlock/client"
 	"github.com/airlock-dev/airlock/control"
 	"github.com/airlock-dev/airlock/control/store"
 	"github.com/airlock-dev/airlock/engine"
-	"github.com/airlock-dev/airlock/sandbox"
 	"github.com/airlock-dev/airlock/secrets"
 	"github.com/airlock-dev/airlock/userconfig"
 )
@@ -219,7 +219,7 @@ func (a *app) runDaemon(d daemonArgs) error {
 		if err != nil {
 			return nil, err
 		}
-		ort := sandbox.NewRuntime(ep, cli, p)
+		ort := docker.NewRuntime(ep, cli, p)
 		ort.Binary, ort.FindSupervisor, ort.BuildID, ort.Getenv, ort.Quiet, ort.Owner = rt.Binary, rt.FindSupervisor, rt.BuildID, rt.Getenv, true, rt.Owner
 		ort.SharedNetworkMax = rt.SharedNetworkMax
 		return ort, nil

@@ -14,12 +14,12 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
+	"github.com/airlock-dev/airlock/backend/docker"
 	"github.com/airlock-dev/airlock/client"
 	"github.com/airlock-dev/airlock/internal/ids"
 	"github.com/airlock-dev/airlock/internal/proc"
 	"github.com/airlock-dev/airlock/internal/termsafe"
 	"github.com/airlock-dev/airlock/manifest"
-	"github.com/airlock-dev/airlock/sandbox"
 )
 
 func init() { addCommand(newRunCommand) }
@@ -156,7 +156,7 @@ func (a *app) run(parent context.Context, o runOptions, args []string) error {
 	// returns (ps -a lists nothing of it, nor does docker ps -a).
 	waitRemoved := (o.wait || r.Sandbox.WaitForDaemons) && !o.keep
 	createReq := &client.CreateRequest{
-		ID: o.id, Kind: sandbox.KindRun, Manifest: wm, Secrets: secretValues, Command: args, EnvSecrets: envSecrets,
+		ID: o.id, Kind: docker.KindRun, Manifest: wm, Secrets: secretValues, Command: args, EnvSecrets: envSecrets,
 		Workdir: o.workdir, TTY: tty, Stdin: stdin, Labels: labels, Quiet: a.opts.quiet,
 		CLIPid: cliPid, CLIStart: cliStart, Engine: tgt.engine, RemoveOnExit: removeOnExit, FastEnd: fastEnd, ClientFiles: tgt.clientFiles,
 		NoPool: o.noPool, ToolEnv: a.toolEnv(),
@@ -177,7 +177,7 @@ func (a *app) run(parent context.Context, o runOptions, args []string) error {
 	defer func() {
 		bg, bcancel := context.WithTimeout(context.WithoutCancel(parent), 2*time.Minute)
 		defer bcancel()
-		if sandbox.HasEgress(r) && !a.opts.quiet {
+		if docker.HasEgress(r) && !a.opts.quiet {
 			// The denials are counted until the sandbox is removed (or kept).
 			defer func() {
 				want := client.StateDeleted
@@ -486,7 +486,7 @@ func processStart(pid int) string {
 // copyOutputs copies each --output path from a sandbox whose project was copied in
 // back into the project dir by the rules of out, through the daemon's files API
 // (with a bind-mounted project the files are there already).
-func (a *app) copyOutputs(c *client.Client, id string, projectCopied bool, out *sandbox.Output, outputs []string) error {
+func (a *app) copyOutputs(c *client.Client, id string, projectCopied bool, out *docker.Output, outputs []string) error {
 	if len(outputs) == 0 || !projectCopied {
 		return nil
 	}
@@ -497,7 +497,7 @@ func (a *app) copyOutputs(c *client.Client, id string, projectCopied bool, out *
 		return withCode(ExitAirlock, fmt.Errorf("cannot copy the outputs out of sandbox %s: %w", id, apiFailure(err)))
 	}
 	for _, rel := range outputs {
-		src, err := sandbox.OutputPath(out.ProjectDir, rel)
+		src, err := docker.OutputPath(out.ProjectDir, rel)
 		if err != nil {
 			return sandboxError(err)
 		}

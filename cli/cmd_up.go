@@ -7,10 +7,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/airlock-dev/airlock/backend/docker"
 	"github.com/airlock-dev/airlock/client"
 	"github.com/airlock-dev/airlock/engine"
 	"github.com/airlock-dev/airlock/manifest"
-	"github.com/airlock-dev/airlock/sandbox"
 )
 
 func init() { addCommand(newUpCommand) }
@@ -178,7 +178,7 @@ func (a *app) up(detach bool, id string) error {
 		case <-time.After(2 * time.Second):
 		}
 	}
-	if sandbox.HasEgress(r) {
+	if docker.HasEgress(r) {
 		a.egressSummary(context.Background(), c, sbID)
 	}
 	if err != nil {
@@ -249,7 +249,7 @@ func (a *app) upSandbox(ctx context.Context, c *client.Client, tgt *target, r *m
 			return "", false, 0, false, apiFailure(err)
 		}
 	}
-	rec, err := c.Create(ctx, &client.CreateRequest{ID: id, Kind: sandbox.KindUp, Manifest: wm, Secrets: secretValues, ToolEnv: a.toolEnv(),
+	rec, err := c.Create(ctx, &client.CreateRequest{ID: id, Kind: docker.KindUp, Manifest: wm, Secrets: secretValues, ToolEnv: a.toolEnv(),
 		Start: !tgt.clientFiles, Engine: tgt.engine, ClientFiles: tgt.clientFiles})
 	if err != nil {
 		return "", false, 0, false, apiFailure(err)

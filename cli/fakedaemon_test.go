@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/airlock-dev/airlock/backend/docker"
 	"github.com/airlock-dev/airlock/control"
-	"github.com/airlock-dev/airlock/sandbox"
 	dockerclient "github.com/docker/docker/client"
 	"io"
 	"net"
@@ -860,7 +860,7 @@ func (f *fakeDaemon) serveLogs(w http.ResponseWriter, r *http.Request) {
 	case stream == "":
 		stream = client.StreamBoth
 	}
-	control.WriteDaemonLog(r.Context(), &sandbox.Runtime{Engine: eng, Quiet: true}, sb.State == client.StateReady,
+	control.WriteDaemonLog(r.Context(), &docker.Runtime{Engine: eng, Quiet: true}, sb.State == client.StateReady,
 		sb.Container, q.Get("daemon"), stream, tail, q.Get("follow") == "1", flushEach{w})
 }
 

@@ -10,9 +10,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/airlock-dev/airlock/backend/kube"
 	"github.com/airlock-dev/airlock/control"
 	"github.com/airlock-dev/airlock/engine"
-	"github.com/airlock-dev/airlock/kube"
 	"github.com/airlock-dev/airlock/userconfig"
 )
 

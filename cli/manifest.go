@@ -9,10 +9,10 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/airlock-dev/airlock/backend/docker"
 	"github.com/airlock-dev/airlock/manifest"
 	"github.com/airlock-dev/airlock/paths"
 	"github.com/airlock-dev/airlock/presets"
-	"github.com/airlock-dev/airlock/sandbox"
 	"github.com/airlock-dev/airlock/userconfig"
 )
 
@@ -171,7 +171,7 @@ func (a *app) warnPrivileged(r *manifest.Resolved) {
 	for _, w := range a.hostBindWarnings(r) {
 		fmt.Fprintln(a.stderr, "warning: "+w)
 	}
-	for _, k := range sandbox.ProxyOverrides(r) {
+	for _, k := range docker.ProxyOverrides(r) {
 		fmt.Fprintf(a.stderr, "warning: %s overrides the egress proxy variable airlock sets (traffic that ignores the proxy is blocked)\n", k)
 	}
 }
@@ -187,7 +187,7 @@ func (a *app) hostBindWarnings(r *manifest.Resolved) []string {
 		sockets = append(sockets, filepath.Clean(strings.TrimPrefix(h, "unix://")))
 	}
 	check := func(what, src, into string) []string {
-		p := sandbox.ExpandHostPath(src, r.ProjectDir, home)
+		p := docker.ExpandHostPath(src, r.ProjectDir, home)
 		forms := []string{p}
 		if real, err := filepath.EvalSymlinks(p); err == nil && real != p {
 			forms = append(forms, real)

@@ -3,17 +3,17 @@ package cli
 import (
 	"fmt"
 
+	"github.com/airlock-dev/airlock/backend/docker"
 	"github.com/airlock-dev/airlock/manifest"
-	"github.com/airlock-dev/airlock/sandbox"
 	"github.com/airlock-dev/airlock/userconfig"
 )
 
 // runOutput prepares run's --output copies: the limit (--output-max, else
-// artifacts.output_max of config.toml) and the rules of sandbox.Output. A bad
+// artifacts.output_max of config.toml) and the rules of docker.Output. A bad
 // --output-max, or an --output path airlock never writes (the project dir
 // itself, a manifest layer, .airlockignore, .git, a path .airlockignore leaves
 // out), is a usage error (exit 2) before anything starts.
-func (a *app) runOutput(r *manifest.Resolved, o runOptions) (*sandbox.Output, error) {
+func (a *app) runOutput(r *manifest.Resolved, o runOptions) (*docker.Output, error) {
 	max, from := int64(0), "--output-max"
 	if o.outputMax != "" {
 		n, err := userconfig.ParseSize(o.outputMax)
@@ -32,7 +32,7 @@ func (a *app) runOutput(r *manifest.Resolved, o runOptions) (*sandbox.Output, er
 		}
 		max, from = cfg.Artifacts.OutputMax, "artifacts.output_max of config.toml; --output-max overrides it"
 	}
-	out, err := sandbox.NewOutput(r, max, from)
+	out, err := docker.NewOutput(r, max, from)
 	if err != nil {
 		return nil, sandboxError(err)
 	}

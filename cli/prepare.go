@@ -9,11 +9,11 @@ import (
 
 	"github.com/docker/docker/api/types/registry"
 
+	"github.com/airlock-dev/airlock/backend/docker"
 	"github.com/airlock-dev/airlock/client"
 	"github.com/airlock-dev/airlock/engine"
 	"github.com/airlock-dev/airlock/manifest"
 	"github.com/airlock-dev/airlock/registryauth"
-	"github.com/airlock-dev/airlock/sandbox"
 )
 
 // prepareViaDaemon has the daemon do what comes before a create and can be
@@ -37,7 +37,7 @@ func (a *app) prepareViaDaemon(ctx context.Context, c *client.Client, r *manifes
 	}
 	created := r
 	if r.Sandbox.Build != nil && a.remoteDaemon() {
-		bs, err := sandbox.ReadBuildContext(r)
+		bs, err := docker.ReadBuildContext(r)
 		if err != nil {
 			return nil, sandboxError(err)
 		}

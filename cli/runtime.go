@@ -11,19 +11,19 @@ import (
 	dockerclient "github.com/docker/docker/client"
 	"golang.org/x/term"
 
+	"github.com/airlock-dev/airlock/backend/docker"
 	"github.com/airlock-dev/airlock/control"
 	"github.com/airlock-dev/airlock/engine"
 	"github.com/airlock-dev/airlock/paths"
-	"github.com/airlock-dev/airlock/sandbox"
 )
 
 // runtime connects to the Engine and returns the sandbox runtime for this user.
-func (a *app) runtime(ctx context.Context) (*sandbox.Runtime, func(), error) {
+func (a *app) runtime(ctx context.Context) (*docker.Runtime, func(), error) {
 	p, err := a.paths()
 	if err != nil {
 		return nil, nil, err
 	}
-	cli, ep, err := sandbox.Connect(ctx, a.getenv)
+	cli, ep, err := docker.Connect(ctx, a.getenv)
 	if err != nil {
 		return nil, nil, sandboxError(err)
 	}
@@ -31,9 +31,9 @@ func (a *app) runtime(ctx context.Context) (*sandbox.Runtime, func(), error) {
 }
 
 // newRuntime is the sandbox runtime over an open Engine client.
-func (a *app) newRuntime(p *paths.Paths, cli *dockerclient.Client, ep engine.Endpoint) (*sandbox.Runtime, func(), error) {
+func (a *app) newRuntime(p *paths.Paths, cli *dockerclient.Client, ep engine.Endpoint) (*docker.Runtime, func(), error) {
 	var err error
-	rt := sandbox.NewRuntime(ep, cli, p)
+	rt := docker.NewRuntime(ep, cli, p)
 	if rt.Owner, err = control.OwnerKey(p); err != nil {
 		cli.Close()
 		return nil, nil, withCode(ExitAirlock, err)
@@ -52,14 +52,14 @@ func sandboxError(err error) error {
 	if err == nil {
 		return nil
 	}
-	var se *sandbox.Error
+	var se *docker.Error
 	if errors.As(err, &se) {
 		if se.Code == ExitUsage {
 			return configError(se.Err)
 		}
 		return withCode(se.Code, err)
 	}
-	if errors.Is(err, sandbox.ErrNotFound) {
+	if errors.Is(err, docker.ErrNotFound) {
 		return withCode(ExitFailure, err)
 	}
 	var ee *exitError

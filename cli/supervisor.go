@@ -6,8 +6,8 @@ import (
 	"runtime"
 	"sync"
 
+	"github.com/airlock-dev/airlock/backend/docker"
 	"github.com/airlock-dev/airlock/internal/supervisorbin"
-	"github.com/airlock-dev/airlock/sandbox"
 )
 
 // supervisorEnv names the escape hatch: a static Linux airlock binary to inject
@@ -15,7 +15,7 @@ import (
 const supervisorEnv = "AIRLOCK_SUPERVISOR_BINARY"
 
 // embeddedSupervisors are the embedded binaries, hashed once per process.
-var embeddedSupervisors sync.Map // arch -> *sandbox.Supervisor
+var embeddedSupervisors sync.Map // arch -> *docker.Supervisor
 
 // findSupervisor returns the supervisor to inject on an Engine of arch:
 //
@@ -25,9 +25,9 @@ var embeddedSupervisors sync.Map // arch -> *sandbox.Supervisor
 //     on the Engine's own kind of host, as the tests do);
 //
 // else an error that says how to get one.
-func (a *app) findSupervisor(arch string) (*sandbox.Supervisor, error) {
+func (a *app) findSupervisor(arch string) (*docker.Supervisor, error) {
 	if bin, ok := a.getenv(supervisorEnv); ok && bin != "" {
-		sup, err := sandbox.SupervisorFile(bin, arch, BuildID, false)
+		sup, err := docker.SupervisorFile(bin, arch, BuildID, false)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", supervisorEnv, err)
 		}
@@ -35,9 +35,9 @@ func (a *app) findSupervisor(arch string) (*sandbox.Supervisor, error) {
 	}
 	if gz := supervisorbin.Gzipped(arch); gz != nil {
 		if sup, ok := embeddedSupervisors.Load(arch); ok {
-			return sup.(*sandbox.Supervisor), nil
+			return sup.(*docker.Supervisor), nil
 		}
-		sup, err := sandbox.SupervisorGzip("the embedded linux/"+arch+" supervisor", gz)
+		sup, err := docker.SupervisorGzip("the embedded linux/"+arch+" supervisor", gz)
 		if err != nil {
 			return nil, err
 		}
@@ -49,7 +49,7 @@ func (a *app) findSupervisor(arch string) (*sandbox.Supervisor, error) {
 		if err != nil {
 			return nil, fmt.Errorf("cannot find the airlock binary: %w", err)
 		}
-		sup, err := sandbox.SupervisorFile(exe, arch, BuildID, true)
+		sup, err := docker.SupervisorFile(exe, arch, BuildID, true)
 		if err != nil {
 			return nil, fmt.Errorf("%w; or set %s to a static linux/%s airlock binary", err, supervisorEnv, arch)
 		}

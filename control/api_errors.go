@@ -4,9 +4,9 @@ import (
 	"errors"
 	"net/http"
 
+	"github.com/airlock-dev/airlock/backend/docker"
 	"github.com/airlock-dev/airlock/client"
 	"github.com/airlock-dev/airlock/control/store"
-	"github.com/airlock-dev/airlock/sandbox"
 )
 
 // apiError maps an error of the service (errors.go) or of the API layer onto
@@ -37,9 +37,9 @@ var reasons = []struct {
 	{store.ErrBadCursor, client.ReasonBadCursor},
 	{ErrInvalidRequest, client.ReasonInvalidRequest},
 	{ErrConfig, client.ReasonConfig},
-	{sandbox.ErrNoSuchPath, client.ReasonPathNotFound},
-	{sandbox.ErrNotDirectory, client.ReasonNotDirectory},
-	{sandbox.ErrIsDirectory, client.ReasonIsDirectory},
+	{docker.ErrNoSuchPath, client.ReasonPathNotFound},
+	{docker.ErrNotDirectory, client.ReasonNotDirectory},
+	{docker.ErrIsDirectory, client.ReasonIsDirectory},
 	{ErrNotRegular, client.ReasonNotRegular},
 	{ErrTooLarge, client.ReasonTooLarge},
 }
@@ -52,7 +52,7 @@ func reasonOf(err error) string {
 			return r.reason
 		}
 	}
-	var se *sandbox.Error
+	var se *docker.Error
 	if errors.As(err, &se) && se.Code == 2 {
 		return client.ReasonConfig
 	}

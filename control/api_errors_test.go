@@ -6,9 +6,9 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/airlock-dev/airlock/backend/docker"
 	"github.com/airlock-dev/airlock/client"
 	"github.com/airlock-dev/airlock/control/store"
-	"github.com/airlock-dev/airlock/sandbox"
 )
 
 // TestAPIErrorMapping: the service's errors reach the wire with their stable
@@ -27,8 +27,8 @@ func TestAPIErrorMapping(t *testing.T) {
 		{store.ErrBadCursor, client.ReasonBadCursor, http.StatusBadRequest},
 		{errorf(ErrInvalidRequest, "cmd is required"), client.ReasonInvalidRequest, http.StatusBadRequest},
 		{errorf(ErrConfig, "bad manifest"), client.ReasonConfig, http.StatusBadRequest},
-		{&sandbox.Error{Code: 2, Err: errors.New("bad image")}, client.ReasonConfig, http.StatusBadRequest},
-		{&sandbox.Error{Code: 125, Err: errors.New("engine down")}, client.ReasonInternal, http.StatusInternalServerError},
+		{&docker.Error{Code: 2, Err: errors.New("bad image")}, client.ReasonConfig, http.StatusBadRequest},
+		{&docker.Error{Code: 125, Err: errors.New("engine down")}, client.ReasonInternal, http.StatusInternalServerError},
 		{errors.New("boom"), client.ReasonInternal, http.StatusInternalServerError},
 		{&client.Error{Reason: client.ReasonUnauthorized, Message: "no"}, client.ReasonUnauthorized, http.StatusUnauthorized},
 		{&client.Error{Reason: client.ReasonForbidden, Message: "no"}, client.ReasonForbidden, http.StatusForbidden},

@@ -8,11 +8,11 @@ import (
 
 	"github.com/docker/docker/api/types/registry"
 
+	"github.com/airlock-dev/airlock/backend/docker"
 	"github.com/airlock-dev/airlock/client"
 	"github.com/airlock-dev/airlock/engine"
 	"github.com/airlock-dev/airlock/manifest"
 	"github.com/airlock-dev/airlock/registryauth"
-	"github.com/airlock-dev/airlock/sandbox"
 )
 
 // prepare answers POST /v1/prepare: a request the daemon cannot take is an
@@ -52,7 +52,7 @@ func (s *server) prepare(w http.ResponseWriter, r *http.Request) {
 // (exitExtra): a runtime error's own, 2 for a request or manifest the user must
 // fix, else 125.
 func prepareExitCode(err error, reason string) int {
-	var se *sandbox.Error
+	var se *docker.Error
 	switch {
 	case errors.As(err, &se):
 		return se.Code

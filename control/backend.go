@@ -5,13 +5,13 @@ import (
 	"io"
 	"time"
 
+	"github.com/airlock-dev/airlock/backend/docker"
 	"github.com/airlock-dev/airlock/engine"
 	"github.com/airlock-dev/airlock/manifest"
-	"github.com/airlock-dev/airlock/sandbox"
 )
 
 // Backend is what the daemon needs of the place a sandbox runs: a Docker Engine
-// (sandbox.Runtime) or a Kubernetes cluster (kube.Runtime). Its handles, requests
+// (docker.Runtime) or a Kubernetes cluster (kube.Runtime). Its handles, requests
 // and descriptions are package sandbox's types; "container" is the primary's ID
 // there (a container ID on Docker, a Pod name on Kubernetes).
 type Backend interface {
@@ -21,49 +21,49 @@ type Backend interface {
 
 	// Prepare does a future Create's checks and image work (pull, build) with
 	// its output and credentials in o, which are the call's own.
-	Prepare(ctx context.Context, r *manifest.Resolved, o sandbox.PrepareOptions) error
-	Create(ctx context.Context, req *sandbox.Request) (*sandbox.Sandbox, error)
-	Open(ctx context.Context, id string, r *manifest.Resolved) (*sandbox.Sandbox, error)
-	Start(ctx context.Context, sb *sandbox.Sandbox) error
+	Prepare(ctx context.Context, r *manifest.Resolved, o docker.PrepareOptions) error
+	Create(ctx context.Context, req *docker.Request) (*docker.Sandbox, error)
+	Open(ctx context.Context, id string, r *manifest.Resolved) (*docker.Sandbox, error)
+	Start(ctx context.Context, sb *docker.Sandbox) error
 	// WatchParked follows a started pooled sandbox (Request.Park): parked
 	// is called once it parked; it returns when the sandbox cannot serve a
 	// claim any more (why), or ctx ends. Claim hands it to a run
-	// (sandbox.ErrUnhealthy: it cannot serve one).
-	WatchParked(ctx context.Context, sb *sandbox.Sandbox, parked func()) error
-	Claim(ctx context.Context, sb *sandbox.Sandbox, c sandbox.Claim) error
+	// (docker.ErrUnhealthy: it cannot serve one).
+	WatchParked(ctx context.Context, sb *docker.Sandbox, parked func()) error
+	Claim(ctx context.Context, sb *docker.Sandbox, c docker.Claim) error
 	Stop(ctx context.Context, id string) error
 	Remove(ctx context.Context, id string) error
 	RemoveContainers(ctx context.Context, id string) error
 	RemoveNetworks(ctx context.Context, id string) error
 
-	Get(ctx context.Context, id string) (*sandbox.Info, error)
+	Get(ctx context.Context, id string) (*docker.Info, error)
 	// PlanHashFor is the plan hash a sandbox made from r now would carry.
 	PlanHashFor(ctx context.Context, r *manifest.Resolved) (string, error)
 	// Shell is the command of an interactive shell in the sandbox.
-	Shell(ctx context.Context, sb *sandbox.Sandbox) []string
-	List(ctx context.Context, labels map[string]string, all bool) ([]sandbox.Info, error)
+	Shell(ctx context.Context, sb *docker.Sandbox) []string
+	List(ctx context.Context, labels map[string]string, all bool) ([]docker.Info, error)
 	Running(ctx context.Context, containerID string) bool
 	ExitCode(ctx context.Context, containerID string) *int
 	PrimaryEnd(ctx context.Context, containerID string, lines int) (code *int, output string, ok bool)
 	KillPrimary(ctx context.Context, containerID, signal string) error
-	WatchPrimaries(ctx context.Context, on func(sandbox.PrimaryEvent)) error
+	WatchPrimaries(ctx context.Context, on func(docker.PrimaryEvent)) error
 
 	FollowStatus(ctx context.Context, containerID string, from int64) (io.ReadCloser, error)
 	ReadFile(ctx context.Context, containerID, file string, from, limit int64) ([]byte, int64, error)
-	FollowEgress(ctx context.Context, sandboxID string, denied func(sandbox.EgressDenial)) error
-	Exec(ctx context.Context, sb *sandbox.Sandbox, req sandbox.ExecRequest, s sandbox.Streams) (*sandbox.Exec, error)
+	FollowEgress(ctx context.Context, sandboxID string, denied func(docker.EgressDenial)) error
+	Exec(ctx context.Context, sb *docker.Sandbox, req docker.ExecRequest, s docker.Streams) (*docker.Exec, error)
 
 	// The main command's streams: Attach connects them live (before the
 	// start, so nothing is missed), FollowOutput copies its output from the
 	// start until it ends (a client attaching again), WaitExit gives its code.
-	Attach(ctx context.Context, sb *sandbox.Sandbox, s sandbox.Streams) (<-chan error, error)
-	FollowOutput(ctx context.Context, sb *sandbox.Sandbox, stdout, stderr io.Writer) <-chan error
-	WaitExit(ctx context.Context, sb *sandbox.Sandbox) (<-chan int, <-chan error)
-	Resize(ctx context.Context, sb *sandbox.Sandbox, height, width uint) error
+	Attach(ctx context.Context, sb *docker.Sandbox, s docker.Streams) (<-chan error, error)
+	FollowOutput(ctx context.Context, sb *docker.Sandbox, stdout, stderr io.Writer) <-chan error
+	WaitExit(ctx context.Context, sb *docker.Sandbox) (<-chan int, <-chan error)
+	Resize(ctx context.Context, sb *docker.Sandbox, height, width uint) error
 
 	// ReadArchive streams a tar archive of path (absolute) in the primary,
 	// entries named from its base name, a link at path not followed; a
-	// missing path wraps sandbox.ErrNoSuchPath. WriteArchive extracts a tar
+	// missing path wraps docker.ErrNoSuchPath. WriteArchive extracts a tar
 	// stream into dir (made when missing), every entry the sandbox user's.
 	ReadArchive(ctx context.Context, containerID, path string) (io.ReadCloser, error)
 	WriteArchive(ctx context.Context, containerID, dir string, tar io.Reader) error
@@ -71,9 +71,9 @@ type Backend interface {
 	// The daemons' logs (LogSource).
 	LogSource
 
-	DiskUsage(ctx context.Context) *sandbox.DiskUsage
-	PruneCandidates(ctx context.Context, o sandbox.PruneOptions, du *sandbox.DiskUsage) ([]sandbox.PruneObject, error)
-	PruneRemove(ctx context.Context, o sandbox.PruneObject) (freed bool, err error)
+	DiskUsage(ctx context.Context) *docker.DiskUsage
+	PruneCandidates(ctx context.Context, o docker.PruneOptions, du *docker.DiskUsage) ([]docker.PruneObject, error)
+	PruneRemove(ctx context.Context, o docker.PruneObject) (freed bool, err error)
 }
 
-var _ Backend = (*sandbox.Runtime)(nil)
+var _ Backend = (*docker.Runtime)(nil)

@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 
+	"github.com/airlock-dev/airlock/backend/docker"
 	"github.com/airlock-dev/airlock/engine"
 	"github.com/airlock-dev/airlock/manifest"
-	"github.com/airlock-dev/airlock/sandbox"
 )
 
 // CompareRequest asks whether a sandbox is what a manifest would make now on
@@ -50,7 +50,7 @@ func (s *Service) Compare(ctx context.Context, id string, req *CompareRequest) (
 		return Comparison{}, err
 	}
 	info, err := rt.Get(ctx, id)
-	if errors.Is(err, sandbox.ErrNotFound) {
+	if errors.Is(err, docker.ErrNotFound) {
 		return Comparison{}, nil
 	}
 	if err != nil {

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-dev/airlock/backend/docker"
 	"github.com/airlock-dev/airlock/client"
 	"github.com/airlock-dev/airlock/control"
-	"github.com/airlock-dev/airlock/sandbox"
 	"github.com/airlock-dev/airlock/test/testenv"
 )
 
@@ -23,7 +23,7 @@ func brokenSupervisor(t *testing.T) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "airlock")
 	testenv.CopyFile(t, "/bin/true", bin, 0o755)
-	if err := sandbox.CheckLinuxBinary(bin, runtime.GOARCH, true); err == nil {
+	if err := docker.CheckLinuxBinary(bin, runtime.GOARCH, true); err == nil {
 		t.Fatalf("/bin/true is statically linked here; the test needs a dynamically linked binary")
 	}
 	return bin
@@ -38,7 +38,7 @@ func TestPrimaryDiesBeforeReady(t *testing.T) {
 	e := newEnv(t)
 	ctx := ctxT(t, 3*time.Minute)
 	owner := randHex(16)
-	rt := &sandbox.Runtime{Engine: e.docker, Paths: e.paths, Quiet: true, Binary: brokenSupervisor(t), BuildID: buildA, Getenv: e.getenv, Owner: owner}
+	rt := &docker.Runtime{Engine: e.docker, Paths: e.paths, Quiet: true, Binary: brokenSupervisor(t), BuildID: buildA, Getenv: e.getenv, Owner: owner}
 	c := startInProcess(t, e, rt)
 	t.Cleanup(func() {
 		for _, v := range ownedVolumes(t, e, owner) {

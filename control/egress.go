@@ -6,8 +6,8 @@ import (
 
 	"golang.org/x/time/rate"
 
+	"github.com/airlock-dev/airlock/backend/docker"
 	"github.com/airlock-dev/airlock/control/store"
-	"github.com/airlock-dev/airlock/sandbox"
 )
 
 // Denied egress (design.md §7, docs/egress.md): the daemon follows a sandbox's egress
@@ -37,14 +37,14 @@ func (s *Service) followEgress(id string, l *live) {
 	s.goAsync(func() {
 		defer close(done)
 		defer s.setFlags(l, func() { l.egressFollowing = false })
-		_ = s.rtOf(id).FollowEgress(s.ctx, id, func(d sandbox.EgressDenial) { s.egressDenied(id, l, d) })
+		_ = s.rtOf(id).FollowEgress(s.ctx, id, func(d docker.EgressDenial) { s.egressDenied(id, l, d) })
 	})
 }
 
 // validDenial reports whether a line of the proxy's output names a destination
 // as the proxy writes them (a normalised host of printable ASCII, a port): the
 // proxy runs in the sandbox's image, so its output is not trusted either.
-func validDenial(d sandbox.EgressDenial) bool {
+func validDenial(d docker.EgressDenial) bool {
 	if d.Host == "" || len(d.Host) > 255 || d.Port < 1 || d.Port > 65535 || len(d.Method) > 32 {
 		return false
 	}
@@ -58,7 +58,7 @@ func validDenial(d sandbox.EgressDenial) bool {
 	return true
 }
 
-func (s *Service) egressDenied(id string, l *live, d sandbox.EgressDenial) {
+func (s *Service) egressDenied(id string, l *live, d docker.EgressDenial) {
 	if !validDenial(d) {
 		return
 	}

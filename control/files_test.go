@@ -14,9 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-dev/airlock/backend/docker"
 	"github.com/airlock-dev/airlock/client"
 	"github.com/airlock-dev/airlock/control"
-	"github.com/airlock-dev/airlock/sandbox"
 )
 
 // filesManifest is a sandbox whose user is not root (nobody, 65534:65534 in
@@ -45,7 +45,7 @@ func TestFiles(t *testing.T) {
 	parallel(t)
 	e := newEnv(t)
 	e.writeManifest(filesManifest)
-	rt := &sandbox.Runtime{Engine: e.docker, Paths: e.paths, Quiet: true, Binary: binA, BuildID: buildA, Getenv: e.getenv, Owner: randHex(16)}
+	rt := &docker.Runtime{Engine: e.docker, Paths: e.paths, Quiet: true, Binary: binA, BuildID: buildA, Getenv: e.getenv, Owner: randHex(16)}
 	c := startInProcessConfig(t, e, rt, control.Config{IdleTTL: time.Hour, ReapInterval: 100 * time.Millisecond, OutputMax: filesMax})
 	ctx := ctxT(t, 2*time.Minute)
 	id := e.createReady(ctx, c, "").ID
@@ -326,7 +326,7 @@ func TestFilesRootPID1(t *testing.T) {
 	parallel(t)
 	e := newEnv(t)
 	e.writeManifest(strings.Replace(filesManifest, "[daemons.idle]\n", "[daemons.idle]\nuser = \"root\"\n", 1))
-	rt := &sandbox.Runtime{Engine: e.docker, Paths: e.paths, Quiet: true, Binary: binA, BuildID: buildA, Getenv: e.getenv, Owner: randHex(16)}
+	rt := &docker.Runtime{Engine: e.docker, Paths: e.paths, Quiet: true, Binary: binA, BuildID: buildA, Getenv: e.getenv, Owner: randHex(16)}
 	c := startInProcessConfig(t, e, rt, control.Config{IdleTTL: time.Hour, ReapInterval: 100 * time.Millisecond, OutputMax: filesMax})
 	ctx := ctxT(t, 2*time.Minute)
 	id := e.createReady(ctx, c, "").ID

@@ -6,10 +6,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-dev/airlock/backend/docker"
 	"github.com/airlock-dev/airlock/client"
 	"github.com/airlock-dev/airlock/control"
 	"github.com/airlock-dev/airlock/control/store"
-	"github.com/airlock-dev/airlock/sandbox"
 	"github.com/airlock-dev/airlock/test/testenv"
 )
 
@@ -19,7 +19,7 @@ import (
 func TestInProcess(t *testing.T) {
 	parallel(t)
 	e := newEnv(t)
-	rt := &sandbox.Runtime{Engine: e.docker, Paths: e.paths, Quiet: true, Binary: binA, BuildID: buildA, Getenv: e.getenv, Owner: randHex(16)}
+	rt := &docker.Runtime{Engine: e.docker, Paths: e.paths, Quiet: true, Binary: binA, BuildID: buildA, Getenv: e.getenv, Owner: randHex(16)}
 	c := startInProcess(t, e, rt)
 	tctx := ctxT(t, 2*time.Minute)
 	sb, err := c.Create(tctx, e.upRequest(""))
@@ -99,18 +99,18 @@ func TestInProcess(t *testing.T) {
 }
 
 // startInProcess runs a daemon over rt in the test process until the test ends.
-func startInProcess(t *testing.T, e *env, rt *sandbox.Runtime) *client.Client {
+func startInProcess(t *testing.T, e *env, rt *docker.Runtime) *client.Client {
 	t.Helper()
 	return startInProcessConfig(t, e, rt, control.Config{IdleTTL: time.Hour, ReapInterval: 100 * time.Millisecond})
 }
 
 // startInProcessConfig is startInProcess with the daemon's settings.
-func startInProcessConfig(t *testing.T, e *env, rt *sandbox.Runtime, cfg control.Config) *client.Client {
+func startInProcessConfig(t *testing.T, e *env, rt *docker.Runtime, cfg control.Config) *client.Client {
 	t.Helper()
 	if rt.Owner == "" {
 		// Without an owner key the daemon's reaper would take every orphan run
 		// sandbox on the Engine, other tests' included (as no real daemon does).
-		t.Fatal("an in-process daemon needs an owner key (sandbox.Runtime.Owner)")
+		t.Fatal("an in-process daemon needs an owner key (docker.Runtime.Owner)")
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

@@ -22,15 +22,15 @@ import (
 
 	dockerclient "github.com/docker/docker/client"
 
+	"github.com/airlock-dev/airlock/backend/docker"
 	"github.com/airlock-dev/airlock/client"
 	"github.com/airlock-dev/airlock/internal/proc"
 	"github.com/airlock-dev/airlock/paths"
-	"github.com/airlock-dev/airlock/sandbox"
 	"github.com/airlock-dev/airlock/test/clitest"
 	"github.com/airlock-dev/airlock/test/testenv"
 )
 
-const labelProject = sandbox.LabelProject
+const labelProject = docker.LabelProject
 
 // Two builds of the same source: A is the daemon under test, B plays a newer CLI.
 var (

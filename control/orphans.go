@@ -3,8 +3,8 @@ package control
 import (
 	"strconv"
 
+	"github.com/airlock-dev/airlock/backend/docker"
 	"github.com/airlock-dev/airlock/control/store"
-	"github.com/airlock-dev/airlock/sandbox"
 )
 
 // reapOrphans removes run sandboxes the store does not know (made before the
@@ -17,7 +17,7 @@ func (s *Service) reapOrphans() {
 }
 
 func (s *Service) reapOrphansOn(rt Backend) {
-	list, err := rt.List(s.ctx, map[string]string{sandbox.LabelKind: sandbox.KindRun}, true)
+	list, err := rt.List(s.ctx, map[string]string{docker.LabelKind: docker.KindRun}, true)
 	if err != nil {
 		return
 	}

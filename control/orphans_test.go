@@ -8,8 +8,8 @@ import (
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
 
+	"github.com/airlock-dev/airlock/backend/docker"
 	"github.com/airlock-dev/airlock/client"
-	"github.com/airlock-dev/airlock/sandbox"
 )
 
 // TestReaperRemovesWhatADeletedRunLeft: a container labelled as a run
@@ -19,7 +19,7 @@ import (
 func TestReaperRemovesWhatADeletedRunLeft(t *testing.T) {
 	parallel(t)
 	e := newEnv(t)
-	rt := &sandbox.Runtime{Engine: e.docker, Paths: e.paths, Quiet: true, Binary: binA, BuildID: buildA, Getenv: e.getenv, Owner: randHex(16)}
+	rt := &docker.Runtime{Engine: e.docker, Paths: e.paths, Quiet: true, Binary: binA, BuildID: buildA, Getenv: e.getenv, Owner: randHex(16)}
 	c := startInProcess(t, e, rt)
 	tctx := ctxT(t, 2*time.Minute)
 	req := e.upRequest("")
@@ -31,7 +31,7 @@ func TestReaperRemovesWhatADeletedRunLeft(t *testing.T) {
 	waitState(t, c, sb.ID, 30*time.Second, client.StatePending)
 	var labels map[string]string
 	eventually(t, 30*time.Second, "the run's container", func() bool {
-		list, err := e.docker.ContainerList(tctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", sandbox.LabelSandbox+"="+sb.ID))})
+		list, err := e.docker.ContainerList(tctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", docker.LabelSandbox+"="+sb.ID))})
 		if err == nil && len(list) > 0 {
 			labels = list[0].Labels
 		}

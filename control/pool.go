@@ -17,11 +17,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/airlock-dev/airlock/backend/docker"
 	"github.com/airlock-dev/airlock/control/store"
 	"github.com/airlock-dev/airlock/engine"
 	"github.com/airlock-dev/airlock/internal/ids"
 	"github.com/airlock-dev/airlock/manifest"
-	"github.com/airlock-dev/airlock/sandbox"
 )
 
 // Why a run did not get a pooled sandbox (the miss counters of a pool).
@@ -97,7 +97,7 @@ type pool struct {
 
 // member is one parked (or parking) sandbox of a pool.
 type member struct {
-	sb      *sandbox.Sandbox
+	sb      *docker.Sandbox
 	ready   bool
 	since   time.Time
 	cancel  context.CancelFunc // ends its health watch
@@ -132,7 +132,7 @@ func (ps *pools) takeEarly(id string) []store.Event {
 func poolable(req *CreateRequest, r *manifest.Resolved) (configured bool, reason string) {
 	configured = r.Sandbox.Pool != nil && r.Sandbox.Pool.Size > 0
 	switch {
-	case req.Kind != sandbox.KindRun:
+	case req.Kind != docker.KindRun:
 		return configured, MissOptions
 	case req.NoPool:
 		return configured, MissDisabled
@@ -457,11 +457,11 @@ func (ps *pools) fill(p *pool) {
 
 // make creates, starts and parks one sandbox of p.
 func (ps *pools) make(p *pool, key string, r *manifest.Resolved) (*member, error) {
-	ready, _ := sandbox.ReadyTimeout(r) // validated when the pool was made
+	ready, _ := docker.ReadyTimeout(r) // validated when the pool was made
 	ctx, cancel := context.WithTimeout(ps.s.ctx, ready+2*time.Minute)
 	defer cancel()
 	id := ids.New()
-	sb, err := p.rt.Create(ctx, &sandbox.Request{ID: id, Manifest: r, Kind: sandbox.KindRun, Park: true, PoolKey: key})
+	sb, err := p.rt.Create(ctx, &docker.Request{ID: id, Manifest: r, Kind: docker.KindRun, Park: true, PoolKey: key})
 	if err != nil {
 		return nil, err
 	}
@@ -663,7 +663,7 @@ func (ps *pools) close(ctx context.Context) {
 // removeLeftovers removes the pooled sandboxes of this daemon's that no pool
 // holds and no run claimed: what a daemon that went away left parked.
 func (ps *pools) removeLeftovers(ctx context.Context, rt Backend) {
-	list, err := rt.List(ctx, map[string]string{sandbox.LabelKind: sandbox.KindRun}, true)
+	list, err := rt.List(ctx, map[string]string{docker.LabelKind: docker.KindRun}, true)
 	if err != nil {
 		return
 	}
@@ -775,7 +775,7 @@ func (s *Service) WarmPool(ctx context.Context, req *WarmRequest) (PoolStatus, e
 	if size > s.cfg.PoolMax {
 		return PoolStatus{}, errorf(ErrConfig, "a pool of %d is more than runtime.pool_max (%d) of config.toml allows", size, s.cfg.PoolMax)
 	}
-	cr := &CreateRequest{Kind: sandbox.KindRun, Manifest: req.Manifest, Secrets: req.Secrets, Engine: req.Engine}
+	cr := &CreateRequest{Kind: docker.KindRun, Manifest: req.Manifest, Secrets: req.Secrets, Engine: req.Engine}
 	ps := s.pools
 	rt := s.rt
 	if req.Engine != nil {

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-dev/airlock/backend/docker"
 	"github.com/airlock-dev/airlock/control/store"
-	"github.com/airlock-dev/airlock/sandbox"
 )
 
 // createRecorder is a Backend that reports each Create and refuses it.
@@ -16,7 +16,7 @@ type createRecorder struct {
 	created chan time.Time
 }
 
-func (b *createRecorder) Create(context.Context, *sandbox.Request) (*sandbox.Sandbox, error) {
+func (b *createRecorder) Create(context.Context, *docker.Request) (*docker.Sandbox, error) {
 	b.created <- time.Now()
 	return nil, errors.New("refused by the test")
 }

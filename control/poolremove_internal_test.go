@@ -6,8 +6,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/airlock-dev/airlock/backend/docker"
 	"github.com/airlock-dev/airlock/control/store"
-	"github.com/airlock-dev/airlock/sandbox"
 )
 
 // failingRemove is a Backend whose Remove fails its first fails calls (an
@@ -40,7 +40,7 @@ func TestPooledRemovalRetried(t *testing.T) {
 
 	ps := s.pools
 	p := &pool{rt: rt, misses: map[string]int{}, wake: make(chan struct{})}
-	m := &member{sb: &sandbox.Sandbox{ID: "parked-1"}}
+	m := &member{sb: &docker.Sandbox{ID: "parked-1"}}
 	ps.mu.Lock()
 	p.members = append(p.members, m)
 	ps.total++

@@ -20,10 +20,10 @@ import (
 	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/api/types/registry"
 
+	"github.com/airlock-dev/airlock/backend/docker"
 	"github.com/airlock-dev/airlock/client"
 	"github.com/airlock-dev/airlock/control"
 	"github.com/airlock-dev/airlock/manifest"
-	"github.com/airlock-dev/airlock/sandbox"
 	"github.com/airlock-dev/airlock/test/clitest"
 	"github.com/airlock-dev/airlock/test/testenv"
 )
@@ -91,7 +91,7 @@ func (e *env) prepareFor() *client.PrepareRequest {
 func TestPrepare(t *testing.T) {
 	parallel(t)
 	e := newEnv(t)
-	rt := &sandbox.Runtime{Engine: e.docker, Paths: e.paths, Quiet: true, Binary: binA, BuildID: buildA, Getenv: e.getenv, Owner: randHex(16)}
+	rt := &docker.Runtime{Engine: e.docker, Paths: e.paths, Quiet: true, Binary: binA, BuildID: buildA, Getenv: e.getenv, Owner: randHex(16)}
 	c := startInProcess(t, e, rt)
 	ctx := ctxT(t, 3*time.Minute)
 	refs, reg, password := privateImages(t, e, 2)
@@ -250,7 +250,7 @@ missing = "fail"
 func TestPrepareWireManifest(t *testing.T) {
 	parallel(t)
 	e := newEnv(t)
-	rt := &sandbox.Runtime{Engine: e.docker, Paths: e.paths, Quiet: true, Binary: binA, BuildID: buildA, Getenv: e.getenv, Owner: randHex(16)}
+	rt := &docker.Runtime{Engine: e.docker, Paths: e.paths, Quiet: true, Binary: binA, BuildID: buildA, Getenv: e.getenv, Owner: randHex(16)}
 	c := startInProcess(t, e, rt)
 	e.writeManifest("[sandbox]\nimage = \"${IMAGE}\"\nnetwork = \"none\"\n")
 	wm, values := clitest.WireManifest(t, e.project, func(k string) (string, bool) {
@@ -275,7 +275,7 @@ func TestPrepareWireManifest(t *testing.T) {
 func TestPrepareBuildContext(t *testing.T) {
 	parallel(t)
 	e := newEnv(t)
-	rt := &sandbox.Runtime{Engine: e.docker, Paths: e.paths, Quiet: true, Binary: binA, BuildID: buildA, Getenv: e.getenv, Owner: randHex(16)}
+	rt := &docker.Runtime{Engine: e.docker, Paths: e.paths, Quiet: true, Binary: binA, BuildID: buildA, Getenv: e.getenv, Owner: randHex(16)}
 	c := startInProcess(t, e, rt)
 	ctx := ctxT(t, 2*time.Minute)
 	ctxDir := filepath.Join(e.project, "img")
@@ -294,7 +294,7 @@ func TestPrepareBuildContext(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bs, err := sandbox.ReadBuildContext(r)
+	bs, err := docker.ReadBuildContext(r)
 	if err != nil {
 		t.Fatal(err)
 	}

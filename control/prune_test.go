@@ -23,9 +23,9 @@ import (
 	"github.com/docker/docker/api/types/mount"
 	"github.com/docker/docker/api/types/volume"
 
+	"github.com/airlock-dev/airlock/backend/docker"
 	"github.com/airlock-dev/airlock/client"
 	"github.com/airlock-dev/airlock/control"
-	"github.com/airlock-dev/airlock/sandbox"
 	"github.com/airlock-dev/airlock/test/testenv"
 )
 
@@ -55,7 +55,7 @@ func TestPrune(t *testing.T) {
 	// test (so it carries this owner) and removed at the end.
 	bin := filepath.Join(t.TempDir(), "airlock")
 	testenv.CopyFile(t, binA, bin, 0o755)
-	rt := &sandbox.Runtime{Engine: e.docker, Paths: e.paths, Quiet: true, Binary: bin, BuildID: buildA, Getenv: e.getenv, Owner: owner}
+	rt := &docker.Runtime{Engine: e.docker, Paths: e.paths, Quiet: true, Binary: bin, BuildID: buildA, Getenv: e.getenv, Owner: owner}
 	c := startInProcess(t, e, rt)
 	t.Cleanup(func() {
 		for _, v := range ownedVolumes(t, e, owner) {

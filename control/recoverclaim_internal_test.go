@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-dev/airlock/backend/docker"
 	"github.com/airlock-dev/airlock/control/store"
-	"github.com/airlock-dev/airlock/sandbox"
 )
 
 // parkedRunning is a Backend whose containers all run (a parked sandbox's
@@ -44,7 +44,7 @@ func TestRecoverClaimNeverSent(t *testing.T) {
 	s, st := startedService(t, rt)
 
 	// The CLI is this process: alive.
-	rec, _, err := st.CreateSandbox(store.Sandbox{Kind: sandbox.KindRun, Parked: true, CLIPid: os.Getpid()}, store.Event{Kind: "sandbox.accepted"})
+	rec, _, err := st.CreateSandbox(store.Sandbox{Kind: docker.KindRun, Parked: true, CLIPid: os.Getpid()}, store.Event{Kind: "sandbox.accepted"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +95,7 @@ func TestResumeFindsStartedByTheDaemonKilled(t *testing.T) {
 	rt := &followCounter{}
 	s, st := startedService(t, rt)
 
-	rec, _, err := st.CreateSandbox(store.Sandbox{Kind: sandbox.KindUp}, store.Event{Kind: "sandbox.accepted"})
+	rec, _, err := st.CreateSandbox(store.Sandbox{Kind: docker.KindUp}, store.Event{Kind: "sandbox.accepted"})
 	if err != nil {
 		t.Fatal(err)
 	}

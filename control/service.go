@@ -9,9 +9,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/airlock-dev/airlock/backend/docker"
 	"github.com/airlock-dev/airlock/control/store"
 	"github.com/airlock-dev/airlock/engine"
-	"github.com/airlock-dev/airlock/sandbox"
 	"github.com/airlock-dev/airlock/secrets"
 )
 
@@ -94,12 +94,12 @@ func NewService(st *store.Store, rt Backend, cfg Config) *Service {
 	if cfg.ExecOutputTemplate == "" {
 		cfg.ExecOutputTemplate = "{sandbox_id}/{exec_id}"
 	}
-	if drt, ok := rt.(*sandbox.Runtime); ok && cfg.ExecOutputRoot == "" && drt != nil && drt.Paths != nil {
+	if drt, ok := rt.(*docker.Runtime); ok && cfg.ExecOutputRoot == "" && drt != nil && drt.Paths != nil {
 		// The default of artifacts.exec_output_root (design.md §2); a relative root
 		// would put the output in the daemon's working directory.
 		cfg.ExecOutputRoot = filepath.Join(drt.Paths.DataDir, "exec-output")
 	}
-	if drt, ok := rt.(*sandbox.Runtime); ok && cfg.EmptyProject == "" && drt != nil && drt.Paths != nil {
+	if drt, ok := rt.(*docker.Runtime); ok && cfg.EmptyProject == "" && drt != nil && drt.Paths != nil {
 		cfg.EmptyProject = filepath.Join(drt.Paths.DataDir, "empty-project")
 	}
 	s := &Service{store: st, rt: rt, cfg: cfg, log: slog.New(slog.DiscardHandler),

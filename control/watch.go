@@ -3,8 +3,8 @@ package control
 import (
 	"time"
 
+	"github.com/airlock-dev/airlock/backend/docker"
 	"github.com/airlock-dev/airlock/control/store"
-	"github.com/airlock-dev/airlock/sandbox"
 )
 
 // watchRetry is how long after the Engine's event stream broke it is asked again.
@@ -27,7 +27,7 @@ func (s *Service) watchEngine(rt Backend) {
 	}
 }
 
-func (s *Service) onPrimaryEvent(ev sandbox.PrimaryEvent) {
+func (s *Service) onPrimaryEvent(ev docker.PrimaryEvent) {
 	id := ev.SandboxID
 	if _, err := s.store.Get(id); err != nil {
 		return // not one of this daemon's sandboxes

@@ -11,7 +11,7 @@ import (
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/volume"
 
-	"github.com/airlock-dev/airlock/sandbox"
+	"github.com/airlock-dev/airlock/backend/docker"
 	"github.com/airlock-dev/airlock/test/testenv"
 )
 
@@ -25,7 +25,7 @@ func TestUpSupervisorCannotRun(t *testing.T) {
 	e := newEnv(t, "[sandbox]\nimage = \"{{image}}\"\n")
 	bin := filepath.Join(t.TempDir(), "airlock")
 	testenv.CopyFile(t, "/bin/true", bin, 0o755)
-	if err := sandbox.CheckLinuxBinary(bin, runtime.GOARCH, true); err == nil {
+	if err := docker.CheckLinuxBinary(bin, runtime.GOARCH, true); err == nil {
 		t.Fatalf("/bin/true is statically linked here; the test needs a dynamically linked binary")
 	}
 	e.Extra = append(e.Extra, "AIRLOCK_SUPERVISOR_BINARY="+bin)
@@ -52,7 +52,7 @@ func (e *env) removeOwnedVolumes() {
 	}
 	e.StopDaemon()
 	ctx := context.Background()
-	list, err := e.Cli.VolumeList(ctx, volume.ListOptions{Filters: filters.NewArgs(filters.Arg("label", sandbox.LabelOwner+"="+strings.TrimSpace(string(key))))})
+	list, err := e.Cli.VolumeList(ctx, volume.ListOptions{Filters: filters.NewArgs(filters.Arg("label", docker.LabelOwner+"="+strings.TrimSpace(string(key))))})
 	if err != nil {
 		return
 	}

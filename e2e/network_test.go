@@ -16,8 +16,8 @@ import (
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/network"
 
+	"github.com/airlock-dev/airlock/backend/docker"
 	"github.com/airlock-dev/airlock/client"
-	"github.com/airlock-dev/airlock/sandbox"
 	"github.com/airlock-dev/airlock/test/clitest"
 	"github.com/airlock-dev/airlock/test/testenv"
 )
@@ -51,14 +51,14 @@ func TestSharedNetworkIsolates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ep := ci.NetworkSettings.Networks[sandbox.SharedNetwork]
+	ep := ci.NetworkSettings.Networks[docker.SharedNetwork]
 	if ep == nil || ep.IPAddress == "" {
-		t.Fatalf("sandbox %s is not on %s: %v", idB, sandbox.SharedNetwork, ci.NetworkSettings.Networks)
+		t.Fatalf("sandbox %s is not on %s: %v", idB, docker.SharedNetwork, ci.NetworkSettings.Networks)
 	}
 	// By ID: TestSharedNetworkDuplicate may have made a second network of
 	// that name meanwhile, which makes the name ambiguous to the Engine.
 	if n, err := a.Cli.NetworkInspect(ctx, ep.NetworkID, networkInspectOptions()); err != nil || n.Options["com.docker.network.bridge.enable_icc"] != "false" {
-		t.Errorf("%s: want inter-container communication disabled, got %v (%v)", sandbox.SharedNetwork, n.Options, err)
+		t.Errorf("%s: want inter-container communication disabled, got %v (%v)", docker.SharedNetwork, n.Options, err)
 	}
 	r := a.MustRun("exec", "--", "sh", "-c", "wget -qO- http://127.0.0.1:8080/; if timeout 3 wget -qO- http://"+ep.IPAddress+":8080/; then echo REACHED; else echo blocked; fi")
 	contains(t, "exec in sandbox A", r.Stdout, "hello", "blocked")
@@ -87,8 +87,8 @@ func TestSharedNetworkDuplicate(t *testing.T) {
 	a := newEnv(t, "[sandbox]\nimage = \"{{image}}\"\n")
 	a.MustRun("run", "--", "true")
 	ctx := context.Background()
-	body := `{"Name":"` + sandbox.SharedNetwork + `","Driver":"bridge","CheckDuplicate":false,` +
-		`"Options":{"com.docker.network.bridge.enable_icc":"false"},"Labels":{"` + sandbox.LabelShared + `":"true"}}`
+	body := `{"Name":"` + docker.SharedNetwork + `","Driver":"bridge","CheckDuplicate":false,` +
+		`"Options":{"com.docker.network.bridge.enable_icc":"false"},"Labels":{"` + docker.LabelShared + `":"true"}}`
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://docker/v1.41/networks/create", strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
@@ -104,10 +104,10 @@ func TestSharedNetworkDuplicate(t *testing.T) {
 	if resp.StatusCode == http.StatusConflict || resp.StatusCode == http.StatusBadRequest {
 		// Engine 25 and later check names atomically, whatever the request says
 		// (409); Engine 29 refuses API 1.41 too (400, client version too old).
-		t.Skipf("this Engine refuses a second network named %s (%s): the duplicate cannot arise on it", sandbox.SharedNetwork, resp.Status)
+		t.Skipf("this Engine refuses a second network named %s (%s): the duplicate cannot arise on it", docker.SharedNetwork, resp.Status)
 	}
 	if resp.StatusCode != http.StatusCreated || err != nil || made.ID == "" {
-		t.Fatalf("cannot make a second %s: %s %v", sandbox.SharedNetwork, resp.Status, err)
+		t.Fatalf("cannot make a second %s: %s %v", docker.SharedNetwork, resp.Status, err)
 	}
 	t.Cleanup(func() { _ = a.Cli.NetworkRemove(context.Background(), made.ID) })
 
@@ -119,20 +119,20 @@ func TestSharedNetworkDuplicate(t *testing.T) {
 	b := newEnv(t, "[sandbox]\nimage = \"{{image}}\"\n")
 	r := b.Run("run", "--", "echo", "on-the-shared-network")
 	if r.Code != 0 || !strings.Contains(r.Stdout, "on-the-shared-network") {
-		t.Fatalf("run beside two %s networks: %s", sandbox.SharedNetwork, r)
+		t.Fatalf("run beside two %s networks: %s", docker.SharedNetwork, r)
 	}
-	list, err := b.Cli.NetworkList(ctx, network.ListOptions{Filters: filters.NewArgs(filters.Arg("name", sandbox.SharedNetwork))})
+	list, err := b.Cli.NetworkList(ctx, network.ListOptions{Filters: filters.NewArgs(filters.Arg("name", docker.SharedNetwork))})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var ids []string
 	for _, n := range list {
-		if n.Name == sandbox.SharedNetwork {
+		if n.Name == docker.SharedNetwork {
 			ids = append(ids, n.ID)
 		}
 	}
 	if len(ids) != 1 || ids[0] == made.ID {
-		t.Errorf("after the run, %s networks %v (the younger duplicate %s should be gone)", sandbox.SharedNetwork, ids, made.ID)
+		t.Errorf("after the run, %s networks %v (the younger duplicate %s should be gone)", docker.SharedNetwork, ids, made.ID)
 	}
 	a.assertClean()
 	b.assertClean()
@@ -188,7 +188,7 @@ func TestSharedNetworkShards(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		shard := ci.Config.Labels[sandbox.LabelShard]
+		shard := ci.Config.Labels[docker.LabelShard]
 		if ci.NetworkSettings.Networks[shard] == nil {
 			t.Errorf("%s: labelled with shard %q, on %v", id, shard, ci.NetworkSettings.Networks)
 		}
@@ -202,34 +202,34 @@ func TestSharedNetworkShards(t *testing.T) {
 	// a time, one may be left a place short when a create counted there moved
 	// on: seen on Engine 29, where two creates race to make the next shard.)
 	last := 1
-	for k := 2; perShard[sandbox.ShardName(k)] > 0; k++ {
+	for k := 2; perShard[docker.ShardName(k)] > 0; k++ {
 		last = k
 	}
 	beyond := 0
 	for k := 2; k <= last; k++ {
-		name := sandbox.ShardName(k)
+		name := docker.ShardName(k)
 		beyond += perShard[name]
 		if got := perShard[name]; got > 5 || (k < last && got < 3) {
 			t.Errorf("%s holds %d of the sandboxes; want at most 5 (and not fewer than 3 but on the last): %v", name, got, perShard)
 		}
 		nw, err := e.Cli.NetworkInspect(ctx, name, network.InspectOptions{})
-		if err != nil || nw.Options["com.docker.network.bridge.enable_icc"] != "false" || nw.Labels[sandbox.LabelShared] != "true" {
+		if err != nil || nw.Options["com.docker.network.bridge.enable_icc"] != "false" || nw.Labels[docker.LabelShared] != "true" {
 			t.Errorf("%s: want a shared network with inter-container communication off, got %v %v (%v)", name, nw.Options, nw.Labels, err)
 		}
 	}
 	// The first shard is every daemon's: full of other tests' sandboxes (or
 	// TestSharedNetworkRecount's fillers), it may hold none of these.
 	shards := last
-	if perShard[sandbox.SharedNetwork] == 0 {
+	if perShard[docker.SharedNetwork] == 0 {
 		shards--
 	}
-	if beyond+perShard[sandbox.SharedNetwork] != n || beyond < n-5 || len(perShard) != shards {
+	if beyond+perShard[docker.SharedNetwork] != n || beyond < n-5 || len(perShard) != shards {
 		t.Errorf("shards of the %d sandboxes: %v", n, perShard)
 	}
 	for _, id := range ids {
 		e.deleteThroughAPI(c, id)
 	}
-	list, err := e.Cli.NetworkList(ctx, network.ListOptions{Filters: filters.NewArgs(filters.Arg("name", sandbox.SharedNetwork+"-"))})
+	list, err := e.Cli.NetworkList(ctx, network.ListOptions{Filters: filters.NewArgs(filters.Arg("name", docker.SharedNetwork+"-"))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,7 +240,7 @@ func TestSharedNetworkShards(t *testing.T) {
 			if _, err := e.Cli.NetworkInspect(ctx, nw.ID, network.InspectOptions{}); err != nil {
 				break // gone
 			}
-			others, err := e.Cli.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", sandbox.LabelShard+"="+nw.Name))})
+			others, err := e.Cli.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", docker.LabelShard+"="+nw.Name))})
 			if err == nil && len(others) > 0 {
 				break // another sandbox's still: it goes with that one
 			}
@@ -252,7 +252,7 @@ func TestSharedNetworkShards(t *testing.T) {
 	}
 	// Listed, not inspected by name: TestSharedNetworkDuplicate may have made
 	// a second network of that name meanwhile (an ambiguous name to the Engine).
-	first, err := e.Cli.NetworkList(ctx, network.ListOptions{Filters: filters.NewArgs(filters.Arg("name", "^"+sandbox.SharedNetwork+"$"))})
+	first, err := e.Cli.NetworkList(ctx, network.ListOptions{Filters: filters.NewArgs(filters.Arg("name", "^"+docker.SharedNetwork+"$"))})
 	if err != nil || len(first) == 0 {
 		t.Errorf("the first shard went too: %v", err)
 	}
@@ -260,7 +260,7 @@ func TestSharedNetworkShards(t *testing.T) {
 }
 
 // TestSharedNetworkRecount: the daemon keeps a shard's count for
-// sandbox.ShardRecount rather than listing its containers for every sandbox;
+// docker.ShardRecount rather than listing its containers for every sandbox;
 // after that it lists them again, so containers other daemons put on the shard
 // meanwhile (here: made straight on the Engine, labelled as sandboxes of the
 // shard are) send the next sandbox to the next shard.
@@ -283,19 +283,19 @@ func TestSharedNetworkRecount(t *testing.T) {
 	t.Cleanup(func() { testenv.ForceRemove(e.Cli, k, v) })
 	for i := range max {
 		_, err := e.Cli.ContainerCreate(ctx, &container.Config{Image: e.Image, Cmd: []string{"true"},
-			Labels: map[string]string{k: v, sandbox.LabelShard: sandbox.SharedNetwork}}, nil, nil, nil, fmt.Sprintf("airlock-filler-%s-%d", v, i))
+			Labels: map[string]string{k: v, docker.LabelShard: docker.SharedNetwork}}, nil, nil, nil, fmt.Sprintf("airlock-filler-%s-%d", v, i))
 		if err != nil {
 			t.Fatal(err)
 		}
 	}
-	time.Sleep(time.Until(counted.Add(sandbox.ShardRecount))) // the count's time is the condition
+	time.Sleep(time.Until(counted.Add(docker.ShardRecount))) // the count's time is the condition
 	id := strings.TrimSpace(e.MustRun("up", "-d").Stdout)
 	ci, err := e.Cli.ContainerInspect(ctx, "airlock-"+id)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if shard := ci.Config.Labels[sandbox.LabelShard]; shard == sandbox.SharedNetwork || ci.NetworkSettings.Networks[shard] == nil {
-		t.Errorf("with %d containers on %s, the sandbox joined %q (on %v)", max, sandbox.SharedNetwork, shard, ci.NetworkSettings.Networks)
+	if shard := ci.Config.Labels[docker.LabelShard]; shard == docker.SharedNetwork || ci.NetworkSettings.Networks[shard] == nil {
+		t.Errorf("with %d containers on %s, the sandbox joined %q (on %v)", max, docker.SharedNetwork, shard, ci.NetworkSettings.Networks)
 	}
 	e.MustRun("down")
 	e.assertClean()

@@ -95,7 +95,7 @@
 # Node loss: the controller-manager's --node-monitor-grace-period is 12 s and --node-monitor-period
 #   2 s; kubelets hold a 10 s lease renewed every 2.5 s (nodeLeaseDurationSeconds) and post status
 #   every 4 s. A stopped node is Unknown ~13 s later and tainted unreachable:NoExecute; airlock's
-#   Pods tolerate that 20 s (kube/podsettings.go).
+#   Pods tolerate that 20 s (backend/kube/podsettings.go).
 # Host paths the kubelet and containerd use whatever they are told (down removes what node 1 left;
 #   node 2 has its own, bind-mounted in its mount namespace, because a kubelet empties
 #   device-plugins when it starts): /var/lib/kubelet/device-plugins, /var/log/containers (symlinks

@@ -15,8 +15,8 @@ import (
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/network"
 
+	"github.com/airlock-dev/airlock/backend/docker"
 	"github.com/airlock-dev/airlock/bench/benchdoc"
-	"github.com/airlock-dev/airlock/sandbox"
 	"github.com/airlock-dev/airlock/test/clitest"
 )
 
@@ -25,7 +25,7 @@ import (
 const fillerLabel = "dev.airlock.soak-filler"
 
 // TestSharedNetworkAtDefault (issue 25): the shared network's shard limit at its
-// real default (sandbox.DefaultSharedNetworkMax, 1000) on a real bridge. The first
+// real default (docker.DefaultSharedNetworkMax, 1000) on a real bridge. The first
 // shard is filled to the limit with started containers, each a real port on its
 // bridge and labelled as a sandbox of that shard is (what the daemon counts), so
 // the bridge holds 1000 endpoints, below its 1023 ports; then an `up -d`
@@ -53,13 +53,13 @@ func TestSharedNetworkAtDefault(t *testing.T) {
 	// The shard's members but this project's: the run's sandbox is on its
 	// way out, and is not there any more when the up comes.
 	members := func(shard string) int {
-		list, err := cli.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", sandbox.LabelShard+"="+shard))})
+		list, err := cli.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", docker.LabelShard+"="+shard))})
 		if err != nil {
 			t.Fatal(err)
 		}
 		n := 0
 		for _, c := range list {
-			if c.Labels[sandbox.LabelProject] != e.Project {
+			if c.Labels[docker.LabelProject] != e.Project {
 				n++
 			}
 		}
@@ -74,8 +74,8 @@ func TestSharedNetworkAtDefault(t *testing.T) {
 			c, err := cli.ContainerCreate(ctx, &container.Config{
 				Image:  e.Image,
 				Cmd:    []string{"sleep", "3600"},
-				Labels: map[string]string{fillerLabel: "true", sandbox.LabelShard: sandbox.SharedNetwork},
-			}, &container.HostConfig{NetworkMode: container.NetworkMode(sandbox.SharedNetwork)}, &network.NetworkingConfig{}, nil, name)
+				Labels: map[string]string{fillerLabel: "true", docker.LabelShard: docker.SharedNetwork},
+			}, &container.HostConfig{NetworkMode: container.NetworkMode(docker.SharedNetwork)}, &network.NetworkingConfig{}, nil, name)
 			if err == nil {
 				err = cli.ContainerStart(ctx, c.ID, container.StartOptions{})
 			}
@@ -90,15 +90,15 @@ func TestSharedNetworkAtDefault(t *testing.T) {
 	start := time.Now()
 	// Up to the limit, and again while other sandboxes on the Engine left
 	// the shard meanwhile.
-	for m := members(sandbox.SharedNetwork); m < sandbox.DefaultSharedNetworkMax && len(errs) == 0; m = members(sandbox.SharedNetwork) {
-		add(sandbox.DefaultSharedNetworkMax - m)
+	for m := members(docker.SharedNetwork); m < docker.DefaultSharedNetworkMax && len(errs) == 0; m = members(docker.SharedNetwork) {
+		add(docker.DefaultSharedNetworkMax - m)
 	}
 	fill := made
 	filled := time.Since(start)
 	if len(errs) > 0 {
-		t.Fatalf("%d of %d containers could not join %s (the first: %v)", len(errs), fill, sandbox.SharedNetwork, errs[0])
+		t.Fatalf("%d of %d containers could not join %s (the first: %v)", len(errs), fill, docker.SharedNetwork, errs[0])
 	}
-	ni, err := cli.NetworkInspect(ctx, sandbox.SharedNetwork, network.InspectOptions{})
+	ni, err := cli.NetworkInspect(ctx, docker.SharedNetwork, network.InspectOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,9 +112,9 @@ func TestSharedNetworkAtDefault(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v (up said %s)", err, r)
 	}
-	shard := ci.Config.Labels[sandbox.LabelShard]
-	if want := sandbox.ShardName(2); shard != want || ci.NetworkSettings.Networks[want] == nil {
-		t.Errorf("the sandbox after %d on %s: labelled %q, on %v; want %s", sandbox.DefaultSharedNetworkMax, sandbox.SharedNetwork, shard, keys(ci.NetworkSettings.Networks), want)
+	shard := ci.Config.Labels[docker.LabelShard]
+	if want := docker.ShardName(2); shard != want || ci.NetworkSettings.Networks[want] == nil {
+		t.Errorf("the sandbox after %d on %s: labelled %q, on %v; want %s", docker.DefaultSharedNetworkMax, docker.SharedNetwork, shard, keys(ci.NetworkSettings.Networks), want)
 	}
 	if out := e.MustRun("exec", id, "--", "echo", "answers"); !strings.Contains(out.Stdout, "answers") {
 		t.Errorf("exec: %s", out)
@@ -123,23 +123,23 @@ func TestSharedNetworkAtDefault(t *testing.T) {
 	gone := false
 	deadline := time.Now().Add(30 * time.Second)
 	for !gone && time.Now().Before(deadline) {
-		if _, err := cli.NetworkInspect(ctx, sandbox.ShardName(2), network.InspectOptions{}); err != nil {
+		if _, err := cli.NetworkInspect(ctx, docker.ShardName(2), network.InspectOptions{}); err != nil {
 			gone = true
 			break
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
 	if !gone {
-		t.Errorf("%s is still there after the down of its last sandbox", sandbox.ShardName(2))
+		t.Errorf("%s is still there after the down of its last sandbox", docker.ShardName(2))
 	}
 	verdict := "PASS"
 	if t.Failed() {
 		verdict = "FAIL"
 	}
 	rows := []benchdoc.Row{
-		{Measure: fmt.Sprintf("started containers put on %s (16 at a time); time", sandbox.SharedNetwork), Result: fmt.Sprintf("%d; %s", fill, benchdoc.MS(filled))},
-		{Measure: fmt.Sprintf("endpoints on %s's bridge", sandbox.SharedNetwork), Result: strconv.Itoa(endpoints), Target: "≤ 1023"},
-		{Measure: "the next `up -d`: its shard; time", Result: fmt.Sprintf("%s; %s", shard, benchdoc.MS(upTook)), Target: sandbox.ShardName(2)},
+		{Measure: fmt.Sprintf("started containers put on %s (16 at a time); time", docker.SharedNetwork), Result: fmt.Sprintf("%d; %s", fill, benchdoc.MS(filled))},
+		{Measure: fmt.Sprintf("endpoints on %s's bridge", docker.SharedNetwork), Result: strconv.Itoa(endpoints), Target: "≤ 1023"},
+		{Measure: "the next `up -d`: its shard; time", Result: fmt.Sprintf("%s; %s", shard, benchdoc.MS(upTook)), Target: docker.ShardName(2)},
 		{Measure: "`exec` in it; its shard after `down`", Result: fmt.Sprintf("answers; %s", map[bool]string{true: "removed", false: "left"}[gone]), Target: "removed"},
 	}
 	for _, row := range rows {
@@ -150,7 +150,7 @@ func TestSharedNetworkAtDefault(t *testing.T) {
 	}
 	intro := fmt.Sprintf("`make soak` (`%s`): **%s**. The shared network's shard limit at its default, `runtime.shared_network_max` = %d: "+
 		"the first shard filled with started busybox containers labelled as its sandboxes are (what the daemon counts), each a port on the bridge, "+
-		"then one `airlock up -d`. Machine: %s.", t.Name(), verdict, sandbox.DefaultSharedNetworkMax, benchdoc.Machine())
+		"then one `airlock up -d`. Machine: %s.", t.Name(), verdict, docker.DefaultSharedNetworkMax, benchdoc.Machine())
 	if err := benchdoc.Write("../docs/reliability.md", "Shared network at its default limit (issue 25)", intro, rows, ""); err != nil {
 		t.Errorf("cannot record the figures: %v", err)
 	}

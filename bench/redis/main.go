@@ -18,9 +18,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/airlock-dev/airlock/backend/docker"
 	"github.com/airlock-dev/airlock/bench/benchdoc"
 	"github.com/airlock-dev/airlock/client"
-	"github.com/airlock-dev/airlock/sandbox"
 	"github.com/airlock-dev/airlock/test/testenv"
 )
 
@@ -199,7 +199,7 @@ services:
 			return err
 		}
 		// The same floor on the network airlock's sandbox joins (made by the warm-up run).
-		if err := sharedFloorRun.Add(runFloor("--network", sandbox.SharedNetwork)); err != nil {
+		if err := sharedFloorRun.Add(runFloor("--network", docker.SharedNetwork)); err != nil {
 			return err
 		}
 		if withCompose {
@@ -221,7 +221,7 @@ services:
 		{Measure: "`airlock run -- make test`, `[daemons.redis]` ready-gated (redis preset; median of " + fmt.Sprint(runs) + ")", Result: benchdoc.MS(ar)},
 		{Measure: "floor: one `docker run --rm IMAGE sh -c 'redis-server … --daemonize yes && until redis-cli ping …; make test'` (median)", Result: benchdoc.MS(fr)},
 		{Measure: "ratio airlock / floor", Result: benchdoc.Ratio(ar, fr), Target: "≤ 1.15×"},
-		{Measure: "the same floor with `--network " + sandbox.SharedNetwork + "`, the network airlock's sandbox joins (median)", Result: benchdoc.MS(benchdoc.Median(sharedFloorRun))},
+		{Measure: "the same floor with `--network " + docker.SharedNetwork + "`, the network airlock's sandbox joins (median)", Result: benchdoc.MS(benchdoc.Median(sharedFloorRun))},
 		{Measure: "ratio airlock / floor on that network", Result: benchdoc.Ratio(ar, benchdoc.Median(sharedFloorRun))},
 		{Measure: "warm `airlock run -- make test` from a pool of 1 (`[sandbox.pool]`: redis parked and ready; median)", Result: benchdoc.MS(benchdoc.Median(warmRun))},
 		{Measure: "warm ratio airlock / floor", Result: benchdoc.Ratio(benchdoc.Median(warmRun), fr), Target: "≤ 0.3×"},

@@ -18,9 +18,9 @@ import (
 
 	dockerclient "github.com/docker/docker/client"
 
+	"github.com/airlock-dev/airlock/backend/docker"
 	"github.com/airlock-dev/airlock/bench/benchdoc"
 	"github.com/airlock-dev/airlock/client"
-	"github.com/airlock-dev/airlock/sandbox"
 	"github.com/airlock-dev/airlock/test/testenv"
 )
 
@@ -128,7 +128,7 @@ func bench(airlock string, runs int, doc, command string, remote bool) error {
 		}
 		// The same docker run on the network airlock's sandbox joins (made by the
 		// warm-up run): what the Engine charges for it, apart from airlock's own work.
-		if err := dockerShared.Add(timed("docker", "run", "--rm", "--network", sandbox.SharedNetwork, image, "true")); err != nil {
+		if err := dockerShared.Add(timed("docker", "run", "--rm", "--network", docker.SharedNetwork, image, "true")); err != nil {
 			return err
 		}
 		runID := fmt.Sprintf("bench-run-%d-%d", os.Getpid(), i)
@@ -228,7 +228,7 @@ func bench(airlock string, runs int, doc, command string, remote bool) error {
 		{Measure: "`docker run --rm IMAGE true` (median of " + fmt.Sprint(runs) + ")", Result: benchdoc.MS(dr)},
 		{Measure: "`airlock run -- true` (median)", Result: benchdoc.MS(ar)},
 		{Measure: "run ratio airlock / docker", Result: benchdoc.Ratio(ar, dr), Target: "≤ 1.10×"},
-		{Measure: "`docker run --rm --network " + sandbox.SharedNetwork + " IMAGE true`: the network airlock's sandbox joins (median)", Result: benchdoc.MS(benchdoc.Median(dockerShared))},
+		{Measure: "`docker run --rm --network " + docker.SharedNetwork + " IMAGE true`: the network airlock's sandbox joins (median)", Result: benchdoc.MS(benchdoc.Median(dockerShared))},
 		{Measure: "run ratio airlock / docker on that network", Result: benchdoc.Ratio(ar, benchdoc.Median(dockerShared))},
 		{Measure: "`docker exec CONTAINER true` (median)", Result: benchdoc.MS(de)},
 		{Measure: "`airlock exec -- true` (median)", Result: benchdoc.MS(ae)},

@@ -19,8 +19,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/airlock-dev/airlock/backend/docker"
 	"github.com/airlock-dev/airlock/bench/benchdoc"
-	"github.com/airlock-dev/airlock/sandbox"
 	"github.com/airlock-dev/airlock/test/testenv"
 )
 
@@ -142,7 +142,7 @@ func bench(airlock string, js []job, runs int, doc, command string) error {
 				return err
 			}
 			// The same floor on the network airlock's sandbox joins.
-			if err := shared.Add(floor("--network", sandbox.SharedNetwork)); err != nil {
+			if err := shared.Add(floor("--network", docker.SharedNetwork)); err != nil {
 				p.Close(airlock)
 				return err
 			}
@@ -155,7 +155,7 @@ func bench(airlock string, js []job, runs int, doc, command string) error {
 			benchdoc.Row{Measure: fmt.Sprintf("%s job: floor, one `docker run --rm` starting the server in the background (median)", j.name), Result: benchdoc.MS(b)},
 			benchdoc.Row{Measure: fmt.Sprintf("%s job: ratio airlock / floor", j.name), Result: benchdoc.Ratio(f, b), Target: "≤ 1.10×"},
 			benchdoc.Row{Measure: fmt.Sprintf("%s job: ratio airlock --wait / floor", j.name), Result: benchdoc.Ratio(w, b)},
-			benchdoc.Row{Measure: fmt.Sprintf("%s job: the floor with `--network %s`, the network airlock's sandbox joins (median)", j.name, sandbox.SharedNetwork), Result: benchdoc.MS(benchdoc.Median(shared))},
+			benchdoc.Row{Measure: fmt.Sprintf("%s job: the floor with `--network %s`, the network airlock's sandbox joins (median)", j.name, docker.SharedNetwork), Result: benchdoc.MS(benchdoc.Median(shared))},
 			benchdoc.Row{Measure: fmt.Sprintf("%s job: ratio airlock / floor on that network", j.name), Result: benchdoc.Ratio(f, benchdoc.Median(shared))},
 		)
 	}
@@ -175,7 +175,7 @@ func bench(airlock string, js []job, runs int, doc, command string) error {
 		"sealed: the supervisor ends what else runs and the run returns without waiting for the container's exit), and the sandbox is removed after it (each airlock run waits, untimed, for that removal before the next\n" +
 		"command). `--wait` keeps the whole shutdown in the run. The floor starts the server with `--daemonize`/`-d`, polls it\n" +
 		"every 10 ms, runs the job and ends: its container is torn down with the server in it, which never shuts down.\n" +
-		"The floor runs on the Engine's default bridge; airlock's sandbox joins `" + sandbox.SharedNetwork + "`, a user-defined network\n" +
+		"The floor runs on the Engine's default bridge; airlock's sandbox joins `" + docker.SharedNetwork + "`, a user-defined network\n" +
 		"(inter-container communication off), on which the Engine sets up its embedded DNS at each start: the rows with\n" +
 		"`--network` measure the floor there: that setup is a cost airlock pays on every start and the floor does not."
 	return benchdoc.Write(doc, "Jobs with a daemon slow to stop", intro, rows, notes)

@@ -21,9 +21,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/airlock-dev/airlock/backend/docker"
+	"github.com/airlock-dev/airlock/backend/kube"
 	"github.com/airlock-dev/airlock/client"
-	"github.com/airlock-dev/airlock/kube"
-	"github.com/airlock-dev/airlock/sandbox"
 	"github.com/airlock-dev/airlock/test/clitest"
 	"github.com/airlock-dev/airlock/test/testenv"
 )
@@ -80,13 +80,13 @@ func clientset(t *testing.T) kubernetes.Interface {
 // annotation: a path cannot be a label value).
 func projectPods(t *testing.T, cs kubernetes.Interface, project string) []corev1.Pod {
 	t.Helper()
-	list, err := cs.CoreV1().Pods(namespace).List(context.Background(), metav1.ListOptions{LabelSelector: sandbox.LabelRole + "=primary"})
+	list, err := cs.CoreV1().Pods(namespace).List(context.Background(), metav1.ListOptions{LabelSelector: docker.LabelRole + "=primary"})
 	if err != nil {
 		t.Fatalf("cannot list the namespace's Pods: %v", err)
 	}
 	var out []corev1.Pod
 	for _, p := range list.Items {
-		if v, _ := kube.MetaValue(&p.ObjectMeta, sandbox.LabelProject); v == project {
+		if v, _ := kube.MetaValue(&p.ObjectMeta, docker.LabelProject); v == project {
 			out = append(out, p)
 		}
 	}

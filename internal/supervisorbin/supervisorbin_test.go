@@ -13,8 +13,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/airlock-dev/airlock/backend/docker"
 	"github.com/airlock-dev/airlock/internal/supervisorbin"
-	"github.com/airlock-dev/airlock/sandbox"
 )
 
 // SkipQemuEnv names the variable that, set to 1, skips the test that needs
@@ -86,7 +86,7 @@ func TestArm64SupervisorRunsUnderQemu(t *testing.T) {
 			"or set %s=1 to skip this test", err, SkipQemuEnv)
 	}
 	bin := supervisor(t, "arm64")
-	if err := sandbox.CheckLinuxBinary(bin, "arm64", true); err != nil {
+	if err := docker.CheckLinuxBinary(bin, "arm64", true); err != nil {
 		t.Fatal(err)
 	}
 	out, err := exec.Command(qemu, bin, "version").CombinedOutput()
@@ -105,7 +105,7 @@ func TestEmbeddedSupervisors(t *testing.T) {
 	}
 	for _, arch := range supervisorbin.Arches {
 		bin := supervisor(t, arch)
-		if err := sandbox.CheckLinuxBinary(bin, arch, true); err != nil {
+		if err := docker.CheckLinuxBinary(bin, arch, true); err != nil {
 			t.Errorf("the embedded linux/%s supervisor: %v", arch, err)
 		}
 		if runtime.GOOS == "linux" && runtime.GOARCH == arch {

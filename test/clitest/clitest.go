@@ -17,7 +17,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/airlock-dev/airlock/sandbox"
+	"github.com/airlock-dev/airlock/backend/docker"
 	"github.com/airlock-dev/airlock/test/testenv"
 )
 
@@ -116,11 +116,11 @@ func (b Binary) Copy(path, prefix string) (Binary, error) {
 // uses stays.
 func (b Binary) RemoveSupervisorVolume() {
 	testenv.RemoveSupervisorVolume(func(machine string) (string, error) {
-		arch := sandbox.GoArch(machine)
-		sup, err := sandbox.SupervisorFile(b.Path, arch, b.BuildID, false)
+		arch := docker.GoArch(machine)
+		sup, err := docker.SupervisorFile(b.Path, arch, b.BuildID, false)
 		if err != nil {
 			return "", err
 		}
-		return sandbox.SupervisorVolumeName(sup, arch), nil
+		return docker.SupervisorVolumeName(sup, arch), nil
 	})
 }

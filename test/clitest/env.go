@@ -20,10 +20,10 @@ import (
 	"github.com/docker/docker/api/types/filters"
 	dockerclient "github.com/docker/docker/client"
 
+	"github.com/airlock-dev/airlock/backend/docker"
 	"github.com/airlock-dev/airlock/client"
 	"github.com/airlock-dev/airlock/manifest"
 	"github.com/airlock-dev/airlock/paths"
-	"github.com/airlock-dev/airlock/sandbox"
 	"github.com/airlock-dev/airlock/test/testenv"
 )
 
@@ -108,7 +108,7 @@ func New(t *testing.T, manifest string) *Env {
 	}
 	t.Cleanup(func() {
 		e.StopDaemon()
-		testenv.ForceRemove(e.Cli, sandbox.LabelProject, e.Project)
+		testenv.ForceRemove(e.Cli, docker.LabelProject, e.Project)
 	})
 	return e
 }
@@ -144,7 +144,7 @@ func Warm(t *testing.T) {
 		if r := w.Run("run", "--", "true"); r.Code != 0 {
 			warm.err = fmt.Errorf("warm-up run failed: %s", r)
 		}
-		testenv.ForceRemove(w.Cli, sandbox.LabelProject, w.Project)
+		testenv.ForceRemove(w.Cli, docker.LabelProject, w.Project)
 		w.StopDaemon()
 	})
 	if warm.err != nil {
@@ -422,7 +422,7 @@ func (e *Env) StateDirs() []string {
 func (e *Env) Containers() []container.Summary {
 	e.T.Helper()
 	list, err := e.Cli.ContainerList(context.Background(), container.ListOptions{All: true,
-		Filters: filters.NewArgs(filters.Arg("label", sandbox.LabelProject+"="+e.Project))})
+		Filters: filters.NewArgs(filters.Arg("label", docker.LabelProject+"="+e.Project))})
 	if err != nil {
 		e.T.Fatal(err)
 	}

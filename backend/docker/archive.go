@@ -1,0 +1,226 @@
+package docker
+
+import (
+	"archive/tar"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"regexp"
+	"strings"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/docker/docker/api/types/container"
+
+	"github.com/airlock-dev/airlock/supervisor"
+)
+
+// Files in and out of a sandbox for the daemon's files API (control's
+// ReadArchive and WriteArchive): tar streams in the layout of the Engine's
+// archive API, which the Kubernetes backend's `supervise tar` and `supervise
+// untar` share.
+
+// ErrNoSuchPath is what ReadArchive and WriteArchive wrap for a path that is
+// not in the sandbox.
+var ErrNoSuchPath = errors.New("no such file or directory in the sandbox")
+
+// ErrNotDirectory is what WriteArchive wraps when the folder to extract into,
+// or one on the way to it, is something else.
+var ErrNotDirectory = errors.New("not a directory")
+
+// ErrIsDirectory is what WriteArchive wraps when a file of the archive (or
+// the one file written) would replace a folder of the sandbox.
+var ErrIsDirectory = errors.New("is a directory")
+
+// ReadArchive returns a tar stream of p (absolute) in a sandbox's container,
+// running or stopped, as the Engine's archive API gives it: entries named from
+// p's base name, a symbolic link at p archived as a link, not followed.
+func (rt *Runtime) ReadArchive(ctx context.Context, containerID, p string) (io.ReadCloser, error) {
+	rc, _, err := rt.copyFrom(ctx, containerID, p)
+	if err != nil {
+		return nil, rt.archiveErr(ctx, containerID, "read", p, err)
+	}
+	return rc, nil
+}
+
+// archiveErr is the error of an archive call on p that failed with err: a
+// path the Engine did not find wraps ErrNoSuchPath, unless the container is
+// what is gone (ErrNotFound).
+func (rt *Runtime) archiveErr(ctx context.Context, containerID, verb, p string, err error) error {
+	if cerrdefs.IsNotFound(err) {
+		if _, ierr := rt.Engine.ContainerInspect(ctx, containerID); cerrdefs.IsNotFound(ierr) {
+			return fmt.Errorf("cannot %s %s: %w: its container %s is gone", verb, p, ErrNotFound, containerID)
+		}
+		return fmt.Errorf("cannot %s %s: %w", verb, p, ErrNoSuchPath)
+	}
+	return failed("cannot %s %s in the sandbox: %v", verb, p, err)
+}
+
+// WriteArchive extracts a tar stream into dir (absolute) of a sandbox's
+// container, every entry owned by the sandbox's user: the container's user
+// (or the one LabelUser names, when the container runs as root for its daemons),
+// resolved in its own /etc/passwd and /etc/group as runc does (not by the
+// Engine's CopyUIDGID, which looks the name up on the Engine's host). Folders
+// missing on the way to dir are made, mode 0755, the user's. The Engine
+// extracts it (confined to the container's filesystem and its mounts; a
+// directory is not replaced by a file, nor the other way round).
+func (rt *Runtime) WriteArchive(ctx context.Context, containerID, dir string, r io.Reader) error {
+	in, err := rt.Engine.ContainerInspect(ctx, containerID)
+	if err != nil {
+		if cerrdefs.IsNotFound(err) {
+			return fmt.Errorf("cannot write into %s: %w: its container %s is gone", dir, ErrNotFound, containerID)
+		}
+		return failed("cannot write into %s in the sandbox: %v", dir, err)
+	}
+	user := in.Config.User
+	if v := in.Config.Labels[LabelUser]; v != "" {
+		user = v // a root PID 1 beside a sandbox user that is not root
+	}
+	uid, gid, err := rt.containerUser(ctx, containerID, user)
+	if err != nil {
+		return err
+	}
+	base, missing, err := rt.existingDir(ctx, containerID, dir)
+	if err != nil {
+		return err
+	}
+	pr, pw := io.Pipe()
+	go func() { pw.CloseWithError(OwnArchive(pw, r, missing, uid, gid)) }()
+	err = rt.copyTo(ctx, containerID, base, pr, container.CopyToContainerOptions{})
+	pr.CloseWithError(io.ErrClosedPipe)
+	if err != nil {
+		if cerrdefs.IsNotFound(err) {
+			return rt.archiveErr(ctx, containerID, "write into", dir, err)
+		}
+		if kerr := KindOfExtractError(dir, err.Error()); kerr != nil {
+			return kerr
+		}
+		return failed("cannot write into %s in the sandbox: %v", dir, err)
+	}
+	return nil
+}
+
+// overwrite is the Engine's message when an entry of an archive would replace
+// a folder by something else, or the other way round. Engine 20.10 names the
+// path whole (twice); a current one names the entry relative to the extraction
+// point, then that point.
+var overwrite = regexp.MustCompile(`cannot overwrite (non-)?directory "([^"]*)" with (?:non-)?directory(?: "([^"]*)")?`)
+
+// KindOfExtractError is the caller's mistake that an extraction into dir
+// failed with (msg, the Engine's or the extractor's words): an error wrapping
+// ErrIsDirectory (a file over a folder) or ErrNotDirectory (a folder over a
+// file, an entry below a file); nil for anything else.
+func KindOfExtractError(dir, msg string) error {
+	if m := overwrite.FindStringSubmatch(msg); m != nil {
+		if !path.IsAbs(m[2]) && path.IsAbs(m[3]) {
+			m[2] = path.Join(m[3], m[2])
+		}
+		if m[1] != "" {
+			return fmt.Errorf("cannot write into %s: %s is a file of the sandbox and the archive has a folder there: %w", dir, m[2], ErrNotDirectory)
+		}
+		return fmt.Errorf("cannot write into %s: %s is a folder of the sandbox and a file cannot replace it: %w", dir, m[2], ErrIsDirectory)
+	}
+	switch {
+	case strings.Contains(msg, "not a directory"):
+		return fmt.Errorf("cannot write into %s: a path of the archive is below a file of the sandbox (%s): %w", dir, strings.TrimSpace(msg), ErrNotDirectory)
+	case strings.Contains(msg, "is a directory"):
+		return fmt.Errorf("cannot write into %s: a file of the archive would replace a folder of the sandbox (%s): %w", dir, strings.TrimSpace(msg), ErrIsDirectory)
+	}
+	return nil
+}
+
+// containerUser is the uid and gid of a container's user spec (Config.User).
+func (rt *Runtime) containerUser(ctx context.Context, containerID, spec string) (uid, gid int, err error) {
+	name, _, _ := strings.Cut(spec, ":")
+	if spec == "" || name == "root" || spec == "0" {
+		return 0, 0, nil
+	}
+	passwd, group := rt.containerAccounts(ctx, containerID)
+	a, err := supervisor.ResolveAccount(spec,
+		supervisor.AccountFile{Name: "the sandbox's /etc/passwd", Rows: passwd},
+		supervisor.AccountFile{Name: "the sandbox's /etc/group", Rows: group})
+	if err != nil {
+		return 0, 0, failed("cannot resolve the sandbox's user %q: %v", spec, err)
+	}
+	return int(a.UID), int(a.GID), nil
+}
+
+// existingDir is the deepest folder of dir's path that is in the container
+// (base) and the parts below it that are not (missing). A part that is there
+// and is neither a folder nor a symbolic link (which the Engine resolves in
+// the container) is an error wrapping ErrNotDirectory.
+func (rt *Runtime) existingDir(ctx context.Context, containerID, dir string) (base string, missing []string, err error) {
+	base = path.Clean(dir)
+	for base != "/" {
+		st, err := rt.statPath(ctx, containerID, base)
+		if err == nil {
+			if !st.Mode.IsDir() && st.Mode&os.ModeSymlink == 0 {
+				return "", nil, fmt.Errorf("cannot write into %s: %s is %w", dir, base, ErrNotDirectory)
+			}
+			break
+		}
+		if !cerrdefs.IsNotFound(err) {
+			return "", nil, failed("cannot write into %s in the sandbox: %v", dir, err)
+		}
+		missing = append([]string{path.Base(base)}, missing...)
+		base = path.Dir(base)
+	}
+	return base, missing, nil
+}
+
+// OwnArchive copies the tar stream r to w with every entry owned by uid:gid
+// (user and group names dropped) and, with prefix, named below those folders,
+// which come first (mode 0755, uid:gid). What the archive itself says of
+// owners is not kept.
+func OwnArchive(w io.Writer, r io.Reader, prefix []string, uid, gid int) error {
+	tw := tar.NewWriter(w)
+	now := time.Now()
+	for i := range prefix {
+		h := &tar.Header{Typeflag: tar.TypeDir, Name: path.Join(prefix[:i+1]...) + "/", Mode: 0o755, Uid: uid, Gid: gid, ModTime: now}
+		if err := tw.WriteHeader(h); err != nil {
+			return fmt.Errorf("cannot write the archive: %w", err)
+		}
+	}
+	under := path.Join(prefix...)
+	tr := tar.NewReader(r)
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("cannot read the archive: %w", err)
+		}
+		if h.Typeflag == tar.TypeXGlobalHeader {
+			continue
+		}
+		h.Uid, h.Gid, h.Uname, h.Gname = uid, gid, "", ""
+		for _, k := range []string{"uid", "gid", "uname", "gname", "path", "linkpath"} {
+			delete(h.PAXRecords, k)
+		}
+		h.Format = tar.FormatUnknown
+		if under != "" {
+			dirSlash := strings.HasSuffix(h.Name, "/")
+			h.Name = path.Join(under, h.Name)
+			if dirSlash || h.Typeflag == tar.TypeDir {
+				h.Name += "/"
+			}
+			if h.Typeflag == tar.TypeLink {
+				h.Linkname = path.Join(under, h.Linkname)
+			}
+		}
+		if err := tw.WriteHeader(h); err != nil {
+			return fmt.Errorf("cannot write the archive: %w", err)
+		}
+		if _, err := io.Copy(tw, tr); err != nil {
+			return fmt.Errorf("cannot copy %s of the archive: %w", h.Name, err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return fmt.Errorf("cannot write the archive: %w", err)
+	}
+	return nil
+}

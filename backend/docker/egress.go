@@ -1,0 +1,248 @@
+package docker
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/mount"
+	"github.com/docker/docker/api/types/network"
+	"github.com/docker/docker/pkg/stdcopy"
+
+	"github.com/airlock-dev/airlock/manifest"
+	"github.com/airlock-dev/airlock/supervisor"
+)
+
+// Egress rules (design.md §7, docs/egress.md): a sandbox with [sandbox.egress] and its
+// services sit on a network of their own made with Internal: true (no route out).
+// The only way out is an egress proxy: airlock itself (`airlock egress-proxy`),
+// run from the injected supervisor volume in a container of the sandbox's image,
+// on both that network (as EgressAlias) and the egress network; it forwards HTTP
+// and HTTPS (CONNECT) to allowed destinations only and prints a JSON line per
+// denied request, which the daemon reads from its logs.
+
+const (
+	// EgressAlias is the proxy's name on the sandbox's network.
+	EgressAlias = "airlock-egress"
+	// RoleEgress labels the proxy container.
+	RoleEgress = "egress"
+	egressPort = 3128
+)
+
+// egressName is the Docker name of a sandbox's egress proxy.
+func egressName(sandboxID string) string { return objectName(sandboxID) + "-egress" }
+
+// ProxyURL is the proxy variables' value inside a sandbox with egress rules.
+var ProxyURL = "http://" + EgressAlias + ":" + strconv.Itoa(egressPort)
+
+// proxyEnv is the environment that sends HTTP and HTTPS through the proxy: for
+// the main command, daemons, execs and services, under the user's own values.
+// Loopback and the services' names go direct.
+func proxyEnv(r *manifest.Resolved) map[string]string {
+	if r.Sandbox.Egress == nil {
+		return nil
+	}
+	noProxy := []string{"localhost", "127.0.0.1", "::1"}
+	noProxy = append(noProxy, slices.Sorted(maps.Keys(r.Services))...)
+	np := strings.Join(noProxy, ",")
+	return map[string]string{
+		"HTTP_PROXY": ProxyURL, "HTTPS_PROXY": ProxyURL, "http_proxy": ProxyURL, "https_proxy": ProxyURL,
+		"NO_PROXY": np, "no_proxy": np,
+	}
+}
+
+// ProxyOverrides lists the proxy variables a manifest sets itself, where a user
+// value wins over airlock's (airlock config warns about them).
+func ProxyOverrides(r *manifest.Resolved) []string {
+	var out []string
+	for _, k := range slices.Sorted(maps.Keys(proxyEnv(r))) {
+		if _, ok := r.Env[k]; ok {
+			out = append(out, "env."+k)
+		}
+		for _, d := range slices.Sorted(maps.Keys(r.Daemons)) {
+			if _, ok := r.Daemons[d].Env[k]; ok {
+				out = append(out, manifest.KeyPath("daemons", d, "env", k))
+			}
+		}
+	}
+	return out
+}
+
+// withProxyEnv puts the proxy variables before entries, so that an entry of the
+// same name (the user's) wins.
+func withProxyEnv(r *manifest.Resolved, entries []supervisor.EnvEntry) []supervisor.EnvEntry {
+	pe := proxyEnv(r)
+	if pe == nil {
+		return entries
+	}
+	out := make([]supervisor.EnvEntry, 0, len(pe)+len(entries))
+	for _, k := range slices.Sorted(maps.Keys(pe)) {
+		v := pe[k]
+		out = append(out, supervisor.EnvEntry{Name: k, Value: &v})
+	}
+	return append(out, entries...)
+}
+
+// createEgress creates the sandbox's egress proxy container on the egress network,
+// connected to the sandbox's internal network as EgressAlias.
+func (rt *Runtime) createEgress(ctx context.Context, sb *Sandbox, r *manifest.Resolved, imageRef string, labels map[string]string) error {
+	eg := r.Sandbox.Egress
+	cmd := []string{SupervisorIn, "egress-proxy", "--listen", ":" + strconv.Itoa(egressPort), "--dns", ":53"}
+	for _, a := range eg.Allow {
+		cmd = append(cmd, "--allow", a)
+	}
+	cfg := &container.Config{
+		Image: imageRef, Entrypoint: cmd, Cmd: []string{}, User: "0",
+		Labels: copyLabels(labels, LabelRole, RoleEgress), Hostname: EgressAlias,
+	}
+	host := &container.HostConfig{
+		NetworkMode: container.NetworkMode(eg.Network),
+		Mounts:      []mount.Mount{{Type: mount.TypeVolume, Source: sb.supervisorVolume, Target: BinMount, ReadOnly: true}},
+		SecurityOpt: []string{"no-new-privileges"},
+		CapDrop:     []string{"ALL"},
+		// Port 53, where Engines that do not open low ports to everyone
+		// (net.ipv4.ip_unprivileged_port_start) ask for it.
+		CapAdd: []string{"NET_BIND_SERVICE"},
+	}
+	c, err := rt.Engine.ContainerCreate(ctx, cfg, host, nil, nil, egressName(sb.ID))
+	if err != nil {
+		return failed("cannot create the egress proxy (sandbox.egress.network %q): %v", eg.Network, err)
+	}
+	sb.egressID = c.ID
+	if err := rt.Engine.NetworkConnect(ctx, sb.Network, c.ID, &network.EndpointSettings{Aliases: []string{EgressAlias}}); err != nil {
+		return failed("cannot connect the egress proxy to the sandbox network: %v", err)
+	}
+	// The proxy starts now, first on the sandbox network, so that its address
+	// there is known (the lowest one after the gateway's, which it gets again
+	// at every start since it starts before the rest of the sandbox) and the
+	// services and the primary get it as their only DNS server.
+	if err := rt.startEgress(ctx, sb); err != nil {
+		return err
+	}
+	ci, err := rt.Engine.ContainerInspect(ctx, c.ID)
+	if err != nil {
+		return failed("cannot inspect the egress proxy: %v", err)
+	}
+	if ci.NetworkSettings == nil || ci.NetworkSettings.Networks[sb.Network] == nil || ci.NetworkSettings.Networks[sb.Network].IPAddress == "" {
+		return failed("cannot find the egress proxy's address on the sandbox network")
+	}
+	sb.egressDNS = ci.NetworkSettings.Networks[sb.Network].IPAddress
+	return nil
+}
+
+// egressNetworkOptions are the driver options of a sandbox network with
+// egress rules: besides Internal (no route out, so nothing forwarded leaves),
+// its bridge gets no address on the host (Docker's isolation rules filter only
+// forwarded traffic: with an address, the host itself, every one of its
+// addresses and every port published on them, would be reachable through it).
+var egressNetworkOptions = map[string]string{"com.docker.network.bridge.inhibit_ipv4": "true"}
+
+// egressDNS returns the DNS servers of a container on the sandbox network:
+// the proxy's resolver only, so that Docker's embedded DNS, which answers the
+// names of the sandbox's own containers, forwards every other name to it and
+// to no resolver outside.
+func egressDNS(sb *Sandbox) []string {
+	if sb.egressDNS == "" {
+		return nil
+	}
+	return []string{sb.egressDNS}
+}
+
+// startEgress starts the proxy (before the services and the primary).
+func (rt *Runtime) startEgress(ctx context.Context, sb *Sandbox) error {
+	if sb.egressID == "" {
+		return nil
+	}
+	if err := rt.Engine.ContainerStart(ctx, sb.egressID, container.StartOptions{}); err != nil {
+		return failed("cannot start the egress proxy: %v", err)
+	}
+	return nil
+}
+
+// EgressDenial is one request the proxy refused.
+type EgressDenial struct {
+	Host   string `json:"host"`
+	Port   int    `json:"port"`
+	Method string `json:"method"`
+}
+
+// FollowEgress calls denied for each request a sandbox's egress proxy refuses,
+// read from its output through the Engine API, until the proxy stops or ctx ends.
+// Lines are bounded; anything that does not decode is skipped.
+func (rt *Runtime) FollowEgress(ctx context.Context, sandboxID string, denied func(EgressDenial)) error {
+	rc, err := rt.Engine.ContainerLogs(ctx, egressName(sandboxID), container.LogsOptions{ShowStdout: true, Follow: true})
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	pr, pw := io.Pipe()
+	go func() {
+		_, err := stdcopy.StdCopy(pw, io.Discard, rc)
+		pw.CloseWithError(err)
+	}()
+	err = scanDenials(pr, denied)
+	pr.Close()
+	return err
+}
+
+// maxDenialLine bounds a line of the proxy's output that can be a denial.
+const maxDenialLine = 4096
+
+// scanDenials calls denied for each line of r that decodes as a denial. A line
+// longer than maxDenialLine (a client can make the proxy print one, with a long
+// CONNECT target) is skipped, up to its end, without ending the scan: one such
+// line must not stop the recording of every later denial.
+func scanDenials(r io.Reader, denied func(EgressDenial)) error {
+	br := bufio.NewReaderSize(r, maxDenialLine)
+	long := false
+	for {
+		line, err := br.ReadSlice('\n')
+		switch {
+		case err == bufio.ErrBufferFull:
+			long = true
+			continue
+		case long:
+			long = false // the end of a skipped line
+		default:
+			var d EgressDenial
+			if json.Unmarshal(line, &d) == nil && d.Host != "" && len(d.Host) <= 255 {
+				denied(d)
+			}
+		}
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// HasEgress reports whether a sandbox made from r has egress rules.
+func HasEgress(r *manifest.Resolved) bool { return r != nil && r.Sandbox.Egress != nil }
+
+// egressCapDrop returns the capabilities to drop from a container behind
+// egress rules: drop plus NET_RAW (in Docker's default set), unless the
+// manifest adds it (or ALL) itself. With it, code inside could put frames of
+// its own on the sandbox's bridge, and the host answers ARP for its addresses
+// and accepts datagrams addressed to them on any interface, even one without
+// an address (replies have no route back, but one-way datagrams arrive).
+func egressCapDrop(r *manifest.Resolved, add, drop []string) []string {
+	if r.Sandbox.Egress == nil {
+		return drop
+	}
+	for _, c := range append(slices.Clone(add), drop...) {
+		if c == netRaw || c == manifest.AllCapabilities {
+			return drop
+		}
+	}
+	return append(slices.Clone(drop), netRaw)
+}
+
+const netRaw = "CAP_NET_RAW"

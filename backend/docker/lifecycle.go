@@ -1,0 +1,565 @@
+package docker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/events"
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/network"
+
+	"github.com/airlock-dev/airlock/manifest"
+)
+
+// ErrNotFound is returned for a sandbox ID with no primary container.
+var ErrNotFound = errors.New("no such sandbox")
+
+// Start starts the services (waiting for the required ones) and then the primary
+// container. The supervisor inside waits for the daemons before the main command.
+// Substituted values are delivered through the Engine API once the container runs
+// (the supervisor waits for them before it starts anything).
+func (rt *Runtime) Start(ctx context.Context, sb *Sandbox) error {
+	if sb.manifest == nil {
+		return errors.New("cannot start a sandbox without its manifest")
+	}
+	if err := rt.startEgress(ctx, sb); err != nil {
+		return err
+	}
+	if !sb.hold {
+		if err := rt.startServices(ctx, sb); err != nil {
+			return err
+		}
+	}
+	if !sb.fresh {
+		if err := rt.resetStatus(ctx, sb.PrimaryID); err != nil {
+			return err
+		}
+	}
+	done := rt.step(sb.ID, "start")
+	if sb.shard != "" {
+		// Engine 20.10 finds a container's networks by name when it starts it,
+		// though it was created with the network's ID: a second network named
+		// airlock-shared (another process made one at the same time) fails the
+		// start, and a failed start ends the caller's attach. Look first, and
+		// remove the younger ones (findShared); one list call.
+		// A shard removed while the sandbox was stopped (its last running
+		// sandbox went) is made again: the start finds it by name.
+		_, _ = rt.sharedNetwork(ctx, sb.shard, true)
+	}
+	err := rt.Engine.ContainerStart(ctx, sb.PrimaryID, container.StartOptions{})
+	if err != nil && sb.shard != "" && strings.Contains(err.Error(), "is ambiguous") {
+		// One appeared since: remove it and start again.
+		if _, nerr := rt.sharedNetwork(ctx, sb.shard, true); nerr == nil {
+			err = rt.Engine.ContainerStart(ctx, sb.PrimaryID, container.StartOptions{})
+		}
+	}
+	if err != nil {
+		if pe := portInUse(err, sb.manifest.Sandbox.Ports); pe != nil {
+			return &Error{Code: 125, Err: pe}
+		}
+		return failed("cannot start the sandbox container: %v", err)
+	}
+	done()
+	if sb.hold {
+		// Its supervisor waits for the services in its network namespace.
+		if err := rt.startServices(ctx, sb); err != nil {
+			// Nothing runs in it yet: stopped, as a failed start leaves it.
+			_ = rt.Engine.ContainerKill(context.WithoutCancel(ctx), sb.PrimaryID, "SIGKILL")
+			return err
+		}
+	}
+	sb.Ports = rt.readPorts(ctx, sb)
+	sb.fresh = false
+	values := secretValues(sb.manifest)
+	for k, v := range sb.envSecrets {
+		values[envSecretKey(k)] = v
+	}
+	if sb.hold && sb.parked {
+		values = nil // the release; the values come with the claim
+	}
+	if sb.hold || (len(values) > 0 && !sb.parked) {
+		defer rt.step(sb.ID, "secrets delivery")()
+		if err := DeliverValues(ctx, rt, sb.PrimaryID, values); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// WaitExit waits for the primary container to exit and returns its exit code.
+// Register it before Start so that a fast exit is not missed.
+//
+// The code comes from whichever answers first: the Engine's "die" event or its
+// wait. Engine 20.10 answers a wait only once it has released the container's
+// network (50–100 ms after the process exited); the die event, which carries
+// the same exit code, is sent before that. The wait stays as the fallback for an
+// event stream that broke or subscribed too late.
+func (rt *Runtime) WaitExit(ctx context.Context, sb *Sandbox) (<-chan int, <-chan error) {
+	codes := make(chan int, 1)
+	errs := make(chan error, 1)
+	evctx, stopEvents := context.WithCancel(ctx)
+	msgs, evErrs := rt.Engine.Events(evctx, events.ListOptions{Filters: filters.NewArgs(
+		filters.Arg("type", string(events.ContainerEventType)),
+		filters.Arg("container", sb.PrimaryID),
+		filters.Arg("event", string(events.ActionDie)),
+	)})
+	wc, ec := rt.Engine.ContainerWait(ctx, sb.PrimaryID, container.WaitConditionNextExit)
+	go func() {
+		defer stopEvents()
+		for {
+			select {
+			case m, ok := <-msgs:
+				if !ok {
+					msgs = nil
+					continue
+				}
+				if code, err := strconv.Atoi(m.Actor.Attributes["exitCode"]); err == nil {
+					codes <- code
+					return
+				}
+			case <-evErrs:
+				msgs, evErrs = nil, nil // the wait answers
+			case w := <-wc:
+				if w.Error != nil && w.Error.Message != "" {
+					errs <- failed("cannot wait for the sandbox: %s", w.Error.Message)
+					return
+				}
+				codes <- int(w.StatusCode)
+				return
+			case err := <-ec:
+				errs <- err
+				return
+			}
+		}
+	}()
+	return codes, errs
+}
+
+// Stop stops a sandbox: the primary (its supervisor shuts the daemons down within
+// their timeouts) and the services.
+func (rt *Runtime) Stop(ctx context.Context, id string) error {
+	objs, err := rt.objects(ctx, id)
+	if err != nil {
+		return err
+	}
+	if objs.primary == nil {
+		return fmt.Errorf("%w: %s", ErrNotFound, id)
+	}
+	timeout := stopTimeout(objs.primary.Labels)
+	if err := rt.Engine.ContainerStop(ctx, objs.primary.ID, container.StopOptions{Timeout: &timeout}); err != nil && !cerrdefs.IsNotFound(err) {
+		return failed("cannot stop sandbox %s: %v", id, err)
+	}
+	for _, s := range objs.services {
+		if err := rt.Engine.ContainerStop(ctx, s.ID, container.StopOptions{}); err != nil && !cerrdefs.IsNotFound(err) {
+			return failed("cannot stop service %s of sandbox %s: %v", s.Labels[LabelService], id, err)
+		}
+	}
+	for _, c := range objs.all {
+		if c.Labels[LabelRole] == RoleEgress {
+			_ = rt.Engine.ContainerStop(ctx, c.ID, container.StopOptions{})
+		}
+	}
+	return nil
+}
+
+// stopTimeout gives the supervisor time for the longest daemon timeout plus margin.
+func stopTimeout(labels map[string]string) int {
+	if t, err := strconv.Atoi(labels[LabelStopTimeout]); err == nil {
+		return t
+	}
+	return 30
+}
+
+// Remove removes every object labelled with the sandbox ID (containers, network);
+// the sandbox's state lives in its container and goes with it. Removing what does
+// not exist is not an error.
+func (rt *Runtime) Remove(ctx context.Context, id string) error {
+	cerr := rt.RemoveContainers(ctx, id)
+	nerr := rt.RemoveNetworks(ctx, id)
+	var verr error
+	if cerr == nil {
+		verr = rt.RemoveVolumes(ctx, id)
+	}
+	if err := errors.Join(cerr, nerr, verr); err != nil {
+		return failed("cannot remove sandbox %s: %v", id, err)
+	}
+	return nil
+}
+
+// RemoveContainers removes every container labelled with the sandbox ID.
+func (rt *Runtime) RemoveContainers(ctx context.Context, id string) error {
+	objs, err := rt.objects(ctx, id)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	var shards []string
+	for _, c := range append(objs.services, objs.all...) {
+		if err := rt.removeContainer(ctx, c.ID, container.RemoveOptions{Force: true, RemoveVolumes: true}); err != nil && !cerrdefs.IsNotFound(err) {
+			errs = append(errs, err)
+		} else if s := c.Labels[LabelShard]; s != "" {
+			shards = append(shards, s)
+		}
+	}
+	for _, s := range shards {
+		rt.leaveShard(ctx, s) // a shard beyond the first goes with its last sandbox
+	}
+	return errors.Join(errs...)
+}
+
+// RemoveNetworks removes the sandbox's own networks. The Engine removes a network
+// that only stopped containers are attached to, so a stopped sandbox's network can
+// go while its containers are still being removed; one in use is an error.
+func (rt *Runtime) RemoveNetworks(ctx context.Context, id string) error {
+	nets, err := rt.Engine.NetworkList(ctx, network.ListOptions{Filters: filters.NewArgs(filters.Arg("label", LabelSandbox+"="+id))})
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, n := range nets {
+		if !rt.owns(n.Labels) {
+			continue
+		}
+		if err := rt.Engine.NetworkRemove(ctx, n.ID); err != nil && !cerrdefs.IsNotFound(err) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+type sandboxObjects struct {
+	primary  *container.Summary
+	services []container.Summary
+	all      []container.Summary // every container of the sandbox, primary included
+}
+
+func (rt *Runtime) objects(ctx context.Context, id string) (*sandboxObjects, error) {
+	list, err := rt.Engine.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", LabelSandbox+"="+id))})
+	if err != nil {
+		return nil, failed("cannot list the containers of sandbox %s: %v", id, err)
+	}
+	objs := &sandboxObjects{}
+	for i := range list {
+		c := list[i]
+		if !rt.owns(c.Labels) {
+			continue // another daemon's sandbox of the same ID
+		}
+		switch c.Labels[LabelRole] {
+		case "primary":
+			objs.primary = &c
+			objs.all = append(objs.all, c)
+		case "service":
+			objs.services = append(objs.services, c)
+		default:
+			objs.all = append(objs.all, c)
+		}
+	}
+	return objs, nil
+}
+
+// Info describes one sandbox for ps and the CLI.
+type Info struct {
+	ID        string            `json:"id"`
+	State     string            `json:"state"` // running, stopped, created, …
+	Kind      string            `json:"kind"`
+	Project   string            `json:"project"`
+	CreatedAt time.Time         `json:"created_at"`
+	Labels    map[string]string `json:"labels"`
+	Daemons   DaemonCount       `json:"daemons"`
+	PlanHash  string            `json:"plan_hash"`
+	Image     string            `json:"image"`
+	Container string            `json:"container"`
+	CLIPid    string            `json:"-"`
+	CLIStart  string            `json:"-"`
+	Pool      string            `json:"-"` // the key of the warm pool it was made for
+}
+
+// DaemonCount is how many daemons are up out of how many the sandbox declares.
+type DaemonCount struct {
+	Up    int `json:"up"`
+	Total int `json:"total"`
+}
+
+// List returns the sandboxes whose primary carries every given label; only running
+// ones unless all.
+func (rt *Runtime) List(ctx context.Context, labels map[string]string, all bool) ([]Info, error) {
+	args := filters.NewArgs(filters.Arg("label", LabelRole+"=primary"), filters.Arg("label", LabelSandbox))
+	if rt.Owner != "" {
+		// Only this daemon's: List serves the reaper, which must never touch
+		// another daemon's sandboxes (nor unowned ones it cannot vouch for).
+		args.Add("label", LabelOwner+"="+rt.Owner)
+	}
+	for k, v := range labels {
+		args.Add("label", k+"="+v)
+	}
+	list, err := rt.Engine.ContainerList(ctx, container.ListOptions{All: all, Filters: args})
+	if err != nil {
+		return nil, failed("cannot list sandboxes: %v", err)
+	}
+	out := make([]Info, 0, len(list))
+	for _, c := range list {
+		out = append(out, rt.info(c))
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].CreatedAt.Before(out[j].CreatedAt) })
+	return out, nil
+}
+
+func (rt *Runtime) info(c container.Summary) Info {
+	in := Info{
+		ID: c.Labels[LabelSandbox], Kind: c.Labels[LabelKind], Project: c.Labels[LabelProject],
+		CreatedAt: time.Unix(c.Created, 0).UTC(), PlanHash: c.Labels[LabelPlanHash], Image: c.Image,
+		Container: c.ID, Labels: userLabels(c.Labels),
+		CLIPid: c.Labels[LabelCLIPid], CLIStart: c.Labels[LabelCLIStart], Pool: c.Labels[LabelPool],
+	}
+	switch c.State {
+	case "running":
+		in.State = "running"
+	case "exited", "dead":
+		in.State = "stopped"
+	default:
+		in.State = c.State
+	}
+	in.Daemons.Total, _ = strconv.Atoi(c.Labels[LabelDaemons])
+	return in
+}
+
+// userLabels drops airlock's own labels.
+func userLabels(labels map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range labels {
+		if len(k) < 11 || k[:11] != "dev.airlock" {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// Get returns the sandbox with this ID (its primary must exist).
+func (rt *Runtime) Get(ctx context.Context, id string) (*Info, error) {
+	objs, err := rt.objects(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if objs.primary == nil {
+		return nil, fmt.Errorf("%w: %s", ErrNotFound, id)
+	}
+	in := rt.info(*objs.primary)
+	return &in, nil
+}
+
+// Handle returns a handle on a sandbox's primary container for terminal I/O (wait,
+// attach, resize, signals, copies out), without asking the Engine.
+func Handle(id, containerID string, tty bool) *Sandbox {
+	return &Sandbox{ID: id, Name: objectName(id), PrimaryID: containerID, TTY: tty, Services: map[string]string{}}
+}
+
+// Open returns a handle on an existing sandbox, to start it again with the manifest
+// it was made from.
+func (rt *Runtime) Open(ctx context.Context, id string, r *manifest.Resolved) (*Sandbox, error) {
+	objs, err := rt.objects(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if objs.primary == nil {
+		return nil, fmt.Errorf("%w: %s", ErrNotFound, id)
+	}
+	p := objs.primary
+	sb := &Sandbox{
+		ID: id, Name: objectName(id), Project: p.Labels[LabelProject], Kind: p.Labels[LabelKind],
+		PlanHash: p.Labels[LabelPlanHash], PrimaryID: p.ID, Services: map[string]string{},
+		manifest: r, shard: p.Labels[LabelShard], hold: p.Labels[LabelHold] != "",
+	}
+	for _, s := range objs.services {
+		sb.Services[s.Labels[LabelService]] = s.ID
+	}
+	for _, c := range objs.all {
+		if c.Labels[LabelRole] == RoleEgress {
+			sb.egressID = c.ID
+		}
+	}
+	if _, err := rt.Engine.NetworkInspect(ctx, sb.Name, network.InspectOptions{}); err == nil {
+		sb.Network = sb.Name
+	}
+	ci, err := rt.Engine.ContainerInspect(ctx, p.ID)
+	if err == nil && ci.Config != nil {
+		sb.TTY = ci.Config.Tty
+	}
+	// A container that never ran has no status stream to reset.
+	if err == nil && ci.ContainerJSONBase != nil && ci.State != nil {
+		started, perr := time.Parse(time.RFC3339Nano, ci.State.StartedAt)
+		sb.fresh = perr == nil && started.Year() <= 1
+	}
+	return sb, nil
+}
+
+// Running reports whether a container runs (false when it is gone or the Engine
+// cannot say).
+func (rt *Runtime) Running(ctx context.Context, containerID string) bool {
+	ci, err := rt.Engine.ContainerInspect(ctx, containerID)
+	return err == nil && ci.State != nil && ci.State.Running
+}
+
+// OnlyInitRuns reports whether the Engine lists no process in a container
+// but its PID 1 (the supervisor), or none at all (the supervisor, which
+// exits right after a sealed end, may be gone already): what the host checks
+// of a sealed end marker (supervisor.SealedEndMarker) before it believes it,
+// since a process in the sandbox can print one. False when the Engine cannot
+// say.
+//
+// On an Engine of this host it counts the processes of the container's cgroup
+// itself (a few file reads); elsewhere, or when the cgroup is not found there,
+// it asks the Engine to list them (`docker top`: a ps of the Engine's host,
+// ~50 ms).
+func (rt *Runtime) OnlyInitRuns(ctx context.Context, containerID string) bool {
+	ci, err := rt.Engine.ContainerInspect(ctx, containerID)
+	if err != nil || ci.ContainerJSONBase == nil || ci.State == nil {
+		return false
+	}
+	if !ci.State.Running {
+		return true
+	}
+	if !rt.Remote && ci.State.Pid > 0 {
+		if n, ok := rt.hostCgroupProcs(ci); ok {
+			return n <= 1
+		}
+		// PID 1 has exited since the Engine named it (a run's supervisor
+		// exits right after its sealed marker): when PID 1 of a PID
+		// namespace ends, the kernel kills every other process in it. Its
+		// PID is ours to look up only if the Engine's PIDs are this host's.
+		if pidGone(ci.State.Pid) && rt.seesEnginePIDs(ctx) {
+			return true
+		}
+	}
+	top, err := rt.Engine.ContainerTop(ctx, containerID, nil)
+	if err == nil {
+		return len(top.Processes) <= 1
+	}
+	ci, err = rt.Engine.ContainerInspect(ctx, containerID)
+	return err == nil && ci.State != nil && !ci.State.Running
+}
+
+// cgroupProcs counts the processes of the cgroup of process pid of this host,
+// which must be container id's (its path names the container: cgroupfs's
+// /docker/ID, systemd's docker-ID.scope; an Engine in a VM has other PIDs).
+// The pids hierarchy of cgroup v1, else the unified one of v2. A cgroup gone
+// (the container exited meanwhile) has none.
+func cgroupProcs(pid int, id string) (int, bool) {
+	if id == "" {
+		return 0, false
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+	if err != nil {
+		return 0, false
+	}
+	var dirs []string
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) != 3 || !strings.Contains(parts[2], id) || strings.Contains(parts[2], "..") {
+			continue
+		}
+		switch {
+		case slices.Contains(strings.Split(parts[1], ","), "pids"):
+			dirs = append([]string{filepath.Join("/sys/fs/cgroup/pids", parts[2])}, dirs...)
+		case parts[0] == "0" && parts[1] == "":
+			dirs = append(dirs, filepath.Join("/sys/fs/cgroup", parts[2]))
+		}
+	}
+	for _, d := range dirs {
+		procs, err := os.ReadFile(filepath.Join(d, "cgroup.procs"))
+		if err == nil {
+			return len(strings.Fields(string(procs))), true
+		}
+		if errors.Is(err, os.ErrNotExist) {
+			if _, serr := os.Stat(filepath.Dir(d)); serr == nil {
+				return 0, true // the container's cgroup went with it
+			}
+		}
+	}
+	return 0, false
+}
+
+// hostCgroupProcs is cgroupProcs of the PID 1 of a container the Engine
+// inspected; a count found proves the Engine's PIDs are this host's.
+func (rt *Runtime) hostCgroupProcs(ci container.InspectResponse) (int, bool) {
+	if ci.State.Pid <= 0 {
+		return 0, false
+	}
+	n, ok := cgroupProcs(ci.State.Pid, ci.ID)
+	if ok {
+		rt.hostPIDs.Store(true)
+	}
+	return n, ok
+}
+
+// pidGone reports whether no process of this host has pid.
+func pidGone(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return errors.Is(err, syscall.ESRCH)
+}
+
+// seesEnginePIDs reports whether the Engine's containers run in this
+// process's PID namespace (an Engine in a VM's do not): once one of its
+// running sandboxes' PID 1, as the Engine names it, is found in a cgroup
+// whose path names that container. Proven once, it is kept.
+func (rt *Runtime) seesEnginePIDs(ctx context.Context) bool {
+	if rt.hostPIDs.Load() {
+		return true
+	}
+	list, err := rt.Engine.ContainerList(ctx, container.ListOptions{Limit: 4, Filters: filters.NewArgs(filters.Arg("status", "running"), filters.Arg("label", LabelSandbox))})
+	if err != nil {
+		return false
+	}
+	for _, c := range list {
+		ci, err := rt.Engine.ContainerInspect(ctx, c.ID)
+		if err != nil || ci.ContainerJSONBase == nil || ci.State == nil {
+			continue
+		}
+		if _, ok := rt.hostCgroupProcs(ci); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// owns reports whether an object of a sandbox this runtime was asked about is its
+// daemon's: it carries the daemon's owner key, or no owner at all (made before
+// owners were recorded; the caller knows the sandbox from its own store).
+func (rt *Runtime) owns(labels map[string]string) bool {
+	o, ok := labels[LabelOwner]
+	return rt.Owner == "" || !ok || o == rt.Owner
+}
+
+// helperLabels are the labels of a short-lived helper container.
+func (rt *Runtime) helperLabels() map[string]string {
+	return rt.ownLabel(map[string]string{LabelRole: "helper"})
+}
+
+// ownLabel adds the daemon's owner key to the labels of an object it makes
+// (nothing without one) and returns them.
+func (rt *Runtime) ownLabel(l map[string]string) map[string]string {
+	if rt.Owner != "" {
+		l[LabelOwner] = rt.Owner
+	}
+	return l
+}
+
+// ExitCode returns a stopped container's exit code (nil when unknown).
+func (rt *Runtime) ExitCode(ctx context.Context, containerID string) *int {
+	ci, err := rt.Engine.ContainerInspect(ctx, containerID)
+	if err != nil || ci.State == nil || ci.State.Running || ci.State.Status == "created" {
+		return nil // running, or never ran
+	}
+	code := ci.State.ExitCode
+	return &code
+}

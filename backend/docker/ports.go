@@ -1,0 +1,145 @@
+package docker
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/docker/go-connections/nat"
+
+	"github.com/airlock-dev/airlock/manifest"
+)
+
+// Published ports (sandbox.ports): the primary container exposes them and the
+// Engine binds them on the host when it starts (127.0.0.1 unless the entry names
+// an address). What was bound, random host ports included, is read back from the
+// container after each start.
+
+// Port is one published port: HostIP:HostPort on the host reaches
+// ContainerPort/Protocol in the sandbox. The daemon passes it on as a
+// client.Port, which shows it.
+type Port struct {
+	HostIP        string `json:"host_ip"`
+	HostPort      int    `json:"host_port"`
+	ContainerPort int    `json:"container_port"`
+	Protocol      string `json:"protocol"`
+}
+
+// portConfig is what sandbox.ports asks of the Engine (nil, nil without ports).
+func portConfig(r *manifest.Resolved) (nat.PortSet, nat.PortMap, error) {
+	if len(r.Sandbox.Ports) == 0 {
+		return nil, nil, nil
+	}
+	exposed, bindings, err := manifest.ParsePorts(r.Sandbox.Ports)
+	if err != nil {
+		return nil, nil, configErr("sandbox.ports: %v", err)
+	}
+	return exposed, bindings, nil
+}
+
+// capabilities are sandbox.cap_add and cap_drop as the Engine takes them.
+func capabilities(r *manifest.Resolved) (add, drop []string, err error) {
+	if add, err = manifest.NormalizeCapabilities(r.Sandbox.CapAdd); err != nil {
+		return nil, nil, configErr("sandbox.cap_add: %v", err)
+	}
+	if drop, err = manifest.NormalizeCapabilities(r.Sandbox.CapDrop); err != nil {
+		return nil, nil, configErr("sandbox.cap_drop: %v", err)
+	}
+	return add, drop, nil
+}
+
+// publishedPorts lists the host bindings of a running container, in order.
+func publishedPorts(m nat.PortMap) []Port {
+	var out []Port
+	for p, bs := range m {
+		for _, b := range bs {
+			hp, err := strconv.Atoi(b.HostPort)
+			if err != nil {
+				continue // exposed, not published
+			}
+			out = append(out, Port{HostIP: b.HostIP, HostPort: hp, ContainerPort: p.Int(), Protocol: p.Proto()})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		switch {
+		case a.ContainerPort != b.ContainerPort:
+			return a.ContainerPort < b.ContainerPort
+		case a.Protocol != b.Protocol:
+			return a.Protocol < b.Protocol
+		case a.HostIP != b.HostIP:
+			return a.HostIP < b.HostIP
+		}
+		return a.HostPort < b.HostPort
+	})
+	return out
+}
+
+// readPorts reads what the Engine bound for a started sandbox's ports (nil
+// when the manifest publishes none, or the Engine cannot say).
+func (rt *Runtime) readPorts(ctx context.Context, sb *Sandbox) []Port {
+	if sb.manifest == nil || len(sb.manifest.Sandbox.Ports) == 0 {
+		return nil
+	}
+	ci, err := rt.Engine.ContainerInspect(ctx, sb.PrimaryID)
+	if err != nil || ci.NetworkSettings == nil {
+		return nil
+	}
+	return publishedPorts(ci.NetworkSettings.Ports)
+}
+
+// PortInUseError is a start that failed because a host port of sandbox.ports
+// is taken (by another process or another container).
+type PortInUseError struct {
+	Addr string // host address and port, e.g. 127.0.0.1:18080 ("" when the Engine did not say)
+	Spec string // the sandbox.ports entry that binds it ("" when unknown)
+	Err  error  // the Engine's error
+}
+
+func (e *PortInUseError) Error() string {
+	switch {
+	case e.Addr == "":
+		return fmt.Sprintf("cannot start the sandbox: a host port of sandbox.ports is already in use (%v)", e.Err)
+	case e.Spec == "":
+		return fmt.Sprintf("cannot start the sandbox: host port %s is already in use (free it or publish another port in sandbox.ports)", e.Addr)
+	}
+	return fmt.Sprintf("cannot start the sandbox: host port %s of sandbox.ports %q is already in use (free it or publish another port)", e.Addr, e.Spec)
+}
+
+func (e *PortInUseError) Unwrap() error { return e.Err }
+
+// Messages of the Engine (and Docker Desktop) about a host port it cannot bind.
+var (
+	portAllocatedRE = regexp.MustCompile(`Bind for (\S+) failed: port is already allocated`)
+	addrInUseRE     = regexp.MustCompile(`listen (?:tcp|udp|sctp)[46]? (\S+): bind: address already in use`)
+	bindHostPortRE  = regexp.MustCompile(`failed to bind host port (?:for )?(\S+?:\d+)(?:[:/]\S*)?: address already in use`)
+)
+
+// portInUse maps a start error about a taken host port to a PortInUseError
+// naming the port and its sandbox.ports entry; other errors give nil.
+func portInUse(err error, specs []string) *PortInUseError {
+	if err == nil || len(specs) == 0 {
+		return nil
+	}
+	msg := err.Error()
+	if !strings.Contains(msg, "port is already allocated") && !strings.Contains(msg, "address already in use") {
+		return nil
+	}
+	pe := &PortInUseError{Err: err}
+	for _, re := range []*regexp.Regexp{portAllocatedRE, addrInUseRE, bindHostPortRE} {
+		if m := re.FindStringSubmatch(msg); m != nil {
+			pe.Addr = m[1]
+			break
+		}
+	}
+	if i := strings.LastIndex(pe.Addr, ":"); i > 0 {
+		ip := strings.Trim(pe.Addr[:i], "[]")
+		pe.Addr = net.JoinHostPort(ip, pe.Addr[i+1:])
+		pe.Spec = manifest.PortSpecFor(specs, ip, pe.Addr[strings.LastIndex(pe.Addr, ":")+1:])
+	}
+	return pe
+}

@@ -1,0 +1,97 @@
+package docker
+
+import (
+	"os"
+	"os/exec"
+	"testing"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+
+	"github.com/airlock-dev/airlock/test/testenv"
+)
+
+// TestOnlyInitRuns: what a sealed end marker is checked against, on a real
+// Engine: a container with its PID 1 alone passes; one with a second process
+// (an exec) does not, counted from its cgroup on this host and through the
+// Engine's list alike; a cgroup of another container does not count for it;
+// a stopped container passes.
+func TestOnlyInitRuns(t *testing.T) {
+	t.Parallel()
+	cli := testenv.Client(t)
+	ctx := testContext(t, 2*time.Minute)
+	img := testenv.BusyboxImage(t)
+	rt := &Runtime{Engine: cli}
+	start := func() string {
+		c, err := cli.ContainerCreate(ctx, &container.Config{Image: img, Cmd: []string{"sleep", "300"}, Labels: map[string]string{LabelSandbox: "sealcheck"}}, &container.HostConfig{}, nil, nil, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cli.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true}) })
+		if err := cli.ContainerStart(ctx, c.ID, container.StartOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		return c.ID
+	}
+	id, other := start(), start()
+	if !rt.OnlyInitRuns(ctx, id) {
+		t.Errorf("a container running its PID 1 alone: want true")
+	}
+	ci, err := cli.ContainerInspect(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, ok := cgroupProcs(ci.State.Pid, ci.ID); !ok || n != 1 {
+		t.Errorf("cgroupProcs of its PID 1 = %d, %v; want 1, true", n, ok)
+	}
+	if _, ok := cgroupProcs(ci.State.Pid, other); ok {
+		t.Errorf("cgroupProcs of its PID 1 named as another container's: counted")
+	}
+	ex, err := cli.ContainerExecCreate(ctx, id, container.ExecOptions{Cmd: []string{"sleep", "300"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cli.ContainerExecStart(ctx, ex.ID, container.ExecStartOptions{Detach: true}); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 30*time.Second, "the exec to run", func() bool {
+		in, err := cli.ContainerExecInspect(ctx, ex.ID)
+		return err == nil && in.Running && in.Pid != 0
+	})
+	if rt.OnlyInitRuns(ctx, id) {
+		t.Errorf("a container with an exec running: want false")
+	}
+	if n, ok := cgroupProcs(ci.State.Pid, ci.ID); !ok || n != 2 {
+		t.Errorf("cgroupProcs with an exec = %d, %v; want 2, true", n, ok)
+	}
+	remote := &Runtime{Engine: cli, Remote: true} // through the Engine's list
+	if remote.OnlyInitRuns(ctx, id) {
+		t.Errorf("through the Engine's list, a container with an exec running: want false")
+	}
+	if !remote.OnlyInitRuns(ctx, other) {
+		t.Errorf("through the Engine's list, a container running its PID 1 alone: want true")
+	}
+	// The Engine said running, but its PID 1 has exited since (a run's
+	// supervisor exits right after its sealed marker): when PID 1 of a PID
+	// namespace ends, the kernel kills the rest, so none runs beside it. That
+	// PID is looked up here once the Engine's PIDs are proven to be this
+	// host's, rather than through the Engine's list, which is slow (~0.1 s)
+	// and refuses (409) a container being torn down.
+	gone := exec.Command("true")
+	if err := gone.Run(); err != nil {
+		t.Fatal(err)
+	}
+	if !pidGone(gone.Process.Pid) || pidGone(os.Getpid()) {
+		t.Errorf("pidGone: an exited process %v, this one %v; want true, false", pidGone(gone.Process.Pid), pidGone(os.Getpid()))
+	}
+	if fresh := (&Runtime{Engine: cli}); !fresh.seesEnginePIDs(ctx) {
+		t.Errorf("seesEnginePIDs with sandboxes running on the local Engine: want true")
+	}
+	timeout := 0
+	if err := cli.ContainerStop(ctx, id, container.StopOptions{Timeout: &timeout}); err != nil {
+		t.Fatal(err)
+	}
+	if !rt.OnlyInitRuns(ctx, id) {
+		t.Errorf("a stopped container: want true")
+	}
+}

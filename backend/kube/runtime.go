@@ -1,0 +1,230 @@
+package kube
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/airlock-dev/airlock/backend/docker"
+	"github.com/airlock-dev/airlock/engine"
+	"github.com/airlock-dev/airlock/manifest"
+)
+
+// Scheme is the scheme of a Kubernetes backend's endpoint: the daemon's API and
+// store carry a backend as an engine.Endpoint, whose Host for a cluster is
+// "kubernetes:///NAMESPACE?context=…&kubeconfig=…&image=…".
+const Scheme = "kubernetes"
+
+// Config says which cluster, namespace and airlock image a runtime uses.
+type Config struct {
+	// Kubeconfig is the kubeconfig file ("" for client-go's loading rules:
+	// KUBECONFIG, then ~/.kube/config), Context its context ("" for the current one).
+	Kubeconfig, Context string
+	Namespace           string // default "airlock"
+	Image               string // the airlock image the init container copies the supervisor from
+	CreateNamespace     bool
+	AllowPrivileged     bool // [kubernetes] allow_privileged
+	// Pod is what [kubernetes] sets on every Pod: node selector,
+	// tolerations, RuntimeClass, ServiceAccount, default resources.
+	Pod      PodSettings
+	Owner    string // the control daemon's instance key, on every Pod
+	HostHome string // what ~ is in a [copies] source ("" for the user's home)
+}
+
+// Runtime runs sandboxes as Pods of one namespace of a cluster.
+type Runtime struct {
+	cfg      Config
+	rest     *rest.Config
+	core     *rest.RESTClient // the core/v1 API (client.go)
+	endpoint engine.Endpoint
+
+	onService func(sandboxID, service string, ready bool, detail string)
+	onStep    func(sandboxID, step string, d time.Duration)
+
+	mu      sync.Mutex
+	nsReady bool
+	live    map[string]*podState  // by sandbox ID: what Start needs of Create
+	sizes   map[string]*sizeQueue // by sandbox ID: the attached terminal's sizes
+}
+
+// podState is what this runtime keeps of a sandbox it created or opened.
+type podState struct {
+	pod      string
+	resolved *manifest.Resolved
+	values   map[string]string // delivered at start
+	parked   bool              // made for a warm pool: its values come with its claim
+	// claimW, for a parked Pod a run attached to (Attach), is that attach's
+	// stdin: Claim writes the claim on it, then the run's stdin (claimIn).
+	claimW  *io.PipeWriter
+	claimIn io.Reader
+}
+
+// IsEndpoint reports whether an endpoint names a Kubernetes backend.
+func IsEndpoint(ep engine.Endpoint) bool { return ep.IsKubernetes() }
+
+// Endpoint is how the daemon's API and store name the backend of cfg. The context
+// is the resolved one, so that the daemon reaches the same cluster as the CLI.
+func (c Config) Endpoint() engine.Endpoint {
+	q := url.Values{}
+	if c.Context != "" {
+		q.Set("context", c.Context)
+	}
+	if c.Kubeconfig != "" {
+		q.Set("kubeconfig", c.Kubeconfig)
+	}
+	if c.Image != "" {
+		q.Set("image", c.Image)
+	}
+	if c.AllowPrivileged {
+		q.Set("allow_privileged", "true")
+	}
+	if c.CreateNamespace {
+		q.Set("create_namespace", "true")
+	}
+	if !c.Pod.IsZero() {
+		b, _ := json.Marshal(c.Pod)
+		q.Set("pod", string(b))
+	}
+	u := url.URL{Scheme: Scheme, Path: "/" + c.Namespace, RawQuery: q.Encode()}
+	return engine.Endpoint{Host: u.String()}
+}
+
+// ConfigOf reads a Config back from an endpoint made by Config.Endpoint.
+func ConfigOf(ep engine.Endpoint) (Config, error) {
+	u, err := url.Parse(ep.Host)
+	if err != nil || u.Scheme != Scheme {
+		return Config{}, fmt.Errorf("cannot read the Kubernetes backend %q", ep.Host)
+	}
+	q := u.Query()
+	cfg := Config{Namespace: strings.TrimPrefix(u.Path, "/"), Context: q.Get("context"), Kubeconfig: q.Get("kubeconfig"), Image: q.Get("image"),
+		AllowPrivileged: q.Get("allow_privileged") == "true", CreateNamespace: q.Get("create_namespace") == "true"}
+	if p := q.Get("pod"); p != "" {
+		if err := json.Unmarshal([]byte(p), &cfg.Pod); err != nil {
+			return Config{}, fmt.Errorf("cannot read the Pod settings of the Kubernetes backend %q: %w", ep.Host, err)
+		}
+	}
+	return cfg, nil
+}
+
+// Resolve completes cfg as kubectl would read it (client-go's loading rules)
+// without reaching the cluster: the default namespace, the current context and
+// the kubeconfig file, so that its endpoint names them.
+func Resolve(cfg Config) (Config, error) {
+	_, cfg, err := load(cfg)
+	return cfg, err
+}
+
+func load(cfg Config) (clientcmd.ClientConfig, Config, error) {
+	if cfg.Namespace == "" {
+		cfg.Namespace = "airlock"
+	}
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	if cfg.Kubeconfig != "" {
+		rules.ExplicitPath = cfg.Kubeconfig
+	}
+	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: cfg.Context})
+	raw, err := cc.RawConfig()
+	if err != nil {
+		return nil, cfg, &docker.Error{Code: 125, Err: fmt.Errorf("cannot read the kubeconfig: %w", err)}
+	}
+	if cfg.Context == "" {
+		cfg.Context = raw.CurrentContext
+	}
+	if cfg.Kubeconfig == "" {
+		if p := rules.GetDefaultFilename(); p != "" {
+			cfg.Kubeconfig = p
+		}
+	}
+	return cc, cfg, nil
+}
+
+// Open connects to the cluster of cfg as kubectl would (client-go's loading
+// rules), resolving the current context so that the endpoint names it.
+func Open(ctx context.Context, cfg Config) (*Runtime, error) {
+	cc, cfg, err := load(cfg)
+	if err != nil {
+		return nil, err
+	}
+	rc, err := cc.ClientConfig()
+	if err != nil {
+		return nil, &docker.Error{Code: 125, Err: fmt.Errorf("cannot use the Kubernetes context %q: %w", cfg.Context, err)}
+	}
+	rc.QPS, rc.Burst = 50, 100
+	core, err := newCoreClient(rc)
+	if err != nil {
+		return nil, &docker.Error{Code: 125, Err: fmt.Errorf("cannot make a Kubernetes client: %w", err)}
+	}
+	rt := &Runtime{cfg: cfg, rest: rc, core: core, endpoint: cfg.Endpoint(), live: map[string]*podState{}}
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if _, err := core.Get().AbsPath("/version").DoRaw(pctx); err != nil {
+		return nil, &docker.Error{Code: 125, Err: fmt.Errorf("cannot reach the Kubernetes cluster of context %q at %s: %w", cfg.Context, rc.Host, err)}
+	}
+	return rt, nil
+}
+
+// Location is the endpoint naming this backend.
+func (rt *Runtime) Location() engine.Endpoint { return rt.endpoint }
+
+// Namespace is the namespace the sandboxes' Pods live in.
+func (rt *Runtime) Namespace() string { return rt.cfg.Namespace }
+
+// SetHooks sets what hears services' first results and the steps' durations.
+func (rt *Runtime) SetHooks(onService func(sandboxID, service string, ready bool, detail string), onStep func(sandboxID, step string, d time.Duration)) {
+	rt.onService, rt.onStep = onService, onStep
+}
+
+func (rt *Runtime) step(id, name string) func() {
+	start := time.Now()
+	return func() {
+		if rt.onStep != nil {
+			rt.onStep(id, name, time.Since(start))
+		}
+	}
+}
+
+// ensureNamespace makes the namespace when it is missing and that is allowed.
+func (rt *Runtime) ensureNamespace(ctx context.Context) error {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if rt.nsReady {
+		return nil
+	}
+	err := rt.getNamespace(ctx)
+	switch {
+	case err == nil:
+	case apierrors.IsNotFound(err) && rt.cfg.CreateNamespace:
+		err = rt.createNamespace(ctx)
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			return failed("cannot create the namespace %s: %v", rt.cfg.Namespace, err)
+		}
+	case apierrors.IsNotFound(err):
+		return failed("the namespace %s does not exist (create it, or allow airlock to: [kubernetes] create_namespace = true)", rt.cfg.Namespace)
+	case apierrors.IsForbidden(err):
+		// Reading namespaces may be forbidden where using one is not: go on.
+	default:
+		return failed("cannot read the namespace %s: %v", rt.cfg.Namespace, err)
+	}
+	rt.nsReady = true
+	return nil
+}
+
+func failed(format string, args ...any) error {
+	return &docker.Error{Code: 125, Err: fmt.Errorf(format, args...)}
+}
+
+func configErr(format string, args ...any) error {
+	return &docker.Error{Code: 2, Err: fmt.Errorf(format, args...)}
+}
+
+var errGone = errors.New("the sandbox's Pod is gone")
