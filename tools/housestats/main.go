@@ -136,17 +136,17 @@ func list() ([]pkg, error) {
 // room names the part of the tree a package belongs to, for the rules below.
 func room(p string) string {
 	switch {
-	case p == "sandbox" || strings.HasPrefix(p, "sandbox/"):
+	case p == "sandbox" || p == "backend/docker": // the Docker backend, before and after its move
 		return "docker"
-	case p == "kube" || strings.HasPrefix(p, "kube/"):
+	case p == "kube" || p == "backend/kube":
 		return "kube"
 	case strings.HasPrefix(p, "internal/bench") || strings.HasPrefix(p, "internal/clitest") ||
 		strings.HasPrefix(p, "internal/testenv") || strings.HasPrefix(p, "internal/cmd/"):
 		return "internal-tooling"
 	case strings.HasPrefix(p, "internal/"):
 		return "internal"
-	case p == "cli" || p == "control" || strings.HasPrefix(p, "control/"):
-		return p
+	case p == "test/testenv" || p == "test/clitest" || strings.HasPrefix(p, "bench/") || strings.HasPrefix(p, "tools/"):
+		return "tooling"
 	}
 	return p
 }
@@ -178,7 +178,7 @@ func upward(pkgs []pkg) []string {
 				bad = true
 			case fr == "kube" && tr == "docker", fr == "docker" && tr == "kube":
 				bad = true
-			case fr == "cli" && (tr == "docker" || tr == "kube" || tr == "control" || strings.HasPrefix(to, "control/")):
+			case fr == "cli" && (tr == "docker" || tr == "kube" || to == "backend" || to == "daemon" || to == "control" || strings.HasPrefix(to, "control/")):
 				bad = true
 			}
 			if bad {
