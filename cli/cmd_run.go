@@ -20,6 +20,7 @@ import (
 	"github.com/airlock-dev/airlock/internal/proc"
 	"github.com/airlock-dev/airlock/internal/termsafe"
 	"github.com/airlock-dev/airlock/manifest"
+	"github.com/airlock-dev/airlock/trust"
 )
 
 func init() { addCommand(newRunCommand) }
@@ -71,6 +72,40 @@ func newRunCommand(a *app) *cobra.Command {
 // signals the CLI forwards to the sandbox's main command (design.md §6).
 var forwardedSignals = []os.Signal{unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT, unix.SIGUSR1, unix.SIGUSR2}
 
+// runJob is one `airlock run` on its way: what its steps share. The steps, in
+// order: prepare (manifest, trust, target, image), create, start (attach, resume,
+// started), wait (signals, failure, the main command's end); finish removes the
+// sandbox (or announces it kept) whatever happened.
+type runJob struct {
+	a      *app
+	o      runOptions
+	parent context.Context
+	su     *setup
+
+	r             *manifest.Resolved
+	layers        *trust.Snapshot
+	tgt           *target
+	projectCopied bool
+	protected     []string
+	outCopy       *docker.Output
+	c             *client.Client
+	secretValues  map[string]string
+	tty, stdin    bool
+	req           *client.CreateRequest
+	// removeOnExit: the daemon removes the sandbox once its main command
+	// exited; waitRemoved: the run returns once it is removed.
+	removeOnExit, waitRemoved bool
+
+	id         string
+	session    *layerSession
+	main       *mainStream
+	before     *client.Sandbox
+	failed     <-chan client.Event
+	restore    func()
+	mainExited bool
+	daemonLost atomic.Bool
+}
+
 func (a *app) run(parent context.Context, o runOptions, args []string) error {
 	if parent == nil {
 		parent = context.Background()
@@ -80,12 +115,53 @@ func (a *app) run(parent context.Context, o runOptions, args []string) error {
 	// with the signal's default action).
 	su := newSetup(parent)
 	defer su.close()
-	ctx, sigs, setupErr := su.ctx, su.sigs, su.err
+	j := &runJob{a: a, o: o, parent: parent, su: su, restore: func() {}}
+	if err := j.prepare(args); err != nil {
+		return err
+	}
+	id, err := a.createRun(su.ctx, j.c, j.req)
+	if err != nil {
+		return su.err(err)
+	}
+	j.id = id
+	defer j.finish()
+	qctx, qcancel := context.WithCancel(su.ctx)
+	defer qcancel()
+	a.sayQueued(qctx, j.c, id, 0)
+	// j.id may change here: a sandbox whose making a daemon that went away cut
+	// short is replaced (the deferred removal follows j.id).
+	if err := a.awaitCreated(su.ctx, j.c, j.req, o.id != "", &j.id); err != nil {
+		return su.err(err)
+	}
+	waitCtx, waitCancel := context.WithCancel(context.WithoutCancel(parent))
+	defer waitCancel()
+	defer func() { j.restore() }()
+	if err := j.start(waitCtx); err != nil {
+		j.restore()
+		return err
+	}
+	qcancel()
+	su.end()
+	if sig := su.interrupted(); sig != nil {
+		j.restore()
+		return interruptedDuringSetup(sig)
+	}
+	if j.tty {
+		followResize(waitCtx, a.stdout, func(h, w uint) { _ = j.main.resize(h, w) })
+	}
+	return j.wait(waitCtx)
+}
 
+// prepare does what comes before the sandbox is asked for: the manifest and
+// its layers checked, the flags read, the target and the daemon found, the
+// image made, and the create request.
+func (j *runJob) prepare(args []string) error {
+	a, o, ctx, setupErr := j.a, j.o, j.su.ctx, j.su.err
 	r, layers, err := a.loadManifestLayers()
 	if err != nil {
 		return err
 	}
+	j.r, j.layers = r, layers
 	if err := a.checkLayers(ctx, r, layers); err != nil {
 		return setupErr(err)
 	}
@@ -97,8 +173,7 @@ func (a *app) run(parent context.Context, o runOptions, args []string) error {
 	if err != nil {
 		return err
 	}
-	outCopy, err := a.runOutput(r, o)
-	if err != nil {
+	if j.outCopy, err = a.runOutput(r, o); err != nil {
 		return err
 	}
 	a.warnPrivileged(r)
@@ -110,21 +185,23 @@ func (a *app) run(parent context.Context, o runOptions, args []string) error {
 	if err != nil {
 		return setupErr(err)
 	}
-	projectCopied := tgt.projectCopied(r)
+	j.tgt = tgt
+	j.projectCopied = tgt.projectCopied(r)
 	if tgt.clientFiles {
 		if err := checkClientFiles(r); err != nil {
 			return err
 		}
 	}
 	// The layers the sandbox could write are read-only in it (docs/trust.md).
-	protected := a.protectLayers(r, layers, projectCopied)
+	j.protected = a.protectLayers(r, layers, j.projectCopied)
 	if !o.noPool {
-		a.beginPool(r, projectCopied, protected)
+		a.beginPool(r, j.projectCopied, j.protected)
 	}
 	c, err := a.daemonClientAgain(ctx)
 	if err != nil {
 		return setupErr(err)
 	}
+	j.c = c
 	// What the sandbox is made from (through a daemon on another machine,
 	// the image built from the context sent instead of [sandbox.build]).
 	made, err := a.prepareViaDaemon(ctx, c, r, tgt.engine)
@@ -135,8 +212,9 @@ func (a *app) run(parent context.Context, o runOptions, args []string) error {
 	if err != nil {
 		return err
 	}
-	tty := isTerminal(a.stdin) && isTerminal(a.stdout)
-	stdin := tty || forwardsStdin(a.stdin)
+	j.secretValues = secretValues
+	j.tty = isTerminal(a.stdin) && isTerminal(a.stdout)
+	j.stdin = j.tty || forwardsStdin(a.stdin)
 	// A run sandbox is reaped when its CLI is gone, unless it is kept: then it
 	// stays until `airlock rm`.
 	cliPid, cliStart := os.Getpid(), processStart(os.Getpid())
@@ -145,150 +223,193 @@ func (a *app) run(parent context.Context, o runOptions, args []string) error {
 	}
 	// Without --keep or --output nothing is needed of the sandbox once its main
 	// command exited: the daemon removes it then, and the CLI returns the code.
-	removeOnExit := !o.keep && len(o.outputs) == 0
+	j.removeOnExit = !o.keep && len(o.outputs) == 0
 	// The run returns once CMD exited and its output is out, the daemons that
 	// are slow to stop, and the Engine's teardown of the container (~0.2 s),
 	// finishing in the background. Not for a kept sandbox (announced once
 	// stopped) or the --output of a copied project (read once stopped).
-	fastEnd := !o.wait && !r.Sandbox.WaitForDaemons && !o.keep && !(len(o.outputs) > 0 && projectCopied)
+	fastEnd := !o.wait && !r.Sandbox.WaitForDaemons && !o.keep && !(len(o.outputs) > 0 && j.projectCopied)
 	// --wait (or sandbox.wait_for_daemons) returns as `docker run --rm` does:
 	// once the sandbox is removed, so that nothing of it is left when it
 	// returns (ps -a lists nothing of it, nor does docker ps -a).
-	waitRemoved := (o.wait || r.Sandbox.WaitForDaemons) && !o.keep
-	createReq := &client.CreateRequest{
+	j.waitRemoved = (o.wait || r.Sandbox.WaitForDaemons) && !o.keep
+	j.req = &client.CreateRequest{
 		ID: o.id, Kind: docker.KindRun, Manifest: wm, Secrets: secretValues, Command: args, EnvSecrets: envSecrets,
-		Workdir: o.workdir, TTY: tty, Stdin: stdin, Labels: labels, Quiet: a.opts.quiet,
-		CLIPid: cliPid, CLIStart: cliStart, Engine: tgt.engine, RemoveOnExit: removeOnExit, FastEnd: fastEnd, ClientFiles: tgt.clientFiles,
+		Workdir: o.workdir, TTY: j.tty, Stdin: j.stdin, Labels: labels, Quiet: a.opts.quiet,
+		CLIPid: cliPid, CLIStart: cliStart, Engine: tgt.engine, RemoveOnExit: j.removeOnExit, FastEnd: fastEnd, ClientFiles: tgt.clientFiles,
 		NoPool: o.noPool, ToolEnv: a.toolEnv(),
 	}
-	if createReq.ID == "" && !mayUsePool(r, o) {
+	if j.req.ID == "" && !mayUsePool(r, o) {
 		// The CLI names the sandbox, so that a create whose answer a daemon
 		// that went away never sent can be found (or asked for again). Not
 		// when a warm pool may serve the run: a parked sandbox has its own ID
 		// (a create that names one is served cold).
-		createReq.ID = ids.New()
+		j.req.ID = ids.New()
 	}
-	id, err := a.createRun(ctx, c, createReq)
-	if err != nil {
-		return setupErr(err)
+	return nil
+}
+
+// finish runs once the run ends, however: the egress summary and the
+// breakdown when asked for, and the sandbox removed (by the daemon that knew
+// to, else asked of the one that answers now) or announced kept.
+func (j *runJob) finish() {
+	a, o, c, id := j.a, j.o, j.c, j.id
+	bg, bcancel := context.WithTimeout(context.WithoutCancel(j.parent), 2*time.Minute)
+	defer bcancel()
+	if docker.HasEgress(j.r) && !a.opts.quiet {
+		// The denials are counted until the sandbox is removed (or kept).
+		defer func() {
+			want := client.StateDeleted
+			if o.keep {
+				want = client.StateStopped
+			}
+			wctx, wcancel := context.WithTimeout(bg, 30*time.Second)
+			_, _, _ = c.WaitState(wctx, id, want, client.StateFailed, client.StateDeleted)
+			wcancel()
+			a.egressSummary(bg, c, id)
+		}()
 	}
-	mainExited := false
-	var daemonLost atomic.Bool
-	defer func() {
-		bg, bcancel := context.WithTimeout(context.WithoutCancel(parent), 2*time.Minute)
-		defer bcancel()
-		if docker.HasEgress(r) && !a.opts.quiet {
-			// The denials are counted until the sandbox is removed (or kept).
-			defer func() {
-				want := client.StateDeleted
-				if o.keep {
-					want = client.StateStopped
-				}
+	if a.opts.logLevel == "debug" {
+		// The whole breakdown, removal included: wait for its end.
+		defer func() {
+			if !o.keep {
 				wctx, wcancel := context.WithTimeout(bg, 30*time.Second)
-				_, _, _ = c.WaitState(wctx, id, want, client.StateFailed, client.StateDeleted)
+				_, _, _ = c.WaitState(wctx, id, client.StateDeleted)
 				wcancel()
-				a.egressSummary(bg, c, id)
-			}()
-		}
-		if a.opts.logLevel == "debug" {
-			// The whole breakdown, removal included: wait for its end.
-			defer func() {
-				if !o.keep {
-					wctx, wcancel := context.WithTimeout(bg, 30*time.Second)
-					_, _, _ = c.WaitState(wctx, id, client.StateDeleted)
-					wcancel()
-				}
-				a.printBreakdown(bg, c, id)
-			}()
-		}
-		if o.keep {
-			// The daemon records the stop (and the supervisor's last reports)
-			// before the sandbox is announced kept; through the one that
-			// answers next if it goes away meanwhile.
-			cur, _ := retryDaemon(a, bg, func() (*client.Sandbox, error) {
-				sb, _, err := c.WaitState(bg, id, client.StateStopped, client.StateFailed)
-				return sb, err
-			})
-			if cur != nil && cur.State != client.StateFailed {
-				if !a.opts.quiet {
-					fmt.Fprintf(a.stderr, "airlock: kept sandbox %s (airlock logs %s; airlock rm %s)\n", id, id, id)
-				}
-				return
 			}
-		}
-		removed := func() {
-			if _, _, err := c.WaitState(bg, id, client.StateDeleted); err != nil {
-				fmt.Fprintf(a.stderr, "airlock: cannot confirm sandbox %s was removed: %v\n", id, err)
-			}
-		}
-		if mainExited && removeOnExit && !daemonLost.Load() && !a.daemonLost.Load() {
-			if _, err := c.Health(bg); err == nil {
-				// The daemon removes it (see RemoveOnExit).
-				if waitRemoved {
-					removed()
-				}
-				return
-			}
-		}
-		// The daemon that knew to remove the sandbox may be gone: the one that
-		// answers now (started again if need be) removes it.
-		if _, err := retryDaemon(a, bg, func() (*client.Sandbox, error) { return c.Delete(bg, id) }); err != nil {
-			fmt.Fprintf(a.stderr, "airlock: %v\n", err)
-			return
-		}
-		if mainExited && !waitRemoved {
-			// The main command's code is known and its output copied: the
-			// daemon, which accepted the deletion, removes the containers and
-			// network while the CLI returns (it retries, and its reaper finishes
-			// any removal left in deleting).
-			return
-		}
-		removed()
-	}()
-	qctx, qcancel := context.WithCancel(ctx)
-	defer qcancel()
-	a.sayQueued(qctx, c, id, 0)
-	// id may change here: a sandbox whose making a daemon that went away cut
-	// short is replaced (the deferred removal follows id).
-	if err := a.awaitCreated(ctx, c, createReq, o.id != "", &id); err != nil {
-		return setupErr(err)
+			a.printBreakdown(bg, c, id)
+		}()
 	}
+	if o.keep {
+		// The daemon records the stop (and the supervisor's last reports)
+		// before the sandbox is announced kept; through the one that
+		// answers next if it goes away meanwhile.
+		cur, _ := retryDaemon(a, bg, func() (*client.Sandbox, error) {
+			sb, _, err := c.WaitState(bg, id, client.StateStopped, client.StateFailed)
+			return sb, err
+		})
+		if cur != nil && cur.State != client.StateFailed {
+			if !a.opts.quiet {
+				fmt.Fprintf(a.stderr, "airlock: kept sandbox %s (airlock logs %s; airlock rm %s)\n", id, id, id)
+			}
+			return
+		}
+	}
+	removed := func() {
+		if _, _, err := c.WaitState(bg, id, client.StateDeleted); err != nil {
+			fmt.Fprintf(a.stderr, "airlock: cannot confirm sandbox %s was removed: %v\n", id, err)
+		}
+	}
+	if j.mainExited && j.removeOnExit && !j.daemonLost.Load() && !a.daemonLost.Load() {
+		if _, err := c.Health(bg); err == nil {
+			// The daemon removes it (see RemoveOnExit).
+			if j.waitRemoved {
+				removed()
+			}
+			return
+		}
+	}
+	// The daemon that knew to remove the sandbox may be gone: the one that
+	// answers now (started again if need be) removes it.
+	if _, err := retryDaemon(a, bg, func() (*client.Sandbox, error) { return c.Delete(bg, id) }); err != nil {
+		fmt.Fprintf(a.stderr, "airlock: %v\n", err)
+		return
+	}
+	if j.mainExited && !j.waitRemoved {
+		// The main command's code is known and its output copied: the
+		// daemon, which accepted the deletion, removes the containers and
+		// network while the CLI returns (it retries, and its reaper finishes
+		// any removal left in deleting).
+		return
+	}
+	removed()
+}
+
+// start takes the created sandbox to its start: the trust session begun, the
+// client's files uploaded, the main command's streams attached, the sandbox
+// resumed (started) and its start seen, through the daemon that answers if
+// the first goes away.
+func (j *runJob) start(waitCtx context.Context) error {
+	a, c, id, ctx, setupErr := j.a, j.c, j.id, j.su.ctx, j.su.err
 	// Created, not started (resume starts it): the trust record knows it
 	// before any of its code runs.
-	session, err := a.beginLayers(r, layers, projectCopied, len(o.outputs) > 0, id, protected)
+	session, err := a.beginLayers(j.r, j.layers, j.projectCopied, len(j.o.outputs) > 0, id, j.protected)
 	if err != nil {
 		return setupErr(err)
 	}
-	if tgt.clientFiles {
-		if err := a.uploadFiles(ctx, c, id, r, projectCopied); err != nil {
+	j.session = session
+	if j.tgt.clientFiles {
+		if err := a.uploadFiles(ctx, c, id, j.r, j.projectCopied); err != nil {
 			return setupErr(err)
 		}
 	}
-
-	waitCtx, waitCancel := context.WithCancel(context.WithoutCancel(parent))
-	defer waitCancel()
 	// The main command's streams, through the daemon, attached before the
 	// start so that no output is missed.
-	main, err := a.attachMain(waitCtx, c, id, stdin, &daemonLost)
-	if err != nil {
+	if j.main, err = a.attachMain(waitCtx, c, id, j.stdin, &j.daemonLost); err != nil {
 		return setupErr(runFailure(ctx, c, id, err))
 	}
-	before, err := retryDaemon(a, ctx, func() (*client.Sandbox, error) {
+	if j.before, err = retryDaemon(a, ctx, func() (*client.Sandbox, error) {
 		sb, err := c.Get(ctx, id)
 		if lostDaemon(err) {
-			daemonLost.Store(true)
+			j.daemonLost.Store(true)
 		}
 		return sb, err
-	})
-	if err != nil {
+	}); err != nil {
 		return setupErr(setupDaemonFailure(err))
 	}
-	failed := make(chan client.Event, 1)
+	j.failed = j.waitFor(waitCtx, "sandbox.failed", true)
+	if j.tty {
+		j.restore = rawTerminal(a.stdin)
+	}
+	// A daemon that goes away here (killed, upgraded) is started again and
+	// asked again: it kept the created sandbox for this CLI.
+	resume := func() (*client.Sandbox, error) {
+		var req *client.ResumeRequest
+		if j.daemonLost.Load() {
+			req = &client.ResumeRequest{Secrets: j.secretValues} // a new daemon has no values
+		}
+		sb, err := c.Resume(ctx, id, req)
+		if lostDaemon(err) {
+			j.daemonLost.Store(true)
+		}
+		return sb, err
+	}
+	if _, err := retryDaemon(a, ctx, resume); err != nil {
+		if !lostDaemon(err) {
+			return setupErr(runFailure(ctx, c, id, err))
+		}
+		return setupErr(setupDaemonFailure(err))
+	}
+	if _, err := retryDaemon(a, ctx, func() (*client.Sandbox, error) {
+		// From the sandbox's first event, not from before.LastSeq: a daemon
+		// started again may have recorded the start already (found started
+		// as it recovered) before this CLI read the record.
+		_, err := c.WaitEvent(ctx, id, 0, "sandbox.started", "sandbox.ready", "sandbox.failed")
+		if lostDaemon(err) {
+			j.daemonLost.Store(true)
+			// The new daemon may not have seen the resume: ask again (a
+			// started sandbox refuses it, harmlessly).
+			if _, rerr := c.Resume(ctx, id, &client.ResumeRequest{Secrets: j.secretValues}); rerr != nil && lostDaemon(rerr) {
+				return nil, rerr
+			}
+		}
+		return nil, err
+	}); err != nil {
+		return setupErr(setupDaemonFailure(err))
+	}
+	return nil
+}
+
+// waitFor sends on the returned channel the sandbox's first event of kind
+// after the record read before the start, following the daemon that answers
+// next if one goes away (lost: and marks that the daemon was lost).
+func (j *runJob) waitFor(waitCtx context.Context, kind string, lost bool) <-chan client.Event {
+	got := make(chan client.Event, 1)
 	go func() {
 		for {
-			ev, err := c.WaitEvent(waitCtx, id, before.LastSeq, "sandbox.failed")
+			ev, err := j.c.WaitEvent(waitCtx, j.id, j.before.LastSeq, kind)
 			if err == nil {
-				failed <- ev
+				got <- ev
 				return
 			}
 			if waitCtx.Err() != nil || !lostDaemon(err) {
@@ -296,76 +417,31 @@ func (a *app) run(parent context.Context, o runOptions, args []string) error {
 			}
 			// The control daemon went away (killed, upgraded): the sandbox runs
 			// on; watch again through the one that answers next.
-			daemonLost.Store(true)
-			if _, err := retryDaemon(a, waitCtx, func() (*client.Sandbox, error) { return c.Get(waitCtx, id) }); err != nil {
+			if lost {
+				j.daemonLost.Store(true)
+			}
+			if _, err := retryDaemon(j.a, waitCtx, func() (*client.Sandbox, error) { return j.c.Get(waitCtx, j.id) }); err != nil {
 				return
 			}
 		}
 	}()
-	restore := func() {}
-	if tty {
-		restore = rawTerminal(a.stdin)
-	}
-	defer restore()
-	// A daemon that goes away here (killed, upgraded) is started again and
-	// asked again: it kept the created sandbox for this CLI.
-	resume := func() (*client.Sandbox, error) {
-		var req *client.ResumeRequest
-		if daemonLost.Load() {
-			req = &client.ResumeRequest{Secrets: secretValues} // a new daemon has no values
-		}
-		sb, err := c.Resume(ctx, id, req)
-		if lostDaemon(err) {
-			daemonLost.Store(true)
-		}
-		return sb, err
-	}
-	if _, err := retryDaemon(a, ctx, resume); err != nil {
-		restore()
-		if !lostDaemon(err) {
-			return setupErr(runFailure(ctx, c, id, err))
-		}
-		return setupErr(setupDaemonFailure(err))
-	}
-	_, err = retryDaemon(a, ctx, func() (*client.Sandbox, error) {
-		// From the sandbox's first event, not from before.LastSeq: a daemon
-		// started again may have recorded the start already (found started
-		// as it recovered) before this CLI read the record.
-		_, err := c.WaitEvent(ctx, id, 0, "sandbox.started", "sandbox.ready", "sandbox.failed")
-		if lostDaemon(err) {
-			daemonLost.Store(true)
-			// The new daemon may not have seen the resume: ask again (a
-			// started sandbox refuses it, harmlessly).
-			if _, rerr := c.Resume(ctx, id, &client.ResumeRequest{Secrets: secretValues}); rerr != nil && lostDaemon(rerr) {
-				return nil, rerr
-			}
-		}
-		return nil, err
-	})
-	if err != nil {
-		restore()
-		return setupErr(setupDaemonFailure(err))
-	}
-	qcancel()
-	su.end()
-	if sig := su.interrupted(); sig != nil {
-		restore()
-		return interruptedDuringSetup(sig)
-	}
-	if tty {
-		followResize(waitCtx, a.stdout, func(h, w uint) { _ = main.resize(h, w) })
-	}
+	return got
+}
 
+// wait follows the started sandbox until its main command ends: signals go
+// to the supervisor, which forwards them to CMD; a failure ends the run.
+func (j *runJob) wait(waitCtx context.Context) error {
+	a, c, id, o := j.a, j.c, j.id, j.o
 	// mainDone ends the run with the main command's exit code, once its output
 	// is drained and --output copied back.
 	mainDone := func(code int, daemonsStopping bool) error {
-		mainExited = true
+		j.mainExited = true
 		// After --output wrote. Once the primary has exited the sandbox
 		// writes no more: its session ends here; with daemons still shutting
 		// down (a fast end) it stays open until the sandbox is found stopped.
-		defer session.ended(!daemonsStopping)
-		restore()
-		if err := a.copyOutputs(c, id, projectCopied, outCopy, o.outputs); err != nil {
+		defer j.session.ended(!daemonsStopping)
+		j.restore()
+		if err := a.copyOutputs(c, id, j.projectCopied, j.outCopy, o.outputs); err != nil {
 			// The copy failed (exit 125): say what the command's code was.
 			return withCode(ExitAirlock, fmt.Errorf("%w (the command exited with code %d)", err, code))
 		}
@@ -378,20 +454,13 @@ func (a *app) run(parent context.Context, o runOptions, args []string) error {
 	// yet (the Go runtime ends a PID 1 that has not subscribed to SIGINT with
 	// status 2), and the main command has not started: a signal then is an
 	// interrupted setup, handled as before sandbox.started.
+	readyEv := j.waitFor(waitCtx, "sandbox.ready", false)
 	ready := make(chan struct{})
 	go func() {
-		for {
-			_, err := c.WaitEvent(waitCtx, id, before.LastSeq, "sandbox.ready")
-			if err == nil {
-				close(ready)
-				return
-			}
-			if waitCtx.Err() != nil || !lostDaemon(err) {
-				return
-			}
-			if _, err := retryDaemon(a, waitCtx, func() (*client.Sandbox, error) { return c.Get(waitCtx, id) }); err != nil {
-				return
-			}
+		select {
+		case <-readyEv:
+			close(ready)
+		case <-waitCtx.Done():
 		}
 	}()
 	// A sandbox from a warm pool whose daemon went away during the setup may
@@ -400,8 +469,8 @@ func (a *app) run(parent context.Context, o runOptions, args []string) error {
 	// not ready within sandbox.ready_timeout (which any start must meet)
 	// failed: it is removed (the deferred removal) and the run ends 125.
 	var claimLost <-chan time.Time
-	if createReq.ID == "" && (daemonLost.Load() || a.daemonLost.Load()) {
-		wait, err := time.ParseDuration(r.Sandbox.ReadyTimeout)
+	if j.req.ID == "" && (j.daemonLost.Load() || a.daemonLost.Load()) {
+		wait, err := time.ParseDuration(j.r.Sandbox.ReadyTimeout)
 		if err != nil || wait <= 0 {
 			wait = time.Minute
 		}
@@ -418,34 +487,34 @@ func (a *app) run(parent context.Context, o runOptions, args []string) error {
 				continue
 			default:
 			}
-			restore()
+			j.restore()
 			return withCode(ExitAirlock, errors.New("the daemon restarted before the pooled sandbox got its command, which it never ran"))
-		case s := <-sigs:
+		case s := <-j.su.sigs:
 			select {
 			case <-ready:
 			default:
-				restore()
+				j.restore()
 				return interruptedBeforeReady(s)
 			}
 			if sig, ok := s.(syscall.Signal); ok {
-				_ = main.signal(strconv.Itoa(int(sig)))
+				_ = j.main.signal(strconv.Itoa(int(sig)))
 			}
-		case ev := <-failed:
+		case ev := <-j.failed:
 			// The supervisor failing to run CMD (126, 127) or a daemon not
 			// getting ready (125) also ends the container: its code wins, and
 			// the supervisor already said why on stderr.
 			select {
-			case end := <-main.ended:
+			case end := <-j.main.ended:
 				if end.err == nil {
 					return mainDone(end.code, end.daemonsStopping)
 				}
 			case <-time.After(3 * time.Second):
 			}
-			restore()
+			j.restore()
 			return failure(ev)
-		case end := <-main.ended:
+		case end := <-j.main.ended:
 			if end.err != nil {
-				restore()
+				j.restore()
 				return end.err
 			}
 			return mainDone(end.code, end.daemonsStopping)
