@@ -102,49 +102,14 @@ func (a *app) up(detach bool, id string) error {
 		return nil
 	}
 	if err == nil {
-		qctx, qcancel := context.WithCancel(ctx)
-		a.sayQueued(qctx, c, sbID, from)
-		var ev client.Event
-		ev, err = c.WaitEvent(ctx, sbID, from, "sandbox.ready", "sandbox.failed", "sandbox.stopped")
-		qcancel()
-		switch {
-		case err != nil:
-			err = apiFailure(err)
-		case ev.Kind == "sandbox.failed":
-			err = failure(ev)
-		case ev.Kind == "sandbox.stopped":
-			err = withCode(ExitAirlock, fmt.Errorf("sandbox %s stopped before it was ready: %s", sbID, ev.Reason))
-		}
-		if err != nil {
-			bg := context.Background()
-			if cur, gerr := c.Get(bg, sbID); gerr == nil && (cur.State == client.StateReady || cur.State == client.StatePending) {
-				_ = stopSandbox(bg, c, *cur)
-			}
-			if created && (ev.Extra["port_in_use"] != "" || ev.Extra["exited_early"] != "") {
-				// A host port of sandbox.ports is taken, or the container died
-				// before its supervisor reported anything (it could not run):
-				// nothing of the new sandbox ran, so nothing of it is left.
-				if _, derr := c.Delete(bg, sbID); derr == nil {
-					_, _, _ = c.WaitState(bg, sbID, client.StateDeleted)
-				}
-			}
-		}
+		err = a.awaitUpReady(ctx, c, sbID, from, created)
 	}
 	if su.interrupted() == nil {
 		// Ready or failed (and stopped): the next `up` may look.
 		lock.release()
 	}
 	if interrupted := su.interrupted(); interrupted != nil {
-		bg := context.Background()
-		if sbID != "" {
-			if cur, gerr := c.Get(bg, sbID); gerr == nil {
-				_ = stopSandbox(bg, c, *cur)
-			}
-			if created {
-				_, _ = c.Delete(bg, sbID)
-				_, _, _ = c.WaitState(bg, sbID, client.StateDeleted)
-			}
-		}
+		a.abandonUp(c, sbID, created)
 		return interruptedDuringSetup(interrupted)
 	}
 	if err != nil {
@@ -155,6 +120,61 @@ func (a *app) up(detach bool, id string) error {
 		fmt.Fprintln(a.stdout, sbID)
 		return nil
 	}
+	return a.upShell(c, sbID, r, session)
+}
+
+// awaitUpReady waits for the sandbox up started to be ready; one that failed or
+// stopped first is stopped, and removed when nothing of it ran (a taken host
+// port, a container that died before its supervisor reported).
+func (a *app) awaitUpReady(ctx context.Context, c *client.Client, sbID string, from uint64, created bool) error {
+	qctx, qcancel := context.WithCancel(ctx)
+	a.sayQueued(qctx, c, sbID, from)
+	ev, err := c.WaitEvent(ctx, sbID, from, "sandbox.ready", "sandbox.failed", "sandbox.stopped")
+	qcancel()
+	switch {
+	case err != nil:
+		err = apiFailure(err)
+	case ev.Kind == "sandbox.failed":
+		err = failure(ev)
+	case ev.Kind == "sandbox.stopped":
+		err = withCode(ExitAirlock, fmt.Errorf("sandbox %s stopped before it was ready: %s", sbID, ev.Reason))
+	}
+	if err != nil {
+		bg := context.Background()
+		if cur, gerr := c.Get(bg, sbID); gerr == nil && (cur.State == client.StateReady || cur.State == client.StatePending) {
+			_ = stopSandbox(bg, c, *cur)
+		}
+		if created && (ev.Extra["port_in_use"] != "" || ev.Extra["exited_early"] != "") {
+			// A host port of sandbox.ports is taken, or the container died
+			// before its supervisor reported anything (it could not run):
+			// nothing of the new sandbox ran, so nothing of it is left.
+			if _, derr := c.Delete(bg, sbID); derr == nil {
+				_, _, _ = c.WaitState(bg, sbID, client.StateDeleted)
+			}
+		}
+	}
+	return err
+}
+
+// abandonUp stops (and removes, if this up created it) the sandbox of an up
+// interrupted in its setup.
+func (a *app) abandonUp(c *client.Client, sbID string, created bool) {
+	bg := context.Background()
+	if sbID == "" {
+		return
+	}
+	if cur, gerr := c.Get(bg, sbID); gerr == nil {
+		_ = stopSandbox(bg, c, *cur)
+	}
+	if created {
+		_, _ = c.Delete(bg, sbID)
+		_, _, _ = c.WaitState(bg, sbID, client.StateDeleted)
+	}
+}
+
+// upShell runs the interactive shell of up in the ready sandbox, then stops
+// the sandbox (its shutdown lines relayed) and ends the trust session.
+func (a *app) upShell(c *client.Client, sbID string, r *manifest.Resolved, session *layerSession) error {
 	tty := isTerminal(a.stdin) && isTerminal(a.stdout)
 	code, err := a.execAttached(context.Background(), c, sbID, &client.ExecRequest{Shell: true, TTY: tty}, tty || forwardsStdin(a.stdin))
 	stopCtx, stopCancel := context.WithTimeout(context.Background(), 10*time.Minute)
