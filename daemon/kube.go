@@ -1,50 +1,17 @@
 //go:build !nokube
 
-package cli
+package daemon
 
 import (
 	"context"
-	"fmt"
-	"strings"
-
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/airlock-dev/airlock/backend/kube"
 	"github.com/airlock-dev/airlock/control"
 	"github.com/airlock-dev/airlock/engine"
-	"github.com/airlock-dev/airlock/userconfig"
 )
 
-// The Kubernetes backend (package kube). The supervisor injected into sandboxes is
-// built without it (build tag nokube): it never talks to a cluster, and client-go
-// would add to every sandbox's start.
-
-// kubeEndpoint is the endpoint of the chosen Kubernetes backend, read from the
-// kubeconfig without reaching the cluster. Through a daemon on another machine
-// the kubeconfig is that daemon's: only the context and namespace are sent.
-func (a *app) kubeEndpoint(b *backendChoice) (engine.Endpoint, error) {
-	k := b.Kubernetes
-	pod, err := podSettings(k)
-	if err != nil {
-		return engine.Endpoint{}, err
-	}
-	cfg := kube.Config{Context: k.Context, Namespace: k.Namespace, Image: k.Image,
-		CreateNamespace: k.CreateNamespace, AllowPrivileged: k.AllowPrivileged, Pod: pod}
-	if a.remoteHost() != "" {
-		if cfg.Namespace == "" {
-			cfg.Namespace = "airlock"
-		}
-		return cfg.Endpoint(), nil
-	}
-	kubeconfig, _ := a.getenv("KUBECONFIG")
-	cfg.Kubeconfig = firstPath(kubeconfig)
-	cfg, err = kube.Resolve(cfg)
-	if err != nil {
-		return engine.Endpoint{}, sandboxError(err)
-	}
-	return cfg.Endpoint(), nil
-}
+// The Kubernetes backend (package kube). A build with the tag nokube has none:
+// client-go would add to every start of it.
 
 // openBackend opens the Kubernetes backend a sandbox was created on.
 func openBackend(ctx context.Context, ep engine.Endpoint, owner string) (control.Backend, error) {
@@ -54,35 +21,4 @@ func openBackend(ctx context.Context, ep engine.Endpoint, owner string) (control
 	}
 	cfg.Owner = owner
 	return kube.Open(ctx, cfg)
-}
-
-// podSettings is what [kubernetes] sets on every Pod, as the backend takes it.
-func podSettings(k userconfig.Kubernetes) (kube.PodSettings, error) {
-	p := kube.PodSettings{NodeSelector: k.NodeSelector, RuntimeClassName: k.RuntimeClassName, ServiceAccount: k.ServiceAccount}
-	for _, t := range k.Tolerations {
-		p.Tolerations = append(p.Tolerations, corev1.Toleration{Key: t.Key, Operator: corev1.TolerationOperator(t.Operator),
-			Value: t.Value, Effect: corev1.TaintEffect(t.Effect), TolerationSeconds: t.Seconds})
-	}
-	list := func(key string, m map[string]string) (corev1.ResourceList, error) {
-		if len(m) == 0 {
-			return nil, nil
-		}
-		out := corev1.ResourceList{}
-		for name, v := range m {
-			q, err := resource.ParseQuantity(strings.TrimSpace(v))
-			if err != nil {
-				return nil, configError(fmt.Errorf("config.toml: %s: %s: invalid quantity %q: %v", key, name, v, err))
-			}
-			out[corev1.ResourceName(name)] = q
-		}
-		return out, nil
-	}
-	var err error
-	if p.Resources.Requests, err = list("kubernetes.resources.requests", k.Resources.Requests); err != nil {
-		return p, err
-	}
-	if p.Resources.Limits, err = list("kubernetes.resources.limits", k.Resources.Limits); err != nil {
-		return p, err
-	}
-	return p, nil
 }

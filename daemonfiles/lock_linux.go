@@ -1,6 +1,6 @@
 //go:build linux
 
-package control
+package daemonfiles
 
 import (
 	"bufio"
@@ -14,10 +14,6 @@ import (
 
 	"github.com/airlock-dev/airlock/paths"
 )
-
-// lockAttempts: one; nothing but a daemon takes the lock on Linux (HoldsLock
-// reads /proc/locks instead).
-const lockAttempts = 1
 
 // HoldsLock reports whether process pid holds the daemon's singleton lock: the
 // lock file is flocked (/proc/locks lists a lock on its inode) and pid is the

@@ -1,14 +1,13 @@
 //go:build !linux
 
-package control
+package daemonfiles
 
 import "github.com/airlock-dev/airlock/paths"
 
 // Without /proc/locks (macOS) whether the lock is held is found by trying to
 // take it, shared and without waiting, on a descriptor of our own, and letting
 // it go at once. A daemon starting in that instant would find it taken: it
-// tries again (lockAttempts) before it reports another daemon.
-const lockAttempts = 5
+// tries again before it reports another daemon.
 
 // HoldsLock reports whether process pid holds the daemon's singleton lock: the
 // lock is held, and pid is a process of this user's running `airlock daemon
