@@ -51,10 +51,7 @@ func Main(ctx context.Context, o Options) error {
 	if err != nil {
 		return configError(err)
 	}
-	level := o.LogLevel
-	if level == "" {
-		level = cfg.Runtime.LogLevel
-	}
+	level := daemonLogLevel(cfg.Runtime.LogLevel, o.LogLevel != "", o.LogLevel)
 	d := &assembly{getenv: getenv, buildID: o.BuildID}
 	cli, ep, err := docker.Connect(ctx, getenv)
 	if err != nil {
@@ -120,6 +117,15 @@ func Main(ctx context.Context, o Options) error {
 		return exitcode.With(exitcode.Airlock, err)
 	}
 	return nil
+}
+
+// daemonLogLevel is the daemon's log level: --log-level when given on its command
+// line, else config.toml's runtime.log_level.
+func daemonLogLevel(config string, flagSet bool, flag string) string {
+	if flagSet {
+		return flag
+	}
+	return config
 }
 
 // sandboxError maps the backend's errors to exit codes (design.md §9).
