@@ -16,6 +16,7 @@ import (
 	"github.com/airlock-dev/airlock/client"
 	"github.com/airlock-dev/airlock/daemonfiles"
 	"github.com/airlock-dev/airlock/engine"
+	"github.com/airlock-dev/airlock/userconfig"
 )
 
 func init() { addCommand(newDaemonCommand) }
@@ -175,9 +176,6 @@ func newDaemonCommand(a *app) *cobra.Command {
 // runDaemon is `airlock daemon run`: the daemon in the foreground until
 // SIGTERM, run by the entry cmd/airlock handed over (Options.RunDaemon).
 func (a *app) runDaemon(d daemonArgs) error {
-	if a.daemonMain == nil {
-		return withCode(ExitAirlock, errors.New("cannot run the daemon: this airlock binary was built without it"))
-	}
 	p, err := a.paths()
 	if err != nil {
 		return err
@@ -192,6 +190,15 @@ func (a *app) runDaemon(d daemonArgs) error {
 	}
 	if err := a.resolveToken(&d, true); err != nil {
 		return err
+	}
+	// A config.toml the daemon would refuse is a config error here, before
+	// it starts.
+	home, _ := a.getenv("HOME")
+	if _, err := userconfig.LoadWithHome(p.UserConfig(), home); err != nil {
+		return configError(err)
+	}
+	if a.daemonMain == nil {
+		return withCode(ExitAirlock, errors.New("cannot run the daemon: this airlock binary was built without it"))
 	}
 	level := ""
 	if a.opts.logLevelSet {
