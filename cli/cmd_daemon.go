@@ -13,12 +13,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/airlock-dev/airlock/backend/docker"
 	"github.com/airlock-dev/airlock/client"
-	"github.com/airlock-dev/airlock/control"
-	"github.com/airlock-dev/airlock/control/store"
+	"github.com/airlock-dev/airlock/daemonfiles"
 	"github.com/airlock-dev/airlock/engine"
-	"github.com/airlock-dev/airlock/secrets"
 	"github.com/airlock-dev/airlock/userconfig"
 )
 
@@ -112,16 +109,16 @@ func newDaemonCommand(a *app) *cobra.Command {
 			// answering health on the socket, else the pid file's if that
 			// process holds the singleton lock (a daemon that hangs). A pid
 			// file naming anything else is stale (the pid may be reused).
-			st, ok := control.ReadState(p)
+			st, ok := daemonfiles.ReadState(p)
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 			h, herr := client.New(p.Socket()).Health(ctx)
 			cancel()
 			switch {
 			case herr == nil:
 				st.PID = h.PID
-			case ok && control.HoldsLock(p, st.PID):
-			case control.HasPidFile(p):
-				control.RemoveStalePidFile(p, st.PID)
+			case ok && daemonfiles.HoldsLock(p, st.PID):
+			case daemonfiles.HasPidFile(p):
+				daemonfiles.RemoveStalePidFile(p, st.PID)
 				fmt.Fprintln(a.stdout, "no daemon running; removed a stale pid file")
 				return nil
 			default:
@@ -150,7 +147,7 @@ func newDaemonCommand(a *app) *cobra.Command {
 			}
 			h, err := client.New(p.Socket()).Health(context.Background())
 			if err != nil {
-				fmt.Fprintf(a.stdout, "Daemon not running (logs: %s)\n", control.LogFile(p))
+				fmt.Fprintf(a.stdout, "Daemon not running (logs: %s)\n", daemonfiles.LogFile(p))
 				return exitCode(ExitFailure)
 			}
 			line := fmt.Sprintf("Daemon running (PID %d, build %s, logs: %s)", h.PID, h.BuildID, h.LogPath)
@@ -176,7 +173,8 @@ func newDaemonCommand(a *app) *cobra.Command {
 	return cmd
 }
 
-// runDaemon is `airlock daemon run`: the daemon in the foreground until SIGTERM.
+// runDaemon is `airlock daemon run`: the daemon in the foreground until
+// SIGTERM, run by the entry cmd/airlock handed over (Options.RunDaemon).
 func (a *app) runDaemon(d daemonArgs) error {
 	p, err := a.paths()
 	if err != nil {
@@ -193,68 +191,25 @@ func (a *app) runDaemon(d daemonArgs) error {
 	if err := a.resolveToken(&d, true); err != nil {
 		return err
 	}
+	// A config.toml the daemon would refuse is a config error here, before
+	// it starts.
 	home, _ := a.getenv("HOME")
-	cfg, err := userconfig.LoadWithHome(p.UserConfig(), home)
-	if err != nil {
+	if _, err := userconfig.LoadWithHome(p.UserConfig(), home); err != nil {
 		return configError(err)
 	}
-	level := daemonLogLevel(cfg.Runtime.LogLevel, a.opts.logLevelSet, a.opts.logLevel)
+	if a.daemonMain == nil {
+		return withCode(ExitAirlock, errors.New("cannot run the daemon: this airlock binary was built without it"))
+	}
+	level := ""
+	if a.opts.logLevelSet {
+		level = a.opts.logLevel
+	}
 	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer cancel()
-	rt, closeRT, err := a.runtime(ctx)
-	if err != nil {
-		return err
-	}
-	defer closeRT()
-	rt.Progress, rt.Quiet, rt.SharedNetworkMax = nil, true, cfg.Runtime.SharedNetworkMax
-	// Sandboxes created on another Engine (DOCKER_HOST, a docker context) are
-	// served on it.
-	openEngine := func(ep engine.Endpoint) (control.Backend, error) {
-		if ep.IsKubernetes() {
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			return openBackend(ctx, ep, rt.Owner)
-		}
-		cli, err := ep.Open()
-		if err != nil {
-			return nil, err
-		}
-		ort := docker.NewRuntime(ep, cli, p)
-		ort.Binary, ort.FindSupervisor, ort.BuildID, ort.Getenv, ort.Quiet, ort.Owner = rt.Binary, rt.FindSupervisor, rt.BuildID, rt.Getenv, true, rt.Owner
-		ort.SharedNetworkMax = rt.SharedNetworkMax
-		return ort, nil
-	}
-	redactor := secrets.NewRedactor()
-	openService := func() (*control.Service, error) {
-		st, err := store.Open(p.Store())
-		if err != nil {
-			return nil, err
-		}
-		return control.NewService(st, rt, control.Config{
-			IdleTTL: cfg.Runtime.IdleTTL, EventRetentionTTL: cfg.Runtime.EventRetentionTTL,
-			BuildContextDir: filepath.Join(p.DaemonDir(), "build-contexts"), ExecOutputRoot: cfg.ExecOutputRoot(p), ExecOutputTemplate: cfg.Artifacts.ExecOutputTemplate, ExecOutputMax: cfg.Artifacts.ExecOutputMax,
-			OutputMax: cfg.Artifacts.OutputMax, Redactor: redactor, OpenEngine: openEngine, PoolMax: cfg.Runtime.PoolMax,
-			CreatesPerEngine: cfg.Runtime.CreatesPerEngine,
-		}), nil
-	}
-	logCopy := a.stderr
-	if v, _ := a.getenv("AIRLOCK_DAEMON_BACKGROUND"); v == "1" {
-		logCopy = nil // stderr is the log file already
-	} else if d.noToken && d.host != "" {
-		fmt.Fprintf(a.stderr, "airlock: warning: %s\n", control.TokenlessWarning(d.host, d.port))
-	}
-	err = control.Run(ctx, control.Options{
-		Paths: p, Version: Version, BuildID: BuildID, Host: d.host, Port: d.port, Token: d.token, TokenFile: d.tokenFile, NoToken: d.noToken,
-		TLSCert: d.tlsCert, TLSKey: d.tlsKey,
-		LogLevel: level, Stderr: logCopy, Service: openService, Redactor: redactor,
+	return a.daemonMain(ctx, daemonfiles.Run{
+		Listen: daemonfiles.Listen{Host: d.host, Port: d.port, Token: d.token, TokenFile: d.tokenFile, NoToken: d.noToken, TLSCert: d.tlsCert, TLSKey: d.tlsKey},
+		Paths:  p, Version: Version, BuildID: BuildID, LogLevel: level, Getenv: a.getenv, Stderr: a.stderr,
 	})
-	if errors.Is(err, control.ErrAlreadyRunning) {
-		return withCode(ExitFailure, err)
-	}
-	if err != nil {
-		return withCode(ExitAirlock, err)
-	}
-	return nil
 }
 
 // resolveToken settles where the TCP token comes from (design.md §8): --token-file
@@ -291,7 +246,7 @@ func (a *app) resolveToken(d *daemonArgs, read bool) error {
 			}
 			d.tokenFile = abs
 		}
-		tok, err := control.ReadTokenFile(d.tokenFile)
+		tok, err := daemonfiles.ReadTokenFile(d.tokenFile)
 		if err != nil {
 			return withCode(ExitUsage, err)
 		}
@@ -307,19 +262,10 @@ func (a *app) resolveToken(d *daemonArgs, read bool) error {
 		return withCode(ExitUsage, errors.New("cannot listen on TCP without a token: give --token-file PATH (mode 0600) or AIRLOCK_TOKEN"))
 	}
 	d.tlsCert, d.tlsKey = absPath(d.tlsCert), absPath(d.tlsKey)
-	if _, err := (control.Options{Host: d.host, TLSCert: d.tlsCert, TLSKey: d.tlsKey}).TLSConfig(); err != nil {
+	if _, err := daemonfiles.TLSConfig(d.host, d.tlsCert, d.tlsKey); err != nil {
 		return withCode(ExitUsage, err)
 	}
 	return nil
-}
-
-// daemonLogLevel is the daemon's log level: --log-level when given on its command
-// line, else config.toml's runtime.log_level.
-func daemonLogLevel(config string, flagSet bool, flag string) string {
-	if flagSet {
-		return flag
-	}
-	return config
 }
 
 // absPath is p made absolute ("" stays ""): a daemon started again in the

@@ -16,13 +16,13 @@ import (
 	"github.com/cenkalti/backoff/v4"
 
 	"github.com/airlock-dev/airlock/client"
-	"github.com/airlock-dev/airlock/control"
+	"github.com/airlock-dev/airlock/daemonfiles"
 	"github.com/airlock-dev/airlock/internal/proc"
 	"github.com/airlock-dev/airlock/paths"
 )
 
 // daemonArgs are the listen options of a daemon: the flags of `airlock daemon
-// start|run`, or what a running daemon recorded (control.Listen).
+// start|run`, or what a running daemon recorded (daemonfiles.Listen).
 type daemonArgs struct {
 	host      string
 	port      int
@@ -35,7 +35,7 @@ type daemonArgs struct {
 	// tlsCert and tlsKey: --tls-cert, --tls-key (PEM files).
 	tlsCert, tlsKey string
 	// removeTokenFile: tokenFile is the CLI's hand-off file
-	// (control.TokenHandoffFile), read once and removed by the daemon.
+	// (daemonfiles.TokenHandoffFile), read once and removed by the daemon.
 	removeTokenFile bool
 }
 
@@ -43,7 +43,7 @@ func (d daemonArgs) listenGiven() bool {
 	return d.host != "" || d.token != "" || d.tokenFile != "" || d.noToken || d.noTokenRefused || d.tlsCert != "" || d.tlsKey != ""
 }
 
-func argsOf(l control.Listen) daemonArgs {
+func argsOf(l daemonfiles.Listen) daemonArgs {
 	return daemonArgs{host: l.Host, port: l.Port, token: l.Token, tokenFile: l.TokenFile, noToken: l.NoToken, tlsCert: l.TLSCert, tlsKey: l.TLSKey}
 }
 
@@ -127,7 +127,7 @@ func (a *app) localDaemonClient(ctx context.Context) (*client.Client, error) {
 // and returns its listen options, for the new one to use the same (design.md §8).
 func (a *app) replaceDaemon(p *paths.Paths, h *client.Health) (daemonArgs, error) {
 	fmt.Fprintf(a.stderr, "daemon outdated (build %s -> %s), restarting...\n", h.BuildID, BuildID)
-	l, _ := control.ReadListen(p) // read before it stops: it removes them
+	l, _ := daemonfiles.ReadListen(p) // read before it stops: it removes them
 	if err := stopDaemon(p, h.PID); err != nil {
 		return daemonArgs{}, withCode(ExitAirlock, err)
 	}
@@ -162,7 +162,7 @@ func (a *app) startDaemon(ctx context.Context, p *paths.Paths, args daemonArgs) 
 	if err := p.EnsureDaemonDir(); err != nil {
 		return withCode(ExitAirlock, err)
 	}
-	logPath := control.LogFile(p)
+	logPath := daemonfiles.LogFile(p)
 	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND|syscall.O_NOFOLLOW, 0o600)
 	if err != nil {
 		return withCode(ExitAirlock, fmt.Errorf("cannot open %s: %w", logPath, err))
@@ -172,7 +172,7 @@ func (a *app) startDaemon(ctx context.Context, p *paths.Paths, args daemonArgs) 
 	if args.token != "" && args.tokenFile == "" {
 		// A token given by value reaches the child through a 0600 file in
 		// the daemon dir, never its command line or environment.
-		if args.tokenFile, err = control.WriteTokenHandoff(p, args.token); err != nil {
+		if args.tokenFile, err = daemonfiles.WriteTokenHandoff(p, args.token); err != nil {
 			return withCode(ExitAirlock, err)
 		}
 		args.removeTokenFile = true
@@ -182,7 +182,7 @@ func (a *app) startDaemon(ctx context.Context, p *paths.Paths, args daemonArgs) 
 	}
 	if args.noToken && args.host != "" {
 		// Every start of a token-less listener warns, an upgrade's too.
-		fmt.Fprintf(a.stderr, "airlock: warning: %s\n", control.TokenlessWarning(args.host, args.port))
+		fmt.Fprintf(a.stderr, "airlock: warning: %s\n", daemonfiles.TokenlessWarning(args.host, args.port))
 	}
 	cmd := exec.Command(bin, args.argv()...)
 	cmd.Env = a.daemonEnviron()
@@ -229,7 +229,7 @@ func (a *app) startDaemon(ctx context.Context, p *paths.Paths, args daemonArgs) 
 		if answers(func(h *client.Health) bool { return h.BuildID == BuildID }) {
 			return true, nil
 		}
-		if !control.LockHeld(p) {
+		if !daemonfiles.LockHeld(p) {
 			return false, errNoWinner // it went away: none will answer
 		}
 		return false, nil
@@ -316,7 +316,7 @@ var errNotDaemon = errors.New("not the airlock daemon")
 // isDaemon reports whether pid is provably this user's daemon: it holds the
 // singleton lock, or it answers health on the socket with that pid.
 func isDaemon(p *paths.Paths, pid int) bool {
-	if control.HoldsLock(p, pid) {
+	if daemonfiles.HoldsLock(p, pid) {
 		return true
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
@@ -417,7 +417,7 @@ func (a *app) daemonEnviron() []string {
 // TCP listener (from the listen options it keeps), never the token itself.
 func listeners(p *paths.Paths) string {
 	out := p.Socket()
-	l, ok := control.ReadListen(p)
+	l, ok := daemonfiles.ReadListen(p)
 	if !ok || l.Host == "" {
 		return out
 	}
@@ -440,8 +440,8 @@ func listeners(p *paths.Paths) string {
 // flags d ask; otherwise an error saying they were not applied and how to
 // restart it with them.
 func listenApplied(p *paths.Paths, h *client.Health, d daemonArgs) error {
-	l, _ := control.ReadListen(p)
-	want := control.Listen{Host: d.host, TokenFile: d.tokenFile, Token: d.token, NoToken: d.noToken, TLSCert: d.tlsCert, TLSKey: d.tlsKey}
+	l, _ := daemonfiles.ReadListen(p)
+	want := daemonfiles.Listen{Host: d.host, TokenFile: d.tokenFile, Token: d.token, NoToken: d.noToken, TLSCert: d.tlsCert, TLSKey: d.tlsKey}
 	if d.host != "" {
 		want.Port = d.port
 	}

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/client"
-	"github.com/airlock-dev/airlock/control"
+	"github.com/airlock-dev/airlock/daemonfiles"
 )
 
 // hostEnv names the daemon to use instead of this user's local one, as
@@ -95,13 +95,13 @@ func resolveHost(address string, getenv func(string) (string, bool)) (hostTarget
 		t := hostTarget{transport: "tcp", addr: net.JoinHostPort(host, u.Port())}
 		t.token, _ = getenv("AIRLOCK_TOKEN")
 		if u.Scheme == "http" {
-			if !control.Loopback(host) {
+			if !daemonfiles.Loopback(host) {
 				return hostTarget{}, fmt.Errorf("cannot use %q: plain HTTP would send the token in clear off loopback; use https://%s (or tcp://, TLS off loopback)", address, t.addr)
 			}
 			return t, nil
 		}
 		t.ca, _ = getenv("AIRLOCK_TLS_CA")
-		t.tls = u.Scheme == "https" || t.ca != "" || !control.Loopback(host)
+		t.tls = u.Scheme == "https" || t.ca != "" || !daemonfiles.Loopback(host)
 		return t, nil
 	}
 	return hostTarget{}, fmt.Errorf("cannot use %q: unknown scheme %q (want %s)", address, u.Scheme, hostForms)

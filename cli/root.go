@@ -2,6 +2,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/airlock-dev/airlock/daemonfiles"
 	"github.com/airlock-dev/airlock/internal/exitcode"
 	"github.com/airlock-dev/airlock/internal/termsafe"
 	"github.com/airlock-dev/airlock/secrets"
@@ -56,6 +58,16 @@ type app struct {
 	getenv     func(string) (string, bool)
 	// redactor masks the manifest's substituted values in airlock's own messages.
 	redactor *secrets.Redactor
+	// daemonMain is Options.RunDaemon: `airlock daemon run`.
+	daemonMain func(context.Context, daemonfiles.Run) error
+}
+
+// Options are what the program gives the command line besides its arguments.
+type Options struct {
+	// RunDaemon runs the control daemon in this process (`airlock daemon
+	// run`): cmd/airlock passes daemon.Main. The command line itself speaks
+	// to the daemon through its API only, and does not import it.
+	RunDaemon func(context.Context, daemonfiles.Run) error
 }
 
 // exitError carries an exit code up to Main; its message, when not empty, is
@@ -110,12 +122,16 @@ func newRootCommand(a *app) *cobra.Command {
 }
 
 // Main runs airlock with args and returns the process exit code.
-func Main(args []string) int {
-	return run(args, os.Stdin, os.Stdout, os.Stderr, os.LookupEnv)
+func Main(args []string, o Options) int {
+	return runWith(o, args, os.Stdin, os.Stdout, os.Stderr, os.LookupEnv)
 }
 
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) (string, bool)) int {
-	a := &app{stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv, redactor: secrets.NewRedactor()}
+	return runWith(Options{}, args, stdin, stdout, stderr, getenv)
+}
+
+func runWith(o Options, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) (string, bool)) int {
+	a := &app{stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv, redactor: secrets.NewRedactor(), daemonMain: o.RunDaemon}
 	root := newRootCommand(a)
 	root.SetArgs(args)
 	err := root.Execute()

@@ -6,23 +6,21 @@ package control
 import (
 	"context"
 	"crypto/tls"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
-	"net/netip"
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
 	"github.com/nightlyone/lockfile"
 
+	"github.com/airlock-dev/airlock/daemonfiles"
 	"github.com/airlock-dev/airlock/paths"
 	"github.com/airlock-dev/airlock/secrets"
 	"github.com/airlock-dev/airlock/userconfig"
@@ -55,19 +53,6 @@ type Options struct {
 	Service func() (*Service, error)
 }
 
-// Files of the daemon (design.md §2).
-func pidFile(p *paths.Paths) string     { return filepath.Join(p.DaemonDir(), "airlockd.pid") }
-func versionFile(p *paths.Paths) string { return filepath.Join(p.DaemonDir(), "airlockd.version") }
-func listenFile(p *paths.Paths) string  { return filepath.Join(p.DaemonDir(), "airlockd.listen") }
-
-// TokenHandoffFile is where the CLI leaves a token given by value (--token,
-// AIRLOCK_TOKEN) for the daemon it starts in the background, which reads and
-// removes it: a token never goes on a child's command line or environment.
-func TokenHandoffFile(p *paths.Paths) string { return filepath.Join(p.DaemonDir(), "airlockd.token") }
-
-// LogFile is the daemon's structured JSON log.
-func LogFile(p *paths.Paths) string { return filepath.Join(p.DaemonDir(), "airlockd.log") }
-
 // Run runs the daemon until ctx ends. The lock is taken before the socket is
 // touched, so a second daemon fails with ErrAlreadyRunning and leaves the first
 // and its socket alone. Sandboxes are not stopped when the daemon stops.
@@ -75,7 +60,7 @@ func Run(ctx context.Context, o Options) error {
 	if o.Host != "" && !o.NoToken && o.Token == "" {
 		return errors.New("cannot listen on TCP without a token: give --token-file PATH (mode 0600) or AIRLOCK_TOKEN")
 	}
-	tlsConfig, err := o.TLSConfig()
+	tlsConfig, err := daemonfiles.TLSConfig(o.Host, o.TLSCert, o.TLSKey)
 	if err != nil {
 		return err
 	}
@@ -87,7 +72,7 @@ func Run(ctx context.Context, o Options) error {
 	if err := o.Paths.EnsureDaemonDir(); err != nil {
 		return err
 	}
-	logf, err := os.OpenFile(LogFile(o.Paths), os.O_CREATE|os.O_WRONLY|os.O_APPEND|syscall.O_NOFOLLOW, 0o600)
+	logf, err := os.OpenFile(daemonfiles.LogFile(o.Paths), os.O_CREATE|os.O_WRONLY|os.O_APPEND|syscall.O_NOFOLLOW, 0o600)
 	if err != nil {
 		return fmt.Errorf("cannot open the daemon log: %w", err)
 	}
@@ -114,14 +99,14 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	defer pf.Unlock()
-	if err := writeFileAtomic(versionFile(o.Paths), o.BuildID+"\n"); err != nil {
+	if err := writeFileAtomic(daemonfiles.VersionFile(o.Paths), o.BuildID+"\n"); err != nil {
 		return err
 	}
-	defer os.Remove(versionFile(o.Paths))
-	if err := writeListen(o.Paths, o.listen()); err != nil {
+	defer os.Remove(daemonfiles.VersionFile(o.Paths))
+	if err := daemonfiles.WriteListen(o.Paths, o.listen()); err != nil {
 		return err
 	}
-	defer os.Remove(listenFile(o.Paths))
+	defer os.Remove(daemonfiles.ListenFile(o.Paths))
 
 	// The runtime dir was checked when the lock was taken: it is the user's,
 	// so no one else can have put the socket (or anything) there.
@@ -165,7 +150,7 @@ func Run(ctx context.Context, o Options) error {
 			MaxHeaderBytes: tcpMaxHeaderBytes, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)}
 		log.Info("TCP connection caps", "open_files_limit", fileLimit, "max", total, "per_source_max", perSource)
 		if o.NoToken {
-			log.Warn(TokenlessWarning(o.Host, raw.Addr().(*net.TCPAddr).Port))
+			log.Warn(daemonfiles.TokenlessWarning(o.Host, raw.Addr().(*net.TCPAddr).Port))
 		}
 	}
 	// Recovery reconciles the store with Docker before any request is served, so
@@ -222,12 +207,21 @@ func newLogger(w io.Writer, level string, r *secrets.Redactor) *slog.Logger {
 	return slog.New(h)
 }
 
+// listen are o's listen options, as the daemon records them.
+func (o Options) listen() daemonfiles.Listen {
+	l := daemonfiles.Listen{Host: o.Host, Port: o.Port, TokenFile: o.TokenFile, NoToken: o.NoToken, TLSCert: o.TLSCert, TLSKey: o.TLSKey}
+	if l.TokenFile == "" {
+		l.Token = o.Token
+	}
+	return l
+}
+
 // lockPidFile writes the pid file as a nightlyone/lockfile (design.md §8). The
 // caller holds the singleton flock, so a pid file already there is stale: one
 // naming a dead process is replaced by lockfile itself; one whose pid now
 // belongs to another process (a reused pid) is removed here.
 func lockPidFile(p *paths.Paths) (lockfile.Lockfile, error) {
-	path, err := filepath.Abs(pidFile(p))
+	path, err := filepath.Abs(daemonfiles.PidFile(p))
 	if err != nil {
 		return "", err
 	}
@@ -249,190 +243,10 @@ func lockPidFile(p *paths.Paths) (lockfile.Lockfile, error) {
 	}
 }
 
-// Listen are a daemon's listen options. A running daemon keeps them in
-// airlockd.listen (mode 0600, beside its pid and version files), so that a CLI
-// replacing it (auto-upgrade) starts the new one with the same options.
-type Listen struct {
-	Host string `json:"host,omitempty"`
-	Port int    `json:"port,omitempty"`
-	// TokenFile is the user's --token-file; Token the token itself when it
-	// was given by value (--token, AIRLOCK_TOKEN).
-	TokenFile string `json:"token_file,omitempty"`
-	Token     string `json:"token,omitempty"`
-	NoToken   bool   `json:"no_token,omitempty"`
-	TLSCert   string `json:"tls_cert,omitempty"`
-	TLSKey    string `json:"tls_key,omitempty"`
-}
-
-func (o Options) listen() Listen {
-	l := Listen{Host: o.Host, Port: o.Port, TokenFile: o.TokenFile, NoToken: o.NoToken, TLSCert: o.TLSCert, TLSKey: o.TLSKey}
-	if l.TokenFile == "" {
-		l.Token = o.Token
-	}
-	return l
-}
-
-func writeListen(p *paths.Paths, l Listen) error {
-	b, err := json.Marshal(l)
-	if err != nil {
-		return err
-	}
-	return writeFileAtomic(listenFile(p), string(b)+"\n")
-}
-
-// ReadListen returns the listen options of the running daemon; ok is false
-// when it left none (it is not running, or it predates them).
-func ReadListen(p *paths.Paths) (Listen, bool) {
-	var l Listen
-	b, err := os.ReadFile(listenFile(p))
-	if err != nil || json.Unmarshal(b, &l) != nil {
-		return Listen{}, false
-	}
-	return l, true
-}
-
-// WriteTokenHandoff leaves token in TokenHandoffFile (mode 0600) for a daemon
-// started with --token-file on it and --remove-token-file.
-func WriteTokenHandoff(p *paths.Paths, token string) (string, error) {
-	if err := p.EnsureDaemonDir(); err != nil {
-		return "", err
-	}
-	path := TokenHandoffFile(p)
-	return path, writeFileAtomic(path, token+"\n")
-}
-
-// ReadTokenFile reads a TCP token from path (--token-file): a regular file of
-// the current user's that no one else may read or write (mode 0600), holding
-// the token (surrounding white space removed).
-func ReadTokenFile(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", fmt.Errorf("cannot read the token file: %w", err)
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return "", fmt.Errorf("cannot read the token file: %w", err)
-	}
-	bad := func(why string) error {
-		return fmt.Errorf("refusing the token file %s: it %s; it must be a regular file of yours with mode 0600 (chmod 600 %s)", path, why, path)
-	}
-	if !st.Mode().IsRegular() {
-		return "", bad("is not a regular file")
-	}
-	if sys, ok := st.Sys().(*syscall.Stat_t); ok && int(sys.Uid) != os.Getuid() {
-		return "", bad(fmt.Sprintf("belongs to uid %d, not to you (uid %d)", sys.Uid, os.Getuid()))
-	}
-	if perm := st.Mode().Perm(); perm&0o077 != 0 {
-		return "", bad(fmt.Sprintf("has mode %04o, which lets others read or change it", perm))
-	}
-	b, err := io.ReadAll(io.LimitReader(f, 64<<10))
-	if err != nil {
-		return "", fmt.Errorf("cannot read the token file %s: %w", path, err)
-	}
-	tok := strings.TrimSpace(string(b))
-	if tok == "" {
-		return "", fmt.Errorf("the token file %s is empty", path)
-	}
-	return tok, nil
-}
-
 // writeFileAtomic writes content (mode 0600) with paths.WriteFileAtomic.
 func writeFileAtomic(path, content string) error {
 	if err := paths.WriteFileAtomic(path, []byte(content), 0o600); err != nil {
 		return fmt.Errorf("cannot write %s: %w", path, err)
 	}
 	return nil
-}
-
-// State is what the files of a running daemon say about it.
-type State struct {
-	PID     int
-	BuildID string
-	LogPath string
-}
-
-// HasPidFile reports whether a pid file is there, whatever it holds.
-func HasPidFile(p *paths.Paths) bool {
-	_, err := os.Lstat(pidFile(p))
-	return err == nil
-}
-
-// RemoveStalePidFile removes a pid file that names no running daemon: the
-// caller found that no daemon answers and that pid, what the file said when it
-// read it (0 for nothing usable), does not hold the lock. The file is removed
-// only if it still says so, so a daemon starting meanwhile keeps its own; the
-// version and listen files go too when no daemon holds the lock at all.
-func RemoveStalePidFile(p *paths.Paths, pid int) {
-	b, err := os.ReadFile(pidFile(p))
-	if err != nil {
-		return
-	}
-	now, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-	if now != pid && (now > 0 || pid > 0) {
-		return
-	}
-	_ = os.Remove(pidFile(p))
-	if !lockHeld(p) {
-		_ = os.Remove(versionFile(p))
-		_ = os.Remove(listenFile(p))
-	}
-}
-
-// ReadState reads the pid and version files; ok is false when there are none.
-func ReadState(p *paths.Paths) (State, bool) {
-	st := State{LogPath: LogFile(p)}
-	b, err := os.ReadFile(pidFile(p))
-	if err != nil {
-		return st, false
-	}
-	st.PID, _ = strconv.Atoi(strings.TrimSpace(string(b)))
-	v, _ := os.ReadFile(versionFile(p))
-	st.BuildID = strings.TrimSpace(string(v))
-	return st, st.PID > 0
-}
-
-// TLSConfig is the TCP listener's TLS (nil for plain HTTP). A plain listener
-// is allowed on loopback only: elsewhere the token, and every secret in a
-// request, would cross the network in the clear.
-func (o Options) TLSConfig() (*tls.Config, error) {
-	if o.Host == "" {
-		if o.TLSCert != "" || o.TLSKey != "" {
-			return nil, errors.New("cannot use --tls-cert or --tls-key without --host: only the TCP listener serves TLS")
-		}
-		return nil, nil
-	}
-	if (o.TLSCert == "") != (o.TLSKey == "") {
-		return nil, errors.New("cannot serve TLS: give both --tls-cert FILE and --tls-key FILE")
-	}
-	if o.TLSCert == "" {
-		if !Loopback(o.Host) {
-			return nil, fmt.Errorf("cannot listen on %s without TLS: the token and the secrets in requests would cross the network in the clear; "+
-				"give --tls-cert FILE and --tls-key FILE, or listen on 127.0.0.1 and reach the daemon over ssh (airlock daemon dial-stdio)", o.Host)
-		}
-		return nil, nil
-	}
-	cert, err := tls.LoadX509KeyPair(o.TLSCert, o.TLSKey)
-	if err != nil {
-		return nil, fmt.Errorf("cannot load the TLS certificate %s and key %s: %w", o.TLSCert, o.TLSKey, err)
-	}
-	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil
-}
-
-// TokenlessWarning is the warning of every start of a TCP listener without a
-// token (--unsafe-no-token).
-func TokenlessWarning(host string, port int) string {
-	return fmt.Sprintf("the TCP listener on %s accepts requests without a token (--unsafe-no-token): every local user, "+
-		"and every process that can reach that address (sandboxes included), can create sandboxes mounting your files and run commands in them",
-		net.JoinHostPort(host, strconv.Itoa(port)))
-}
-
-// Loopback reports whether a listen host is a loopback address ("localhost"
-// included); a name is not resolved, so any other name is not.
-func Loopback(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip, err := netip.ParseAddr(host)
-	return err == nil && ip.IsLoopback()
 }

@@ -11,7 +11,7 @@ import (
 
 	"github.com/airlock-dev/airlock/backend/docker"
 	"github.com/airlock-dev/airlock/client"
-	"github.com/airlock-dev/airlock/control"
+	"github.com/airlock-dev/airlock/daemonfiles"
 	"github.com/airlock-dev/airlock/test/testenv"
 )
 
@@ -107,7 +107,7 @@ func TestPrimaryDiesBeforeReady(t *testing.T) {
 		waitState(t, c, id, time.Minute, client.StateDeleted)
 	}
 	testenv.AssertNoLeftovers(t, e.docker, labelProject, e.project)
-	if b, err := os.ReadFile(control.LogFile(e.paths)); err == nil && strings.Contains(string(b), "cannot go from") {
+	if b, err := os.ReadFile(daemonfiles.LogFile(e.paths)); err == nil && strings.Contains(string(b), "cannot go from") {
 		t.Errorf("the daemon tried a transition the store refuses:\n%s", b)
 	}
 }

@@ -22,7 +22,7 @@ import (
 
 	"github.com/airlock-dev/airlock/backend/docker"
 	"github.com/airlock-dev/airlock/client"
-	"github.com/airlock-dev/airlock/control"
+	"github.com/airlock-dev/airlock/daemonfiles"
 	"github.com/airlock-dev/airlock/manifest"
 	"github.com/airlock-dev/airlock/test/clitest"
 	"github.com/airlock-dev/airlock/test/testenv"
@@ -231,7 +231,7 @@ missing = "fail"
 	}
 
 	// The daemon's log: the prepares are in it, the password is not.
-	log, err := os.ReadFile(control.LogFile(e.paths))
+	log, err := os.ReadFile(daemonfiles.LogFile(e.paths))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/airlock-dev/airlock/client"
 	"github.com/airlock-dev/airlock/control"
+	"github.com/airlock-dev/airlock/daemonfiles"
 	"github.com/airlock-dev/airlock/paths"
 	"github.com/airlock-dev/airlock/secrets"
 	"github.com/airlock-dev/airlock/test/clitest"
@@ -156,7 +157,7 @@ func TestDaemonLogMasksEscapedSecrets(t *testing.T) {
 	if err == nil {
 		t.Fatal("control.Run started with a failing service")
 	}
-	b, err := os.ReadFile(control.LogFile(p))
+	b, err := os.ReadFile(daemonfiles.LogFile(p))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/airlock-dev/airlock/client"
+	"github.com/airlock-dev/airlock/daemonfiles"
 )
 
 // server is the API layer: it maps the HTTP/JSON API (package client's types)
@@ -170,7 +171,7 @@ func decode(r *http.Request, v any) error {
 }
 
 func (s *server) health(w http.ResponseWriter, r *http.Request) {
-	h := client.Health{PID: os.Getpid(), BuildID: s.opts.BuildID, Version: s.opts.Version, LogPath: LogFile(s.opts.Paths)}
+	h := client.Health{PID: os.Getpid(), BuildID: s.opts.BuildID, Version: s.opts.Version, LogPath: daemonfiles.LogFile(s.opts.Paths)}
 	if s.svc != nil {
 		for _, rt := range s.svc.runtimes() {
 			h.Engines = append(h.Engines, rt.Location().String())

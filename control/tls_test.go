@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/client"
-	"github.com/airlock-dev/airlock/control"
+	"github.com/airlock-dev/airlock/daemonfiles"
 )
 
 // selfSigned writes a self-signed certificate for 127.0.0.1 and its key, PEM,
@@ -110,10 +110,10 @@ func TestTCPNeedsTLSOffLoopback(t *testing.T) {
 	if _, err := client.NewTCP(addr, "tls-token-5e1f").Health(ctx); err == nil {
 		t.Error("plain HTTP to the TLS listener was answered")
 	}
-	if l, ok := control.ReadListen(e.paths); !ok || l.TLSCert != cert || l.TLSKey != key {
+	if l, ok := daemonfiles.ReadListen(e.paths); !ok || l.TLSCert != cert || l.TLSKey != key {
 		t.Errorf("the recorded listen options %+v keep no TLS files (a daemon started again would serve plain HTTP)", l)
 	}
-	if !control.Loopback("127.0.0.1") || !control.Loopback("::1") || !control.Loopback("localhost") || control.Loopback("0.0.0.0") || control.Loopback("box.example") {
-		t.Error("control.Loopback")
+	if !daemonfiles.Loopback("127.0.0.1") || !daemonfiles.Loopback("::1") || !daemonfiles.Loopback("localhost") || daemonfiles.Loopback("0.0.0.0") || daemonfiles.Loopback("box.example") {
+		t.Error("daemonfiles.Loopback")
 	}
 }

@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/client"
-	"github.com/airlock-dev/airlock/control"
+	"github.com/airlock-dev/airlock/daemonfiles"
 )
 
 // waitTCP waits for a TCP listener on 127.0.0.1:port.
@@ -105,7 +105,7 @@ func TestTokenNeverOnArgv(t *testing.T) {
 		}
 	}
 	// The hand-off file is gone; the listen options are kept, mode 0600.
-	if _, err := os.Stat(control.TokenHandoffFile(e.paths)); !os.IsNotExist(err) {
+	if _, err := os.Stat(daemonfiles.TokenHandoffFile(e.paths)); !os.IsNotExist(err) {
 		t.Errorf("the token hand-off file remains (%v)", err)
 	}
 	listen := filepath.Join(e.paths.DaemonDir(), "airlockd.listen")
@@ -113,7 +113,7 @@ func TestTokenNeverOnArgv(t *testing.T) {
 		t.Errorf("%s: %v %v, want mode 0600", listen, st, err)
 	}
 	// The token is not in the daemon's log.
-	if b, _ := os.ReadFile(control.LogFile(e.paths)); strings.Contains(string(b), token) {
+	if b, _ := os.ReadFile(daemonfiles.LogFile(e.paths)); strings.Contains(string(b), token) {
 		t.Errorf("the daemon's log shows the token:\n%s", b)
 	}
 }
@@ -166,19 +166,19 @@ func TestReadTokenFile(t *testing.T) {
 	dir := t.TempDir()
 	good := filepath.Join(dir, "good")
 	writeTokenFile(t, good, "  tok-123 ", 0o600)
-	if tok, err := control.ReadTokenFile(good); err != nil || tok != "tok-123" {
+	if tok, err := daemonfiles.ReadTokenFile(good); err != nil || tok != "tok-123" {
 		t.Errorf("a 0600 file: %q %v", tok, err)
 	}
 	for _, mode := range []os.FileMode{0o640, 0o604, 0o666} {
 		p := filepath.Join(dir, fmt.Sprintf("m%o", mode))
 		writeTokenFile(t, p, "tok", mode)
-		if _, err := control.ReadTokenFile(p); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("mode %04o", mode)) {
+		if _, err := daemonfiles.ReadTokenFile(p); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("mode %04o", mode)) {
 			t.Errorf("mode %04o: %v, want a refusal naming the mode", mode, err)
 		}
 	}
 	empty := filepath.Join(dir, "empty")
 	writeTokenFile(t, empty, "", 0o600)
-	if _, err := control.ReadTokenFile(empty); err == nil {
+	if _, err := daemonfiles.ReadTokenFile(empty); err == nil {
 		t.Errorf("an empty token file was accepted")
 	}
 	if os.Getuid() == 0 {
@@ -187,7 +187,7 @@ func TestReadTokenFile(t *testing.T) {
 		if err := os.Chown(theirs, 4243, 4243); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := control.ReadTokenFile(theirs); err == nil || !strings.Contains(err.Error(), "uid 4243") {
+		if _, err := daemonfiles.ReadTokenFile(theirs); err == nil || !strings.Contains(err.Error(), "uid 4243") {
 			t.Errorf("another user's file: %v, want a refusal naming its owner", err)
 		}
 	}

@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 
 	"github.com/containerd/errdefs"
-	dockercontext "github.com/docker/cli/cli/context/docker"
+	dockercontext "github.com/docker/cli/cli/context"
 	"github.com/docker/cli/cli/context/store"
 	"github.com/docker/cli/opts"
 )
@@ -25,7 +25,7 @@ const (
 	defaultName   = "default"
 	configFile    = "config.json"
 	contextsDir   = "contexts"
-	dockerEPName  = dockercontext.DockerEndpoint
+	dockerEPName  = "docker" // the docker endpoint of a context
 	caFileName    = "ca.pem"
 	certFileName  = "cert.pem"
 	keyFileName   = "key.pem"
@@ -154,7 +154,7 @@ func defaultEndpoint(env func(string) string, cfgDir string) (Endpoint, error) {
 func contextEndpoint(cfgDir, cfgPath, name, source string) (Endpoint, error) {
 	st := store.New(filepath.Join(cfgDir, contextsDir), store.NewConfig(
 		nil, // the context's own metadata (description…) is not needed
-		store.EndpointTypeGetter(dockerEPName, func() any { return &dockercontext.EndpointMeta{} }),
+		store.EndpointTypeGetter(dockerEPName, func() any { return &dockercontext.EndpointMetaBase{} }),
 	))
 	meta, err := st.GetMetadata(name)
 	if errdefs.IsNotFound(err) {
@@ -164,9 +164,11 @@ func contextEndpoint(cfgDir, cfgPath, name, source string) (Endpoint, error) {
 	if err != nil {
 		return Endpoint{}, fmt.Errorf("docker context %q (from %s): %w", name, source, err)
 	}
-	epMeta, err := dockercontext.EndpointFromContext(meta)
-	if err != nil {
-		return Endpoint{}, fmt.Errorf("docker context %q (from %s): %w", name, source, err)
+	// As the CLI's docker.EndpointFromContext, without the Engine client that
+	// package brings.
+	epMeta, ok := meta.Endpoints[dockerEPName].(dockercontext.EndpointMetaBase)
+	if !ok {
+		return Endpoint{}, fmt.Errorf("docker context %q (from %s): cannot find docker endpoint in context", name, source)
 	}
 	host := epMeta.Host
 	if host == "" {
@@ -191,7 +193,7 @@ func contextEndpoint(cfgDir, cfgPath, name, source string) (Endpoint, error) {
 			ep.TLSKey = p
 		}
 	}
-	ep.TLSVerify = ep.hasTLSFiles() && !ep.SkipTLSVerify
+	ep.TLSVerify = ep.HasTLSFiles() && !ep.SkipTLSVerify
 	return ep, nil
 }
 

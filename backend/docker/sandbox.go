@@ -13,6 +13,7 @@ import (
 	"github.com/docker/docker/client"
 
 	"github.com/airlock-dev/airlock/engine"
+	"github.com/airlock-dev/airlock/engine/dial"
 	"github.com/airlock-dev/airlock/paths"
 )
 
@@ -155,7 +156,7 @@ func Connect(ctx context.Context, getenv func(string) (string, bool)) (*client.C
 	if err != nil {
 		return nil, ep, &Error{Code: 125, Err: fmt.Errorf("cannot choose the Docker Engine: %w", err)}
 	}
-	cli, err := ep.Connect(ctx)
+	cli, err := dial.Connect(ctx, ep)
 	if err != nil {
 		return nil, ep, &Error{Code: 125, Err: err}
 	}

@@ -224,7 +224,7 @@ func BuildPod(in PodInput) (*corev1.Pod, error) {
 	if len(hosts) > 0 {
 		pod.Spec.HostAliases = []corev1.HostAlias{{IP: "127.0.0.1", Hostnames: hosts}}
 	}
-	in.Settings.apply(pod)
+	applySettings(in.Settings, pod)
 	return pod, nil
 }
 

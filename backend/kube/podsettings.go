@@ -5,37 +5,20 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/airlock-dev/airlock/engine/kubecontext"
 )
 
 // PodSettings is what config.toml's [kubernetes] table sets on every Pod of
-// a backend (docs/kubernetes.md, "Where Pods run"). It travels in the
-// backend's endpoint, as JSON.
-type PodSettings struct {
-	NodeSelector     map[string]string   `json:"node_selector,omitempty"`
-	Tolerations      []corev1.Toleration `json:"tolerations,omitempty"`
-	RuntimeClassName string              `json:"runtime_class_name,omitempty"`
-	// ServiceAccount is the Pod's ServiceAccount: its identity to the
-	// cluster's features (workload identity, its image pull secrets,
-	// admission). Its API token is not mounted all the same: the code in a
-	// sandbox is not trusted.
-	ServiceAccount string `json:"service_account,omitempty"`
-	// Resources are the sandbox container's default requests and limits;
-	// sandbox.cpus and sandbox.memory take the place of the limits they name.
-	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
-}
+// a backend (package kubecontext, which carries it in the endpoint).
+type PodSettings = kubecontext.PodSettings
 
 // nodeLostSeconds is how long a sandbox's Pod stays bound to a node that is
 // not ready or unreachable (docs/kubernetes.md, "A node lost").
 const nodeLostSeconds = 20
 
-// IsZero reports whether s sets nothing.
-func (s PodSettings) IsZero() bool {
-	return len(s.NodeSelector) == 0 && len(s.Tolerations) == 0 && s.RuntimeClassName == "" && s.ServiceAccount == "" &&
-		len(s.Resources.Requests) == 0 && len(s.Resources.Limits) == 0
-}
-
-// apply sets s on pod, whose first container is the sandbox's.
-func (s PodSettings) apply(pod *corev1.Pod) {
+// applySettings sets s on pod, whose first container is the sandbox's.
+func applySettings(s PodSettings, pod *corev1.Pod) {
 	if len(s.NodeSelector) > 0 {
 		pod.Spec.NodeSelector = maps.Clone(s.NodeSelector)
 	}

@@ -2,12 +2,9 @@ package kube
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
-	"strings"
 	"sync"
 	"time"
 
@@ -17,29 +14,19 @@ import (
 
 	"github.com/airlock-dev/airlock/backend/docker"
 	"github.com/airlock-dev/airlock/engine"
+	"github.com/airlock-dev/airlock/engine/kubecontext"
 	"github.com/airlock-dev/airlock/manifest"
 )
 
-// Scheme is the scheme of a Kubernetes backend's endpoint: the daemon's API and
-// store carry a backend as an engine.Endpoint, whose Host for a cluster is
-// "kubernetes:///NAMESPACE?context=…&kubeconfig=…&image=…".
-const Scheme = "kubernetes"
+// Scheme, Config and ConfigOf are the endpoint of a Kubernetes backend, as
+// package kubecontext reads it from the kubeconfig without reaching the cluster.
+const Scheme = kubecontext.Scheme
 
 // Config says which cluster, namespace and airlock image a runtime uses.
-type Config struct {
-	// Kubeconfig is the kubeconfig file ("" for client-go's loading rules:
-	// KUBECONFIG, then ~/.kube/config), Context its context ("" for the current one).
-	Kubeconfig, Context string
-	Namespace           string // default "airlock"
-	Image               string // the airlock image the init container copies the supervisor from
-	CreateNamespace     bool
-	AllowPrivileged     bool // [kubernetes] allow_privileged
-	// Pod is what [kubernetes] sets on every Pod: node selector,
-	// tolerations, RuntimeClass, ServiceAccount, default resources.
-	Pod      PodSettings
-	Owner    string // the control daemon's instance key, on every Pod
-	HostHome string // what ~ is in a [copies] source ("" for the user's home)
-}
+type Config = kubecontext.Config
+
+// ConfigOf reads a Config back from an endpoint made by Config.Endpoint.
+func ConfigOf(ep engine.Endpoint) (Config, error) { return kubecontext.ConfigOf(ep) }
 
 // Runtime runs sandboxes as Pods of one namespace of a cluster.
 type Runtime struct {
@@ -72,78 +59,11 @@ type podState struct {
 // IsEndpoint reports whether an endpoint names a Kubernetes backend.
 func IsEndpoint(ep engine.Endpoint) bool { return ep.IsKubernetes() }
 
-// Endpoint is how the daemon's API and store name the backend of cfg. The context
-// is the resolved one, so that the daemon reaches the same cluster as the CLI.
-func (c Config) Endpoint() engine.Endpoint {
-	q := url.Values{}
-	if c.Context != "" {
-		q.Set("context", c.Context)
-	}
-	if c.Kubeconfig != "" {
-		q.Set("kubeconfig", c.Kubeconfig)
-	}
-	if c.Image != "" {
-		q.Set("image", c.Image)
-	}
-	if c.AllowPrivileged {
-		q.Set("allow_privileged", "true")
-	}
-	if c.CreateNamespace {
-		q.Set("create_namespace", "true")
-	}
-	if !c.Pod.IsZero() {
-		b, _ := json.Marshal(c.Pod)
-		q.Set("pod", string(b))
-	}
-	u := url.URL{Scheme: Scheme, Path: "/" + c.Namespace, RawQuery: q.Encode()}
-	return engine.Endpoint{Host: u.String()}
-}
-
-// ConfigOf reads a Config back from an endpoint made by Config.Endpoint.
-func ConfigOf(ep engine.Endpoint) (Config, error) {
-	u, err := url.Parse(ep.Host)
-	if err != nil || u.Scheme != Scheme {
-		return Config{}, fmt.Errorf("cannot read the Kubernetes backend %q", ep.Host)
-	}
-	q := u.Query()
-	cfg := Config{Namespace: strings.TrimPrefix(u.Path, "/"), Context: q.Get("context"), Kubeconfig: q.Get("kubeconfig"), Image: q.Get("image"),
-		AllowPrivileged: q.Get("allow_privileged") == "true", CreateNamespace: q.Get("create_namespace") == "true"}
-	if p := q.Get("pod"); p != "" {
-		if err := json.Unmarshal([]byte(p), &cfg.Pod); err != nil {
-			return Config{}, fmt.Errorf("cannot read the Pod settings of the Kubernetes backend %q: %w", ep.Host, err)
-		}
-	}
-	return cfg, nil
-}
-
-// Resolve completes cfg as kubectl would read it (client-go's loading rules)
-// without reaching the cluster: the default namespace, the current context and
-// the kubeconfig file, so that its endpoint names them.
-func Resolve(cfg Config) (Config, error) {
-	_, cfg, err := load(cfg)
-	return cfg, err
-}
-
+// load is kubecontext.Load, its failure airlock's (exit 125).
 func load(cfg Config) (clientcmd.ClientConfig, Config, error) {
-	if cfg.Namespace == "" {
-		cfg.Namespace = "airlock"
-	}
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	if cfg.Kubeconfig != "" {
-		rules.ExplicitPath = cfg.Kubeconfig
-	}
-	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: cfg.Context})
-	raw, err := cc.RawConfig()
+	cc, cfg, err := kubecontext.Load(cfg)
 	if err != nil {
-		return nil, cfg, &docker.Error{Code: 125, Err: fmt.Errorf("cannot read the kubeconfig: %w", err)}
-	}
-	if cfg.Context == "" {
-		cfg.Context = raw.CurrentContext
-	}
-	if cfg.Kubeconfig == "" {
-		if p := rules.GetDefaultFilename(); p != "" {
-			cfg.Kubeconfig = p
-		}
+		return nil, cfg, &docker.Error{Code: 125, Err: err}
 	}
 	return cc, cfg, nil
 }

@@ -10,8 +10,11 @@ import (
 	"os"
 
 	"github.com/airlock-dev/airlock/cli"
+	"github.com/airlock-dev/airlock/daemon"
 )
 
+// The command line speaks to the daemon through its API; `airlock daemon run`
+// is the daemon itself, handed to it here.
 func main() {
-	os.Exit(cli.Main(os.Args[1:]))
+	os.Exit(cli.Main(os.Args[1:], cli.Options{RunDaemon: daemon.Main}))
 }

@@ -3,22 +3,19 @@
 package cli
 
 import (
-	"context"
 	"fmt"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
-	"github.com/airlock-dev/airlock/backend/kube"
-	"github.com/airlock-dev/airlock/control"
 	"github.com/airlock-dev/airlock/engine"
+	"github.com/airlock-dev/airlock/engine/kubecontext"
 	"github.com/airlock-dev/airlock/userconfig"
 )
 
-// The Kubernetes backend (package kube). The supervisor injected into sandboxes is
-// built without it (build tag nokube): it never talks to a cluster, and client-go
-// would add to every sandbox's start.
+// The Kubernetes backend's endpoint (package kubecontext). A build with the tag
+// nokube has none: client-go's kubeconfig reader is left out.
 
 // kubeEndpoint is the endpoint of the chosen Kubernetes backend, read from the
 // kubeconfig without reaching the cluster. Through a daemon on another machine
@@ -29,7 +26,7 @@ func (a *app) kubeEndpoint(b *backendChoice) (engine.Endpoint, error) {
 	if err != nil {
 		return engine.Endpoint{}, err
 	}
-	cfg := kube.Config{Context: k.Context, Namespace: k.Namespace, Image: k.Image,
+	cfg := kubecontext.Config{Context: k.Context, Namespace: k.Namespace, Image: k.Image,
 		CreateNamespace: k.CreateNamespace, AllowPrivileged: k.AllowPrivileged, Pod: pod}
 	if a.remoteHost() != "" {
 		if cfg.Namespace == "" {
@@ -39,26 +36,16 @@ func (a *app) kubeEndpoint(b *backendChoice) (engine.Endpoint, error) {
 	}
 	kubeconfig, _ := a.getenv("KUBECONFIG")
 	cfg.Kubeconfig = firstPath(kubeconfig)
-	cfg, err = kube.Resolve(cfg)
+	cfg, err = kubecontext.Resolve(cfg)
 	if err != nil {
-		return engine.Endpoint{}, sandboxError(err)
+		return engine.Endpoint{}, withCode(ExitAirlock, err)
 	}
 	return cfg.Endpoint(), nil
 }
 
-// openBackend opens the Kubernetes backend a sandbox was created on.
-func openBackend(ctx context.Context, ep engine.Endpoint, owner string) (control.Backend, error) {
-	cfg, err := kube.ConfigOf(ep)
-	if err != nil {
-		return nil, err
-	}
-	cfg.Owner = owner
-	return kube.Open(ctx, cfg)
-}
-
 // podSettings is what [kubernetes] sets on every Pod, as the backend takes it.
-func podSettings(k userconfig.Kubernetes) (kube.PodSettings, error) {
-	p := kube.PodSettings{NodeSelector: k.NodeSelector, RuntimeClassName: k.RuntimeClassName, ServiceAccount: k.ServiceAccount}
+func podSettings(k userconfig.Kubernetes) (kubecontext.PodSettings, error) {
+	p := kubecontext.PodSettings{NodeSelector: k.NodeSelector, RuntimeClassName: k.RuntimeClassName, ServiceAccount: k.ServiceAccount}
 	for _, t := range k.Tolerations {
 		p.Tolerations = append(p.Tolerations, corev1.Toleration{Key: t.Key, Operator: corev1.TolerationOperator(t.Operator),
 			Value: t.Value, Effect: corev1.TaintEffect(t.Effect), TolerationSeconds: t.Seconds})

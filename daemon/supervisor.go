@@ -1,4 +1,4 @@
-package cli
+package daemon
 
 import (
 	"fmt"
@@ -25,9 +25,9 @@ var embeddedSupervisors sync.Map // arch -> *docker.Supervisor
 //     on the Engine's own kind of host, as the tests do);
 //
 // else an error that says how to get one.
-func (a *app) findSupervisor(arch string) (*docker.Supervisor, error) {
-	if bin, ok := a.getenv(supervisorEnv); ok && bin != "" {
-		sup, err := docker.SupervisorFile(bin, arch, BuildID, false)
+func (d *assembly) findSupervisor(arch string) (*docker.Supervisor, error) {
+	if bin, ok := d.getenv(supervisorEnv); ok && bin != "" {
+		sup, err := docker.SupervisorFile(bin, arch, d.buildID, false)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", supervisorEnv, err)
 		}
@@ -49,7 +49,7 @@ func (a *app) findSupervisor(arch string) (*docker.Supervisor, error) {
 		if err != nil {
 			return nil, fmt.Errorf("cannot find the airlock binary: %w", err)
 		}
-		sup, err := docker.SupervisorFile(exe, arch, BuildID, true)
+		sup, err := docker.SupervisorFile(exe, arch, d.buildID, true)
 		if err != nil {
 			return nil, fmt.Errorf("%w; or set %s to a static linux/%s airlock binary", err, supervisorEnv, arch)
 		}

@@ -1,51 +1,16 @@
 package cli
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"strings"
 
-	dockerclient "github.com/docker/docker/client"
 	"golang.org/x/term"
 
 	"github.com/airlock-dev/airlock/backend/docker"
-	"github.com/airlock-dev/airlock/control"
-	"github.com/airlock-dev/airlock/engine"
-	"github.com/airlock-dev/airlock/paths"
 )
-
-// runtime connects to the Engine and returns the sandbox runtime for this user.
-func (a *app) runtime(ctx context.Context) (*docker.Runtime, func(), error) {
-	p, err := a.paths()
-	if err != nil {
-		return nil, nil, err
-	}
-	cli, ep, err := docker.Connect(ctx, a.getenv)
-	if err != nil {
-		return nil, nil, sandboxError(err)
-	}
-	return a.newRuntime(p, cli, ep)
-}
-
-// newRuntime is the sandbox runtime over an open Engine client.
-func (a *app) newRuntime(p *paths.Paths, cli *dockerclient.Client, ep engine.Endpoint) (*docker.Runtime, func(), error) {
-	var err error
-	rt := docker.NewRuntime(ep, cli, p)
-	if rt.Owner, err = control.OwnerKey(p); err != nil {
-		cli.Close()
-		return nil, nil, withCode(ExitAirlock, err)
-	}
-	rt.Progress, rt.ProgressTTY = a.redactor.Writer(a.stderr), isTerminal(a.stderr)
-	// The supervisor is chosen per Engine, for its architecture (cli/supervisor.go).
-	rt.Quiet, rt.FindSupervisor, rt.BuildID, rt.Getenv = a.opts.quiet, a.findSupervisor, BuildID, a.getenv
-	if a.opts.logLevel == "debug" {
-		rt.Trace = a.stderr
-	}
-	return rt, func() { cli.Close() }, nil
-}
 
 // sandboxError maps runtime errors to exit codes (design.md §9).
 func sandboxError(err error) error {

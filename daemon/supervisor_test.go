@@ -1,4 +1,4 @@
-package cli
+package daemon
 
 import (
 	"os"
@@ -15,9 +15,9 @@ import (
 // architecture nothing provides, an error that says how to get one.
 func TestFindSupervisor(t *testing.T) {
 	env := map[string]string{}
-	a := &app{getenv: func(k string) (string, bool) { v, ok := env[k]; return v, ok }}
+	d := &assembly{getenv: func(k string) (string, bool) { v, ok := env[k]; return v, ok }}
 
-	_, err := a.findSupervisor("s390x")
+	_, err := d.findSupervisor("s390x")
 	if err == nil || !strings.Contains(err.Error(), "no linux/s390x supervisor") ||
 		!strings.Contains(err.Error(), "make build") || !strings.Contains(err.Error(), supervisorEnv) {
 		t.Errorf("an architecture nothing provides: %v, want an error that says how to get a supervisor", err)
@@ -27,13 +27,13 @@ func TestFindSupervisor(t *testing.T) {
 	if runtime.GOARCH == "arm64" {
 		other = "amd64"
 	}
-	sup, err := a.findSupervisor(other)
+	sup, err := d.findSupervisor(other)
 	switch {
 	case supervisorbin.Embedded():
 		if err != nil || !strings.Contains(sup.Source, "embedded linux/"+other) || sup.Size < 1<<20 {
 			t.Errorf("linux/%s in a build that embeds it: %+v, %v", other, sup, err)
 		}
-		again, _ := a.findSupervisor(other)
+		again, _ := d.findSupervisor(other)
 		if again != sup {
 			t.Error("the embedded supervisor is hashed again on each use")
 		}
@@ -49,7 +49,7 @@ func TestFindSupervisor(t *testing.T) {
 		t.Fatal(err)
 	}
 	env[supervisorEnv] = notLinux
-	if _, err := a.findSupervisor(other); err == nil || !strings.Contains(err.Error(), supervisorEnv) || !strings.Contains(err.Error(), "not a Linux binary") {
+	if _, err := d.findSupervisor(other); err == nil || !strings.Contains(err.Error(), supervisorEnv) || !strings.Contains(err.Error(), "not a Linux binary") {
 		t.Errorf("%s=%s: %v, want a refusal naming the variable", supervisorEnv, notLinux, err)
 	}
 }

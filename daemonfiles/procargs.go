@@ -1,4 +1,4 @@
-package control
+package daemonfiles
 
 import "github.com/airlock-dev/airlock/internal/proc"
 

@@ -1,0 +1,18 @@
+//go:build nokube
+
+package daemon
+
+import (
+	"context"
+	"errors"
+
+	"github.com/airlock-dev/airlock/control"
+	"github.com/airlock-dev/airlock/engine"
+)
+
+// This build has no Kubernetes backend.
+var errNoKube = errors.New("this airlock binary was built without the Kubernetes backend (build tag nokube)")
+
+func openBackend(context.Context, engine.Endpoint, string) (control.Backend, error) {
+	return nil, errNoKube
+}
