@@ -221,9 +221,9 @@ func (a *app) hostBindWarnings(r *manifest.Resolved) []string {
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(r.Services)) {
-		for _, e := range r.Services[name].Volumes {
-			if v, err := manifest.ParseServiceVolume(e); err == nil && v.Kind == "bind" {
-				out = append(out, check(fmt.Sprintf("%s (%q)", manifest.KeyPath("services", name, "volumes"), e), v.Source, "service "+name)...)
+		for i, v := range r.Parsed.Services[name].Volumes {
+			if v.Kind == "bind" {
+				out = append(out, check(fmt.Sprintf("%s (%q)", manifest.KeyPath("services", name, "volumes"), r.Services[name].Volumes[i]), v.Source, "service "+name)...)
 			}
 		}
 	}

@@ -185,7 +185,7 @@ func unsupportedOnKubernetes(s Service) []string {
 // port keeps its number.
 func remappedPorts(ports []string) bool {
 	for _, e := range ports {
-		if p, err := ParseServicePort(e); err == nil && p.Listen != p.Port {
+		if p, err := parseServicePort(e); err == nil && p.Listen != p.Port {
 			return true
 		}
 	}

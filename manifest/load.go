@@ -85,6 +85,10 @@ type Resolved struct {
 	// Sources tells, for every substituted value, where its ${VAR}s came from.
 	// Keys are key paths (env.TOKEN, daemons.redis.env.PASS, sandbox.image, …).
 	Sources map[string]Source
+	// Parsed are the manifest's strings that have a type of their own
+	// (ports, sizes, extra hosts, services' volumes and tmpfs) read: what the
+	// backends use. They are derived from Manifest and never travel.
+	Parsed  Parsed `json:"-"`
 	origins map[string]origin
 	// aliases lists the tool aliases the layers used, each with its canonical name.
 	aliases map[string]string

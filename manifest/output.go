@@ -152,6 +152,7 @@ func (r *Resolved) Redacted() (Manifest, map[string]string) {
 
 // Restore builds a Resolved from a redacted manifest and the values Redacted
 // took out of it: the second half of the wire round trip, called by FromWire.
+// Its typed values (Parsed) are read from m.
 func Restore(m Manifest, file, projectDir string, sources map[string]Source, values map[string]string) *Resolved {
 	fill := func(path []string, v string) string {
 		if val, ok := values[KeyPath(path...)]; ok {
@@ -160,7 +161,7 @@ func Restore(m Manifest, file, projectDir string, sources map[string]Source, val
 		return v
 	}
 	walkSubstituted(&m, fill)
-	return &Resolved{Manifest: m, File: file, ProjectDir: projectDir, Sources: sources, origins: map[string]origin{}}
+	return &Resolved{Manifest: m, File: file, ProjectDir: projectDir, Sources: sources, Parsed: parseValues(&m), origins: map[string]origin{}}
 }
 
 // walkSubstituted calls f on every value substitution applies to, with its key

@@ -19,11 +19,11 @@ const MaxPorts = 1024
 // portSyntax is what an invalid sandbox.ports entry is told to look like.
 const portSyntax = `use [ip:][host_port:]container_port[/tcp|udp|sctp], e.g. "8080", "127.0.0.1:18080:8080" or "5432:5432/tcp"`
 
-// ParsePort reads one sandbox.ports entry in Docker's syntax (parsed by the
+// parsePort reads one sandbox.ports entry in Docker's syntax (parsed by the
 // Engine's own go-connections/nat) into its port mappings, one per port of a
 // range. An entry without an IP binds DefaultPortIP; an empty host port lets
 // the Engine pick a free one.
-func ParsePort(spec string) ([]nat.PortMapping, error) {
+func parsePort(spec string) ([]nat.PortMapping, error) {
 	if strings.TrimSpace(spec) != spec || spec == "" {
 		return nil, fmt.Errorf("invalid port %q (%s)", spec, portSyntax)
 	}
@@ -42,28 +42,26 @@ func ParsePort(spec string) ([]nat.PortMapping, error) {
 	return ms, nil
 }
 
-// ParsePorts reads sandbox.ports into what the Engine takes: the container
-// ports to expose and their host bindings. It reports the first invalid entry,
-// more than MaxPorts ports, and two entries that bind the same host port.
-func ParsePorts(specs []string) (nat.PortSet, nat.PortMap, error) {
-	exposed, bindings := nat.PortSet{}, nat.PortMap{}
+// portMappings reads sandbox.ports into its mappings, in order (nil without
+// ports). It reports the first invalid entry, more than MaxPorts ports, and
+// two entries that bind the same host port.
+func portMappings(specs []string) ([]nat.PortMapping, error) {
+	var out []nat.PortMapping
 	type bound struct {
 		spec string
 		ip   net.IP
 	}
 	taken := map[string][]bound{} // "8080/tcp" → the entries binding host port 8080/tcp
-	n := 0
 	for _, spec := range specs {
-		ms, err := ParsePort(spec)
+		ms, err := parsePort(spec)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
-		if n += len(ms); n > MaxPorts {
-			return nil, nil, fmt.Errorf("publishes more than %d ports (a range counts each of its ports)", MaxPorts)
+		if len(out)+len(ms) > MaxPorts {
+			return nil, fmt.Errorf("publishes more than %d ports (a range counts each of its ports)", MaxPorts)
 		}
+		out = append(out, ms...)
 		for _, m := range ms {
-			exposed[m.Port] = struct{}{}
-			bindings[m.Port] = append(bindings[m.Port], m.Binding)
 			hp := m.Binding.HostPort
 			if hp == "" || hp == "0" || strings.Contains(hp, "-") {
 				continue // picked by the Engine
@@ -73,15 +71,30 @@ func ParsePorts(specs []string) (nat.PortSet, nat.PortMap, error) {
 			for _, o := range taken[key] {
 				if ip.Equal(o.ip) || ip.IsUnspecified() || o.ip.IsUnspecified() {
 					if o.spec == spec {
-						return nil, nil, fmt.Errorf("%q binds host port %s twice", spec, key)
+						return nil, fmt.Errorf("%q binds host port %s twice", spec, key)
 					}
-					return nil, nil, fmt.Errorf("%q and %q both bind host port %s", o.spec, spec, key)
+					return nil, fmt.Errorf("%q and %q both bind host port %s", o.spec, spec, key)
 				}
 			}
 			taken[key] = append(taken[key], bound{spec, ip})
 		}
 	}
-	return exposed, bindings, nil
+	return out, nil
+}
+
+// enginePorts are mappings as the Engine takes them: the container ports to
+// expose and their host bindings, in the mappings' order (nil, nil without
+// mappings).
+func enginePorts(ms []nat.PortMapping) (nat.PortSet, nat.PortMap) {
+	if len(ms) == 0 {
+		return nil, nil
+	}
+	exposed, bindings := nat.PortSet{}, nat.PortMap{}
+	for _, m := range ms {
+		exposed[m.Port] = struct{}{}
+		bindings[m.Port] = append(bindings[m.Port], m.Binding)
+	}
+	return exposed, bindings
 }
 
 // PortSpecFor returns the sandbox.ports entry that binds host port hostPort
@@ -89,7 +102,7 @@ func ParsePorts(specs []string) (nat.PortSet, nat.PortMap, error) {
 // "" when none names it.
 func PortSpecFor(specs []string, hostIP, hostPort string) string {
 	for _, spec := range specs {
-		ms, err := ParsePort(spec)
+		ms, err := parsePort(spec)
 		if err != nil {
 			continue
 		}

@@ -46,7 +46,7 @@ func resolve(stack []*layer, sub *substituter, read func(string) ([]byte, error)
 	if err := checkImages(&m, written, origins, sub.getenv).orNil(); err != nil {
 		return nil, err
 	}
-	r := &Resolved{Manifest: m, Sources: sources, origins: origins, aliases: canonicalTools(&m.Tools)}
+	r := &Resolved{Manifest: m, Sources: sources, Parsed: parseValues(&m), origins: origins, aliases: canonicalTools(&m.Tools)}
 	for _, l := range stack {
 		r.Layers = append(r.Layers, LayerInfo{Name: l.name, Builtin: l.builtin})
 	}

@@ -172,8 +172,8 @@ type ServiceVolume struct {
 
 var volumeNameRE = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_.-]*$`)
 
-// ParseServiceVolume reads one services.*.volumes entry.
-func ParseServiceVolume(s string) (ServiceVolume, error) {
+// parseServiceVolume reads one services.*.volumes entry.
+func parseServiceVolume(s string) (ServiceVolume, error) {
 	parts := strings.Split(s, ":")
 	var v ServiceVolume
 	switch len(parts) {
@@ -242,7 +242,7 @@ func (s Service) SharesLoopback() bool {
 // network namespace, or "".
 func (s Service) cannotShareLoopback() string {
 	for _, e := range s.Ports {
-		if p, err := ParseServicePort(e); err == nil && p.Listen != p.Port {
+		if p, err := parseServicePort(e); err == nil && p.Listen != p.Port {
 			return fmt.Sprintf("keeps a port's number: ports entry %q moves %d to %d", e, p.Port, p.Listen)
 		}
 	}
@@ -252,9 +252,9 @@ func (s Service) cannotShareLoopback() string {
 	return ""
 }
 
-// ParseServicePort reads one services.*.ports entry, in compose's syntax:
+// parseServicePort reads one services.*.ports entry, in compose's syntax:
 // PORT, LISTEN:PORT or 127.0.0.1:LISTEN:PORT, with an optional /tcp.
-func ParseServicePort(s string) (ServicePort, error) {
+func parseServicePort(s string) (ServicePort, error) {
 	spec := strings.TrimSuffix(s, "/tcp")
 	if strings.Contains(spec, "/") {
 		return ServicePort{}, fmt.Errorf("%q: only tcp ports are forwarded", s)
@@ -288,35 +288,36 @@ func ParseServicePort(s string) (ServicePort, error) {
 	return ServicePort{}, fmt.Errorf("%q: use PORT, LISTEN:PORT or 127.0.0.1:LISTEN:PORT", s)
 }
 
-// ParseTmpfs reads one services.*.tmpfs entry: PATH or PATH:OPTIONS (options as
+// parseTmpfs reads one services.*.tmpfs entry: PATH or PATH:OPTIONS (options as
 // mount takes them, such as size=64m,mode=1777).
-func ParseTmpfs(s string) (target, options string, err error) {
-	target, options, _ = strings.Cut(s, ":")
+func parseTmpfs(s string) (Tmpfs, error) {
+	target, options, _ := strings.Cut(s, ":")
 	if !path.IsAbs(target) {
-		return "", "", fmt.Errorf("%q: the path must be absolute", s)
+		return Tmpfs{}, fmt.Errorf("%q: the path must be absolute", s)
 	}
-	return target, options, nil
+	return Tmpfs{Target: target, Options: options}, nil
 }
 
 var hostNameRE = regexp.MustCompile(`^[a-zA-Z0-9]([a-zA-Z0-9_.-]*[a-zA-Z0-9])?$`)
 
-// ParseExtraHost reads one extra_hosts entry, NAME:IP or NAME=IP (IP may be
-// host-gateway, the Engine's address for the host), into the Engine's NAME:IP.
-func ParseExtraHost(s string) (string, error) {
+// parseExtraHost reads one extra_hosts entry, NAME:IP or NAME=IP (IP may be
+// host-gateway, the Engine's address for the host, or an IPv6 address in
+// brackets, which it drops).
+func parseExtraHost(s string) (ExtraHost, error) {
 	name, ip, ok := strings.Cut(s, "=")
 	if !ok {
 		name, ip, ok = strings.Cut(s, ":")
 	}
 	if !ok {
-		return "", fmt.Errorf("%q: use NAME:IP (or NAME=IP)", s)
+		return ExtraHost{}, fmt.Errorf("%q: use NAME:IP (or NAME=IP)", s)
 	}
 	if !hostNameRE.MatchString(name) || len(name) > 253 {
-		return "", fmt.Errorf("%q: %q is not a host name", s, name)
+		return ExtraHost{}, fmt.Errorf("%q: %q is not a host name", s, name)
 	}
 	if ip != "host-gateway" && net.ParseIP(strings.Trim(ip, "[]")) == nil {
-		return "", fmt.Errorf("%q: %q is not an IP address (or host-gateway)", s, ip)
+		return ExtraHost{}, fmt.Errorf("%q: %q is not an IP address (or host-gateway)", s, ip)
 	}
-	return name + ":" + strings.Trim(ip, "[]"), nil
+	return ExtraHost{Name: name, IP: strings.Trim(ip, "[]")}, nil
 }
 
 // service checks one [services.<name>] entry; all is every service, for depends_on.
@@ -354,7 +355,7 @@ func (v *validator) service(name string, s Service, all map[string]Service) {
 		v.errorf(p("working_dir"), "must be an absolute path, got %q", s.WorkingDir)
 	}
 	if s.ShmSize != "" {
-		if _, err := ParseSize(s.ShmSize); err != nil {
+		if _, err := parseSize(s.ShmSize); err != nil {
 			v.errorf(p("shm_size"), "%v", err)
 		}
 	}
@@ -371,7 +372,7 @@ func (v *validator) service(name string, s Service, all map[string]Service) {
 	}
 	targets := map[string]string{}
 	for _, e := range s.Volumes {
-		vol, err := ParseServiceVolume(e)
+		vol, err := parseServiceVolume(e)
 		if !v.check(p("volumes"), err) {
 			continue
 		}
@@ -381,18 +382,18 @@ func (v *validator) service(name string, s Service, all map[string]Service) {
 		targets[vol.Target] = e
 	}
 	for _, e := range s.Tmpfs {
-		target, _, err := ParseTmpfs(e)
+		t, err := parseTmpfs(e)
 		if !v.check(p("tmpfs"), err) {
 			continue
 		}
-		if prev, dup := targets[target]; dup {
-			v.errorf(p("tmpfs"), "%q and %q both mount %s", prev, e, target)
+		if prev, dup := targets[t.Target]; dup {
+			v.errorf(p("tmpfs"), "%q and %q both mount %s", prev, e, t.Target)
 		}
-		targets[target] = e
+		targets[t.Target] = e
 	}
 	v.capList(p("cap_add"), p("cap_drop"), s.CapAdd, s.CapDrop)
 	for _, e := range s.Ports {
-		sp, err := ParseServicePort(e)
+		sp, err := parseServicePort(e)
 		if !v.check(p("ports"), err) {
 			continue
 		}
@@ -465,7 +466,7 @@ func (v *validator) optionalDuration(path []string, s string) {
 // extraHosts checks an extra_hosts list.
 func (v *validator) extraHosts(p []string, hosts []string) {
 	for _, h := range hosts {
-		_, err := ParseExtraHost(h)
+		_, err := parseExtraHost(h)
 		v.check(p, err)
 	}
 }

@@ -241,7 +241,7 @@ func (v *validator) sandbox(s *Sandbox) {
 		v.errorf(p("cpus"), "must be between %g and %d (0 means no limit), got %g", MinCPUs, MaxCPUs, s.CPUs)
 	}
 	if s.Memory != "" {
-		if _, err := ParseMemory(s.Memory); err != nil {
+		if _, err := parseMemory(s.Memory); err != nil {
 			v.errorf(p("memory"), "%v", err)
 		}
 	}
@@ -260,7 +260,7 @@ func (v *validator) ports(s *Sandbox) {
 	case s.Egress != nil:
 		v.errorf(p, "cannot publish ports with [sandbox.egress]: the sandbox sits on an internal network, which the Engine publishes no port from")
 	}
-	if _, _, err := ParsePorts(s.Ports); err != nil {
+	if _, err := portMappings(s.Ports); err != nil {
 		v.errorf(p, "%v", err)
 	}
 }
@@ -292,10 +292,10 @@ func (v *validator) capList(addPath, dropPath []string, capAdd, capDrop []string
 	}
 }
 
-// ParseMemory reads a size such as "512m", "2g" or "1.5GiB" into bytes. 0 (no
+// parseMemory reads a size such as "512m", "2g" or "1.5GiB" into bytes. 0 (no
 // limit) or a size from 6m (the Engine's minimum) to 1024t (1 PiB).
-func ParseMemory(s string) (int64, error) {
-	b, err := parseSize(s, "512m")
+func parseMemory(s string) (int64, error) {
+	b, err := readSize(s, "512m")
 	switch {
 	case err != nil:
 		return 0, err
@@ -305,12 +305,12 @@ func ParseMemory(s string) (int64, error) {
 	return b, nil
 }
 
-// ParseSize reads a size such as "64m" or "1g" into bytes (shm_size, and
-// ParseMemory's): a number with an optional unit k, m, g or t, at most 1024t.
-func ParseSize(s string) (int64, error) { return parseSize(s, "256m") }
+// parseSize reads a size such as "64m" or "1g" into bytes (shm_size, and
+// parseMemory's): a number with an optional unit k, m, g or t, at most 1024t.
+func parseSize(s string) (int64, error) { return readSize(s, "256m") }
 
-// parseSize is ParseSize, its error giving example as an example.
-func parseSize(s, example string) (int64, error) {
+// readSize is parseSize, its error giving example as an example.
+func readSize(s, example string) (int64, error) {
 	m := memoryRE.FindStringSubmatch(strings.TrimSpace(s))
 	if m == nil {
 		return 0, fmt.Errorf("invalid size %q (use a number with an optional unit k, m, g or t, e.g. %q)", s, example)

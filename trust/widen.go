@@ -99,8 +99,8 @@ func Widens(old, new *manifest.Resolved) []Widening {
 	// compose file's included), and its capabilities are the sandbox's.
 	for _, name := range slices.Sorted(maps.Keys(n.Services)) {
 		ns, os := n.Services[name], o.Services[name]
-		for _, e := range ns.Volumes {
-			if v, err := manifest.ParseServiceVolume(e); err == nil && v.Kind == "bind" && !slices.Contains(os.Volumes, e) {
+		for i, v := range new.Parsed.Services[name].Volumes {
+			if e := ns.Volumes[i]; v.Kind == "bind" && !slices.Contains(os.Volumes, e) {
 				add("mounts", "%s: %s", manifest.KeyPath("services", name, "volumes"), e)
 			}
 		}

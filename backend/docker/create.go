@@ -422,12 +422,8 @@ func (rt *Runtime) primaryConfig(sb *Sandbox, req *Request, r *manifest.Resolved
 	for _, b := range hp.Binds {
 		host.Mounts = append(host.Mounts, mount.Mount{Type: mount.TypeBind, Source: b.Source, Target: inHome(b.Target, u.Home), ReadOnly: b.ReadOnly})
 	}
-	for _, h := range r.Sandbox.ExtraHosts {
-		e, err := manifest.ParseExtraHost(h)
-		if err != nil {
-			return nil, nil, nil, configErr("sandbox.extra_hosts: %v", err)
-		}
-		host.ExtraHosts = append(host.ExtraHosts, e)
+	for _, h := range r.Parsed.Sandbox.ExtraHosts {
+		host.ExtraHosts = append(host.ExtraHosts, h.String())
 	}
 	if hardenAll(r) {
 		host.SecurityOpt = []string{"no-new-privileges"}
@@ -437,21 +433,11 @@ func (rt *Runtime) primaryConfig(sb *Sandbox, req *Request, r *manifest.Resolved
 		return nil, nil, nil, err
 	}
 	host.CapAdd, host.CapDrop = capAdd, egressCapDrop(r, capAdd, capDrop)
-	exposed, bindings, err := portConfig(r)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	cfg.ExposedPorts, host.PortBindings = exposed, bindings
+	cfg.ExposedPorts, host.PortBindings = r.Parsed.Sandbox.EnginePorts()
 	if r.Sandbox.CPUs > 0 {
 		host.NanoCPUs = int64(r.Sandbox.CPUs * 1e9)
 	}
-	if r.Sandbox.Memory != "" {
-		n, err := manifest.ParseMemory(r.Sandbox.Memory)
-		if err != nil {
-			return nil, nil, nil, configErr("sandbox.memory: %v", err)
-		}
-		host.Memory = n
-	}
+	host.Memory = r.Parsed.Sandbox.Memory
 	var netcfg *network.NetworkingConfig
 	switch r.Sandbox.Network {
 	case "bridge":

@@ -29,18 +29,6 @@ type Port struct {
 	Protocol      string `json:"protocol"`
 }
 
-// portConfig is what sandbox.ports asks of the Engine (nil, nil without ports).
-func portConfig(r *manifest.Resolved) (nat.PortSet, nat.PortMap, error) {
-	if len(r.Sandbox.Ports) == 0 {
-		return nil, nil, nil
-	}
-	exposed, bindings, err := manifest.ParsePorts(r.Sandbox.Ports)
-	if err != nil {
-		return nil, nil, configErr("sandbox.ports: %v", err)
-	}
-	return exposed, bindings, nil
-}
-
 // capabilities are sandbox.cap_add and cap_drop as the Engine takes them.
 func capabilities(r *manifest.Resolved) (add, drop []string, err error) {
 	if add, err = manifest.NormalizeCapabilities(r.Sandbox.CapAdd); err != nil {

@@ -32,14 +32,11 @@ type serviceBinds map[string]map[string]string
 func (rt *Runtime) planServiceBinds(r *manifest.Resolved, remote bool) (serviceBinds, error) {
 	out := serviceBinds{}
 	for _, name := range slices.Sorted(maps.Keys(r.Services)) {
-		for _, e := range r.Services[name].Volumes {
-			v, err := manifest.ParseServiceVolume(e)
-			if err != nil {
-				return nil, configErr("%s: %v", manifest.KeyPath("services", name, "volumes"), err)
-			}
+		for i, v := range r.Parsed.Services[name].Volumes {
 			if v.Kind != "bind" {
 				continue
 			}
+			e := r.Services[name].Volumes[i]
 			src := rt.expandHost(v.Source, r.ProjectDir)
 			key := manifest.KeyPath("services", name, "volumes")
 			if remote {
@@ -65,21 +62,17 @@ func serviceVolumeName(sandboxID, vol string) string {
 	return objectName(sandboxID) + "-" + vol
 }
 
-// serviceHost adds what services.<name> asks of the Engine beyond the network
-// to host: volumes (binds from binds, named volumes made for the sandbox by
-// ensureServiceVolumes, anonymous ones), tmpfs, shm_size, extra_hosts,
-// cap_add/cap_drop and ulimits.
-func serviceHost(name string, s manifest.Service, sandboxID string, binds map[string]string, host *container.HostConfig) error {
+// serviceHost adds what services.<name> (s, and its values read, vals) asks of
+// the Engine beyond the network to host: volumes (binds from binds, named
+// volumes made for the sandbox by ensureServiceVolumes, anonymous ones),
+// tmpfs, shm_size, extra_hosts, cap_add/cap_drop and ulimits.
+func serviceHost(name string, s manifest.Service, vals manifest.ServiceValues, sandboxID string, binds map[string]string, host *container.HostConfig) error {
 	key := func(k string) string { return manifest.KeyPath("services", name, k) }
-	for _, e := range s.Volumes {
-		v, err := manifest.ParseServiceVolume(e)
-		if err != nil {
-			return configErr("%s: %v", key("volumes"), err)
-		}
+	for i, v := range vals.Volumes {
 		m := mount.Mount{Target: v.Target, ReadOnly: v.ReadOnly}
 		switch v.Kind {
 		case "bind":
-			m.Type, m.Source = mount.TypeBind, binds[e]
+			m.Type, m.Source = mount.TypeBind, binds[s.Volumes[i]]
 		case "volume":
 			m.Type, m.Source = mount.TypeVolume, serviceVolumeName(sandboxID, v.Source)
 		default:
@@ -87,29 +80,15 @@ func serviceHost(name string, s manifest.Service, sandboxID string, binds map[st
 		}
 		host.Mounts = append(host.Mounts, m)
 	}
-	for _, e := range s.Tmpfs {
-		target, opts, err := manifest.ParseTmpfs(e)
-		if err != nil {
-			return configErr("%s: %v", key("tmpfs"), err)
-		}
+	for _, t := range vals.Tmpfs {
 		if host.Tmpfs == nil {
 			host.Tmpfs = map[string]string{}
 		}
-		host.Tmpfs[target] = opts
+		host.Tmpfs[t.Target] = t.Options
 	}
-	if s.ShmSize != "" {
-		n, err := manifest.ParseSize(s.ShmSize)
-		if err != nil {
-			return configErr("%s: %v", key("shm_size"), err)
-		}
-		host.ShmSize = n
-	}
-	for _, h := range s.ExtraHosts {
-		e, err := manifest.ParseExtraHost(h)
-		if err != nil {
-			return configErr("%s: %v", key("extra_hosts"), err)
-		}
-		host.ExtraHosts = append(host.ExtraHosts, e)
+	host.ShmSize = vals.ShmSize
+	for _, h := range vals.ExtraHosts {
+		host.ExtraHosts = append(host.ExtraHosts, h.String())
 	}
 	add, err := manifest.NormalizeCapabilities(s.CapAdd)
 	if err != nil {
@@ -133,9 +112,8 @@ func serviceHost(name string, s manifest.Service, sandboxID string, binds map[st
 func (rt *Runtime) ensureServiceVolumes(ctx context.Context, sb *Sandbox, r *manifest.Resolved, labels map[string]string) error {
 	made := map[string]bool{}
 	for _, name := range slices.Sorted(maps.Keys(r.Services)) {
-		for _, e := range r.Services[name].Volumes {
-			v, err := manifest.ParseServiceVolume(e)
-			if err != nil || v.Kind != "volume" || made[v.Source] {
+		for _, v := range r.Parsed.Services[name].Volumes {
+			if v.Kind != "volume" || made[v.Source] {
 				continue
 			}
 			made[v.Source] = true
@@ -216,11 +194,7 @@ func serviceForwards(r *manifest.Resolved) []supervisor.Forward {
 		if r.Services[name].SharesLoopback() {
 			continue // its ports are the sandbox's own
 		}
-		for _, e := range r.Services[name].Ports {
-			p, err := manifest.ParseServicePort(e)
-			if err != nil {
-				continue // validate refused it
-			}
+		for _, p := range r.Parsed.Services[name].Ports {
 			out = append(out, supervisor.Forward{Listen: fmt.Sprintf("127.0.0.1:%d", p.Listen), To: fmt.Sprintf("%s:%d", name, p.Port)})
 		}
 	}

@@ -80,7 +80,7 @@ func (rt *Runtime) createServices(ctx context.Context, sb *Sandbox, r *manifest.
 			host.NetworkMode, host.DNS, netcfg = container.NetworkMode("container:"+sb.PrimaryID), nil, nil
 			cfg.Hostname = ""
 		}
-		if err := serviceHost(name, r.Services[name], sb.ID, binds[name], host); err != nil {
+		if err := serviceHost(name, r.Services[name], r.Parsed.Services[name], sb.ID, binds[name], host); err != nil {
 			return err
 		}
 		host.CapDrop = egressCapDrop(r, host.CapAdd, host.CapDrop)

@@ -430,14 +430,8 @@ func mainContainer(in PodInput, specJSON []byte) (corev1.Container, error) {
 	if r.Sandbox.CPUs > 0 {
 		limits[corev1.ResourceCPU] = *resource.NewMilliQuantity(int64(math.Round(r.Sandbox.CPUs*1000)), resource.DecimalSI)
 	}
-	if r.Sandbox.Memory != "" {
-		n, err := manifest.ParseMemory(r.Sandbox.Memory)
-		if err != nil {
-			return c, configErr("sandbox.memory: %v", err)
-		}
-		if n > 0 {
-			limits[corev1.ResourceMemory] = *resource.NewQuantity(n, resource.BinarySI)
-		}
+	if n := r.Parsed.Sandbox.Memory; n > 0 {
+		limits[corev1.ResourceMemory] = *resource.NewQuantity(n, resource.BinarySI)
 	}
 	if len(limits) > 0 {
 		c.Resources.Limits = limits
