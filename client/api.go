@@ -148,10 +148,17 @@ type CreateRequest struct {
 	// NoPool makes a run start cold although its manifest has a warm pool
 	// ([sandbox.pool]; airlock run --no-pool).
 	NoPool bool `json:"no_pool,omitempty"`
-	// ManifestTOML (a sandbox.toml's text) or ManifestDoc (the same as a JSON
-	// object) is a manifest the daemon resolves, instead of Manifest: built-in
-	// presets, ${NAME} from Vars only, no vault. ProjectDir is its project on
-	// the daemon's host; without it the sandbox gets an empty project of its own.
+	// ManifestSource, instead of Manifest, is a manifest the daemon resolves.
+	ManifestSource
+}
+
+// ManifestSource is a manifest the daemon resolves itself, as a create, a
+// prepare or a warm request may give it instead of a resolved Manifest:
+// ManifestTOML (a sandbox.toml's text) or ManifestDoc (the same as a JSON
+// object), with built-in presets, ${NAME} from Vars only, no vault.
+// ProjectDir is its project on the daemon's host; without it the sandbox gets
+// an empty project of its own. Its fields are the request's own on the wire.
+type ManifestSource struct {
 	ManifestTOML string            `json:"manifest_toml,omitempty"`
 	ManifestDoc  json.RawMessage   `json:"manifest_doc,omitempty"`
 	ProjectDir   string            `json:"project_dir,omitempty"`

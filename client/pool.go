@@ -2,7 +2,6 @@ package client
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"time"
 )
@@ -54,18 +53,15 @@ type PoolList struct {
 }
 
 // WarmRequest fills the pool of a manifest now and waits until it is full.
-// The manifest is given as a create takes it: Manifest and Secrets, or
-// ManifestTOML (or ManifestDoc) with Vars and ProjectDir, which the daemon
-// resolves (CreateRequest.ManifestTOML). A run gets one of the pool's
-// sandboxes when its manifest resolves to the same.
+// The manifest is given as a create takes it: Manifest and Secrets, or a
+// ManifestSource (ManifestTOML or ManifestDoc with Vars and ProjectDir), which
+// the daemon resolves. A run gets one of the pool's sandboxes when its
+// manifest resolves to the same.
 type WarmRequest struct {
-	Manifest     *Manifest         `json:"manifest,omitempty"`
-	Secrets      map[string]string `json:"secrets,omitempty"`
-	ManifestTOML string            `json:"manifest_toml,omitempty"`
-	ManifestDoc  json.RawMessage   `json:"manifest_doc,omitempty"`
-	ProjectDir   string            `json:"project_dir,omitempty"`
-	Vars         map[string]string `json:"vars,omitempty"`
-	Engine       *Engine           `json:"engine,omitempty"`
+	Manifest *Manifest         `json:"manifest,omitempty"`
+	Secrets  map[string]string `json:"secrets,omitempty"`
+	ManifestSource
+	Engine *Engine `json:"engine,omitempty"`
 	// Size is how many sandboxes to park (0: the manifest's sandbox.pool.size);
 	// it holds until the pool is drained.
 	Size int `json:"size,omitempty"`

@@ -16,15 +16,12 @@ import (
 // manifest is checked (a missing mount source with missing = "fail" is a config
 // error), and the sandbox image is built from [sandbox.build] or pulled when
 // missing, as is every service's image. The manifest is given as a create
-// takes it: Manifest and Secrets, or ManifestTOML (or ManifestDoc) with Vars
-// and ProjectDir.
+// takes it: Manifest and Secrets, or a ManifestSource (ManifestTOML or
+// ManifestDoc with Vars and ProjectDir).
 type PrepareRequest struct {
-	Manifest     *Manifest         `json:"manifest,omitempty"`
-	Secrets      map[string]string `json:"secrets,omitempty"`
-	ManifestTOML string            `json:"manifest_toml,omitempty"`
-	ManifestDoc  json.RawMessage   `json:"manifest_doc,omitempty"`
-	ProjectDir   string            `json:"project_dir,omitempty"`
-	Vars         map[string]string `json:"vars,omitempty"`
+	Manifest *Manifest         `json:"manifest,omitempty"`
+	Secrets  map[string]string `json:"secrets,omitempty"`
+	ManifestSource
 	// Engine is the Docker Engine (or Kubernetes cluster) the sandbox is to
 	// be created on; nil for the daemon's own.
 	Engine *Engine `json:"engine,omitempty"`

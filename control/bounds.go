@@ -44,15 +44,41 @@ const egressDrain = 5 * time.Second
 // insideBounds is what a sandbox's sources inside recorded (guarded by
 // Service.mu).
 type insideBounds struct {
-	known           bool // recorded and dropped were read from the history
-	recorded        int  // events from inside recorded over the sandbox's life
-	dropped         int  // events from inside dropped past maxInsideEvents
-	droppedRecorded int  // the count the last events.dropped event holds
+	known    bool     // recorded and dropped were read from the history
+	recorded int      // events from inside recorded over the sandbox's life
+	dropped  overflow // events from inside dropped past maxInsideEvents
 
-	egressOverflow         int           // denials to destinations past maxEgressDestinations
-	egressOverflowRecorded int           // the count the last overflow event holds
-	egressLimiter          *rate.Limiter // bounds how fast first denials are recorded
-	egressDone             chan struct{} // closed when the egress follower ended
+	egressOverflow overflow      // denials to destinations past maxEgressDestinations
+	egressLimiter  *rate.Limiter // bounds how fast first denials are recorded
+	egressDone     chan struct{} // closed when the egress follower ended
+}
+
+// overflow counts what went past a bound, recorded in one event when the
+// first one does and with its count when the sandbox stops or is removed.
+type overflow struct {
+	n        int // past the bound
+	recorded int // the count the last event holds
+}
+
+// add counts one more past the bound, and reports whether it is the first:
+// its event, with a count of 1, is then the caller's to record.
+func (o *overflow) add() (first bool) {
+	o.n++
+	if o.recorded != 0 {
+		return false
+	}
+	o.recorded = 1
+	return true
+}
+
+// unrecorded returns the count when it grew since its last event (whose
+// count it becomes), or 0.
+func (o *overflow) unrecorded() int {
+	if o.n <= o.recorded {
+		return 0
+	}
+	o.recorded = o.n
+	return o.n
 }
 
 // emitInside records ev, which a source inside sandbox id caused, within the
@@ -76,7 +102,7 @@ func (s *Service) insideBudget(id string, l *live) bool {
 		s.mu.Lock()
 		if !l.bounds.known {
 			l.bounds.known, l.bounds.recorded = true, n
-			l.bounds.dropped, l.bounds.droppedRecorded = dropped, dropped
+			l.bounds.dropped = overflow{n: dropped, recorded: dropped}
 		}
 		s.mu.Unlock()
 	}
@@ -86,11 +112,7 @@ func (s *Service) insideBudget(id string, l *live) bool {
 		s.mu.Unlock()
 		return true
 	}
-	l.bounds.dropped++
-	first := l.bounds.droppedRecorded == 0
-	if first {
-		l.bounds.droppedRecorded = 1
-	}
+	first := l.bounds.dropped.add()
 	s.mu.Unlock()
 	if first {
 		s.log.Warn("a sandbox reached its budget of events from inside; dropping further ones", "sandbox", id, "limit", insideLimit)
@@ -137,11 +159,9 @@ func (s *Service) flushCounts(id string, l *live, removal bool) {
 	}
 	s.flushEgress(id, l)
 	s.mu.Lock()
-	n := l.bounds.dropped
-	grew := n > l.bounds.droppedRecorded
-	l.bounds.droppedRecorded = max(l.bounds.droppedRecorded, n)
+	n := l.bounds.dropped.unrecorded()
 	s.mu.Unlock()
-	if grew {
+	if n > 0 {
 		s.emit(id, droppedEvent(n), "")
 	}
 }

@@ -47,7 +47,7 @@ GREETING = "${GREETING}"
 	}
 
 	// Text, no project dir: an empty project of its own, copied in.
-	sb, err := c.Create(ctx, &client.CreateRequest{Kind: "up", Start: true, ManifestTOML: text, Vars: map[string]string{"GREETING": "hello-sdk"}})
+	sb, err := c.Create(ctx, &client.CreateRequest{Kind: "up", Start: true, ManifestSource: client.ManifestSource{ManifestTOML: text, Vars: map[string]string{"GREETING": "hello-sdk"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +60,7 @@ GREETING = "${GREETING}"
 		"sandbox": map[string]any{"image": e.image, "network": "none"},
 		"daemons": map[string]any{"idle": map[string]any{"command": []string{"sleep", "300"}, "timeout": 1}},
 	})
-	sb2, err := c.Create(ctx, &client.CreateRequest{Kind: "up", Start: true, ManifestDoc: doc})
+	sb2, err := c.Create(ctx, &client.CreateRequest{Kind: "up", Start: true, ManifestSource: client.ManifestSource{ManifestDoc: doc}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +76,7 @@ GREETING = "${GREETING}"
 	if err := os.WriteFile(filepath.Join(e.project, "hello.txt"), []byte("from the project\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	sb3, err := c.Create(ctx, &client.CreateRequest{Kind: "up", Start: true, ManifestTOML: text, ProjectDir: e.project, Vars: map[string]string{"GREETING": "x"}})
+	sb3, err := c.Create(ctx, &client.CreateRequest{Kind: "up", Start: true, ManifestSource: client.ManifestSource{ManifestTOML: text, ProjectDir: e.project, Vars: map[string]string{"GREETING": "x"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,12 +96,12 @@ GREETING = "${GREETING}"
 		reason string
 		msg    string
 	}{
-		{"bad key", client.CreateRequest{Kind: "up", ManifestTOML: "[sandbox]\nimage = \"x\"\nbogus = 1\n"}, client.ReasonConfig, "bogus"},
-		{"bad TOML", client.CreateRequest{Kind: "up", ManifestTOML: "[sandbox\n"}, client.ReasonConfig, "sandbox.toml"},
-		{"both", client.CreateRequest{Kind: "up", ManifestTOML: text, ManifestDoc: doc}, client.ReasonInvalidRequest, "not both"},
-		{"relative project", client.CreateRequest{Kind: "up", ManifestTOML: text, ProjectDir: "project"}, client.ReasonInvalidRequest, "absolute"},
-		{"missing project", client.CreateRequest{Kind: "up", ManifestTOML: text, ProjectDir: "/nonexistent/airlock-project"}, client.ReasonConfig, "/nonexistent/airlock-project"},
-		{"vars without text", client.CreateRequest{Kind: "up", Vars: map[string]string{"A": "b"}}, client.ReasonInvalidRequest, "manifest_toml"},
+		{"bad key", client.CreateRequest{Kind: "up", ManifestSource: client.ManifestSource{ManifestTOML: "[sandbox]\nimage = \"x\"\nbogus = 1\n"}}, client.ReasonConfig, "bogus"},
+		{"bad TOML", client.CreateRequest{Kind: "up", ManifestSource: client.ManifestSource{ManifestTOML: "[sandbox\n"}}, client.ReasonConfig, "sandbox.toml"},
+		{"both", client.CreateRequest{Kind: "up", ManifestSource: client.ManifestSource{ManifestTOML: text, ManifestDoc: doc}}, client.ReasonInvalidRequest, "not both"},
+		{"relative project", client.CreateRequest{Kind: "up", ManifestSource: client.ManifestSource{ManifestTOML: text, ProjectDir: "project"}}, client.ReasonInvalidRequest, "absolute"},
+		{"missing project", client.CreateRequest{Kind: "up", ManifestSource: client.ManifestSource{ManifestTOML: text, ProjectDir: "/nonexistent/airlock-project"}}, client.ReasonConfig, "/nonexistent/airlock-project"},
+		{"vars without text", client.CreateRequest{Kind: "up", ManifestSource: client.ManifestSource{Vars: map[string]string{"A": "b"}}}, client.ReasonInvalidRequest, "manifest_toml"},
 	} {
 		_, err := c.Create(ctx, &tc.req)
 		var ce *client.Error

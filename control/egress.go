@@ -70,11 +70,7 @@ func (s *Service) egressDenied(id string, l *live, d docker.EgressDenial) {
 	c, seen := l.egress[dest]
 	if !seen && len(l.egress) >= maxEgressDestinations {
 		// Past the cap: counted, not kept (the map stays bounded).
-		l.bounds.egressOverflow++
-		first := l.bounds.egressOverflowRecorded == 0
-		if first {
-			l.bounds.egressOverflowRecorded = 1
-		}
+		first := l.bounds.egressOverflow.add()
 		s.mu.Unlock()
 		if first {
 			s.emitInside(id, l, overflowEvent(1))
@@ -130,9 +126,8 @@ func (s *Service) flushEgress(id string, l *live) {
 		}
 		c.recorded = max(c.recorded, c.n)
 	}
-	if n := l.bounds.egressOverflow; n > l.bounds.egressOverflowRecorded {
+	if n := l.bounds.egressOverflow.unrecorded(); n > 0 {
 		evs = append(evs, overflowEvent(n))
-		l.bounds.egressOverflowRecorded = n
 	}
 	s.mu.Unlock()
 	for _, ev := range evs {

@@ -35,16 +35,16 @@ GREETING = "${GREETING}"
 
 	// A manifest and a text together are refused, as by a create.
 	wm, secrets := e.wire()
-	_, err := c.WarmPool(ctx, &client.WarmRequest{Manifest: wm, Secrets: secrets, ManifestTOML: text})
+	_, err := c.WarmPool(ctx, &client.WarmRequest{Manifest: wm, Secrets: secrets, ManifestSource: client.ManifestSource{ManifestTOML: text}})
 	var ce *client.Error
 	if !errors.As(err, &ce) || ce.Reason != client.ReasonInvalidRequest || !strings.Contains(ce.Message, "not both") {
 		t.Errorf("a warm with a manifest and a text: %v, want %s", err, client.ReasonInvalidRequest)
 	}
-	if _, err := c.WarmPool(ctx, &client.WarmRequest{Vars: vars}); !errors.As(err, &ce) || ce.Reason != client.ReasonInvalidRequest {
+	if _, err := c.WarmPool(ctx, &client.WarmRequest{ManifestSource: client.ManifestSource{Vars: vars}}); !errors.As(err, &ce) || ce.Reason != client.ReasonInvalidRequest {
 		t.Errorf("a warm with vars and no manifest: %v, want %s", err, client.ReasonInvalidRequest)
 	}
 
-	p, err := c.WarmPool(ctx, &client.WarmRequest{ManifestTOML: text, ProjectDir: e.project, Vars: vars})
+	p, err := c.WarmPool(ctx, &client.WarmRequest{ManifestSource: client.ManifestSource{ManifestTOML: text, ProjectDir: e.project, Vars: vars}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +73,7 @@ GREETING = "${GREETING}"
 
 	// A run from the same text takes it.
 	sb, err := c.Create(ctx, &client.CreateRequest{Kind: "run", Start: true, Command: []string{"hostname"},
-		ManifestTOML: text, ProjectDir: e.project, Vars: vars})
+		ManifestSource: client.ManifestSource{ManifestTOML: text, ProjectDir: e.project, Vars: vars}})
 	if err != nil {
 		t.Fatal(err)
 	}

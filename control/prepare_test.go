@@ -225,7 +225,7 @@ missing = "fail"
 	if apiReason(err) != client.ReasonInvalidRequest {
 		t.Errorf("a prepare without a manifest: %v, want invalid_request", err)
 	}
-	err = c.Prepare(ctx, &client.PrepareRequest{ManifestTOML: "[sandbox]\nimage = 3\n"}, nil)
+	err = c.Prepare(ctx, &client.PrepareRequest{ManifestSource: client.ManifestSource{ManifestTOML: "[sandbox]\nimage = 3\n"}}, nil)
 	if apiReason(err) != client.ReasonConfig {
 		t.Errorf("a prepare of a bad manifest_toml: %v, want config_error", err)
 	}

@@ -171,43 +171,19 @@ func (d *daemonRun) down() string {
 // returns it with the delivery's other values. A terminating signal ends the
 // wait: stop is true then (the run ends with 0).
 func (s *supervisor) park(dl *deliveryListener, sigs <-chan os.Signal) (claim *Claim, values *Secrets, stop bool, err error) {
-	s.status.emit(StatusEvent{Kind: KindSupervisorParked})
-	type taken struct {
-		claim  *Claim
-		values *Secrets
-		err    error
-	}
-	ch := make(chan taken, 1)
-	go func() {
+	defer dl.close() // one delivery was taken, or the wait stopped
+	return s.waitClaim(sigs, func() (*Claim, *Secrets, error) {
 		var c *Claim
 		v, err := dl.take(0, func(v *Secrets) error {
-			got, err := takeClaim(v)
+			got, err := s.checkClaim(v)
 			if err != nil {
-				return err
-			}
-			if err := s.health(); err != nil {
 				return err
 			}
 			c = got
 			return nil
 		})
-		ch <- taken{c, v, err}
-	}()
-	for {
-		select {
-		case t := <-ch:
-			dl.close() // one delivery was taken
-			return t.claim, t.values, false, t.err
-		case sig := <-sigs:
-			if terminatingSignals[sig] {
-				dl.close()
-				if t := <-ch; t.values != nil {
-					t.values.forget()
-				}
-				return nil, nil, true, nil
-			}
-		}
-	}
+		return c, v, err
+	}, dl.close)
 }
 
 // parkStdin is park with the claim on the first line of stdin (ClaimStdin):
@@ -215,6 +191,26 @@ func (s *supervisor) park(dl *deliveryListener, sigs <-chan os.Signal) (claim *C
 // command. A stream that ends first, or a claim refused, ends the wait with
 // the error (the host sees the run fail).
 func (s *supervisor) parkStdin(stdin *os.File, sigs <-chan os.Signal) (claim *Claim, values *Secrets, stop bool, err error) {
+	return s.waitClaim(sigs, func() (*Claim, *Secrets, error) {
+		v, err := readClaimLine(stdin)
+		if err != nil {
+			return nil, nil, err
+		}
+		c, err := s.checkClaim(v)
+		if err != nil {
+			v.forget()
+			return nil, nil, err
+		}
+		return c, v, nil
+	}, nil)
+}
+
+// waitClaim reports supervisor.parked and runs wait, which returns a claim
+// with the delivery's other values, until it returns or a terminating signal
+// comes first: stop is true then. On that signal, cancel (when not nil) makes
+// wait return, and the values of a claim it still took are forgotten; without
+// cancel the wait is left behind.
+func (s *supervisor) waitClaim(sigs <-chan os.Signal, wait func() (*Claim, *Secrets, error), cancel func()) (claim *Claim, values *Secrets, stop bool, err error) {
 	s.status.emit(StatusEvent{Kind: KindSupervisorParked})
 	type taken struct {
 		claim  *Claim
@@ -223,21 +219,8 @@ func (s *supervisor) parkStdin(stdin *os.File, sigs <-chan os.Signal) (claim *Cl
 	}
 	ch := make(chan taken, 1)
 	go func() {
-		v, err := readClaimLine(stdin)
-		if err != nil {
-			ch <- taken{err: err}
-			return
-		}
-		c, err := takeClaim(v)
-		if err == nil {
-			err = s.health()
-		}
-		if err != nil {
-			v.forget()
-			ch <- taken{err: err}
-			return
-		}
-		ch <- taken{c, v, nil}
+		c, v, err := wait()
+		ch <- taken{c, v, err}
 	}()
 	for {
 		select {
@@ -245,10 +228,29 @@ func (s *supervisor) parkStdin(stdin *os.File, sigs <-chan os.Signal) (claim *Cl
 			return t.claim, t.values, false, t.err
 		case sig := <-sigs:
 			if terminatingSignals[sig] {
+				if cancel != nil {
+					cancel()
+					if t := <-ch; t.values != nil {
+						t.values.forget()
+					}
+				}
 				return nil, nil, true, nil
 			}
 		}
 	}
+}
+
+// checkClaim takes the claim out of a delivery's values, and refuses it while
+// a running daemon is down for good.
+func (s *supervisor) checkClaim(v *Secrets) (*Claim, error) {
+	c, err := takeClaim(v)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.health(); err != nil {
+		return nil, err
+	}
+	return c, nil
 }
 
 // readClaimLine reads one delivery (a JSON object of string values) ended by

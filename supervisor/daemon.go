@@ -326,19 +326,27 @@ var varyingRE = regexp.MustCompile(`(?i)0x[0-9a-f]+|[0-9]+`)
 // launchOutput returns what a log got since offset from (at most its last
 // maxLaunchOutput bytes), with numbers masked.
 func launchOutput(path string, from int64) string {
+	text, _ := readTail(path, from, maxLaunchOutput)
+	return varyingRE.ReplaceAllString(text, "#")
+}
+
+// readTail returns what a file holds from offset from to its end, at most its
+// last limit bytes, and the offset where that starts ("" when the file cannot
+// be read or holds nothing past from).
+func readTail(path string, from, limit int64) (text string, start int64) {
 	f, err := os.Open(path)
 	if err != nil {
-		return ""
+		return "", 0
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil || st.Size() <= from {
-		return ""
+		return "", 0
 	}
-	from = max(from, st.Size()-maxLaunchOutput)
-	buf := make([]byte, st.Size()-from)
-	n, _ := f.ReadAt(buf, from)
-	return varyingRE.ReplaceAllString(string(buf[:n]), "#")
+	start = max(from, st.Size()-limit)
+	buf := make([]byte, st.Size()-start)
+	n, _ := f.ReadAt(buf, start)
+	return string(buf[:n]), start
 }
 
 // fileSize is the size of an open log (0 when unknown).

@@ -2,7 +2,6 @@ package supervisor
 
 import (
 	"fmt"
-	"os"
 	"strings"
 )
 
@@ -92,20 +91,7 @@ func (d *daemonRun) oneshotFailed(how, short string, ran bool) {
 // without their record tags, each indented by two spaces and cut at
 // oneshotTailLine bytes, or "" when it holds none.
 func outputTail(path string, n int) string {
-	f, err := os.Open(path)
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return ""
-	}
-	const window = 16 << 10
-	off := max(st.Size()-window, 0)
-	buf := make([]byte, st.Size()-off)
-	k, _ := f.ReadAt(buf, off)
-	text := string(buf[:k])
+	text, off := readTail(path, 0, 16<<10)
 	if off > 0 {
 		// The window starts inside a record: drop that part.
 		if i := strings.IndexByte(text, '\n'); i >= 0 {

@@ -330,23 +330,8 @@ func (c *logChecker) close() {
 // lastLines returns the last n lines of a log, indented, for an error message
 // (the log may be gone from the host once a run sandbox is removed).
 func lastLines(path string, n int) string {
-	f, err := os.Open(path)
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	const max = 4096
-	st, err := f.Stat()
-	if err != nil {
-		return ""
-	}
-	off := st.Size() - max
-	if off < 0 {
-		off = 0
-	}
-	buf := make([]byte, st.Size()-off)
-	k, _ := f.ReadAt(buf, off)
-	lines := strings.Split(strings.TrimRight(string(buf[:k]), "\n"), "\n")
+	text, _ := readTail(path, 0, 4096)
+	lines := strings.Split(strings.TrimRight(text, "\n"), "\n")
 	if len(lines) > n {
 		lines = lines[len(lines)-n:]
 	}

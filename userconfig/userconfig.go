@@ -315,6 +315,17 @@ func Parse(name string, data []byte, home string) (*Config, error) {
 		}
 		*dst = n
 	}
+	// between takes a whole number from lo to hi; why, when set, says why hi.
+	between := func(key string, v *int64, lo, hi int64, why string, dst *int) {
+		if v == nil {
+			return
+		}
+		if *v < lo || *v > hi {
+			add(key, fmt.Sprintf("must be between %d and %d (%sgot %d)", lo, hi, why, *v))
+			return
+		}
+		*dst = int(*v)
+	}
 	if r := f.Runtime; r != nil {
 		duration("runtime.idle_ttl", r.IdleTTL, &c.Runtime.IdleTTL)
 		duration("runtime.event_retention_ttl", r.EventRetentionTTL, &c.Runtime.EventRetentionTTL)
@@ -326,27 +337,9 @@ func Parse(name string, data []byte, home string) (*Config, error) {
 			}
 		}
 		dir("runtime.state_root", r.StateRoot, &c.Runtime.StateRoot)
-		if r.PoolMax != nil {
-			if *r.PoolMax < 0 || *r.PoolMax > MaxPoolMax {
-				add("runtime.pool_max", fmt.Sprintf("must be between 0 and %d (got %d)", MaxPoolMax, *r.PoolMax))
-			} else {
-				c.Runtime.PoolMax = int(*r.PoolMax)
-			}
-		}
-		if r.SharedNetworkMax != nil {
-			if *r.SharedNetworkMax < 1 || *r.SharedNetworkMax > MaxSharedNetworkMax {
-				add("runtime.shared_network_max", fmt.Sprintf("must be between 1 and %d (a bridge network holds at most 1023 containers; got %d)", MaxSharedNetworkMax, *r.SharedNetworkMax))
-			} else {
-				c.Runtime.SharedNetworkMax = int(*r.SharedNetworkMax)
-			}
-		}
-		if r.CreatesPerEngine != nil {
-			if *r.CreatesPerEngine < 1 || *r.CreatesPerEngine > MaxCreatesPerEngine {
-				add("runtime.creates_per_engine", fmt.Sprintf("must be between 1 and %d (got %d)", MaxCreatesPerEngine, *r.CreatesPerEngine))
-			} else {
-				c.Runtime.CreatesPerEngine = int(*r.CreatesPerEngine)
-			}
-		}
+		between("runtime.pool_max", r.PoolMax, 0, MaxPoolMax, "", &c.Runtime.PoolMax)
+		between("runtime.shared_network_max", r.SharedNetworkMax, 1, MaxSharedNetworkMax, "a bridge network holds at most 1023 containers; ", &c.Runtime.SharedNetworkMax)
+		between("runtime.creates_per_engine", r.CreatesPerEngine, 1, MaxCreatesPerEngine, "", &c.Runtime.CreatesPerEngine)
 		if r.Backend != nil {
 			if err := CheckBackend(*r.Backend); err != nil {
 				add("runtime.backend", err.Error())

@@ -1,7 +1,10 @@
-// Package benchdoc is what the benchmark commands share: a hermetic project to
-// time airlock in (Project), timed commands and their samples (Timed, Timings),
+// Package benchdoc is what the benchmark commands share: their common flags
+// and exit (Flags, Exit), a hermetic project to time airlock in (Project, and
+// with the busybox test image, Busybox), many project dirs with a sandbox
+// alive in each (Alive), timed commands and their samples (Timed, Timings),
 // waiting for a run's removal (Settled), the median and the figures' formats,
-// and writing one section of docs/benchmarks.md, leaving the others alone.
+// and printing the figures and writing one section of docs/benchmarks.md,
+// leaving the others alone.
 package benchdoc
 
 import (
@@ -27,8 +30,12 @@ func Machine() string {
 }
 
 // Write replaces (or appends) the "## title" section of doc with a table of rows
-// between intro and notes.
+// between intro and notes; with doc "" (the figures recorded nowhere) it does
+// nothing.
 func Write(doc, title, intro string, rows []Row, notes string) error {
+	if doc == "" {
+		return nil
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "## %s\n\n", title)
 	fmt.Fprintf(&b, "Recorded %s. %s\n\n", time.Now().UTC().Format("2006-01-02 15:04 MST"), intro)

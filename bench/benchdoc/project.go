@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"time"
+
+	"github.com/airlock-dev/airlock/client"
 )
 
 // Project is a benchmark's hermetic airlock user: a temporary home with its
@@ -25,17 +27,45 @@ func NewProject(prefix string, files map[string]string) (*Project, error) {
 	}
 	p := &Project{Home: home, Dir: filepath.Join(home, "project"), Env: append(os.Environ(),
 		"XDG_DATA_HOME="+filepath.Join(home, "data"), "XDG_CONFIG_HOME="+filepath.Join(home, "config"), "XDG_RUNTIME_DIR="+filepath.Join(home, "run"))}
-	if err := os.MkdirAll(p.Dir, 0o755); err != nil {
+	if err := writeDir(p.Dir, files); err != nil {
 		os.RemoveAll(home)
 		return nil, err
 	}
+	return p, nil
+}
+
+// writeDir makes dir with files in it.
+func writeDir(dir string, files map[string]string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
 	for name, content := range files {
-		if err := os.WriteFile(filepath.Join(p.Dir, name), []byte(content), 0o644); err != nil {
-			os.RemoveAll(home)
-			return nil, err
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			return err
 		}
 	}
-	return p, nil
+	return nil
+}
+
+// AddDir makes one more project dir of the user, Home/name, with files
+// (sandbox.toml and any others), and returns its path.
+func (p *Project) AddDir(name string, files map[string]string) (string, error) {
+	dir := filepath.Join(p.Home, name)
+	return dir, writeDir(dir, files)
+}
+
+// Configure writes the user's config.toml.
+func (p *Project) Configure(config string) error {
+	dir := filepath.Join(p.Home, "config", "airlock")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "config.toml"), []byte(config), 0o600)
+}
+
+// Client is a client of the user's control daemon.
+func (p *Project) Client() *client.Client {
+	return client.New(filepath.Join(p.Home, "run", "airlock", "airlockd.sock"))
 }
 
 // Command is name args run in the project dir with the user's environment.
@@ -57,10 +87,7 @@ func (p *Project) Projects(n int, manifest string) ([]string, error) {
 	dirs := make([]string, n)
 	for i := range dirs {
 		dirs[i] = filepath.Join(p.Home, "projects", "p"+strconv.Itoa(i))
-		if err := os.MkdirAll(dirs[i], 0o755); err != nil {
-			return nil, err
-		}
-		if err := os.WriteFile(filepath.Join(dirs[i], "sandbox.toml"), []byte(manifest), 0o644); err != nil {
+		if err := writeDir(dirs[i], map[string]string{"sandbox.toml": manifest}); err != nil {
 			return nil, err
 		}
 	}

@@ -2,6 +2,7 @@ package benchdoc
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os/exec"
 	"strings"
@@ -35,6 +36,19 @@ func Timed(c *exec.Cmd) (time.Duration, string, error) {
 		return 0, string(out), fmt.Errorf("%s: %v\n%s", strings.Join(c.Args, " "), err, out)
 	}
 	return d, string(out), nil
+}
+
+// ExitCode is the exit code of a command's error (0 for none, -1 when it did
+// not exit).
+func ExitCode(err error) int {
+	if err == nil {
+		return 0
+	}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode()
+	}
+	return -1
 }
 
 // Settled waits (untimed) until a project's sandbox objects are gone on an

@@ -16,14 +16,12 @@ import (
 // are ready, how they spread over the nodes, `ps` with all of them, and
 // `down` (the Pods' delete) of all, after which no Pod may be left. It records
 // docs/benchmarks.md "## Kubernetes, many alive at once".
-func alive(p *benchdoc.Project, airlock, image string, n, workers int, kubectl string, kctl func(...string) []string, doc, command string) error {
-	manifest := fmt.Sprintf("[sandbox]\nimage = %q\n", image)
-	dirs, err := p.Projects(n, manifest)
+func alive(b *benchdoc.Busybox, n, workers int, kubectl string, kctl func(...string) []string, doc, command string) error {
+	airlock, image, p := b.Airlock, b.Image, b.Project
+	a, err := p.Alive(airlock, b.Manifest, n, workers)
 	if err != nil {
 		return err
 	}
-	// each runs f for 0..n-1, workers at a time.
-	each := func(f func(i int) error) (time.Duration, []error) { return benchdoc.Each(n, workers, f) }
 	// byNode counts the namespace's running Pods (selected by sel) by node.
 	byNode := func(sel string) (map[string]int, error) {
 		out, err := p.Command(kubectl, kctl("get", "pods", "-l", sel, "--field-selector=status.phase=Running",
@@ -59,39 +57,23 @@ func alive(p *benchdoc.Project, airlock, image string, n, workers int, kubectl s
 	}
 
 	// airlock: up -d in every dir (it returns once the sandbox is ready).
-	upTook, upErrs := each(func(i int) error {
-		if _, out, err := p.TimedIn(dirs[i], airlock, "-q", "up", "-d"); err != nil {
-			return fmt.Errorf("up -d in %s: %v: %s", dirs[i], err, out)
-		}
-		return nil
-	})
+	upTook, upErrs := a.Up()
 	aNodes, err := byNode("dev.airlock.role=primary")
 	if err != nil {
 		return err
 	}
-	var ps benchdoc.Timings
-	for range 10 {
-		d, out, err := p.Timed(airlock, "ps")
-		if err != nil || strings.Count(out, "\n") < n+1 {
-			return fmt.Errorf("ps with %d sandboxes: %v\n%s", n, err, out)
-		}
-		if err := ps.Add(d, nil); err != nil {
-			return err
-		}
+	ps, err := a.PS()
+	if err != nil {
+		return err
 	}
-	downTook, downErrs := each(func(i int) error {
-		if _, out, err := p.TimedIn(dirs[i], airlock, "-q", "down"); err != nil {
-			return fmt.Errorf("down in %s: %v: %s", dirs[i], err, out)
-		}
-		return nil
-	})
+	downTook, downErrs := a.Down()
 	aLeft := left("dev.airlock.role=primary")
 
 	// kubectl: n plain Pods of the same image, made the same way (workers at a
 	// time), then waited for until all are Ready.
 	const plain = "airlock-bench-plain=1"
 	start := time.Now()
-	_, kErrs := each(func(i int) error {
+	_, kErrs := benchdoc.Each(n, workers, func(i int) error {
 		name := fmt.Sprintf("bench-plain-%d-%d", os.Getpid(), i)
 		if _, out, err := p.Timed(kubectl, kctl("run", name, "--labels="+plain, "--restart=Never", "--image="+image,
 			"--image-pull-policy=Never", "--command", "--", "sleep", "100000")...); err != nil {
@@ -136,14 +118,9 @@ func alive(p *benchdoc.Project, airlock, image string, n, workers int, kubectl s
 		{Measure: fmt.Sprintf("`kubectl delete pods` of the %d plain Pods (grace 0, waited for)", n), Result: benchdoc.MS(kDel)},
 		{Measure: "Pods left after the last down / delete", Result: fmt.Sprintf("%d / %d", aLeft, kLeft), Target: "0 / 0"},
 	}
-	for _, r := range rows {
-		fmt.Printf("%-110s %s\n", r.Measure, r.Result)
-	}
+	benchdoc.Print(110, rows)
 	if failures+len(kErrs) > 0 {
 		return fmt.Errorf("%d failure(s)", failures+len(kErrs))
-	}
-	if doc == "" {
-		return nil
 	}
 	intro := fmt.Sprintf("By `%s` against the project's two-node Kubernetes v1.34.2 on one machine (scripts/kube.sh: nodes localhost and airlock-node2, each its own kubelet and containerd), %s; image: the local busybox test image, imported into both nodes; one user (one control daemon), %d project dirs.", command, benchdoc.Machine(), n)
 	notes := "Each sandbox is an `up -d` of its own project dir (no daemon): a Pod with the supervisor's init container, its project copied in\n" +

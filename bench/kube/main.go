@@ -15,56 +15,40 @@ import (
 
 	"github.com/airlock-dev/airlock/backend/docker"
 	"github.com/airlock-dev/airlock/bench/benchdoc"
-	"github.com/airlock-dev/airlock/client"
 	"github.com/airlock-dev/airlock/test/testenv"
 )
 
 const namespace = "airlock-bench"
 
 func main() {
-	airlock := flag.String("airlock", "bin/airlock", "the airlock binary")
+	o := benchdoc.Flags("scripts/bench-kube.sh")
 	runs := flag.Int("runs", 10, "runs of each command")
-	doc := flag.String("doc", "docs/benchmarks.md", "where to record the figures (\"\" for nowhere)")
-	command := flag.String("command", "scripts/bench-kube.sh", "the command named in the record")
 	kubeconfig := flag.String("kubeconfig", "", "the cluster's kubeconfig")
 	kubectl := flag.String("kubectl", "kubectl", "the kubectl binary (the baseline only)")
 	up := flag.Int("up", 0, "instead: this many `up -d` sandboxes alive at once against as many plain Pods (alive.go)")
 	workers := flag.Int("workers", 8, "with -up: commands at a time")
 	flag.Parse()
-	if err := bench(*airlock, *runs, *doc, *command, *kubeconfig, *kubectl, *up, *workers); err != nil {
-		fmt.Fprintln(os.Stderr, "benchkube:", err)
-		os.Exit(1)
-	}
+	benchdoc.Exit("benchkube", bench(o.Airlock, *runs, o.Doc, o.Command, *kubeconfig, *kubectl, *up, *workers))
 }
 
 func bench(airlock string, runs int, doc, command, kubeconfig, kubectl string, up, workers int) error {
-	airlock, _ = filepath.Abs(airlock)
 	ctx := context.Background()
-	cli, image, err := testenv.BusyboxClient(ctx)
+	b, err := benchdoc.OpenBusybox(ctx, airlock, "airlock-bench-kube-", benchdoc.PlainManifest)
 	if err != nil {
 		return err
 	}
-	defer cli.Close()
+	defer b.Close()
+	airlock, image, p := b.Airlock, b.Image, b.Project
 	// The cluster gets the busybox image and the airlock image of this binary.
 	const script = "scripts/kube.sh"
-	if err := testenv.KubeImportImage(ctx, cli, script, image); err != nil {
+	if err := testenv.KubeImportImage(ctx, b.Engine, script, image); err != nil {
 		return err
 	}
 	airlockImage, err := testenv.KubeImportAirlock(ctx, script, "")
 	if err != nil {
 		return err
 	}
-
-	p, err := benchdoc.NewProject("airlock-bench-kube-", map[string]string{"sandbox.toml": fmt.Sprintf("[sandbox]\nimage = %q\n", image)})
-	if err != nil {
-		return err
-	}
-	defer p.Close(airlock)
-	cfg := fmt.Sprintf("[runtime]\nbackend = \"kubernetes\"\n\n[kubernetes]\nnamespace = %q\nimage = %q\n", namespace, airlockImage)
-	if err := os.MkdirAll(filepath.Join(p.Home, "config", "airlock"), 0o755); err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(p.Home, "config", "airlock", "config.toml"), []byte(cfg), 0o644); err != nil {
+	if err := p.Configure(fmt.Sprintf("[runtime]\nbackend = \"kubernetes\"\n\n[kubernetes]\nnamespace = %q\nimage = %q\n", namespace, airlockImage)); err != nil {
 		return err
 	}
 	p.Env = append(p.Env, "KUBECONFIG="+kubeconfig)
@@ -79,17 +63,14 @@ func bench(airlock string, runs int, doc, command, kubeconfig, kubectl string, u
 		if command == "scripts/bench-kube.sh" {
 			command = "scripts/bench-kube-alive.sh"
 		}
-		return alive(p, airlock, image, up, workers, kubectl, kctl, doc, command)
+		return alive(b, up, workers, kubectl, kctl, doc, command)
 	}
 	// The same run from a warm pool of 1 (docs/pool.md): a second project.
-	warmDir := filepath.Join(p.Home, "warm-project")
-	if err := os.MkdirAll(warmDir, 0o755); err != nil {
+	warmDir, err := p.AddDir("warm-project", map[string]string{"sandbox.toml": fmt.Sprintf("[sandbox]\nimage = %q\n[sandbox.pool]\nsize = 1\n", image)})
+	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(warmDir, "sandbox.toml"), []byte(fmt.Sprintf("[sandbox]\nimage = %q\n[sandbox.pool]\nsize = 1\n", image)), 0o644); err != nil {
-		return err
-	}
-	c := client.New(filepath.Join(p.Home, "run", "airlock", "airlockd.sock"))
+	c := p.Client()
 	warmRun := func() (time.Duration, error) {
 		cmd := p.Command(airlock, "run", "--", "true")
 		cmd.Dir = warmDir
@@ -149,12 +130,7 @@ func bench(airlock string, runs int, doc, command, kubeconfig, kubectl string, u
 		{Measure: "warm ratio airlock / kubectl", Result: benchdoc.Ratio(benchdoc.Median(kw), mk), Target: "≤ 0.15×"},
 	}
 	_, _, _ = p.Timed(airlock, "--project", warmDir, "pool", "drain")
-	for _, r := range rows {
-		fmt.Printf("%s: %s\n", r.Measure, r.Result)
-	}
-	if doc == "" {
-		return nil
-	}
+	benchdoc.Print(80, rows)
 	intro := fmt.Sprintf("By `%s` against the project's two-node Kubernetes v1.34.2 on one machine (scripts/kube.sh: each node its own kubelet and containerd, bridge CNI), %s; image: the local busybox test image, imported into the cluster; runs interleaved.", command, benchdoc.Machine())
 	notes := "Both start one Pod from an image already on the node and return the exit code of `true`; kubectl (v1.34.2, built with the cluster;\n" +
 		"the baseline only) attaches and deletes the Pod (`--rm`). airlock's Pod holds an init container that installs the supervisor,\n" +

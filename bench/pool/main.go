@@ -9,12 +9,8 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -25,37 +21,26 @@ import (
 	dockerclient "github.com/docker/docker/client"
 
 	"github.com/airlock-dev/airlock/bench/benchdoc"
-	"github.com/airlock-dev/airlock/client"
-	"github.com/airlock-dev/airlock/test/testenv"
 )
 
 func main() {
-	airlock := flag.String("airlock", "bin/airlock", "the airlock binary")
+	o := benchdoc.Flags("scripts/bench-pool.sh")
 	runs := flag.Int("runs", 20, "runs of each command")
-	doc := flag.String("doc", "docs/benchmarks.md", "where to record the figures (\"\" for nowhere)")
-	command := flag.String("command", "scripts/bench-pool.sh", "the command named in the record")
 	flag.Parse()
-	if err := bench(*airlock, *runs, *doc, *command); err != nil {
-		fmt.Fprintln(os.Stderr, "benchpool:", err)
-		os.Exit(1)
-	}
+	benchdoc.Exit("benchpool", bench(o.Airlock, *runs, o.Doc, o.Command))
 }
 
 func bench(airlock string, runs int, doc, command string) error {
-	airlock, _ = filepath.Abs(airlock)
 	ctx := context.Background()
-	cli, image, err := testenv.BusyboxClient(ctx)
+	b, err := benchdoc.OpenBusybox(ctx, airlock, "airlock-bench-pool-", func(image string) string {
+		return fmt.Sprintf("[sandbox]\nimage = %q\n[sandbox.pool]\nsize = 2\n", image)
+	})
 	if err != nil {
 		return err
 	}
-	defer cli.Close()
-	manifest := fmt.Sprintf("[sandbox]\nimage = %q\n[sandbox.pool]\nsize = 2\n", image)
-	p, err := benchdoc.NewProject("airlock-bench-pool-", map[string]string{"sandbox.toml": manifest})
-	if err != nil {
-		return err
-	}
-	defer p.Close(airlock)
-	c := client.New(filepath.Join(p.Home, "run", "airlock", "airlockd.sock"))
+	defer b.Close()
+	airlock, cli, image, p := b.Airlock, b.Engine, b.Image, b.Project
+	c := p.Client()
 	timed := func(name string, args ...string) (time.Duration, error) {
 		d, _, err := p.Timed(name, args...)
 		return d, err
@@ -121,7 +106,7 @@ func bench(airlock string, runs int, doc, command string) error {
 			defer wg.Done()
 			out, err := p.Command(airlock, "run", "--", "sh", "-c", fmt.Sprintf("hostname; exit %d", i%7)).Output()
 			outs[i] = strings.TrimSpace(string(out))
-			if err != nil && !(i%7 != 0 && exitCode(err) == i%7) {
+			if err != nil && !(i%7 != 0 && benchdoc.ExitCode(err) == i%7) {
 				errs[i] = fmt.Errorf("run %d: %v", i, err)
 			}
 		}()
@@ -169,12 +154,7 @@ func bench(airlock string, runs int, doc, command string) error {
 		{Measure: "one parked sandbox, idle: memory of its processes (cgroup)", Result: mem},
 		{Measure: "one parked sandbox, idle: disk (container's writable layer)", Result: disk},
 	}
-	for _, r := range rows {
-		fmt.Printf("%-70s %s\n", r.Measure, r.Result)
-	}
-	if doc == "" {
-		return nil
-	}
+	benchdoc.Print(70, rows)
 	intro := fmt.Sprintf("By `%s` against the Docker Engine on this machine, %s; image: the local busybox test image; manifest: that image with `[sandbox.pool] size = 2`; runs interleaved.", command, benchdoc.Machine())
 	notes := "Warm: the pool holds 2 parked sandboxes before each sample (each sample waits, untimed, for the last run's\n" +
 		"removal and the pool's refill: a loop of runs at its own pace). Cold: the pool is drained first (untimed), so the\n" +
@@ -222,13 +202,4 @@ func p95(ts benchdoc.Timings) time.Duration {
 	}
 	i := (len(s)*95 + 99) / 100
 	return s[min(max(i-1, 0), len(s)-1)]
-}
-
-// exitCode is the exit code of a command's error (-1 when it did not exit).
-func exitCode(err error) int {
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		return ee.ExitCode()
-	}
-	return -1
 }

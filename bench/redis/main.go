@@ -20,7 +20,6 @@ import (
 
 	"github.com/airlock-dev/airlock/backend/docker"
 	"github.com/airlock-dev/airlock/bench/benchdoc"
-	"github.com/airlock-dev/airlock/client"
 	"github.com/airlock-dev/airlock/test/testenv"
 )
 
@@ -32,18 +31,13 @@ const (
 )
 
 func main() {
-	airlock := flag.String("airlock", "bin/airlock", "the airlock binary")
+	o := benchdoc.Flags("scripts/bench-redis.sh")
 	image := flag.String("image", "airlock-bench/debian-redis:bookworm-1", "the Debian image with redis-server, redis-cli and make (scripts/bench-redis.sh builds it)")
 	compose := flag.String("compose", "docker-compose", "the docker-compose binary (\"\" to skip its rows)")
 	interval := flag.Duration("interval", time.Second, "the compose redis service's healthcheck interval")
 	runs := flag.Int("runs", 10, "runs of each command")
-	doc := flag.String("doc", "docs/benchmarks.md", "where to record the figures (\"\" for nowhere)")
-	command := flag.String("command", "scripts/bench-redis.sh", "the command named in the record")
 	flag.Parse()
-	if err := bench(*airlock, *image, *compose, *interval, *runs, *doc, *command); err != nil {
-		fmt.Fprintln(os.Stderr, "benchredis:", err)
-		os.Exit(1)
-	}
+	benchdoc.Exit("benchredis", bench(o.Airlock, *image, *compose, *interval, *runs, o.Doc, o.Command))
 }
 
 func bench(airlock, image, compose string, interval time.Duration, runs int, doc, command string) error {
@@ -75,14 +69,9 @@ func bench(airlock, image, compose string, interval time.Duration, runs int, doc
 	runAirlock := func() (time.Duration, error) { return timed(true, airlock, "run", "--", "make", "test") }
 	// The same job from a warm pool (docs/pool.md): a second project with the
 	// same manifest and [sandbox.pool] size = 1, its redis parked and ready.
-	warmProject := filepath.Join(home, "warm-project")
-	if err := os.MkdirAll(warmProject, 0o755); err != nil {
+	warmProject, err := p.AddDir("warm-project", map[string]string{"sandbox.toml": manifest + "\n[sandbox.pool]\nsize = 1\n", "Makefile": makefile})
+	if err != nil {
 		return err
-	}
-	for name, content := range map[string]string{"sandbox.toml": manifest + "\n[sandbox.pool]\nsize = 1\n", "Makefile": makefile} {
-		if err := os.WriteFile(filepath.Join(warmProject, name), []byte(content), 0o644); err != nil {
-			return err
-		}
 	}
 	runWarm := func() (time.Duration, error) {
 		c := p.Command(airlock, "run", "--", "make", "test")
@@ -93,7 +82,7 @@ func bench(airlock, image, compose string, interval time.Duration, runs int, doc
 		}
 		return d, err
 	}
-	daemonClient := client.New(filepath.Join(home, "run", "airlock", "airlockd.sock"))
+	daemonClient := p.Client()
 	settleWarm := func() error { return benchdoc.PoolSettled(ctx, cli, daemonClient, warmProject, 1) }
 	// The floor: one container, redis started in the background with the preset's
 	// arguments, its answer awaited, then the job, in the project at the same path.
@@ -234,9 +223,7 @@ services:
 			benchdoc.Row{Measure: "docker-compose `down` afterwards (untimed in the ratio; median)", Result: benchdoc.MS(cd)},
 		)
 	}
-	for _, r := range rows {
-		fmt.Printf("%-50s %s\n", r.Measure, r.Result)
-	}
+	benchdoc.Print(50, rows)
 	if composeNote != "" {
 		fmt.Println(composeNote)
 	}

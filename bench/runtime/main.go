@@ -10,7 +10,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -25,32 +24,22 @@ import (
 )
 
 func main() {
-	airlock := flag.String("airlock", "bin/airlock", "the airlock binary")
+	o := benchdoc.Flags("scripts/bench-runtime.sh")
 	runs := flag.Int("runs", 10, "runs of each command")
-	doc := flag.String("doc", "docs/benchmarks.md", "where to record the figures (\"\" for nowhere)")
-	command := flag.String("command", "scripts/bench-runtime.sh", "the command named in the record")
 	remote := flag.Bool("remote", true, "also time `airlock run -- true` on a stand-in remote Engine (a second dockerd in its own namespaces, over loopback TCP)")
 	flag.Parse()
-	if err := bench(*airlock, *runs, *doc, *command, *remote); err != nil {
-		fmt.Fprintln(os.Stderr, "benchruntime:", err)
-		os.Exit(1)
-	}
+	benchdoc.Exit("benchruntime", bench(o.Airlock, *runs, o.Doc, o.Command, *remote))
 }
 
 func bench(airlock string, runs int, doc, command string, remote bool) error {
-	airlock, _ = filepath.Abs(airlock)
 	ctx := context.Background()
-	cli, image, err := testenv.BusyboxClient(ctx)
+	b, err := benchdoc.OpenBusybox(ctx, airlock, "airlock-bench-", benchdoc.PlainManifest)
 	if err != nil {
 		return err
 	}
-	defer cli.Close()
-	p, err := benchdoc.NewProject("airlock-bench-", map[string]string{"sandbox.toml": fmt.Sprintf("[sandbox]\nimage = %q\n", image)})
-	if err != nil {
-		return err
-	}
-	defer p.Close(airlock)
-	home, project, env := p.Home, p.Dir, p.Env
+	defer b.Close()
+	airlock, cli, image, p := b.Airlock, b.Engine, b.Image, b.Project
+	project, env := p.Dir, p.Env
 	timed := func(name string, args ...string) (time.Duration, error) {
 		d, _, err := p.Timed(name, args...)
 		return d, err
@@ -97,11 +86,8 @@ func bench(airlock string, runs int, doc, command string, remote bool) error {
 	// (untimed) before the next command, so that no run pays for the last one's.
 	settle := func(engine dockerclient.APIClient) error { return benchdoc.Settled(ctx, engine, project) }
 	// The same run with egress rules (an internal network and a proxy container).
-	egressProject := filepath.Join(home, "egress-project")
-	if err := os.MkdirAll(egressProject, 0o755); err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(egressProject, "sandbox.toml"), []byte(fmt.Sprintf("[sandbox]\nimage = %q\n[sandbox.egress]\nallow = [\"example.org\"]\n", image)), 0o644); err != nil {
+	egressProject, err := p.AddDir("egress-project", map[string]string{"sandbox.toml": fmt.Sprintf("[sandbox]\nimage = %q\n[sandbox.egress]\nallow = [\"example.org\"]\n", image)})
+	if err != nil {
 		return err
 	}
 	timedEgress := func() (time.Duration, error) {
@@ -203,8 +189,7 @@ func bench(airlock string, runs int, doc, command string, remote bool) error {
 		}
 	}
 	// Control-daemon throughput: concurrent GET /v1/sandboxes/{id} for 2 s.
-	socket := filepath.Join(home, "run", "airlock", "airlockd.sock")
-	c := client.New(socket)
+	c := p.Client()
 	var n atomic.Int64
 	deadline := time.Now().Add(2 * time.Second)
 	var wg sync.WaitGroup
@@ -251,12 +236,7 @@ func bench(airlock string, runs int, doc, command string, remote bool) error {
 	for _, name := range order {
 		rows = append(rows, benchdoc.Row{Measure: "`airlock run -- true` step: " + name + " (median, daemon's clock)", Result: benchdoc.MS(benchdoc.Median(steps[name]))})
 	}
-	for _, r := range rows {
-		fmt.Printf("%-50s %s\n", r.Measure, r.Result)
-	}
-	if doc == "" {
-		return nil
-	}
+	benchdoc.Print(50, rows)
 	intro := fmt.Sprintf("By `%s` against the Docker Engine on this machine, %s; image: the local busybox test image; runs interleaved.", command, benchdoc.Machine())
 	notes := "`airlock run` does more than `docker run`: it resolves the manifest, goes through the control daemon,\n" +
 		"joins the shared `airlock-shared` network (a user-defined bridge with inter-container communication disabled:\n" +

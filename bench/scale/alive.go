@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,7 +15,6 @@ import (
 
 	"github.com/airlock-dev/airlock/bench/benchdoc"
 	"github.com/airlock-dev/airlock/client"
-	"github.com/airlock-dev/airlock/test/testenv"
 )
 
 // alive measures n `up -d` sandboxes alive at once (issue 25), each with one
@@ -25,48 +23,30 @@ import (
 // memory and descriptors, and `down` of all, after which nothing may be left.
 // It records docs/benchmarks.md "## Many alive at once".
 func alive(airlock string, n, workers int, doc, command string) error {
-	airlock, _ = filepath.Abs(airlock)
 	ctx := context.Background()
-	cli, image, err := testenv.BusyboxClient(ctx)
+	b, err := benchdoc.OpenBusybox(ctx, airlock, "airlock-bench-alive-", func(image string) string {
+		return fmt.Sprintf("[sandbox]\nimage = %q\n\n[daemons.side]\ncommand = [\"sleep\", \"100000\"]\n", image)
+	})
 	if err != nil {
 		return err
 	}
-	defer cli.Close()
-	manifest := fmt.Sprintf("[sandbox]\nimage = %q\n\n[daemons.side]\ncommand = [\"sleep\", \"100000\"]\n", image)
-	p, err := benchdoc.NewProject("airlock-bench-alive-", map[string]string{"sandbox.toml": manifest})
+	defer b.Close()
+	airlock, cli, p := b.Airlock, b.Engine, b.Project
+	a, err := p.Alive(airlock, b.Manifest, n, workers)
 	if err != nil {
 		return err
-	}
-	defer p.Close(airlock)
-	dirs, err := p.Projects(n, manifest)
-	if err != nil {
-		return err
-	}
-	// each runs f on every project dir, workers at a time.
-	each := func(f func(i int, dir string) error) (time.Duration, []error) {
-		return benchdoc.Each(len(dirs), workers, func(i int) error {
-			if err := f(i, dirs[i]); err != nil {
-				return fmt.Errorf("%s: %w", dirs[i], err)
-			}
-			return nil
-		})
 	}
 	// Warm: the daemon, the supervisor volume, the image.
 	if _, out, err := p.Timed(airlock, "run", "--", "true"); err != nil {
 		return fmt.Errorf("warm-up run: %v\n%s", err, out)
 	}
-	c := client.New(filepath.Join(p.Home, "run", "airlock", "airlockd.sock"))
+	c := p.Client()
 	h, err := c.Health(ctx)
 	if err != nil {
 		return err
 	}
 
-	upTook, upErrs := each(func(_ int, dir string) error {
-		if _, out, err := p.TimedIn(dir, airlock, "-q", "up", "-d"); err != nil {
-			return fmt.Errorf("up -d: %v: %s", err, out)
-		}
-		return nil
-	})
+	upTook, upErrs := a.Up()
 	list, err := c.List(ctx, nil)
 	if err != nil {
 		return err
@@ -79,7 +59,7 @@ func alive(airlock string, n, workers int, doc, command string) error {
 	}
 	var execs benchdoc.Timings
 	var execMu sync.Mutex
-	execTook, execErrs := each(func(i int, dir string) error {
+	execTook, execErrs := a.Each(func(i int, dir string) error {
 		d, out, err := p.TimedIn(dir, airlock, "exec", "--", "sh", "-c", "test -d /proc/1 && echo "+strconv.Itoa(i))
 		if err != nil || strings.TrimSpace(out) != strconv.Itoa(i) {
 			return fmt.Errorf("exec: %v: %q", err, out)
@@ -88,15 +68,9 @@ func alive(airlock string, n, workers int, doc, command string) error {
 		defer execMu.Unlock()
 		return execs.Add(d, nil)
 	})
-	var ps benchdoc.Timings
-	for range 10 {
-		d, out, err := p.Timed(airlock, "ps")
-		if err != nil || strings.Count(out, "\n") < n+1 {
-			return fmt.Errorf("ps with %d sandboxes: %v\n%s", n, err, out)
-		}
-		if err := ps.Add(d, nil); err != nil {
-			return err
-		}
+	ps, err := a.PS()
+	if err != nil {
+		return err
 	}
 	var psAPI benchdoc.Timings
 	for range 10 {
@@ -110,12 +84,7 @@ func alive(airlock string, n, workers int, doc, command string) error {
 	}
 	cur, rss, fds := procStatus(h.PID)
 
-	downTook, downErrs := each(func(_ int, dir string) error {
-		if _, out, err := p.TimedIn(dir, airlock, "-q", "down"); err != nil {
-			return fmt.Errorf("down: %v: %s", err, out)
-		}
-		return nil
-	})
+	downTook, downErrs := a.Down()
 	// Nothing left: no container of any of the projects, no network of the daemon's but the shared ones.
 	leftC, leftN := -1, -1
 	deadline := time.Now().Add(2 * time.Minute)
@@ -148,14 +117,9 @@ func alive(airlock string, n, workers int, doc, command string) error {
 		{Measure: fmt.Sprintf("`airlock down` of all %d (%d at a time): wall time; failures", n, workers), Result: fmt.Sprintf("%s; %d", benchdoc.MS(downTook), failures)},
 		{Measure: "containers and sandbox networks left 2 min after the last down", Result: fmt.Sprintf("%d; %d", leftC, leftN), Target: "0; 0"},
 	}
-	for _, r := range rows {
-		fmt.Printf("%-100s %s\n", r.Measure, r.Result)
-	}
+	benchdoc.Print(100, rows)
 	if failures > 0 {
 		return fmt.Errorf("%d failure(s)", failures)
-	}
-	if doc == "" {
-		return nil
 	}
 	intro := fmt.Sprintf("By `%s` against the Docker Engine on this machine, %s; image: the local busybox test image; one user (one control daemon), %d project dirs.", command, benchdoc.Machine(), n)
 	notes := "Each sandbox is an `up -d` of its own project dir whose manifest has one sidecar daemon (`sleep`), so each holds\n" +

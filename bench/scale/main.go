@@ -11,8 +11,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -23,55 +21,36 @@ import (
 	"github.com/docker/docker/api/types/network"
 
 	"github.com/airlock-dev/airlock/bench/benchdoc"
-	"github.com/airlock-dev/airlock/client"
-	"github.com/airlock-dev/airlock/test/testenv"
 )
 
 func main() {
-	airlock := flag.String("airlock", "bin/airlock", "the airlock binary")
+	o := benchdoc.Flags("scripts/bench-scale.sh")
 	n := flag.Int("n", 100, "runs at once")
-	doc := flag.String("doc", "docs/benchmarks.md", "where to record the figures (\"\" for nowhere)")
-	command := flag.String("command", "scripts/bench-scale.sh", "the command named in the record")
 	creates := flag.Int("creates", 0, "runtime.creates_per_engine for the daemon (0: its default)")
 	rounds := flag.Int("rounds", 2, "bursts of each side, in turned order; the mean is reported")
 	up := flag.Int("up", 0, "instead: this many `up -d` sandboxes alive at once (alive.go)")
 	workers := flag.Int("workers", 16, "with -up: commands run at a time")
 	flag.Parse()
 	if *up > 0 {
-		if *command == "scripts/bench-scale.sh" {
-			*command = "scripts/bench-alive.sh"
+		if o.Command == "scripts/bench-scale.sh" {
+			o.Command = "scripts/bench-alive.sh"
 		}
-		if err := alive(*airlock, *up, *workers, *doc, *command); err != nil {
-			fmt.Fprintln(os.Stderr, "benchscale:", err)
-			os.Exit(1)
-		}
+		benchdoc.Exit("benchscale", alive(o.Airlock, *up, *workers, o.Doc, o.Command))
 		return
 	}
-	if err := bench(*airlock, *n, *creates, max(*rounds, 1), *doc, *command); err != nil {
-		fmt.Fprintln(os.Stderr, "benchscale:", err)
-		os.Exit(1)
-	}
+	benchdoc.Exit("benchscale", bench(o.Airlock, *n, *creates, max(*rounds, 1), o.Doc, o.Command))
 }
 
 func bench(airlock string, n, creates, rounds int, doc, command string) error {
-	airlock, _ = filepath.Abs(airlock)
 	ctx := context.Background()
-	cli, image, err := testenv.BusyboxClient(ctx)
+	b, err := benchdoc.OpenBusybox(ctx, airlock, "airlock-bench-scale-", benchdoc.PlainManifest)
 	if err != nil {
 		return err
 	}
-	defer cli.Close()
-	p, err := benchdoc.NewProject("airlock-bench-scale-", map[string]string{"sandbox.toml": fmt.Sprintf("[sandbox]\nimage = %q\n", image)})
-	if err != nil {
-		return err
-	}
-	defer p.Close(airlock)
+	defer b.Close()
+	airlock, cli, image, p := b.Airlock, b.Engine, b.Image, b.Project
 	if creates > 0 {
-		dir := filepath.Join(p.Home, "config", "airlock")
-		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return err
-		}
-		if err := os.WriteFile(filepath.Join(dir, "config.toml"), []byte(fmt.Sprintf("[runtime]\ncreates_per_engine = %d\n", creates)), 0o600); err != nil {
+		if err := p.Configure(fmt.Sprintf("[runtime]\ncreates_per_engine = %d\n", creates)); err != nil {
 			return err
 		}
 	}
@@ -82,7 +61,7 @@ func bench(airlock string, n, creates, rounds int, doc, command string) error {
 	if _, _, err := p.Timed("docker", "run", "--rm", image, "true"); err != nil {
 		return err
 	}
-	c := client.New(filepath.Join(p.Home, "run", "airlock", "airlockd.sock"))
+	c := p.Client()
 	h, err := c.Health(ctx)
 	if err != nil {
 		return err
@@ -99,7 +78,7 @@ func bench(airlock string, n, creates, rounds int, doc, command string) error {
 				a := args(i)
 				err := p.Command(a[0], a[1:]...).Run()
 				want := i % 5
-				if code := exitCode(err); code != want {
+				if code := benchdoc.ExitCode(err); code != want {
 					wrong[i] = true
 				}
 			}()
@@ -185,12 +164,7 @@ func bench(airlock string, n, creates, rounds int, doc, command string) error {
 		{Measure: "containers of the runs left 2 min after the last returned", Result: strconv.Itoa(left), Target: "0"},
 		{Measure: "control daemon: peak RSS (VmHWM); open fds after", Result: peak + "; " + fds, Target: "≤ 150 MB"},
 	}
-	for _, r := range rows {
-		fmt.Printf("%-90s %s\n", r.Measure, r.Result)
-	}
-	if doc == "" {
-		return nil
-	}
+	benchdoc.Print(90, rows)
 	intro := fmt.Sprintf("By `%s` against the Docker Engine on this machine, %s; image: the local busybox test image; %d processes started at once on each side; %d rounds, the sides in turned order (docker, isolated, airlock, then back), each wall time the mean of its rounds.", command, benchdoc.Machine(), n, rounds)
 	notes := "Each side starts its N processes at the same moment (one goroutine each) and is timed until the last exited;\n" +
 		"each run exits with its index mod 5, which its process must return. airlock's runs go through one warm control\n" +
@@ -227,16 +201,4 @@ func procStatus(pid int) (rss, peak, fds string) {
 		fds = strconv.Itoa(len(ents))
 	}
 	return rss, peak, fds
-}
-
-// exitCode is the exit code of a command's error (0 for none, -1 when it did
-// not exit).
-func exitCode(err error) int {
-	if err == nil {
-		return 0
-	}
-	if ee, ok := err.(*exec.ExitError); ok {
-		return ee.ExitCode()
-	}
-	return -1
 }

@@ -14,7 +14,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -67,17 +66,12 @@ ready = { tcp = "127.0.0.1:11211", send = "version\r\n", expect = "VERSION" }
 }
 
 func main() {
-	airlock := flag.String("airlock", "bin/airlock", "the airlock binary")
+	o := benchdoc.Flags("scripts/bench-slowstop.sh")
 	redisImage := flag.String("redis-image", "airlock-bench/debian-redis:bookworm-1", "a Debian image with redis-server and redis-tools")
 	memcachedImage := flag.String("memcached-image", "airlock-bench/debian-memcached:bookworm-1", "a Debian image with memcached")
 	runs := flag.Int("runs", 10, "runs of each command")
-	doc := flag.String("doc", "docs/benchmarks.md", "where to record the figures (\"\" for nowhere)")
-	command := flag.String("command", "scripts/bench-slowstop.sh", "the command named in the record")
 	flag.Parse()
-	if err := bench(*airlock, jobs(*redisImage, *memcachedImage), *runs, *doc, *command); err != nil {
-		fmt.Fprintln(os.Stderr, "benchslowstop:", err)
-		os.Exit(1)
-	}
+	benchdoc.Exit("benchslowstop", bench(o.Airlock, jobs(*redisImage, *memcachedImage), *runs, o.Doc, o.Command))
 }
 
 func bench(airlock string, js []job, runs int, doc, command string) error {
@@ -159,12 +153,7 @@ func bench(airlock string, js []job, runs int, doc, command string) error {
 			benchdoc.Row{Measure: fmt.Sprintf("%s job: ratio airlock / floor on that network", j.name), Result: benchdoc.Ratio(f, benchdoc.Median(shared))},
 		)
 	}
-	for _, r := range rows {
-		fmt.Printf("%-90s %s\n", r.Measure, r.Result)
-	}
-	if doc == "" {
-		return nil
-	}
+	benchdoc.Print(90, rows)
 	intro := fmt.Sprintf("By `%s` against the Docker Engine on this machine, %s; images: %s (Debian bookworm minbase with the server, built by debootstrap + `docker import`); runs interleaved.",
 		command, benchdoc.Machine(), strings.Join(images, ", "))
 	notes := "Each job is one request to the server from bash (`/dev/tcp`), after the daemon's ready check (a tcp check that sends\n" +

@@ -32,15 +32,10 @@ func main() {
 	if mode := os.Getenv(modeEnv); mode != "" {
 		os.Exit(helper(mode, os.Args[1:]))
 	}
-	airlock := flag.String("airlock", "bin/airlock", "the airlock binary to measure")
-	doc := flag.String("doc", "docs/benchmarks.md", "the file whose ## Supervisor section gets the figures (\"\" for none)")
-	command := flag.String("command", "scripts/bench-supervisor.sh", "the command named in the report")
+	o := benchdoc.Flags("scripts/bench-supervisor.sh")
 	runs := flag.Int("runs", 10, "runs of the readiness measure")
 	flag.Parse()
-	if err := bench(*airlock, *doc, *command, *runs); err != nil {
-		fmt.Fprintln(os.Stderr, "benchsupervisor:", err)
-		os.Exit(1)
-	}
+	benchdoc.Exit("benchsupervisor", bench(o.Airlock, o.Doc, o.Command, *runs))
 }
 
 // helper modes: "listen ADDR FILE" opens ADDR after 200 ms plus a random
