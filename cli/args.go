@@ -9,7 +9,7 @@ import (
 
 	"golang.org/x/term"
 
-	"github.com/airlock-dev/airlock/backend/docker"
+	"github.com/airlock-dev/airlock/backend"
 )
 
 // sandboxError maps runtime errors to exit codes (design.md §9).
@@ -17,14 +17,14 @@ func sandboxError(err error) error {
 	if err == nil {
 		return nil
 	}
-	var se *docker.Error
+	var se *backend.Error
 	if errors.As(err, &se) {
 		if se.Code == ExitUsage {
 			return configError(se.Err)
 		}
 		return withCode(se.Code, err)
 	}
-	if errors.Is(err, docker.ErrNotFound) {
+	if errors.Is(err, backend.ErrNotFound) {
 		return withCode(ExitFailure, err)
 	}
 	var ee *exitError

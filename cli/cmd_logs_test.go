@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/airlock-dev/airlock/backend/docker"
+	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/client"
 	"github.com/airlock-dev/airlock/supervisor"
 )
@@ -123,7 +123,7 @@ func TestLogsTailRunningAndStopped(t *testing.T) {
 		t.Errorf("logs -n 2 of a running sandbox: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
 	}
 	execs := f.engine.createdExecs()
-	if want := []string{docker.SupervisorIn, "supervise", "tail", "--max-line", "65538", "--lines", "2", "--", file}; len(execs) != 1 || !slices.Equal(execs[0].Cmd, want) {
+	if want := []string{backend.SupervisorIn, "supervise", "tail", "--max-line", "65538", "--lines", "2", "--", file}; len(execs) != 1 || !slices.Equal(execs[0].Cmd, want) {
 		t.Errorf("execs %+v, want one of %q", execs, want)
 	}
 	if reqs := f.engine.requests("GET", "/containers/c-s1/archive"); len(reqs) != 0 {
@@ -268,8 +268,8 @@ func TestLogsFollow(t *testing.T) {
 	if reqs := f.engine.requests("GET", "/containers/c-s1/archive"); len(reqs) != 0 {
 		t.Errorf("the log was downloaded: %v", reqs)
 	}
-	probe := []string{docker.SupervisorIn, "supervise", "tail", "--max-line", "65538", "--lines", "0", "--", file}
-	want := []string{docker.SupervisorIn, "supervise", "tail", "--max-line", "65538", "--follow", "--lines", "1", "--", file}
+	probe := []string{backend.SupervisorIn, "supervise", "tail", "--max-line", "65538", "--lines", "0", "--", file}
+	want := []string{backend.SupervisorIn, "supervise", "tail", "--max-line", "65538", "--follow", "--lines", "1", "--", file}
 	if !slices.Equal(execs[0].Cmd, probe) || !slices.Equal(execs[1].Cmd, want) {
 		t.Errorf("tail execs %q and %q, want %q and %q", execs[0].Cmd, execs[1].Cmd, probe, want)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
+	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/backend/docker"
 	"github.com/airlock-dev/airlock/client"
 	"github.com/airlock-dev/airlock/internal/ids"
@@ -234,7 +235,7 @@ func (j *runJob) prepare(args []string) error {
 	// returns (ps -a lists nothing of it, nor does docker ps -a).
 	j.waitRemoved = (o.wait || r.Sandbox.WaitForDaemons) && !o.keep
 	j.req = &client.CreateRequest{
-		ID: o.id, Kind: docker.KindRun, Manifest: wm, Secrets: secretValues, Command: args, EnvSecrets: envSecrets,
+		ID: o.id, Kind: backend.KindRun, Manifest: wm, Secrets: secretValues, Command: args, EnvSecrets: envSecrets,
 		Workdir: o.workdir, TTY: j.tty, Stdin: j.stdin, Labels: labels, Quiet: a.opts.quiet,
 		CLIPid: cliPid, CLIStart: cliStart, Engine: tgt.engine, RemoveOnExit: j.removeOnExit, FastEnd: fastEnd, ClientFiles: tgt.clientFiles,
 		NoPool: o.noPool, ToolEnv: a.toolEnv(),

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/backend/docker"
 	"github.com/airlock-dev/airlock/client"
 	"github.com/airlock-dev/airlock/engine"
@@ -269,7 +270,7 @@ func (a *app) upSandbox(ctx context.Context, c *client.Client, tgt *target, r *m
 			return "", false, 0, false, apiFailure(err)
 		}
 	}
-	rec, err := c.Create(ctx, &client.CreateRequest{ID: id, Kind: docker.KindUp, Manifest: wm, Secrets: secretValues, ToolEnv: a.toolEnv(),
+	rec, err := c.Create(ctx, &client.CreateRequest{ID: id, Kind: backend.KindUp, Manifest: wm, Secrets: secretValues, ToolEnv: a.toolEnv(),
 		Start: !tgt.clientFiles, Engine: tgt.engine, ClientFiles: tgt.clientFiles})
 	if err != nil {
 		return "", false, 0, false, apiFailure(err)

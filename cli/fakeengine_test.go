@@ -18,7 +18,7 @@ import (
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/pkg/stdcopy"
 
-	"github.com/airlock-dev/airlock/backend/docker"
+	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/supervisor"
 )
 
@@ -196,7 +196,7 @@ func (e *fakeEngine) serveList(w http.ResponseWriter, r *http.Request) {
 	defer e.mu.Unlock()
 	list := []container.Summary{}
 	for id, cid := range e.containers {
-		if args.Contains("label") && !args.ExactMatch("label", docker.LabelSandbox+"="+id) {
+		if args.Contains("label") && !args.ExactMatch("label", backend.LabelSandbox+"="+id) {
 			continue
 		}
 		state := "exited"
@@ -204,7 +204,7 @@ func (e *fakeEngine) serveList(w http.ResponseWriter, r *http.Request) {
 			state = "running"
 		}
 		list = append(list, container.Summary{ID: cid, State: state, Labels: map[string]string{
-			docker.LabelSandbox: id, docker.LabelRole: "primary", docker.LabelKind: "up",
+			backend.LabelSandbox: id, backend.LabelRole: "primary", backend.LabelKind: "up",
 		}})
 	}
 	fakeJSON(w, http.StatusOK, list)
@@ -328,15 +328,15 @@ func (e *fakeEngine) serveExecStart(w http.ResponseWriter, r *http.Request) {
 	code := 0
 	argv := x.opts.Cmd
 	switch {
-	case len(argv) > 2 && argv[0] == docker.SupervisorIn && argv[1] == "supervise" && argv[2] == "tail":
+	case len(argv) > 2 && argv[0] == backend.SupervisorIn && argv[1] == "supervise" && argv[2] == "tail":
 		code = e.tail(x, argv, rw.Reader, stdout, stderr)
-	case len(argv) == 5 && argv[0] == docker.SupervisorIn && argv[1] == "supervise" && argv[2] == "deliver" && argv[3] == "--exec-env":
+	case len(argv) == 5 && argv[0] == backend.SupervisorIn && argv[1] == "supervise" && argv[2] == "deliver" && argv[3] == "--exec-env":
 		// The exec's values, kept as the file the supervisor would write.
 		b, _ := io.ReadAll(rw.Reader)
 		e.mu.Lock()
 		e.files[x.container+":"+argv[4]] = string(b)
 		e.mu.Unlock()
-	case len(argv) > 2 && argv[0] == docker.SupervisorIn && argv[1] == "supervise" && argv[2] == "exec":
+	case len(argv) > 2 && argv[0] == backend.SupervisorIn && argv[1] == "supervise" && argv[2] == "exec":
 		call := parseSuperviseExec(e.t, argv)
 		call.TTY, call.Stdout, call.Stderr = x.opts.Tty, stdout, stderr
 		if call.Values != "" {

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/backend/docker"
 	"github.com/airlock-dev/airlock/client"
 	"github.com/airlock-dev/airlock/manifest"
@@ -54,7 +55,7 @@ func (a *app) uploadFiles(ctx context.Context, c *client.Client, id string, r *m
 }
 
 func uploadError(what string, err error) error {
-	var se *docker.Error
+	var se *backend.Error
 	if errors.As(err, &se) {
 		return sandboxError(se) // a source here is missing, say
 	}

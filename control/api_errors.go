@@ -4,7 +4,7 @@ import (
 	"errors"
 	"net/http"
 
-	"github.com/airlock-dev/airlock/backend/docker"
+	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/client"
 	"github.com/airlock-dev/airlock/control/store"
 )
@@ -37,9 +37,9 @@ var reasons = []struct {
 	{store.ErrBadCursor, client.ReasonBadCursor},
 	{ErrInvalidRequest, client.ReasonInvalidRequest},
 	{ErrConfig, client.ReasonConfig},
-	{docker.ErrNoSuchPath, client.ReasonPathNotFound},
-	{docker.ErrNotDirectory, client.ReasonNotDirectory},
-	{docker.ErrIsDirectory, client.ReasonIsDirectory},
+	{backend.ErrNoSuchPath, client.ReasonPathNotFound},
+	{backend.ErrNotDirectory, client.ReasonNotDirectory},
+	{backend.ErrIsDirectory, client.ReasonIsDirectory},
 	{ErrNotRegular, client.ReasonNotRegular},
 	{ErrTooLarge, client.ReasonTooLarge},
 }
@@ -52,7 +52,7 @@ func reasonOf(err error) string {
 			return r.reason
 		}
 	}
-	var se *docker.Error
+	var se *backend.Error
 	if errors.As(err, &se) && se.Code == 2 {
 		return client.ReasonConfig
 	}

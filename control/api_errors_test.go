@@ -6,7 +6,7 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/airlock-dev/airlock/backend/docker"
+	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/client"
 	"github.com/airlock-dev/airlock/control/store"
 )
@@ -27,8 +27,8 @@ func TestAPIErrorMapping(t *testing.T) {
 		{store.ErrBadCursor, client.ReasonBadCursor, http.StatusBadRequest},
 		{errorf(ErrInvalidRequest, "cmd is required"), client.ReasonInvalidRequest, http.StatusBadRequest},
 		{errorf(ErrConfig, "bad manifest"), client.ReasonConfig, http.StatusBadRequest},
-		{&docker.Error{Code: 2, Err: errors.New("bad image")}, client.ReasonConfig, http.StatusBadRequest},
-		{&docker.Error{Code: 125, Err: errors.New("engine down")}, client.ReasonInternal, http.StatusInternalServerError},
+		{&backend.Error{Code: 2, Err: errors.New("bad image")}, client.ReasonConfig, http.StatusBadRequest},
+		{&backend.Error{Code: 125, Err: errors.New("engine down")}, client.ReasonInternal, http.StatusInternalServerError},
 		{errors.New("boom"), client.ReasonInternal, http.StatusInternalServerError},
 		{&client.Error{Reason: client.ReasonUnauthorized, Message: "no"}, client.ReasonUnauthorized, http.StatusUnauthorized},
 		{&client.Error{Reason: client.ReasonForbidden, Message: "no"}, client.ReasonForbidden, http.StatusForbidden},

@@ -8,7 +8,7 @@ import (
 
 	"github.com/docker/docker/api/types/registry"
 
-	"github.com/airlock-dev/airlock/backend/docker"
+	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/client"
 	"github.com/airlock-dev/airlock/engine"
 	"github.com/airlock-dev/airlock/manifest"
@@ -52,7 +52,7 @@ func (s *server) prepare(w http.ResponseWriter, r *http.Request) {
 // (exitExtra): a runtime error's own, 2 for a request or manifest the user must
 // fix, else 125.
 func prepareExitCode(err error, reason string) int {
-	var se *docker.Error
+	var se *backend.Error
 	switch {
 	case errors.As(err, &se):
 		return se.Code

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/airlock-dev/airlock/backend/docker"
+	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/control/store"
 	"github.com/airlock-dev/airlock/engine"
 )
@@ -17,7 +17,7 @@ import (
 // stopRecorder is a Backend whose only working calls are Location, SetHooks and
 // Stop (recorded): what the paths under test use.
 type stopRecorder struct {
-	Backend
+	backend.Backend
 	mu      sync.Mutex
 	stopped []string
 }
@@ -46,7 +46,7 @@ func boundsService(t *testing.T) (*Service, *stopRecorder, string) {
 	s := NewService(st, rt, Config{})
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	t.Cleanup(func() { s.cancel(); s.wg.Wait(); _ = st.Close() })
-	rec, _, err := st.CreateSandbox(store.Sandbox{Kind: docker.KindUp}, store.Event{})
+	rec, _, err := st.CreateSandbox(store.Sandbox{Kind: backend.KindUp}, store.Event{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +73,7 @@ func kinds(t *testing.T, s *Service, id string) map[string]int {
 func TestEgressDenialsOutOfBounds(t *testing.T) {
 	s, _, id := boundsService(t)
 	l := s.liveOf(id)
-	for _, d := range []docker.EgressDenial{
+	for _, d := range []backend.EgressDenial{
 		{Host: "evil\x1b]0;x\x07.example", Port: 80, Method: "GET"},
 		{Host: "a.example", Port: 0, Method: "GET"},
 		{Host: "a.example", Port: 70000, Method: "GET"},
@@ -88,7 +88,7 @@ func TestEgressDenialsOutOfBounds(t *testing.T) {
 	}
 	const flood = 5000
 	for i := range flood {
-		s.egressDenied(id, l, docker.EgressDenial{Host: fmt.Sprintf("d%d.example", i), Port: 443, Method: "CONNECT"})
+		s.egressDenied(id, l, backend.EgressDenial{Host: fmt.Sprintf("d%d.example", i), Port: 443, Method: "CONNECT"})
 	}
 	s.mu.Lock()
 	kept := len(l.egress)

@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 
-	"github.com/airlock-dev/airlock/backend/docker"
+	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/engine"
 	"github.com/airlock-dev/airlock/manifest"
 )
@@ -50,7 +50,7 @@ func (s *Service) Compare(ctx context.Context, id string, req *CompareRequest) (
 		return Comparison{}, err
 	}
 	info, err := rt.Get(ctx, id)
-	if errors.Is(err, docker.ErrNotFound) {
+	if errors.Is(err, backend.ErrNotFound) {
 		return Comparison{}, nil
 	}
 	if err != nil {

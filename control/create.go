@@ -10,7 +10,7 @@ import (
 	"maps"
 	"time"
 
-	"github.com/airlock-dev/airlock/backend/docker"
+	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/control/store"
 	"github.com/airlock-dev/airlock/engine"
 	"github.com/airlock-dev/airlock/manifest"
@@ -19,7 +19,7 @@ import (
 // CreateRequest asks for a new sandbox (the API's create request, decoded).
 type CreateRequest struct {
 	ID   string
-	Kind string // docker.KindRun or docker.KindUp
+	Kind string // backend.KindRun or backend.KindUp
 	// Manifest is the resolved manifest with its substituted values masked;
 	// Secrets those values by key path, held in memory only. Text is a
 	// manifest to resolve instead (ManifestText).
@@ -41,7 +41,7 @@ type CreateRequest struct {
 	// FastEnd, for a run, ends an attach to its main command once the
 	// command exited and the daemons that stop within 20 ms did, while the
 	// others shut down in the background (the supervisor marks the end of the
-	// output: docker.Request.EndMarker).
+	// output: backend.Request.EndMarker).
 	FastEnd bool
 	// Engine is the Docker Engine to create the sandbox on; nil for the daemon's own.
 	Engine *engine.Endpoint
@@ -52,9 +52,9 @@ type CreateRequest struct {
 	CLIStart string
 	// ClientFiles: the project and [copies] sources are on the client's
 	// machine; it writes them through the files API before Resume
-	// (docker.Request.ClientFiles).
+	// (backend.Request.ClientFiles).
 	ClientFiles bool
-	// ToolEnv: the caller's environment for the tools (docker.Request.ToolEnv).
+	// ToolEnv: the caller's environment for the tools (backend.Request.ToolEnv).
 	ToolEnv map[string]string
 	// NoPool: a run that must start cold although its manifest has a warm
 	// pool (run --no-pool).
@@ -90,7 +90,7 @@ func (s *Service) Create(_ context.Context, req *CreateRequest) (Sandbox, error)
 		eng, _ = json.Marshal(req.Engine)
 	}
 	var endMarker string
-	if req.FastEnd && req.Kind == docker.KindRun {
+	if req.FastEnd && req.Kind == backend.KindRun {
 		endMarker = nonce()
 	}
 	// A run of a manifest with a warm pool takes a parked sandbox: its ID.
@@ -124,11 +124,11 @@ func (s *Service) Create(_ context.Context, req *CreateRequest) (Sandbox, error)
 	}
 	s.holdSecrets(l, held)
 	s.touch(rec.ID)
-	sreq := &docker.Request{ID: rec.ID, Manifest: resolved, Kind: req.Kind, Command: req.Command, Env: req.Env, EnvSecrets: req.EnvSecrets,
+	sreq := &backend.Request{ID: rec.ID, Manifest: resolved, Kind: req.Kind, Command: req.Command, Env: req.Env, EnvSecrets: req.EnvSecrets,
 		Workdir: req.Workdir, TTY: req.TTY, Stdin: req.Stdin, Labels: labels, Quiet: req.Quiet, CLIPid: req.CLIPid, CLIStart: req.CLIStart,
-		KeepFiles: req.Kind == docker.KindRun && !req.RemoveOnExit, ClientFiles: req.ClientFiles, EndMarker: endMarker, ToolEnv: req.ToolEnv}
+		KeepFiles: req.Kind == backend.KindRun && !req.RemoveOnExit, ClientFiles: req.ClientFiles, EndMarker: endMarker, ToolEnv: req.ToolEnv}
 	if pooled != nil {
-		l.claim = &docker.Claim{Manifest: resolved, Command: req.Command, Env: req.Env, EnvSecrets: req.EnvSecrets,
+		l.claim = &backend.Claim{Manifest: resolved, Command: req.Command, Env: req.Env, EnvSecrets: req.EnvSecrets,
 			Workdir: req.Workdir, Stdin: req.Stdin, Quiet: req.Quiet, EndMarker: endMarker}
 		s.goAsync(func() { s.prepareClaimed(rec.ID, pooled, pl, req.Start) })
 		return s.view(rec), nil
@@ -172,8 +172,8 @@ func checkCreate(req *CreateRequest) (*manifest.Resolved, error) {
 	if req.Manifest == nil {
 		return nil, errorf(ErrInvalidRequest, "a manifest is required")
 	}
-	if req.Kind != docker.KindRun && req.Kind != docker.KindUp {
-		return nil, errorf(ErrInvalidRequest, "kind must be %q or %q", docker.KindRun, docker.KindUp)
+	if req.Kind != backend.KindRun && req.Kind != backend.KindUp {
+		return nil, errorf(ErrInvalidRequest, "kind must be %q or %q", backend.KindRun, backend.KindUp)
 	}
 	if req.ClientFiles && req.Start {
 		return nil, errorf(ErrInvalidRequest, "client_files needs start: false (the client writes the files, then resumes)")
@@ -199,7 +199,7 @@ func fromWire(w manifest.Wire, values map[string]string) (*manifest.Resolved, er
 	return resolved, nil
 }
 
-func (s *Service) prepare(id string, req *docker.Request, start bool) {
+func (s *Service) prepare(id string, req *backend.Request, start bool) {
 	l := s.liveOf(id)
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -237,13 +237,13 @@ func (s *Service) prepare(id string, req *docker.Request, start bool) {
 // port_in_use (host:port) for a start that failed on a taken host port.
 func exitExtra(err error) map[string]string {
 	extra := map[string]string{"exit_code": "125"}
-	var se *docker.Error
+	var se *backend.Error
 	if errors.As(err, &se) {
 		extra["exit_code"] = fmt.Sprint(se.Code)
 	}
 	// A start that failed on a taken host port: the CLI removes the sandbox
 	// it made for it (nothing of it ran).
-	var pe *docker.PortInUseError
+	var pe *backend.PortInUseError
 	if errors.As(err, &pe) {
 		extra["port_in_use"] = pe.Addr
 		if pe.Addr == "" {

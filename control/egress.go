@@ -6,7 +6,7 @@ import (
 
 	"golang.org/x/time/rate"
 
-	"github.com/airlock-dev/airlock/backend/docker"
+	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/control/store"
 )
 
@@ -37,14 +37,14 @@ func (s *Service) followEgress(id string, l *live) {
 	s.goAsync(func() {
 		defer close(done)
 		defer s.setFlags(l, func() { l.egressFollowing = false })
-		_ = s.rtOf(id).FollowEgress(s.ctx, id, func(d docker.EgressDenial) { s.egressDenied(id, l, d) })
+		_ = s.rtOf(id).FollowEgress(s.ctx, id, func(d backend.EgressDenial) { s.egressDenied(id, l, d) })
 	})
 }
 
 // validDenial reports whether a line of the proxy's output names a destination
 // as the proxy writes them (a normalised host of printable ASCII, a port): the
 // proxy runs in the sandbox's image, so its output is not trusted either.
-func validDenial(d docker.EgressDenial) bool {
+func validDenial(d backend.EgressDenial) bool {
 	if d.Host == "" || len(d.Host) > 255 || d.Port < 1 || d.Port > 65535 || len(d.Method) > 32 {
 		return false
 	}
@@ -58,7 +58,7 @@ func validDenial(d docker.EgressDenial) bool {
 	return true
 }
 
-func (s *Service) egressDenied(id string, l *live, d docker.EgressDenial) {
+func (s *Service) egressDenied(id string, l *live, d backend.EgressDenial) {
 	if !validDenial(d) {
 		return
 	}

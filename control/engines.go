@@ -3,6 +3,7 @@ package control
 import (
 	"encoding/json"
 
+	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/control/store"
 	"github.com/airlock-dev/airlock/engine"
 )
@@ -22,7 +23,7 @@ func (s *Service) endpointOf(rec store.Sandbox) engine.Endpoint {
 }
 
 // rtOf returns the runtime of the Engine sandbox id lives on.
-func (s *Service) rtOf(id string) Backend {
+func (s *Service) rtOf(id string) backend.Backend {
 	rec, err := s.store.Get(id)
 	if err != nil {
 		return s.rt
@@ -33,7 +34,7 @@ func (s *Service) rtOf(id string) Backend {
 // runtimeFor returns the runtime of an Engine, opening it (and watching its events)
 // the first time. An Engine that cannot be opened (its TLS files are gone, say)
 // falls back to the daemon's own, with an error in the log.
-func (s *Service) runtimeFor(ep engine.Endpoint) Backend {
+func (s *Service) runtimeFor(ep engine.Endpoint) backend.Backend {
 	key := ep.Key()
 	if key == s.rt.Location().Key() || s.cfg.OpenEngine == nil {
 		return s.rt
@@ -57,10 +58,10 @@ func (s *Service) runtimeFor(ep engine.Endpoint) Backend {
 }
 
 // runtimes are every Engine's runtime the daemon opened, its own first.
-func (s *Service) runtimes() []Backend {
+func (s *Service) runtimes() []backend.Backend {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := []Backend{s.rt}
+	out := []backend.Backend{s.rt}
 	for _, rt := range s.engines {
 		out = append(out, rt)
 	}

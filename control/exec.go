@@ -11,7 +11,7 @@ import (
 
 	"github.com/cenkalti/backoff/v4"
 
-	"github.com/airlock-dev/airlock/backend/docker"
+	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/control/store"
 	"github.com/airlock-dev/airlock/internal/ids"
 )
@@ -201,7 +201,7 @@ type StreamedExec struct {
 
 	ctx     context.Context
 	mu      sync.Mutex
-	ex      *docker.Exec
+	ex      *backend.Exec
 	height  uint // a size asked for before the exec started
 	width   uint
 	running chan struct{}
@@ -230,7 +230,7 @@ func (e *StreamedExec) EndDirect() {
 	}
 }
 
-func (e *StreamedExec) started(ex *docker.Exec) {
+func (e *StreamedExec) started(ex *backend.Exec) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.ex = ex
@@ -285,7 +285,7 @@ func (s *Service) execGone(id string, l *live) {
 // collectExec runs an API exec with stdin (nil: none) and its output to
 // stdout and stderr and returns its exit code; recorded, when not nil, is
 // waited for before the command starts (its error keeps it from starting).
-func (s *Service) collectExec(id string, l *live, req *ExecRequest, recorded func() error, stdin io.Reader, stdout, stderr io.Writer, started func(*docker.Exec)) int {
+func (s *Service) collectExec(id string, l *live, req *ExecRequest, recorded func() error, stdin io.Reader, stdout, stderr io.Writer, started func(*backend.Exec)) int {
 	var err error
 	h := l.handle
 	if h == nil {
@@ -293,7 +293,7 @@ func (s *Service) collectExec(id string, l *live, req *ExecRequest, recorded fun
 			return s.execFailed(stderr, err)
 		}
 	}
-	ex, err := s.rtOf(id).Exec(s.ctx, h, docker.ExecRequest{Cmd: req.Cmd, Env: req.Env, Workdir: req.Workdir, TTY: req.TTY, Stdin: stdin != nil, Direct: req.Direct, BeforeStart: recorded}, docker.Streams{Stdin: stdin, Stdout: stdout, Stderr: stderr})
+	ex, err := s.rtOf(id).Exec(s.ctx, h, backend.ExecRequest{Cmd: req.Cmd, Env: req.Env, Workdir: req.Workdir, TTY: req.TTY, Stdin: stdin != nil, Direct: req.Direct, BeforeStart: recorded}, backend.Streams{Stdin: stdin, Stdout: stdout, Stderr: stderr})
 	if err != nil {
 		return s.execFailed(stderr, err)
 	}

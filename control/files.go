@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/control/store"
 	"github.com/airlock-dev/airlock/supervisor"
 	"github.com/airlock-dev/airlock/userconfig"
@@ -53,7 +54,7 @@ func filesPath(p string) (string, error) {
 
 // filesTarget is the container of sandbox id for a files request, which its
 // state must allow (one of states).
-func (s *Service) filesTarget(id string, states ...string) (Backend, string, error) {
+func (s *Service) filesTarget(id string, states ...string) (backend.Backend, string, error) {
 	rec, err := s.store.Get(id)
 	if err != nil {
 		return nil, "", err

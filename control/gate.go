@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/control/store"
 )
 
@@ -31,7 +32,7 @@ type engineGate struct {
 // gates are the daemon's engineGates, one per backend.
 type gates struct {
 	mu sync.Mutex
-	m  map[Backend]*engineGate
+	m  map[backend.Backend]*engineGate
 }
 
 // enter waits for sandbox id's turn on its Engine, and returns what ends it.
@@ -41,7 +42,7 @@ func (s *Service) enter(ctx context.Context, id string) (leave func(), err error
 	rt := s.rtOf(id)
 	s.gates.mu.Lock()
 	if s.gates.m == nil {
-		s.gates.m = map[Backend]*engineGate{}
+		s.gates.m = map[backend.Backend]*engineGate{}
 	}
 	g := s.gates.m[rt]
 	if g == nil {

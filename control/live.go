@@ -7,7 +7,7 @@ import (
 
 	"golang.org/x/time/rate"
 
-	"github.com/airlock-dev/airlock/backend/docker"
+	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/manifest"
 )
 
@@ -17,10 +17,10 @@ type live struct {
 	wire     manifest.Wire
 	values   map[string]string // the manifest's substituted values, by key path
 	resolved *manifest.Resolved
-	handle   *docker.Sandbox
+	handle   *backend.Sandbox
 	// claim, for a sandbox a run took from a warm pool, is what its start
 	// delivers instead of starting a container (guarded by mu).
-	claim    *docker.Claim
+	claim    *backend.Claim
 	stopping string // reason of a requested stop or delete (guarded by Service.mu)
 	oom      bool   // the Engine reported an OOM kill (guarded by Service.mu)
 	execs    int

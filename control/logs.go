@@ -6,18 +6,11 @@ import (
 	"io"
 	"slices"
 
+	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/client"
 	"github.com/airlock-dev/airlock/control/store"
 	"github.com/airlock-dev/airlock/supervisor"
 )
-
-// LogSource is what reading a daemon's log needs of a backend: an exec of
-// `supervise tail` in a running sandbox, the archive API in a stopped one.
-type LogSource interface {
-	TailLog(ctx context.Context, containerID, file string, lines int, follow bool) (io.ReadCloser, error)
-	CopyFile(ctx context.Context, containerID, file string, from int64, w io.Writer) (int64, error)
-	FollowFile(ctx context.Context, containerID, file string, from int64) (io.ReadCloser, error)
-}
 
 // LogRequest asks for one daemon's log: its stdout, its stderr or both (Stream,
 // client.StreamBoth when empty), all of it or (Tail >= 0) its last Tail lines,
@@ -67,7 +60,7 @@ func (s *Service) DaemonLog(id string, q LogRequest) (func(ctx context.Context, 
 // (supervisor.OutputLog): records, each RecordStdout or RecordStderr and a
 // line; a sandbox whose supervisor kept no combined log (an older one) gets its
 // stdout log as records.
-func WriteDaemonLog(ctx context.Context, src LogSource, running bool, containerID, daemon, stream string, tail int, follow bool, w io.Writer) {
+func WriteDaemonLog(ctx context.Context, src backend.LogSource, running bool, containerID, daemon, stream string, tail int, follow bool, w io.Writer) {
 	if stream != client.StreamBoth {
 		writeLogFile(ctx, src, running, containerID, supervisor.DaemonLogFile(daemon, stream == client.StreamStderr), tail, follow, w, false)
 		return
@@ -87,7 +80,7 @@ func WriteDaemonLog(ctx context.Context, src LogSource, running bool, containerI
 // API, which cannot seek: with tail a first read keeps the offsets where the
 // last lines start, a second writes them, cut as in a running sandbox. With
 // mustExist, a file that is not there is reported (false), nothing written.
-func writeLogFile(ctx context.Context, src LogSource, running bool, containerID, file string, tail int, follow bool, w io.Writer, mustExist bool) bool {
+func writeLogFile(ctx context.Context, src backend.LogSource, running bool, containerID, file string, tail int, follow bool, w io.Writer, mustExist bool) bool {
 	if running {
 		if mustExist && follow {
 			// A followed file that is not there is waited for: find out first.

@@ -22,7 +22,7 @@ import (
 
 	dockerclient "github.com/docker/docker/client"
 
-	"github.com/airlock-dev/airlock/backend/docker"
+	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/client"
 	"github.com/airlock-dev/airlock/internal/proc"
 	"github.com/airlock-dev/airlock/paths"
@@ -30,7 +30,7 @@ import (
 	"github.com/airlock-dev/airlock/test/testenv"
 )
 
-const labelProject = docker.LabelProject
+const labelProject = backend.LabelProject
 
 // Two builds of the same source: A is the daemon under test, B plays a newer CLI.
 var (

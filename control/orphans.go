@@ -3,7 +3,7 @@ package control
 import (
 	"strconv"
 
-	"github.com/airlock-dev/airlock/backend/docker"
+	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/control/store"
 )
 
@@ -16,8 +16,8 @@ func (s *Service) reapOrphans() {
 	}
 }
 
-func (s *Service) reapOrphansOn(rt Backend) {
-	list, err := rt.List(s.ctx, map[string]string{docker.LabelKind: docker.KindRun}, true)
+func (s *Service) reapOrphansOn(rt backend.Backend) {
+	list, err := rt.List(s.ctx, map[string]string{backend.LabelKind: backend.KindRun}, true)
 	if err != nil {
 		return
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
 
+	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/backend/docker"
 	"github.com/airlock-dev/airlock/client"
 )
@@ -31,7 +32,7 @@ func TestReaperRemovesWhatADeletedRunLeft(t *testing.T) {
 	waitState(t, c, sb.ID, 30*time.Second, client.StatePending)
 	var labels map[string]string
 	eventually(t, 30*time.Second, "the run's container", func() bool {
-		list, err := e.docker.ContainerList(tctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", docker.LabelSandbox+"="+sb.ID))})
+		list, err := e.docker.ContainerList(tctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", backend.LabelSandbox+"="+sb.ID))})
 		if err == nil && len(list) > 0 {
 			labels = list[0].Labels
 		}

@@ -17,7 +17,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/airlock-dev/airlock/backend/docker"
+	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/control/store"
 	"github.com/airlock-dev/airlock/engine"
 	"github.com/airlock-dev/airlock/internal/ids"
@@ -71,7 +71,7 @@ type pool struct {
 	key      string // the strict key of what its sandboxes are
 	project  string
 	file     string
-	rt       Backend
+	rt       backend.Backend
 	endpoint engine.Endpoint
 	resolved *manifest.Resolved // with its values: what a refill makes
 	size     int
@@ -97,7 +97,7 @@ type pool struct {
 
 // member is one parked (or parking) sandbox of a pool.
 type member struct {
-	sb      *docker.Sandbox
+	sb      *backend.Sandbox
 	ready   bool
 	since   time.Time
 	cancel  context.CancelFunc // ends its health watch
@@ -132,7 +132,7 @@ func (ps *pools) takeEarly(id string) []store.Event {
 func poolable(req *CreateRequest, r *manifest.Resolved) (configured bool, reason string) {
 	configured = r.Sandbox.Pool != nil && r.Sandbox.Pool.Size > 0
 	switch {
-	case req.Kind != docker.KindRun:
+	case req.Kind != backend.KindRun:
 		return configured, MissOptions
 	case req.NoPool:
 		return configured, MissDisabled
@@ -155,7 +155,7 @@ func poolIdent(ep engine.Endpoint, r *manifest.Resolved, file string) string {
 // move), the Engine, the values baked into objects at creation (services'
 // env, image, mount and copy sources: keyed, never shown) and a fingerprint of
 // the files copied in. "" with a reason when r cannot be pooled.
-func (ps *pools) key(ctx context.Context, rt Backend, r *manifest.Resolved, values map[string]string) (string, error) {
+func (ps *pools) key(ctx context.Context, rt backend.Backend, r *manifest.Resolved, values map[string]string) (string, error) {
 	files, ok := rt.(interface {
 		CopiedPaths(*manifest.Resolved) []string
 	})
@@ -341,7 +341,7 @@ func (ps *pools) discard(p *pool, m *member) {
 
 // poolLocked returns the pool ident names (made when missing), sized by r's
 // [sandbox.pool] and marked used now (ps.mu held).
-func (ps *pools) poolLocked(ident string, r *manifest.Resolved, file string, rt Backend) *pool {
+func (ps *pools) poolLocked(ident string, r *manifest.Resolved, file string, rt backend.Backend) *pool {
 	p := ps.byID[ident]
 	if p == nil {
 		p = &pool{ident: ident, project: r.ProjectDir, file: file, rt: rt, endpoint: rt.Location(),
@@ -457,11 +457,11 @@ func (ps *pools) fill(p *pool) {
 
 // make creates, starts and parks one sandbox of p.
 func (ps *pools) make(p *pool, key string, r *manifest.Resolved) (*member, error) {
-	ready, _ := docker.ReadyTimeout(r) // validated when the pool was made
+	ready, _ := backend.ReadyTimeout(r) // validated when the pool was made
 	ctx, cancel := context.WithTimeout(ps.s.ctx, ready+2*time.Minute)
 	defer cancel()
 	id := ids.New()
-	sb, err := p.rt.Create(ctx, &docker.Request{ID: id, Manifest: r, Kind: docker.KindRun, Park: true, PoolKey: key})
+	sb, err := p.rt.Create(ctx, &backend.Request{ID: id, Manifest: r, Kind: backend.KindRun, Park: true, PoolKey: key})
 	if err != nil {
 		return nil, err
 	}
@@ -549,7 +549,7 @@ func (ps *pools) removeLocked(p *pool, m *member) {
 // fails (a parked one found stopped because the Engine restarts is removed
 // while the Engine is still down) until ctx ends: no daemon would remove it
 // later (removeLeftovers runs at start only).
-func (ps *pools) removeRetrying(ctx context.Context, rt Backend, id string) {
+func (ps *pools) removeRetrying(ctx context.Context, rt backend.Backend, id string) {
 	wait := 250 * time.Millisecond
 	for {
 		err := rt.Remove(ctx, id)
@@ -662,8 +662,8 @@ func (ps *pools) close(ctx context.Context) {
 
 // removeLeftovers removes the pooled sandboxes of this daemon's that no pool
 // holds and no run claimed: what a daemon that went away left parked.
-func (ps *pools) removeLeftovers(ctx context.Context, rt Backend) {
-	list, err := rt.List(ctx, map[string]string{docker.LabelKind: docker.KindRun}, true)
+func (ps *pools) removeLeftovers(ctx context.Context, rt backend.Backend) {
+	list, err := rt.List(ctx, map[string]string{backend.LabelKind: backend.KindRun}, true)
 	if err != nil {
 		return
 	}
@@ -775,7 +775,7 @@ func (s *Service) WarmPool(ctx context.Context, req *WarmRequest) (PoolStatus, e
 	if size > s.cfg.PoolMax {
 		return PoolStatus{}, errorf(ErrConfig, "a pool of %d is more than runtime.pool_max (%d) of config.toml allows", size, s.cfg.PoolMax)
 	}
-	cr := &CreateRequest{Kind: docker.KindRun, Manifest: req.Manifest, Secrets: req.Secrets, Engine: req.Engine}
+	cr := &CreateRequest{Kind: backend.KindRun, Manifest: req.Manifest, Secrets: req.Secrets, Engine: req.Engine}
 	ps := s.pools
 	rt := s.rt
 	if req.Engine != nil {

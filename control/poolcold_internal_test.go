@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/airlock-dev/airlock/backend/docker"
+	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/control/store"
 )
 
@@ -16,7 +16,7 @@ type createRecorder struct {
 	created chan time.Time
 }
 
-func (b *createRecorder) Create(context.Context, *docker.Request) (*docker.Sandbox, error) {
+func (b *createRecorder) Create(context.Context, *backend.Request) (*backend.Sandbox, error) {
 	b.created <- time.Now()
 	return nil, errors.New("refused by the test")
 }

@@ -6,7 +6,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/airlock-dev/airlock/backend/docker"
+	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/control/store"
 )
 
@@ -40,7 +40,7 @@ func TestPooledRemovalRetried(t *testing.T) {
 
 	ps := s.pools
 	p := &pool{rt: rt, misses: map[string]int{}, wake: make(chan struct{})}
-	m := &member{sb: &docker.Sandbox{ID: "parked-1"}}
+	m := &member{sb: &backend.Sandbox{ID: "parked-1"}}
 	ps.mu.Lock()
 	p.members = append(p.members, m)
 	ps.total++

@@ -10,7 +10,7 @@ import (
 
 	"github.com/docker/docker/api/types/registry"
 
-	"github.com/airlock-dev/airlock/backend/docker"
+	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/engine"
 	"github.com/airlock-dev/airlock/manifest"
 	"github.com/airlock-dev/airlock/registryauth"
@@ -97,7 +97,7 @@ func (s *Service) Prepare(req *PrepareRequest) (func(ctx context.Context, w io.W
 		held = append(held, secretsOf(a)...)
 	}
 	creds := req.Credentials
-	o := docker.PrepareOptions{ProgressTTY: req.TTY, Quiet: req.Quiet, BuildAuths: req.BuildAuths, ClientFiles: req.ClientFiles, ToolEnv: req.ToolEnv,
+	o := backend.PrepareOptions{ProgressTTY: req.TTY, Quiet: req.Quiet, BuildAuths: req.BuildAuths, ClientFiles: req.ClientFiles, ToolEnv: req.ToolEnv,
 		BuildTar: buildTar, BuildSum: req.BuildContext,
 		Credentials: func(ref string) (registryauth.Credentials, bool, error) {
 			c, ok := creds[ref]
@@ -130,7 +130,7 @@ func secretsOf(a registry.AuthConfig) []string {
 }
 
 // maskedError is an error whose text had secret values masked; errors.As still
-// finds what it wraps (the exit code of a *docker.Error).
+// finds what it wraps (the exit code of a *backend.Error).
 type maskedError struct {
 	err error
 	msg string

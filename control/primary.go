@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/airlock-dev/airlock/backend/docker"
+	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/control/store"
 	"github.com/airlock-dev/airlock/supervisor"
 )
@@ -35,8 +35,8 @@ type AttachedPrimary struct {
 	Done <-chan PrimaryEnd
 
 	s      *Service
-	rt     Backend
-	h      *docker.Sandbox
+	rt     backend.Backend
+	h      *backend.Sandbox
 	cancel context.CancelFunc
 }
 
@@ -124,7 +124,7 @@ func (s *Service) AttachPrimary(ctx context.Context, id string, req *AttachReque
 		codes = pollExit(actx, rt, h.PrimaryID, codes)
 		output = followOnceStarted(actx, rt, h, skipBytes(stdout, req.SkipStdout), skipBytes(stderr, req.SkipStderr))
 	} else {
-		streams := docker.Streams{Stdout: stdout, Stderr: stderr}
+		streams := backend.Streams{Stdout: stdout, Stderr: stderr}
 		if req.Stdin {
 			streams.Stdin = stdin
 		}
@@ -196,7 +196,7 @@ func (s *Service) AttachPrimary(ctx context.Context, id string, req *AttachReque
 		case <-actx.Done():
 			end.Err = actx.Err()
 		}
-		if end.Err == nil && rec.Kind == docker.KindRun {
+		if end.Err == nil && rec.Kind == backend.KindRun {
 			// What the run's CLI now knows, shown until the stop is recorded;
 			// at the marker, its daemons still stop.
 			code, marker := end.ExitCode, len(filters) > 0 && !filtersFlushed(filters)
@@ -224,7 +224,7 @@ const startPoll = 50 * time.Millisecond
 // between its attach and the start attaches again (a replay) before the start
 // it then asks for, and the output of a container not started yet would end
 // at once, empty.
-func followOnceStarted(ctx context.Context, rt Backend, h *docker.Sandbox, stdout, stderr io.Writer) <-chan error {
+func followOnceStarted(ctx context.Context, rt backend.Backend, h *backend.Sandbox, stdout, stderr io.Writer) <-chan error {
 	if rt.Running(ctx, h.PrimaryID) || rt.ExitCode(ctx, h.PrimaryID) != nil {
 		return rt.FollowOutput(ctx, h, stdout, stderr)
 	}
@@ -247,7 +247,7 @@ func followOnceStarted(ctx context.Context, rt Backend, h *docker.Sandbox, stdou
 
 // pollExit gives the code from waited, or from asking the backend every
 // replayPoll, whichever comes first.
-func pollExit(ctx context.Context, rt Backend, containerID string, waited <-chan int) <-chan int {
+func pollExit(ctx context.Context, rt backend.Backend, containerID string, waited <-chan int) <-chan int {
 	out := make(chan int, 1)
 	go func() {
 		t := time.NewTicker(replayPoll)

@@ -12,7 +12,7 @@ import (
 
 	"github.com/cenkalti/backoff/v4"
 
-	"github.com/airlock-dev/airlock/backend/docker"
+	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/control/store"
 	"github.com/airlock-dev/airlock/engine"
 )
@@ -70,7 +70,7 @@ type PruneResult struct {
 
 // PrunedObject is one object prune removed.
 type PrunedObject struct {
-	Type    string // docker.PruneSandbox, PruneImage or PruneVolume
+	Type    string // backend.PruneSandbox, PruneImage or PruneVolume
 	Name    string // the sandbox's ID, the image's tag or the volume's name
 	ID      string // the image's ID
 	Project string
@@ -86,7 +86,7 @@ func (s *Service) Prune(ctx context.Context, req *PruneRequest) (*PruneResult, e
 	// The warm pools' parked sandboxes serve no one yet: drained (a run of
 	// their manifest fills its pool again).
 	for _, m := range s.pools.parked() {
-		res.Removed = append(res.Removed, PrunedObject{Type: docker.PruneSandbox, Name: m.ID, Project: m.Project, Engine: m.Engine})
+		res.Removed = append(res.Removed, PrunedObject{Type: backend.PruneSandbox, Name: m.ID, Project: m.Project, Engine: m.Engine})
 	}
 	if !req.DryRun {
 		s.pools.drain(ctx, "")
@@ -98,7 +98,7 @@ func (s *Service) Prune(ctx context.Context, req *PruneRequest) (*PruneResult, e
 			rts = append(rts, rt)
 		}
 	}
-	usage := map[Backend]*docker.DiskUsage{}
+	usage := map[backend.Backend]*backend.DiskUsage{}
 	for _, rt := range rts {
 		usage[rt] = rt.DiskUsage(ctx)
 	}
@@ -130,7 +130,7 @@ func (s *Service) Prune(ctx context.Context, req *PruneRequest) (*PruneResult, e
 	var deleting []pending
 	for _, rec := range kept {
 		rt := s.rtOf(rec.ID)
-		obj := PrunedObject{Type: docker.PruneSandbox, Name: rec.ID, Project: rec.Project,
+		obj := PrunedObject{Type: backend.PruneSandbox, Name: rec.ID, Project: rec.Project,
 			Engine: rt.Location().String(), Size: usage[rt].SandboxSize(rec.ID)}
 		if req.DryRun {
 			leaving[rec.ID] = true
@@ -157,7 +157,7 @@ func (s *Service) Prune(ctx context.Context, req *PruneRequest) (*PruneResult, e
 
 	for _, rt := range rts {
 		du := usage[rt]
-		cands, err := rt.PruneCandidates(ctx, docker.PruneOptions{All: req.All, Leaving: leaving, Busy: busy}, du)
+		cands, err := rt.PruneCandidates(ctx, backend.PruneOptions{All: req.All, Leaving: leaving, Busy: busy}, du)
 		if err != nil {
 			res.Errors = append(res.Errors, fmt.Sprintf("%s: %v", rt.Location().String(), err))
 			continue
@@ -187,7 +187,7 @@ func (s *Service) Prune(ctx context.Context, req *PruneRequest) (*PruneResult, e
 			}
 			s.log.Info("pruned", "type", c.Type, "name", c.Name, "engine", rt.Location().String(), "size", obj.Size)
 			res.Removed = append(res.Removed, obj)
-			if c.Type == docker.PruneImage {
+			if c.Type == backend.PruneImage {
 				removedImages = true
 				imagesFreed += obj.Size
 			} else {
@@ -212,7 +212,7 @@ func (s *Service) Prune(ctx context.Context, req *PruneRequest) (*PruneResult, e
 // keptPast reports whether rec is a run sandbox kept (no CLI waits for it) and
 // stopped or failed for longer than retention.
 func (s *Service) keptPast(rec store.Sandbox, now time.Time, retention time.Duration) bool {
-	if rec.Kind != docker.KindRun || (rec.State != store.StateStopped && rec.State != store.StateFailed) {
+	if rec.Kind != backend.KindRun || (rec.State != store.StateStopped && rec.State != store.StateFailed) {
 		return false
 	}
 	if rec.CLIPid > 0 && processAlive(rec.CLIPid, rec.CLIStart) {

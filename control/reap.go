@@ -4,7 +4,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/airlock-dev/airlock/backend/docker"
+	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/control/store"
 	"github.com/airlock-dev/airlock/internal/proc"
 )
@@ -27,13 +27,13 @@ func (s *Service) reap() {
 		}
 		for _, rec := range recs {
 			switch {
-			case rec.Kind == docker.KindRun && rec.CLIPid > 0 && rec.State != store.StateDeleting && !s.mainEnded(rec.ID) && !processAlive(rec.CLIPid, rec.CLIStart):
+			case rec.Kind == backend.KindRun && rec.CLIPid > 0 && rec.State != store.StateDeleting && !s.mainEnded(rec.ID) && !processAlive(rec.CLIPid, rec.CLIStart):
 				s.log.Info("reaping a run sandbox whose CLI is gone", "sandbox", rec.ID, "cli_pid", rec.CLIPid)
 				_, _ = s.delete(rec.ID, "cli_gone")
 			case rec.State == store.StateDeleting && time.Since(rec.UpdatedAt) > 10*time.Second:
 				id, reason := rec.ID, rec.Reason
 				s.goAsync(func() { s.finishDelete(id, reason) })
-			case rec.State == store.StateReady && rec.Kind == docker.KindUp && s.idle(rec.ID):
+			case rec.State == store.StateReady && rec.Kind == backend.KindUp && s.idle(rec.ID):
 				s.log.Info("stopping an idle sandbox", "sandbox", rec.ID, "idle_ttl", s.cfg.IdleTTL.String())
 				_, _ = s.Stop(rec.ID, "idle_ttl")
 			}

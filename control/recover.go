@@ -4,7 +4,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/airlock-dev/airlock/backend/docker"
+	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/control/store"
 )
 
@@ -61,7 +61,7 @@ func (s *Service) recover() {
 					continue
 				}
 			}
-			if rec.Kind == docker.KindRun && rec.CLIPid > 0 && processAlive(rec.CLIPid, rec.CLIStart) {
+			if rec.Kind == backend.KindRun && rec.CLIPid > 0 && processAlive(rec.CLIPid, rec.CLIStart) {
 				// Created, not started, and its CLI waits: it starts it again
 				// through this daemon (airlock run retries). Or its making was
 				// cut short (no container recorded): its CLI, which holds what
@@ -145,7 +145,7 @@ func (s *Service) retention() time.Duration {
 // delivered its claim before the daemon went: its CLI still waits and its
 // container is running or ended (the claim's fate is the container's).
 func (s *Service) claimMayHaveRun(rec store.Sandbox) bool {
-	if rec.ContainerID == "" || rec.Kind != docker.KindRun || rec.CLIPid <= 0 || !processAlive(rec.CLIPid, rec.CLIStart) {
+	if rec.ContainerID == "" || rec.Kind != backend.KindRun || rec.CLIPid <= 0 || !processAlive(rec.CLIPid, rec.CLIStart) {
 		return false
 	}
 	// The claim is sent after pool.claimed is recorded: without it, the

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/airlock-dev/airlock/backend/docker"
+	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/control/store"
 )
 
@@ -44,7 +44,7 @@ func TestRecoverClaimNeverSent(t *testing.T) {
 	s, st := startedService(t, rt)
 
 	// The CLI is this process: alive.
-	rec, _, err := st.CreateSandbox(store.Sandbox{Kind: docker.KindRun, Parked: true, CLIPid: os.Getpid()}, store.Event{Kind: "sandbox.accepted"})
+	rec, _, err := st.CreateSandbox(store.Sandbox{Kind: backend.KindRun, Parked: true, CLIPid: os.Getpid()}, store.Event{Kind: "sandbox.accepted"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +95,7 @@ func TestResumeFindsStartedByTheDaemonKilled(t *testing.T) {
 	rt := &followCounter{}
 	s, st := startedService(t, rt)
 
-	rec, _, err := st.CreateSandbox(store.Sandbox{Kind: docker.KindUp}, store.Event{Kind: "sandbox.accepted"})
+	rec, _, err := st.CreateSandbox(store.Sandbox{Kind: backend.KindUp}, store.Event{Kind: "sandbox.accepted"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +125,7 @@ func TestResumeFindsStartedByTheDaemonKilled(t *testing.T) {
 
 // startedService is a service over a store in a temporary dir and rt, running
 // until the test ends.
-func startedService(t *testing.T, rt Backend) (*Service, *store.Store) {
+func startedService(t *testing.T, rt backend.Backend) (*Service, *store.Store) {
 	t.Helper()
 	st, err := store.Open(filepath.Join(t.TempDir(), "ids.db"))
 	if err != nil {

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/airlock-dev/airlock/backend/docker"
+	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/control/store"
 	"github.com/airlock-dev/airlock/engine"
 	"github.com/airlock-dev/airlock/secrets"
@@ -40,7 +40,7 @@ type Config struct {
 	Redactor *secrets.Redactor
 	// OpenEngine returns a runtime for another Engine than the daemon's own (a
 	// sandbox created with DOCKER_HOST or a docker context); nil serves only its own.
-	OpenEngine func(engine.Endpoint) (Backend, error)
+	OpenEngine func(engine.Endpoint) (backend.Backend, error)
 	// PoolMax bounds the parked sandboxes of every warm pool together
 	// (runtime.pool_max; 0: no pool).
 	PoolMax int
@@ -60,7 +60,7 @@ type Config struct {
 // (package client), as pebble's daemon does with its managers.
 type Service struct {
 	store *store.Store
-	rt    Backend
+	rt    backend.Backend
 	cfg   Config
 	log   *slog.Logger
 
@@ -71,8 +71,8 @@ type Service struct {
 	mu       sync.Mutex
 	live     map[string]*live // sandboxes with work or watchers in this daemon
 	attached map[string]int
-	active   map[string]time.Time // last time a client or exec used a sandbox
-	engines  map[string]Backend   // other backends than rt, by endpoint key
+	active   map[string]time.Time       // last time a client or exec used a sandbox
+	engines  map[string]backend.Backend // other backends than rt, by endpoint key
 
 	// phaseMu serialises the events that open or end a sandbox's run (phase.go),
 	// so that a check of the phase and the event it allows are one step.
@@ -84,7 +84,7 @@ type Service struct {
 }
 
 // NewService returns a service over an open store and a runtime.
-func NewService(st *store.Store, rt Backend, cfg Config) *Service {
+func NewService(st *store.Store, rt backend.Backend, cfg Config) *Service {
 	if cfg.ReapInterval <= 0 {
 		cfg.ReapInterval = 2 * time.Second
 	}
@@ -94,16 +94,18 @@ func NewService(st *store.Store, rt Backend, cfg Config) *Service {
 	if cfg.ExecOutputTemplate == "" {
 		cfg.ExecOutputTemplate = "{sandbox_id}/{exec_id}"
 	}
-	if drt, ok := rt.(*docker.Runtime); ok && cfg.ExecOutputRoot == "" && drt != nil && drt.Paths != nil {
-		// The default of artifacts.exec_output_root (design.md §2); a relative root
-		// would put the output in the daemon's working directory.
-		cfg.ExecOutputRoot = filepath.Join(drt.Paths.DataDir, "exec-output")
-	}
-	if drt, ok := rt.(*docker.Runtime); ok && cfg.EmptyProject == "" && drt != nil && drt.Paths != nil {
-		cfg.EmptyProject = filepath.Join(drt.Paths.DataDir, "empty-project")
+	if dd, ok := rt.(backend.DataDirer); ok {
+		if dir, ok := dd.DataDir(); ok && cfg.ExecOutputRoot == "" {
+			// The default of artifacts.exec_output_root (design.md §2); a relative root
+			// would put the output in the daemon's working directory.
+			cfg.ExecOutputRoot = filepath.Join(dir, "exec-output")
+		}
+		if dir, ok := dd.DataDir(); ok && cfg.EmptyProject == "" {
+			cfg.EmptyProject = filepath.Join(dir, "empty-project")
+		}
 	}
 	s := &Service{store: st, rt: rt, cfg: cfg, log: slog.New(slog.DiscardHandler),
-		live: map[string]*live{}, attached: map[string]int{}, active: map[string]time.Time{}, engines: map[string]Backend{},
+		live: map[string]*live{}, attached: map[string]int{}, active: map[string]time.Time{}, engines: map[string]backend.Backend{},
 		phases: map[string]bool{}}
 	s.pools = newPools(s)
 	rt.SetHooks(s.serviceResult, s.recordStep)

@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/airlock-dev/airlock/backend/docker"
+	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/control/store"
 	"github.com/airlock-dev/airlock/manifest"
 )
@@ -73,7 +73,7 @@ func (s *Service) startLocked(ctx context.Context, id string, l *live) {
 	gen := l.tailGen
 	l.ingestMu.Unlock()
 	s.spawnFollower(id, l, gen)
-	if docker.HasEgress(l.resolved) {
+	if r := l.resolved; r != nil && r.Sandbox.Egress != nil { // egress rules: a proxy whose denials to follow
 		s.followEgress(id, l)
 	}
 }
@@ -90,7 +90,7 @@ func (s *Service) Resume(id string, secrets map[string]string) (Sandbox, error) 
 	default:
 		return Sandbox{}, notIn(id, rec.State, "")
 	}
-	if rec.Kind == docker.KindRun && rec.State != store.StatePending {
+	if rec.Kind == backend.KindRun && rec.State != store.StatePending {
 		// A run's main command runs once: a CLI asking again after its
 		// daemon restarted must not start it a second time.
 		return s.view(rec), nil

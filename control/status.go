@@ -11,7 +11,7 @@ import (
 
 	"github.com/cenkalti/backoff/v4"
 
-	"github.com/airlock-dev/airlock/backend/docker"
+	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/control/store"
 	"github.com/airlock-dev/airlock/supervisor"
 )
@@ -73,7 +73,7 @@ func (s *Service) follow(id string, l *live, gen int) {
 	// stream): it is tried again later, less and less often.
 	retry := backoff.NewExponentialBackOff(backoff.WithInitialInterval(followRetry), backoff.WithMultiplier(2),
 		backoff.WithRandomizationFactor(0), backoff.WithMaxInterval(followRetryMax), backoff.WithMaxElapsedTime(0))
-	if rec, err := s.store.Get(id); err == nil && rec.Kind == docker.KindRun {
+	if rec, err := s.store.Get(id); err == nil && rec.Kind == backend.KindRun {
 		// A run's main command is often short: an exec started at once would
 		// compete with it for the Engine (an exec costs as much as the command),
 		// while what a short run reports is read once it stopped. `up` waits for
@@ -218,7 +218,7 @@ func (s *Service) catchUp(id string, l *live) {
 	}
 	data, _, err := s.rtOf(id).ReadFile(s.ctx, rec.ContainerID, supervisor.StatusFile, l.offset, maxStatusStream-l.offset+1)
 	if err != nil {
-		if errors.Is(err, docker.ErrNotRegular) {
+		if errors.Is(err, backend.ErrNotRegular) {
 			s.log.Warn("the status stream is not a regular file; ignored", "sandbox", id)
 		}
 		return

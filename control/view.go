@@ -5,7 +5,7 @@ import (
 	"maps"
 	"slices"
 
-	"github.com/airlock-dev/airlock/backend/docker"
+	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/control/store"
 	"github.com/airlock-dev/airlock/engine"
 	"github.com/airlock-dev/airlock/manifest"
@@ -23,7 +23,7 @@ type Sandbox struct {
 	DaemonsUp   int
 	// Ports are its published ports as the Engine bound them when it last
 	// started, while it is pending or ready.
-	Ports []docker.Port
+	Ports []backend.Port
 	// MainExitCode is a run's main command's code as its attached client got
 	// it, while the sandbox is still pending or ready (its daemons shutting
 	// down after a fast end, or its stop not yet recorded).
@@ -84,9 +84,9 @@ func (s *Service) List(labels map[string]string) ([]Sandbox, error) {
 
 // recordPorts keeps the ports the Engine bound at a start with the sandbox's
 // record, for ps (a random host port is known only then).
-func (s *Service) recordPorts(id string, ports []docker.Port) {
+func (s *Service) recordPorts(id string, ports []backend.Port) {
 	if ports == nil {
-		ports = []docker.Port{}
+		ports = []backend.Port{}
 	}
 	b, err := json.Marshal(ports)
 	if err != nil {

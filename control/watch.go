@@ -3,7 +3,7 @@ package control
 import (
 	"time"
 
-	"github.com/airlock-dev/airlock/backend/docker"
+	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/control/store"
 )
 
@@ -12,7 +12,7 @@ const watchRetry = time.Second
 
 // watchEngine records deaths and OOM kills of primaries on one backend while the
 // daemon runs.
-func (s *Service) watchEngine(rt Backend) {
+func (s *Service) watchEngine(rt backend.Backend) {
 	for s.ctx.Err() == nil {
 		err := rt.WatchPrimaries(s.ctx, s.onPrimaryEvent)
 		if s.ctx.Err() != nil {
@@ -27,7 +27,7 @@ func (s *Service) watchEngine(rt Backend) {
 	}
 }
 
-func (s *Service) onPrimaryEvent(ev docker.PrimaryEvent) {
+func (s *Service) onPrimaryEvent(ev backend.PrimaryEvent) {
 	id := ev.SandboxID
 	if _, err := s.store.Get(id); err != nil {
 		return // not one of this daemon's sandboxes

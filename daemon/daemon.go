@@ -17,6 +17,7 @@ import (
 
 	"golang.org/x/term"
 
+	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/backend/docker"
 	"github.com/airlock-dev/airlock/control"
 	"github.com/airlock-dev/airlock/control/store"
@@ -71,7 +72,7 @@ func Main(ctx context.Context, o Options) error {
 	rt.SharedNetworkMax = cfg.Runtime.SharedNetworkMax
 	// Sandboxes created on another Engine (DOCKER_HOST, a docker context) are
 	// served on it.
-	openEngine := func(ep engine.Endpoint) (control.Backend, error) {
+	openEngine := func(ep engine.Endpoint) (backend.Backend, error) {
 		if ep.IsKubernetes() {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
@@ -133,14 +134,14 @@ func sandboxError(err error) error {
 	if err == nil {
 		return nil
 	}
-	var se *docker.Error
+	var se *backend.Error
 	if errors.As(err, &se) {
 		if se.Code == exitcode.Usage {
 			return configError(se.Err)
 		}
 		return exitcode.With(se.Code, err)
 	}
-	if errors.Is(err, docker.ErrNotFound) {
+	if errors.Is(err, backend.ErrNotFound) {
 		return exitcode.With(exitcode.Failure, err)
 	}
 	var ee *exitcode.Error

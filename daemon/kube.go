@@ -5,8 +5,8 @@ package daemon
 import (
 	"context"
 
+	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/backend/kube"
-	"github.com/airlock-dev/airlock/control"
 	"github.com/airlock-dev/airlock/engine"
 )
 
@@ -14,7 +14,7 @@ import (
 // client-go would add to every start of it.
 
 // openBackend opens the Kubernetes backend a sandbox was created on.
-func openBackend(ctx context.Context, ep engine.Endpoint, owner string) (control.Backend, error) {
+func openBackend(ctx context.Context, ep engine.Endpoint, owner string) (backend.Backend, error) {
 	cfg, err := kube.ConfigOf(ep)
 	if err != nil {
 		return nil, err

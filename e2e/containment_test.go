@@ -12,7 +12,7 @@ import (
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
 
-	"github.com/airlock-dev/airlock/backend/docker"
+	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/supervisor"
 )
 
@@ -105,7 +105,7 @@ func assertOnlyDeclaredMounts(t *testing.T, e *env, ctx context.Context, declare
 			switch {
 			case m.Type == "bind" && (m.Source == e.Project || m.Source == declared):
 				allowed[m.Source+":"+m.Destination] = true
-			case m.Type == "volume" && m.Destination == docker.BinMount && m.RW == false:
+			case m.Type == "volume" && m.Destination == backend.BinMount && m.RW == false:
 				allowed[m.Name+":"+m.Destination] = true
 			default:
 				t.Errorf("container %s mounts %s %s at %s: only the project dir, the declared mounts and the supervisor volume may be mounted", c.Names[0], m.Type, m.Source, m.Destination)

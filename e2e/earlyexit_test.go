@@ -11,6 +11,7 @@ import (
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/volume"
 
+	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/backend/docker"
 	"github.com/airlock-dev/airlock/test/testenv"
 )
@@ -52,7 +53,7 @@ func (e *env) removeOwnedVolumes() {
 	}
 	e.StopDaemon()
 	ctx := context.Background()
-	list, err := e.Cli.VolumeList(ctx, volume.ListOptions{Filters: filters.NewArgs(filters.Arg("label", docker.LabelOwner+"="+strings.TrimSpace(string(key))))})
+	list, err := e.Cli.VolumeList(ctx, volume.ListOptions{Filters: filters.NewArgs(filters.Arg("label", backend.LabelOwner+"="+strings.TrimSpace(string(key))))})
 	if err != nil {
 		return
 	}

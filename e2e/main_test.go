@@ -19,13 +19,13 @@ import (
 
 	dockerclient "github.com/docker/docker/client"
 
-	"github.com/airlock-dev/airlock/backend/docker"
+	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/test/clitest"
 	"github.com/airlock-dev/airlock/test/testenv"
 )
 
 // labelProject is the label every object of a sandbox carries with its project dir.
-const labelProject = docker.LabelProject
+const labelProject = backend.LabelProject
 
 // cmdTimeout bounds one airlock invocation.
 const cmdTimeout = clitest.CmdTimeout

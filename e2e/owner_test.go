@@ -13,7 +13,7 @@ import (
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
 
-	"github.com/airlock-dev/airlock/backend/docker"
+	"github.com/airlock-dev/airlock/backend"
 )
 
 // TestOtherDaemonsSandboxesUntouched: two users' control daemons share one Engine
@@ -51,8 +51,8 @@ func TestReaperKeepsOtherOwners(t *testing.T) {
 	ctx := context.Background()
 	make := func(id, owner string) string {
 		c, err := e.Cli.ContainerCreate(ctx, &container.Config{Image: e.Image, Cmd: []string{"true"}, Labels: map[string]string{
-			docker.LabelSandbox: id, docker.LabelRole: "primary", docker.LabelKind: docker.KindRun,
-			docker.LabelCLIPid: deadPid, docker.LabelProject: e.Project, docker.LabelOwner: owner,
+			backend.LabelSandbox: id, backend.LabelRole: "primary", backend.LabelKind: backend.KindRun,
+			backend.LabelCLIPid: deadPid, backend.LabelProject: e.Project, backend.LabelOwner: owner,
 		}}, nil, nil, nil, "")
 		if err != nil {
 			t.Fatal(err)
@@ -76,8 +76,8 @@ func reaperPasses(t *testing.T, e *env, key, deadPid string) {
 	ctx := context.Background()
 	for i := 0; i < 2; i++ {
 		c, err := e.Cli.ContainerCreate(ctx, &container.Config{Image: e.Image, Cmd: []string{"true"}, Labels: map[string]string{
-			docker.LabelSandbox: uniq("own"), docker.LabelRole: "primary", docker.LabelKind: docker.KindRun,
-			docker.LabelCLIPid: deadPid, docker.LabelProject: e.Project, docker.LabelOwner: key,
+			backend.LabelSandbox: uniq("own"), backend.LabelRole: "primary", backend.LabelKind: backend.KindRun,
+			backend.LabelCLIPid: deadPid, backend.LabelProject: e.Project, backend.LabelOwner: key,
 		}}, nil, nil, nil, "")
 		if err != nil {
 			t.Fatal(err)

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/airlock-dev/airlock/backend/docker"
+	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/test/testenv"
 )
 
@@ -115,7 +115,7 @@ OWN = "own-value"
 	if strings.Contains(string(b), secret) {
 		t.Errorf("docker inspect of the sandbox shows the substituted value %q:\n%v", secret, ci.Config.Env)
 	}
-	spec := testenv.ReadContainerFile(context.Background(), e.Cli, "airlock-"+id, docker.SpecIn)
+	spec := testenv.ReadContainerFile(context.Background(), e.Cli, "airlock-"+id, backend.SpecIn)
 	if !strings.Contains(string(b), "lit-value") && !strings.Contains(spec, "lit-value") {
 		t.Errorf("the literal [env] value is neither in the container config nor the spec:\n%s", spec)
 	}

@@ -27,14 +27,14 @@ import (
 	"github.com/docker/docker/api/types/volume"
 	"github.com/docker/docker/client"
 
-	"github.com/airlock-dev/airlock/backend/docker"
+	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/bench/benchdoc"
 	"github.com/airlock-dev/airlock/test/clitest"
 	"github.com/airlock-dev/airlock/test/testenv"
 )
 
 // labelProject is the label every object of a sandbox carries with its project dir.
-const labelProject = docker.LabelProject
+const labelProject = backend.LabelProject
 
 // leftoverGrace is how long objects of a run may take to go (the issue: 10 s).
 const leftoverGrace = 10 * time.Second

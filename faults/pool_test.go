@@ -19,7 +19,7 @@ import (
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
 
-	"github.com/airlock-dev/airlock/backend/docker"
+	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/bench/benchdoc"
 	"github.com/airlock-dev/airlock/client"
 	"github.com/airlock-dev/airlock/test/clitest"
@@ -110,7 +110,7 @@ func pooledContainers(t *testing.T, envs ...*env) []container.Summary {
 	var out []container.Summary
 	for _, e := range envs {
 		list, err := e.Cli.ContainerList(context.Background(), container.ListOptions{All: true,
-			Filters: filters.NewArgs(filters.Arg("label", docker.LabelPool), filters.Arg("label", docker.LabelRole+"=primary"),
+			Filters: filters.NewArgs(filters.Arg("label", backend.LabelPool), filters.Arg("label", backend.LabelRole+"=primary"),
 				filters.Arg("label", labelProject+"="+e.Project))})
 		if err != nil {
 			t.Fatal(err)
@@ -124,7 +124,7 @@ func pooledContainers(t *testing.T, envs ...*env) []container.Summary {
 func killParked(t *testing.T, e *env, id string) {
 	t.Helper()
 	for _, c := range e.Containers() {
-		if c.Labels[docker.LabelSandbox] == id && c.Labels[docker.LabelRole] == "primary" {
+		if c.Labels[backend.LabelSandbox] == id && c.Labels[backend.LabelRole] == "primary" {
 			if err := e.Cli.ContainerKill(context.Background(), c.ID, "SIGKILL"); err != nil {
 				t.Fatalf("cannot kill %s: %v", id, err)
 			}
@@ -437,7 +437,7 @@ func TestPoolMax(t *testing.T) {
 		maxDaemon = max(maxDaemon, list.Pooled)
 		n := 0
 		for _, c := range pooledContainers(t, a, b) {
-			if !claimed[c.Labels[docker.LabelSandbox]] {
+			if !claimed[c.Labels[backend.LabelSandbox]] {
 				n++
 			}
 		}

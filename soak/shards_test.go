@@ -15,6 +15,7 @@ import (
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/network"
 
+	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/backend/docker"
 	"github.com/airlock-dev/airlock/bench/benchdoc"
 	"github.com/airlock-dev/airlock/test/clitest"
@@ -59,7 +60,7 @@ func TestSharedNetworkAtDefault(t *testing.T) {
 		}
 		n := 0
 		for _, c := range list {
-			if c.Labels[docker.LabelProject] != e.Project {
+			if c.Labels[backend.LabelProject] != e.Project {
 				n++
 			}
 		}

@@ -34,18 +34,6 @@ import (
 // rootUser is the container's user when PID 1 must be root.
 const rootUser = "0"
 
-// MainUser sets the user of the main command, of `supervise exec` and of every
-// daemon that names none to user: what a supervisor running as root beside a
-// non-root sandbox user is given.
-func MainUser(spec *supervisor.Spec, user string) {
-	spec.Main.User = user
-	for _, d := range spec.Daemons {
-		if d.User == "" {
-			d.User = user
-		}
-	}
-}
-
 // usersBeside returns the keys (daemons.<name>.user, sorted) of the daemons
 // that run as another user than the sandbox user u (spec), which is not root:
 // a user that is not the same uid and gid in the image's accounts (one the

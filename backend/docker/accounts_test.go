@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/manifest"
 )
 
@@ -46,8 +47,8 @@ func TestMainUser(t *testing.T) {
 		"setup": {Command: []string{"setup"}, User: "root", Oneshot: true},
 		"web":   {Command: []string{"web"}},
 	}
-	spec := buildSpec(&Request{Command: []string{"make"}}, r, &hostPlan{})
-	MainUser(spec, "1000:1000")
+	spec := backend.BuildSpec(&backend.Request{Command: []string{"make"}}, r)
+	backend.MainUser(spec, "1000:1000")
 	got := map[string]string{"main": spec.Main.User}
 	for _, d := range spec.Daemons {
 		got[d.Name] = d.User

@@ -8,13 +8,13 @@ import (
 	"io"
 	"os"
 	"path"
-	"regexp"
 	"strings"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
 
+	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/supervisor"
 )
 
@@ -22,18 +22,6 @@ import (
 // ReadArchive and WriteArchive): tar streams in the layout of the Engine's
 // archive API, which the Kubernetes backend's `supervise tar` and `supervise
 // untar` share.
-
-// ErrNoSuchPath is what ReadArchive and WriteArchive wrap for a path that is
-// not in the sandbox.
-var ErrNoSuchPath = errors.New("no such file or directory in the sandbox")
-
-// ErrNotDirectory is what WriteArchive wraps when the folder to extract into,
-// or one on the way to it, is something else.
-var ErrNotDirectory = errors.New("not a directory")
-
-// ErrIsDirectory is what WriteArchive wraps when a file of the archive (or
-// the one file written) would replace a folder of the sandbox.
-var ErrIsDirectory = errors.New("is a directory")
 
 // ReadArchive returns a tar stream of p (absolute) in a sandbox's container,
 // running or stopped, as the Engine's archive API gives it: entries named from
@@ -52,9 +40,9 @@ func (rt *Runtime) ReadArchive(ctx context.Context, containerID, p string) (io.R
 func (rt *Runtime) archiveErr(ctx context.Context, containerID, verb, p string, err error) error {
 	if cerrdefs.IsNotFound(err) {
 		if _, ierr := rt.Engine.ContainerInspect(ctx, containerID); cerrdefs.IsNotFound(ierr) {
-			return fmt.Errorf("cannot %s %s: %w: its container %s is gone", verb, p, ErrNotFound, containerID)
+			return fmt.Errorf("cannot %s %s: %w: its container %s is gone", verb, p, backend.ErrNotFound, containerID)
 		}
-		return fmt.Errorf("cannot %s %s: %w", verb, p, ErrNoSuchPath)
+		return fmt.Errorf("cannot %s %s: %w", verb, p, backend.ErrNoSuchPath)
 	}
 	return failed("cannot %s %s in the sandbox: %v", verb, p, err)
 }
@@ -71,12 +59,12 @@ func (rt *Runtime) WriteArchive(ctx context.Context, containerID, dir string, r 
 	in, err := rt.Engine.ContainerInspect(ctx, containerID)
 	if err != nil {
 		if cerrdefs.IsNotFound(err) {
-			return fmt.Errorf("cannot write into %s: %w: its container %s is gone", dir, ErrNotFound, containerID)
+			return fmt.Errorf("cannot write into %s: %w: its container %s is gone", dir, backend.ErrNotFound, containerID)
 		}
 		return failed("cannot write into %s in the sandbox: %v", dir, err)
 	}
 	user := in.Config.User
-	if v := in.Config.Labels[LabelUser]; v != "" {
+	if v := in.Config.Labels[backend.LabelUser]; v != "" {
 		user = v // a root PID 1 beside a sandbox user that is not root
 	}
 	uid, gid, err := rt.containerUser(ctx, containerID, user)
@@ -95,39 +83,10 @@ func (rt *Runtime) WriteArchive(ctx context.Context, containerID, dir string, r 
 		if cerrdefs.IsNotFound(err) {
 			return rt.archiveErr(ctx, containerID, "write into", dir, err)
 		}
-		if kerr := KindOfExtractError(dir, err.Error()); kerr != nil {
+		if kerr := backend.KindOfExtractError(dir, err.Error()); kerr != nil {
 			return kerr
 		}
 		return failed("cannot write into %s in the sandbox: %v", dir, err)
-	}
-	return nil
-}
-
-// overwrite is the Engine's message when an entry of an archive would replace
-// a folder by something else, or the other way round. Engine 20.10 names the
-// path whole (twice); a current one names the entry relative to the extraction
-// point, then that point.
-var overwrite = regexp.MustCompile(`cannot overwrite (non-)?directory "([^"]*)" with (?:non-)?directory(?: "([^"]*)")?`)
-
-// KindOfExtractError is the caller's mistake that an extraction into dir
-// failed with (msg, the Engine's or the extractor's words): an error wrapping
-// ErrIsDirectory (a file over a folder) or ErrNotDirectory (a folder over a
-// file, an entry below a file); nil for anything else.
-func KindOfExtractError(dir, msg string) error {
-	if m := overwrite.FindStringSubmatch(msg); m != nil {
-		if !path.IsAbs(m[2]) && path.IsAbs(m[3]) {
-			m[2] = path.Join(m[3], m[2])
-		}
-		if m[1] != "" {
-			return fmt.Errorf("cannot write into %s: %s is a file of the sandbox and the archive has a folder there: %w", dir, m[2], ErrNotDirectory)
-		}
-		return fmt.Errorf("cannot write into %s: %s is a folder of the sandbox and a file cannot replace it: %w", dir, m[2], ErrIsDirectory)
-	}
-	switch {
-	case strings.Contains(msg, "not a directory"):
-		return fmt.Errorf("cannot write into %s: a path of the archive is below a file of the sandbox (%s): %w", dir, strings.TrimSpace(msg), ErrNotDirectory)
-	case strings.Contains(msg, "is a directory"):
-		return fmt.Errorf("cannot write into %s: a file of the archive would replace a folder of the sandbox (%s): %w", dir, strings.TrimSpace(msg), ErrIsDirectory)
 	}
 	return nil
 }
@@ -158,7 +117,7 @@ func (rt *Runtime) existingDir(ctx context.Context, containerID, dir string) (ba
 		st, err := rt.statPath(ctx, containerID, base)
 		if err == nil {
 			if !st.Mode.IsDir() && st.Mode&os.ModeSymlink == 0 {
-				return "", nil, fmt.Errorf("cannot write into %s: %s is %w", dir, base, ErrNotDirectory)
+				return "", nil, fmt.Errorf("cannot write into %s: %s is %w", dir, base, backend.ErrNotDirectory)
 			}
 			break
 		}

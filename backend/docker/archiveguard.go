@@ -7,6 +7,8 @@ import (
 	"sync"
 
 	"github.com/docker/docker/api/types/container"
+
+	"github.com/airlock-dev/airlock/backend"
 )
 
 // The Engine's archive API (copy from, copy into, stat a path) mounts the
@@ -57,7 +59,7 @@ func forgetIfIdle(u *containerUse, containerID string) {
 
 // errRemoving is what an archive call on a container being removed returns.
 func errRemoving(containerID string) error {
-	return fmt.Errorf("%w: its container %s is being removed", ErrNotFound, containerID)
+	return fmt.Errorf("%w: its container %s is being removed", backend.ErrNotFound, containerID)
 }
 
 // beginArchive counts an archive call on containerID in flight; call the

@@ -10,22 +10,17 @@ import (
 	"github.com/docker/docker/api/types"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/pkg/stdcopy"
-)
 
-// Streams are the CLI's end of a sandbox's terminal I/O. Stdin nil means none.
-type Streams struct {
-	Stdin  io.Reader
-	Stdout io.Writer
-	Stderr io.Writer
-}
+	"github.com/airlock-dev/airlock/backend"
+)
 
 // Attach connects streams to the primary container. Attach before Start so no output
 // is lost. The returned channel yields once the output has been copied to the end.
 // Without a TTY, stdout and stderr stay apart.
-func (rt *Runtime) Attach(ctx context.Context, sb *Sandbox, s Streams) (<-chan error, error) {
-	sb.claimMu.Lock()
-	defer sb.claimMu.Unlock()
-	parked := sb.parked && sb.claimConn == nil
+func (rt *Runtime) Attach(ctx context.Context, sb *backend.Sandbox, s backend.Streams) (<-chan error, error) {
+	ownState(sb).claimMu.Lock()
+	defer ownState(sb).claimMu.Unlock()
+	parked := ownState(sb).parked && ownState(sb).claimConn == nil
 	resp, err := rt.Engine.ContainerAttach(ctx, sb.PrimaryID, container.AttachOptions{
 		Stream: true, Stdin: s.Stdin != nil || parked, Stdout: true, Stderr: true,
 	})
@@ -34,7 +29,7 @@ func (rt *Runtime) Attach(ctx context.Context, sb *Sandbox, s Streams) (<-chan e
 	}
 	if parked {
 		// Its claim goes first on this stdin (Claim), then the client's.
-		sb.claimConn, sb.claimStdin = &resp, s.Stdin
+		ownState(sb).claimConn, ownState(sb).claimStdin = &resp, s.Stdin
 		s.Stdin = nil
 	}
 	return pump(resp, sb.TTY, s), nil
@@ -46,18 +41,18 @@ func (rt *Runtime) Attach(ctx context.Context, sb *Sandbox, s Streams) (<-chan e
 // text saying why: on Podman a start of the container says it (a host port in
 // use: a PortInUseError, as from Start). A start that succeeds after all is
 // undone, and the attach's error stands.
-func (rt *Runtime) attachFailed(ctx context.Context, sb *Sandbox, err error) error {
+func (rt *Runtime) attachFailed(ctx context.Context, sb *backend.Sandbox, err error) error {
 	if p, perr := rt.podman(ctx); perr == nil && p != "" && strings.Contains(err.Error(), "received 409") {
 		serr := rt.Engine.ContainerStart(ctx, sb.PrimaryID, container.StartOptions{})
 		if serr == nil {
 			_ = rt.Engine.ContainerKill(context.WithoutCancel(ctx), sb.PrimaryID, "SIGKILL")
 		} else {
 			var ports []string
-			if sb.manifest != nil {
-				ports = sb.manifest.Sandbox.Ports
+			if ownState(sb).manifest != nil {
+				ports = ownState(sb).manifest.Sandbox.Ports
 			}
 			if pe := portInUse(serr, ports); pe != nil {
-				return &Error{Code: 125, Err: pe}
+				return &backend.Error{Code: 125, Err: pe}
 			}
 			return failed("cannot start the sandbox container: %v", serr)
 		}
@@ -67,7 +62,7 @@ func (rt *Runtime) attachFailed(ctx context.Context, sb *Sandbox, err error) err
 
 // pump copies the hijacked connection's output to the streams, and stdin to it
 // (closing its write side at EOF so the process sees end of input).
-func pump(resp types.HijackedResponse, tty bool, s Streams) <-chan error {
+func pump(resp types.HijackedResponse, tty bool, s backend.Streams) <-chan error {
 	done := make(chan error, 1)
 	if s.Stdin != nil {
 		go func() {
@@ -89,20 +84,20 @@ func pump(resp types.HijackedResponse, tty bool, s Streams) <-chan error {
 }
 
 // Resize sets the primary's terminal size.
-func (rt *Runtime) Resize(ctx context.Context, sb *Sandbox, height, width uint) error {
+func (rt *Runtime) Resize(ctx context.Context, sb *backend.Sandbox, height, width uint) error {
 	return rt.Engine.ContainerResize(ctx, sb.PrimaryID, container.ResizeOptions{Height: height, Width: width})
 }
 
 // Kill sends a signal to the primary's PID 1, the supervisor, which forwards it to
 // the main command.
-func (rt *Runtime) Kill(ctx context.Context, sb *Sandbox, signal string) error {
+func (rt *Runtime) Kill(ctx context.Context, sb *backend.Sandbox, signal string) error {
 	return rt.Engine.ContainerKill(ctx, sb.PrimaryID, signal)
 }
 
 // FollowOutput copies the primary's output from its start (stdout and stderr
 // apart; on a TTY all of it to stdout) until the container stops or ctx ends:
 // a client that attaches again after losing its stream.
-func (rt *Runtime) FollowOutput(ctx context.Context, sb *Sandbox, stdout, stderr io.Writer) <-chan error {
+func (rt *Runtime) FollowOutput(ctx context.Context, sb *backend.Sandbox, stdout, stderr io.Writer) <-chan error {
 	done := make(chan error, 1)
 	rc, err := rt.Engine.ContainerLogs(ctx, sb.PrimaryID, container.LogsOptions{ShowStdout: true, ShowStderr: true, Follow: true})
 	if err != nil {
@@ -125,7 +120,7 @@ func (rt *Runtime) FollowOutput(ctx context.Context, sb *Sandbox, stdout, stderr
 // FollowStderr copies the primary's stderr written from since on (the supervisor's
 // shutdown lines, when the sandbox is stopped) to w until the container stops or
 // ctx ends.
-func (rt *Runtime) FollowStderr(ctx context.Context, sb *Sandbox, since time.Time, w io.Writer) <-chan error {
+func (rt *Runtime) FollowStderr(ctx context.Context, sb *backend.Sandbox, since time.Time, w io.Writer) <-chan error {
 	done := make(chan error, 1)
 	rc, err := rt.Engine.ContainerLogs(ctx, sb.PrimaryID, container.LogsOptions{
 		ShowStderr: true, Follow: true, Since: fmt.Sprintf("%d.%09d", since.Unix(), since.Nanosecond()),

@@ -9,6 +9,7 @@ import (
 	"github.com/docker/docker/api/types"
 	"github.com/docker/docker/api/types/container"
 
+	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/manifest"
 )
 
@@ -47,9 +48,9 @@ func TestAttachFailureOnPodmanSaysWhy(t *testing.T) {
 	rt := &Runtime{Engine: eng}
 	m := &manifest.Resolved{}
 	m.Sandbox.Ports = []string{"127.0.0.1:47001:80"}
-	sb := &Sandbox{PrimaryID: "c1", manifest: m}
-	_, err := rt.Attach(context.Background(), sb, Streams{})
-	var pe *PortInUseError
+	sb := &backend.Sandbox{PrimaryID: "c1", Own: &sandboxState{manifest: m}}
+	_, err := rt.Attach(context.Background(), sb, backend.Streams{})
+	var pe *backend.PortInUseError
 	if !errors.As(err, &pe) || !strings.Contains(err.Error(), "127.0.0.1:47001") {
 		t.Fatalf("Attach error = %v; want a PortInUseError naming 127.0.0.1:47001", err)
 	}
@@ -57,7 +58,7 @@ func TestAttachFailureOnPodmanSaysWhy(t *testing.T) {
 	// A start that succeeds after all is undone: the attach's error stands.
 	eng = &attachInitEngine{versionEngine: versionEngine{v: podman}}
 	rt = &Runtime{Engine: eng}
-	_, err = rt.Attach(context.Background(), &Sandbox{PrimaryID: "c1", manifest: m}, Streams{})
+	_, err = rt.Attach(context.Background(), &backend.Sandbox{PrimaryID: "c1", Own: &sandboxState{manifest: m}}, backend.Streams{})
 	if err == nil || !strings.Contains(err.Error(), "cannot attach to the sandbox") || !eng.killed {
 		t.Errorf("Attach error = %v (killed %v); want the attach's error and the container killed", err, eng.killed)
 	}
@@ -65,7 +66,7 @@ func TestAttachFailureOnPodmanSaysWhy(t *testing.T) {
 	// Docker: no start.
 	eng = &attachInitEngine{versionEngine: versionEngine{v: types.Version{Components: []types.ComponentVersion{{Name: "Engine"}}}}}
 	rt = &Runtime{Engine: eng}
-	if _, err = rt.Attach(context.Background(), &Sandbox{PrimaryID: "c1", manifest: m}, Streams{}); err == nil || eng.started {
+	if _, err = rt.Attach(context.Background(), &backend.Sandbox{PrimaryID: "c1", Own: &sandboxState{manifest: m}}, backend.Streams{}); err == nil || eng.started {
 		t.Errorf("Attach on Docker = %v (started %v); want the attach's error and no start", err, eng.started)
 	}
 }

@@ -13,21 +13,26 @@ import (
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/pkg/stdcopy"
 
+	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/engine"
 )
 
 // What the control daemon needs of a backend beyond the sandbox lifecycle, for
 // the Docker Engine: where it is, the hooks it reports through, how primaries end.
 
-// PrimaryEvent is a primary container's death or OOM kill, as the backend saw it.
-type PrimaryEvent struct {
-	SandboxID string
-	OOM       bool // an OOM kill (a death follows)
-	Died      bool
-	ExitCode  *int // with Died, when known
-	// Reason, with Died, says why the backend took the primary away (its Pod
-	// evicted, its node lost); "" when it ended by itself or was stopped.
-	Reason string
+var (
+	_ backend.Backend   = (*Runtime)(nil)
+	_ backend.DataDirer = (*Runtime)(nil)
+)
+
+// DataDir is the data directory of the runtime's Paths (ok false without
+// them): the daemon's default places for exec output and the empty project
+// are there.
+func (rt *Runtime) DataDir() (dir string, ok bool) {
+	if rt == nil || rt.Paths == nil {
+		return "", false
+	}
+	return rt.Paths.DataDir, true
 }
 
 // Location is the Engine this runtime runs sandboxes on.
@@ -40,11 +45,11 @@ func (rt *Runtime) SetHooks(onService func(sandboxID, service string, ready bool
 
 // WatchPrimaries reports the deaths and OOM kills of this daemon's primaries from
 // the Engine's event stream until ctx ends or the stream breaks (its error).
-func (rt *Runtime) WatchPrimaries(ctx context.Context, on func(PrimaryEvent)) error {
-	args := filters.NewArgs(filters.Arg("type", "container"), filters.Arg("label", LabelRole+"=primary"),
+func (rt *Runtime) WatchPrimaries(ctx context.Context, on func(backend.PrimaryEvent)) error {
+	args := filters.NewArgs(filters.Arg("type", "container"), filters.Arg("label", backend.LabelRole+"=primary"),
 		filters.Arg("event", "die"), filters.Arg("event", "oom"))
 	if rt.Owner != "" {
-		args.Add("label", LabelOwner+"="+rt.Owner)
+		args.Add("label", backend.LabelOwner+"="+rt.Owner)
 	}
 	msgs, errs := rt.Engine.Events(ctx, events.ListOptions{Filters: args})
 	for {
@@ -54,7 +59,7 @@ func (rt *Runtime) WatchPrimaries(ctx context.Context, on func(PrimaryEvent)) er
 		case err := <-errs:
 			return err
 		case m := <-msgs:
-			ev := PrimaryEvent{SandboxID: m.Actor.Attributes[LabelSandbox]}
+			ev := backend.PrimaryEvent{SandboxID: m.Actor.Attributes[backend.LabelSandbox]}
 			switch m.Action {
 			case events.ActionOOM:
 				ev.OOM = true

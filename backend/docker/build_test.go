@@ -11,6 +11,7 @@ import (
 
 	"github.com/docker/docker/api/types/image"
 
+	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/internal/ids"
 	"github.com/airlock-dev/airlock/manifest"
 	"github.com/airlock-dev/airlock/test/testenv"
@@ -144,7 +145,7 @@ func TestBuildContextHash(t *testing.T) {
 	}
 
 	r.Sandbox.Build.Dockerfile = "../Dockerfile"
-	var e *Error
+	var e *backend.Error
 	if _, err := newBuildContext(r); !errors.As(err, &e) || e.Code != 2 {
 		t.Errorf("a Dockerfile outside the context: %v, want a config error", err)
 	}
@@ -193,8 +194,8 @@ build = { context = ".", dockerfile = "docker/Dockerfile", args = { WHO = "tests
 	if err != nil {
 		t.Fatal(err)
 	}
-	if img.Config == nil || img.Config.Labels[LabelProject] != project {
-		t.Errorf("image labels = %v, want %s=%s", img.Config.Labels, LabelProject, project)
+	if img.Config == nil || img.Config.Labels[backend.LabelProject] != project {
+		t.Errorf("image labels = %v, want %s=%s", img.Config.Labels, backend.LabelProject, project)
 	}
 	code, stdout, stderr := g.run(ctx, sb)
 	if code != 0 || stdout != "hello v1\nbuilt for tests\n" {
@@ -250,8 +251,8 @@ build = {}
 `)
 	g.rt.Quiet = true
 	id := "build-fail-" + ids.New()[:8]
-	_, err := g.rt.Create(ctx, &Request{ID: id, Manifest: r, Kind: KindRun, Command: []string{"true"}})
-	var e *Error
+	_, err := g.rt.Create(ctx, &backend.Request{ID: id, Manifest: r, Kind: backend.KindRun, Command: []string{"true"}})
+	var e *backend.Error
 	if !errors.As(err, &e) || e.Code != 125 {
 		t.Fatalf("Create = %v, want an *Error with code 125", err)
 	}
@@ -261,7 +262,7 @@ build = {}
 	if out := g.progress.String(); out != "" {
 		t.Errorf("quiet build wrote progress: %q", out)
 	}
-	testenv.AssertNoLeftovers(t, g.cli, LabelSandbox, id)
+	testenv.AssertNoLeftovers(t, g.cli, backend.LabelSandbox, id)
 }
 
 // removeBuilt removes the images built for a project (by their project label).
@@ -274,7 +275,7 @@ func removeBuilt(t *testing.T, g *testRig, project string) {
 		return
 	}
 	for _, img := range list {
-		if img.Labels[LabelProject] != project {
+		if img.Labels[backend.LabelProject] != project {
 			continue
 		}
 		if err := testenv.RemoveImage(ctx, g.cli, img.ID); err != nil {

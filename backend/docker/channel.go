@@ -4,15 +4,14 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"path"
-	"sync"
 	"time"
 
 	"github.com/docker/docker/api/types/container"
 
+	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/supervisor"
 )
 
@@ -110,48 +109,15 @@ func (rt *Runtime) execExitCode(ctx context.Context, execID string) (int, error)
 // appended to it, through an exec of `supervise tail --follow`. The stream ends
 // when the container stops, when ctx ends or when it is closed.
 func (rt *Runtime) FollowFile(ctx context.Context, containerID, file string, from int64) (io.ReadCloser, error) {
-	return TailFile(ctx, rt, containerID, file, from, true, "")
+	return backend.TailFile(ctx, rt, containerID, file, from, true, "")
 }
 
 // FollowStatus follows the supervisor's status stream from a byte offset; the
 // follower reports its progress in the sandbox, so that the supervisor lets it read
 // the stream's last lines before the container stops.
 func (rt *Runtime) FollowStatus(ctx context.Context, containerID string, from int64) (io.ReadCloser, error) {
-	return TailFile(ctx, rt, containerID, supervisor.StatusFile, from, true, StatusReadIn)
+	return backend.TailFile(ctx, rt, containerID, supervisor.StatusFile, from, true, backend.StatusReadIn)
 }
-
-// limitedBuffer keeps the first n bytes written to it.
-type limitedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-	n  int
-}
-
-func (l *limitedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if room := l.n - l.b.Len(); room > 0 {
-		l.b.Write(p[:min(room, len(p))])
-	}
-	return len(p), nil
-}
-
-func (l *limitedBuffer) bytes() []byte {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return append([]byte(nil), l.b.Bytes()...)
-}
-
-type execStream struct {
-	io.Reader
-	close func()
-}
-
-func (s *execStream) Close() error { s.close(); return nil }
-
-// ErrNotRegular is returned for a state file that a process in the sandbox replaced
-// with something other than a regular file.
-var ErrNotRegular = errors.New("not a regular file")
 
 // ReadFile reads at most limit bytes of a regular file of a container, running or
 // stopped, from a byte offset, through the Engine's archive API. It reports the
@@ -168,7 +134,7 @@ func (rt *Runtime) ReadFile(ctx context.Context, containerID, file string, from,
 		return nil, 0, fmt.Errorf("cannot read %s: %w", file, err)
 	}
 	if h.Typeflag != tar.TypeReg {
-		return nil, 0, fmt.Errorf("cannot read %s: %w", file, ErrNotRegular)
+		return nil, 0, fmt.Errorf("cannot read %s: %w", file, backend.ErrNotRegular)
 	}
 	if from > h.Size {
 		from = 0 // it shrank: a new stream
@@ -194,7 +160,7 @@ func (rt *Runtime) CopyFile(ctx context.Context, containerID, file string, from 
 		return from, fmt.Errorf("cannot read %s: %w", file, err)
 	}
 	if h.Typeflag != tar.TypeReg {
-		return from, fmt.Errorf("cannot read %s: %w", file, ErrNotRegular)
+		return from, fmt.Errorf("cannot read %s: %w", file, backend.ErrNotRegular)
 	}
 	if from > h.Size {
 		from = 0

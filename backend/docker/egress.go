@@ -8,15 +8,14 @@ import (
 	"maps"
 	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/mount"
 	"github.com/docker/docker/api/types/network"
 	"github.com/docker/docker/pkg/stdcopy"
 
+	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/manifest"
-	"github.com/airlock-dev/airlock/supervisor"
 )
 
 // Egress rules (design.md §7, docs/egress.md): a sandbox with [sandbox.egress] and its
@@ -27,41 +26,17 @@ import (
 // and HTTPS (CONNECT) to allowed destinations only and prints a JSON line per
 // denied request, which the daemon reads from its logs.
 
-const (
-	// EgressAlias is the proxy's name on the sandbox's network.
-	EgressAlias = "airlock-egress"
-	// RoleEgress labels the proxy container.
-	RoleEgress = "egress"
-	egressPort = 3128
-)
+// RoleEgress labels the proxy container.
+const RoleEgress = "egress"
 
 // egressName is the Docker name of a sandbox's egress proxy.
 func egressName(sandboxID string) string { return objectName(sandboxID) + "-egress" }
-
-// ProxyURL is the proxy variables' value inside a sandbox with egress rules.
-var ProxyURL = "http://" + EgressAlias + ":" + strconv.Itoa(egressPort)
-
-// proxyEnv is the environment that sends HTTP and HTTPS through the proxy: for
-// the main command, daemons, execs and services, under the user's own values.
-// Loopback and the services' names go direct.
-func proxyEnv(r *manifest.Resolved) map[string]string {
-	if r.Sandbox.Egress == nil {
-		return nil
-	}
-	noProxy := []string{"localhost", "127.0.0.1", "::1"}
-	noProxy = append(noProxy, slices.Sorted(maps.Keys(r.Services))...)
-	np := strings.Join(noProxy, ",")
-	return map[string]string{
-		"HTTP_PROXY": ProxyURL, "HTTPS_PROXY": ProxyURL, "http_proxy": ProxyURL, "https_proxy": ProxyURL,
-		"NO_PROXY": np, "no_proxy": np,
-	}
-}
 
 // ProxyOverrides lists the proxy variables a manifest sets itself, where a user
 // value wins over airlock's (airlock config warns about them).
 func ProxyOverrides(r *manifest.Resolved) []string {
 	var out []string
-	for _, k := range slices.Sorted(maps.Keys(proxyEnv(r))) {
+	for _, k := range slices.Sorted(maps.Keys(backend.ProxyEnv(r))) {
 		if _, ok := r.Env[k]; ok {
 			out = append(out, "env."+k)
 		}
@@ -74,36 +49,21 @@ func ProxyOverrides(r *manifest.Resolved) []string {
 	return out
 }
 
-// withProxyEnv puts the proxy variables before entries, so that an entry of the
-// same name (the user's) wins.
-func withProxyEnv(r *manifest.Resolved, entries []supervisor.EnvEntry) []supervisor.EnvEntry {
-	pe := proxyEnv(r)
-	if pe == nil {
-		return entries
-	}
-	out := make([]supervisor.EnvEntry, 0, len(pe)+len(entries))
-	for _, k := range slices.Sorted(maps.Keys(pe)) {
-		v := pe[k]
-		out = append(out, supervisor.EnvEntry{Name: k, Value: &v})
-	}
-	return append(out, entries...)
-}
-
 // createEgress creates the sandbox's egress proxy container on the egress network,
 // connected to the sandbox's internal network as EgressAlias.
-func (rt *Runtime) createEgress(ctx context.Context, sb *Sandbox, r *manifest.Resolved, imageRef string, labels map[string]string) error {
+func (rt *Runtime) createEgress(ctx context.Context, sb *backend.Sandbox, r *manifest.Resolved, imageRef string, labels map[string]string) error {
 	eg := r.Sandbox.Egress
-	cmd := []string{SupervisorIn, "egress-proxy", "--listen", ":" + strconv.Itoa(egressPort), "--dns", ":53"}
+	cmd := []string{backend.SupervisorIn, "egress-proxy", "--listen", ":" + strconv.Itoa(backend.EgressPort), "--dns", ":53"}
 	for _, a := range eg.Allow {
 		cmd = append(cmd, "--allow", a)
 	}
 	cfg := &container.Config{
 		Image: imageRef, Entrypoint: cmd, Cmd: []string{}, User: "0",
-		Labels: copyLabels(labels, LabelRole, RoleEgress), Hostname: EgressAlias,
+		Labels: copyLabels(labels, backend.LabelRole, RoleEgress), Hostname: backend.EgressAlias,
 	}
 	host := &container.HostConfig{
 		NetworkMode: container.NetworkMode(eg.Network),
-		Mounts:      []mount.Mount{{Type: mount.TypeVolume, Source: sb.supervisorVolume, Target: BinMount, ReadOnly: true}},
+		Mounts:      []mount.Mount{{Type: mount.TypeVolume, Source: ownState(sb).supervisorVolume, Target: backend.BinMount, ReadOnly: true}},
 		SecurityOpt: []string{"no-new-privileges"},
 		CapDrop:     []string{"ALL"},
 		// Port 53, where Engines that do not open low ports to everyone
@@ -114,8 +74,8 @@ func (rt *Runtime) createEgress(ctx context.Context, sb *Sandbox, r *manifest.Re
 	if err != nil {
 		return failed("cannot create the egress proxy (sandbox.egress.network %q): %v", eg.Network, err)
 	}
-	sb.egressID = c.ID
-	if err := rt.Engine.NetworkConnect(ctx, sb.Network, c.ID, &network.EndpointSettings{Aliases: []string{EgressAlias}}); err != nil {
+	ownState(sb).egressID = c.ID
+	if err := rt.Engine.NetworkConnect(ctx, sb.Network, c.ID, &network.EndpointSettings{Aliases: []string{backend.EgressAlias}}); err != nil {
 		return failed("cannot connect the egress proxy to the sandbox network: %v", err)
 	}
 	// The proxy starts now, first on the sandbox network, so that its address
@@ -132,7 +92,7 @@ func (rt *Runtime) createEgress(ctx context.Context, sb *Sandbox, r *manifest.Re
 	if ci.NetworkSettings == nil || ci.NetworkSettings.Networks[sb.Network] == nil || ci.NetworkSettings.Networks[sb.Network].IPAddress == "" {
 		return failed("cannot find the egress proxy's address on the sandbox network")
 	}
-	sb.egressDNS = ci.NetworkSettings.Networks[sb.Network].IPAddress
+	ownState(sb).egressDNS = ci.NetworkSettings.Networks[sb.Network].IPAddress
 	return nil
 }
 
@@ -147,35 +107,28 @@ var egressNetworkOptions = map[string]string{"com.docker.network.bridge.inhibit_
 // the proxy's resolver only, so that Docker's embedded DNS, which answers the
 // names of the sandbox's own containers, forwards every other name to it and
 // to no resolver outside.
-func egressDNS(sb *Sandbox) []string {
-	if sb.egressDNS == "" {
+func egressDNS(sb *backend.Sandbox) []string {
+	if ownState(sb).egressDNS == "" {
 		return nil
 	}
-	return []string{sb.egressDNS}
+	return []string{ownState(sb).egressDNS}
 }
 
 // startEgress starts the proxy (before the services and the primary).
-func (rt *Runtime) startEgress(ctx context.Context, sb *Sandbox) error {
-	if sb.egressID == "" {
+func (rt *Runtime) startEgress(ctx context.Context, sb *backend.Sandbox) error {
+	if ownState(sb).egressID == "" {
 		return nil
 	}
-	if err := rt.Engine.ContainerStart(ctx, sb.egressID, container.StartOptions{}); err != nil {
+	if err := rt.Engine.ContainerStart(ctx, ownState(sb).egressID, container.StartOptions{}); err != nil {
 		return failed("cannot start the egress proxy: %v", err)
 	}
 	return nil
 }
 
-// EgressDenial is one request the proxy refused.
-type EgressDenial struct {
-	Host   string `json:"host"`
-	Port   int    `json:"port"`
-	Method string `json:"method"`
-}
-
 // FollowEgress calls denied for each request a sandbox's egress proxy refuses,
 // read from its output through the Engine API, until the proxy stops or ctx ends.
 // Lines are bounded; anything that does not decode is skipped.
-func (rt *Runtime) FollowEgress(ctx context.Context, sandboxID string, denied func(EgressDenial)) error {
+func (rt *Runtime) FollowEgress(ctx context.Context, sandboxID string, denied func(backend.EgressDenial)) error {
 	rc, err := rt.Engine.ContainerLogs(ctx, egressName(sandboxID), container.LogsOptions{ShowStdout: true, Follow: true})
 	if err != nil {
 		return err
@@ -198,7 +151,7 @@ const maxDenialLine = 4096
 // longer than maxDenialLine (a client can make the proxy print one, with a long
 // CONNECT target) is skipped, up to its end, without ending the scan: one such
 // line must not stop the recording of every later denial.
-func scanDenials(r io.Reader, denied func(EgressDenial)) error {
+func scanDenials(r io.Reader, denied func(backend.EgressDenial)) error {
 	br := bufio.NewReaderSize(r, maxDenialLine)
 	long := false
 	for {
@@ -210,7 +163,7 @@ func scanDenials(r io.Reader, denied func(EgressDenial)) error {
 		case long:
 			long = false // the end of a skipped line
 		default:
-			var d EgressDenial
+			var d backend.EgressDenial
 			if json.Unmarshal(line, &d) == nil && d.Host != "" && len(d.Host) <= 255 {
 				denied(d)
 			}

@@ -3,6 +3,8 @@ package docker
 import (
 	"strings"
 	"testing"
+
+	"github.com/airlock-dev/airlock/backend"
 )
 
 // TestScanDenialsSkipsLongLines: a line of the egress proxy's output longer than
@@ -16,7 +18,7 @@ func TestScanDenialsSkipsLongLines(t *testing.T) {
 		`{"host":"b.example","port":80,"method":"GET"}` + "\n" +
 		`{"host":"c.example","port":8080,"method":"GET"}`
 	var got []string
-	if err := scanDenials(strings.NewReader(out), func(d EgressDenial) { got = append(got, d.Host) }); err != nil {
+	if err := scanDenials(strings.NewReader(out), func(d backend.EgressDenial) { got = append(got, d.Host) }); err != nil {
 		t.Fatal(err)
 	}
 	if want := "a.example b.example c.example"; strings.Join(got, " ") != want {

@@ -3,6 +3,8 @@ package docker
 import (
 	"reflect"
 	"testing"
+
+	"github.com/airlock-dev/airlock/backend"
 )
 
 // TestEgressPrimaryConfig: behind egress rules the primary's only DNS server
@@ -10,7 +12,7 @@ import (
 // ALL); without egress rules neither changes.
 func TestEgressPrimaryConfig(t *testing.T) {
 	rt := &Runtime{}
-	sb := &Sandbox{ID: "abc", Name: "airlock-abc", Network: "airlock-abc", egressDNS: "172.30.0.2"}
+	sb := &backend.Sandbox{ID: "abc", Name: "airlock-abc", Network: "airlock-abc", Own: &sandboxState{egressDNS: "172.30.0.2"}}
 	cases := []struct {
 		extra    string
 		wantDrop []string
@@ -23,7 +25,7 @@ func TestEgressPrimaryConfig(t *testing.T) {
 	}
 	for _, c := range cases {
 		r := loadBytes(t, "[sandbox]\nimage = \"x\"\n"+c.extra+"\n[sandbox.egress]\nallow = [\"example.org\"]\n", nil)
-		_, host, _, err := rt.primaryConfig(sb, &Request{}, r, &hostPlan{}, sandboxUser{Spec: "0:0"}, "x", "vol", map[string]string{})
+		_, host, _, err := rt.primaryConfig(sb, &backend.Request{}, r, &hostPlan{}, sandboxUser{Spec: "0:0"}, "x", "vol", map[string]string{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -35,7 +37,7 @@ func TestEgressPrimaryConfig(t *testing.T) {
 		}
 	}
 	r := loadBytes(t, "[sandbox]\nimage = \"x\"\n", nil)
-	_, host, _, err := rt.primaryConfig(&Sandbox{ID: "abc", Name: "airlock-abc", Network: SharedNetwork}, &Request{}, r, &hostPlan{}, sandboxUser{Spec: "0:0"}, "x", "vol", map[string]string{})
+	_, host, _, err := rt.primaryConfig(&backend.Sandbox{ID: "abc", Name: "airlock-abc", Network: SharedNetwork}, &backend.Request{}, r, &hostPlan{}, sandboxUser{Spec: "0:0"}, "x", "vol", map[string]string{})
 	if err != nil {
 		t.Fatal(err)
 	}

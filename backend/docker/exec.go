@@ -14,55 +14,9 @@ import (
 
 	"github.com/docker/docker/api/types"
 	"github.com/docker/docker/api/types/container"
+
+	"github.com/airlock-dev/airlock/backend"
 )
-
-// ExecRequest runs a command in a running sandbox.
-type ExecRequest struct {
-	Cmd     []string
-	Env     []string // K=V from -e
-	Workdir string
-	TTY     bool
-	Stdin   bool
-	// Direct, with TTY and Stdin, asks for the exec's stream itself rather
-	// than having it copied (Exec.Direct): a local client's terminal then
-	// talks to the Engine with no hop between (a keystroke's echo).
-	Direct bool
-	// BeforeStart, when set, is called once the exec is made and before its
-	// process starts (the caller records the exec meanwhile); an error from
-	// it ends the exec unstarted, with that error.
-	BeforeStart func() error
-}
-
-// Exec is a started exec: Wait for its exit code after its output ends.
-type Exec struct {
-	ID       string
-	Done     <-chan error
-	exitCode func(context.Context) (int, error)
-	resize   func(ctx context.Context, height, width uint) error
-	// Direct, for an ExecRequest.Direct the Engine's connection allowed
-	// (a plain Unix or TCP socket), is the exec's terminal stream, raw: its
-	// holder copies the terminal's bytes both ways and calls EndDirect once
-	// it read the stream's end (until then, or without it, Done waits for the
-	// Engine to say the exec ended). The caller closes it. Nil otherwise: the
-	// Streams given to Exec carry the terminal.
-	Direct *os.File
-	ended  chan struct{}
-	once   sync.Once
-}
-
-// EndDirect says that a Direct exec's stream ended: Done follows.
-func (e *Exec) EndDirect() {
-	if e.ended != nil {
-		e.once.Do(func() { close(e.ended) })
-	}
-}
-
-// NewExec is an exec started by another backend than the Docker Engine: done
-// ends with its output, exitCode reads its code once it finished, resize sets its
-// terminal size (nil when it has none).
-func NewExec(id string, done <-chan error, exitCode func(context.Context) (int, error), resize func(ctx context.Context, height, width uint) error) *Exec {
-	return &Exec{ID: id, Done: done, exitCode: exitCode, resize: resize}
-}
 
 // Exec starts a command in the sandbox through `airlock supervise exec`, which
 // gives it the sandbox's [env] (substituted values included) from the spec and
@@ -76,8 +30,8 @@ func NewExec(id string, done <-chan error, exitCode func(context.Context) (int, 
 // execStartRetries times, and the caller sees only the attempt that ran. An exec
 // that still does not start ends with the Engine's code (126 on Engine 20.10;
 // 126, 127 or 128 on a current one: notStartedCode) and its message on stderr.
-func (rt *Runtime) Exec(ctx context.Context, sb *Sandbox, req ExecRequest, s Streams) (*Exec, error) {
-	argv, err := ExecArgv(ctx, rt, sb.PrimaryID, req)
+func (rt *Runtime) Exec(ctx context.Context, sb *backend.Sandbox, req backend.ExecRequest, s backend.Streams) (*backend.Exec, error) {
+	argv, err := backend.ExecArgv(ctx, rt, sb.PrimaryID, req)
 	if err != nil {
 		if strings.Contains(err.Error(), "is not running") {
 			return nil, failed("sandbox %s is not running (start it with `airlock up -d`)", sb.ID)
@@ -106,9 +60,7 @@ func (rt *Runtime) Exec(ctx context.Context, sb *Sandbox, req ExecRequest, s Str
 		if f := rawFile(hj.Conn); f != nil {
 			hj.Close() // f holds the stream
 			ended := make(chan struct{})
-			ex := NewExec(id, rt.directDone(ctx, cur, ended), exitCode, resize)
-			ex.Direct, ex.ended = f, ended
-			return ex, nil
+			return backend.NewDirectExec(id, f, ended, rt.directDone(ctx, cur, ended), exitCode, resize), nil
 		}
 	}
 	if req.Stdin {
@@ -118,17 +70,17 @@ func (rt *Runtime) Exec(ctx context.Context, sb *Sandbox, req ExecRequest, s Str
 		go func() {
 			err := <-pump(hj, req.TTY, s)
 			if err == nil && !rt.execSettled(ctx, cur) {
-				_, _ = fmt.Fprintln(s.writer(true), "airlock: the Engine could not start the command (its connection ended before the command ran)")
+				_, _ = fmt.Fprintln(streamWriter(s, true), "airlock: the Engine could not start the command (its connection ended before the command ran)")
 			}
 			done <- err
 		}()
-		return NewExec(id, done, exitCode, resize), nil
+		return backend.NewExec(id, done, exitCode, resize), nil
 	}
 	done := make(chan error, 1)
 	go func() {
 		for attempt := 0; ; attempt++ {
 			gate := &startGate{started: func() bool { return rt.execStarted(ctx, cur.get()) }, out: s}
-			err := <-pump(hj, req.TTY, Streams{Stdout: gate.writer(false), Stderr: gate.writer(true)})
+			err := <-pump(hj, req.TTY, backend.Streams{Stdout: gate.writer(false), Stderr: gate.writer(true)})
 			started := gate.open() || err != nil || rt.execSettled(ctx, cur)
 			if started || attempt == execStartRetries {
 				done <- errors.Join(err, gate.flush(!started))
@@ -150,7 +102,7 @@ func (rt *Runtime) Exec(ctx context.Context, sb *Sandbox, req ExecRequest, s Str
 			hj = next
 		}
 	}()
-	return NewExec(id, done, exitCode, resize), nil
+	return backend.NewExec(id, done, exitCode, resize), nil
 }
 
 // rawFile is a duplicate of a hijacked connection's socket when nothing of it
@@ -209,7 +161,7 @@ const execStartRetries = 2
 
 // startExec creates an Engine exec of argv and attaches to it, which starts
 // it; before, when not nil, is called between the two.
-func (rt *Runtime) startExec(ctx context.Context, sb *Sandbox, argv []string, req ExecRequest, before func() error) (string, types.HijackedResponse, error) {
+func (rt *Runtime) startExec(ctx context.Context, sb *backend.Sandbox, argv []string, req backend.ExecRequest, before func() error) (string, types.HijackedResponse, error) {
 	resp, err := rt.Engine.ContainerExecCreate(ctx, sb.PrimaryID, container.ExecOptions{
 		Cmd: argv, Tty: req.TTY, AttachStdin: req.Stdin, AttachStdout: true, AttachStderr: true,
 		WorkingDir: req.Workdir,
@@ -323,7 +275,7 @@ func (e *execID) ended() (string, int, bool) {
 type startGate struct {
 	mu      sync.Mutex
 	started func() bool
-	out     Streams
+	out     backend.Streams
 	checked bool
 	opened  bool
 	held    bytes.Buffer
@@ -362,7 +314,7 @@ func (w gateWriter) Write(p []byte) (int, error) {
 		}
 	}
 	if g.opened {
-		return g.out.writer(w.stderr).Write(p)
+		return streamWriter(g.out, w.stderr).Write(p)
 	}
 	g.held.Write(p)
 	g.order = append(g.order, gateChunk{stderr: w.stderr, n: len(p)})
@@ -385,13 +337,13 @@ func (g *startGate) release(notStarted bool) error {
 	g.order = nil
 	if notStarted {
 		if msg := bytes.TrimSpace(held); len(msg) > 0 {
-			_, err := fmt.Fprintf(g.out.writer(true), "airlock: the Engine could not start the command: %s\n", msg)
+			_, err := fmt.Fprintf(streamWriter(g.out, true), "airlock: the Engine could not start the command: %s\n", msg)
 			return err
 		}
 		return nil
 	}
 	for _, c := range order {
-		if _, err := g.out.writer(c.stderr).Write(held[:c.n]); err != nil {
+		if _, err := streamWriter(g.out, c.stderr).Write(held[:c.n]); err != nil {
 			return err
 		}
 		held = held[c.n:]
@@ -400,7 +352,7 @@ func (g *startGate) release(notStarted bool) error {
 }
 
 // writer is the stream a gate writes to: stderr falls back to stdout (a TTY has one).
-func (s Streams) writer(stderr bool) io.Writer {
+func streamWriter(s backend.Streams, stderr bool) io.Writer {
 	switch {
 	case stderr && s.Stderr != nil:
 		return s.Stderr
@@ -408,17 +360,6 @@ func (s Streams) writer(stderr bool) io.Writer {
 		return s.Stdout
 	}
 	return io.Discard
-}
-
-// ExitCode returns the exit code of a finished exec.
-func (e *Exec) ExitCode(ctx context.Context) (int, error) { return e.exitCode(ctx) }
-
-// Resize sets an exec's terminal size.
-func (e *Exec) Resize(ctx context.Context, height, width uint) error {
-	if e.resize == nil {
-		return nil
-	}
-	return e.resize(ctx, height, width)
 }
 
 // execCode returns the exit code of a finished Engine exec.

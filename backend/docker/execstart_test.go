@@ -10,6 +10,8 @@ import (
 
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/client"
+
+	"github.com/airlock-dev/airlock/backend"
 )
 
 // unstartableEngine is the real Engine, except that the first fail user execs
@@ -48,7 +50,7 @@ func TestExecStartsAgainWhenTheEngineDidNotStartIt(t *testing.T) {
 	exec := func(cmd ...string) (int, string, string) {
 		t.Helper()
 		var stdout, stderr syncBuffer
-		ex, err := rt.Exec(ctx, sb, ExecRequest{Cmd: cmd}, Streams{Stdout: &stdout, Stderr: &stderr})
+		ex, err := rt.Exec(ctx, sb, backend.ExecRequest{Cmd: cmd}, backend.Streams{Stdout: &stdout, Stderr: &stderr})
 		if err != nil {
 			t.Fatalf("Exec: %v", err)
 		}

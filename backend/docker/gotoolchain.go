@@ -9,11 +9,13 @@ import (
 	"runtime"
 	"strings"
 	"time"
+
+	"github.com/airlock-dev/airlock/backend"
 )
 
 // GoToolchainIn is where the go tool mounts the host's Go installation (its
 // GOROOT) inside the sandbox, read-only; its bin goes in front of PATH.
-const GoToolchainIn = AirlockIn + "/go"
+const GoToolchainIn = backend.AirlockIn + "/go"
 
 // planGoToolchain adds the host's Go toolchain to the go tool's mounts: its
 // GOROOT read-only at GoToolchainIn, and GoToolchainIn/bin in front of PATH, so

@@ -11,52 +11,24 @@ import (
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/image"
-	"github.com/docker/docker/api/types/registry"
 	"github.com/docker/go-units"
 
+	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/registryauth"
 )
 
 type imageInspect = image.InspectResponse
 
-// PrepareOptions are one Prepare call's own: where its output goes and the
-// credentials its pulls and build send. They are not the runtime's: calls with
-// options of their own may run at once on one runtime (the control daemon's).
-type PrepareOptions struct {
-	// Progress receives pull and build progress and notices; nil for none.
-	Progress io.Writer
-	// ProgressTTY draws progress for a terminal rather than as plain lines.
-	ProgressTTY bool
-	Quiet       bool
-	// Credentials, when set, gives the credentials to pull ref with (the
-	// caller's, looked up by registryauth.For where the caller runs); ok false
-	// leaves the runtime to look them up, as a create does. An error is the
-	// caller's failed lookup: the pull fails with it.
-	Credentials func(ref string) (c registryauth.Credentials, ok bool, err error)
-	// BuildAuths, when not nil, are the credentials a build sends, by registry
-	// (the caller's, from registryauth.All), instead of those the runtime finds.
-	BuildAuths map[string]registry.AuthConfig
-	// ClientFiles: the sandbox's host paths are on the client's machine
-	// (Request.ClientFiles): mounts are checked as on a remote Engine.
-	ClientFiles bool
-	// ToolEnv: as Request.ToolEnv.
-	ToolEnv map[string]string
-	// BuildTar, when set, is a [sandbox.build] context a client sent (a tar
-	// file on this machine) whose hash is BuildSum: the image is built from it
-	// instead of from the context dir.
-	BuildTar, BuildSum string
-}
-
 // imageWork is the image side of one create or prepare: the runtime, and the
 // call's output and credentials.
 type imageWork struct {
 	rt *Runtime
-	o  PrepareOptions
+	o  backend.PrepareOptions
 }
 
 // ownWork is image work with the runtime's own output and credentials.
 func (rt *Runtime) ownWork() *imageWork {
-	return &imageWork{rt: rt, o: PrepareOptions{Progress: rt.Progress, ProgressTTY: rt.ProgressTTY, Quiet: rt.Quiet}}
+	return &imageWork{rt: rt, o: backend.PrepareOptions{Progress: rt.Progress, ProgressTTY: rt.ProgressTTY, Quiet: rt.Quiet}}
 }
 
 func (w *imageWork) notice(format string, args ...any) {

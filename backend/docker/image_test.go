@@ -19,6 +19,7 @@ import (
 	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/api/types/registry"
 
+	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/internal/ids"
 	"github.com/airlock-dev/airlock/test/testenv"
 )
@@ -139,7 +140,7 @@ func TestPullMissingImage(t *testing.T) {
 	for _, ref := range []string{"airlock-nonexistent/image:nope", testenv.Registry(t) + "/airlock-nonexistent/image:nope"} {
 		_, err := g.rt.ensureImage(ctx, ref)
 		t.Logf("ensureImage(%s): %v", ref, err)
-		var e *Error
+		var e *backend.Error
 		if !errors.As(err, &e) || e.Code != 125 {
 			t.Errorf("ensureImage(%s) = %v, want an *Error with code 125", ref, err)
 			continue
@@ -315,7 +316,7 @@ func TestPullPrivateRegistry(t *testing.T) {
 	wantUnauthorized := func(err error, detail string) {
 		t.Helper()
 		t.Logf("error: %v", err)
-		var e *Error
+		var e *backend.Error
 		want := "cannot pull image " + ref + ": unauthorized: run docker login " + reg + " ("
 		if !errors.As(err, &e) || e.Code != 125 || !strings.HasPrefix(err.Error(), want) || !strings.Contains(err.Error(), detail) {
 			t.Errorf("pull = %v, want an *Error with code 125 starting %q and saying %q", err, want, detail)

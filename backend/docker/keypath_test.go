@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/manifest"
 	"github.com/airlock-dev/airlock/supervisor"
 )
@@ -43,7 +44,7 @@ func TestSecretKeysAgreeWithManifest(t *testing.T) {
 	}
 	r := loadBytes(t, b.String(), map[string]string{"SECRET": secret})
 
-	secretEnv := serviceSecretEnv("db", r)
+	secretEnv := backend.ServiceSecretEnv("db", r)
 	for _, n := range names {
 		if key, ok := secretEnv[n]; !ok || r.Sources[key] != manifest.Vault {
 			t.Errorf("service env %q: key %q (%v), not found as a secret", n, key, ok)
@@ -63,7 +64,7 @@ func TestSecretKeysAgreeWithManifest(t *testing.T) {
 	}
 
 	// The primary's spec names the key paths, the values go by key path.
-	spec := buildSpec(&Request{Command: []string{"sh"}}, r, &hostPlan{})
+	spec := backend.BuildSpec(&backend.Request{Command: []string{"sh"}}, r)
 	data, err := json.Marshal(spec)
 	if err != nil {
 		t.Fatal(err)
@@ -71,7 +72,7 @@ func TestSecretKeysAgreeWithManifest(t *testing.T) {
 	if strings.Contains(string(data), secret) {
 		t.Errorf("the spec holds a vault value: %s", data)
 	}
-	values := secretValues(r)
+	values := backend.DeliveredValues(&backend.Request{}, r)
 	for _, e := range append(spec.Main.Env, spec.Daemons[0].Env...) {
 		if e.Secret == "" || values[e.Secret] != secret {
 			t.Errorf("spec entry %+v: no delivered value under its key (values: %v)", e, keys(values))
@@ -114,14 +115,14 @@ max_restarts = 0
 after = ["`+name+`"]
 ready = { tcp = "localhost:65535", timeout = "1ns" }
 `, map[string]string{"SECRET": "s"})
-	data, err := json.Marshal(buildSpec(&Request{Command: []string{"sh"}}, r, &hostPlan{}))
+	data, err := json.Marshal(backend.BuildSpec(&backend.Request{Command: []string{"sh"}}, r))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := supervisor.ParseSpec(data); err != nil {
 		t.Errorf("the supervisor refuses a spec made from a valid manifest: %v\n%s", err, data)
 	}
-	if got, want := stopSeconds(r), manifest.MaxDaemonTimeout+5; got != want {
+	if got, want := backend.StopSeconds(r), manifest.MaxDaemonTimeout+5; got != want {
 		t.Errorf("stopSeconds = %d, want %d", got, want)
 	}
 	if manifest.MaxDaemonTimeout != supervisor.MaxTimeout || manifest.MaxCount != supervisor.MaxRestarts || manifest.MaxDuration != supervisor.MaxReadyTimeout {
@@ -135,13 +136,13 @@ ready = { tcp = "localhost:65535", timeout = "1ns" }
 func TestStopSecondsBounded(t *testing.T) {
 	for _, timeout := range []int{1<<63 - 1, manifest.MaxDaemonTimeout + 1, -5} {
 		r := &manifest.Resolved{Manifest: manifest.Manifest{Daemons: map[string]manifest.Daemon{"d": {Timeout: timeout}}}}
-		got := stopSeconds(r)
+		got := backend.StopSeconds(r)
 		if got < 5 || got > manifest.MaxDaemonTimeout+5 {
 			t.Errorf("timeout %d: stopSeconds = %d", timeout, got)
 		}
 	}
 	r := &manifest.Resolved{Manifest: manifest.Manifest{Daemons: map[string]manifest.Daemon{"a": {Timeout: 0}, "b": {Timeout: 20}}}}
-	if got := stopSeconds(r); got != 3605 {
+	if got := backend.StopSeconds(r); got != 3605 {
 		t.Errorf("stopSeconds with a daemon that waits forever = %d, want 3605", got)
 	}
 }

@@ -19,35 +19,33 @@ import (
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/network"
 
+	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/manifest"
 )
-
-// ErrNotFound is returned for a sandbox ID with no primary container.
-var ErrNotFound = errors.New("no such sandbox")
 
 // Start starts the services (waiting for the required ones) and then the primary
 // container. The supervisor inside waits for the daemons before the main command.
 // Substituted values are delivered through the Engine API once the container runs
 // (the supervisor waits for them before it starts anything).
-func (rt *Runtime) Start(ctx context.Context, sb *Sandbox) error {
-	if sb.manifest == nil {
+func (rt *Runtime) Start(ctx context.Context, sb *backend.Sandbox) error {
+	if ownState(sb).manifest == nil {
 		return errors.New("cannot start a sandbox without its manifest")
 	}
 	if err := rt.startEgress(ctx, sb); err != nil {
 		return err
 	}
-	if !sb.hold {
+	if !ownState(sb).hold {
 		if err := rt.startServices(ctx, sb); err != nil {
 			return err
 		}
 	}
-	if !sb.fresh {
+	if !ownState(sb).fresh {
 		if err := rt.resetStatus(ctx, sb.PrimaryID); err != nil {
 			return err
 		}
 	}
 	done := rt.step(sb.ID, "start")
-	if sb.shard != "" {
+	if ownState(sb).shard != "" {
 		// Engine 20.10 finds a container's networks by name when it starts it,
 		// though it was created with the network's ID: a second network named
 		// airlock-shared (another process made one at the same time) fails the
@@ -55,23 +53,23 @@ func (rt *Runtime) Start(ctx context.Context, sb *Sandbox) error {
 		// remove the younger ones (findShared); one list call.
 		// A shard removed while the sandbox was stopped (its last running
 		// sandbox went) is made again: the start finds it by name.
-		_, _ = rt.sharedNetwork(ctx, sb.shard, true)
+		_, _ = rt.sharedNetwork(ctx, ownState(sb).shard, true)
 	}
 	err := rt.Engine.ContainerStart(ctx, sb.PrimaryID, container.StartOptions{})
-	if err != nil && sb.shard != "" && strings.Contains(err.Error(), "is ambiguous") {
+	if err != nil && ownState(sb).shard != "" && strings.Contains(err.Error(), "is ambiguous") {
 		// One appeared since: remove it and start again.
-		if _, nerr := rt.sharedNetwork(ctx, sb.shard, true); nerr == nil {
+		if _, nerr := rt.sharedNetwork(ctx, ownState(sb).shard, true); nerr == nil {
 			err = rt.Engine.ContainerStart(ctx, sb.PrimaryID, container.StartOptions{})
 		}
 	}
 	if err != nil {
-		if pe := portInUse(err, sb.manifest.Sandbox.Ports); pe != nil {
-			return &Error{Code: 125, Err: pe}
+		if pe := portInUse(err, ownState(sb).manifest.Sandbox.Ports); pe != nil {
+			return &backend.Error{Code: 125, Err: pe}
 		}
 		return failed("cannot start the sandbox container: %v", err)
 	}
 	done()
-	if sb.hold {
+	if ownState(sb).hold {
 		// Its supervisor waits for the services in its network namespace.
 		if err := rt.startServices(ctx, sb); err != nil {
 			// Nothing runs in it yet: stopped, as a failed start leaves it.
@@ -80,17 +78,14 @@ func (rt *Runtime) Start(ctx context.Context, sb *Sandbox) error {
 		}
 	}
 	sb.Ports = rt.readPorts(ctx, sb)
-	sb.fresh = false
-	values := secretValues(sb.manifest)
-	for k, v := range sb.envSecrets {
-		values[envSecretKey(k)] = v
-	}
-	if sb.hold && sb.parked {
+	ownState(sb).fresh = false
+	values := backend.DeliveredValues(&backend.Request{EnvSecrets: ownState(sb).envSecrets}, ownState(sb).manifest)
+	if ownState(sb).hold && ownState(sb).parked {
 		values = nil // the release; the values come with the claim
 	}
-	if sb.hold || (len(values) > 0 && !sb.parked) {
+	if ownState(sb).hold || (len(values) > 0 && !ownState(sb).parked) {
 		defer rt.step(sb.ID, "secrets delivery")()
-		if err := DeliverValues(ctx, rt, sb.PrimaryID, values); err != nil {
+		if err := backend.DeliverValues(ctx, rt, sb.PrimaryID, values); err != nil {
 			return err
 		}
 	}
@@ -105,7 +100,7 @@ func (rt *Runtime) Start(ctx context.Context, sb *Sandbox) error {
 // network (50–100 ms after the process exited); the die event, which carries
 // the same exit code, is sent before that. The wait stays as the fallback for an
 // event stream that broke or subscribed too late.
-func (rt *Runtime) WaitExit(ctx context.Context, sb *Sandbox) (<-chan int, <-chan error) {
+func (rt *Runtime) WaitExit(ctx context.Context, sb *backend.Sandbox) (<-chan int, <-chan error) {
 	codes := make(chan int, 1)
 	errs := make(chan error, 1)
 	evctx, stopEvents := context.WithCancel(ctx)
@@ -154,7 +149,7 @@ func (rt *Runtime) Stop(ctx context.Context, id string) error {
 		return err
 	}
 	if objs.primary == nil {
-		return fmt.Errorf("%w: %s", ErrNotFound, id)
+		return fmt.Errorf("%w: %s", backend.ErrNotFound, id)
 	}
 	timeout := stopTimeout(objs.primary.Labels)
 	if err := rt.Engine.ContainerStop(ctx, objs.primary.ID, container.StopOptions{Timeout: &timeout}); err != nil && !cerrdefs.IsNotFound(err) {
@@ -162,11 +157,11 @@ func (rt *Runtime) Stop(ctx context.Context, id string) error {
 	}
 	for _, s := range objs.services {
 		if err := rt.Engine.ContainerStop(ctx, s.ID, container.StopOptions{}); err != nil && !cerrdefs.IsNotFound(err) {
-			return failed("cannot stop service %s of sandbox %s: %v", s.Labels[LabelService], id, err)
+			return failed("cannot stop service %s of sandbox %s: %v", s.Labels[backend.LabelService], id, err)
 		}
 	}
 	for _, c := range objs.all {
-		if c.Labels[LabelRole] == RoleEgress {
+		if c.Labels[backend.LabelRole] == RoleEgress {
 			_ = rt.Engine.ContainerStop(ctx, c.ID, container.StopOptions{})
 		}
 	}
@@ -175,7 +170,7 @@ func (rt *Runtime) Stop(ctx context.Context, id string) error {
 
 // stopTimeout gives the supervisor time for the longest daemon timeout plus margin.
 func stopTimeout(labels map[string]string) int {
-	if t, err := strconv.Atoi(labels[LabelStopTimeout]); err == nil {
+	if t, err := strconv.Atoi(labels[backend.LabelStopTimeout]); err == nil {
 		return t
 	}
 	return 30
@@ -222,7 +217,7 @@ func (rt *Runtime) RemoveContainers(ctx context.Context, id string) error {
 // that only stopped containers are attached to, so a stopped sandbox's network can
 // go while its containers are still being removed; one in use is an error.
 func (rt *Runtime) RemoveNetworks(ctx context.Context, id string) error {
-	nets, err := rt.Engine.NetworkList(ctx, network.ListOptions{Filters: filters.NewArgs(filters.Arg("label", LabelSandbox+"="+id))})
+	nets, err := rt.Engine.NetworkList(ctx, network.ListOptions{Filters: filters.NewArgs(filters.Arg("label", backend.LabelSandbox+"="+id))})
 	if err != nil {
 		return err
 	}
@@ -245,7 +240,7 @@ type sandboxObjects struct {
 }
 
 func (rt *Runtime) objects(ctx context.Context, id string) (*sandboxObjects, error) {
-	list, err := rt.Engine.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", LabelSandbox+"="+id))})
+	list, err := rt.Engine.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", backend.LabelSandbox+"="+id))})
 	if err != nil {
 		return nil, failed("cannot list the containers of sandbox %s: %v", id, err)
 	}
@@ -255,7 +250,7 @@ func (rt *Runtime) objects(ctx context.Context, id string) (*sandboxObjects, err
 		if !rt.owns(c.Labels) {
 			continue // another daemon's sandbox of the same ID
 		}
-		switch c.Labels[LabelRole] {
+		switch c.Labels[backend.LabelRole] {
 		case "primary":
 			objs.primary = &c
 			objs.all = append(objs.all, c)
@@ -268,37 +263,14 @@ func (rt *Runtime) objects(ctx context.Context, id string) (*sandboxObjects, err
 	return objs, nil
 }
 
-// Info describes one sandbox for ps and the CLI.
-type Info struct {
-	ID        string            `json:"id"`
-	State     string            `json:"state"` // running, stopped, created, …
-	Kind      string            `json:"kind"`
-	Project   string            `json:"project"`
-	CreatedAt time.Time         `json:"created_at"`
-	Labels    map[string]string `json:"labels"`
-	Daemons   DaemonCount       `json:"daemons"`
-	PlanHash  string            `json:"plan_hash"`
-	Image     string            `json:"image"`
-	Container string            `json:"container"`
-	CLIPid    string            `json:"-"`
-	CLIStart  string            `json:"-"`
-	Pool      string            `json:"-"` // the key of the warm pool it was made for
-}
-
-// DaemonCount is how many daemons are up out of how many the sandbox declares.
-type DaemonCount struct {
-	Up    int `json:"up"`
-	Total int `json:"total"`
-}
-
 // List returns the sandboxes whose primary carries every given label; only running
 // ones unless all.
-func (rt *Runtime) List(ctx context.Context, labels map[string]string, all bool) ([]Info, error) {
-	args := filters.NewArgs(filters.Arg("label", LabelRole+"=primary"), filters.Arg("label", LabelSandbox))
+func (rt *Runtime) List(ctx context.Context, labels map[string]string, all bool) ([]backend.Info, error) {
+	args := filters.NewArgs(filters.Arg("label", backend.LabelRole+"=primary"), filters.Arg("label", backend.LabelSandbox))
 	if rt.Owner != "" {
 		// Only this daemon's: List serves the reaper, which must never touch
 		// another daemon's sandboxes (nor unowned ones it cannot vouch for).
-		args.Add("label", LabelOwner+"="+rt.Owner)
+		args.Add("label", backend.LabelOwner+"="+rt.Owner)
 	}
 	for k, v := range labels {
 		args.Add("label", k+"="+v)
@@ -307,7 +279,7 @@ func (rt *Runtime) List(ctx context.Context, labels map[string]string, all bool)
 	if err != nil {
 		return nil, failed("cannot list sandboxes: %v", err)
 	}
-	out := make([]Info, 0, len(list))
+	out := make([]backend.Info, 0, len(list))
 	for _, c := range list {
 		out = append(out, rt.info(c))
 	}
@@ -315,12 +287,12 @@ func (rt *Runtime) List(ctx context.Context, labels map[string]string, all bool)
 	return out, nil
 }
 
-func (rt *Runtime) info(c container.Summary) Info {
-	in := Info{
-		ID: c.Labels[LabelSandbox], Kind: c.Labels[LabelKind], Project: c.Labels[LabelProject],
-		CreatedAt: time.Unix(c.Created, 0).UTC(), PlanHash: c.Labels[LabelPlanHash], Image: c.Image,
+func (rt *Runtime) info(c container.Summary) backend.Info {
+	in := backend.Info{
+		ID: c.Labels[backend.LabelSandbox], Kind: c.Labels[backend.LabelKind], Project: c.Labels[backend.LabelProject],
+		CreatedAt: time.Unix(c.Created, 0).UTC(), PlanHash: c.Labels[backend.LabelPlanHash], Image: c.Image,
 		Container: c.ID, Labels: userLabels(c.Labels),
-		CLIPid: c.Labels[LabelCLIPid], CLIStart: c.Labels[LabelCLIStart], Pool: c.Labels[LabelPool],
+		CLIPid: c.Labels[backend.LabelCLIPid], CLIStart: c.Labels[backend.LabelCLIStart], Pool: c.Labels[backend.LabelPool],
 	}
 	switch c.State {
 	case "running":
@@ -330,7 +302,7 @@ func (rt *Runtime) info(c container.Summary) Info {
 	default:
 		in.State = c.State
 	}
-	in.Daemons.Total, _ = strconv.Atoi(c.Labels[LabelDaemons])
+	in.Daemons.Total, _ = strconv.Atoi(c.Labels[backend.LabelDaemons])
 	return in
 }
 
@@ -346,46 +318,40 @@ func userLabels(labels map[string]string) map[string]string {
 }
 
 // Get returns the sandbox with this ID (its primary must exist).
-func (rt *Runtime) Get(ctx context.Context, id string) (*Info, error) {
+func (rt *Runtime) Get(ctx context.Context, id string) (*backend.Info, error) {
 	objs, err := rt.objects(ctx, id)
 	if err != nil {
 		return nil, err
 	}
 	if objs.primary == nil {
-		return nil, fmt.Errorf("%w: %s", ErrNotFound, id)
+		return nil, fmt.Errorf("%w: %s", backend.ErrNotFound, id)
 	}
 	in := rt.info(*objs.primary)
 	return &in, nil
 }
 
-// Handle returns a handle on a sandbox's primary container for terminal I/O (wait,
-// attach, resize, signals, copies out), without asking the Engine.
-func Handle(id, containerID string, tty bool) *Sandbox {
-	return &Sandbox{ID: id, Name: objectName(id), PrimaryID: containerID, TTY: tty, Services: map[string]string{}}
-}
-
 // Open returns a handle on an existing sandbox, to start it again with the manifest
 // it was made from.
-func (rt *Runtime) Open(ctx context.Context, id string, r *manifest.Resolved) (*Sandbox, error) {
+func (rt *Runtime) Open(ctx context.Context, id string, r *manifest.Resolved) (*backend.Sandbox, error) {
 	objs, err := rt.objects(ctx, id)
 	if err != nil {
 		return nil, err
 	}
 	if objs.primary == nil {
-		return nil, fmt.Errorf("%w: %s", ErrNotFound, id)
+		return nil, fmt.Errorf("%w: %s", backend.ErrNotFound, id)
 	}
 	p := objs.primary
-	sb := &Sandbox{
-		ID: id, Name: objectName(id), Project: p.Labels[LabelProject], Kind: p.Labels[LabelKind],
-		PlanHash: p.Labels[LabelPlanHash], PrimaryID: p.ID, Services: map[string]string{},
-		manifest: r, shard: p.Labels[LabelShard], hold: p.Labels[LabelHold] != "",
+	sb := &backend.Sandbox{
+		ID: id, Name: objectName(id), Project: p.Labels[backend.LabelProject], Kind: p.Labels[backend.LabelKind],
+		PlanHash: p.Labels[backend.LabelPlanHash], PrimaryID: p.ID, Services: map[string]string{},
+		Own: &sandboxState{manifest: r, shard: p.Labels[LabelShard], hold: p.Labels[LabelHold] != ""},
 	}
 	for _, s := range objs.services {
-		sb.Services[s.Labels[LabelService]] = s.ID
+		sb.Services[s.Labels[backend.LabelService]] = s.ID
 	}
 	for _, c := range objs.all {
-		if c.Labels[LabelRole] == RoleEgress {
-			sb.egressID = c.ID
+		if c.Labels[backend.LabelRole] == RoleEgress {
+			ownState(sb).egressID = c.ID
 		}
 	}
 	if _, err := rt.Engine.NetworkInspect(ctx, sb.Name, network.InspectOptions{}); err == nil {
@@ -398,7 +364,7 @@ func (rt *Runtime) Open(ctx context.Context, id string, r *manifest.Resolved) (*
 	// A container that never ran has no status stream to reset.
 	if err == nil && ci.ContainerJSONBase != nil && ci.State != nil {
 		started, perr := time.Parse(time.RFC3339Nano, ci.State.StartedAt)
-		sb.fresh = perr == nil && started.Year() <= 1
+		ownState(sb).fresh = perr == nil && started.Year() <= 1
 	}
 	return sb, nil
 }
@@ -516,7 +482,7 @@ func (rt *Runtime) seesEnginePIDs(ctx context.Context) bool {
 	if rt.hostPIDs.Load() {
 		return true
 	}
-	list, err := rt.Engine.ContainerList(ctx, container.ListOptions{Limit: 4, Filters: filters.NewArgs(filters.Arg("status", "running"), filters.Arg("label", LabelSandbox))})
+	list, err := rt.Engine.ContainerList(ctx, container.ListOptions{Limit: 4, Filters: filters.NewArgs(filters.Arg("status", "running"), filters.Arg("label", backend.LabelSandbox))})
 	if err != nil {
 		return false
 	}
@@ -536,20 +502,20 @@ func (rt *Runtime) seesEnginePIDs(ctx context.Context) bool {
 // daemon's: it carries the daemon's owner key, or no owner at all (made before
 // owners were recorded; the caller knows the sandbox from its own store).
 func (rt *Runtime) owns(labels map[string]string) bool {
-	o, ok := labels[LabelOwner]
+	o, ok := labels[backend.LabelOwner]
 	return rt.Owner == "" || !ok || o == rt.Owner
 }
 
 // helperLabels are the labels of a short-lived helper container.
 func (rt *Runtime) helperLabels() map[string]string {
-	return rt.ownLabel(map[string]string{LabelRole: "helper"})
+	return rt.ownLabel(map[string]string{backend.LabelRole: "helper"})
 }
 
 // ownLabel adds the daemon's owner key to the labels of an object it makes
 // (nothing without one) and returns them.
 func (rt *Runtime) ownLabel(l map[string]string) map[string]string {
 	if rt.Owner != "" {
-		l[LabelOwner] = rt.Owner
+		l[backend.LabelOwner] = rt.Owner
 	}
 	return l
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/network"
 
+	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/manifest"
 )
 
@@ -248,12 +249,12 @@ func (rt *Runtime) findShared(ctx context.Context, name string) (string, error) 
 // primary by name), else a shard of the shared network. reserved ends a
 // shard's reservation once the sandbox's container exists (or was not made).
 // On Podman it refuses (bridgeSupported).
-func (rt *Runtime) bridgeNetwork(ctx context.Context, sb *Sandbox, r *manifest.Resolved, labels map[string]string) (reserved func(), err error) {
+func (rt *Runtime) bridgeNetwork(ctx context.Context, sb *backend.Sandbox, r *manifest.Resolved, labels map[string]string) (reserved func(), err error) {
 	if err := rt.bridgeSupported(ctx); err != nil {
 		return nil, err
 	}
 	if len(r.Services) > 0 {
-		nl := copyLabels(labels, LabelRole, "network")
+		nl := copyLabels(labels, backend.LabelRole, "network")
 		if _, err := rt.Engine.NetworkCreate(ctx, sb.Name, network.CreateOptions{Driver: "bridge", Labels: nl}); err != nil {
 			return nil, failed("cannot create network %s: %v", sb.Name, err)
 		}
@@ -264,6 +265,6 @@ func (rt *Runtime) bridgeNetwork(ctx context.Context, sb *Sandbox, r *manifest.R
 	if err != nil {
 		return nil, err
 	}
-	sb.Network, sb.shard = id, name
+	sb.Network, ownState(sb).shard = id, name
 	return reserved, nil
 }

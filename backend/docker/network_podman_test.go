@@ -11,6 +11,7 @@ import (
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/network"
 
+	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/manifest"
 )
 
@@ -58,7 +59,7 @@ func TestBridgeNetworkOfEngines(t *testing.T) {
 	withServices := &manifest.Resolved{}
 	withServices.Sandbox.Network = "bridge"
 	withServices.Services = map[string]manifest.Service{"db": {Image: "busybox"}}
-	labels := map[string]string{LabelSandbox: "abc", LabelProject: "/p"}
+	labels := map[string]string{backend.LabelSandbox: "abc", backend.LabelProject: "/p"}
 
 	for _, c := range []struct {
 		engine   string
@@ -74,10 +75,10 @@ func TestBridgeNetworkOfEngines(t *testing.T) {
 		what := fmt.Sprintf("%s, %d services", c.engine, len(c.r.Services))
 		eng := &networkEngine{versionEngine: versionEngine{v: c.v}}
 		rt := &Runtime{Engine: eng}
-		sb := &Sandbox{ID: "abc", Name: "airlock-abc"}
+		sb := &backend.Sandbox{ID: "abc", Name: "airlock-abc"}
 		reserved, err := rt.bridgeNetwork(context.Background(), sb, c.r, labels)
 		if c.wantMade == "" {
-			var e *Error
+			var e *backend.Error
 			if !errors.As(err, &e) || e.Code != 125 {
 				t.Errorf("%s: error %v; want a refusal (125)", what, err)
 			}
@@ -104,19 +105,19 @@ func TestBridgeNetworkOfEngines(t *testing.T) {
 			t.Errorf("%s: network %s driver %q; want bridge", what, c.wantMade, o.Driver)
 		}
 		if c.wantMade == SharedNetwork {
-			if o.Options["com.docker.network.bridge.enable_icc"] != "false" || o.Labels[LabelShared] != "true" || o.Labels[LabelSandbox] != "" {
+			if o.Options["com.docker.network.bridge.enable_icc"] != "false" || o.Labels[LabelShared] != "true" || o.Labels[backend.LabelSandbox] != "" {
 				t.Errorf("%s: shared network options %v, labels %v", what, o.Options, o.Labels)
 			}
-			if sb.Network != "id-"+SharedNetwork || sb.shard != SharedNetwork {
-				t.Errorf("%s: sandbox on %q (shard %q); want the shared network", what, sb.Network, sb.shard)
+			if sb.Network != "id-"+SharedNetwork || ownState(sb).shard != SharedNetwork {
+				t.Errorf("%s: sandbox on %q (shard %q); want the shared network", what, sb.Network, ownState(sb).shard)
 			}
 			continue
 		}
-		if o.Labels[LabelSandbox] != "abc" || o.Labels[LabelProject] != "/p" || o.Labels[LabelRole] != "network" || o.Labels[LabelShared] != "" {
+		if o.Labels[backend.LabelSandbox] != "abc" || o.Labels[backend.LabelProject] != "/p" || o.Labels[backend.LabelRole] != "network" || o.Labels[LabelShared] != "" {
 			t.Errorf("%s: network %s labels %v; want the sandbox's, role network", what, c.wantMade, o.Labels)
 		}
-		if sb.Network != "airlock-abc" || sb.shard != "" {
-			t.Errorf("%s: sandbox on %q (shard %q); want its own network airlock-abc", what, sb.Network, sb.shard)
+		if sb.Network != "airlock-abc" || ownState(sb).shard != "" {
+			t.Errorf("%s: sandbox on %q (shard %q); want its own network airlock-abc", what, sb.Network, ownState(sb).shard)
 		}
 	}
 }

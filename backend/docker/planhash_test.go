@@ -3,6 +3,7 @@ package docker
 import (
 	"testing"
 
+	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/manifest"
 )
 
@@ -19,14 +20,14 @@ func TestPlanHashHidesSubstitutedEnv(t *testing.T) {
 			"env.TOKEN": manifest.Host, "services.db.env.PASS": manifest.Host,
 		}}
 	}
-	base := PlanHash(mk("1234", "a", "img"), "sha256:1")
-	if h := PlanHash(mk("9876", "a", "img"), "sha256:1"); h != base {
+	base := backend.PlanHash(mk("1234", "a", "img"), "sha256:1")
+	if h := backend.PlanHash(mk("9876", "a", "img"), "sha256:1"); h != base {
 		t.Errorf("a host-substituted env value changes the plan hash (%s vs %s): it can be brute-forced from the label", h, base)
 	}
-	if h := PlanHash(mk("1234", "b", "img"), "sha256:1"); h == base {
+	if h := backend.PlanHash(mk("1234", "b", "img"), "sha256:1"); h == base {
 		t.Error("a literal env value does not change the plan hash")
 	}
-	if h := PlanHash(mk("1234", "a", "img"), "sha256:2"); h == base {
+	if h := backend.PlanHash(mk("1234", "a", "img"), "sha256:2"); h == base {
 		t.Error("the image does not change the plan hash")
 	}
 }

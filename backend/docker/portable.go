@@ -11,38 +11,11 @@ import (
 	"strings"
 
 	"github.com/airlock-dev/airlock/manifest"
-	"github.com/airlock-dev/airlock/supervisor"
 )
 
-// What another backend (a Kubernetes cluster) shares with the Docker Engine's: the
-// supervisor's spec, the values delivered to it, the project's archive and the
-// sandbox's names and limits. Host files (mounts, builtin tools) have no place there.
-
-// BuildSpec is the supervisor's spec for a sandbox whose backend cannot see this
-// host's files: no host mounts and no builtin tools' environment.
-func BuildSpec(req *Request, r *manifest.Resolved) *supervisor.Spec {
-	return buildSpec(req, r, &hostPlan{})
-}
-
-// DeliveredValues are the values the supervisor waits for at start, by key: the
-// manifest's substituted values and the caller's -e NAME values.
-func DeliveredValues(req *Request, r *manifest.Resolved) map[string]string {
-	values := secretValues(r)
-	for k, v := range req.EnvSecrets {
-		values[envSecretKey(k)] = v
-	}
-	return values
-}
-
-// Hostname is a sandbox's host name: a DNS label made from its ID.
-func Hostname(id string) string { return hostname(id) }
-
-// StopSeconds is how long a stop waits for the supervisor to shut the daemons down.
-func StopSeconds(r *manifest.Resolved) int { return stopSeconds(r) }
-
-// HardenAll reports whether every process of the sandbox is hardened (no new
-// privileges for the whole container).
-func HardenAll(r *manifest.Resolved) bool { return hardenAll(r) }
+// What another backend (a Kubernetes cluster) shares with the Docker Engine's
+// besides package backend: the project's and the copies' archives. Host files
+// (mounts, builtin tools) have no place there.
 
 // Capabilities are the capabilities to add and drop, in the Engine's form.
 func Capabilities(r *manifest.Resolved) (add, drop []string, err error) { return capabilities(r) }
@@ -127,14 +100,4 @@ func WriteCopiesArchive(w io.Writer, r *manifest.Resolved, uid, gid int, home, h
 		}
 	}
 	return tw.Close()
-}
-
-// ServiceValues are the substituted values a wrapped service waits for, by key
-// path (none when it has no substituted env: then it is not wrapped).
-func ServiceValues(name string, r *manifest.Resolved) map[string]string {
-	values := map[string]string{}
-	for k, key := range serviceSecretEnv(name, r) {
-		values[key] = r.Services[name].Env[k]
-	}
-	return values
 }

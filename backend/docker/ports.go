@@ -2,7 +2,6 @@ package docker
 
 import (
 	"context"
-	"fmt"
 	"net"
 	"regexp"
 	"sort"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/docker/go-connections/nat"
 
+	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/manifest"
 )
 
@@ -18,16 +18,6 @@ import (
 // Engine binds them on the host when it starts (127.0.0.1 unless the entry names
 // an address). What was bound, random host ports included, is read back from the
 // container after each start.
-
-// Port is one published port: HostIP:HostPort on the host reaches
-// ContainerPort/Protocol in the sandbox. The daemon passes it on as a
-// client.Port, which shows it.
-type Port struct {
-	HostIP        string `json:"host_ip"`
-	HostPort      int    `json:"host_port"`
-	ContainerPort int    `json:"container_port"`
-	Protocol      string `json:"protocol"`
-}
 
 // capabilities are sandbox.cap_add and cap_drop as the Engine takes them.
 func capabilities(r *manifest.Resolved) (add, drop []string, err error) {
@@ -41,15 +31,15 @@ func capabilities(r *manifest.Resolved) (add, drop []string, err error) {
 }
 
 // publishedPorts lists the host bindings of a running container, in order.
-func publishedPorts(m nat.PortMap) []Port {
-	var out []Port
+func publishedPorts(m nat.PortMap) []backend.Port {
+	var out []backend.Port
 	for p, bs := range m {
 		for _, b := range bs {
 			hp, err := strconv.Atoi(b.HostPort)
 			if err != nil {
 				continue // exposed, not published
 			}
-			out = append(out, Port{HostIP: b.HostIP, HostPort: hp, ContainerPort: p.Int(), Protocol: p.Proto()})
+			out = append(out, backend.Port{HostIP: b.HostIP, HostPort: hp, ContainerPort: p.Int(), Protocol: p.Proto()})
 		}
 	}
 	sort.Slice(out, func(i, j int) bool {
@@ -69,8 +59,8 @@ func publishedPorts(m nat.PortMap) []Port {
 
 // readPorts reads what the Engine bound for a started sandbox's ports (nil
 // when the manifest publishes none, or the Engine cannot say).
-func (rt *Runtime) readPorts(ctx context.Context, sb *Sandbox) []Port {
-	if sb.manifest == nil || len(sb.manifest.Sandbox.Ports) == 0 {
+func (rt *Runtime) readPorts(ctx context.Context, sb *backend.Sandbox) []backend.Port {
+	if ownState(sb).manifest == nil || len(ownState(sb).manifest.Sandbox.Ports) == 0 {
 		return nil
 	}
 	ci, err := rt.Engine.ContainerInspect(ctx, sb.PrimaryID)
@@ -79,26 +69,6 @@ func (rt *Runtime) readPorts(ctx context.Context, sb *Sandbox) []Port {
 	}
 	return publishedPorts(ci.NetworkSettings.Ports)
 }
-
-// PortInUseError is a start that failed because a host port of sandbox.ports
-// is taken (by another process or another container).
-type PortInUseError struct {
-	Addr string // host address and port, e.g. 127.0.0.1:18080 ("" when the Engine did not say)
-	Spec string // the sandbox.ports entry that binds it ("" when unknown)
-	Err  error  // the Engine's error
-}
-
-func (e *PortInUseError) Error() string {
-	switch {
-	case e.Addr == "":
-		return fmt.Sprintf("cannot start the sandbox: a host port of sandbox.ports is already in use (%v)", e.Err)
-	case e.Spec == "":
-		return fmt.Sprintf("cannot start the sandbox: host port %s is already in use (free it or publish another port in sandbox.ports)", e.Addr)
-	}
-	return fmt.Sprintf("cannot start the sandbox: host port %s of sandbox.ports %q is already in use (free it or publish another port)", e.Addr, e.Spec)
-}
-
-func (e *PortInUseError) Unwrap() error { return e.Err }
 
 // Messages of the Engine (and Docker Desktop) about a host port it cannot bind.
 var (
@@ -109,7 +79,7 @@ var (
 
 // portInUse maps a start error about a taken host port to a PortInUseError
 // naming the port and its sandbox.ports entry; other errors give nil.
-func portInUse(err error, specs []string) *PortInUseError {
+func portInUse(err error, specs []string) *backend.PortInUseError {
 	if err == nil || len(specs) == 0 {
 		return nil
 	}
@@ -117,7 +87,7 @@ func portInUse(err error, specs []string) *PortInUseError {
 	if !strings.Contains(msg, "port is already allocated") && !strings.Contains(msg, "address already in use") {
 		return nil
 	}
-	pe := &PortInUseError{Err: err}
+	pe := &backend.PortInUseError{Err: err}
 	for _, re := range []*regexp.Regexp{portAllocatedRE, addrInUseRE, bindHostPortRE} {
 		if m := re.FindStringSubmatch(msg); m != nil {
 			pe.Addr = m[1]

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/docker/go-connections/nat"
+
+	"github.com/airlock-dev/airlock/backend"
 )
 
 // Unit tests (no Engine): sandbox.ports and the capabilities reach the primary
@@ -20,8 +22,8 @@ cap_add = ["net_admin", "CAP_SYS_PTRACE", "NET_ADMIN"]
 cap_drop = ["mknod"]
 `, nil)
 	rt := &Runtime{}
-	sb := &Sandbox{ID: "abc", Name: "airlock-abc", Network: SharedNetwork}
-	cfg, host, _, err := rt.primaryConfig(sb, &Request{}, r, &hostPlan{}, sandboxUser{Spec: "0:0"}, "x", "vol", map[string]string{})
+	sb := &backend.Sandbox{ID: "abc", Name: "airlock-abc", Network: SharedNetwork}
+	cfg, host, _, err := rt.primaryConfig(sb, &backend.Request{}, r, &hostPlan{}, sandboxUser{Spec: "0:0"}, "x", "vol", map[string]string{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +48,7 @@ cap_drop = ["mknod"]
 
 	// Without them: nothing exposed, published, added or dropped.
 	r = loadBytes(t, "[sandbox]\nimage = \"x\"\n", nil)
-	cfg, host, _, err = rt.primaryConfig(sb, &Request{}, r, &hostPlan{}, sandboxUser{Spec: "0:0"}, "x", "vol", map[string]string{})
+	cfg, host, _, err = rt.primaryConfig(sb, &backend.Request{}, r, &hostPlan{}, sandboxUser{Spec: "0:0"}, "x", "vol", map[string]string{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +64,7 @@ func TestPublishedPorts(t *testing.T) {
 		"53/udp":   {{HostIP: "0.0.0.0", HostPort: "53"}},
 		"7000/tcp": nil, // exposed, not published
 	})
-	want := []Port{
+	want := []backend.Port{
 		{HostIP: "0.0.0.0", HostPort: 53, ContainerPort: 53, Protocol: "udp"},
 		{HostIP: "127.0.0.1", HostPort: 18080, ContainerPort: 8080, Protocol: "tcp"},
 		{HostIP: "::1", HostPort: 18080, ContainerPort: 8080, Protocol: "tcp"},
@@ -117,9 +119,9 @@ func TestPortInUse(t *testing.T) {
 	if pe := portInUse(errors.New("Bind for 127.0.0.1:80 failed: port is already allocated"), nil); pe != nil {
 		t.Errorf("portInUse without sandbox.ports = %v", pe)
 	}
-	err := error(&Error{Code: 125, Err: portInUse(errors.New("Bind for 127.0.0.1:18080 failed: port is already allocated"), specs)})
+	err := error(&backend.Error{Code: 125, Err: portInUse(errors.New("Bind for 127.0.0.1:18080 failed: port is already allocated"), specs)})
 	want := `cannot start the sandbox: host port 127.0.0.1:18080 of sandbox.ports "127.0.0.1:18080:8080" is already in use (free it or publish another port)`
-	var pe *PortInUseError
+	var pe *backend.PortInUseError
 	if err.Error() != want || !errors.As(err, &pe) {
 		t.Errorf("the error reads %q (a PortInUseError: %v), want %q", err, errors.As(err, &pe), want)
 	}

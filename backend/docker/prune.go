@@ -15,6 +15,8 @@ import (
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/api/types/volume"
+
+	"github.com/airlock-dev/airlock/backend"
 )
 
 // airlock prune (docs/prune.md) on the Engine side: what this daemon made that no
@@ -25,43 +27,6 @@ import (
 // alone. Stopped sandboxes are the control daemon's business (it keeps their
 // records and events), not this file's.
 
-// Types of object prune removes.
-const (
-	PruneImage   = "image"
-	PruneVolume  = "volume"
-	PruneSandbox = "sandbox"
-)
-
-// PruneObject is an Engine object prune removes (or would remove).
-type PruneObject struct {
-	Type string // PruneImage or PruneVolume
-	// Name is the image's airlock-build tag (its tags joined by ", " when it has
-	// several) or the volume's name.
-	Name string
-	// ID is the image's ID; empty for a volume.
-	ID string
-	// Project is the project dir an image was built for.
-	Project string
-	// Size is the space the object holds alone, in bytes: an image's layers no
-	// other image shares, a volume's data (0 when the Engine does not say).
-	Size int64
-
-	tags []string // an image's airlock-build tags
-}
-
-// PruneOptions says what prune keeps besides what containers use.
-type PruneOptions struct {
-	// All removes every built image no container uses; without it the newest
-	// image of each project stays.
-	All bool
-	// Leaving are the IDs of sandboxes the same prune removes: their containers
-	// do not count as users (for a dry run, which removes nothing).
-	Leaving map[string]bool
-	// Busy are project dirs with a sandbox being created: their images stay (the
-	// container that will use one may not exist yet).
-	Busy map[string]bool
-}
-
 // supervisorLabels are the labels of a supervisor volume (and its -ok companion).
 func (rt *Runtime) supervisorLabels(key string) map[string]string {
 	return rt.ownLabel(map[string]string{labelSupervisorKey: key})
@@ -69,26 +34,17 @@ func (rt *Runtime) supervisorLabels(key string) map[string]string {
 
 // buildLabels are the labels of an image built from [sandbox.build].
 func (rt *Runtime) buildLabels(projectDir string) map[string]string {
-	return rt.ownLabel(map[string]string{LabelProject: projectDir})
-}
-
-// DiskUsage is what the Engine's df API says about space, for sizing what prune
-// removes. A nil *DiskUsage (the Engine did not answer) knows nothing.
-type DiskUsage struct {
-	LayersSize int64
-	images     map[string]int64 // image ID -> size not shared with another image
-	volumes    map[string]int64 // volume name -> size of its data
-	sandboxes  map[string]int64 // sandbox ID -> its containers' writable layers
+	return rt.ownLabel(map[string]string{backend.LabelProject: projectDir})
 }
 
 // DiskUsage asks the Engine for its df figures; nil when it cannot.
-func (rt *Runtime) DiskUsage(ctx context.Context) *DiskUsage {
+func (rt *Runtime) DiskUsage(ctx context.Context) *backend.DiskUsage {
 	du, err := rt.Engine.DiskUsage(ctx, types.DiskUsageOptions{Types: []types.DiskUsageObject{
 		types.ContainerObject, types.ImageObject, types.VolumeObject}})
 	if err != nil {
 		return nil
 	}
-	out := &DiskUsage{LayersSize: du.LayersSize, images: map[string]int64{}, volumes: map[string]int64{}, sandboxes: map[string]int64{}}
+	out := &backend.DiskUsage{LayersSize: du.LayersSize, Images: map[string]int64{}, Volumes: map[string]int64{}, Sandboxes: map[string]int64{}}
 	for _, im := range du.Images {
 		if im == nil {
 			continue
@@ -97,27 +53,19 @@ func (rt *Runtime) DiskUsage(ctx context.Context) *DiskUsage {
 		if im.SharedSize > 0 && im.SharedSize <= size {
 			size -= im.SharedSize
 		}
-		out.images[im.ID] = size
+		out.Images[im.ID] = size
 	}
 	for _, v := range du.Volumes {
 		if v != nil && v.UsageData != nil && v.UsageData.Size > 0 {
-			out.volumes[v.Name] = v.UsageData.Size
+			out.Volumes[v.Name] = v.UsageData.Size
 		}
 	}
 	for _, c := range du.Containers {
-		if c != nil && c.Labels[LabelSandbox] != "" && c.SizeRw > 0 {
-			out.sandboxes[c.Labels[LabelSandbox]] += c.SizeRw
+		if c != nil && c.Labels[backend.LabelSandbox] != "" && c.SizeRw > 0 {
+			out.Sandboxes[c.Labels[backend.LabelSandbox]] += c.SizeRw
 		}
 	}
 	return out
-}
-
-// SandboxSize is the space of a sandbox's containers' writable layers (0 when unknown).
-func (du *DiskUsage) SandboxSize(id string) int64 {
-	if du == nil {
-		return 0
-	}
-	return du.sandboxes[id]
 }
 
 // PruneCandidates lists this daemon's built images and supervisor volumes that
@@ -125,7 +73,7 @@ func (du *DiskUsage) SandboxSize(id string) int64 {
 // o.All), and the supervisor volumes of other builds than this runtime's. du
 // sizes them (nil: images by their whole size, volumes 0). Without an owner key
 // nothing can be told to be this daemon's: the list is empty.
-func (rt *Runtime) PruneCandidates(ctx context.Context, o PruneOptions, du *DiskUsage) ([]PruneObject, error) {
+func (rt *Runtime) PruneCandidates(ctx context.Context, o backend.PruneOptions, du *backend.DiskUsage) ([]backend.PruneObject, error) {
 	if rt.Owner == "" {
 		return nil, nil
 	}
@@ -153,7 +101,7 @@ func (rt *Runtime) inUse(ctx context.Context, leaving map[string]bool) (map[stri
 	}
 	images, volumes := map[string]bool{}, map[string]bool{}
 	for _, c := range list {
-		if id := c.Labels[LabelSandbox]; id != "" && leaving[id] && rt.owns(c.Labels) {
+		if id := c.Labels[backend.LabelSandbox]; id != "" && leaving[id] && rt.owns(c.Labels) {
 			continue
 		}
 		images[c.ImageID] = true
@@ -166,20 +114,20 @@ func (rt *Runtime) inUse(ctx context.Context, leaving map[string]bool) (map[stri
 	return images, volumes, nil
 }
 
-func (rt *Runtime) pruneImages(ctx context.Context, o PruneOptions, du *DiskUsage, used map[string]bool) ([]PruneObject, error) {
-	list, err := rt.Engine.ImageList(ctx, image.ListOptions{Filters: filters.NewArgs(filters.Arg("label", LabelOwner+"="+rt.Owner))})
+func (rt *Runtime) pruneImages(ctx context.Context, o backend.PruneOptions, du *backend.DiskUsage, used map[string]bool) ([]backend.PruneObject, error) {
+	list, err := rt.Engine.ImageList(ctx, image.ListOptions{Filters: filters.NewArgs(filters.Arg("label", backend.LabelOwner+"="+rt.Owner))})
 	if err != nil {
 		return nil, failed("cannot list images: %v", err)
 	}
 	byProject := map[string][]image.Summary{}
 	for _, im := range list {
-		p := im.Labels[LabelProject]
-		if p == "" || im.Labels[LabelOwner] != rt.Owner || len(buildTags(im.RepoTags)) == 0 {
+		p := im.Labels[backend.LabelProject]
+		if p == "" || im.Labels[backend.LabelOwner] != rt.Owner || len(buildTags(im.RepoTags)) == 0 {
 			continue
 		}
 		byProject[p] = append(byProject[p], im)
 	}
-	var out []PruneObject
+	var out []backend.PruneObject
 	for _, p := range slices.Sorted(maps.Keys(byProject)) {
 		ims := byProject[p]
 		// Newest first, to the nanosecond (the list has seconds); the ID
@@ -208,14 +156,14 @@ func (rt *Runtime) pruneImages(ctx context.Context, o PruneOptions, du *DiskUsag
 			tags := buildTags(im.RepoTags)
 			size := im.Size
 			if du != nil {
-				if s, ok := du.images[im.ID]; ok {
+				if s, ok := du.Images[im.ID]; ok {
 					size = s
 				}
 			}
 			if len(tags) < len(im.RepoTags) {
 				size = 0 // tagged by someone else too: only untagged
 			}
-			out = append(out, PruneObject{Type: PruneImage, Name: strings.Join(tags, ", "), ID: im.ID, Project: p, Size: size, tags: tags})
+			out = append(out, backend.PruneObject{Type: backend.PruneImage, Name: strings.Join(tags, ", "), ID: im.ID, Project: p, Size: size, Tags: tags})
 		}
 	}
 	return out, nil
@@ -235,20 +183,20 @@ func buildTags(tags []string) []string {
 	return out
 }
 
-func (rt *Runtime) pruneVolumes(ctx context.Context, du *DiskUsage, used map[string]bool) ([]PruneObject, error) {
+func (rt *Runtime) pruneVolumes(ctx context.Context, du *backend.DiskUsage, used map[string]bool) ([]backend.PruneObject, error) {
 	current, err := rt.supervisorKey()
 	if err != nil {
 		// Which volume this build uses is unknown: none is removed.
 		return nil, nil
 	}
 	resp, err := rt.Engine.VolumeList(ctx, volume.ListOptions{Filters: filters.NewArgs(
-		filters.Arg("label", labelSupervisorKey), filters.Arg("label", LabelOwner+"="+rt.Owner))})
+		filters.Arg("label", labelSupervisorKey), filters.Arg("label", backend.LabelOwner+"="+rt.Owner))})
 	if err != nil {
 		return nil, failed("cannot list volumes: %v", err)
 	}
-	var out []PruneObject
+	var out []backend.PruneObject
 	for _, v := range resp.Volumes {
-		if v == nil || v.Labels[LabelOwner] != rt.Owner {
+		if v == nil || v.Labels[backend.LabelOwner] != rt.Owner {
 			continue
 		}
 		key := v.Labels[labelSupervisorKey]
@@ -266,9 +214,9 @@ func (rt *Runtime) pruneVolumes(ctx context.Context, du *DiskUsage, used map[str
 		}
 		var size int64
 		if du != nil {
-			size = du.volumes[v.Name]
+			size = du.Volumes[v.Name]
 		}
-		out = append(out, PruneObject{Type: PruneVolume, Name: v.Name, Size: size})
+		out = append(out, backend.PruneObject{Type: backend.PruneVolume, Name: v.Name, Size: size})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil
@@ -283,9 +231,9 @@ func (rt *Runtime) volumeExists(ctx context.Context, name string) bool {
 // freed its space: an image only untagged (another tag or a child image keeps it)
 // did not. Nothing in use is forced out: the Engine refuses an image or volume a
 // container uses (made since it was listed), and so does this.
-func (rt *Runtime) PruneRemove(ctx context.Context, o PruneObject) (freed bool, err error) {
+func (rt *Runtime) PruneRemove(ctx context.Context, o backend.PruneObject) (freed bool, err error) {
 	switch o.Type {
-	case PruneImage:
+	case backend.PruneImage:
 		var parent string // the classic builder's last step before the image
 		if o.ID != "" {
 			if in, err := rt.Engine.ImageInspect(ctx, o.ID); err == nil {
@@ -297,7 +245,7 @@ func (rt *Runtime) PruneRemove(ctx context.Context, o PruneObject) (freed bool, 
 				rt.removeBuildSteps(ctx, parent)
 			}
 		}()
-		for _, tag := range o.tags {
+		for _, tag := range o.Tags {
 			resp, err := rt.Engine.ImageRemove(ctx, tag, image.RemoveOptions{PruneChildren: true})
 			if err != nil && !cerrdefs.IsNotFound(err) {
 				return freed, fmt.Errorf("cannot remove image %s: %w", tag, err)
@@ -309,7 +257,7 @@ func (rt *Runtime) PruneRemove(ctx context.Context, o PruneObject) (freed bool, 
 			}
 		}
 		return freed, nil
-	case PruneVolume:
+	case backend.PruneVolume:
 		// The volume before its -ok companion: one a container mounts now stays
 		// whole (the Engine refuses), and a volume without its companion is
 		// filled again before use.

@@ -18,6 +18,7 @@ import (
 	"github.com/docker/docker/api/types/volume"
 	"github.com/docker/docker/client"
 
+	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/internal/ids"
 	"github.com/airlock-dev/airlock/test/testenv"
 )
@@ -73,7 +74,7 @@ func TestPruneCandidates(t *testing.T) {
 	mkVolume("airlock-supervisor-"+current, current)
 	mkVolume("airlock-supervisor-"+current+"-ok", current)
 
-	list, err := rt.PruneCandidates(ctx, PruneOptions{}, rt.DiskUsage(ctx))
+	list, err := rt.PruneCandidates(ctx, backend.PruneOptions{}, rt.DiskUsage(ctx))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,14 +107,14 @@ func TestPruneCandidates(t *testing.T) {
 		t.Errorf("the running build's volume is gone: %v", err)
 	}
 
-	if list, err := rt.PruneCandidates(ctx, PruneOptions{All: true, Busy: map[string]bool{project: true}}, nil); err != nil || len(list) != 0 {
+	if list, err := rt.PruneCandidates(ctx, backend.PruneOptions{All: true, Busy: map[string]bool{project: true}}, nil); err != nil || len(list) != 0 {
 		t.Errorf("a project with a sandbox being created: candidates %+v, %v; want none", list, err)
 	}
-	if list, err := rt.PruneCandidates(ctx, PruneOptions{All: true}, nil); err != nil || len(list) != 1 || list[0].ID != newer {
+	if list, err := rt.PruneCandidates(ctx, backend.PruneOptions{All: true}, nil); err != nil || len(list) != 1 || list[0].ID != newer {
 		t.Errorf("--all: candidates %+v, %v; want the newest build", list, err)
 	}
 	anon := &Runtime{Engine: cli, Binary: bin, BuildID: "prune-test"}
-	if list, err := anon.PruneCandidates(ctx, PruneOptions{All: true}, nil); err != nil || len(list) != 0 {
+	if list, err := anon.PruneCandidates(ctx, backend.PruneOptions{All: true}, nil); err != nil || len(list) != 0 {
 		t.Errorf("without an owner key: candidates %+v, %v; want none", list, err)
 	}
 }
@@ -150,11 +151,11 @@ func TestPruneRemoveBuildSteps(t *testing.T) {
 	tag := BuildRepo + "/prune-steps-" + owner[:8] + ":1"
 	id := build(tag, "FROM "+base+"\nCOPY marker /marker\n", rt.buildLabels(project))
 
-	freed, err := rt.PruneRemove(ctx, PruneObject{Type: PruneImage, Name: tag, ID: id, Project: project, tags: []string{tag}})
+	freed, err := rt.PruneRemove(ctx, backend.PruneObject{Type: backend.PruneImage, Name: tag, ID: id, Project: project, Tags: []string{tag}})
 	if err != nil || !freed {
 		t.Fatalf("PruneRemove: freed %v, %v; want the image removed", freed, err)
 	}
-	left, err := cli.ImageList(ctx, image.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", LabelOwner+"="+owner))})
+	left, err := cli.ImageList(ctx, image.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", backend.LabelOwner+"="+owner))})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/docker/docker/api/types/mount"
 	"github.com/docker/docker/client"
 
+	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/test/testenv"
 )
 
@@ -91,7 +92,7 @@ func TestRemoveSparesBoundFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := fmt.Sprintf("removal-%d", os.Getpid())
-	c, err := cli.ContainerCreate(ctx, &container.Config{Image: img, Cmd: []string{"sleep", "300"}, Labels: map[string]string{LabelSandbox: id}},
+	c, err := cli.ContainerCreate(ctx, &container.Config{Image: img, Cmd: []string{"sleep", "300"}, Labels: map[string]string{backend.LabelSandbox: id}},
 		&container.HostConfig{Mounts: []mount.Mount{{Type: mount.TypeBind, Source: dir, Target: "/work"}}}, nil, nil, "")
 	if err != nil {
 		t.Fatal(err)
@@ -127,7 +128,7 @@ func TestRemoveSparesBoundFiles(t *testing.T) {
 		return waiting || eng.removing || len(eng.overlaps) > 0
 	})
 	// An archive call asked now does not reach the Engine.
-	if _, err := rt.statPath(ctx, c.ID, "/work"); !errors.Is(err, ErrNotFound) {
+	if _, err := rt.statPath(ctx, c.ID, "/work"); !errors.Is(err, backend.ErrNotFound) {
 		t.Errorf("a stat during the removal: %v, want an error wrapping ErrNotFound", err)
 	}
 	close(eng.release)

@@ -1,94 +1,68 @@
-// Package sandbox runs sandboxes on the Docker Engine API: a dedicated network, the
+// Package docker runs sandboxes on the Docker Engine API: a dedicated network, the
 // primary container with the supervisor injected as PID 1, and service containers,
-// all labelled so that they can be listed and removed together.
+// all labelled so that they can be listed and removed together. Its Runtime is a
+// backend.Backend; the types it speaks are package backend's.
 package docker
 
 import (
 	"context"
 	"fmt"
 	"io"
+	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/docker/docker/api/types"
 	"github.com/docker/docker/client"
 
+	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/engine"
 	"github.com/airlock-dev/airlock/engine/dial"
+	"github.com/airlock-dev/airlock/manifest"
 	"github.com/airlock-dev/airlock/paths"
-)
-
-// Labels on every object of a sandbox (design.md §7).
-const (
-	LabelSandbox  = "dev.airlock.sandbox"
-	LabelProject  = "dev.airlock.project"
-	LabelPlanHash = "dev.airlock.plan-hash"
-	// LabelRole is primary, service or helper.
-	LabelRole = "dev.airlock.role"
-	// LabelService names a service container's service.
-	LabelService = "dev.airlock.service"
-	// LabelKind is run or up.
-	LabelKind = "dev.airlock.kind"
-	// LabelDaemons counts the enabled daemons of the primary.
-	LabelDaemons = "dev.airlock.daemons"
-	// LabelCLIPid and LabelCLIStart identify the CLI process that owns a run sandbox.
-	LabelCLIPid   = "dev.airlock.cli-pid"
-	LabelCLIStart = "dev.airlock.cli-start"
-	// LabelOwner carries the instance key of the control daemon that made the
-	// object: a daemon touches only its own (and, for a sandbox in its store,
-	// objects made before owners were recorded).
-	LabelOwner = "dev.airlock.owner"
-	// LabelStopTimeout is how long stop waits before SIGKILL, in seconds.
-	LabelStopTimeout = "dev.airlock.stop-timeout"
-	// LabelUser, on a primary that runs as root so that its supervisor can
-	// start daemons as other users, is the sandbox user (main, exec, shell,
-	// and the owner of what the files API writes).
-	LabelUser = "dev.airlock.user"
-)
-
-// Kinds of sandbox.
-const (
-	KindRun = "run"
-	KindUp  = "up"
-)
-
-// Paths inside the primary container. Nothing of airlock's host state is mounted
-// into a sandbox (design.md §7): the spec is uploaded through the Engine API, the
-// status stream and daemon logs live in the container's own filesystem (the
-// state dir, whose layout supervisor/layout.go gives: supervisor.StateDir,
-// StatusFile, DaemonLogFile) and are read through the API, and secret values
-// are delivered to a socket on a tmpfs.
-const (
-	AirlockIn    = "/airlock"
-	BinMount     = AirlockIn + "/bin"       // the injected supervisor volume (read-only)
-	SupervisorIn = BinMount + "/airlock"    // its path
-	SpecIn       = AirlockIn + "/spec.json" // the supervisor spec (uploaded, holds no secret)
-	RunMount     = AirlockIn + "/run"       // a tmpfs: secrets socket and exec environment
-	ExecEnvIn    = RunMount + "/env.json"
-	// SecretsSocketIn is where PID 1 (or a service's wrapper) waits for its values.
-	SecretsSocketIn = RunMount + "/secrets.sock"
-	// StatusReadIn is where the daemon's follower reports how much of the status
-	// stream it read; the supervisor waits for it at exit.
-	StatusReadIn = RunMount + "/status.read"
 )
 
 // ErrEngineUnreachable is returned when no Docker Engine answers.
 var ErrEngineUnreachable = engine.ErrUnreachable
 
-// Error is a failure with the exit code the CLI should end with (design.md §9).
-type Error struct {
-	Code int // 2 config, 125 airlock or the sandbox failed
-	Err  error
-}
-
-func (e *Error) Error() string { return e.Err.Error() }
-func (e *Error) Unwrap() error { return e.Err }
-
 func failed(format string, args ...any) error {
-	return &Error{Code: 125, Err: fmt.Errorf(format, args...)}
+	return &backend.Error{Code: 125, Err: fmt.Errorf(format, args...)}
 }
 
 func configErr(format string, args ...any) error {
-	return &Error{Code: 2, Err: fmt.Errorf(format, args...)}
+	return &backend.Error{Code: 2, Err: fmt.Errorf(format, args...)}
+}
+
+// sandboxState is the Docker backend's own state of a sandbox (its
+// backend.Sandbox's Own).
+type sandboxState struct {
+	manifest         *manifest.Resolved
+	supervisorVolume string
+	fresh            bool // created by this runtime and never started: its status stream is empty
+	envSecrets       map[string]string
+	shard            string // the shard of the Engine's shared airlock network it is on, when not on one of its own
+	egressID         string // the egress proxy container, when the sandbox has egress rules
+	egressDNS        string // the proxy's address on the sandbox network, its containers' DNS server
+	parked           bool   // made for a warm pool: its values come with its claim (Claim), not at Start
+	hold             bool   // its supervisor holds until Start released it (LabelHold)
+
+	// A parked sandbox's claim goes to its supervisor's stdin through the
+	// attach to its main command (Attach keeps it), whose stdin, when the
+	// client forwards one, follows the claim (Claim).
+	claimMu    sync.Mutex
+	claimConn  *types.HijackedResponse
+	claimStdin io.Reader
+}
+
+// ownState is sb's state; a handle made without the runtime (backend.Handle, a
+// test's) gets an empty one.
+func ownState(sb *backend.Sandbox) *sandboxState {
+	if st, ok := sb.Own.(*sandboxState); ok {
+		return st
+	}
+	st := &sandboxState{}
+	sb.Own = st
+	return st
 }
 
 // Runtime creates and drives sandboxes.
@@ -154,11 +128,11 @@ func NewRuntime(ep engine.Endpoint, cli client.APIClient, p *paths.Paths) *Runti
 func Connect(ctx context.Context, getenv func(string) (string, bool)) (*client.Client, engine.Endpoint, error) {
 	ep, err := engine.Resolve(getenv)
 	if err != nil {
-		return nil, ep, &Error{Code: 125, Err: fmt.Errorf("cannot choose the Docker Engine: %w", err)}
+		return nil, ep, &backend.Error{Code: 125, Err: fmt.Errorf("cannot choose the Docker Engine: %w", err)}
 	}
 	cli, err := dial.Connect(ctx, ep)
 	if err != nil {
-		return nil, ep, &Error{Code: 125, Err: err}
+		return nil, ep, &backend.Error{Code: 125, Err: err}
 	}
 	return cli, ep, nil
 }

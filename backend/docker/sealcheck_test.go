@@ -8,6 +8,7 @@ import (
 
 	"github.com/docker/docker/api/types/container"
 
+	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/test/testenv"
 )
 
@@ -23,7 +24,7 @@ func TestOnlyInitRuns(t *testing.T) {
 	img := testenv.BusyboxImage(t)
 	rt := &Runtime{Engine: cli}
 	start := func() string {
-		c, err := cli.ContainerCreate(ctx, &container.Config{Image: img, Cmd: []string{"sleep", "300"}, Labels: map[string]string{LabelSandbox: "sealcheck"}}, &container.HostConfig{}, nil, nil, "")
+		c, err := cli.ContainerCreate(ctx, &container.Config{Image: img, Cmd: []string{"sleep", "300"}, Labels: map[string]string{backend.LabelSandbox: "sealcheck"}}, &container.HostConfig{}, nil, nil, "")
 		if err != nil {
 			t.Fatal(err)
 		}

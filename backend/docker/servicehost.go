@@ -17,6 +17,7 @@ import (
 	"github.com/docker/docker/api/types/volume"
 	"github.com/docker/go-units"
 
+	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/manifest"
 	"github.com/airlock-dev/airlock/supervisor"
 )
@@ -109,7 +110,7 @@ func serviceHost(name string, s manifest.Service, vals manifest.ServiceValues, s
 
 // ensureServiceVolumes makes the named volumes the services of a sandbox use,
 // labelled with the sandbox so that Remove takes them away with it.
-func (rt *Runtime) ensureServiceVolumes(ctx context.Context, sb *Sandbox, r *manifest.Resolved, labels map[string]string) error {
+func (rt *Runtime) ensureServiceVolumes(ctx context.Context, sb *backend.Sandbox, r *manifest.Resolved, labels map[string]string) error {
 	made := map[string]bool{}
 	for _, name := range slices.Sorted(maps.Keys(r.Services)) {
 		for _, v := range r.Parsed.Services[name].Volumes {
@@ -117,7 +118,7 @@ func (rt *Runtime) ensureServiceVolumes(ctx context.Context, sb *Sandbox, r *man
 				continue
 			}
 			made[v.Source] = true
-			vl := copyLabels(labels, LabelRole, "volume")
+			vl := copyLabels(labels, backend.LabelRole, "volume")
 			if _, err := rt.Engine.VolumeCreate(ctx, volume.CreateOptions{Name: serviceVolumeName(sb.ID, v.Source), Labels: vl}); err != nil {
 				return failed("cannot create volume %s of service %s: %v", v.Source, name, err)
 			}
@@ -129,7 +130,7 @@ func (rt *Runtime) ensureServiceVolumes(ctx context.Context, sb *Sandbox, r *man
 // RemoveVolumes removes the named volumes made for a sandbox's services; the
 // containers that use them must be gone.
 func (rt *Runtime) RemoveVolumes(ctx context.Context, id string) error {
-	resp, err := rt.Engine.VolumeList(ctx, volume.ListOptions{Filters: filters.NewArgs(filters.Arg("label", LabelSandbox+"="+id))})
+	resp, err := rt.Engine.VolumeList(ctx, volume.ListOptions{Filters: filters.NewArgs(filters.Arg("label", backend.LabelSandbox+"="+id))})
 	if err != nil {
 		return err
 	}
@@ -176,9 +177,9 @@ func sharedAliases(r *manifest.Resolved) []string {
 // holdSeconds bounds a held supervisor's wait for its release: the services'
 // ready_timeout and a margin for their starts.
 func holdSeconds(r *manifest.Resolved) int {
-	d, err := ReadyTimeout(r)
+	d, err := backend.ReadyTimeout(r)
 	if err != nil {
-		d = defaultReadyTimeout
+		d = backend.DefaultReadyTimeout
 	}
 	return int(d/time.Second) + 60
 }

@@ -8,10 +8,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/docker/docker/api/types/mount"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/docker/docker/api/types/mount"
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
@@ -19,6 +20,7 @@ import (
 	"github.com/docker/docker/api/types/versions"
 	"github.com/docker/docker/pkg/stdcopy"
 
+	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/manifest"
 )
 
@@ -32,9 +34,6 @@ const (
 	servicePollInterval = 50 * time.Millisecond
 	// serviceLogLines is how many of its last log lines a failed service shows.
 	serviceLogLines = 20
-	// defaultReadyTimeout applies when sandbox.ready_timeout is empty (the manifest
-	// defaults it to 60s, so only a hand-made Resolved lacks it).
-	defaultReadyTimeout = 60 * time.Second
 )
 
 // serviceName is the Docker name of a service container.
@@ -43,7 +42,7 @@ func serviceName(sandboxID, service string) string {
 }
 
 // createServices creates one container per service on the sandbox network.
-func (rt *Runtime) createServices(ctx context.Context, sb *Sandbox, r *manifest.Resolved, labels map[string]string, binds serviceBinds) error {
+func (rt *Runtime) createServices(ctx context.Context, sb *backend.Sandbox, r *manifest.Resolved, labels map[string]string, binds serviceBinds) error {
 	if len(r.Services) == 0 {
 		return nil
 	}
@@ -57,14 +56,14 @@ func (rt *Runtime) createServices(ctx context.Context, sb *Sandbox, r *manifest.
 	startInterval := !versions.LessThan(rt.Engine.ClientVersion(), "1.44")
 	for _, name := range slices.Sorted(maps.Keys(r.Services)) {
 		// A resolved manifest holds enabled entries only.
-		secretEnv := serviceSecretEnv(name, r)
-		cfg, err := serviceConfig(name, r.Services[name], copyLabels(labels, LabelRole, "service", LabelService, name), secretEnv, startInterval)
+		secretEnv := backend.ServiceSecretEnv(name, r)
+		cfg, err := serviceConfig(name, r.Services[name], copyLabels(labels, backend.LabelRole, "service", backend.LabelService, name), secretEnv, startInterval)
 		if err != nil {
 			return err
 		}
 		// Behind egress rules a service goes out through the proxy too, unless
 		// its own env says otherwise.
-		pe := proxyEnv(r)
+		pe := backend.ProxyEnv(r)
 		for _, k := range slices.Sorted(maps.Keys(pe)) {
 			if _, own := r.Services[name].Env[k]; !own {
 				cfg.Env = append(cfg.Env, k+"="+pe[k])
@@ -154,32 +153,18 @@ func serviceConfig(name string, s manifest.Service, labels map[string]string, se
 	return cfg, nil
 }
 
-// ReadyTimeout is sandbox.ready_timeout of a manifest (60 s when empty): how
-// long daemons and required services may take to be ready, and on the
-// kubernetes backend the Pod to start.
-func ReadyTimeout(r *manifest.Resolved) (time.Duration, error) {
-	if r == nil || r.Sandbox.ReadyTimeout == "" {
-		return defaultReadyTimeout, nil
-	}
-	d, err := time.ParseDuration(r.Sandbox.ReadyTimeout)
-	if err != nil || d <= 0 {
-		return 0, configErr("sandbox.ready_timeout: invalid duration %q", r.Sandbox.ReadyTimeout)
-	}
-	return d, nil
-}
-
 // startServices starts the service containers and waits for the required ones.
-func (rt *Runtime) startServices(ctx context.Context, sb *Sandbox) error {
+func (rt *Runtime) startServices(ctx context.Context, sb *backend.Sandbox) error {
 	if len(sb.Services) == 0 {
 		return nil
 	}
-	timeout, err := ReadyTimeout(sb.manifest)
+	timeout, err := backend.ReadyTimeout(ownState(sb).manifest)
 	if err != nil {
 		return err
 	}
 	var declared map[string]manifest.Service
-	if sb.manifest != nil {
-		declared = sb.manifest.Services
+	if ownState(sb).manifest != nil {
+		declared = ownState(sb).manifest.Services
 	}
 	// A service the manifest no longer names (a sandbox opened with a newer
 	// manifest) is required, as services are by default.
@@ -198,8 +183,8 @@ func (rt *Runtime) startServices(ctx context.Context, sb *Sandbox) error {
 		}
 	}
 	timeoutText := timeout.String()
-	if sb.manifest != nil && sb.manifest.Sandbox.ReadyTimeout != "" {
-		timeoutText = sb.manifest.Sandbox.ReadyTimeout
+	if ownState(sb).manifest != nil && ownState(sb).manifest.Sandbox.ReadyTimeout != "" {
+		timeoutText = ownState(sb).manifest.Sandbox.ReadyTimeout
 	}
 	// A service has ready_timeout from the end of its start.
 	startedAt := map[string]time.Time{}
@@ -270,7 +255,7 @@ func (rt *Runtime) startServices(ctx context.Context, sb *Sandbox) error {
 			}
 		}
 		if len(startErrs) > 0 {
-			return &Error{Code: 125, Err: errors.Join(startErrs...)}
+			return &backend.Error{Code: 125, Err: errors.Join(startErrs...)}
 		}
 		if err := rt.waitServices(ctx, gate); err != nil {
 			return err
@@ -534,24 +519,12 @@ func firstLine(s string) string {
 	return s
 }
 
-// serviceSecretEnv maps a service's substituted env names to their key paths.
-func serviceSecretEnv(name string, r *manifest.Resolved) map[string]string {
-	out := map[string]string{}
-	for k := range r.Services[name].Env {
-		key := manifest.KeyPath("services", name, "env", k)
-		if r.Sources[key] != manifest.Literal {
-			out[k] = key
-		}
-	}
-	return out
-}
-
 // wrapService makes a service with substituted env values start through
 // `airlock supervise wrap`, from the injected supervisor volume: it waits for the
 // values on a socket on the service's tmpfs (deliverServiceSecrets hands them over
 // through the Engine API), sets them, and execs the image's entrypoint and command. The container config keeps only names
 // and key paths, so docker inspect never shows a value.
-func (rt *Runtime) wrapService(ctx context.Context, sb *Sandbox, name string, s manifest.Service, cfg *container.Config, host *container.HostConfig, secretEnv map[string]string) error {
+func (rt *Runtime) wrapService(ctx context.Context, sb *backend.Sandbox, name string, s manifest.Service, cfg *container.Config, host *container.HostConfig, secretEnv map[string]string) error {
 	img, err := rt.Engine.ImageInspect(ctx, s.Image)
 	if err != nil {
 		return failed("cannot inspect the image of service %s: %v", name, err)
@@ -572,28 +545,28 @@ func (rt *Runtime) wrapService(ctx context.Context, sb *Sandbox, name string, s 
 	if len(argv) == 0 {
 		return configErr("%s: the image %s has no entrypoint or command; set command", manifest.KeyPath("services", name), s.Image)
 	}
-	entry := []string{SupervisorIn, "supervise", "wrap", "--socket", SecretsSocketIn}
+	entry := []string{backend.SupervisorIn, "supervise", "wrap", "--socket", backend.SecretsSocketIn}
 	for _, k := range slices.Sorted(maps.Keys(secretEnv)) {
 		entry = append(entry, "--env", k+"="+secretEnv[k])
 	}
 	cfg.Entrypoint = append(append(entry, "--"), argv...)
 	cfg.Cmd = []string{}
-	host.Mounts = append(host.Mounts, mount.Mount{Type: mount.TypeVolume, Source: sb.supervisorVolume, Target: BinMount, ReadOnly: true})
+	host.Mounts = append(host.Mounts, mount.Mount{Type: mount.TypeVolume, Source: ownState(sb).supervisorVolume, Target: backend.BinMount, ReadOnly: true})
 	if host.Tmpfs == nil {
 		host.Tmpfs = map[string]string{}
 	}
-	host.Tmpfs[RunMount] = "mode=1777,size=1m"
+	host.Tmpfs[backend.RunMount] = "mode=1777,size=1m"
 	return nil
 }
 
 // deliverServiceSecrets hands a wrapped service its values once it runs (its
 // wrapper waits for them before the service's own command starts).
-func (rt *Runtime) deliverServiceSecrets(ctx context.Context, sb *Sandbox, name string) error {
-	r := sb.manifest
+func (rt *Runtime) deliverServiceSecrets(ctx context.Context, sb *backend.Sandbox, name string) error {
+	r := ownState(sb).manifest
 	if r == nil {
 		return nil
 	}
-	secretEnv := serviceSecretEnv(name, r)
+	secretEnv := backend.ServiceSecretEnv(name, r)
 	if len(secretEnv) == 0 {
 		return nil
 	}
@@ -601,7 +574,7 @@ func (rt *Runtime) deliverServiceSecrets(ctx context.Context, sb *Sandbox, name 
 	for k, key := range secretEnv {
 		values[key] = r.Services[name].Env[k]
 	}
-	if err := DeliverValues(ctx, rt, sb.Services[name], values); err != nil {
+	if err := backend.DeliverValues(ctx, rt, sb.Services[name], values); err != nil {
 		return fmt.Errorf("service %s: %w", name, err)
 	}
 	return nil

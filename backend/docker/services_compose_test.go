@@ -12,6 +12,8 @@ import (
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/volume"
 	"github.com/docker/go-units"
+
+	"github.com/airlock-dev/airlock/backend"
 )
 
 // TestServiceComposeKeys: a service written as compose files write them gets
@@ -106,7 +108,7 @@ healthcheck = { cmd = ["wget", "-qO", "/dev/null", "http://127.0.0.1:8080/"], in
 	if err := g.rt.Remove(ctx, sb.ID); err != nil {
 		t.Fatal(err)
 	}
-	vols, err := g.cli.VolumeList(ctx, volume.ListOptions{Filters: filters.NewArgs(filters.Arg("label", LabelSandbox+"="+sb.ID))})
+	vols, err := g.cli.VolumeList(ctx, volume.ListOptions{Filters: filters.NewArgs(filters.Arg("label", backend.LabelSandbox+"="+sb.ID))})
 	if err != nil || len(vols.Volumes) != 0 {
 		t.Errorf("volumes of the removed sandbox: %v %v", vols.Volumes, err)
 	}
@@ -153,7 +155,7 @@ depends_on = { migrate = "service_completed_successfully" }
 	}
 
 	r = g.manifest(t.TempDir(), "[sandbox]\nimage = \"{{busybox}}\"\n[services.db]\nimage = \"{{busybox}}\"\nvolumes = [\"./nowhere:/x\"]\n")
-	_, err = g.rt.Create(ctx, &Request{Manifest: r, Kind: KindRun, Command: []string{"true"}})
+	_, err = g.rt.Create(ctx, &backend.Request{Manifest: r, Kind: backend.KindRun, Command: []string{"true"}})
 	if err == nil || errCode(err) != 2 || !strings.Contains(err.Error(), "services.db.volumes: \"./nowhere:/x\": ") || !strings.Contains(err.Error(), "nowhere does not exist") {
 		t.Errorf("a missing bind source: %v (code %d), want a config error", err, errCode(err))
 	}
@@ -161,7 +163,7 @@ depends_on = { migrate = "service_completed_successfully" }
 
 // errCode is the exit code an error of the runtime carries (0 for none).
 func errCode(err error) int {
-	var e *Error
+	var e *backend.Error
 	if errors.As(err, &e) {
 		return e.Code
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/client"
 
+	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/internal/ids"
 	"github.com/airlock-dev/airlock/manifest"
 	"github.com/airlock-dev/airlock/paths"
@@ -99,9 +100,9 @@ func (g *testRig) manifest(dir, toml string) *manifest.Resolved {
 }
 
 // create makes a run sandbox and registers its removal and the leftover check.
-func (g *testRig) create(ctx context.Context, r *manifest.Resolved, cmd ...string) *Sandbox {
+func (g *testRig) create(ctx context.Context, r *manifest.Resolved, cmd ...string) *backend.Sandbox {
 	g.t.Helper()
-	sb, err := g.rt.Create(ctx, &Request{Manifest: r, Kind: KindRun, Command: cmd})
+	sb, err := g.rt.Create(ctx, &backend.Request{Manifest: r, Kind: backend.KindRun, Command: cmd})
 	if err != nil {
 		g.t.Fatalf("Create: %v", err)
 	}
@@ -117,12 +118,12 @@ func (g *testRig) cleanup(id string) {
 		if err := g.rt.Remove(ctx, id); err != nil {
 			g.t.Errorf("Remove: %v", err)
 		}
-		testenv.AssertNoLeftovers(g.t, g.cli, LabelSandbox, id)
+		testenv.AssertNoLeftovers(g.t, g.cli, backend.LabelSandbox, id)
 	})
 }
 
 // run starts a created sandbox and returns the main command's exit code and output.
-func (g *testRig) run(ctx context.Context, sb *Sandbox) (int, string, string) {
+func (g *testRig) run(ctx context.Context, sb *backend.Sandbox) (int, string, string) {
 	g.t.Helper()
 	m := g.attach(ctx, sb)
 	if err := g.rt.Start(ctx, sb); err != nil {
@@ -142,12 +143,12 @@ type mainCommand struct {
 
 // attach waits for the exit of a created sandbox's main command and attaches
 // to its output, before the test starts it.
-func (g *testRig) attach(ctx context.Context, sb *Sandbox) *mainCommand {
+func (g *testRig) attach(ctx context.Context, sb *backend.Sandbox) *mainCommand {
 	g.t.Helper()
 	m := &mainCommand{}
 	m.codes, m.errs = g.rt.WaitExit(ctx, sb)
 	var err error
-	if m.output, err = g.rt.Attach(ctx, sb, Streams{Stdout: &m.stdout, Stderr: &m.stderr}); err != nil {
+	if m.output, err = g.rt.Attach(ctx, sb, backend.Streams{Stdout: &m.stdout, Stderr: &m.stderr}); err != nil {
 		g.t.Fatalf("Attach: %v", err)
 	}
 	return m
@@ -222,7 +223,7 @@ healthcheck = { cmd = ["wget", "-qO", "/dev/null", "http://127.0.0.1/"], interva
 	if want := "/airlock-" + sb.ID + "-web"; ci.Name != want {
 		t.Errorf("service container name = %q, want %q", ci.Name, want)
 	}
-	for k, want := range map[string]string{LabelSandbox: sb.ID, LabelRole: "service", LabelService: "web", LabelProject: r.ProjectDir} {
+	for k, want := range map[string]string{backend.LabelSandbox: sb.ID, backend.LabelRole: "service", backend.LabelService: "web", backend.LabelProject: r.ProjectDir} {
 		if got := ci.Config.Labels[k]; got != want {
 			t.Errorf("label %s = %q, want %q", k, got, want)
 		}
@@ -322,7 +323,7 @@ command = `+webCommand+`
 			err := g.rt.Start(ctx, sb)
 			elapsed := time.Since(start)
 			t.Logf("Start after %v: %v", elapsed.Round(time.Millisecond), err)
-			var e *Error
+			var e *backend.Error
 			if !errors.As(err, &e) || e.Code != 125 {
 				t.Fatalf("Start = %v, want an *Error with code 125", err)
 			}
@@ -455,9 +456,9 @@ network = "none"
 image = "{{busybox}}"
 `)
 	id := "svc-none-" + ids.New()[:8]
-	_, err := g.rt.Create(ctx, &Request{ID: id, Manifest: r, Kind: KindRun, Command: []string{"true"}})
-	testenv.AssertNoLeftovers(t, g.cli, LabelSandbox, id)
-	var e *Error
+	_, err := g.rt.Create(ctx, &backend.Request{ID: id, Manifest: r, Kind: backend.KindRun, Command: []string{"true"}})
+	testenv.AssertNoLeftovers(t, g.cli, backend.LabelSandbox, id)
+	var e *backend.Error
 	if !errors.As(err, &e) || e.Code != 2 || !strings.Contains(err.Error(), "bridge") {
 		t.Fatalf("Create = %v, want a config error about the bridge network", err)
 	}

@@ -3,12 +3,14 @@ package docker
 import (
 	"context"
 	"strings"
+
+	"github.com/airlock-dev/airlock/backend"
 )
 
 // Shell returns the shell for `up`: sandbox.shell, else the image's SHELL, else /bin/sh.
-func (rt *Runtime) Shell(ctx context.Context, sb *Sandbox) []string {
-	if sb.manifest != nil && len(sb.manifest.Sandbox.Shell) > 0 {
-		return sb.manifest.Sandbox.Shell
+func (rt *Runtime) Shell(ctx context.Context, sb *backend.Sandbox) []string {
+	if ownState(sb).manifest != nil && len(ownState(sb).manifest.Sandbox.Shell) > 0 {
+		return ownState(sb).manifest.Sandbox.Shell
 	}
 	ci, err := rt.Engine.ContainerInspect(ctx, sb.PrimaryID)
 	if err == nil && ci.Config != nil {

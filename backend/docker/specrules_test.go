@@ -8,6 +8,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 
+	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/manifest"
 	"github.com/airlock-dev/airlock/manifest/specrules"
 	"github.com/airlock-dev/airlock/supervisor"
@@ -205,7 +206,7 @@ func TestSpecRulesAgree(t *testing.T) {
 			// Validation, as the control daemon runs it.
 			restoredErr := manifest.Restore(m, "sandbox.toml", "/proj", nil, nil).Validate()
 			// The supervisor, on the spec a sandbox made from it would get.
-			spec := buildSpec(&Request{Command: []string{"sh"}}, &manifest.Resolved{Manifest: m, ProjectDir: "/proj"}, &hostPlan{})
+			spec := backend.BuildSpec(&backend.Request{Command: []string{"sh"}}, &manifest.Resolved{Manifest: m, ProjectDir: "/proj"})
 			data, err := json.Marshal(spec)
 			if err != nil {
 				t.Fatal(err)
@@ -255,7 +256,7 @@ func TestSpecRulesEmptyMeansDefault(t *testing.T) {
 		if err := manifest.Restore(m, "sandbox.toml", "/proj", nil, nil).Validate(); err == nil || !strings.Contains(err.Error(), row.want) {
 			t.Errorf("%s: validation: %v, want %q", name, err, row.want)
 		}
-		data, err := json.Marshal(buildSpec(&Request{Command: []string{"sh"}}, &manifest.Resolved{Manifest: m, ProjectDir: "/proj"}, &hostPlan{}))
+		data, err := json.Marshal(backend.BuildSpec(&backend.Request{Command: []string{"sh"}}, &manifest.Resolved{Manifest: m, ProjectDir: "/proj"}))
 		if err != nil {
 			t.Fatal(err)
 		}

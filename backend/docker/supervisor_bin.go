@@ -15,6 +15,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/airlock-dev/airlock/backend"
 )
 
 // The supervisor injected into a sandbox is a static Linux airlock binary for the
@@ -105,7 +107,7 @@ func (rt *Runtime) supervisor(ctx context.Context) (*Supervisor, string, error) 
 		sup, err = SupervisorFile(rt.Binary, arch, rt.BuildID, false)
 	}
 	if err != nil {
-		var se *Error
+		var se *backend.Error
 		if errors.As(err, &se) {
 			return nil, "", err
 		}

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/airlock-dev/airlock/backend"
 )
 
 func TestGoArch(t *testing.T) {
@@ -221,7 +223,7 @@ func TestSupervisorVolumeForEngineArch(t *testing.T) {
 		return nil, errors.New("this airlock build has no linux/" + a + " supervisor")
 	}
 	_, err = g.rt.supervisorVolume(ctx, g.busybox)
-	var se *Error
+	var se *backend.Error
 	if !errors.As(err, &se) || se.Code != 125 || !strings.Contains(err.Error(), "no linux/"+arch+" supervisor") {
 		t.Errorf("without a supervisor: %v, want a runtime error (125) that says so", err)
 	}

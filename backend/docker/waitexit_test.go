@@ -9,6 +9,8 @@ import (
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/events"
 	"github.com/docker/docker/client"
+
+	"github.com/airlock-dev/airlock/backend"
 )
 
 // slowWaitEngine is an Engine whose wait answers only when told to (Engine 20.10
@@ -65,7 +67,7 @@ func subscribed(t *testing.T, eng *slowWaitEngine) events.ListOptions {
 func TestWaitExitTakesTheDieEventBeforeTheWait(t *testing.T) {
 	eng := newSlowWaitEngine()
 	rt := &Runtime{Engine: eng}
-	codes, errs := rt.WaitExit(t.Context(), Handle("sb", "c123", false))
+	codes, errs := rt.WaitExit(t.Context(), backend.Handle("sb", "c123", false))
 	f := subscribed(t, eng).Filters
 	if !f.ExactMatch("container", "c123") || !f.ExactMatch("event", "die") || !f.ExactMatch("type", "container") {
 		t.Fatalf("events subscribed with filters %v, want this container's die events", f)
@@ -79,7 +81,7 @@ func TestWaitExitTakesTheDieEventBeforeTheWait(t *testing.T) {
 func TestWaitExitFallsBackToTheWait(t *testing.T) {
 	eng := newSlowWaitEngine()
 	rt := &Runtime{Engine: eng}
-	codes, errs := rt.WaitExit(t.Context(), Handle("sb", "c123", false))
+	codes, errs := rt.WaitExit(t.Context(), backend.Handle("sb", "c123", false))
 	subscribed(t, eng)
 	eng.evErrs <- errors.New("event stream broke")
 	close(eng.events) // a closed stream is ignored, not read as a code

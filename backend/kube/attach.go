@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/tools/remotecommand"
 	"k8s.io/client-go/transport/spdy"
 
+	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/backend/docker"
 	"github.com/airlock-dev/airlock/manifest"
 )
@@ -24,7 +25,7 @@ import (
 // Attach connects the CLI's streams to the primary (the supervisor, which holds
 // the main command until Start). It returns once the connection is up, so that
 // no output of the main command is missed; the channel ends with the stream.
-func (rt *Runtime) Attach(ctx context.Context, sb *docker.Sandbox, s docker.Streams) (<-chan error, error) {
+func (rt *Runtime) Attach(ctx context.Context, sb *backend.Sandbox, s backend.Streams) (<-chan error, error) {
 	rt.mu.Lock()
 	if st := rt.live[sb.ID]; st != nil && st.parked && st.claimW == nil {
 		// Its claim goes first on this stdin (Claim), then the run's: one
@@ -98,7 +99,7 @@ func (u *signalUpgrader) NewConnection(resp *http.Response) (httpstream.Connecti
 
 // WaitExit waits for the primary to end and returns its exit code (from the Pod's
 // status); a Pod deleted before that is an error.
-func (rt *Runtime) WaitExit(ctx context.Context, sb *docker.Sandbox) (<-chan int, <-chan error) {
+func (rt *Runtime) WaitExit(ctx context.Context, sb *backend.Sandbox) (<-chan int, <-chan error) {
 	codes := make(chan int, 1)
 	errs := make(chan error, 1)
 	go func() {
@@ -135,12 +136,12 @@ func (rt *Runtime) WaitExit(ctx context.Context, sb *docker.Sandbox) (<-chan int
 }
 
 // Kill sends a signal to the supervisor, which forwards it to the main command.
-func (rt *Runtime) Kill(ctx context.Context, sb *docker.Sandbox, signal string) error {
+func (rt *Runtime) Kill(ctx context.Context, sb *backend.Sandbox, signal string) error {
 	return rt.KillPrimary(ctx, sb.PrimaryID, signal)
 }
 
 // Resize sets the primary's terminal size.
-func (rt *Runtime) Resize(_ context.Context, sb *docker.Sandbox, height, width uint) error {
+func (rt *Runtime) Resize(_ context.Context, sb *backend.Sandbox, height, width uint) error {
 	rt.mu.Lock()
 	q := rt.sizes[sb.ID]
 	rt.mu.Unlock()
@@ -153,7 +154,7 @@ func (rt *Runtime) Resize(_ context.Context, sb *docker.Sandbox, height, width u
 // Prepare checks what it can before a sandbox is created: the keys a cluster
 // cannot honour. Images are pulled by the cluster (its own credentials): o's
 // are not used.
-func (rt *Runtime) Prepare(_ context.Context, r *manifest.Resolved, _ docker.PrepareOptions) error {
+func (rt *Runtime) Prepare(_ context.Context, r *manifest.Resolved, _ backend.PrepareOptions) error {
 	if _, err := manifest.CheckBackend(r, manifest.Backend{Name: manifest.BackendKubernetes, AllowPrivileged: rt.cfg.AllowPrivileged}); err != nil {
 		return configErr("%v", err)
 	}
@@ -189,7 +190,7 @@ func (rt *Runtime) CopyOut(ctx context.Context, pod string, out *docker.Output, 
 // CopyFile streams a file of the running primary to w from an offset and returns
 // the offset after it.
 func (rt *Runtime) CopyFile(ctx context.Context, pod, file string, from int64, w io.Writer) (int64, error) {
-	rc, err := docker.TailFile(ctx, rt, pod, file, from, false, "")
+	rc, err := backend.TailFile(ctx, rt, pod, file, from, false, "")
 	if err != nil {
 		return from, err
 	}
@@ -200,7 +201,7 @@ func (rt *Runtime) CopyFile(ctx context.Context, pod, file string, from int64, w
 
 // Shell is the shell for `up`: sandbox.shell, else /bin/sh (a cluster does not
 // say what an image's environment holds).
-func (rt *Runtime) Shell(_ context.Context, sb *docker.Sandbox) []string {
+func (rt *Runtime) Shell(_ context.Context, sb *backend.Sandbox) []string {
 	rt.mu.Lock()
 	st := rt.live[sb.ID]
 	rt.mu.Unlock()
@@ -213,12 +214,12 @@ func (rt *Runtime) Shell(_ context.Context, sb *docker.Sandbox) []string {
 // PlanHashFor is the plan hash a sandbox made from r now would carry (the image
 // is named, not inspected: the cluster pulls it).
 func (rt *Runtime) PlanHashFor(_ context.Context, r *manifest.Resolved) (string, error) {
-	return docker.PlanHash(r, r.Sandbox.Image), nil
+	return backend.PlanHash(r, r.Sandbox.Image), nil
 }
 
 // FollowOutput copies the primary's output from its start until it ends, all
 // to stdout: a Pod's log does not keep stdout and stderr apart.
-func (rt *Runtime) FollowOutput(ctx context.Context, sb *docker.Sandbox, stdout, _ io.Writer) <-chan error {
+func (rt *Runtime) FollowOutput(ctx context.Context, sb *backend.Sandbox, stdout, _ io.Writer) <-chan error {
 	done := make(chan error, 1)
 	rc, err := rt.pods().Logs(sb.PrimaryID, &corev1.PodLogOptions{Container: MainContainer, Follow: true}).Stream(ctx)
 	if err != nil {
@@ -236,7 +237,7 @@ func (rt *Runtime) FollowOutput(ctx context.Context, sb *docker.Sandbox, stdout,
 // FollowStderr copies the primary's output written from since on (the
 // supervisor's shutdown lines when it is stopped) to w until it ends. A Pod's log
 // does not keep stdout and stderr apart: both are copied.
-func (rt *Runtime) FollowStderr(ctx context.Context, sb *docker.Sandbox, since time.Time, w io.Writer) <-chan error {
+func (rt *Runtime) FollowStderr(ctx context.Context, sb *backend.Sandbox, since time.Time, w io.Writer) <-chan error {
 	done := make(chan error, 1)
 	t := metav1.NewTime(since)
 	rc, err := rt.pods().Logs(sb.PrimaryID, &corev1.PodLogOptions{Container: MainContainer, Follow: true, SinceTime: &t}).Stream(ctx)

@@ -13,7 +13,7 @@ import (
 	"k8s.io/client-go/tools/remotecommand"
 	utilexec "k8s.io/client-go/util/exec"
 
-	"github.com/airlock-dev/airlock/backend/docker"
+	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/supervisor"
 )
 
@@ -45,7 +45,7 @@ func (rt *Runtime) stream(ctx context.Context, pod, ctr string, cmd []string, st
 	return 0, nil
 }
 
-// ExecIn runs cmd in a container of a sandbox's Pod (docker.Execer): the channel
+// ExecIn runs cmd in a container of a sandbox's Pod (backend.Execer): the channel
 // code (values delivered, files followed) is the Docker backend's.
 func (rt *Runtime) ExecIn(ctx context.Context, pod string, cmd []string, stdin io.Reader, stdout, stderr io.Writer) (int, error) {
 	return rt.execIn(ctx, pod, MainContainer, cmd, stdin, stdout, stderr)
@@ -75,7 +75,7 @@ func (rt *Runtime) primaryEnded(ctx context.Context, pod string) bool {
 // the run then ends with the container's reported end, as without a marker.
 func (rt *Runtime) OnlyInitRuns(ctx context.Context, pod string) bool {
 	for attempt := 0; ; attempt++ {
-		code, err := rt.execIn(ctx, pod, MainContainer, []string{docker.SupervisorIn, "supervise", "alone"}, nil, io.Discard, io.Discard)
+		code, err := rt.execIn(ctx, pod, MainContainer, []string{backend.SupervisorIn, "supervise", "alone"}, nil, io.Discard, io.Discard)
 		switch {
 		case err == nil:
 			return code == 0
@@ -126,7 +126,7 @@ func (k keeperExec) ExecIn(ctx context.Context, pod string, cmd []string, stdin 
 	args := make([]string, len(cmd))
 	for i, a := range cmd {
 		switch {
-		case i == 0 && a == docker.SupervisorIn:
+		case i == 0 && a == backend.SupervisorIn:
 			a = "/airlock"
 		case strings.HasPrefix(a, supervisor.StateDir+"/"):
 			a = keeperStateDir + strings.TrimPrefix(a, supervisor.StateDir)
@@ -149,30 +149,30 @@ func (c inContainer) ExecIn(ctx context.Context, pod string, cmd []string, stdin
 // FollowStatus follows the supervisor's status stream from a byte offset,
 // reporting progress so that the supervisor lets the follower read its last lines.
 func (rt *Runtime) FollowStatus(ctx context.Context, pod string, from int64) (io.ReadCloser, error) {
-	return docker.TailFile(ctx, rt, pod, supervisor.StatusFile, from, true, docker.StatusReadIn)
+	return backend.TailFile(ctx, rt, pod, supervisor.StatusFile, from, true, backend.StatusReadIn)
 }
 
 // FollowFile streams a file of a running sandbox from an offset, and what is appended.
 func (rt *Runtime) FollowFile(ctx context.Context, pod, file string, from int64) (io.ReadCloser, error) {
-	return docker.TailFile(ctx, rt, pod, file, from, true, "")
+	return backend.TailFile(ctx, rt, pod, file, from, true, "")
 }
 
 // TailLog streams a daemon log of the running primary, from its last lines when
-// lines >= 0, and with follow what is appended (docker.TailLog).
+// lines >= 0, and with follow what is appended (backend.TailLog).
 func (rt *Runtime) TailLog(ctx context.Context, pod, file string, lines int, follow bool) (io.ReadCloser, error) {
-	return docker.TailLog(ctx, rt, pod, file, lines, follow)
+	return backend.TailLog(ctx, rt, pod, file, lines, follow)
 }
 
 // ReadFile reads at most limit bytes of a file of a running sandbox from an
 // offset. A Pod's stopped container cannot be read: its files went with it.
 func (rt *Runtime) ReadFile(ctx context.Context, pod, file string, from, limit int64) ([]byte, int64, error) {
-	var ex docker.Execer = rt
+	var ex backend.Execer = rt
 	if rt.primaryEnded(ctx, pod) {
 		// The keeper of a run whose files are kept reads the state dir
 		// (the status stream's last lines, once the primary ended).
 		ex = keeperExec{rt}
 	}
-	rc, err := docker.TailFile(ctx, ex, pod, file, from, false, "")
+	rc, err := backend.TailFile(ctx, ex, pod, file, from, false, "")
 	if err != nil {
 		return nil, 0, err
 	}
@@ -182,10 +182,10 @@ func (rt *Runtime) ReadFile(ctx context.Context, pod, file string, from, limit i
 }
 
 // Exec starts a command in the sandbox through `supervise exec`, as on Docker:
-// its -e values are delivered apart first (docker.ExecArgv), never in the Pod
+// its -e values are delivered apart first (backend.ExecArgv), never in the Pod
 // exec request, which the API server may log.
-func (rt *Runtime) Exec(ctx context.Context, sb *docker.Sandbox, req docker.ExecRequest, s docker.Streams) (*docker.Exec, error) {
-	argv, err := docker.ExecArgv(ctx, rt, sb.PrimaryID, req)
+func (rt *Runtime) Exec(ctx context.Context, sb *backend.Sandbox, req backend.ExecRequest, s backend.Streams) (*backend.Exec, error) {
+	argv, err := backend.ExecArgv(ctx, rt, sb.PrimaryID, req)
 	if err != nil {
 		return nil, err
 	}
@@ -215,7 +215,7 @@ func (rt *Runtime) Exec(ctx context.Context, sb *docker.Sandbox, req docker.Exec
 		defer mu.Unlock()
 		return code, nil
 	}
-	return docker.NewExec("", done, exitCode, func(_ context.Context, h, w uint) error { sizes.set(h, w); return nil }), nil
+	return backend.NewExec("", done, exitCode, func(_ context.Context, h, w uint) error { sizes.set(h, w); return nil }), nil
 }
 
 // sizeQueue hands terminal sizes to a streaming exec or attach.

@@ -11,6 +11,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/backend/docker"
 )
 
@@ -39,12 +40,12 @@ func (l *lockedBuffer) String() string {
 
 // ReadArchive streams a tar archive of p in the running primary (entries named
 // from p's base name, links not followed); it returns once the archive has
-// begun, so a missing path is an error wrapping docker.ErrNoSuchPath.
+// begun, so a missing path is an error wrapping backend.ErrNoSuchPath.
 func (rt *Runtime) ReadArchive(ctx context.Context, pod, p string) (io.ReadCloser, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	pr, pw := io.Pipe()
 	var errOut lockedBuffer
-	container, supervisor := MainContainer, docker.SupervisorIn
+	container, supervisor := MainContainer, backend.SupervisorIn
 	if rt.primaryEnded(ctx, pod) {
 		// The primary ended (run --output): its project files are read
 		// through the keeper, which shares them (BuildPod).
@@ -56,7 +57,7 @@ func (rt *Runtime) ReadArchive(ctx context.Context, pod, p string) (io.ReadClose
 		case err != nil:
 			err = failed("cannot read %s in the sandbox: %v", p, err)
 		case code != 0 && strings.Contains(errOut.String(), "no such file or directory"):
-			err = fmt.Errorf("cannot read %s: %w", p, docker.ErrNoSuchPath)
+			err = fmt.Errorf("cannot read %s: %w", p, backend.ErrNoSuchPath)
 		case code != 0:
 			err = failed("cannot read %s in the sandbox: %s", p, errOut.String())
 		}
@@ -84,12 +85,12 @@ func (a *archiveReader) Close() error { a.close(); return nil }
 // the sandbox user's when the container runs as root for its daemons), no symbolic
 // link in dir is followed, and missing folders on the way are made.
 func (rt *Runtime) WriteArchive(ctx context.Context, pod, dir string, r io.Reader) error {
-	cmd := []string{docker.SupervisorIn, "supervise", "untar"}
+	cmd := []string{backend.SupervisorIn, "supervise", "untar"}
 	if p, err := rt.pods().Get(ctx, pod, metav1.GetOptions{}); err == nil {
 		// A main container that runs as root for its daemons: the entries,
 		// and the folders made on the way, are the sandbox user's, which the
 		// Pod records (PodUser).
-		if u, ok := MetaValue(&p.ObjectMeta, docker.LabelUser); ok {
+		if u, ok := MetaValue(&p.ObjectMeta, backend.LabelUser); ok {
 			if uid, gid, err := numericUser(u); err == nil && uid != nil {
 				g := int64(0)
 				if gid != nil {
@@ -105,7 +106,7 @@ func (rt *Runtime) WriteArchive(ctx context.Context, pod, dir string, r io.Reade
 	code, err := rt.stream(ctx, pod, MainContainer, append(cmd, dir), pr, &out, &out, false, nil)
 	pr.CloseWithError(io.ErrClosedPipe)
 	if err == nil && code != 0 {
-		if kerr := docker.KindOfExtractError(dir, out.String()); kerr != nil {
+		if kerr := backend.KindOfExtractError(dir, out.String()); kerr != nil {
 			return kerr
 		}
 		err = fmt.Errorf("%s", out.String())

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 
+	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/backend/docker"
 	"github.com/airlock-dev/airlock/internal/ids"
 	"github.com/airlock-dev/airlock/manifest"
@@ -54,7 +55,7 @@ func whyPending(p *corev1.Pod) string {
 // Create makes the sandbox's Pod and waits until its primary runs, held: the
 // supervisor starts nothing before Start delivers. The project is copied in
 // meanwhile (a cluster cannot see this host's files).
-func (rt *Runtime) Create(ctx context.Context, req *docker.Request) (sb *docker.Sandbox, err error) {
+func (rt *Runtime) Create(ctx context.Context, req *backend.Request) (sb *backend.Sandbox, err error) {
 	r := req.Manifest
 	if req.ID == "" {
 		req.ID = ids.New()
@@ -75,7 +76,7 @@ func (rt *Runtime) Create(ctx context.Context, req *docker.Request) (sb *docker.
 	if err != nil {
 		return nil, configErr("sandbox.user: %v", err)
 	}
-	spec := docker.BuildSpec(req, r)
+	spec := backend.BuildSpec(req, r)
 	// Held until Start delivers the values; a pooled sandbox is parked
 	// instead (its daemons that take no value start, the rest waits for its
 	// claim: docs/pool.md).
@@ -86,10 +87,10 @@ func (rt *Runtime) Create(ctx context.Context, req *docker.Request) (sb *docker.
 		if labels == nil {
 			labels = map[string]string{}
 		}
-		labels[docker.LabelPool] = req.PoolKey
+		labels[backend.LabelPool] = req.PoolKey
 	}
 	runUID, runGID, mainUser := PodUser(r, spec, uid, gid)
-	planHash := docker.PlanHash(r, r.Sandbox.Image)
+	planHash := backend.PlanHash(r, r.Sandbox.Image)
 	pod, err := BuildPod(PodInput{
 		ID: req.ID, Namespace: rt.cfg.Namespace, AirlockImage: rt.cfg.Image, Kind: req.Kind, Labels: labels,
 		Manifest: r, Spec: spec, RunAsUser: runUID, RunAsGroup: runGID, MainUser: mainUser, TTY: req.TTY, Stdin: req.Stdin || req.TTY || req.Park,
@@ -114,7 +115,7 @@ func (rt *Runtime) Create(ctx context.Context, req *docker.Request) (sb *docker.
 	done = rt.step(req.ID, "start")
 	// sandbox.ready_timeout bounds the Pod's start: scheduling, image
 	// pulls, required services getting ready.
-	limit, err := docker.ReadyTimeout(r)
+	limit, err := backend.ReadyTimeout(r)
 	if err != nil {
 		return nil, err
 	}
@@ -150,10 +151,10 @@ func (rt *Runtime) Create(ctx context.Context, req *docker.Request) (sb *docker.
 			return nil, err
 		}
 	}
-	sb = docker.Handle(req.ID, name, req.TTY)
+	sb = backend.Handle(req.ID, name, req.TTY)
 	sb.Name, sb.Project, sb.Kind, sb.PlanHash = name, r.ProjectDir, req.Kind, planHash
 	rt.mu.Lock()
-	rt.live[req.ID] = &podState{pod: name, resolved: r, values: docker.DeliveredValues(req, r), parked: req.Park}
+	rt.live[req.ID] = &podState{pod: name, resolved: r, values: backend.DeliveredValues(req, r), parked: req.Park}
 	rt.mu.Unlock()
 	return sb, nil
 }
@@ -164,7 +165,7 @@ func (rt *Runtime) Create(ctx context.Context, req *docker.Request) (sb *docker.
 func (rt *Runtime) startServices(ctx context.Context, pod string, r *manifest.Resolved) error {
 	pending := map[string]map[string]string{} // container → values
 	for _, name := range slices.Sorted(maps.Keys(r.Services)) {
-		if v := docker.ServiceValues(name, r); len(v) > 0 {
+		if v := backend.ServiceValues(name, r); len(v) > 0 {
 			pending[ContainerName(name)] = v
 		}
 	}
@@ -189,7 +190,7 @@ func (rt *Runtime) startServices(ctx context.Context, pod string, r *manifest.Re
 			return nil // the primary runs: what is left is not waited for
 		}
 		for _, c := range ready {
-			if err := docker.DeliverValues(ctx, inContainer{rt, c}, pod, pending[c]); err != nil {
+			if err := backend.DeliverValues(ctx, inContainer{rt, c}, pod, pending[c]); err != nil {
 				return fmt.Errorf("service %s: %w", strings.TrimPrefix(c, ServicePrefix), err)
 			}
 			delete(pending, c)
@@ -204,13 +205,13 @@ func (rt *Runtime) startServices(ctx context.Context, pod string, r *manifest.Re
 // (manifest.DaemonUsersBeside). Then the container runs as root, so that PID 1
 // can start that daemon, and spec gets the sandbox user for the main command,
 // `supervise exec` (exec, the shell of up) and the daemons without a user
-// (docker.MainUser); mainUser is that user then ("" otherwise), which the Pod
+// (backend.MainUser); mainUser is that user then ("" otherwise), which the Pod
 // records for the files API.
 func PodUser(r *manifest.Resolved, spec *supervisor.Spec, uid, gid *int64) (runAsUser, runAsGroup *int64, mainUser string) {
 	if len(manifest.DaemonUsersBeside(r)) == 0 {
 		return uid, gid, ""
 	}
-	docker.MainUser(spec, r.Sandbox.User)
+	backend.MainUser(spec, r.Sandbox.User)
 	root, rootGroup := int64(0), int64(0)
 	return &root, &rootGroup, r.Sandbox.User
 }
@@ -242,12 +243,12 @@ func (rt *Runtime) copyIn(ctx context.Context, pod, what string, write func(io.W
 	pr, pw := io.Pipe()
 	go func() { pw.CloseWithError(write(pw)) }()
 	var out bytes.Buffer
-	code, err := rt.stream(ctx, pod, MainContainer, []string{docker.SupervisorIn, "supervise", "untar", "/"}, pr, &out, &out, false, nil)
+	code, err := rt.stream(ctx, pod, MainContainer, []string{backend.SupervisorIn, "supervise", "untar", "/"}, pr, &out, &out, false, nil)
 	pr.CloseWithError(io.ErrClosedPipe)
 	if err == nil && code != 0 {
 		err = fmt.Errorf("%s", bytes.TrimSpace(out.Bytes()))
 	}
-	var se *docker.Error
+	var se *backend.Error
 	if errors.As(err, &se) {
 		return err
 	}
@@ -287,16 +288,16 @@ func (rt *Runtime) copyFiles(ctx context.Context, pod string, r *manifest.Resolv
 }
 
 // Open returns a handle on an existing sandbox, to start it with r.
-func (rt *Runtime) Open(ctx context.Context, id string, r *manifest.Resolved) (*docker.Sandbox, error) {
+func (rt *Runtime) Open(ctx context.Context, id string, r *manifest.Resolved) (*backend.Sandbox, error) {
 	name := PodName(id)
 	pod, err := rt.pods().Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		return nil, fmt.Errorf("%w: %s", docker.ErrNotFound, id)
+		return nil, fmt.Errorf("%w: %s", backend.ErrNotFound, id)
 	}
 	if err != nil {
 		return nil, failed("cannot read the Pod of sandbox %s: %v", id, err)
 	}
-	sb := docker.Handle(id, name, mainTTY(pod))
+	sb := backend.Handle(id, name, mainTTY(pod))
 	rt.mu.Lock()
 	st := rt.live[id]
 	if st == nil {
@@ -305,7 +306,7 @@ func (rt *Runtime) Open(ctx context.Context, id string, r *manifest.Resolved) (*
 	}
 	if r != nil {
 		st.resolved = r
-		st.values = docker.DeliveredValues(&docker.Request{}, r)
+		st.values = backend.DeliveredValues(&backend.Request{}, r)
 	}
 	rt.mu.Unlock()
 	return sb, nil
@@ -322,7 +323,7 @@ func mainTTY(pod *corev1.Pod) bool {
 
 // Start releases the held supervisor with its values. A Pod cannot start twice:
 // a sandbox whose primary ended is made again by `up`.
-func (rt *Runtime) Start(ctx context.Context, sb *docker.Sandbox) error {
+func (rt *Runtime) Start(ctx context.Context, sb *backend.Sandbox) error {
 	rt.mu.Lock()
 	st := rt.live[sb.ID]
 	rt.mu.Unlock()
@@ -338,7 +339,7 @@ func (rt *Runtime) Start(ctx context.Context, sb *docker.Sandbox) error {
 	}
 	if !st.parked { // a parked one gets its values with its claim
 		defer rt.step(sb.ID, "secrets delivery")()
-		if err := docker.DeliverValues(ctx, rt, sb.PrimaryID, st.values); err != nil {
+		if err := backend.DeliverValues(ctx, rt, sb.PrimaryID, st.values); err != nil {
 			return err
 		}
 	}
@@ -554,16 +555,16 @@ func (rt *Runtime) KillPrimary(ctx context.Context, pod, signal string) error {
 		}
 		return err
 	}
-	_, err := rt.stream(ctx, pod, MainContainer, []string{docker.SupervisorIn, "supervise", "signal", signal}, nil, io.Discard, io.Discard, false, nil)
+	_, err := rt.stream(ctx, pod, MainContainer, []string{backend.SupervisorIn, "supervise", "signal", signal}, nil, io.Discard, io.Discard, false, nil)
 	return err
 }
 
 // Get describes one sandbox.
-func (rt *Runtime) Get(ctx context.Context, id string) (*docker.Info, error) {
+func (rt *Runtime) Get(ctx context.Context, id string) (*backend.Info, error) {
 	p, err := rt.pods().Get(ctx, PodName(id), metav1.GetOptions{})
 	if apierrors.IsNotFound(err) || (err == nil && p.DeletionTimestamp != nil) {
 		// A Pod being deleted is gone for good: it cannot be started again.
-		return nil, fmt.Errorf("%w: %s", docker.ErrNotFound, id)
+		return nil, fmt.Errorf("%w: %s", backend.ErrNotFound, id)
 	}
 	if err != nil {
 		return nil, failed("cannot read the Pod of sandbox %s: %v", id, err)
@@ -574,33 +575,33 @@ func (rt *Runtime) Get(ctx context.Context, id string) (*docker.Info, error) {
 
 // List describes the sandboxes whose Pods carry every given label (this daemon's
 // only); running ones unless all.
-func (rt *Runtime) List(ctx context.Context, want map[string]string, all bool) ([]docker.Info, error) {
-	sel := labels.Set{docker.LabelRole: "primary"}
+func (rt *Runtime) List(ctx context.Context, want map[string]string, all bool) ([]backend.Info, error) {
+	sel := labels.Set{backend.LabelRole: "primary"}
 	if rt.cfg.Owner != "" {
-		sel[docker.LabelOwner] = rt.cfg.Owner
+		sel[backend.LabelOwner] = rt.cfg.Owner
 	}
 	maps.Copy(sel, want)
 	list, err := rt.pods().List(ctx, metav1.ListOptions{LabelSelector: sel.AsSelector().String()})
 	if err != nil {
 		return nil, failed("cannot list sandboxes: %v", err)
 	}
-	var out []docker.Info
+	var out []backend.Info
 	for i := range list.Items {
 		in := info(&list.Items[i])
 		if all || in.State == "running" {
 			out = append(out, in)
 		}
 	}
-	slices.SortFunc(out, func(a, b docker.Info) int { return a.CreatedAt.Compare(b.CreatedAt) })
+	slices.SortFunc(out, func(a, b backend.Info) int { return a.CreatedAt.Compare(b.CreatedAt) })
 	return out, nil
 }
 
-func info(p *corev1.Pod) docker.Info {
+func info(p *corev1.Pod) backend.Info {
 	get := func(k string) string { v, _ := MetaValue(&p.ObjectMeta, k); return v }
-	in := docker.Info{
-		ID: get(docker.LabelSandbox), Kind: get(docker.LabelKind), Project: get(docker.LabelProject),
-		CreatedAt: p.CreationTimestamp.UTC(), PlanHash: get(docker.LabelPlanHash), Container: p.Name,
-		Labels: map[string]string{}, CLIPid: get(docker.LabelCLIPid), CLIStart: get(docker.LabelCLIStart), Pool: get(docker.LabelPool),
+	in := backend.Info{
+		ID: get(backend.LabelSandbox), Kind: get(backend.LabelKind), Project: get(backend.LabelProject),
+		CreatedAt: p.CreationTimestamp.UTC(), PlanHash: get(backend.LabelPlanHash), Container: p.Name,
+		Labels: map[string]string{}, CLIPid: get(backend.LabelCLIPid), CLIStart: get(backend.LabelCLIStart), Pool: get(backend.LabelPool),
 	}
 	for _, c := range p.Spec.Containers {
 		if c.Name == MainContainer {
@@ -612,7 +613,7 @@ func info(p *corev1.Pod) docker.Info {
 			in.Labels[k] = v
 		}
 	}
-	in.Daemons.Total, _ = strconv.Atoi(get(docker.LabelDaemons))
+	in.Daemons.Total, _ = strconv.Atoi(get(backend.LabelDaemons))
 	cs := mainStatus(p)
 	switch {
 	case p.DeletionTimestamp != nil:
@@ -630,10 +631,10 @@ func info(p *corev1.Pod) docker.Info {
 // WatchPrimaries reports the ends of this daemon's primaries (an OOM kill, an
 // eviction, a lost node included) from the cluster's watch until ctx ends or the
 // watch breaks.
-func (rt *Runtime) WatchPrimaries(ctx context.Context, on func(docker.PrimaryEvent)) error {
-	sel := labels.Set{docker.LabelRole: "primary"}
+func (rt *Runtime) WatchPrimaries(ctx context.Context, on func(backend.PrimaryEvent)) error {
+	sel := labels.Set{backend.LabelRole: "primary"}
 	if rt.cfg.Owner != "" {
-		sel[docker.LabelOwner] = rt.cfg.Owner
+		sel[backend.LabelOwner] = rt.cfg.Owner
 	}
 	w, err := rt.pods().Watch(ctx, metav1.ListOptions{LabelSelector: sel.AsSelector().String()})
 	if err != nil {
@@ -654,7 +655,7 @@ func (rt *Runtime) WatchPrimaries(ctx context.Context, on func(docker.PrimaryEve
 				continue
 			}
 			uid := string(p.UID)
-			if id, _ := MetaValue(&p.ObjectMeta, docker.LabelSandbox); id != "" && !reported[uid] {
+			if id, _ := MetaValue(&p.ObjectMeta, backend.LabelSandbox); id != "" && !reported[uid] {
 				cs := mainStatus(p)
 				why := rt.whyTakenAway(ctx, p)
 				switch {
@@ -662,7 +663,7 @@ func (rt *Runtime) WatchPrimaries(ctx context.Context, on func(docker.PrimaryEve
 					// Evicted (a lost node, a drain): before its primary ends, if
 					// it ever does (the kubelet of a lost node kills nothing).
 					reported[uid] = true
-					ev := docker.PrimaryEvent{SandboxID: id, Died: true, Reason: "its Pod was " + why}
+					ev := backend.PrimaryEvent{SandboxID: id, Died: true, Reason: "its Pod was " + why}
 					if cs != nil && cs.State.Terminated != nil {
 						code := int(cs.State.Terminated.ExitCode)
 						ev.ExitCode = &code
@@ -672,13 +673,13 @@ func (rt *Runtime) WatchPrimaries(ctx context.Context, on func(docker.PrimaryEve
 					reported[uid] = true
 					code := int(cs.State.Terminated.ExitCode)
 					if cs.State.Terminated.Reason == "OOMKilled" {
-						on(docker.PrimaryEvent{SandboxID: id, OOM: true})
+						on(backend.PrimaryEvent{SandboxID: id, OOM: true})
 					}
-					on(docker.PrimaryEvent{SandboxID: id, Died: true, ExitCode: &code})
+					on(backend.PrimaryEvent{SandboxID: id, Died: true, ExitCode: &code})
 				case ev.Type == watch.Deleted, p.Status.Phase == corev1.PodFailed:
 					// Evicted, deleted behind airlock's back, its node lost.
 					reported[uid] = true
-					on(docker.PrimaryEvent{SandboxID: id, Died: true})
+					on(backend.PrimaryEvent{SandboxID: id, Died: true})
 				}
 			}
 			if ev.Type == watch.Deleted {
@@ -689,17 +690,17 @@ func (rt *Runtime) WatchPrimaries(ctx context.Context, on func(docker.PrimaryEve
 }
 
 // FollowEgress does nothing: egress rules are refused on this backend.
-func (rt *Runtime) FollowEgress(context.Context, string, func(docker.EgressDenial)) error {
+func (rt *Runtime) FollowEgress(context.Context, string, func(backend.EgressDenial)) error {
 	return nil
 }
 
 // DiskUsage is unknown on a cluster.
-func (rt *Runtime) DiskUsage(context.Context) *docker.DiskUsage { return nil }
+func (rt *Runtime) DiskUsage(context.Context) *backend.DiskUsage { return nil }
 
 // PruneCandidates is empty: a cluster keeps no images or volumes of airlock's.
-func (rt *Runtime) PruneCandidates(context.Context, docker.PruneOptions, *docker.DiskUsage) ([]docker.PruneObject, error) {
+func (rt *Runtime) PruneCandidates(context.Context, backend.PruneOptions, *backend.DiskUsage) ([]backend.PruneObject, error) {
 	return nil, nil
 }
 
 // PruneRemove removes nothing.
-func (rt *Runtime) PruneRemove(context.Context, docker.PruneObject) (bool, error) { return false, nil }
+func (rt *Runtime) PruneRemove(context.Context, backend.PruneObject) (bool, error) { return false, nil }

@@ -8,7 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 
-	"github.com/airlock-dev/airlock/backend/docker"
+	"github.com/airlock-dev/airlock/backend"
 )
 
 // Names of the objects inside a sandbox's Pod.
@@ -72,10 +72,10 @@ func dnsLabel(prefix, s string) string {
 // alwaysAnnotated are the keys of the sandbox's metadata that are read, never
 // selected on: they go in annotations whatever their value.
 var alwaysAnnotated = map[string]bool{
-	docker.LabelProject:     true,
-	docker.LabelCLIPid:      true,
-	docker.LabelCLIStart:    true,
-	docker.LabelStopTimeout: true,
+	backend.LabelProject:     true,
+	backend.LabelCLIPid:      true,
+	backend.LabelCLIStart:    true,
+	backend.LabelStopTimeout: true,
 }
 
 // placeMeta splits the sandbox's metadata between labels and annotations: a

@@ -16,7 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 
-	"github.com/airlock-dev/airlock/backend/docker"
+	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/manifest"
 	"github.com/airlock-dev/airlock/supervisor"
 )
@@ -24,9 +24,9 @@ import (
 // Volumes of a sandbox's Pod.
 const (
 	// binVolume holds the supervisor binary: the install container writes it,
-	// the main container runs it from docker.BinMount (read-only).
+	// the main container runs it from backend.BinMount (read-only).
 	binVolume = "airlock-bin"
-	// runVolume is the main container's tmpfs at docker.RunMount (secrets
+	// runVolume is the main container's tmpfs at backend.RunMount (secrets
 	// socket, exec environment), as Docker's --tmpfs.
 	runVolume = "airlock-run"
 	// stateVolume is the supervisor's state dir (supervisor.StateDir). An
@@ -38,10 +38,10 @@ const (
 	// /airlock is the binary, so not supervisor.StateDir).
 	keeperStateDir = "/airlock-state"
 	// runVolumePrefix starts the tmpfs of each wrapped service (its own
-	// secrets socket at docker.RunMount).
+	// secrets socket at backend.RunMount).
 	runVolumePrefix = "airlock-run-"
 	// installMount is where the install container sees binVolume: not
-	// docker.BinMount, because /airlock is the binary itself in the airlock
+	// backend.BinMount, because /airlock is the binary itself in the airlock
 	// image (FROM scratch + /airlock), and a volume cannot be mounted below a file.
 	installMount = "/airlock-bin"
 	// projectVolume holds the copied project (and a keeper container reads it
@@ -69,7 +69,7 @@ type PodInput struct {
 	// AirlockImage is the image with the airlock binary at /airlock
 	// ([kubernetes] image), run by the install container.
 	AirlockImage string
-	// Kind is docker.KindRun or docker.KindUp.
+	// Kind is backend.KindRun or backend.KindUp.
 	Kind string
 	// Labels are put on the Pod besides airlock's own (the caller's --label
 	// ones); airlock's keys win. A value that cannot be a label value becomes
@@ -85,7 +85,7 @@ type PodInput struct {
 	// USER, and the user's group in its /etc/passwd).
 	RunAsUser, RunAsGroup *int64
 	// MainUser, when set, is the sandbox user of a main container that runs as
-	// root for its daemons (PodUser): the Pod records it (docker.LabelUser)
+	// root for its daemons (PodUser): the Pod records it (backend.LabelUser)
 	// for the files API, which writes as that user.
 	MainUser string
 	// TTY allocates a terminal for the main command; Stdin keeps its stdin
@@ -95,7 +95,7 @@ type PodInput struct {
 	// before it kills the Pod's containers; 0 computes it from the daemons'
 	// timeouts, as `stop` does on Docker.
 	StopTimeout int
-	// PlanHash is docker.PlanHash of the manifest and image.
+	// PlanHash is backend.PlanHash of the manifest and image.
 	PlanHash string
 	// Owner is the control daemon's instance key ("" for none).
 	Owner string
@@ -122,7 +122,7 @@ type PodInput struct {
 // environment, vault) is written into the Pod: the spec refers to them by key
 // path, and a service that needs some starts through `supervise wrap`, both
 // waiting for a delivery over the Pod exec API. Problems of the manifest or
-// config are *docker.Error with code 2.
+// config are *backend.Error with code 2.
 func BuildPod(in PodInput) (*corev1.Pod, error) {
 	r := in.Manifest
 	switch {
@@ -151,7 +151,7 @@ func BuildPod(in PodInput) (*corev1.Pod, error) {
 	}
 	stop := in.StopTimeout
 	if stop <= 0 {
-		stop = docker.StopSeconds(r)
+		stop = backend.StopSeconds(r)
 	}
 	labels, annotations, err := placeMeta(podMeta(in, stop))
 	if err != nil {
@@ -212,7 +212,7 @@ func BuildPod(in PodInput) (*corev1.Pod, error) {
 			EnableServiceLinks:            ptr(false),
 			AutomountServiceAccountToken:  ptr(false),
 			TerminationGracePeriodSeconds: ptr(int64(stop)),
-			Hostname:                      docker.Hostname(in.ID),
+			Hostname:                      backend.Hostname(in.ID),
 			Volumes:                       volumes,
 			InitContainers:                inits,
 			Containers:                    containers,
@@ -249,26 +249,26 @@ func keeperContainer(image string, mounts ...corev1.VolumeMount) corev1.Containe
 func podMeta(in PodInput, stop int) map[string]string {
 	meta := make(map[string]string, len(in.Labels)+10)
 	maps.Copy(meta, in.Labels)
-	meta[docker.LabelSandbox] = in.ID
-	meta[docker.LabelKind] = in.Kind
-	meta[docker.LabelRole] = "primary"
-	meta[docker.LabelDaemons] = strconv.Itoa(len(in.Manifest.Daemons))
-	meta[docker.LabelStopTimeout] = strconv.Itoa(stop)
+	meta[backend.LabelSandbox] = in.ID
+	meta[backend.LabelKind] = in.Kind
+	meta[backend.LabelRole] = "primary"
+	meta[backend.LabelDaemons] = strconv.Itoa(len(in.Manifest.Daemons))
+	meta[backend.LabelStopTimeout] = strconv.Itoa(stop)
 	if in.Manifest.ProjectDir != "" {
-		meta[docker.LabelProject] = in.Manifest.ProjectDir
+		meta[backend.LabelProject] = in.Manifest.ProjectDir
 	}
 	if in.PlanHash != "" {
-		meta[docker.LabelPlanHash] = in.PlanHash
+		meta[backend.LabelPlanHash] = in.PlanHash
 	}
 	if in.Owner != "" {
-		meta[docker.LabelOwner] = in.Owner
+		meta[backend.LabelOwner] = in.Owner
 	}
 	if in.MainUser != "" {
-		meta[docker.LabelUser] = in.MainUser
+		meta[backend.LabelUser] = in.MainUser
 	}
 	if in.CLIPid > 0 {
-		meta[docker.LabelCLIPid] = strconv.Itoa(in.CLIPid)
-		meta[docker.LabelCLIStart] = in.CLIStart
+		meta[backend.LabelCLIPid] = strconv.Itoa(in.CLIPid)
+		meta[backend.LabelCLIStart] = in.CLIStart
 	}
 	return meta
 }
@@ -328,7 +328,7 @@ func serviceContainer(name string, r *manifest.Resolved) (corev1.Container, *cor
 		if len(argv) == 0 {
 			return c, nil, configErr("%s: is required on the kubernetes backend for a service with substituted env values (they are handed over by a wrapper that runs command; the image's entrypoint is not known)", manifest.KeyPath("services", name, "command"))
 		}
-		wrap := []string{docker.SupervisorIn, "supervise", "wrap", "--socket", docker.SecretsSocketIn}
+		wrap := []string{backend.SupervisorIn, "supervise", "wrap", "--socket", backend.SecretsSocketIn}
 		for _, k := range slices.Sorted(maps.Keys(secretEnv)) {
 			wrap = append(wrap, "--env", k+"="+secretEnv[k])
 		}
@@ -338,8 +338,8 @@ func serviceContainer(name string, r *manifest.Resolved) (corev1.Container, *cor
 			EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory, SizeLimit: &serviceRunSize},
 		}}
 		c.VolumeMounts = []corev1.VolumeMount{
-			{Name: binVolume, MountPath: docker.BinMount, ReadOnly: true},
-			{Name: vol.Name, MountPath: docker.RunMount},
+			{Name: binVolume, MountPath: backend.BinMount, ReadOnly: true},
+			{Name: vol.Name, MountPath: backend.RunMount},
 		}
 	}
 	if h := s.Healthcheck; h != nil && len(h.Cmd) > 0 {
@@ -393,14 +393,14 @@ func mainContainer(in PodInput, specJSON []byte) (corev1.Container, error) {
 		Name:            MainContainer,
 		Image:           r.Sandbox.Image,
 		ImagePullPolicy: corev1.PullIfNotPresent,
-		Command:         []string{docker.SupervisorIn, "supervise", supervisor.SpecFlag, string(specJSON)},
+		Command:         []string{backend.SupervisorIn, "supervise", supervisor.SpecFlag, string(specJSON)},
 		WorkingDir:      in.Spec.Main.Cwd,
 		TTY:             in.TTY,
 		Stdin:           in.Stdin || in.TTY,
 		StdinOnce:       in.Stdin || in.TTY,
 		VolumeMounts: []corev1.VolumeMount{
-			{Name: binVolume, MountPath: docker.BinMount, ReadOnly: true},
-			{Name: runVolume, MountPath: docker.RunMount},
+			{Name: binVolume, MountPath: backend.BinMount, ReadOnly: true},
+			{Name: runVolume, MountPath: backend.RunMount},
 			{Name: stateVolume, MountPath: supervisor.StateDir},
 		},
 	}
@@ -418,7 +418,7 @@ func mainContainer(in PodInput, specJSON []byte) (corev1.Container, error) {
 	}
 	if r.Sandbox.Privileged {
 		sc.Privileged = ptr(true)
-	} else if docker.HardenAll(r) {
+	} else if backend.HardenAll(r) {
 		// As Docker's no-new-privileges, which a privileged container
 		// cannot have on a cluster (the API refuses both together).
 		sc.AllowPrivilegeEscalation = ptr(false)

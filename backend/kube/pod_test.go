@@ -10,7 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/airlock-dev/airlock/backend/docker"
+	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/backend/kube"
 	"github.com/airlock-dev/airlock/manifest"
 	"github.com/airlock-dev/airlock/supervisor"
@@ -38,10 +38,10 @@ func load(t *testing.T, toml string, vault map[string]string) *manifest.Resolved
 	return r
 }
 
-// specFor builds the supervisor spec as the runtime does (docker.BuildSpec,
+// specFor builds the supervisor spec as the runtime does (backend.BuildSpec,
 // held): literal env values written, substituted ones referred to by key path.
 func specFor(r *manifest.Resolved) *supervisor.Spec {
-	spec := docker.BuildSpec(&docker.Request{Command: []string{"make", "test"}}, r)
+	spec := backend.BuildSpec(&backend.Request{Command: []string{"make", "test"}}, r)
 	spec.Hold = true
 	return spec
 }
@@ -52,7 +52,7 @@ const ownerKey = "0123456789abcdef0123456789abcdef"
 func input(r *manifest.Resolved) kube.PodInput {
 	return kube.PodInput{
 		ID: "box-1234", Namespace: "airlock", AirlockImage: "localhost/airlock:test",
-		Kind: docker.KindRun, Manifest: r, Spec: specFor(r),
+		Kind: backend.KindRun, Manifest: r, Spec: specFor(r),
 		PlanHash: "0123456789abcdef", Owner: ownerKey, CLIPid: 4242, CLIStart: "987654",
 	}
 }
@@ -79,7 +79,7 @@ func buildErr(t *testing.T, toml string, edit func(*kube.PodInput)) error {
 		edit(&in)
 	}
 	_, err := kube.BuildPod(in)
-	var se *docker.Error
+	var se *backend.Error
 	if !errors.As(err, &se) || se.Code != 2 {
 		t.Fatalf("BuildPod: got %v, want a config error (code 2)", err)
 	}
@@ -154,31 +154,31 @@ func TestMetadata(t *testing.T) {
 	}{{
 		name: "airlock's own",
 		labels: map[string]string{
-			docker.LabelSandbox: "box-1234", docker.LabelKind: "run", docker.LabelRole: "primary",
-			docker.LabelOwner: ownerKey, docker.LabelPlanHash: "0123456789abcdef", docker.LabelDaemons: "0",
+			backend.LabelSandbox: "box-1234", backend.LabelKind: "run", backend.LabelRole: "primary",
+			backend.LabelOwner: ownerKey, backend.LabelPlanHash: "0123456789abcdef", backend.LabelDaemons: "0",
 		},
 		annotations: map[string]string{
-			docker.LabelCLIPid: "4242", docker.LabelCLIStart: "987654", "dev.airlock.stop-timeout": "5",
+			backend.LabelCLIPid: "4242", backend.LabelCLIStart: "987654", "dev.airlock.stop-timeout": "5",
 		},
 	}, {
 		name:   "an up sandbox has no CLI",
-		edit:   func(in *kube.PodInput) { in.Kind, in.CLIPid, in.CLIStart = docker.KindUp, 0, "" },
-		labels: map[string]string{docker.LabelKind: "up"},
-		absent: []string{docker.LabelCLIPid, docker.LabelCLIStart},
+		edit:   func(in *kube.PodInput) { in.Kind, in.CLIPid, in.CLIStart = backend.KindUp, 0, "" },
+		labels: map[string]string{backend.LabelKind: "up"},
+		absent: []string{backend.LabelCLIPid, backend.LabelCLIStart},
 	}, {
 		name:   "no owner",
 		edit:   func(in *kube.PodInput) { in.Owner = "" },
-		absent: []string{docker.LabelOwner},
+		absent: []string{backend.LabelOwner},
 	}, {
 		name:        "an ID too long for a label value",
 		edit:        func(in *kube.PodInput) { in.ID = longID },
-		annotations: map[string]string{docker.LabelSandbox: longID},
+		annotations: map[string]string{backend.LabelSandbox: longID},
 	}, {
 		name: "user labels",
 		edit: func(in *kube.PodInput) {
-			in.Labels = map[string]string{"team": "infra", "example.com/ticket": "OPS-1", "note": "a/b c", docker.LabelKind: "spoofed"}
+			in.Labels = map[string]string{"team": "infra", "example.com/ticket": "OPS-1", "note": "a/b c", backend.LabelKind: "spoofed"}
 		},
-		labels:      map[string]string{"team": "infra", "example.com/ticket": "OPS-1", docker.LabelKind: "run"},
+		labels:      map[string]string{"team": "infra", "example.com/ticket": "OPS-1", backend.LabelKind: "run"},
 		annotations: map[string]string{"note": "a/b c"},
 	}}
 	for _, c := range cases {
@@ -208,8 +208,8 @@ func TestMetadata(t *testing.T) {
 					t.Errorf("%s = %q, want none", k, v)
 				}
 			}
-			if got := pod.Annotations[docker.LabelProject]; got == "" || !strings.HasPrefix(got, "/") {
-				t.Errorf("annotation %s = %q, want the project dir", docker.LabelProject, got)
+			if got := pod.Annotations[backend.LabelProject]; got == "" || !strings.HasPrefix(got, "/") {
+				t.Errorf("annotation %s = %q, want the project dir", backend.LabelProject, got)
 			}
 		})
 	}
@@ -414,8 +414,8 @@ func TestVolumesAndMounts(t *testing.T) {
 		t.Errorf("airlock-run %+v, want medium Memory, sizeLimit 16Mi", run)
 	}
 	want := []corev1.VolumeMount{
-		{Name: "airlock-bin", MountPath: docker.BinMount, ReadOnly: true},
-		{Name: "airlock-run", MountPath: docker.RunMount},
+		{Name: "airlock-bin", MountPath: backend.BinMount, ReadOnly: true},
+		{Name: "airlock-run", MountPath: backend.RunMount},
 		{Name: "airlock-state", MountPath: supervisor.StateDir},
 		{Name: "airlock-project", MountPath: mainOf(t, pod).WorkingDir},
 	}
@@ -447,7 +447,7 @@ func TestMainContainer(t *testing.T) {
 			if m.Image != "debian:12" || m.ImagePullPolicy != corev1.PullIfNotPresent {
 				t.Errorf("image %q pull %q", m.Image, m.ImagePullPolicy)
 			}
-			if len(m.Command) != 4 || m.Command[0] != docker.SupervisorIn || m.Command[1] != "supervise" || m.Command[2] != supervisor.SpecFlag {
+			if len(m.Command) != 4 || m.Command[0] != backend.SupervisorIn || m.Command[1] != "supervise" || m.Command[2] != supervisor.SpecFlag {
 				t.Fatalf("command %q, want the supervisor with %s", m.Command, supervisor.SpecFlag)
 			}
 			if m.Args != nil {
@@ -505,7 +505,7 @@ env = { POSTGRES_PASSWORD = "${API_TOKEN}", POSTGRES_DB = "app" }
 		}
 	}
 	db := container(t, pod.Spec.InitContainers, "svc-db")
-	wantCmd := []string{docker.SupervisorIn, "supervise", "wrap", "--socket", docker.SecretsSocketIn,
+	wantCmd := []string{backend.SupervisorIn, "supervise", "wrap", "--socket", backend.SecretsSocketIn,
 		"--env", "POSTGRES_PASSWORD=services.db.env.POSTGRES_PASSWORD", "--", "postgres"}
 	if !slices.Equal(db.Command, wantCmd) || db.Args != nil {
 		t.Errorf("command %q args %q, want %q", db.Command, db.Args, wantCmd)
@@ -524,7 +524,7 @@ func TestWrappedServiceMounts(t *testing.T) {
 		t.Fatal(err)
 	}
 	db := container(t, pod.Spec.InitContainers, "svc-db")
-	if len(db.VolumeMounts) != 2 || db.VolumeMounts[0] != (corev1.VolumeMount{Name: "airlock-bin", MountPath: docker.BinMount, ReadOnly: true}) || db.VolumeMounts[1].MountPath != docker.RunMount {
+	if len(db.VolumeMounts) != 2 || db.VolumeMounts[0] != (corev1.VolumeMount{Name: "airlock-bin", MountPath: backend.BinMount, ReadOnly: true}) || db.VolumeMounts[1].MountPath != backend.RunMount {
 		t.Fatalf("volumeMounts %+v", db.VolumeMounts)
 	}
 	own := db.VolumeMounts[1].Name
@@ -543,7 +543,7 @@ func TestWrappedServiceMounts(t *testing.T) {
 func TestWrappedServiceNeedsCommand(t *testing.T) {
 	r := load(t, minimal+"[services.db]\nimage = \"pg\"\nenv = { P = \"${X}\" }\n", map[string]string{"X": "v"})
 	_, err := kube.BuildPod(input(r))
-	var se *docker.Error
+	var se *backend.Error
 	if !errors.As(err, &se) || se.Code != 2 || !strings.Contains(err.Error(), "services.db.command") {
 		t.Errorf("got %v, want a config error naming services.db.command", err)
 	}
@@ -634,8 +634,8 @@ func TestPodUserRootBeside(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got, _ := kube.MetaValue(&pod.ObjectMeta, docker.LabelUser); got != c.mainUser {
-				t.Errorf("the Pod's %s is %q, want %q", docker.LabelUser, got, c.mainUser)
+			if got, _ := kube.MetaValue(&pod.ObjectMeta, backend.LabelUser); got != c.mainUser {
+				t.Errorf("the Pod's %s is %q, want %q", backend.LabelUser, got, c.mainUser)
 			}
 			if sc := mainOf(t, pod).SecurityContext; c.wantRoot && (sc == nil || sc.RunAsUser == nil || *sc.RunAsUser != 0) {
 				t.Errorf("securityContext %+v, want runAsUser 0", sc)

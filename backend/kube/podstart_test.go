@@ -6,7 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/airlock-dev/airlock/backend/docker"
+	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/manifest"
 )
 
@@ -16,11 +16,11 @@ import (
 func TestPodStartBound(t *testing.T) {
 	t.Parallel()
 	r := &manifest.Resolved{}
-	if d, err := docker.ReadyTimeout(r); err != nil || d != 60*time.Second {
+	if d, err := backend.ReadyTimeout(r); err != nil || d != 60*time.Second {
 		t.Errorf("the Pod's start bound without ready_timeout = %v, %v; want 60s", d, err)
 	}
 	r.Sandbox.ReadyTimeout = "7s"
-	if d, err := docker.ReadyTimeout(r); err != nil || d != 7*time.Second {
+	if d, err := backend.ReadyTimeout(r); err != nil || d != 7*time.Second {
 		t.Errorf("the Pod's start bound with ready_timeout 7s = %v, %v", d, err)
 	}
 	cases := []struct {

@@ -14,7 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/remotecommand"
 
-	"github.com/airlock-dev/airlock/backend/docker"
+	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/manifest"
 )
 
@@ -24,15 +24,15 @@ import (
 // Docker backend does.
 
 // WatchParked follows a parked Pod's status until it cannot serve a claim.
-func (rt *Runtime) WatchParked(ctx context.Context, sb *docker.Sandbox, parked func()) error {
-	return docker.WatchParkedStatus(ctx, rt, sb.PrimaryID, parked)
+func (rt *Runtime) WatchParked(ctx context.Context, sb *backend.Sandbox, parked func()) error {
+	return backend.WatchParkedStatus(ctx, rt, sb.PrimaryID, parked)
 }
 
 // Claim delivers a run's claim to a parked Pod's supervisor: one line on the
 // stdin of the run's attach, then the run's stdin when the claim takes it; a
 // run not attached gets an attach of its own for the line.
-func (rt *Runtime) Claim(ctx context.Context, sb *docker.Sandbox, c docker.Claim) error {
-	values, err := docker.ClaimDelivery(c)
+func (rt *Runtime) Claim(ctx context.Context, sb *backend.Sandbox, c backend.Claim) error {
+	values, err := backend.ClaimDelivery(c)
 	if err != nil {
 		return err
 	}
@@ -68,7 +68,7 @@ func (rt *Runtime) Claim(ctx context.Context, sb *docker.Sandbox, c docker.Claim
 	}
 	if err != nil {
 		if !rt.Running(ctx, sb.PrimaryID) {
-			return fmt.Errorf("%w: %v", docker.ErrUnhealthy, err)
+			return fmt.Errorf("%w: %v", backend.ErrUnhealthy, err)
 		}
 		return failed("cannot deliver the claim: %v", err)
 	}
@@ -99,7 +99,7 @@ func writeClaim(ctx context.Context, w io.Writer, line []byte) error {
 // primary's stdin is taken once: the claim then takes none). The attach may
 // last until the container ends: once the line went out and the attach had a
 // moment to pass it on, it is let go.
-func (rt *Runtime) claimAttached(ctx context.Context, sb *docker.Sandbox, line []byte) error {
+func (rt *Runtime) claimAttached(ctx context.Context, sb *backend.Sandbox, line []byte) error {
 	req := rt.pods().Sub(sb.PrimaryID, "attach", &corev1.PodAttachOptions{Container: MainContainer, Stdin: true})
 	ex, err := remotecommand.NewSPDYExecutor(rt.rest, "POST", req.URL())
 	if err != nil {

@@ -12,7 +12,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/airlock-dev/airlock/backend/docker"
+	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/engine"
 	"github.com/airlock-dev/airlock/engine/kubecontext"
 	"github.com/airlock-dev/airlock/manifest"
@@ -27,6 +27,8 @@ type Config = kubecontext.Config
 
 // ConfigOf reads a Config back from an endpoint made by Config.Endpoint.
 func ConfigOf(ep engine.Endpoint) (Config, error) { return kubecontext.ConfigOf(ep) }
+
+var _ backend.Backend = (*Runtime)(nil)
 
 // Runtime runs sandboxes as Pods of one namespace of a cluster.
 type Runtime struct {
@@ -63,7 +65,7 @@ func IsEndpoint(ep engine.Endpoint) bool { return ep.IsKubernetes() }
 func load(cfg Config) (clientcmd.ClientConfig, Config, error) {
 	cc, cfg, err := kubecontext.Load(cfg)
 	if err != nil {
-		return nil, cfg, &docker.Error{Code: 125, Err: err}
+		return nil, cfg, &backend.Error{Code: 125, Err: err}
 	}
 	return cc, cfg, nil
 }
@@ -77,18 +79,18 @@ func Open(ctx context.Context, cfg Config) (*Runtime, error) {
 	}
 	rc, err := cc.ClientConfig()
 	if err != nil {
-		return nil, &docker.Error{Code: 125, Err: fmt.Errorf("cannot use the Kubernetes context %q: %w", cfg.Context, err)}
+		return nil, &backend.Error{Code: 125, Err: fmt.Errorf("cannot use the Kubernetes context %q: %w", cfg.Context, err)}
 	}
 	rc.QPS, rc.Burst = 50, 100
 	core, err := newCoreClient(rc)
 	if err != nil {
-		return nil, &docker.Error{Code: 125, Err: fmt.Errorf("cannot make a Kubernetes client: %w", err)}
+		return nil, &backend.Error{Code: 125, Err: fmt.Errorf("cannot make a Kubernetes client: %w", err)}
 	}
 	rt := &Runtime{cfg: cfg, rest: rc, core: core, endpoint: cfg.Endpoint(), live: map[string]*podState{}}
 	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if _, err := core.Get().AbsPath("/version").DoRaw(pctx); err != nil {
-		return nil, &docker.Error{Code: 125, Err: fmt.Errorf("cannot reach the Kubernetes cluster of context %q at %s: %w", cfg.Context, rc.Host, err)}
+		return nil, &backend.Error{Code: 125, Err: fmt.Errorf("cannot reach the Kubernetes cluster of context %q at %s: %w", cfg.Context, rc.Host, err)}
 	}
 	return rt, nil
 }
@@ -140,11 +142,11 @@ func (rt *Runtime) ensureNamespace(ctx context.Context) error {
 }
 
 func failed(format string, args ...any) error {
-	return &docker.Error{Code: 125, Err: fmt.Errorf(format, args...)}
+	return &backend.Error{Code: 125, Err: fmt.Errorf(format, args...)}
 }
 
 func configErr(format string, args ...any) error {
-	return &docker.Error{Code: 2, Err: fmt.Errorf(format, args...)}
+	return &backend.Error{Code: 2, Err: fmt.Errorf(format, args...)}
 }
 
 var errGone = errors.New("the sandbox's Pod is gone")

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/airlock-dev/airlock/backend/docker"
+	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/bench/benchdoc"
 	"github.com/airlock-dev/airlock/test/testenv"
 )
@@ -142,7 +142,7 @@ func bench(airlock string, runs int, doc, command, kubeconfig, kubectl string, u
 // settle waits until no Pod is left in the namespace but a warm pool's.
 func settle(p *benchdoc.Project, kubectl string, kctl func(...string) []string) {
 	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		out, err := p.Command(kubectl, kctl("get", "pods", "-l", "!"+docker.LabelPool, "-o", "name")...).Output()
+		out, err := p.Command(kubectl, kctl("get", "pods", "-l", "!"+backend.LabelPool, "-o", "name")...).Output()
 		if err == nil && strings.TrimSpace(string(out)) == "" {
 			return
 		}

@@ -21,7 +21,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/airlock-dev/airlock/backend/docker"
+	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/backend/kube"
 	"github.com/airlock-dev/airlock/client"
 	"github.com/airlock-dev/airlock/test/clitest"
@@ -80,13 +80,13 @@ func clientset(t *testing.T) kubernetes.Interface {
 // annotation: a path cannot be a label value).
 func projectPods(t *testing.T, cs kubernetes.Interface, project string) []corev1.Pod {
 	t.Helper()
-	list, err := cs.CoreV1().Pods(namespace).List(context.Background(), metav1.ListOptions{LabelSelector: docker.LabelRole + "=primary"})
+	list, err := cs.CoreV1().Pods(namespace).List(context.Background(), metav1.ListOptions{LabelSelector: backend.LabelRole + "=primary"})
 	if err != nil {
 		t.Fatalf("cannot list the namespace's Pods: %v", err)
 	}
 	var out []corev1.Pod
 	for _, p := range list.Items {
-		if v, _ := kube.MetaValue(&p.ObjectMeta, docker.LabelProject); v == project {
+		if v, _ := kube.MetaValue(&p.ObjectMeta, backend.LabelProject); v == project {
 			out = append(out, p)
 		}
 	}

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/airlock-dev/airlock/backend/docker"
+	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/control"
 	"github.com/airlock-dev/airlock/paths"
 	"github.com/airlock-dev/airlock/test/clitest"
@@ -90,7 +90,7 @@ func TestPythonSDK(t *testing.T) {
 			// The tests waited for each deletion; the supervisor volume is
 			// shared by the sandboxes of the binary and removed by TestMain.
 			lctx, lcancel := context.WithTimeout(context.Background(), time.Minute)
-			left, err := testenv.Leftovers(lctx, cli, docker.LabelOwner, owner)
+			left, err := testenv.Leftovers(lctx, cli, backend.LabelOwner, owner)
 			lcancel()
 			if err != nil {
 				t.Error(err)
@@ -100,7 +100,7 @@ func TestPythonSDK(t *testing.T) {
 				t.Errorf("the Python tests left %d Engine object(s) of their daemon:\n  %s", len(left), strings.Join(left, "\n  "))
 			}
 		}
-		testenv.ForceRemove(cli, docker.LabelOwner, owner)
+		testenv.ForceRemove(cli, backend.LabelOwner, owner)
 	}
 
 	if ctx.Err() != nil {

@@ -20,7 +20,7 @@ import (
 	"github.com/docker/docker/api/types/filters"
 	dockerclient "github.com/docker/docker/client"
 
-	"github.com/airlock-dev/airlock/backend/docker"
+	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/client"
 	"github.com/airlock-dev/airlock/manifest"
 	"github.com/airlock-dev/airlock/paths"
@@ -108,7 +108,7 @@ func New(t *testing.T, manifest string) *Env {
 	}
 	t.Cleanup(func() {
 		e.StopDaemon()
-		testenv.ForceRemove(e.Cli, docker.LabelProject, e.Project)
+		testenv.ForceRemove(e.Cli, backend.LabelProject, e.Project)
 	})
 	return e
 }
@@ -144,7 +144,7 @@ func Warm(t *testing.T) {
 		if r := w.Run("run", "--", "true"); r.Code != 0 {
 			warm.err = fmt.Errorf("warm-up run failed: %s", r)
 		}
-		testenv.ForceRemove(w.Cli, docker.LabelProject, w.Project)
+		testenv.ForceRemove(w.Cli, backend.LabelProject, w.Project)
 		w.StopDaemon()
 	})
 	if warm.err != nil {
@@ -422,7 +422,7 @@ func (e *Env) StateDirs() []string {
 func (e *Env) Containers() []container.Summary {
 	e.T.Helper()
 	list, err := e.Cli.ContainerList(context.Background(), container.ListOptions{All: true,
-		Filters: filters.NewArgs(filters.Arg("label", docker.LabelProject+"="+e.Project))})
+		Filters: filters.NewArgs(filters.Arg("label", backend.LabelProject+"="+e.Project))})
 	if err != nil {
 		e.T.Fatal(err)
 	}
