@@ -71,44 +71,12 @@ func Run(o Options) (int, error) {
 	signal.Notify(sigs, forwardedSignals...)
 	defer signal.Stop(sigs)
 
-	// Read (and delete) the secrets file before anything else can fail, so
-	// it never outlives the start.
-	secrets, warn, secretsErr := LoadSecrets(o.SecretsPath)
-	if warn != nil {
-		fmt.Fprintf(o.Messages, "airlock: warning: %v\n", warn)
-	}
-	var spec *Spec
-	var err error
-	if o.SpecJSON != "" {
-		spec, err = ParseSpec([]byte(o.SpecJSON))
-	} else {
-		spec, err = LoadSpec(o.SpecPath)
-	}
+	spec, secrets, claims, secretsErr, err := loadStart(o)
 	if err != nil {
 		return ExitAirlock, err
 	}
-	var claims *deliveryListener // of a parked spec, listening from the start
-	switch {
-	case spec.Park && o.SecretsPath != "":
-		secretsErr = errors.New("cannot use a secrets file with a parked spec: its claim delivers the values")
-	case spec.Park && spec.ClaimStdin:
-		// The claim comes on stdin (parkStdin), after the hold's release.
-		if spec.Hold {
-			var release *Secrets
-			release, secretsErr = ReceiveSecrets(spec.SecretsSocket, spec.deliveryWait())
-			release.forget()
-		}
-	case spec.Park:
-		if claims, secretsErr = listenDelivery(spec.SecretsSocket); claims != nil {
-			defer claims.close()
-			if spec.Hold { // the release first, the claim after it
-				var release *Secrets
-				release, secretsErr = claims.take(spec.deliveryWait(), nil)
-				release.forget()
-			}
-		}
-	case o.SecretsPath == "" && spec.SecretsSocket != "" && spec.NeedsSecrets():
-		secrets, secretsErr = ReceiveSecrets(spec.SecretsSocket, spec.deliveryWait())
+	if claims != nil {
+		defer claims.close()
 	}
 	s := &supervisor{
 		spec:    spec,
@@ -171,35 +139,13 @@ func Run(o Options) (int, error) {
 	}
 	stdin := o.Stdin
 	if spec.Park {
-		var claim *Claim
-		var values *Secrets
 		var stop bool
-		if spec.ClaimStdin {
-			claim, values, stop, err = s.parkStdin(o.Stdin, sigs)
-		} else {
-			claim, values, stop, err = s.park(claims, sigs)
-		}
+		var code int
+		mainEnv, stdin, stop, code, err = s.claimed(o, claims, sigs, static, readyResults, devnull)
 		if stop {
-			s.stopAll()
-			s.collect()
 			return 0, nil
 		}
-		if err != nil {
-			return s.abort(ExitAirlock, err)
-		}
-		claim.apply(spec)
-		s.quiet = s.quiet || claim.Quiet
-		if !claim.Stdin {
-			stdin = devnull
-		}
-		rest := s.daemonsWhere(static, false)
-		mainEnv, err = s.resolve(rest, values)
-		values.forget() // every process env is resolved; drop the values
-		if err != nil {
-			return s.abort(ExitAirlock, err)
-		}
-		s.start(rest)
-		if code, err := s.awaitReady(rest, readyResults, sigs); err != nil || code != 0 {
+		if err != nil || code != 0 {
 			return s.abort(code, err)
 		}
 	}
@@ -219,6 +165,100 @@ func Run(o Options) (int, error) {
 		return code, nil
 	}
 
+	return s.runMain(o, r, mainEnv, stdin, sigs)
+}
+
+// loadStart reads what a start needs before anything else: the secrets file
+// (read and deleted first, so that it never outlives the start) and the spec,
+// and, for a spec that waits for values (held, parked, or with secrets on its
+// socket), the values or the listener of the claims. secretsErr is a failure
+// to get the values, reported once the status stream is open; err ends the
+// start at once.
+func loadStart(o Options) (spec *Spec, secrets *Secrets, claims *deliveryListener, secretsErr, err error) {
+	// Read (and delete) the secrets file before anything else can fail, so
+	// it never outlives the start.
+	secrets, warn, secretsErr := LoadSecrets(o.SecretsPath)
+	if warn != nil {
+		fmt.Fprintf(o.Messages, "airlock: warning: %v\n", warn)
+	}
+	if o.SpecJSON != "" {
+		spec, err = ParseSpec([]byte(o.SpecJSON))
+	} else {
+		spec, err = LoadSpec(o.SpecPath)
+	}
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	// claims: of a parked spec, listening from the start.
+	switch {
+	case spec.Park && o.SecretsPath != "":
+		secretsErr = errors.New("cannot use a secrets file with a parked spec: its claim delivers the values")
+	case spec.Park && spec.ClaimStdin:
+		// The claim comes on stdin (parkStdin), after the hold's release.
+		if spec.Hold {
+			var release *Secrets
+			release, secretsErr = ReceiveSecrets(spec.SecretsSocket, spec.deliveryWait())
+			release.forget()
+		}
+	case spec.Park:
+		if claims, secretsErr = listenDelivery(spec.SecretsSocket); claims != nil {
+			if spec.Hold { // the release first, the claim after it
+				var release *Secrets
+				release, secretsErr = claims.take(spec.deliveryWait(), nil)
+				release.forget()
+			}
+		}
+	case o.SecretsPath == "" && spec.SecretsSocket != "" && spec.NeedsSecrets():
+		secrets, secretsErr = ReceiveSecrets(spec.SecretsSocket, spec.deliveryWait())
+	}
+	return spec, secrets, claims, secretsErr, nil
+}
+
+// claimed parks a started pooled sandbox until its claim, then starts the
+// daemons that waited for the claim's values: the main command's environment
+// and stdin. stop: the sandbox was stopped while parked (its daemons are
+// stopped and collected); a non-zero code or an error aborts the start.
+func (s *supervisor) claimed(o Options, claims *deliveryListener, sigs <-chan os.Signal, static map[string]bool, readyResults chan readyResult, devnull *os.File) (mainEnv []string, stdin *os.File, stop bool, code int, err error) {
+	spec := s.spec
+	stdin = o.Stdin
+	var claim *Claim
+	var values *Secrets
+	if spec.ClaimStdin {
+		claim, values, stop, err = s.parkStdin(o.Stdin, sigs)
+	} else {
+		claim, values, stop, err = s.park(claims, sigs)
+	}
+	if stop {
+		s.stopAll()
+		s.collect()
+		return nil, nil, true, 0, nil
+	}
+	if err != nil {
+		return nil, nil, false, ExitAirlock, err
+	}
+	claim.apply(spec)
+	s.quiet = s.quiet || claim.Quiet
+	if !claim.Stdin {
+		stdin = devnull
+	}
+	rest := s.daemonsWhere(static, false)
+	mainEnv, err = s.resolve(rest, values)
+	values.forget() // every process env is resolved; drop the values
+	if err != nil {
+		return nil, nil, false, ExitAirlock, err
+	}
+	s.start(rest)
+	if code, err := s.awaitReady(rest, readyResults, sigs); err != nil || code != 0 {
+		return nil, nil, false, code, err
+	}
+	return mainEnv, stdin, false, 0, nil
+}
+
+// runMain starts the main command, waits for its end (forwarding signals),
+// reports it, stops the daemons and, with an end marker, marks the end as
+// soon as the output is out (sealed when nothing else runs).
+func (s *supervisor) runMain(o Options, r *reaper, mainEnv []string, stdin *os.File, sigs <-chan os.Signal) (int, error) {
+	spec := s.spec
 	m, err := startMain(r, &spec.Main, s.mainCred, mainEnv, stdin, o.Stdout, o.Stderr)
 	if err != nil {
 		s.status.emit(StatusEvent{Kind: KindSupervisorFailed, Reason: err.Error()})
