@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/backend/docker"
+	"github.com/airlock-dev/airlock/control/execs"
 	"github.com/airlock-dev/airlock/control/pool"
 	"github.com/airlock-dev/airlock/control/store"
 	"github.com/airlock-dev/airlock/engine"
@@ -80,8 +81,9 @@ type Service struct {
 	phaseMu sync.Mutex
 	phases  map[string]bool // sandbox ID → its last start is open (guarded by phaseMu)
 
-	pools *pool.Pools // the warm pools (pools.go, package pool)
-	gates gates       // turns to make and start sandboxes, per Engine (gate.go)
+	pools *pool.Pools  // the warm pools (pools.go, package pool)
+	execs *execs.Execs // the API execs (exec.go, package execs)
+	gates gates        // turns to make and start sandboxes, per Engine (gate.go)
 }
 
 // NewService returns a service over an open store and a runtime.
@@ -107,6 +109,7 @@ func NewService(st *store.Store, rt Backend, cfg Config) *Service {
 		live: map[string]*live{}, attached: map[string]int{}, active: map[string]time.Time{}, engines: map[string]Backend{},
 		phases: map[string]bool{}}
 	s.pools = newPools(s)
+	s.execs = newExecs(s)
 	rt.SetHooks(s.serviceResult, s.recordStep)
 	return s
 }
