@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/backend"
+	"github.com/airlock-dev/airlock/control/pool"
 	"github.com/airlock-dev/airlock/control/store"
 	"github.com/airlock-dev/airlock/engine"
 	"github.com/airlock-dev/airlock/manifest"
@@ -94,10 +95,10 @@ func (s *Service) Create(_ context.Context, req *CreateRequest) (Sandbox, error)
 		endMarker = nonce()
 	}
 	// A run of a manifest with a warm pool takes a parked sandbox: its ID.
-	pooled, pl, miss := s.pools.take(s.ctx, req, resolved)
+	pooled, pl, miss := s.takePooled(req, resolved)
 	id := req.ID
 	if pooled != nil {
-		id = pooled.sb.ID
+		id = pooled.Sandbox().ID
 	}
 	rec, _, err := s.store.CreateSandbox(store.Sandbox{
 		ID: id, Kind: req.Kind, Project: req.Manifest.ProjectDir, Labels: labels, Engine: eng,
@@ -106,9 +107,9 @@ func (s *Service) Create(_ context.Context, req *CreateRequest) (Sandbox, error)
 	}, store.Event{Kind: "sandbox.accepted"})
 	if err != nil {
 		if pooled != nil {
-			s.pools.discard(pl, pooled)
-		} else if pl != nil && coldMiss(miss) {
-			s.pools.coldStarted(pl) // no cold start comes
+			s.pools.Discard(pl, pooled)
+		} else if pl != nil && pool.ColdMiss(miss) {
+			s.pools.ColdStarted(pl) // no cold start comes
 		}
 		return Sandbox{}, err
 	}
@@ -137,9 +138,9 @@ func (s *Service) Create(_ context.Context, req *CreateRequest) (Sandbox, error)
 		s.emit(rec.ID, store.Event{Kind: "pool.missed", Reason: miss}, "")
 	}
 	s.goAsync(func() {
-		if pl != nil && coldMiss(miss) {
+		if pl != nil && pool.ColdMiss(miss) {
 			// Its pool refills once this cold start is done, not during it.
-			defer s.pools.coldStarted(pl)
+			defer s.pools.ColdStarted(pl)
 		}
 		s.prepare(rec.ID, sreq, req.Start)
 	})
@@ -148,18 +149,19 @@ func (s *Service) Create(_ context.Context, req *CreateRequest) (Sandbox, error)
 
 // prepareClaimed makes a sandbox of a parked one a run took: created already,
 // started, waiting for its claim (delivered by the start).
-func (s *Service) prepareClaimed(id string, m *member, p *pool, start bool) {
+func (s *Service) prepareClaimed(id string, m *pool.Member, p *pool.Pool, start bool) {
 	l := s.liveOf(id)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	s.emit(id, store.Event{Kind: "sandbox.preparing"}, "")
-	l.handle = m.sb
-	_, _ = s.store.Update(id, func(r *store.Sandbox) error { r.ContainerID = m.sb.PrimaryID; return nil })
-	s.emit(id, store.Event{Kind: "sandbox.created", Extra: map[string]string{"container": m.sb.PrimaryID}}, "")
-	for _, ev := range s.pools.takeEarly(id) {
+	sb := m.Sandbox()
+	l.handle = sb
+	_, _ = s.store.Update(id, func(r *store.Sandbox) error { r.ContainerID = sb.PrimaryID; return nil })
+	s.emit(id, store.Event{Kind: "sandbox.created", Extra: map[string]string{"container": sb.PrimaryID}}, "")
+	for _, ev := range s.pools.TakeEarly(id) {
 		s.emit(id, ev, "") // its services' results
 	}
-	s.emit(id, store.Event{Kind: "pool.claimed", Extra: map[string]string{"pool": p.key, "parked_ms": fmt.Sprint(time.Since(m.since).Milliseconds())}}, "")
+	s.emit(id, store.Event{Kind: "pool.claimed", Extra: map[string]string{"pool": p.Key(), "parked_ms": fmt.Sprint(time.Since(m.Since()).Milliseconds())}}, "")
 	if start {
 		s.startLocked(s.beginOp(l), id, l)
 	}

@@ -85,11 +85,11 @@ func (s *Service) Prune(ctx context.Context, req *PruneRequest) (*PruneResult, e
 	res := &PruneResult{DryRun: req.DryRun, Removed: []PrunedObject{}}
 	// The warm pools' parked sandboxes serve no one yet: drained (a run of
 	// their manifest fills its pool again).
-	for _, m := range s.pools.parked() {
+	for _, m := range s.pools.Parked() {
 		res.Removed = append(res.Removed, PrunedObject{Type: backend.PruneSandbox, Name: m.ID, Project: m.Project, Engine: m.Engine})
 	}
 	if !req.DryRun {
-		s.pools.drain(ctx, "")
+		s.pools.Drain(ctx, "")
 	}
 
 	rts := s.runtimes()

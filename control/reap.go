@@ -39,7 +39,7 @@ func (s *Service) reap() {
 			}
 		}
 		s.reapOrphans()
-		s.pools.drainIdle()
+		s.pools.DrainIdle()
 		if time.Since(lastPurge) > time.Minute {
 			lastPurge = time.Now()
 			_, _ = s.store.Purge(time.Now().Add(-s.retention()))

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/airlock-dev/airlock/backend"
+	"github.com/airlock-dev/airlock/control/execs"
+	"github.com/airlock-dev/airlock/control/pool"
 	"github.com/airlock-dev/airlock/control/store"
 	"github.com/airlock-dev/airlock/engine"
 	"github.com/airlock-dev/airlock/secrets"
@@ -79,8 +81,9 @@ type Service struct {
 	phaseMu sync.Mutex
 	phases  map[string]bool // sandbox ID → its last start is open (guarded by phaseMu)
 
-	pools *pools // the warm pools (pool.go)
-	gates gates  // turns to make and start sandboxes, per Engine (gate.go)
+	pools *pool.Pools  // the warm pools (pools.go, package pool)
+	execs *execs.Execs // the API execs (exec.go, package execs)
+	gates gates        // turns to make and start sandboxes, per Engine (gate.go)
 }
 
 // NewService returns a service over an open store and a runtime.
@@ -108,6 +111,7 @@ func NewService(st *store.Store, rt backend.Backend, cfg Config) *Service {
 		live: map[string]*live{}, attached: map[string]int{}, active: map[string]time.Time{}, engines: map[string]backend.Backend{},
 		phases: map[string]bool{}}
 	s.pools = newPools(s)
+	s.execs = newExecs(s)
 	rt.SetHooks(s.serviceResult, s.recordStep)
 	return s
 }
@@ -120,7 +124,7 @@ func (s *Service) serviceResult(id, service string, ready bool, detail string) {
 	}
 	if _, err := s.store.Get(id); err != nil {
 		// A warm pool's sandbox being made: recorded if a run claims it.
-		s.pools.stash(id, ev)
+		s.pools.Stash(id, ev)
 		return
 	}
 	s.emit(id, ev, "")
@@ -129,7 +133,7 @@ func (s *Service) serviceResult(id, service string, ready bool, detail string) {
 func (s *Service) start(ctx context.Context) error {
 	s.ctx, s.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	s.recover()
-	s.goAsync(func() { s.pools.removeLeftovers(s.ctx, s.rt) })
+	s.goAsync(func() { s.pools.RemoveLeftovers(s.ctx, s.rt) })
 	s.wg.Add(2)
 	go func() { defer s.wg.Done(); s.watchEngine(s.rt) }()
 	go func() { defer s.wg.Done(); s.reap() }()
@@ -140,7 +144,7 @@ func (s *Service) stop() {
 	// Parked sandboxes serve no one once the daemon is gone: removed (what a
 	// killed daemon leaves, the next one removes).
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(s.ctx), 4*time.Second)
-	s.pools.close(ctx)
+	s.pools.Close(ctx)
 	cancel()
 	s.cancel()
 	s.wg.Wait()
@@ -267,18 +271,13 @@ func (s *Service) takeSteps(l *live) map[string]string {
 }
 
 // sleep waits d, or less when ctx ends first; it reports whether d passed.
-func sleep(ctx context.Context, d time.Duration) bool { return sleepOr(ctx, d, nil) }
-
-// sleepOr is sleep that also ends when wake is closed.
-func sleepOr(ctx context.Context, d time.Duration, wake <-chan struct{}) bool {
+func sleep(ctx context.Context, d time.Duration) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
 		return false
 	case <-t.C:
-		return true
-	case <-wake:
 		return true
 	}
 }

@@ -1,4 +1,4 @@
-package control
+package execs
 
 import (
 	"errors"
@@ -13,22 +13,22 @@ import (
 // leave the root, is refused.
 func TestExecPaths(t *testing.T) {
 	root := t.TempDir()
-	out, errf, err := execPaths(root, "{sandbox_id}/{exec_id}", "sb-1", "ex-1")
+	out, errf, err := outputPaths(root, "{sandbox_id}/{exec_id}", "sb-1", "ex-1")
 	if err != nil || out != filepath.Join(root, "sb-1", "ex-1.stdout.log") || errf != filepath.Join(root, "sb-1", "ex-1.stderr.log") {
-		t.Errorf("execPaths = %q, %q, %v", out, errf, err)
+		t.Errorf("outputPaths = %q, %q, %v", out, errf, err)
 	}
-	out, _, err = execPaths(root, "runs/{exec_id}-of-{sandbox_id}", "sb-1", "ex-1")
+	out, _, err = outputPaths(root, "runs/{exec_id}-of-{sandbox_id}", "sb-1", "ex-1")
 	if err != nil || out != filepath.Join(root, "runs", "ex-1-of-sb-1.stdout.log") {
-		t.Errorf("execPaths with another template = %q, %v", out, err)
+		t.Errorf("outputPaths with another template = %q, %v", out, err)
 	}
 	for _, tt := range []struct{ sandbox, exec string }{{"..", "ex-1"}, {"sb-1", "../../x"}, {"a/b", "ex-1"}, {"sb-1", ""}, {"sb-1", "."}} {
-		if _, _, err := execPaths(root, "{sandbox_id}/{exec_id}", tt.sandbox, tt.exec); !errors.Is(err, ids.ErrInvalid) {
-			t.Errorf("execPaths(%q, %q) = %v, want an invalid ID", tt.sandbox, tt.exec, err)
+		if _, _, err := outputPaths(root, "{sandbox_id}/{exec_id}", tt.sandbox, tt.exec); !errors.Is(err, ids.ErrInvalid) {
+			t.Errorf("outputPaths(%q, %q) = %v, want an invalid ID", tt.sandbox, tt.exec, err)
 		}
 	}
 	for _, tmpl := range []string{"../{sandbox_id}/{exec_id}", "{sandbox_id}/../../{exec_id}", "/../../{sandbox_id}{exec_id}/../.."} {
-		if _, _, err := execPaths(root, tmpl, "sb-1", "ex-1"); !errors.Is(err, errOutsideRoot) {
-			t.Errorf("execPaths with template %q = %v, want a path outside the root refused", tmpl, err)
+		if _, _, err := outputPaths(root, tmpl, "sb-1", "ex-1"); !errors.Is(err, errOutsideRoot) {
+			t.Errorf("outputPaths with template %q = %v, want a path outside the root refused", tmpl, err)
 		}
 	}
 }

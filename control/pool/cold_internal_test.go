@@ -1,18 +1,38 @@
-package control
+package pool
 
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"testing"
 	"time"
 
 	"github.com/airlock-dev/airlock/backend"
-	"github.com/airlock-dev/airlock/control/store"
+	"github.com/airlock-dev/airlock/engine"
 )
+
+// fakeBackend is a Backend whose only working call is Location.
+type fakeBackend struct{ Backend }
+
+func (fakeBackend) Location() engine.Endpoint { return engine.Endpoint{Host: "unix:///fake.sock"} }
+
+// testPools are pools of a daemon whose context ends with the test.
+func testPools(t *testing.T, max int) *Pools {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	ps := New(Host{
+		Context: func() context.Context { return ctx },
+		Log:     func() *slog.Logger { return slog.New(slog.DiscardHandler) },
+		Max:     max,
+		Claimed: func(string) bool { return false },
+	})
+	t.Cleanup(func() { cancel(); ps.wg.Wait() })
+	return ps
+}
 
 // createRecorder is a Backend that reports each Create and refuses it.
 type createRecorder struct {
-	stopRecorder
+	fakeBackend
 	created chan time.Time
 }
 
@@ -25,17 +45,9 @@ func (b *createRecorder) Create(context.Context, *backend.Request) (*backend.San
 // next sandbox while that run's sandbox is made cold (they would share the
 // Engine and the CPU): its refill begins refillDelay after the cold start.
 func TestRefillWaitsForColdStart(t *testing.T) {
-	st, err := store.Open(t.TempDir() + "/ids.db")
-	if err != nil {
-		t.Fatal(err)
-	}
 	rt := &createRecorder{created: make(chan time.Time, 4)}
-	s := NewService(st, rt, Config{PoolMax: 8})
-	s.ctx, s.cancel = context.WithCancel(context.Background())
-	t.Cleanup(func() { s.cancel(); s.wg.Wait(); _ = st.Close() })
-
-	ps := s.pools
-	p := &pool{rt: rt, key: "k", size: 1, misses: map[string]int{}, wake: make(chan struct{})}
+	ps := testPools(t, 8)
+	p := &Pool{rt: rt, key: "k", size: 1, misses: map[string]int{}, wake: make(chan struct{})}
 	ps.mu.Lock()
 	p.lastClaim, p.cold = time.Now(), 1 // what take does on a miss
 	ps.fillLocked(p)
@@ -47,7 +59,7 @@ func TestRefillWaitsForColdStart(t *testing.T) {
 	case <-time.After(3 * refillDelay):
 	}
 	started := time.Now()
-	ps.coldStarted(p)
+	ps.ColdStarted(p)
 	select {
 	case at := <-rt.created:
 		if d := at.Sub(started); d < refillDelay {

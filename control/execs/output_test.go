@@ -1,4 +1,4 @@
-package control
+package execs
 
 import (
 	"bytes"

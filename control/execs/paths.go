@@ -1,4 +1,4 @@
-package control
+package execs
 
 import (
 	"errors"
@@ -10,12 +10,12 @@ import (
 	"github.com/airlock-dev/airlock/userconfig"
 )
 
-// execPaths returns the output files of API exec execID of sandbox sandboxID
+// outputPaths returns the output files of API exec execID of sandbox sandboxID
 // (design.md §2): root (artifacts.exec_output_root) joined with template
 // (artifacts.exec_output_template, its {sandbox_id} and {exec_id} replaced),
 // plus ".stdout.log" and ".stderr.log". Both IDs must be valid airlock IDs (no
 // "/", no ".."), and the files must stay under root, whatever the template says.
-func execPaths(root, template, sandboxID, execID string) (stdout, stderr string, err error) {
+func outputPaths(root, template, sandboxID, execID string) (stdout, stderr string, err error) {
 	for _, id := range []string{sandboxID, execID} {
 		if err := ids.Validate(id); err != nil {
 			return "", "", err

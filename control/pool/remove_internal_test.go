@@ -1,4 +1,4 @@
-package control
+package pool
 
 import (
 	"context"
@@ -7,13 +7,12 @@ import (
 	"testing"
 
 	"github.com/airlock-dev/airlock/backend"
-	"github.com/airlock-dev/airlock/control/store"
 )
 
 // failingRemove is a Backend whose Remove fails its first fails calls (an
 // Engine that is restarting).
 type failingRemove struct {
-	stopRecorder
+	fakeBackend
 	fails int32
 	calls atomic.Int32
 }
@@ -29,18 +28,10 @@ func (b *failingRemove) Remove(context.Context, string) error {
 // (one found stopped because the Engine restarts) is removed once the Engine
 // answers again; no later daemon would remove it (TestEngineRestartPool).
 func TestPooledRemovalRetried(t *testing.T) {
-	st, err := store.Open(t.TempDir() + "/ids.db")
-	if err != nil {
-		t.Fatal(err)
-	}
 	rt := &failingRemove{fails: 2}
-	s := NewService(st, rt, Config{})
-	s.ctx, s.cancel = context.WithCancel(context.Background())
-	t.Cleanup(func() { s.cancel(); s.wg.Wait(); _ = st.Close() })
-
-	ps := s.pools
-	p := &pool{rt: rt, misses: map[string]int{}, wake: make(chan struct{})}
-	m := &member{sb: &backend.Sandbox{ID: "parked-1"}}
+	ps := testPools(t, 0)
+	p := &Pool{rt: rt, misses: map[string]int{}, wake: make(chan struct{})}
+	m := &Member{sb: &backend.Sandbox{ID: "parked-1"}}
 	ps.mu.Lock()
 	p.members = append(p.members, m)
 	ps.total++
