@@ -247,16 +247,12 @@ func LoadWithHome(path, home string) (*Config, error) {
 // Parse validates config.toml content; name is used in errors, home expands ~.
 func Parse(name string, data []byte, home string) (*Config, error) {
 	src := string(data)
-	lines := scanKeyLines(src)
 	var f file
 	md, err := toml.Decode(src, &f)
 	if err != nil {
 		return nil, tomlError(name, src, err)
 	}
-	var errs Errors
-	add := func(key, msg string) {
-		errs = append(errs, &Error{File: name, Line: lines[key], Key: key, Msg: msg})
-	}
+	p := &parser{name: name, home: home, lines: scanKeyLines(src)}
 	var reported []string
 	for _, k := range md.Undecoded() {
 		key := k.String()
@@ -265,154 +261,175 @@ func Parse(name string, data []byte, home string) (*Config, error) {
 		}
 		reported = append(reported, key)
 		if len(k) == 1 {
-			add(key, "unknown key (the tables are runtime, artifacts, vault, kubernetes and services)")
+			p.add(key, "unknown key (the tables are runtime, artifacts, vault, kubernetes and services)")
 		} else {
-			add(key, "unknown key")
+			p.add(key, "unknown key")
 		}
 	}
 	c := Default()
 	c.File, c.Exists = name, true
-	duration := func(key string, v *string, dst *time.Duration) {
-		if v == nil {
-			return
-		}
-		d, err := time.ParseDuration(*v)
-		switch {
-		case err != nil:
-			add(key, fmt.Sprintf("invalid duration %q (use Go durations such as \"30m\", \"168h\")", *v))
-		case d <= 0:
-			add(key, fmt.Sprintf("must be a positive duration, got %q", *v))
-		default:
-			*dst = d
-		}
-	}
-	dir := func(key string, v *string, dst *string) {
-		if v == nil || *v == "" {
-			return
-		}
-		p := *v
-		if p == "~" || strings.HasPrefix(p, "~/") {
-			if home == "" {
-				add(key, "cannot expand ~: the home directory is unknown")
-				return
-			}
-			p = filepath.Join(home, p[1:])
-		}
-		if !filepath.IsAbs(p) {
-			add(key, fmt.Sprintf("must be an absolute path (or start with ~/), got %q", *v))
-			return
-		}
-		*dst = filepath.Clean(p)
-	}
-	size := func(key string, v *string, dst *int64) {
-		if v == nil {
-			return
-		}
-		n, err := ParseSize(*v)
-		if err != nil {
-			add(key, err.Error())
-			return
-		}
-		*dst = n
-	}
-	// between takes a whole number from lo to hi; why, when set, says why hi.
-	between := func(key string, v *int64, lo, hi int64, why string, dst *int) {
-		if v == nil {
-			return
-		}
-		if *v < lo || *v > hi {
-			add(key, fmt.Sprintf("must be between %d and %d (%sgot %d)", lo, hi, why, *v))
-			return
-		}
-		*dst = int(*v)
-	}
-	if r := f.Runtime; r != nil {
-		duration("runtime.idle_ttl", r.IdleTTL, &c.Runtime.IdleTTL)
-		duration("runtime.event_retention_ttl", r.EventRetentionTTL, &c.Runtime.EventRetentionTTL)
-		if r.LogLevel != nil {
-			if _, err := ParseLogLevel(*r.LogLevel); err != nil {
-				add("runtime.log_level", err.Error())
-			} else {
-				c.Runtime.LogLevel = *r.LogLevel
-			}
-		}
-		dir("runtime.state_root", r.StateRoot, &c.Runtime.StateRoot)
-		between("runtime.pool_max", r.PoolMax, 0, MaxPoolMax, "", &c.Runtime.PoolMax)
-		between("runtime.shared_network_max", r.SharedNetworkMax, 1, MaxSharedNetworkMax, "a bridge network holds at most 1023 containers; ", &c.Runtime.SharedNetworkMax)
-		between("runtime.creates_per_engine", r.CreatesPerEngine, 1, MaxCreatesPerEngine, "", &c.Runtime.CreatesPerEngine)
-		if r.Backend != nil {
-			if err := CheckBackend(*r.Backend); err != nil {
-				add("runtime.backend", err.Error())
-			} else {
-				c.Runtime.Backend = *r.Backend
-			}
-		}
-	}
-	if a := f.Artifacts; a != nil {
-		dir("artifacts.exec_output_root", a.ExecOutputRoot, &c.Artifacts.ExecOutputRoot)
-		if a.ExecOutputTemplate != nil {
-			if err := checkTemplate(*a.ExecOutputTemplate); err != nil {
-				add("artifacts.exec_output_template", err.Error())
-			} else {
-				c.Artifacts.ExecOutputTemplate = *a.ExecOutputTemplate
-			}
-		}
-		size("artifacts.output_max", a.OutputMax, &c.Artifacts.OutputMax)
-		size("artifacts.exec_output_max", a.ExecOutputMax, &c.Artifacts.ExecOutputMax)
-	}
-	if sv := f.Services; sv != nil {
-		for _, p := range sv.EnvFilesOutside {
-			var abs string
-			if dir("services.env_files_outside", &p, &abs); abs != "" {
-				c.Services.EnvFilesOutside = append(c.Services.EnvFilesOutside, abs)
-			} else if p == "" {
-				add("services.env_files_outside", "an empty path: name an env file by its absolute path (or ~/…)")
-			}
-		}
-	}
+	p.runtime(&f, c)
+	p.artifacts(&f, c)
+	p.services(&f, c)
 	if v := f.Vault; v != nil && v.Storage != nil {
 		switch *v.Storage {
 		case "encrypted-file", "file", "disabled":
 			c.Vault.Storage = *v.Storage
 		default:
-			add("vault.storage", fmt.Sprintf("unknown storage %q (want encrypted-file, file or disabled)", *v.Storage))
+			p.add("vault.storage", fmt.Sprintf("unknown storage %q (want encrypted-file, file or disabled)", *v.Storage))
 		}
 	}
-	if k := f.Kubernetes; k != nil {
-		if k.Namespace != nil {
-			if err := checkNamespace(*k.Namespace); err != nil {
-				add("kubernetes.namespace", err.Error())
-			} else {
-				c.Kubernetes.Namespace = *k.Namespace
-			}
-		}
-		if k.Image != nil {
-			if err := checkImage(*k.Image); err != nil {
-				add("kubernetes.image", err.Error())
-			} else {
-				c.Kubernetes.Image = *k.Image
-			}
-		}
-		if k.Context != nil {
-			if strings.ContainsAny(*k.Context, "\x00\n\r") {
-				add("kubernetes.context", fmt.Sprintf("invalid context name %q (it must not hold a NUL or a line break)", *k.Context))
-			} else {
-				c.Kubernetes.Context = *k.Context
-			}
-		}
-		if k.AllowPrivileged != nil {
-			c.Kubernetes.AllowPrivileged = *k.AllowPrivileged
-		}
-		if k.CreateNamespace != nil {
-			c.Kubernetes.CreateNamespace = *k.CreateNamespace
-		}
-		parseKubernetesPod(&k.kubernetesPodFile, &c.Kubernetes, add)
-	}
-	if len(errs) > 0 {
-		sort.SliceStable(errs, func(i, j int) bool { return errs[i].Line < errs[j].Line })
-		return nil, errs
+	p.kubernetes(&f, c)
+	if len(p.errs) > 0 {
+		sort.SliceStable(p.errs, func(i, j int) bool { return p.errs[i].Line < p.errs[j].Line })
+		return nil, p.errs
 	}
 	return c, nil
+}
+
+// parser collects the errors of one config.toml, each at its key's line, and
+// reads its kinds of values.
+type parser struct {
+	name, home string
+	lines      map[string]int
+	errs       Errors
+}
+
+func (p *parser) add(key, msg string) {
+	p.errs = append(p.errs, &Error{File: p.name, Line: p.lines[key], Key: key, Msg: msg})
+}
+
+func (p *parser) duration(key string, v *string, dst *time.Duration) {
+	if v == nil {
+		return
+	}
+	d, err := time.ParseDuration(*v)
+	switch {
+	case err != nil:
+		p.add(key, fmt.Sprintf("invalid duration %q (use Go durations such as \"30m\", \"168h\")", *v))
+	case d <= 0:
+		p.add(key, fmt.Sprintf("must be a positive duration, got %q", *v))
+	default:
+		*dst = d
+	}
+}
+
+func (p *parser) dir(key string, v *string, dst *string) {
+	if v == nil || *v == "" {
+		return
+	}
+	path := *v
+	if path == "~" || strings.HasPrefix(path, "~/") {
+		if p.home == "" {
+			p.add(key, "cannot expand ~: the home directory is unknown")
+			return
+		}
+		path = filepath.Join(p.home, path[1:])
+	}
+	if !filepath.IsAbs(path) {
+		p.add(key, fmt.Sprintf("must be an absolute path (or start with ~/), got %q", *v))
+		return
+	}
+	*dst = filepath.Clean(path)
+}
+
+func (p *parser) size(key string, v *string, dst *int64) {
+	if v == nil {
+		return
+	}
+	n, err := ParseSize(*v)
+	if err != nil {
+		p.add(key, err.Error())
+		return
+	}
+	*dst = n
+}
+
+// between takes a whole number from lo to hi; why, when set, says why hi.
+func (p *parser) between(key string, v *int64, lo, hi int64, why string, dst *int) {
+	if v == nil {
+		return
+	}
+	if *v < lo || *v > hi {
+		p.add(key, fmt.Sprintf("must be between %d and %d (%sgot %d)", lo, hi, why, *v))
+		return
+	}
+	*dst = int(*v)
+}
+
+// checked sets *dst to *v when check accepts it, else reports key.
+func (p *parser) checked(key string, v *string, check func(string) error, dst *string) {
+	if v == nil {
+		return
+	}
+	if err := check(*v); err != nil {
+		p.add(key, err.Error())
+		return
+	}
+	*dst = *v
+}
+
+func (p *parser) runtime(f *file, c *Config) {
+	r := f.Runtime
+	if r == nil {
+		return
+	}
+	p.duration("runtime.idle_ttl", r.IdleTTL, &c.Runtime.IdleTTL)
+	p.duration("runtime.event_retention_ttl", r.EventRetentionTTL, &c.Runtime.EventRetentionTTL)
+	p.checked("runtime.log_level", r.LogLevel, func(v string) error { _, err := ParseLogLevel(v); return err }, &c.Runtime.LogLevel)
+	p.dir("runtime.state_root", r.StateRoot, &c.Runtime.StateRoot)
+	p.between("runtime.pool_max", r.PoolMax, 0, MaxPoolMax, "", &c.Runtime.PoolMax)
+	p.between("runtime.shared_network_max", r.SharedNetworkMax, 1, MaxSharedNetworkMax, "a bridge network holds at most 1023 containers; ", &c.Runtime.SharedNetworkMax)
+	p.between("runtime.creates_per_engine", r.CreatesPerEngine, 1, MaxCreatesPerEngine, "", &c.Runtime.CreatesPerEngine)
+	p.checked("runtime.backend", r.Backend, CheckBackend, &c.Runtime.Backend)
+}
+
+func (p *parser) artifacts(f *file, c *Config) {
+	a := f.Artifacts
+	if a == nil {
+		return
+	}
+	p.dir("artifacts.exec_output_root", a.ExecOutputRoot, &c.Artifacts.ExecOutputRoot)
+	p.checked("artifacts.exec_output_template", a.ExecOutputTemplate, checkTemplate, &c.Artifacts.ExecOutputTemplate)
+	p.size("artifacts.output_max", a.OutputMax, &c.Artifacts.OutputMax)
+	p.size("artifacts.exec_output_max", a.ExecOutputMax, &c.Artifacts.ExecOutputMax)
+}
+
+func (p *parser) services(f *file, c *Config) {
+	sv := f.Services
+	if sv == nil {
+		return
+	}
+	for _, path := range sv.EnvFilesOutside {
+		var abs string
+		if p.dir("services.env_files_outside", &path, &abs); abs != "" {
+			c.Services.EnvFilesOutside = append(c.Services.EnvFilesOutside, abs)
+		} else if path == "" {
+			p.add("services.env_files_outside", "an empty path: name an env file by its absolute path (or ~/…)")
+		}
+	}
+}
+
+func (p *parser) kubernetes(f *file, c *Config) {
+	k := f.Kubernetes
+	if k == nil {
+		return
+	}
+	p.checked("kubernetes.namespace", k.Namespace, checkNamespace, &c.Kubernetes.Namespace)
+	p.checked("kubernetes.image", k.Image, checkImage, &c.Kubernetes.Image)
+	p.checked("kubernetes.context", k.Context, func(v string) error {
+		if strings.ContainsAny(v, "\x00\n\r") {
+			return fmt.Errorf("invalid context name %q (it must not hold a NUL or a line break)", v)
+		}
+		return nil
+	}, &c.Kubernetes.Context)
+	if k.AllowPrivileged != nil {
+		c.Kubernetes.AllowPrivileged = *k.AllowPrivileged
+	}
+	if k.CreateNamespace != nil {
+		c.Kubernetes.CreateNamespace = *k.CreateNamespace
+	}
+	parseKubernetesPod(&k.kubernetesPodFile, &c.Kubernetes, p.add)
 }
 
 var placeholderRE = regexp.MustCompile(`\{[^{}]*\}`)
