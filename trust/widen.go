@@ -58,27 +58,42 @@ func Widens(old, new *manifest.Resolved) []Widening {
 	if new == nil {
 		return nil
 	}
-	var out []Widening
-	add := func(area, format string, args ...any) {
-		out = append(out, Widening{Area: area, Detail: fmt.Sprintf(format, args...)})
-	}
-	o, n := &old.Manifest, &new.Manifest
+	w := &widenings{}
+	w.mountsAndCopies(old, new)
+	w.services(old, new)
+	w.privilegesAndUsers(old, new)
+	w.capabilitiesNetworkPorts(old, new)
+	w.egress(old, new)
+	w.toolsPresetsEnv(old, new)
+	w.projectAndBuild(old, new)
+	return w.out
+}
 
+// widenings collects what a manifest widens, in the order Widens reports it.
+type widenings struct{ out []Widening }
+
+func (w *widenings) add(area, format string, args ...any) {
+	w.out = append(w.out, Widening{Area: area, Detail: fmt.Sprintf(format, args...)})
+}
+
+// mountsAndCopies: host paths mounted or copied in that were not, or wider.
+func (w *widenings) mountsAndCopies(old, new *manifest.Resolved) {
+	o, n := &old.Manifest, &new.Manifest
 	for _, name := range slices.Sorted(maps.Keys(n.Mounts)) {
 		nm := n.Mounts[name]
 		key := manifest.KeyPath("mounts", name)
 		om, had := o.Mounts[name]
 		switch {
 		case !had:
-			add("mounts", "%s: %s -> %s%s", key, nm.Source, nm.Target, rw(nm.ReadOnly))
+			w.add("mounts", "%s: %s -> %s%s", key, nm.Source, nm.Target, rw(nm.ReadOnly))
 		case om.Source != nm.Source || om.Target != nm.Target:
-			add("mounts", "%s: %s -> %s%s (was %s -> %s)", key, nm.Source, nm.Target, rw(nm.ReadOnly), om.Source, om.Target)
+			w.add("mounts", "%s: %s -> %s%s (was %s -> %s)", key, nm.Source, nm.Target, rw(nm.ReadOnly), om.Source, om.Target)
 		case om.ReadOnly && !nm.ReadOnly:
-			add("mounts", "%s: %s -> %s is now writable", key, nm.Source, nm.Target)
+			w.add("mounts", "%s: %s -> %s is now writable", key, nm.Source, nm.Target)
 		case om.Missing != nm.Missing && strings.HasPrefix(nm.Missing, "create-"):
-			add("mounts", "%s: missing = %s (creates its source on the host)", key, nm.Missing)
+			w.add("mounts", "%s: missing = %s (creates its source on the host)", key, nm.Missing)
 		case strings.HasPrefix(nm.Missing, "create-") && (om.CreateMode != nm.CreateMode || om.FileContent != nm.FileContent):
-			add("mounts", "%s: creates its source on the host with another mode or content", key)
+			w.add("mounts", "%s: creates its source on the host with another mode or content", key)
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(n.Copies)) {
@@ -87,106 +102,126 @@ func Widens(old, new *manifest.Resolved) []Widening {
 		oc, had := o.Copies[name]
 		switch {
 		case !had:
-			add("copies", "%s: %s -> %s", key, nc.Source, nc.Target)
+			w.add("copies", "%s: %s -> %s", key, nc.Source, nc.Target)
 		case oc.Source != nc.Source:
-			add("copies", "%s: %s -> %s (was %s)", key, nc.Source, nc.Target, oc.Source)
+			w.add("copies", "%s: %s -> %s (was %s)", key, nc.Source, nc.Target, oc.Source)
 		case len(nc.Exclude) < len(oc.Exclude) || !subset(oc.Exclude, nc.Exclude):
-			add("copies", "%s: exclude %s (was %s)", key, list(nc.Exclude), list(oc.Exclude))
+			w.add("copies", "%s: exclude %s (was %s)", key, list(nc.Exclude), list(oc.Exclude))
 		}
 	}
+}
 
+// services: a service's host binds, user, env files and capabilities.
+func (w *widenings) services(old, new *manifest.Resolved) {
+	o, n := &old.Manifest, &new.Manifest
 	// A service's bind of a host path is a mount too (services.*.volumes, a
 	// compose file's included), and its capabilities are the sandbox's.
 	for _, name := range slices.Sorted(maps.Keys(n.Services)) {
 		ns, os := n.Services[name], o.Services[name]
 		for i, v := range new.Parsed.Services[name].Volumes {
 			if e := ns.Volumes[i]; v.Kind == "bind" && !slices.Contains(os.Volumes, e) {
-				add("mounts", "%s: %s", manifest.KeyPath("services", name, "volumes"), e)
+				w.add("mounts", "%s: %s", manifest.KeyPath("services", name, "volumes"), e)
 			}
 		}
 		if ns.User != os.User && (ns.User != "" || !hadService(o, name)) {
-			add("user", "%s = %q", manifest.KeyPath("services", name, "user"), ns.User)
+			w.add("user", "%s = %q", manifest.KeyPath("services", name, "user"), ns.User)
 		}
 		for _, f := range ns.EnvFile {
 			if !slices.Contains(os.EnvFile, f) {
-				add("files", "%s reads %s", manifest.KeyPath("services", name, "env_file"), f)
+				w.add("files", "%s reads %s", manifest.KeyPath("services", name, "env_file"), f)
 			}
 		}
 		for _, c := range ns.CapAdd {
 			if !containsCap(os.CapAdd, c) {
-				add("capabilities", "%s %s", manifest.KeyPath("services", name, "cap_add"), c)
+				w.add("capabilities", "%s %s", manifest.KeyPath("services", name, "cap_add"), c)
 			}
 		}
 		for _, c := range os.CapDrop {
 			if !containsCap(ns.CapDrop, c) {
-				add("capabilities", "%s no longer drops %s", manifest.KeyPath("services", name, "cap_drop"), c)
+				w.add("capabilities", "%s no longer drops %s", manifest.KeyPath("services", name, "cap_drop"), c)
 			}
 		}
 	}
+}
 
+// privilegesAndUsers: privileged, hardening turned off, other users.
+func (w *widenings) privilegesAndUsers(old, new *manifest.Resolved) {
+	o, n := &old.Manifest, &new.Manifest
 	if n.Sandbox.Privileged && !o.Sandbox.Privileged {
-		add("privileges", "sandbox.privileged = true")
+		w.add("privileges", "sandbox.privileged = true")
 	}
 	if !n.Sandbox.Harden && (o.Sandbox.Harden || old.File == "" && len(old.Layers) == 0) {
-		add("privileges", "sandbox.harden = false")
+		w.add("privileges", "sandbox.harden = false")
 	}
 	for _, name := range slices.Sorted(maps.Keys(n.Daemons)) {
 		nd := n.Daemons[name]
 		od, had := o.Daemons[name]
 		if !nd.Harden && (!had || od.Harden) {
-			add("privileges", "%s = false", manifest.KeyPath("daemons", name, "harden"))
+			w.add("privileges", "%s = false", manifest.KeyPath("daemons", name, "harden"))
 		}
 		if nd.User != "" && (!had || od.User != nd.User) {
-			add("user", "%s = %q", manifest.KeyPath("daemons", name, "user"), nd.User)
+			w.add("user", "%s = %q", manifest.KeyPath("daemons", name, "user"), nd.User)
 		}
 	}
 	if n.Sandbox.User != o.Sandbox.User {
-		add("user", "sandbox.user: %q -> %q", o.Sandbox.User, n.Sandbox.User)
+		w.add("user", "sandbox.user: %q -> %q", o.Sandbox.User, n.Sandbox.User)
 	}
+}
 
+// capabilitiesNetworkPorts: capabilities added or no longer dropped, a wider network, new ports.
+func (w *widenings) capabilitiesNetworkPorts(old, new *manifest.Resolved) {
+	o, n := &old.Manifest, &new.Manifest
 	for _, c := range n.Sandbox.CapAdd {
 		if !containsCap(o.Sandbox.CapAdd, c) {
-			add("capabilities", "cap_add %s", c)
+			w.add("capabilities", "cap_add %s", c)
 		}
 	}
 	for _, c := range o.Sandbox.CapDrop {
 		if !containsCap(n.Sandbox.CapDrop, c) {
-			add("capabilities", "cap_drop no longer drops %s", c)
+			w.add("capabilities", "cap_drop no longer drops %s", c)
 		}
 	}
 
 	if netRank(n.Sandbox.Network) > netRank(o.Sandbox.Network) ||
 		n.Sandbox.Network != o.Sandbox.Network && netRank(n.Sandbox.Network) == 1 && netRank(o.Sandbox.Network) == 1 {
-		add("network", "sandbox.network: %s -> %s", orDefault(o.Sandbox.Network), n.Sandbox.Network)
+		w.add("network", "sandbox.network: %s -> %s", orDefault(o.Sandbox.Network), n.Sandbox.Network)
 	}
 	for _, p := range n.Sandbox.Ports {
 		if !slices.Contains(o.Sandbox.Ports, p) {
-			add("ports", "%s", p)
+			w.add("ports", "%s", p)
 		}
 	}
+}
 
+// egress: the allowlist removed or widened.
+func (w *widenings) egress(old, new *manifest.Resolved) {
+	o, n := &old.Manifest, &new.Manifest
 	switch oe, ne := o.Sandbox.Egress, n.Sandbox.Egress; {
 	case oe != nil && ne == nil:
-		add("egress", "sandbox.egress removed: every destination is reachable")
+		w.add("egress", "sandbox.egress removed: every destination is reachable")
 	case oe != nil && ne != nil:
 		for _, a := range ne.Allow {
 			if !slices.Contains(oe.Allow, a) {
-				add("egress", "allow %s", a)
+				w.add("egress", "allow %s", a)
 			}
 		}
 		if oe.Network != ne.Network {
-			add("egress", "sandbox.egress.network: %s -> %s", orDefault(oe.Network), ne.Network)
+			w.add("egress", "sandbox.egress.network: %s -> %s", orDefault(oe.Network), ne.Network)
 		}
 	}
+}
 
+// toolsPresetsEnv: new tools and presets, env values taken from the host or the vault.
+func (w *widenings) toolsPresetsEnv(old, new *manifest.Resolved) {
+	o, n := &old.Manifest, &new.Manifest
 	for _, t := range n.Tools {
 		if !slices.Contains(o.Tools, t) {
-			add("tools", "%s", t)
+			w.add("tools", "%s", t)
 		}
 	}
 	for _, p := range n.Presets {
 		if !slices.Contains(o.Presets, p) {
-			add("presets", "%s", p)
+			w.add("presets", "%s", p)
 		}
 	}
 
@@ -203,24 +238,27 @@ func Widens(old, new *manifest.Resolved) []Widening {
 		if src == manifest.Vault {
 			from = "the vault"
 		}
-		add("env", "%s takes a value from %s", k, from)
+		w.add("env", "%s takes a value from %s", k, from)
 	}
+}
 
+// projectAndBuild: a wider project mode, another build context or Dockerfile.
+func (w *widenings) projectAndBuild(old, new *manifest.Resolved) {
+	o, n := &old.Manifest, &new.Manifest
 	if projRank(n.Sandbox.Project) > projRank(o.Sandbox.Project) {
-		add("project", "sandbox.project: %s -> %s", orDefault(o.Sandbox.Project), n.Sandbox.Project)
+		w.add("project", "sandbox.project: %s -> %s", orDefault(o.Sandbox.Project), n.Sandbox.Project)
 	}
 	if nb := n.Sandbox.Build; nb != nil {
 		ob := o.Sandbox.Build
 		switch {
 		case ob == nil:
-			add("build", "sandbox.build.context = %q", nb.Context)
+			w.add("build", "sandbox.build.context = %q", nb.Context)
 		case ob.Context != nb.Context:
-			add("build", "sandbox.build.context: %q -> %q", ob.Context, nb.Context)
+			w.add("build", "sandbox.build.context: %q -> %q", ob.Context, nb.Context)
 		case ob.Dockerfile != nb.Dockerfile:
-			add("build", "sandbox.build.dockerfile: %q -> %q", ob.Dockerfile, nb.Dockerfile)
+			w.add("build", "sandbox.build.dockerfile: %q -> %q", ob.Dockerfile, nb.Dockerfile)
 		}
 	}
-	return out
 }
 
 func hadService(m *manifest.Manifest, name string) bool {
