@@ -202,25 +202,8 @@ func (c *converter) selected(want []string) ([]string, []Error) {
 
 // service converts one compose service into a [services.<name>] table.
 func (c *converter) service(name string, s types.ServiceConfig, taken []string) {
-	p := func(k ...string) []string { return append([]string{"services", name}, k...) }
-	// Every key the service sets, as compose-go writes it back.
-	b, err := json.Marshal(s)
-	if err != nil {
-		c.errorf(p(), "cannot read service %s: %v", name, err)
+	if !c.refuseUnhandled(name, s) {
 		return
-	}
-	var set map[string]any
-	_ = json.Unmarshal(b, &set)
-	for _, k := range slices.Sorted(maps.Keys(set)) {
-		if set[k] == nil || handled[k] || slices.Contains(c.ignore, k) {
-			continue
-		}
-		if k == "build" && s.Image != "" {
-			// compose builds it; airlock takes the image it names, if the user says so.
-			c.errorf(p(k), "airlock does not build a compose service's image; build and tag %s before the run, and add \"build\" to compose.ignore to use that image", s.Image)
-			continue
-		}
-		c.errorf(p(k), "airlock cannot honour %s in a sandbox's service; remove it, or add %q to compose.ignore to run without it", k, k)
 	}
 	for _, f := range s.EnvFiles {
 		if !slices.Contains(c.res.Files, f.Path) {
@@ -228,55 +211,37 @@ func (c *converter) service(name string, s types.ServiceConfig, taken []string) 
 		}
 	}
 	t := map[string]any{}
-	c.res.Lines[LineKey(p()...)] = c.line(p()...)
-	at := func(ours string, theirs ...string) {
-		c.res.Lines[LineKey(p(ours)...)] = c.line(p(theirs...)...)
-	}
+	c.res.Lines[LineKey(servicePath(name)...)] = c.line(servicePath(name)...)
 	if s.Image == "" {
-		c.errorf(p("image"), "is required: airlock runs a service from an image (build it first)")
+		c.errorf(servicePath(name, "image"), "is required: airlock runs a service from an image (build it first)")
 	} else if _, err := reference.ParseNormalizedNamed(s.Image); err != nil {
-		c.errorf(p("image"), "%s", c.badImage(name, s.Image, err))
+		c.errorf(servicePath(name, "image"), "%s", c.badImage(name, s.Image, err))
 	}
 	t["image"] = s.Image
-	at("image", "image")
+	c.at(name, "image", "image")
 	if s.Command != nil {
 		t["command"] = strs(s.Command)
-		at("command", "command")
+		c.at(name, "command", "command")
 	}
 	if s.Entrypoint != nil {
 		t["entrypoint"] = strs(s.Entrypoint)
-		at("entrypoint", "entrypoint")
+		c.at(name, "entrypoint", "entrypoint")
 	}
-	if len(s.Environment) > 0 {
-		env := map[string]any{}
-		for k, v := range s.Environment {
-			if v != nil { // a name without a value the host lacks: compose leaves it out
-				env[k] = *v
-			}
-		}
-		t["env"] = env
-		at("env", "environment")
-		for k := range env {
-			c.res.Lines[LineKey(p("env", k)...)] = c.line(p("environment", k)...)
-		}
-		if _, ok := c.lines[LineKey(p("environment")...)]; !ok {
-			at("env", "env_file")
-		}
-	}
+	c.environment(name, s, t)
 	if s.User != "" {
 		t["user"] = s.User
-		at("user", "user")
+		c.at(name, "user", "user")
 	}
 	if s.WorkingDir != "" {
 		t["working_dir"] = s.WorkingDir
-		at("working_dir", "working_dir")
+		c.at(name, "working_dir", "working_dir")
 	}
 	if s.ShmSize != 0 {
 		t["shm_size"] = strconv.FormatInt(int64(s.ShmSize), 10)
 		if n := int64(s.ShmSize); n%(1<<20) == 0 {
 			t["shm_size"] = strconv.FormatInt(n>>20, 10) + "m"
 		}
-		at("shm_size", "shm_size")
+		c.at(name, "shm_size", "shm_size")
 	}
 	if len(s.ExtraHosts) > 0 {
 		var hosts []any
@@ -286,23 +251,77 @@ func (c *converter) service(name string, s types.ServiceConfig, taken []string) 
 			}
 		}
 		t["extra_hosts"] = hosts
-		at("extra_hosts", "extra_hosts")
+		c.at(name, "extra_hosts", "extra_hosts")
 	}
 	c.ports(name, s, t)
 	c.networks(name, s, t)
 	c.volumes(name, s, t)
 	if len(s.Tmpfs) > 0 {
 		t["tmpfs"] = append(anys(t["tmpfs"]), strs(s.Tmpfs)...)
-		at("tmpfs", "tmpfs")
+		c.at(name, "tmpfs", "tmpfs")
 	}
 	if len(s.CapAdd) > 0 {
 		t["cap_add"] = strs(s.CapAdd)
-		at("cap_add", "cap_add")
+		c.at(name, "cap_add", "cap_add")
 	}
 	if len(s.CapDrop) > 0 {
 		t["cap_drop"] = strs(s.CapDrop)
-		at("cap_drop", "cap_drop")
+		c.at(name, "cap_drop", "cap_drop")
 	}
+	c.ulimits(name, s, t)
+	c.dependsOn(name, s, t, taken)
+	c.healthcheck(name, s, t)
+	c.res.Services[name] = t
+}
+
+// refuseUnhandled reports every key the service sets that airlock neither
+// converts nor was told to ignore (compose.ignore); false when the service
+// cannot be read at all.
+func (c *converter) refuseUnhandled(name string, s types.ServiceConfig) bool {
+	// Every key the service sets, as compose-go writes it back.
+	b, err := json.Marshal(s)
+	if err != nil {
+		c.errorf(servicePath(name), "cannot read service %s: %v", name, err)
+		return false
+	}
+	var set map[string]any
+	_ = json.Unmarshal(b, &set)
+	for _, k := range slices.Sorted(maps.Keys(set)) {
+		if set[k] == nil || handled[k] || slices.Contains(c.ignore, k) {
+			continue
+		}
+		if k == "build" && s.Image != "" {
+			// compose builds it; airlock takes the image it names, if the user says so.
+			c.errorf(servicePath(name, k), "airlock does not build a compose service's image; build and tag %s before the run, and add \"build\" to compose.ignore to use that image", s.Image)
+			continue
+		}
+		c.errorf(servicePath(name, k), "airlock cannot honour %s in a sandbox's service; remove it, or add %q to compose.ignore to run without it", k, k)
+	}
+	return true
+}
+
+// environment converts environment (and env_file's values) to env.
+func (c *converter) environment(name string, s types.ServiceConfig, t map[string]any) {
+	if len(s.Environment) > 0 {
+		env := map[string]any{}
+		for k, v := range s.Environment {
+			if v != nil { // a name without a value the host lacks: compose leaves it out
+				env[k] = *v
+			}
+		}
+		t["env"] = env
+		c.at(name, "env", "environment")
+		for k := range env {
+			c.res.Lines[LineKey(servicePath(name, "env", k)...)] = c.line(servicePath(name, "environment", k)...)
+		}
+		if _, ok := c.lines[LineKey(servicePath(name, "environment")...)]; !ok {
+			c.at(name, "env", "env_file")
+		}
+	}
+}
+
+// ulimits converts ulimits, a single value as both soft and hard.
+func (c *converter) ulimits(name string, s types.ServiceConfig, t map[string]any) {
 	if len(s.Ulimits) > 0 {
 		u := map[string]any{}
 		for n, l := range s.Ulimits {
@@ -316,8 +335,12 @@ func (c *converter) service(name string, s types.ServiceConfig, taken []string) 
 			}
 		}
 		t["ulimits"] = u
-		at("ulimits", "ulimits")
+		c.at(name, "ulimits", "ulimits")
 	}
+}
+
+// dependsOn keeps the dependencies on services that are taken, with their conditions.
+func (c *converter) dependsOn(name string, s types.ServiceConfig, t map[string]any, taken []string) {
 	if len(s.DependsOn) > 0 {
 		d := map[string]any{}
 		for dep, cond := range s.DependsOn {
@@ -331,8 +354,12 @@ func (c *converter) service(name string, s types.ServiceConfig, taken []string) 
 			d[dep] = condition
 		}
 		t["depends_on"] = d
-		at("depends_on", "depends_on")
+		c.at(name, "depends_on", "depends_on")
 	}
+}
+
+// healthcheck converts a healthcheck that runs (not disabled, not NONE).
+func (c *converter) healthcheck(name string, s types.ServiceConfig, t map[string]any) {
 	if h := s.HealthCheck; h != nil && !h.Disable && len(h.Test) > 0 && h.Test[0] != "NONE" {
 		hc := map[string]any{}
 		switch h.Test[0] {
@@ -341,7 +368,7 @@ func (c *converter) service(name string, s types.ServiceConfig, taken []string) 
 		case "CMD-SHELL":
 			hc["cmd"] = []any{"/bin/sh", "-c", strings.Join(h.Test[1:], " ")}
 		default:
-			c.errorf(p("healthcheck", "test"), "must start with CMD, CMD-SHELL or NONE, got %q", h.Test[0])
+			c.errorf(servicePath(name, "healthcheck", "test"), "must start with CMD, CMD-SHELL or NONE, got %q", h.Test[0])
 		}
 		for k, d := range map[string]*types.Duration{"interval": h.Interval, "timeout": h.Timeout, "start_period": h.StartPeriod, "start_interval": h.StartInterval} {
 			if d != nil {
@@ -352,16 +379,25 @@ func (c *converter) service(name string, s types.ServiceConfig, taken []string) 
 			hc["retries"] = int64(*h.Retries)
 		}
 		t["healthcheck"] = hc
-		at("healthcheck", "healthcheck")
+		c.at(name, "healthcheck", "healthcheck")
 		for k := range hc {
 			theirs := k
 			if k == "cmd" {
 				theirs = "test"
 			}
-			c.res.Lines[LineKey(p("healthcheck", k)...)] = c.line(p("healthcheck", theirs)...)
+			c.res.Lines[LineKey(servicePath(name, "healthcheck", k)...)] = c.line(servicePath(name, "healthcheck", theirs)...)
 		}
 	}
-	c.res.Services[name] = t
+}
+
+// servicePath is the key path of k in service name.
+func servicePath(name string, k ...string) []string {
+	return append([]string{"services", name}, k...)
+}
+
+// at records that key ours of service name stands at the line of its key theirs in the compose file.
+func (c *converter) at(name, ours string, theirs ...string) {
+	c.res.Lines[LineKey(servicePath(name, ours)...)] = c.line(servicePath(name, theirs...)...)
 }
 
 // ports turns the ports compose publishes on the host into ports forwarded
