@@ -14,10 +14,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/airlock-dev/airlock/backend/docker"
 	"github.com/airlock-dev/airlock/client"
 	"github.com/airlock-dev/airlock/internal/proc"
 	"github.com/airlock-dev/airlock/manifest"
+	"github.com/airlock-dev/airlock/projectfs"
 	"github.com/airlock-dev/airlock/trust"
 )
 
@@ -353,7 +353,7 @@ func (a *app) sessionRoots(r *manifest.Resolved, projectCopied, outputs bool) []
 	home, _ := a.getenv("HOME")
 	for _, m := range r.Mounts {
 		if m.Enabled && !m.ReadOnly {
-			roots = append(roots, docker.ExpandHostPath(m.Source, r.ProjectDir, home))
+			roots = append(roots, projectfs.ExpandHostPath(m.Source, r.ProjectDir, home))
 		}
 	}
 	return roots
@@ -380,7 +380,7 @@ func (a *app) protectLayers(r *manifest.Resolved, snap *trust.Snapshot, projectC
 	for _, name := range slices.Sorted(maps.Keys(r.Mounts)) {
 		m := r.Mounts[name]
 		if m.Enabled && !m.ReadOnly && filepath.IsAbs(m.Target) {
-			roots = append(roots, root{docker.ExpandHostPath(m.Source, r.ProjectDir, home), m.Target})
+			roots = append(roots, root{projectfs.ExpandHostPath(m.Source, r.ProjectDir, home), m.Target})
 		}
 	}
 	targets := map[string]bool{}
