@@ -36,16 +36,12 @@ func newUpCommand(a *app) *cobra.Command {
 }
 
 func (a *app) up(detach bool, id string) error {
-	su := newSetup(context.Background())
+	su, r, layers, err := a.beginWithManifest()
 	defer su.close()
-	ctx := su.ctx
-	r, layers, err := a.loadManifestLayers()
 	if err != nil {
 		return err
 	}
-	if err := a.checkLayers(ctx, r, layers); err != nil {
-		return su.err(err)
-	}
+	ctx := su.ctx
 	a.warnPrivileged(r)
 	if err := ctx.Err(); err != nil {
 		return su.err(err)

@@ -48,6 +48,22 @@ func (a *app) loadManifestLayers() (*manifest.Resolved, *trust.Snapshot, error) 
 	return r, snap, nil
 }
 
+// beginWithManifest is how up and pool warm begin: the set-up that catches
+// signals (the caller closes it, after an error too), then the manifest and
+// its layers read and checked against the trust record. A signal while
+// checkLayers asks is the set-up's interruption.
+func (a *app) beginWithManifest() (*setup, *manifest.Resolved, *trust.Snapshot, error) {
+	su := newSetup(context.Background())
+	r, layers, err := a.loadManifestLayers()
+	if err != nil {
+		return su, nil, nil, err
+	}
+	if err := a.checkLayers(su.ctx, r, layers); err != nil {
+		return su, nil, nil, su.err(err)
+	}
+	return su, r, layers, nil
+}
+
 func (a *app) trustStore() (*trust.Store, error) {
 	p, err := a.paths()
 	if err != nil {
