@@ -26,9 +26,6 @@ import (
 // changed while a sandbox could write them (or ask on a terminal), and record
 // each sandbox they start as a session.
 
-// ignoreFile is the project's .airlockignore, which acts as a layer.
-const ignoreFile = ".airlockignore"
-
 // loadManifestLayers is loadManifest recording every layer file it read, and
 // the project's .airlockignore.
 func (a *app) loadManifestLayers() (*manifest.Resolved, *trust.Snapshot, error) {
@@ -42,7 +39,7 @@ func (a *app) loadManifestLayers() (*manifest.Resolved, *trust.Snapshot, error) 
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := snap.Add(filepath.Join(r.ProjectDir, ignoreFile)); err != nil {
+	if err := snap.Add(filepath.Join(r.ProjectDir, projectfs.IgnoreFile)); err != nil {
 		return nil, nil, withCode(ExitAirlock, err)
 	}
 	return r, snap, nil
@@ -185,7 +182,7 @@ func (a *app) layerWidening(r *manifest.Resolved, snap *trust.Snapshot, changes 
 			continue
 		}
 		switch {
-		case filepath.Base(c.Path) == ignoreFile:
+		case filepath.Base(c.Path) == projectfs.IgnoreFile:
 			ws = append(ws, trust.IgnoreWidens(oc, c.New.Content)...)
 		case !strings.HasSuffix(c.Path, ".toml"):
 			// A compose file, one it includes or extends, an env file: a
