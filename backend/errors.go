@@ -6,19 +6,16 @@ import (
 	"path"
 	"regexp"
 	"strings"
+
+	"github.com/airlock-dev/airlock/internal/exitcode"
 )
 
 // The errors a backend returns, which the daemon tells apart.
 
-// Error is a failure with the exit code the CLI should end with (design.md §9).
-type Error struct {
-	Code int // 2 config, 125 airlock or the sandbox failed
-	Err  error
-}
-
-func (e *Error) Error() string { return e.Err.Error() }
-
-func (e *Error) Unwrap() error { return e.Err }
+// Error is a failure with the exit code the CLI should end with (design.md §9):
+// code 2 for a config error, 125 when airlock or the sandbox failed. The
+// project's files (package projectfs) return the same type.
+type Error = exitcode.Coded
 
 func failed(format string, args ...any) error {
 	return &Error{Code: 125, Err: fmt.Errorf(format, args...)}
@@ -29,7 +26,7 @@ func configErr(format string, args ...any) error {
 }
 
 // ErrNotFound is returned for a sandbox ID with no primary container.
-var ErrNotFound = errors.New("no such sandbox")
+var ErrNotFound = exitcode.ErrNotFound
 
 // ErrNoSuchPath is what ReadArchive and WriteArchive wrap for a path that is
 // not in the sandbox.

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/airlock-dev/airlock/egress"
 	"github.com/airlock-dev/airlock/manifest"
 	"github.com/airlock-dev/airlock/supervisor"
 )
@@ -189,13 +190,7 @@ func ProxyEnv(r *manifest.Resolved) map[string]string {
 	if r.Sandbox.Egress == nil {
 		return nil
 	}
-	noProxy := []string{"localhost", "127.0.0.1", "::1"}
-	noProxy = append(noProxy, slices.Sorted(maps.Keys(r.Services))...)
-	np := strings.Join(noProxy, ",")
-	return map[string]string{
-		"HTTP_PROXY": ProxyURL, "HTTPS_PROXY": ProxyURL, "http_proxy": ProxyURL, "https_proxy": ProxyURL,
-		"NO_PROXY": np, "no_proxy": np,
-	}
+	return egress.ClientEnv(ProxyURL, slices.Sorted(maps.Keys(r.Services)))
 }
 
 // withProxyEnv puts the proxy variables before entries, so that an entry of the

@@ -1,38 +1,13 @@
 package cli
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"strings"
 
 	"golang.org/x/term"
-
-	"github.com/airlock-dev/airlock/backend"
 )
-
-// sandboxError maps runtime errors to exit codes (design.md §9).
-func sandboxError(err error) error {
-	if err == nil {
-		return nil
-	}
-	var se *backend.Error
-	if errors.As(err, &se) {
-		if se.Code == ExitUsage {
-			return configError(se.Err)
-		}
-		return withCode(se.Code, err)
-	}
-	if errors.Is(err, backend.ErrNotFound) {
-		return withCode(ExitFailure, err)
-	}
-	var ee *exitError
-	if errors.As(err, &ee) {
-		return err
-	}
-	return withCode(ExitAirlock, err)
-}
 
 func isTerminal(v any) bool {
 	f, ok := v.(*os.File)

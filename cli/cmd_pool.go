@@ -114,16 +114,12 @@ func newPoolWarmCommand(a *app) *cobra.Command {
 }
 
 func (a *app) poolWarm(size int) error {
-	su := newSetup(context.Background())
+	su, r, layers, err := a.beginWithManifest()
 	defer su.close()
-	ctx := su.ctx
-	r, layers, err := a.loadManifestLayers()
 	if err != nil {
 		return err
 	}
-	if err := a.checkLayers(ctx, r, layers); err != nil {
-		return err
-	}
+	ctx := su.ctx
 	tgt, err := a.target()
 	if err != nil {
 		return err

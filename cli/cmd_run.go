@@ -14,13 +14,13 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
-	"github.com/airlock-dev/airlock/backend"
-	"github.com/airlock-dev/airlock/backend/docker"
 	"github.com/airlock-dev/airlock/client"
+	"github.com/airlock-dev/airlock/internal/exitcode"
 	"github.com/airlock-dev/airlock/internal/ids"
 	"github.com/airlock-dev/airlock/internal/proc"
 	"github.com/airlock-dev/airlock/internal/termsafe"
 	"github.com/airlock-dev/airlock/manifest"
+	"github.com/airlock-dev/airlock/projectfs"
 	"github.com/airlock-dev/airlock/trust"
 )
 
@@ -88,7 +88,7 @@ type runJob struct {
 	tgt           *target
 	projectCopied bool
 	protected     []string
-	outCopy       *docker.Output
+	outCopy       *projectfs.Output
 	c             *client.Client
 	secretValues  map[string]string
 	tty, stdin    bool
@@ -235,7 +235,7 @@ func (j *runJob) prepare(args []string) error {
 	// returns (ps -a lists nothing of it, nor does docker ps -a).
 	j.waitRemoved = (o.wait || r.Sandbox.WaitForDaemons) && !o.keep
 	j.req = &client.CreateRequest{
-		ID: o.id, Kind: backend.KindRun, Manifest: wm, Secrets: secretValues, Command: args, EnvSecrets: envSecrets,
+		ID: o.id, Kind: client.KindRun, Manifest: wm, Secrets: secretValues, Command: args, EnvSecrets: envSecrets,
 		Workdir: o.workdir, TTY: j.tty, Stdin: j.stdin, Labels: labels, Quiet: a.opts.quiet,
 		CLIPid: cliPid, CLIStart: cliStart, Engine: tgt.engine, RemoveOnExit: j.removeOnExit, FastEnd: fastEnd, ClientFiles: tgt.clientFiles,
 		NoPool: o.noPool, ToolEnv: a.toolEnv(),
@@ -257,7 +257,7 @@ func (j *runJob) finish() {
 	a, o, c, id := j.a, j.o, j.c, j.id
 	bg, bcancel := context.WithTimeout(context.WithoutCancel(j.parent), 2*time.Minute)
 	defer bcancel()
-	if docker.HasEgress(j.r) && !a.opts.quiet {
+	if manifest.HasEgress(j.r) && !a.opts.quiet {
 		// The denials are counted until the sandbox is removed (or kept).
 		defer func() {
 			want := client.StateDeleted
@@ -556,7 +556,7 @@ func processStart(pid int) string {
 // copyOutputs copies each --output path from a sandbox whose project was copied in
 // back into the project dir by the rules of out, through the daemon's files API
 // (with a bind-mounted project the files are there already).
-func (a *app) copyOutputs(c *client.Client, id string, projectCopied bool, out *docker.Output, outputs []string) error {
+func (a *app) copyOutputs(c *client.Client, id string, projectCopied bool, out *projectfs.Output, outputs []string) error {
 	if len(outputs) == 0 || !projectCopied {
 		return nil
 	}
@@ -567,9 +567,9 @@ func (a *app) copyOutputs(c *client.Client, id string, projectCopied bool, out *
 		return withCode(ExitAirlock, fmt.Errorf("cannot copy the outputs out of sandbox %s: %w", id, apiFailure(err)))
 	}
 	for _, rel := range outputs {
-		src, err := docker.OutputPath(out.ProjectDir, rel)
+		src, err := projectfs.OutputPath(out.ProjectDir, rel)
 		if err != nil {
-			return sandboxError(err)
+			return exitcode.OfSandbox(err)
 		}
 		rc, err := c.ReadArchive(ctx, id, src)
 		if err != nil {
@@ -581,7 +581,7 @@ func (a *app) copyOutputs(c *client.Client, id string, projectCopied bool, out *
 			fmt.Fprintf(a.stderr, "airlock: warning: %s\n", termsafe.Line(w)) // names paths made in the sandbox
 		}
 		if err != nil {
-			return sandboxError(err)
+			return exitcode.OfSandbox(err)
 		}
 	}
 	return nil

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/airlock-dev/airlock/manifest"
+	"github.com/airlock-dev/airlock/projectfs"
 	"github.com/airlock-dev/airlock/trust"
 )
 
@@ -54,7 +55,7 @@ func (a *app) trust(yes, dryRun bool) error {
 	if err := a.setProject(r); err != nil {
 		return err
 	}
-	if err := snap.Add(filepath.Join(r.ProjectDir, ignoreFile)); err != nil {
+	if err := snap.Add(filepath.Join(r.ProjectDir, projectfs.IgnoreFile)); err != nil {
 		return withCode(ExitAirlock, err)
 	}
 	store, err := a.trustStore()

@@ -7,8 +7,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/airlock-dev/airlock/backend"
-	"github.com/airlock-dev/airlock/backend/docker"
 	"github.com/airlock-dev/airlock/client"
 	"github.com/airlock-dev/airlock/engine"
 	"github.com/airlock-dev/airlock/manifest"
@@ -38,16 +36,12 @@ func newUpCommand(a *app) *cobra.Command {
 }
 
 func (a *app) up(detach bool, id string) error {
-	su := newSetup(context.Background())
+	su, r, layers, err := a.beginWithManifest()
 	defer su.close()
-	ctx := su.ctx
-	r, layers, err := a.loadManifestLayers()
 	if err != nil {
 		return err
 	}
-	if err := a.checkLayers(ctx, r, layers); err != nil {
-		return su.err(err)
-	}
+	ctx := su.ctx
 	a.warnPrivileged(r)
 	if err := ctx.Err(); err != nil {
 		return su.err(err)
@@ -199,7 +193,7 @@ func (a *app) upShell(c *client.Client, sbID string, r *manifest.Resolved, sessi
 		case <-time.After(2 * time.Second):
 		}
 	}
-	if docker.HasEgress(r) {
+	if manifest.HasEgress(r) {
 		a.egressSummary(context.Background(), c, sbID)
 	}
 	if err != nil {
@@ -270,7 +264,7 @@ func (a *app) upSandbox(ctx context.Context, c *client.Client, tgt *target, r *m
 			return "", false, 0, false, apiFailure(err)
 		}
 	}
-	rec, err := c.Create(ctx, &client.CreateRequest{ID: id, Kind: backend.KindUp, Manifest: wm, Secrets: secretValues, ToolEnv: a.toolEnv(),
+	rec, err := c.Create(ctx, &client.CreateRequest{ID: id, Kind: client.KindUp, Manifest: wm, Secrets: secretValues, ToolEnv: a.toolEnv(),
 		Start: !tgt.clientFiles, Engine: tgt.engine, ClientFiles: tgt.clientFiles})
 	if err != nil {
 		return "", false, 0, false, apiFailure(err)

@@ -51,26 +51,7 @@ func argsOf(l daemonfiles.Listen) daemonArgs {
 // is never on it (any local user can read /proc/PID/cmdline): a token given by
 // value goes through the hand-off file, see startDaemon.
 func (d daemonArgs) argv() []string {
-	argv := []string{"daemon", "run"}
-	if d.host != "" {
-		argv = append(argv, "--host", d.host, "--port", fmt.Sprint(d.port))
-	}
-	if d.tokenFile != "" {
-		argv = append(argv, "--token-file", d.tokenFile)
-	}
-	if d.removeTokenFile {
-		argv = append(argv, "--remove-token-file")
-	}
-	if d.noToken {
-		argv = append(argv, "--unsafe-no-token")
-	}
-	if d.tlsCert != "" {
-		argv = append(argv, "--tls-cert", d.tlsCert)
-	}
-	if d.tlsKey != "" {
-		argv = append(argv, "--tls-key", d.tlsKey)
-	}
-	return argv
+	return append([]string{"daemon", "run"}, d.listenFlags(true)...)
 }
 
 // daemonPaths are the user's paths, with the runtime dir made or checked
@@ -461,15 +442,23 @@ func listenApplied(p *paths.Paths, h *client.Health, d daemonArgs) error {
 
 // flags are the listen flags d stands for, as a user gives them (a token
 // given by value is named, never shown).
-func (d daemonArgs) flags() []string {
+func (d daemonArgs) flags() []string { return d.listenFlags(false) }
+
+// listenFlags are the listen flags d stands for: for a daemon's command line
+// (run) with the removal of the hand-off file, else as a user gives them,
+// with a token given by value named as a token file.
+func (d daemonArgs) listenFlags(run bool) []string {
 	var f []string
 	if d.host != "" {
 		f = append(f, "--host", d.host, "--port", strconv.Itoa(d.port))
 	}
 	if d.tokenFile != "" {
 		f = append(f, "--token-file", d.tokenFile)
-	} else if d.token != "" {
+	} else if d.token != "" && !run {
 		f = append(f, "--token-file PATH")
+	}
+	if d.removeTokenFile && run {
+		f = append(f, "--remove-token-file")
 	}
 	if d.noToken {
 		f = append(f, "--unsafe-no-token")

@@ -9,22 +9,17 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/airlock-dev/airlock/backend/docker"
+	"github.com/airlock-dev/airlock/internal/exitcode"
 	"github.com/airlock-dev/airlock/manifest"
 	"github.com/airlock-dev/airlock/paths"
 	"github.com/airlock-dev/airlock/presets"
+	"github.com/airlock-dev/airlock/projectfs"
 	"github.com/airlock-dev/airlock/userconfig"
 )
 
 // configError marks err as a manifest problem: exit code 2 and a "config error:" prefix
-// on every line.
-func configError(err error) error {
-	lines := strings.Split(err.Error(), "\n")
-	for i, l := range lines {
-		lines[i] = "config error: " + l
-	}
-	return withCode(ExitUsage, errors.New(strings.Join(lines, "\n")))
-}
+// on every line (exitcode.Config, which the daemon's errors share).
+func configError(err error) error { return exitcode.Config(err) }
 
 // manifestFile finds the sandbox.toml to use: --file, else the nearest one above the cwd.
 func (a *app) manifestFile() (string, error) {
@@ -171,7 +166,7 @@ func (a *app) warnPrivileged(r *manifest.Resolved) {
 	for _, w := range a.hostBindWarnings(r) {
 		fmt.Fprintln(a.stderr, "warning: "+w)
 	}
-	for _, k := range docker.ProxyOverrides(r) {
+	for _, k := range manifest.ProxyOverrides(r) {
 		fmt.Fprintf(a.stderr, "warning: %s overrides the egress proxy variable airlock sets (traffic that ignores the proxy is blocked)\n", k)
 	}
 }
@@ -187,7 +182,7 @@ func (a *app) hostBindWarnings(r *manifest.Resolved) []string {
 		sockets = append(sockets, filepath.Clean(strings.TrimPrefix(h, "unix://")))
 	}
 	check := func(what, src, into string) []string {
-		p := docker.ExpandHostPath(src, r.ProjectDir, home)
+		p := projectfs.ExpandHostPath(src, r.ProjectDir, home)
 		forms := []string{p}
 		if real, err := filepath.EvalSymlinks(p); err == nil && real != p {
 			forms = append(forms, real)

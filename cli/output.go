@@ -3,17 +3,18 @@ package cli
 import (
 	"fmt"
 
-	"github.com/airlock-dev/airlock/backend/docker"
+	"github.com/airlock-dev/airlock/internal/exitcode"
 	"github.com/airlock-dev/airlock/manifest"
+	"github.com/airlock-dev/airlock/projectfs"
 	"github.com/airlock-dev/airlock/userconfig"
 )
 
 // runOutput prepares run's --output copies: the limit (--output-max, else
-// artifacts.output_max of config.toml) and the rules of docker.Output. A bad
+// artifacts.output_max of config.toml) and the rules of projectfs.Output. A bad
 // --output-max, or an --output path airlock never writes (the project dir
 // itself, a manifest layer, .airlockignore, .git, a path .airlockignore leaves
 // out), is a usage error (exit 2) before anything starts.
-func (a *app) runOutput(r *manifest.Resolved, o runOptions) (*docker.Output, error) {
+func (a *app) runOutput(r *manifest.Resolved, o runOptions) (*projectfs.Output, error) {
 	max, from := int64(0), "--output-max"
 	if o.outputMax != "" {
 		n, err := userconfig.ParseSize(o.outputMax)
@@ -32,9 +33,9 @@ func (a *app) runOutput(r *manifest.Resolved, o runOptions) (*docker.Output, err
 		}
 		max, from = cfg.Artifacts.OutputMax, "artifacts.output_max of config.toml; --output-max overrides it"
 	}
-	out, err := docker.NewOutput(r, max, from)
+	out, err := projectfs.NewOutput(r, max, from)
 	if err != nil {
-		return nil, sandboxError(err)
+		return nil, exitcode.OfSandbox(err)
 	}
 	for _, rel := range o.outputs {
 		if err := out.Check(rel); err != nil {

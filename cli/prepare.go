@@ -9,10 +9,11 @@ import (
 
 	"github.com/docker/docker/api/types/registry"
 
-	"github.com/airlock-dev/airlock/backend/docker"
 	"github.com/airlock-dev/airlock/client"
 	"github.com/airlock-dev/airlock/engine"
+	"github.com/airlock-dev/airlock/internal/exitcode"
 	"github.com/airlock-dev/airlock/manifest"
+	"github.com/airlock-dev/airlock/projectfs"
 	"github.com/airlock-dev/airlock/registryauth"
 )
 
@@ -37,9 +38,9 @@ func (a *app) prepareViaDaemon(ctx context.Context, c *client.Client, r *manifes
 	}
 	created := r
 	if r.Sandbox.Build != nil && a.remoteDaemon() {
-		bs, err := docker.ReadBuildContext(r)
+		bs, err := projectfs.ReadBuildContext(r)
 		if err != nil {
-			return nil, sandboxError(err)
+			return nil, exitcode.OfSandbox(err)
 		}
 		pr, pw := io.Pipe()
 		go func() { pw.CloseWithError(bs.WriteTar(pw)) }()

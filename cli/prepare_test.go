@@ -17,9 +17,9 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/airlock-dev/airlock/backend/docker"
 	"github.com/airlock-dev/airlock/client"
 	"github.com/airlock-dev/airlock/manifest"
+	"github.com/airlock-dev/airlock/projectfs"
 	"github.com/airlock-dev/airlock/secrets"
 )
 
@@ -200,7 +200,7 @@ func TestPrepareViaDaemon(t *testing.T) {
 	if err != nil || req.BuildContext == "" || !slices.Contains(d.contexts[req.BuildContext], "Dockerfile") || !req.ClientFiles {
 		t.Errorf("a build through a remote daemon: %v; prepare names context %q (sent: %v), client files %v", err, req.BuildContext, d.contexts, req.ClientFiles)
 	}
-	if made == nil || made.Sandbox.Build != nil || !strings.HasPrefix(made.Sandbox.Image, docker.BuildRepo+"/") || !strings.HasSuffix(made.Sandbox.Image, req.BuildContext[:16]) || rb.Sandbox.Build == nil {
+	if made == nil || made.Sandbox.Build != nil || !strings.HasPrefix(made.Sandbox.Image, projectfs.BuildRepo+"/") || !strings.HasSuffix(made.Sandbox.Image, req.BuildContext[:16]) || rb.Sandbox.Build == nil {
 		t.Errorf("a build through a remote daemon: the sandbox is made from %+v, want the image built from the context sent (and the loaded manifest unchanged)", made)
 	}
 	if _, err := a.prepareViaDaemon(ctx, c, r, nil); err != nil {

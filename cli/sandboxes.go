@@ -13,7 +13,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/client"
 )
 
@@ -47,7 +46,7 @@ func (a *app) projectSandbox(ctx context.Context, c *client.Client) (*client.San
 	var found *client.Sandbox
 	for i := range list {
 		s := list[i]
-		if s.Project == dir && s.Kind == backend.KindUp && s.State != client.StateDeleting {
+		if s.Project == dir && s.Kind == client.KindUp && s.State != client.StateDeleting {
 			found = &s
 		}
 	}

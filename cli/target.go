@@ -3,10 +3,10 @@ package cli
 import (
 	"path/filepath"
 
-	"github.com/airlock-dev/airlock/backend/docker"
 	"github.com/airlock-dev/airlock/client"
 	"github.com/airlock-dev/airlock/engine"
 	"github.com/airlock-dev/airlock/manifest"
+	"github.com/airlock-dev/airlock/projectfs"
 )
 
 // target is where a new sandbox goes, as the CLI resolves it without opening
@@ -27,7 +27,7 @@ type target struct {
 // projectCopied reports whether a sandbox of r on t gets a copy of the
 // project rather than a bind mount (then run --output copies results back).
 func (t *target) projectCopied(r *manifest.Resolved) bool {
-	return docker.ProjectMode(r, t.remote) == "copy"
+	return projectfs.Mode(r, t.remote) == "copy"
 }
 
 // target resolves where this invocation's sandbox goes (--backend,

@@ -14,10 +14,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/airlock-dev/airlock/backend/docker"
 	"github.com/airlock-dev/airlock/client"
 	"github.com/airlock-dev/airlock/internal/proc"
 	"github.com/airlock-dev/airlock/manifest"
+	"github.com/airlock-dev/airlock/projectfs"
 	"github.com/airlock-dev/airlock/trust"
 )
 
@@ -25,9 +25,6 @@ import (
 // (docs/trust.md): up and run load them through a trust.Snapshot, refuse those
 // changed while a sandbox could write them (or ask on a terminal), and record
 // each sandbox they start as a session.
-
-// ignoreFile is the project's .airlockignore, which acts as a layer.
-const ignoreFile = ".airlockignore"
 
 // loadManifestLayers is loadManifest recording every layer file it read, and
 // the project's .airlockignore.
@@ -42,10 +39,26 @@ func (a *app) loadManifestLayers() (*manifest.Resolved, *trust.Snapshot, error) 
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := snap.Add(filepath.Join(r.ProjectDir, ignoreFile)); err != nil {
+	if err := snap.Add(filepath.Join(r.ProjectDir, projectfs.IgnoreFile)); err != nil {
 		return nil, nil, withCode(ExitAirlock, err)
 	}
 	return r, snap, nil
+}
+
+// beginWithManifest is how up and pool warm begin: the set-up that catches
+// signals (the caller closes it, after an error too), then the manifest and
+// its layers read and checked against the trust record. A signal while
+// checkLayers asks is the set-up's interruption.
+func (a *app) beginWithManifest() (*setup, *manifest.Resolved, *trust.Snapshot, error) {
+	su := newSetup(context.Background())
+	r, layers, err := a.loadManifestLayers()
+	if err != nil {
+		return su, nil, nil, err
+	}
+	if err := a.checkLayers(su.ctx, r, layers); err != nil {
+		return su, nil, nil, su.err(err)
+	}
+	return su, r, layers, nil
 }
 
 func (a *app) trustStore() (*trust.Store, error) {
@@ -169,7 +182,7 @@ func (a *app) layerWidening(r *manifest.Resolved, snap *trust.Snapshot, changes 
 			continue
 		}
 		switch {
-		case filepath.Base(c.Path) == ignoreFile:
+		case filepath.Base(c.Path) == projectfs.IgnoreFile:
 			ws = append(ws, trust.IgnoreWidens(oc, c.New.Content)...)
 		case !strings.HasSuffix(c.Path, ".toml"):
 			// A compose file, one it includes or extends, an env file: a
@@ -353,7 +366,7 @@ func (a *app) sessionRoots(r *manifest.Resolved, projectCopied, outputs bool) []
 	home, _ := a.getenv("HOME")
 	for _, m := range r.Mounts {
 		if m.Enabled && !m.ReadOnly {
-			roots = append(roots, docker.ExpandHostPath(m.Source, r.ProjectDir, home))
+			roots = append(roots, projectfs.ExpandHostPath(m.Source, r.ProjectDir, home))
 		}
 	}
 	return roots
@@ -380,7 +393,7 @@ func (a *app) protectLayers(r *manifest.Resolved, snap *trust.Snapshot, projectC
 	for _, name := range slices.Sorted(maps.Keys(r.Mounts)) {
 		m := r.Mounts[name]
 		if m.Enabled && !m.ReadOnly && filepath.IsAbs(m.Target) {
-			roots = append(roots, root{docker.ExpandHostPath(m.Source, r.ProjectDir, home), m.Target})
+			roots = append(roots, root{projectfs.ExpandHostPath(m.Source, r.ProjectDir, home), m.Target})
 		}
 	}
 	targets := map[string]bool{}

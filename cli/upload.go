@@ -10,10 +10,10 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/airlock-dev/airlock/backend"
-	"github.com/airlock-dev/airlock/backend/docker"
 	"github.com/airlock-dev/airlock/client"
+	"github.com/airlock-dev/airlock/internal/exitcode"
 	"github.com/airlock-dev/airlock/manifest"
+	"github.com/airlock-dev/airlock/projectfs"
 )
 
 // checkClientFiles refuses, before anything is made, what the CLI cannot write
@@ -40,14 +40,14 @@ func (a *app) uploadFiles(ctx context.Context, c *client.Client, id string, r *m
 		return err
 	}
 	if projectCopied && r.ProjectDir != "" {
-		if err := put(path.Dir(r.ProjectDir), func(w io.Writer) error { return docker.WriteProjectTree(w, r.ProjectDir) }); err != nil {
+		if err := put(path.Dir(r.ProjectDir), func(w io.Writer) error { return projectfs.WriteProjectTree(w, r.ProjectDir) }); err != nil {
 			return uploadError("the project "+r.ProjectDir, err)
 		}
 	}
 	home, _ := a.getenv("HOME")
 	for _, name := range slices.Sorted(maps.Keys(r.Copies)) {
 		target := path.Clean(r.Copies[name].Target)
-		if err := put(path.Dir(target), func(w io.Writer) error { return docker.WriteCopyTree(w, r, name, home) }); err != nil {
+		if err := put(path.Dir(target), func(w io.Writer) error { return projectfs.WriteCopyTree(w, r, name, home) }); err != nil {
 			return uploadError("copies."+name, err)
 		}
 	}
@@ -55,9 +55,9 @@ func (a *app) uploadFiles(ctx context.Context, c *client.Client, id string, r *m
 }
 
 func uploadError(what string, err error) error {
-	var se *backend.Error
+	var se *exitcode.Coded
 	if errors.As(err, &se) {
-		return sandboxError(se) // a source here is missing, say
+		return exitcode.OfSandbox(se) // a source here is missing, say
 	}
 	return withCode(ExitAirlock, fmt.Errorf("cannot copy %s into the sandbox: %w", what, apiFailure(err)))
 }

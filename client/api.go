@@ -21,6 +21,13 @@ const (
 	StateDeleted  = "deleted"
 )
 
+// Sandbox kinds (CreateRequest.Kind, Sandbox.Kind): a run's sandbox ends with
+// its main command; an up's stays for shells and execs.
+const (
+	KindRun = "run"
+	KindUp  = "up"
+)
+
 // Sandbox is a sandbox record as the daemon keeps it.
 type Sandbox struct {
 	ID        string            `json:"id"`
@@ -103,7 +110,7 @@ type Event struct {
 // holds the substituted values by key path, kept in the daemon's memory only.
 type CreateRequest struct {
 	ID       string            `json:"id,omitempty"`
-	Kind     string            `json:"kind"` // run or up
+	Kind     string            `json:"kind"` // KindRun or KindUp
 	Manifest *Manifest         `json:"manifest"`
 	Secrets  map[string]string `json:"secrets,omitempty"`
 	Command  []string          `json:"command,omitempty"`

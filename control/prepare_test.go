@@ -24,6 +24,7 @@ import (
 	"github.com/airlock-dev/airlock/client"
 	"github.com/airlock-dev/airlock/daemonfiles"
 	"github.com/airlock-dev/airlock/manifest"
+	"github.com/airlock-dev/airlock/projectfs"
 	"github.com/airlock-dev/airlock/test/clitest"
 	"github.com/airlock-dev/airlock/test/testenv"
 )
@@ -294,7 +295,7 @@ func TestPrepareBuildContext(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bs, err := docker.ReadBuildContext(r)
+	bs, err := projectfs.ReadBuildContext(r)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"golang.org/x/term"
@@ -50,13 +49,13 @@ func Main(ctx context.Context, o Options) error {
 	home, _ := getenv("HOME")
 	cfg, err := userconfig.LoadWithHome(p.UserConfig(), home)
 	if err != nil {
-		return configError(err)
+		return exitcode.Config(err)
 	}
 	level := daemonLogLevel(cfg.Runtime.LogLevel, o.LogLevel != "", o.LogLevel)
 	d := &assembly{getenv: getenv, buildID: o.BuildID}
 	cli, ep, err := docker.Connect(ctx, getenv)
 	if err != nil {
-		return sandboxError(err)
+		return exitcode.OfSandbox(err)
 	}
 	defer cli.Close()
 	rt := docker.NewRuntime(ep, cli, p)
@@ -127,37 +126,6 @@ func daemonLogLevel(config string, flagSet bool, flag string) string {
 		return flag
 	}
 	return config
-}
-
-// sandboxError maps the backend's errors to exit codes (design.md §9).
-func sandboxError(err error) error {
-	if err == nil {
-		return nil
-	}
-	var se *backend.Error
-	if errors.As(err, &se) {
-		if se.Code == exitcode.Usage {
-			return configError(se.Err)
-		}
-		return exitcode.With(se.Code, err)
-	}
-	if errors.Is(err, backend.ErrNotFound) {
-		return exitcode.With(exitcode.Failure, err)
-	}
-	var ee *exitcode.Error
-	if errors.As(err, &ee) {
-		return err
-	}
-	return exitcode.With(exitcode.Airlock, err)
-}
-
-// configError is a config error (exit 2), each line of it marked so.
-func configError(err error) error {
-	lines := strings.Split(err.Error(), "\n")
-	for i, l := range lines {
-		lines[i] = "config error: " + l
-	}
-	return exitcode.With(exitcode.Usage, errors.New(strings.Join(lines, "\n")))
 }
 
 func isTerminal(v any) bool {

@@ -19,8 +19,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// projectTar writes src as the sandbox package writes a project copy for the
-// Engine (sandbox.copyProject and writeTreeTo, unexported there): the target's
+// projectTar writes src as package projectfs writes a project copy for a
+// backend (Project.WriteArchive, with writeTreeTo unexported there): the target's
 // parents as folders, then every entry of src under target, owned by uid:gid.
 func projectTar(t *testing.T, src, target string, uid, gid int) []byte {
 	t.Helper()

@@ -1,20 +1,18 @@
 package docker
 
 import (
-	"archive/tar"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path"
 	"strings"
-	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
 
 	"github.com/airlock-dev/airlock/backend"
+	"github.com/airlock-dev/airlock/projectfs"
 	"github.com/airlock-dev/airlock/supervisor"
 )
 
@@ -76,7 +74,7 @@ func (rt *Runtime) WriteArchive(ctx context.Context, containerID, dir string, r 
 		return err
 	}
 	pr, pw := io.Pipe()
-	go func() { pw.CloseWithError(OwnArchive(pw, r, missing, uid, gid)) }()
+	go func() { pw.CloseWithError(projectfs.OwnArchive(pw, r, missing, uid, gid)) }()
 	err = rt.copyTo(ctx, containerID, base, pr, container.CopyToContainerOptions{})
 	pr.CloseWithError(io.ErrClosedPipe)
 	if err != nil {
@@ -128,58 +126,4 @@ func (rt *Runtime) existingDir(ctx context.Context, containerID, dir string) (ba
 		base = path.Dir(base)
 	}
 	return base, missing, nil
-}
-
-// OwnArchive copies the tar stream r to w with every entry owned by uid:gid
-// (user and group names dropped) and, with prefix, named below those folders,
-// which come first (mode 0755, uid:gid). What the archive itself says of
-// owners is not kept.
-func OwnArchive(w io.Writer, r io.Reader, prefix []string, uid, gid int) error {
-	tw := tar.NewWriter(w)
-	now := time.Now()
-	for i := range prefix {
-		h := &tar.Header{Typeflag: tar.TypeDir, Name: path.Join(prefix[:i+1]...) + "/", Mode: 0o755, Uid: uid, Gid: gid, ModTime: now}
-		if err := tw.WriteHeader(h); err != nil {
-			return fmt.Errorf("cannot write the archive: %w", err)
-		}
-	}
-	under := path.Join(prefix...)
-	tr := tar.NewReader(r)
-	for {
-		h, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return fmt.Errorf("cannot read the archive: %w", err)
-		}
-		if h.Typeflag == tar.TypeXGlobalHeader {
-			continue
-		}
-		h.Uid, h.Gid, h.Uname, h.Gname = uid, gid, "", ""
-		for _, k := range []string{"uid", "gid", "uname", "gname", "path", "linkpath"} {
-			delete(h.PAXRecords, k)
-		}
-		h.Format = tar.FormatUnknown
-		if under != "" {
-			dirSlash := strings.HasSuffix(h.Name, "/")
-			h.Name = path.Join(under, h.Name)
-			if dirSlash || h.Typeflag == tar.TypeDir {
-				h.Name += "/"
-			}
-			if h.Typeflag == tar.TypeLink {
-				h.Linkname = path.Join(under, h.Linkname)
-			}
-		}
-		if err := tw.WriteHeader(h); err != nil {
-			return fmt.Errorf("cannot write the archive: %w", err)
-		}
-		if _, err := io.Copy(tw, tr); err != nil {
-			return fmt.Errorf("cannot copy %s of the archive: %w", h.Name, err)
-		}
-	}
-	if err := tw.Close(); err != nil {
-		return fmt.Errorf("cannot write the archive: %w", err)
-	}
-	return nil
 }

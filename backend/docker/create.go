@@ -15,6 +15,7 @@ import (
 	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/internal/ids"
 	"github.com/airlock-dev/airlock/manifest"
+	"github.com/airlock-dev/airlock/projectfs"
 	"github.com/airlock-dev/airlock/supervisor"
 )
 
@@ -296,11 +297,11 @@ func (rt *Runtime) primaryConfig(sb *backend.Sandbox, req *backend.Request, r *m
 			{Type: mount.TypeVolume, Source: vol, Target: backend.BinMount, ReadOnly: true},
 		},
 	}
-	if ProjectMode(r, rt.Remote || req.ClientFiles) == "bind" {
+	if projectfs.Mode(r, rt.Remote || req.ClientFiles) == "bind" {
 		host.Mounts = append(host.Mounts, mount.Mount{Type: mount.TypeBind, Source: r.ProjectDir, Target: r.ProjectDir})
 	}
 	for _, b := range hp.Binds {
-		host.Mounts = append(host.Mounts, mount.Mount{Type: mount.TypeBind, Source: b.Source, Target: inHome(b.Target, u.Home), ReadOnly: b.ReadOnly})
+		host.Mounts = append(host.Mounts, mount.Mount{Type: mount.TypeBind, Source: b.Source, Target: projectfs.InHome(b.Target, u.Home), ReadOnly: b.ReadOnly})
 	}
 	for _, h := range r.Parsed.Sandbox.ExtraHosts {
 		host.ExtraHosts = append(host.ExtraHosts, h.String())

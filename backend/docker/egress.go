@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"maps"
 	"slices"
 	"strconv"
 
@@ -31,23 +30,6 @@ const RoleEgress = "egress"
 
 // egressName is the Docker name of a sandbox's egress proxy.
 func egressName(sandboxID string) string { return objectName(sandboxID) + "-egress" }
-
-// ProxyOverrides lists the proxy variables a manifest sets itself, where a user
-// value wins over airlock's (airlock config warns about them).
-func ProxyOverrides(r *manifest.Resolved) []string {
-	var out []string
-	for _, k := range slices.Sorted(maps.Keys(backend.ProxyEnv(r))) {
-		if _, ok := r.Env[k]; ok {
-			out = append(out, "env."+k)
-		}
-		for _, d := range slices.Sorted(maps.Keys(r.Daemons)) {
-			if _, ok := r.Daemons[d].Env[k]; ok {
-				out = append(out, manifest.KeyPath("daemons", d, "env", k))
-			}
-		}
-	}
-	return out
-}
 
 // createEgress creates the sandbox's egress proxy container on the egress network,
 // connected to the sandbox's internal network as EgressAlias.
@@ -176,9 +158,6 @@ func scanDenials(r io.Reader, denied func(backend.EgressDenial)) error {
 		}
 	}
 }
-
-// HasEgress reports whether a sandbox made from r has egress rules.
-func HasEgress(r *manifest.Resolved) bool { return r != nil && r.Sandbox.Egress != nil }
 
 // egressCapDrop returns the capabilities to drop from a container behind
 // egress rules: drop plus NET_RAW (in Docker's default set), unless the

@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/airlock-dev/airlock/manifest"
+	"github.com/airlock-dev/airlock/projectfs"
 )
 
 // bind is one bind mount resolved on the host. Target may still start with ~,
@@ -53,22 +54,7 @@ func (hp *hostPlan) getenv(rt *Runtime, k string) string {
 
 // expandHost resolves ~ (the host home) and relative paths (from the project dir).
 func (rt *Runtime) expandHost(p, projectDir string) string {
-	return ExpandHostPath(p, projectDir, rt.getenv("HOME"))
-}
-
-// ExpandHostPath makes a host path of the manifest absolute: ~ is home (the
-// user's home directory when empty), a relative path is under projectDir.
-func ExpandHostPath(p, projectDir, home string) string {
-	if p == "~" || strings.HasPrefix(p, "~/") {
-		if home == "" {
-			home, _ = os.UserHomeDir()
-		}
-		return filepath.Join(home, strings.TrimPrefix(p, "~"))
-	}
-	if !filepath.IsAbs(p) {
-		return filepath.Join(projectDir, p)
-	}
-	return filepath.Clean(p)
+	return projectfs.ExpandHostPath(p, projectDir, rt.getenv("HOME"))
 }
 
 // planHost handles every mount's missing mode and every tool. It runs before any
@@ -229,15 +215,4 @@ func dedupBinds(binds []bind) []bind {
 		out = append(out, b)
 	}
 	return out
-}
-
-// inHome replaces a leading ~ of a container path with the sandbox user's home.
-func inHome(p, home string) string {
-	if p == "~" {
-		return home
-	}
-	if strings.HasPrefix(p, "~/") {
-		return path.Join(home, p[2:])
-	}
-	return p
 }

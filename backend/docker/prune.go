@@ -17,6 +17,7 @@ import (
 	"github.com/docker/docker/api/types/volume"
 
 	"github.com/airlock-dev/airlock/backend"
+	"github.com/airlock-dev/airlock/projectfs"
 )
 
 // airlock prune (docs/prune.md) on the Engine side: what this daemon made that no
@@ -175,7 +176,7 @@ func (rt *Runtime) pruneImages(ctx context.Context, o backend.PruneOptions, du *
 func buildTags(tags []string) []string {
 	var out []string
 	for _, t := range tags {
-		if strings.HasPrefix(strings.TrimPrefix(t, "docker.io/"), BuildRepo+"/") {
+		if strings.HasPrefix(strings.TrimPrefix(t, "docker.io/"), projectfs.BuildRepo+"/") {
 			out = append(out, t)
 		}
 	}

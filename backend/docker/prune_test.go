@@ -20,6 +20,7 @@ import (
 
 	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/internal/ids"
+	"github.com/airlock-dev/airlock/projectfs"
 	"github.com/airlock-dev/airlock/test/testenv"
 )
 
@@ -49,7 +50,7 @@ func TestPruneCandidates(t *testing.T) {
 		t.Cleanup(func() { _ = testenv.RemoveImage(context.Background(), cli, id) })
 		return id
 	}
-	repo := BuildRepo + "/prune-unit-" + owner[:8]
+	repo := projectfs.BuildRepo + "/prune-unit-" + owner[:8]
 	older := buildImage(repo + ":1")
 	newer := buildImage(repo + ":2")
 	extra := "prune-unit-extra-" + owner[:8] + ":kept"
@@ -148,7 +149,7 @@ func TestPruneRemoveBuildSteps(t *testing.T) {
 	if in, err := cli.ImageInspect(ctx, base); err == nil && in.Parent != "" {
 		_, _ = cli.ImageRemove(ctx, in.Parent, image.RemoveOptions{})
 	}
-	tag := BuildRepo + "/prune-steps-" + owner[:8] + ":1"
+	tag := projectfs.BuildRepo + "/prune-steps-" + owner[:8] + ":1"
 	id := build(tag, "FROM "+base+"\nCOPY marker /marker\n", rt.buildLabels(project))
 
 	freed, err := rt.PruneRemove(ctx, backend.PruneObject{Type: backend.PruneImage, Name: tag, ID: id, Project: project, Tags: []string{tag}})

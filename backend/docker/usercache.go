@@ -8,6 +8,8 @@ import (
 	"runtime"
 	"strconv"
 	"syscall"
+
+	"github.com/airlock-dev/airlock/projectfs"
 )
 
 // UserCacheDir is where airlock keeps the tool caches of a sandbox user that
@@ -41,7 +43,7 @@ func (rt *Runtime) fitCaches(hp *hostPlan, u sandboxUser) []string {
 		dir := UserCacheDir(rt.expandHost("~", "/"), u.UID, b.Cache)
 		if err := ownCacheDir(dir, u); err != nil {
 			out = append(out, fmt.Sprintf("%s (target %s): the sandbox user (uid %d, gid %d) cannot write %s (%s), and cannot be given a cache of its own: %v; what it writes there fails (go cannot build): run the airlock daemon as root, or give the cache to that user (chown), or change sandbox.user",
-				b.Name, inHome(b.Target, u.Home), u.UID, u.GID, b.Source, why, err))
+				b.Name, projectfs.InHome(b.Target, u.Home), u.UID, u.GID, b.Source, why, err))
 			continue
 		}
 		hp.Binds[i].Source = dir

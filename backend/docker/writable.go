@@ -11,6 +11,7 @@ import (
 	"syscall"
 
 	"github.com/airlock-dev/airlock/manifest"
+	"github.com/airlock-dev/airlock/projectfs"
 )
 
 // maxWritableScan bounds how many entries of a mounted folder are looked at for
@@ -55,7 +56,7 @@ func (rt *Runtime) writableWarnings(ctx context.Context, r *manifest.Resolved, h
 		}
 		if why := notWritable(b.Source, u); why != "" {
 			out = append(out, fmt.Sprintf("%s (target %s): the sandbox user (uid %d, gid %d) cannot write %s: %s; what it writes there fails: give it to that user (chown) or change sandbox.user",
-				b.Name, inHome(b.Target, u.Home), u.UID, u.GID, b.Source, why))
+				b.Name, projectfs.InHome(b.Target, u.Home), u.UID, u.GID, b.Source, why))
 		}
 	}
 	return out

@@ -15,8 +15,8 @@ import (
 	"k8s.io/client-go/transport/spdy"
 
 	"github.com/airlock-dev/airlock/backend"
-	"github.com/airlock-dev/airlock/backend/docker"
 	"github.com/airlock-dev/airlock/manifest"
+	"github.com/airlock-dev/airlock/projectfs"
 )
 
 // The CLI's end of a sandbox on a cluster: its terminal I/O through the Pod
@@ -166,9 +166,9 @@ func (rt *Runtime) ProjectCopied(*manifest.Resolved) bool { return true }
 
 // CopyOut copies rel (relative to the project dir) from the running primary back
 // into the project dir through `supervise tar`, as the Docker backend does through
-// the Engine's archive API, by the same rules (docker.Output).
-func (rt *Runtime) CopyOut(ctx context.Context, pod string, out *docker.Output, rel string) ([]string, error) {
-	src, err := docker.OutputPath(out.ProjectDir, rel)
+// the Engine's archive API, by the same rules (projectfs.Output).
+func (rt *Runtime) CopyOut(ctx context.Context, pod string, out *projectfs.Output, rel string) ([]string, error) {
+	src, err := projectfs.OutputPath(out.ProjectDir, rel)
 	if err != nil {
 		return nil, err
 	}

@@ -12,7 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/airlock-dev/airlock/backend"
-	"github.com/airlock-dev/airlock/backend/docker"
+	"github.com/airlock-dev/airlock/projectfs"
 )
 
 // Files in and out of a running sandbox for the daemon's files API, through
@@ -101,7 +101,7 @@ func (rt *Runtime) WriteArchive(ctx context.Context, pod, dir string, r io.Reade
 		}
 	}
 	pr, pw := io.Pipe()
-	go func() { pw.CloseWithError(docker.OwnArchive(pw, r, nil, 0, 0)) }()
+	go func() { pw.CloseWithError(projectfs.OwnArchive(pw, r, nil, 0, 0)) }()
 	var out lockedBuffer
 	code, err := rt.stream(ctx, pod, MainContainer, append(cmd, dir), pr, &out, &out, false, nil)
 	pr.CloseWithError(io.ErrClosedPipe)

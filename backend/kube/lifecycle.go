@@ -20,9 +20,9 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/airlock-dev/airlock/backend"
-	"github.com/airlock-dev/airlock/backend/docker"
 	"github.com/airlock-dev/airlock/internal/ids"
 	"github.com/airlock-dev/airlock/manifest"
+	"github.com/airlock-dev/airlock/projectfs"
 	"github.com/airlock-dev/airlock/supervisor"
 )
 
@@ -270,7 +270,7 @@ func (rt *Runtime) copyFiles(ctx context.Context, pod string, r *manifest.Resolv
 	}
 	if r.ProjectDir != "" {
 		if err := rt.copyIn(ctx, pod, "the project "+r.ProjectDir, func(w io.Writer) error {
-			return docker.WriteProjectArchive(w, r.ProjectDir, u, g)
+			return projectfs.WriteProjectArchive(w, r.ProjectDir, u, g)
 		}); err != nil {
 			return err
 		}
@@ -281,7 +281,7 @@ func (rt *Runtime) copyFiles(ctx context.Context, pod string, r *manifest.Resolv
 			home = "/" // a numeric user's home is not known without the image's /etc/passwd
 		}
 		return rt.copyIn(ctx, pod, "[copies]", func(w io.Writer) error {
-			return docker.WriteCopiesArchive(w, r, u, g, home, hostHome)
+			return projectfs.WriteCopiesArchive(w, r, u, g, home, hostHome)
 		})
 	}
 	return nil

@@ -1,4 +1,4 @@
-package docker
+package projectfs
 
 import (
 	"archive/tar"
@@ -113,6 +113,16 @@ func (o *Output) Check(rel string) error {
 	return nil
 }
 
+// OutputPath is the path in the sandbox of rel, a --output path relative to the
+// project dir (a config error when it leaves the project dir).
+func OutputPath(projectDir, rel string) (string, error) {
+	clean, err := cleanOutput(rel)
+	if err != nil {
+		return "", configErr("%v", err)
+	}
+	return path.Join(filepath.ToSlash(projectDir), clean), nil
+}
+
 // cleanOutput is rel, an --output path, as a clean slash path relative to the
 // project dir ("." for the project dir itself).
 func cleanOutput(rel string) (string, error) {
@@ -158,23 +168,16 @@ func (o *Output) Extract(r io.Reader, rel string) (warnings []string, err error)
 	}
 	base := path.Base(clean)
 	var skipped []string // nothing at or below these is written
-	tr := tar.NewReader(r)
-	for {
-		h, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return warnings, failed("cannot copy %s out of the sandbox: %v", rel, err)
-		}
+	broken := func(err error) error { return failed("cannot copy %s out of the sandbox: %v", rel, err) }
+	err = eachEntry(r, broken, func(h *tar.Header, body io.Reader) error {
 		name := path.Clean(h.Name)
 		if name != base && !strings.HasPrefix(name, base+"/") {
 			warnings = append(warnings, fmt.Sprintf("--output %s: skipped %q (outside the path)", rel, h.Name))
-			continue
+			return nil
 		}
 		prel := path.Join(clean, strings.TrimPrefix(strings.TrimPrefix(name, base), "/"))
 		if slices.ContainsFunc(skipped, func(s string) bool { return prel == s || strings.HasPrefix(prel, s+"/") }) {
-			continue
+			return nil
 		}
 		skip := func(p, why string) {
 			warnings = append(warnings, fmt.Sprintf("--output %s: skipped %s: %s", rel, p, why))
@@ -182,40 +185,41 @@ func (o *Output) Extract(r io.Reader, rel string) (warnings []string, err error)
 		}
 		if p, why := o.guarded(prel); why != "" {
 			skip(p, why+", which airlock never writes")
-			continue
+			return nil
 		}
 		if h.Typeflag != tar.TypeDir && h.Typeflag != tar.TypeReg {
 			warnings = append(warnings, fmt.Sprintf("--output %s: skipped %s (not a regular file or folder)", rel, prel))
-			continue
+			return nil
 		}
 		if p, why := o.hostConflict(prel, h.Typeflag == tar.TypeDir); why != "" {
 			skip(p, why)
-			continue
+			return nil
 		}
 		dst := filepath.Join(o.ProjectDir, filepath.FromSlash(prel))
 		if h.Typeflag == tar.TypeDir {
 			if err := o.charge(prel, 0); err != nil {
-				return warnings, err
+				return err
 			}
 			if err := os.MkdirAll(dst, 0o755); err != nil {
-				return warnings, failed("cannot write %s: %v", dst, err)
+				return failed("cannot write %s: %v", dst, err)
 			}
-			continue
+			return nil
 		}
 		if err := o.charge(prel, h.Size); err != nil {
-			return warnings, err
+			return err
 		}
 		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-			return warnings, failed("cannot write %s: %v", dst, err)
+			return failed("cannot write %s: %v", dst, err)
 		}
 		if err := o.checkRoom(prel, filepath.Dir(dst), h.Size); err != nil {
-			return warnings, err
+			return err
 		}
-		if err := writeRegular(dst, tr, fs.FileMode(h.Mode)&0o777); err != nil {
-			return warnings, failed("cannot write %s: %v", dst, err)
+		if err := writeRegular(dst, body, fs.FileMode(h.Mode)&0o777); err != nil {
+			return failed("cannot write %s: %v", dst, err)
 		}
-	}
-	return warnings, nil
+		return nil
+	})
+	return warnings, err
 }
 
 // hostConflict looks at what the host has at rel and its parents: a parent

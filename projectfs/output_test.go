@@ -1,4 +1,4 @@
-package docker
+package projectfs
 
 import (
 	"archive/tar"
@@ -10,7 +10,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/airlock-dev/airlock/backend"
+	"github.com/airlock-dev/airlock/internal/exitcode"
 	"github.com/airlock-dev/airlock/manifest"
 )
 
@@ -185,7 +185,7 @@ func TestOutputMaxCountsBySize(t *testing.T) {
 		outputEntry{name: "out/big", data: big},  // 3 blocks: 5 > 4
 		outputEntry{name: "out/z", data: "late"}, // not reached
 	), "out")
-	var se *backend.Error
+	var se *exitcode.Coded
 	if err == nil || !strings.Contains(err.Error(), "cannot copy out/big back: it is 8.8 KiB and would take the --output copies past their limit of 16.0 KiB (--output-max)") ||
 		!errors.As(err, &se) || se.Code != 125 {
 		t.Fatalf("past the limit: %v", err)
