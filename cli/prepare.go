@@ -11,7 +11,6 @@ import (
 
 	"github.com/airlock-dev/airlock/backend/docker"
 	"github.com/airlock-dev/airlock/client"
-	"github.com/airlock-dev/airlock/engine"
 	"github.com/airlock-dev/airlock/manifest"
 	"github.com/airlock-dev/airlock/registryauth"
 )
@@ -32,7 +31,7 @@ func (a *app) prepareViaDaemon(ctx context.Context, c *client.Client, r *manifes
 		return nil, withCode(ExitAirlock, err)
 	}
 	req := &client.PrepareRequest{Manifest: wm, Secrets: values, Engine: eng, Quiet: a.opts.quiet, TTY: isTerminal(a.stderr), ClientFiles: a.remoteDaemon(), ToolEnv: a.toolEnv()}
-	if eng == nil || !engine.Endpoint(*eng).IsKubernetes() {
+	if !endpointOf(eng).IsKubernetes() {
 		req.RegistryAuth, req.BuildAuth = a.registryAuth(r)
 	}
 	created := r
