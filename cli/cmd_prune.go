@@ -45,8 +45,7 @@ func (a *app) prune(dryRun, all bool) error {
 		if err != nil {
 			return withCode(ExitAirlock, fmt.Errorf("cannot choose the Docker Engine: %w", err))
 		}
-		e := client.Engine(ep)
-		we = &e
+		we = wireEngine(ep)
 	}
 	c, err := a.daemonClient(ctx)
 	if err != nil {

@@ -142,7 +142,7 @@ func engineName(e *client.Engine) string {
 	case e.Context != "":
 		return e.Context
 	}
-	return e.Host
+	return engineHost(e)
 }
 
 // psState is what ps shows of a sandbox's state: a run whose main command

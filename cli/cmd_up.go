@@ -8,7 +8,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/airlock-dev/airlock/client"
-	"github.com/airlock-dev/airlock/engine"
 	"github.com/airlock-dev/airlock/manifest"
 )
 
@@ -250,8 +249,8 @@ func (a *app) upSandbox(ctx context.Context, c *client.Client, tgt *target, r *m
 		if !a.opts.quiet {
 			why := "the manifest changed since sandbox %s was created"
 			switch {
-			case !cmp.Found && existing.Engine != nil && tgt.engine != nil && existing.Engine.Host != tgt.engine.Host:
-				why = "sandbox %s is on another Docker Engine (" + engineName(existing.Engine) + ") than " + engine.Endpoint(*tgt.engine).String()
+			case !cmp.Found && existing.Engine != nil && tgt.engine != nil && engineHost(existing.Engine) != engineHost(tgt.engine):
+				why = "sandbox %s is on another Docker Engine (" + engineName(existing.Engine) + ") than " + endpointOf(tgt.engine).String()
 			case !cmp.Found && tgt.kube:
 				why = "sandbox %s is gone from the cluster (on the kubernetes backend, stop deletes its Pod)"
 			}

@@ -10,7 +10,6 @@ import (
 	"github.com/docker/docker/api/types/registry"
 
 	"github.com/airlock-dev/airlock/client"
-	"github.com/airlock-dev/airlock/engine"
 	"github.com/airlock-dev/airlock/internal/exitcode"
 	"github.com/airlock-dev/airlock/manifest"
 	"github.com/airlock-dev/airlock/projectfs"
@@ -33,7 +32,7 @@ func (a *app) prepareViaDaemon(ctx context.Context, c *client.Client, r *manifes
 		return nil, withCode(ExitAirlock, err)
 	}
 	req := &client.PrepareRequest{Manifest: wm, Secrets: values, Engine: eng, Quiet: a.opts.quiet, TTY: isTerminal(a.stderr), ClientFiles: a.remoteDaemon(), ToolEnv: a.toolEnv()}
-	if eng == nil || !engine.Endpoint(*eng).IsKubernetes() {
+	if !endpointOf(eng).IsKubernetes() {
 		req.RegistryAuth, req.BuildAuth = a.registryAuth(r)
 	}
 	created := r

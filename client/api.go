@@ -54,8 +54,11 @@ type Sandbox struct {
 	MainExitCode *int `json:"main_exit_code,omitempty"`
 }
 
-// Engine says how to reach a Docker Engine: its host and, for TCP with TLS, the
-// paths of the client's certificate files (on the daemon's host).
+// Engine says where a sandbox runs: a Docker Engine (its host and, for TCP
+// with TLS, the paths of the client's certificate files on the daemon's host),
+// or a Kubernetes cluster (Kubernetes set, Host empty). The daemon still reads
+// a cluster packed in Host as earlier versions sent it
+// ("kubernetes:///NAMESPACE?context=…"), and answers with Kubernetes.
 type Engine struct {
 	Context       string `json:"context,omitempty"`
 	Host          string `json:"host"`
@@ -64,6 +67,46 @@ type Engine struct {
 	TLSKey        string `json:"tls_key,omitempty"`
 	TLSVerify     bool   `json:"tls_verify,omitempty"`
 	SkipTLSVerify bool   `json:"skip_tls_verify,omitempty"`
+	// Kubernetes names a Kubernetes cluster rather than a Docker Engine.
+	Kubernetes *Kubernetes `json:"kubernetes,omitempty"`
+}
+
+// Kubernetes is the cluster of a Kubernetes backend: the kubeconfig file (on
+// the daemon's host) and its context, the namespace, the airlock image and
+// what config.toml's [kubernetes] sets on every Pod.
+type Kubernetes struct {
+	Namespace       string   `json:"namespace"`
+	Context         string   `json:"context,omitempty"`
+	Kubeconfig      string   `json:"kubeconfig,omitempty"`
+	Image           string   `json:"image,omitempty"`
+	AllowPrivileged bool     `json:"allow_privileged,omitempty"`
+	CreateNamespace bool     `json:"create_namespace,omitempty"`
+	Pod             *KubePod `json:"pod,omitempty"`
+}
+
+// KubePod is what config.toml's [kubernetes] sets on every Pod.
+type KubePod struct {
+	NodeSelector     map[string]string `json:"node_selector,omitempty"`
+	Tolerations      []KubeToleration  `json:"tolerations,omitempty"`
+	RuntimeClassName string            `json:"runtime_class_name,omitempty"`
+	ServiceAccount   string            `json:"service_account,omitempty"`
+	Resources        *KubeResources    `json:"resources,omitempty"`
+}
+
+// KubeToleration is a toleration of the Pods.
+type KubeToleration struct {
+	Key      string `json:"key,omitempty"`
+	Operator string `json:"operator,omitempty"`
+	Value    string `json:"value,omitempty"`
+	Effect   string `json:"effect,omitempty"`
+	Seconds  *int64 `json:"toleration_seconds,omitempty"`
+}
+
+// KubeResources are the sandbox container's default requests and limits:
+// Kubernetes quantities by resource name.
+type KubeResources struct {
+	Requests map[string]string `json:"requests,omitempty"`
+	Limits   map[string]string `json:"limits,omitempty"`
 }
 
 // DaemonCount is how many daemons are up out of how many the sandbox declares.

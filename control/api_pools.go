@@ -4,7 +4,6 @@ import (
 	"net/http"
 
 	"github.com/airlock-dev/airlock/client"
-	"github.com/airlock-dev/airlock/engine"
 	"github.com/airlock-dev/airlock/manifest"
 )
 
@@ -28,9 +27,10 @@ func (s *server) warmPool(w http.ResponseWriter, r *http.Request) {
 		m := manifest.Wire(*req.Manifest)
 		wreq.Manifest = &m
 	}
-	if req.Engine != nil {
-		ep := engine.Endpoint(*req.Engine)
-		wreq.Engine = &ep
+	var err error
+	if wreq.Engine, err = endpointFromWire(req.Engine); err != nil {
+		writeError(w, err)
+		return
 	}
 	if req.ManifestTOML != "" || req.ManifestDoc != nil || req.ProjectDir != "" || req.Vars != nil {
 		wreq.Text = &ManifestText{TOML: req.ManifestTOML, Doc: req.ManifestDoc, ProjectDir: req.ProjectDir, Vars: req.Vars}

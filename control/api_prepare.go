@@ -10,7 +10,6 @@ import (
 
 	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/client"
-	"github.com/airlock-dev/airlock/engine"
 	"github.com/airlock-dev/airlock/manifest"
 	"github.com/airlock-dev/airlock/registryauth"
 )
@@ -99,9 +98,9 @@ func fromPrepareRequest(req *client.PrepareRequest) (*PrepareRequest, error) {
 	if req.ManifestTOML != "" || req.ManifestDoc != nil || req.ProjectDir != "" || req.Vars != nil {
 		out.Text = &ManifestText{TOML: req.ManifestTOML, Doc: req.ManifestDoc, ProjectDir: req.ProjectDir, Vars: req.Vars}
 	}
-	if req.Engine != nil {
-		ep := engine.Endpoint(*req.Engine)
-		out.Engine = &ep
+	var err error
+	if out.Engine, err = endpointFromWire(req.Engine); err != nil {
+		return nil, err
 	}
 	if req.RegistryAuth != nil {
 		out.Credentials = make(map[string]PullCredentials, len(req.RegistryAuth))

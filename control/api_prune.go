@@ -4,7 +4,6 @@ import (
 	"net/http"
 
 	"github.com/airlock-dev/airlock/client"
-	"github.com/airlock-dev/airlock/engine"
 )
 
 func (s *server) prune(w http.ResponseWriter, r *http.Request) {
@@ -16,9 +15,10 @@ func (s *server) prune(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	preq := &PruneRequest{DryRun: req.DryRun, All: req.All}
-	if req.Engine != nil {
-		ep := engine.Endpoint(*req.Engine)
-		preq.Engine = &ep
+	var err error
+	if preq.Engine, err = endpointFromWire(req.Engine); err != nil {
+		writeError(w, err)
+		return
 	}
 	res, err := s.svc.Prune(r.Context(), preq)
 	if err != nil {

@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"github.com/airlock-dev/airlock/client"
-	"github.com/airlock-dev/airlock/engine"
 	"github.com/airlock-dev/airlock/manifest"
 )
 
@@ -15,7 +14,12 @@ func (s *server) create(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	sb, err := s.svc.Create(r.Context(), fromCreateRequest(&req))
+	creq, err := fromCreateRequest(&req)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	sb, err := s.svc.Create(r.Context(), creq)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -89,7 +93,7 @@ func (s *server) remove(w http.ResponseWriter, r *http.Request) {
 }
 
 // fromCreateRequest is the service's create request for the API's.
-func fromCreateRequest(req *client.CreateRequest) *CreateRequest {
+func fromCreateRequest(req *client.CreateRequest) (*CreateRequest, error) {
 	out := &CreateRequest{ID: req.ID, Kind: req.Kind, Secrets: req.Secrets, Command: req.Command, Env: req.Env,
 		EnvSecrets: req.EnvSecrets, Workdir: req.Workdir, TTY: req.TTY, Stdin: req.Stdin, Labels: req.Labels,
 		Quiet: req.Quiet, RemoveOnExit: req.RemoveOnExit, FastEnd: req.FastEnd, Start: req.Start, CLIPid: req.CLIPid, CLIStart: req.CLIStart, ClientFiles: req.ClientFiles, NoPool: req.NoPool, ToolEnv: req.ToolEnv}
@@ -97,14 +101,14 @@ func fromCreateRequest(req *client.CreateRequest) *CreateRequest {
 		w := manifest.Wire(*req.Manifest)
 		out.Manifest = &w
 	}
-	if req.Engine != nil {
-		ep := engine.Endpoint(*req.Engine)
-		out.Engine = &ep
+	var err error
+	if out.Engine, err = endpointFromWire(req.Engine); err != nil {
+		return nil, err
 	}
 	if req.ManifestTOML != "" || req.ManifestDoc != nil || req.ProjectDir != "" || req.Vars != nil {
 		out.Text = &ManifestText{TOML: req.ManifestTOML, Doc: req.ManifestDoc, ProjectDir: req.ProjectDir, Vars: req.Vars}
 	}
-	return out
+	return out, nil
 }
 
 // toClientSandbox is the API's view of a sandbox.
@@ -117,8 +121,7 @@ func toClientSandbox(sb Sandbox) client.Sandbox {
 	if out.Labels == nil {
 		out.Labels = map[string]string{}
 	}
-	ce := client.Engine(sb.Engine)
-	out.Engine = &ce
+	out.Engine = wireEngine(sb.Engine)
 	for _, p := range sb.Ports {
 		out.Ports = append(out.Ports, client.Port(p))
 	}
@@ -136,9 +139,10 @@ func (s *server) compare(w http.ResponseWriter, r *http.Request) {
 		m := manifest.Wire(*req.Manifest)
 		creq.Manifest = &m
 	}
-	if req.Engine != nil {
-		ep := engine.Endpoint(*req.Engine)
-		creq.Engine = &ep
+	var err error
+	if creq.Engine, err = endpointFromWire(req.Engine); err != nil {
+		writeError(w, err)
+		return
 	}
 	cmp, err := s.svc.Compare(r.Context(), r.PathValue("id"), creq)
 	if err != nil {

@@ -13,10 +13,16 @@ import (
 // Engine event watcher) per Engine it has seen, its own default included.
 
 // endpointOf is the Engine a sandbox was created on: the daemon's own when the
-// record names none (made before Engines were recorded).
+// record names none (made before Engines were recorded). A cluster recorded by
+// an earlier daemon, packed in the endpoint's Host, is read into the typed form
+// (engine.Normalize); one that cannot be read is the daemon's own too.
 func (s *Service) endpointOf(rec store.Sandbox) engine.Endpoint {
 	var ep engine.Endpoint
-	if len(rec.Engine) == 0 || json.Unmarshal(rec.Engine, &ep) != nil || ep.Host == "" {
+	if len(rec.Engine) == 0 || json.Unmarshal(rec.Engine, &ep) != nil {
+		return s.rt.Location()
+	}
+	ep, err := engine.Normalize(ep)
+	if err != nil || ep.IsZero() {
 		return s.rt.Location()
 	}
 	return ep

@@ -18,6 +18,7 @@ func FuzzCreateRequest(f *testing.F) {
 		`{"kind":"run","manifest":{"resolved":{"sandbox":{"image":"x"},"daemons":{"d":{"command":["a\u0000"],"signal":"SIGBOGUS"}}}}}`,
 		`{"kind":"run","manifest":{"resolved":{"sandbox":{"image":"x","egress":{"allow":["*."]}}}}}`,
 		`{"kind":"bogus"}`, `{}`, `[]`, `{"manifest":null}`, `not json`,
+		`{"kind":"run","engine":{"host":"kubernetes:///a?pod=%7B"}}`, `{"kind":"run","engine":{"host":"unix:///d.sock","kubernetes":{"namespace":"a"}}}`,
 	} {
 		f.Add([]byte(seed))
 	}
@@ -28,7 +29,11 @@ func FuzzCreateRequest(f *testing.F) {
 			checkAPIError(t, err)
 			return
 		}
-		if _, err := checkCreate(fromCreateRequest(&req)); err != nil {
+		creq, err := fromCreateRequest(&req)
+		if err == nil {
+			_, err = checkCreate(creq)
+		}
+		if err != nil {
 			checkAPIError(t, err)
 		}
 	})

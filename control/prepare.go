@@ -76,7 +76,7 @@ func (s *Service) Prepare(req *PrepareRequest) (func(ctx context.Context, w io.W
 		return nil, err
 	}
 	rt := s.rt
-	if req.Engine != nil && req.Engine.Host != "" {
+	if req.Engine != nil && !req.Engine.IsZero() {
 		rt = s.runtimeFor(*req.Engine)
 	}
 	var buildTar string

@@ -93,7 +93,7 @@ func (s *Service) Prune(ctx context.Context, req *PruneRequest) (*PruneResult, e
 	}
 
 	rts := s.runtimes()
-	if req.Engine != nil && req.Engine.Host != "" {
+	if req.Engine != nil && !req.Engine.IsZero() {
 		if rt := s.runtimeFor(*req.Engine); !slices.Contains(rts, rt) {
 			rts = append(rts, rt)
 		}

@@ -2,6 +2,10 @@
 // reaching it; package engine/dial opens Engine API clients to it, so that what only resolves (the
 // command line) is built without the Engine client.
 //
+// Its Endpoint is what the daemon's API and store carry of where a sandbox runs: a Docker Engine,
+// or a Kubernetes cluster as a typed Kubernetes (package engine/kubecontext makes it). Normalize
+// reads a cluster packed in Host as earlier versions sent and recorded it (kubernetes.go).
+//
 // Library choice: the docker CLI's own packages, github.com/docker/cli v28.5.2+incompatible,
 // the release that matches the github.com/docker/docker v28.5.2 Engine client. They build beside
 // it and add only three small modules (logrus, fvbommel/sortorder, moby/sys/sequential).

@@ -81,7 +81,7 @@ func TestPodSettings(t *testing.T) {
 		back.Pod.RuntimeClassName != "gvisor" || back.Pod.ServiceAccount != "airlock-sandbox" || back.Pod.Resources.Limits.Memory().Cmp(resource.MustParse("4Gi")) != 0 {
 		t.Errorf("through the endpoint: %+v, want %+v", back.Pod, settings)
 	}
-	if (kube.Config{Namespace: "ci"}).Endpoint() == cfg.Endpoint() {
+	if (kube.Config{Namespace: "ci"}).Endpoint().Key() == cfg.Endpoint().Key() {
 		t.Errorf("the endpoint does not tell Pod settings apart")
 	}
 }

@@ -18,14 +18,14 @@ import (
 	"github.com/airlock-dev/airlock/manifest"
 )
 
-// Scheme, Config and ConfigOf are the endpoint of a Kubernetes backend, as
-// package kubecontext reads it from the kubeconfig without reaching the cluster.
-const Scheme = kubecontext.Scheme
+// Config and ConfigOf are the endpoint of a Kubernetes backend (its
+// engine.Kubernetes), as package kubecontext reads it from the kubeconfig
+// without reaching the cluster.
 
 // Config says which cluster, namespace and airlock image a runtime uses.
 type Config = kubecontext.Config
 
-// ConfigOf reads a Config back from an endpoint made by Config.Endpoint.
+// ConfigOf reads a Config back from a Kubernetes backend's endpoint (Config.Endpoint).
 func ConfigOf(ep engine.Endpoint) (Config, error) { return kubecontext.ConfigOf(ep) }
 
 var _ backend.Backend = (*Runtime)(nil)

@@ -2,26 +2,20 @@
 // kubectl would use (client-go's loading rules: KUBECONFIG, ~/.kube/config,
 // the current context) without reaching the cluster, and names them, with
 // what [kubernetes] of config.toml sets on every Pod, in the endpoint the
-// daemon's API and store carry: what the CLI sends for a new sandbox and the
-// Kubernetes backend opens.
+// daemon's API and store carry (its engine.Kubernetes): what the CLI sends
+// for a new sandbox and the Kubernetes backend opens.
 package kubecontext
 
 import (
-	"encoding/json"
 	"fmt"
-	"net/url"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/airlock-dev/airlock/engine"
 )
-
-// Scheme is the scheme of a Kubernetes backend's endpoint: the daemon's API and
-// store carry a backend as an engine.Endpoint, whose Host for a cluster is
-// "kubernetes:///NAMESPACE?context=…&kubeconfig=…&image=…".
-const Scheme = "kubernetes"
 
 // Config says which cluster, namespace and airlock image a runtime uses.
 type Config struct {
@@ -42,45 +36,82 @@ type Config struct {
 // Endpoint is how the daemon's API and store name the backend of cfg. The context
 // is the resolved one, so that the daemon reaches the same cluster as the CLI.
 func (c Config) Endpoint() engine.Endpoint {
-	q := url.Values{}
-	if c.Context != "" {
-		q.Set("context", c.Context)
-	}
-	if c.Kubeconfig != "" {
-		q.Set("kubeconfig", c.Kubeconfig)
-	}
-	if c.Image != "" {
-		q.Set("image", c.Image)
-	}
-	if c.AllowPrivileged {
-		q.Set("allow_privileged", "true")
-	}
-	if c.CreateNamespace {
-		q.Set("create_namespace", "true")
-	}
-	if !c.Pod.IsZero() {
-		b, _ := json.Marshal(c.Pod)
-		q.Set("pod", string(b))
-	}
-	u := url.URL{Scheme: Scheme, Path: "/" + c.Namespace, RawQuery: q.Encode()}
-	return engine.Endpoint{Host: u.String()}
+	return engine.Endpoint{Kubernetes: c.Target()}
 }
 
-// ConfigOf reads a Config back from an endpoint made by Config.Endpoint.
-func ConfigOf(ep engine.Endpoint) (Config, error) {
-	u, err := url.Parse(ep.Host)
-	if err != nil || u.Scheme != Scheme {
-		return Config{}, fmt.Errorf("cannot read the Kubernetes backend %q", ep.Host)
+// Target is the cluster of cfg as an endpoint names it: Pod settings none
+// when they set nothing, quantities in their canonical form.
+func (c Config) Target() *engine.Kubernetes {
+	k := &engine.Kubernetes{Namespace: c.Namespace, Context: c.Context, Kubeconfig: c.Kubeconfig, Image: c.Image,
+		AllowPrivileged: c.AllowPrivileged, CreateNamespace: c.CreateNamespace}
+	if s := c.Pod; !s.IsZero() {
+		p := &engine.KubePod{NodeSelector: s.NodeSelector, RuntimeClassName: s.RuntimeClassName, ServiceAccount: s.ServiceAccount}
+		for _, t := range s.Tolerations {
+			p.Tolerations = append(p.Tolerations, engine.KubeToleration{Key: t.Key, Operator: string(t.Operator), Value: t.Value,
+				Effect: string(t.Effect), Seconds: t.TolerationSeconds})
+		}
+		if len(s.Resources.Requests) > 0 || len(s.Resources.Limits) > 0 {
+			p.Resources = &engine.KubeResources{Requests: quantities(s.Resources.Requests), Limits: quantities(s.Resources.Limits)}
+		}
+		k.Pod = p
 	}
-	q := u.Query()
-	cfg := Config{Namespace: strings.TrimPrefix(u.Path, "/"), Context: q.Get("context"), Kubeconfig: q.Get("kubeconfig"), Image: q.Get("image"),
-		AllowPrivileged: q.Get("allow_privileged") == "true", CreateNamespace: q.Get("create_namespace") == "true"}
-	if p := q.Get("pod"); p != "" {
-		if err := json.Unmarshal([]byte(p), &cfg.Pod); err != nil {
-			return Config{}, fmt.Errorf("cannot read the Pod settings of the Kubernetes backend %q: %w", ep.Host, err)
+	return k
+}
+
+// quantities are l's quantities, canonical ("1.5Gi" is "1536Mi"), by name.
+func quantities(l corev1.ResourceList) map[string]string {
+	if len(l) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(l))
+	for name, q := range l {
+		out[string(name)] = q.String()
+	}
+	return out
+}
+
+// ConfigOf reads a Config back from the endpoint of a Kubernetes backend
+// (Config.Endpoint, or the API's or a record's, normalised by engine.Normalize).
+func ConfigOf(ep engine.Endpoint) (Config, error) {
+	k := ep.Kubernetes
+	if k == nil {
+		return Config{}, fmt.Errorf("cannot read the Kubernetes backend of %s: the endpoint names a Docker Engine", ep)
+	}
+	cfg := Config{Namespace: k.Namespace, Context: k.Context, Kubeconfig: k.Kubeconfig, Image: k.Image,
+		AllowPrivileged: k.AllowPrivileged, CreateNamespace: k.CreateNamespace}
+	if p := k.Pod; p != nil {
+		cfg.Pod = PodSettings{NodeSelector: p.NodeSelector, RuntimeClassName: p.RuntimeClassName, ServiceAccount: p.ServiceAccount}
+		for _, t := range p.Tolerations {
+			cfg.Pod.Tolerations = append(cfg.Pod.Tolerations, corev1.Toleration{Key: t.Key, Operator: corev1.TolerationOperator(t.Operator),
+				Value: t.Value, Effect: corev1.TaintEffect(t.Effect), TolerationSeconds: t.Seconds})
+		}
+		if r := p.Resources; r != nil {
+			var err error
+			if cfg.Pod.Resources.Requests, err = resourceList(r.Requests); err != nil {
+				return Config{}, fmt.Errorf("cannot read the Pod settings of the Kubernetes backend %s: requests: %w", ep, err)
+			}
+			if cfg.Pod.Resources.Limits, err = resourceList(r.Limits); err != nil {
+				return Config{}, fmt.Errorf("cannot read the Pod settings of the Kubernetes backend %s: limits: %w", ep, err)
+			}
 		}
 	}
 	return cfg, nil
+}
+
+// resourceList reads quantities by name.
+func resourceList(m map[string]string) (corev1.ResourceList, error) {
+	if len(m) == 0 {
+		return nil, nil
+	}
+	out := make(corev1.ResourceList, len(m))
+	for name, v := range m {
+		q, err := resource.ParseQuantity(strings.TrimSpace(v))
+		if err != nil {
+			return nil, fmt.Errorf("%s: invalid quantity %q: %w", name, v, err)
+		}
+		out[corev1.ResourceName(name)] = q
+	}
+	return out, nil
 }
 
 // Resolve completes cfg as kubectl would read it (client-go's loading rules)
@@ -118,8 +149,8 @@ func Load(cfg Config) (clientcmd.ClientConfig, Config, error) {
 }
 
 // PodSettings is what config.toml's [kubernetes] table sets on every Pod of
-// a backend (docs/kubernetes.md, "Where Pods run"). It travels in the
-// backend's endpoint, as JSON.
+// a backend (docs/kubernetes.md, "Where Pods run"), in Kubernetes' types. It
+// travels in the backend's endpoint as an engine.KubePod.
 type PodSettings struct {
 	NodeSelector     map[string]string   `json:"node_selector,omitempty"`
 	Tolerations      []corev1.Toleration `json:"tolerations,omitempty"`
