@@ -49,41 +49,7 @@ func newDaemonCommand(a *app) *cobra.Command {
 		Short: "Start the daemon in the background (no-op when a daemon of this build runs)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			p, err := a.daemonPaths()
-			if err != nil {
-				return err
-			}
-			if err := a.resolveToken(&d, false); err != nil {
-				return err
-			}
-			c := client.New(p.Socket())
-			if h, err := c.Health(context.Background()); err == nil {
-				if h.BuildID == BuildID {
-					if d.listenGiven() {
-						if err := listenApplied(p, h, d); err != nil {
-							return withCode(ExitFailure, err)
-						}
-					}
-					fmt.Fprintf(a.stdout, "Daemon running (PID %d, build %s, logs: %s)\n", h.PID, h.BuildID, h.LogPath)
-					return nil
-				}
-				old, err := a.replaceDaemon(p, h)
-				if err != nil {
-					return err
-				}
-				if !d.listenGiven() {
-					d = old // no listen flags given: keep the replaced daemon's
-				}
-			}
-			if err := a.startDaemon(context.Background(), p, d); err != nil {
-				return err
-			}
-			h, err := c.Health(context.Background())
-			if err != nil {
-				return withCode(ExitAirlock, err)
-			}
-			fmt.Fprintf(a.stdout, "Daemon running (PID %d, build %s, logs: %s)\n", h.PID, h.BuildID, h.LogPath)
-			return nil
+			return a.daemonStart(&d)
 		},
 	}
 	flags(start)
@@ -101,39 +67,7 @@ func newDaemonCommand(a *app) *cobra.Command {
 		Short: "Stop the daemon (SIGTERM, then SIGKILL after 5 s); sandboxes keep running",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			p, err := a.daemonPaths()
-			if err != nil {
-				return err
-			}
-			// Only a pid that is provably the daemon is signalled: the one
-			// answering health on the socket, else the pid file's if that
-			// process holds the singleton lock (a daemon that hangs). A pid
-			// file naming anything else is stale (the pid may be reused).
-			st, ok := daemonfiles.ReadState(p)
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			h, herr := client.New(p.Socket()).Health(ctx)
-			cancel()
-			switch {
-			case herr == nil:
-				st.PID = h.PID
-			case ok && daemonfiles.HoldsLock(p, st.PID):
-			case daemonfiles.HasPidFile(p):
-				daemonfiles.RemoveStalePidFile(p, st.PID)
-				fmt.Fprintln(a.stdout, "no daemon running; removed a stale pid file")
-				return nil
-			default:
-				fmt.Fprintln(a.stdout, "Daemon not running")
-				return nil
-			}
-			if err := stopDaemon(p, st.PID); err != nil {
-				if errors.Is(err, errNotDaemon) { // it ended meanwhile
-					fmt.Fprintln(a.stdout, "Daemon not running")
-					return nil
-				}
-				return withCode(ExitAirlock, err)
-			}
-			fmt.Fprintf(a.stdout, "Daemon stopped (PID %d)\n", st.PID)
-			return nil
+			return a.daemonStop()
 		},
 	}
 	status := &cobra.Command{
@@ -141,36 +75,121 @@ func newDaemonCommand(a *app) *cobra.Command {
 		Short: "Print whether the daemon runs, its PID, build and log",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			p, err := a.daemonPaths()
-			if err != nil {
-				return err
-			}
-			h, err := client.New(p.Socket()).Health(context.Background())
-			if err != nil {
-				fmt.Fprintf(a.stdout, "Daemon not running (logs: %s)\n", daemonfiles.LogFile(p))
-				return exitCode(ExitFailure)
-			}
-			line := fmt.Sprintf("Daemon running (PID %d, build %s, logs: %s)", h.PID, h.BuildID, h.LogPath)
-			if h.BuildID != BuildID {
-				line += " [outdated, restart recommended]"
-			}
-			fmt.Fprintln(a.stdout, line)
-			fmt.Fprintf(a.stdout, "Listening on: %s\n", listeners(p))
-			// The Engine a new sandbox goes to (as the docker CLI chooses), and
-			// the ones the daemon serves sandboxes on.
-			if ep, err := engine.Resolve(a.getenv); err == nil {
-				fmt.Fprintf(a.stdout, "Engine: %s\n", ep)
-			} else {
-				fmt.Fprintf(a.stdout, "Engine: %v\n", err)
-			}
-			if len(h.Engines) > 0 {
-				fmt.Fprintf(a.stdout, "Serving sandboxes on: %s\n", strings.Join(h.Engines, ", "))
-			}
-			return nil
+			return a.daemonStatus()
 		},
 	}
 	cmd.AddCommand(start, run, stop, status, newDaemonDialStdioCommand(a))
 	return cmd
+}
+
+// daemonStart starts the daemon in the background, or says that one of this
+// build runs (replacing one of another build, keeping its listen flags unless
+// others are given).
+func (a *app) daemonStart(d *daemonArgs) error {
+	p, err := a.daemonPaths()
+	if err != nil {
+		return err
+	}
+	if err := a.resolveToken(d, false); err != nil {
+		return err
+	}
+	c := client.New(p.Socket())
+	if h, err := c.Health(context.Background()); err == nil {
+		if h.BuildID == BuildID {
+			if d.listenGiven() {
+				if err := listenApplied(p, h, *d); err != nil {
+					return withCode(ExitFailure, err)
+				}
+			}
+			fmt.Fprintf(a.stdout, "Daemon running (PID %d, build %s, logs: %s)\n", h.PID, h.BuildID, h.LogPath)
+			return nil
+		}
+		old, err := a.replaceDaemon(p, h)
+		if err != nil {
+			return err
+		}
+		if !d.listenGiven() {
+			*d = old // no listen flags given: keep the replaced daemon's
+		}
+	}
+	if err := a.startDaemon(context.Background(), p, *d); err != nil {
+		return err
+	}
+	h, err := c.Health(context.Background())
+	if err != nil {
+		return withCode(ExitAirlock, err)
+	}
+	fmt.Fprintf(a.stdout, "Daemon running (PID %d, build %s, logs: %s)\n", h.PID, h.BuildID, h.LogPath)
+	return nil
+}
+
+// daemonStop stops the daemon: only a pid that is provably the daemon is
+// signalled.
+func (a *app) daemonStop() error {
+	p, err := a.daemonPaths()
+	if err != nil {
+		return err
+	}
+	// Only a pid that is provably the daemon is signalled: the one
+	// answering health on the socket, else the pid file's if that
+	// process holds the singleton lock (a daemon that hangs). A pid
+	// file naming anything else is stale (the pid may be reused).
+	st, ok := daemonfiles.ReadState(p)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	h, herr := client.New(p.Socket()).Health(ctx)
+	cancel()
+	switch {
+	case herr == nil:
+		st.PID = h.PID
+	case ok && daemonfiles.HoldsLock(p, st.PID):
+	case daemonfiles.HasPidFile(p):
+		daemonfiles.RemoveStalePidFile(p, st.PID)
+		fmt.Fprintln(a.stdout, "no daemon running; removed a stale pid file")
+		return nil
+	default:
+		fmt.Fprintln(a.stdout, "Daemon not running")
+		return nil
+	}
+	if err := stopDaemon(p, st.PID); err != nil {
+		if errors.Is(err, errNotDaemon) { // it ended meanwhile
+			fmt.Fprintln(a.stdout, "Daemon not running")
+			return nil
+		}
+		return withCode(ExitAirlock, err)
+	}
+	fmt.Fprintf(a.stdout, "Daemon stopped (PID %d)\n", st.PID)
+	return nil
+}
+
+// daemonStatus prints whether the daemon runs, its PID, build, log, listeners
+// and Engines; exit 1 when it does not run.
+func (a *app) daemonStatus() error {
+	p, err := a.daemonPaths()
+	if err != nil {
+		return err
+	}
+	h, err := client.New(p.Socket()).Health(context.Background())
+	if err != nil {
+		fmt.Fprintf(a.stdout, "Daemon not running (logs: %s)\n", daemonfiles.LogFile(p))
+		return exitCode(ExitFailure)
+	}
+	line := fmt.Sprintf("Daemon running (PID %d, build %s, logs: %s)", h.PID, h.BuildID, h.LogPath)
+	if h.BuildID != BuildID {
+		line += " [outdated, restart recommended]"
+	}
+	fmt.Fprintln(a.stdout, line)
+	fmt.Fprintf(a.stdout, "Listening on: %s\n", listeners(p))
+	// The Engine a new sandbox goes to (as the docker CLI chooses), and
+	// the ones the daemon serves sandboxes on.
+	if ep, err := engine.Resolve(a.getenv); err == nil {
+		fmt.Fprintf(a.stdout, "Engine: %s\n", ep)
+	} else {
+		fmt.Fprintf(a.stdout, "Engine: %v\n", err)
+	}
+	if len(h.Engines) > 0 {
+		fmt.Fprintf(a.stdout, "Serving sandboxes on: %s\n", strings.Join(h.Engines, ", "))
+	}
+	return nil
 }
 
 // runDaemon is `airlock daemon run`: the daemon in the foreground until
