@@ -43,7 +43,7 @@ func (s *Service) delete(id, reason string) (Sandbox, error) {
 			go func() { defer close(done); _ = rt.RemoveNetworks(s.ctx, id) }()
 		}
 		// What the supervisor reported so far comes before the deletion.
-		s.catchUp(id, l)
+		s.status.catchUp(id, l)
 	}
 	ev, err := s.emit(id, store.Event{Kind: "sandbox.deleting", Reason: reason}, store.StateDeleting)
 	if err != nil {
@@ -94,8 +94,8 @@ func (s *Service) finishDelete(id, reason string) {
 		}
 		return
 	}
-	s.awaitEgress(l) // the proxy is gone: its last denials are counted
-	s.flushCounts(id, l, true)
+	s.status.awaitEgress(l) // the proxy is gone: its last denials are counted
+	s.status.flushCounts(id, l, true)
 	s.recordStep(id, "remove", time.Since(removeStart))
 	s.emit(id, store.Event{Kind: "sandbox.deleted", Reason: reason, Extra: s.takeSteps(l)}, store.StateDeleted)
 	s.holdSecrets(l, nil)

@@ -43,7 +43,7 @@ func (s *Service) notePhase(id, kind string) {
 func (s *Service) runOpenLocked(id string) bool {
 	open, ok := s.phases[id]
 	if !ok {
-		open = s.startedNotReady(id)
+		open = s.status.startedNotReady(id)
 		s.phases[id] = open
 	}
 	return open

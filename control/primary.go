@@ -155,7 +155,7 @@ func (s *Service) AttachPrimary(ctx context.Context, id string, req *AttachReque
 				// The supervisor, which exits right after a sealed end, was
 				// seen gone before its marker: the stream it carried is final.
 				if m.sealed && m.status != nil {
-					s.finalStatus(id, l, m.status)
+					s.status.finalStatus(id, l, m.status)
 				}
 			default:
 			}
@@ -164,7 +164,7 @@ func (s *Service) AttachPrimary(ctx context.Context, id string, req *AttachReque
 			if m.sealed && m.status != nil {
 				// The container may be seen stopped before the marker is
 				// believed: its catch-up waits for the stream carried.
-				s.expectFinal(l)
+				s.status.expectFinal(l)
 			}
 			if m.sealed {
 				// A sealed end: every daemon stopped and nothing else of the
@@ -177,12 +177,12 @@ func (s *Service) AttachPrimary(ctx context.Context, id string, req *AttachReque
 				}); ok && sc.OnlyInitRuns(actx, h.PrimaryID) {
 					end.DaemonsStopping = false
 					if m.status != nil {
-						s.finalStatus(id, l, m.status)
+						s.status.finalStatus(id, l, m.status)
 					}
 					break
 				}
 				s.log.Info("a sealed end marker not believed: the run ends with its container", "sandbox", id)
-				s.finalStatus(id, l, nil) // not believed: read from the container
+				s.status.finalStatus(id, l, nil) // not believed: read from the container
 				select {
 				case end.ExitCode = <-codes:
 					// The container exited: nothing of the sandbox runs.

@@ -47,7 +47,7 @@ func (s *Service) recover() {
 				s.foundStarted(id)
 				l := s.liveOf(id)
 				l.mu.Lock()
-				s.startTailAt(id, l, s.recordedOffset(id))
+				s.status.startTailAt(id, l, s.status.recordedOffset(id))
 				l.mu.Unlock()
 				continue
 			}
@@ -57,7 +57,7 @@ func (s *Service) recover() {
 					// command): its stream and end are recorded now; it is
 					// not started again.
 					s.foundStarted(id)
-					s.primaryDied(id, s.liveOf(id), code, "")
+					s.status.primaryDied(id, s.liveOf(id), code, "")
 					continue
 				}
 			}
@@ -82,12 +82,12 @@ func (s *Service) recover() {
 			case err != nil && rec.State != store.StateFailed:
 				s.emit(id, store.Event{Kind: "sandbox.failed", Reason: "its container is missing"}, store.StateFailed)
 			case err != nil:
-			case in.State == "running" && rec.State != store.StateReady && s.startedNotReady(id):
+			case in.State == "running" && rec.State != store.StateReady && s.status.startedNotReady(id):
 				// Being started again when the daemon went: its stream tells
 				// whether it got ready or failed.
 				l := s.liveOf(id)
 				l.mu.Lock()
-				s.startTailAt(id, l, s.recordedOffset(id))
+				s.status.startTailAt(id, l, s.status.recordedOffset(id))
 				l.mu.Unlock()
 			case in.State == "running" && rec.State == store.StateFailed:
 				// A sandbox reported failed is not left running (phase.go).
@@ -98,12 +98,12 @@ func (s *Service) recover() {
 				}
 				l := s.liveOf(id)
 				l.mu.Lock()
-				s.startTailAt(id, l, s.recordedOffset(id))
+				s.status.startTailAt(id, l, s.status.recordedOffset(id))
 				l.mu.Unlock()
 			case rec.State == store.StateReady:
 				// Record what the supervisor reported while no daemon ran, in order.
 				l := s.liveOf(id)
-				s.catchUp(id, l)
+				s.status.catchUp(id, l)
 				if cur, err := s.store.Get(id); err == nil && cur.State == store.StateReady {
 					s.emit(id, store.Event{Kind: "sandbox.failed", Reason: "its container exited while the daemon was down"}, store.StateFailed)
 				}

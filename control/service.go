@@ -81,9 +81,10 @@ type Service struct {
 	phaseMu sync.Mutex
 	phases  map[string]bool // sandbox ID → its last start is open (guarded by phaseMu)
 
-	pools *pool.Pools  // the warm pools (pools.go, package pool)
-	execs *execs.Execs // the API execs (exec.go, package execs)
-	gates gates        // turns to make and start sandboxes, per Engine (gate.go)
+	status *follower    // status streams, egress denials, primaries' ends (follower.go)
+	pools  *pool.Pools  // the warm pools (pools.go, package pool)
+	execs  *execs.Execs // the API execs (exec.go, package execs)
+	gates  gates        // turns to make and start sandboxes, per Engine (gate.go)
 }
 
 // NewService returns a service over an open store and a runtime.
@@ -110,6 +111,7 @@ func NewService(st *store.Store, rt backend.Backend, cfg Config) *Service {
 	s := &Service{store: st, rt: rt, cfg: cfg, log: slog.New(slog.DiscardHandler),
 		live: map[string]*live{}, attached: map[string]int{}, active: map[string]time.Time{}, engines: map[string]backend.Backend{},
 		phases: map[string]bool{}}
+	s.status = newFollower(s)
 	s.pools = newPools(s)
 	s.execs = newExecs(s)
 	rt.SetHooks(s.serviceResult, s.recordStep)
@@ -135,7 +137,7 @@ func (s *Service) start(ctx context.Context) error {
 	s.recover()
 	s.goAsync(func() { s.pools.RemoveLeftovers(s.ctx, s.rt) })
 	s.wg.Add(2)
-	go func() { defer s.wg.Done(); s.watchEngine(s.rt) }()
+	go func() { defer s.wg.Done(); s.status.watchEngine(s.rt) }()
 	go func() { defer s.wg.Done(); s.reap() }()
 	return nil
 }

@@ -62,7 +62,7 @@ func TestStalledFollowerCaughtUp(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.emit(rec.ID, store.Event{Kind: "sandbox.started"}, "")
-	s.startTailAt(rec.ID, s.liveOf(rec.ID), 0)
+	s.status.startTailAt(rec.ID, s.liveOf(rec.ID), 0)
 
 	deadline := time.Now().Add(30 * time.Second)
 	for {

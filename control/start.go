@@ -51,11 +51,11 @@ func (s *Service) startLocked(ctx context.Context, id string, l *live) {
 	l.finalData = nil
 	if err != nil {
 		if final != nil {
-			s.finalLocked(id, l, nil) // a waiting catch-up goes on
+			s.status.finalLocked(id, l, nil) // a waiting catch-up goes on
 		}
 		l.ingestMu.Unlock()
 		reason, extra := err.Error(), exitExtra(err)
-		if code, out, ok := s.containerEnd(id, l.handle.PrimaryID); ok {
+		if code, out, ok := s.status.containerEnd(id, l.handle.PrimaryID); ok {
 			// The container died while it was being started (what failed then,
 			// a delivery of secrets say, is a consequence): say why it died.
 			reason, extra = earlyReason(code, out), earlyExtra(code)
@@ -68,13 +68,13 @@ func (s *Service) startLocked(ctx context.Context, id string, l *live) {
 	}
 	s.emit(id, store.Event{Kind: "sandbox.started", Extra: s.takeSteps(l)}, "")
 	if final != nil {
-		s.finalLocked(id, l, final) // the run ended while it was being started
+		s.status.finalLocked(id, l, final) // the run ended while it was being started
 	}
 	gen := l.tailGen
 	l.ingestMu.Unlock()
-	s.spawnFollower(id, l, gen)
+	s.status.spawnFollower(id, l, gen)
 	if r := l.resolved; r != nil && r.Sandbox.Egress != nil { // egress rules: a proxy whose denials to follow
-		s.followEgress(id, l)
+		s.status.followEgress(id, l)
 	}
 }
 
@@ -114,7 +114,7 @@ func (s *Service) Resume(id string, secrets map[string]string) (Sandbox, error) 
 				l.ingestMu.Unlock()
 				if !following {
 					s.foundStarted(id)
-					s.startTailAt(id, l, s.recordedOffset(id))
+					s.status.startTailAt(id, l, s.status.recordedOffset(id))
 				}
 			})
 		}

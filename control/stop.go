@@ -29,7 +29,7 @@ func (s *Service) Stop(id, reason string) (Sandbox, error) {
 		if err := s.rtOf(id).Stop(s.ctx, id); err != nil {
 			s.log.Warn("cannot stop", "sandbox", id, "error", err.Error())
 		}
-		s.awaitEgress(l) // the proxy stopped too: its last denials are counted
+		s.status.awaitEgress(l) // the proxy stopped too: its last denials are counted
 		s.markStopped(id, reason, nil)
 	})
 	return s.view(rec), nil
@@ -44,10 +44,10 @@ func (s *Service) markStopped(id, reason string, exitCode *int) {
 	}
 	switch rec.State {
 	case store.StateReady:
-		s.flushCounts(id, s.liveOf(id), false)
+		s.status.flushCounts(id, s.liveOf(id), false)
 		s.emit(id, store.Event{Kind: "sandbox.stopped", Reason: reason, ExitCode: exitCode}, store.StateStopped)
 	case store.StatePending:
-		s.flushCounts(id, s.liveOf(id), false)
+		s.status.flushCounts(id, s.liveOf(id), false)
 		s.emit(id, store.Event{Kind: "sandbox.failed", Reason: reason + " before it was ready", ExitCode: exitCode,
 			Extra: map[string]string{"exit_code": "125"}}, store.StateFailed)
 	}
