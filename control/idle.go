@@ -4,22 +4,22 @@ import "time"
 
 // idle reports whether no client is attached, no exec runs, and nothing used the
 // sandbox for idle_ttl.
-func (s *Service) idle(id string) bool {
-	if s.cfg.IdleTTL <= 0 {
+func (rp *reaper) idle(id string) bool {
+	if rp.idleTTL <= 0 {
 		return false
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.attached[id] > 0 {
+	rp.mu.Lock()
+	defer rp.mu.Unlock()
+	if rp.attached[id] > 0 {
 		return false
 	}
-	if l, ok := s.live[id]; ok && l.execs > 0 {
+	if l, ok := rp.live[id]; ok && l.execs > 0 {
 		return false
 	}
-	last, ok := s.active[id]
+	last, ok := rp.active[id]
 	if !ok {
-		s.active[id] = time.Now()
+		rp.active[id] = time.Now()
 		return false
 	}
-	return time.Since(last) > s.cfg.IdleTTL
+	return time.Since(last) > rp.idleTTL
 }

@@ -107,7 +107,7 @@ func (s *Service) Prune(ctx context.Context, req *PruneRequest) (*PruneResult, e
 	if err != nil {
 		return nil, err
 	}
-	now, retention := pruneNow(), s.retention()
+	now, retention := pruneNow(), s.cfg.retention()
 	busy := map[string]bool{}
 	var kept []store.Sandbox
 	for _, rec := range recs {

@@ -52,6 +52,15 @@ type Config struct {
 	CreatesPerEngine int
 }
 
+// retention is how long the events of a deleted sandbox are kept
+// (runtime.event_retention_ttl).
+func (c Config) retention() time.Duration {
+	if c.EventRetentionTTL > 0 {
+		return c.EventRetentionTTL
+	}
+	return 168 * time.Hour
+}
+
 // Service runs the daemon's operations: every Docker lifecycle call goes through
 // it, and every transition is an event in the store before it is visible.
 //
@@ -81,10 +90,12 @@ type Service struct {
 	phaseMu sync.Mutex
 	phases  map[string]bool // sandbox ID → its last start is open (guarded by phaseMu)
 
-	status *follower    // status streams, egress denials, primaries' ends (follower.go)
-	pools  *pool.Pools  // the warm pools (pools.go, package pool)
-	execs  *execs.Execs // the API execs (exec.go, package execs)
-	gates  gates        // turns to make and start sandboxes, per Engine (gate.go)
+	status   *follower    // status streams, egress denials, primaries' ends (follower.go)
+	recovery *recovery    // the store reconciled when the daemon starts (recover.go)
+	reaper   *reaper      // idle sandboxes, gone CLIs, orphans, old history (reap.go)
+	pools    *pool.Pools  // the warm pools (pools.go, package pool)
+	execs    *execs.Execs // the API execs (exec.go, package execs)
+	gates    gates        // turns to make and start sandboxes, per Engine (gate.go)
 }
 
 // NewService returns a service over an open store and a runtime.
@@ -112,6 +123,8 @@ func NewService(st *store.Store, rt backend.Backend, cfg Config) *Service {
 		live: map[string]*live{}, attached: map[string]int{}, active: map[string]time.Time{}, engines: map[string]backend.Backend{},
 		phases: map[string]bool{}}
 	s.status = newFollower(s)
+	s.recovery = newRecovery(s)
+	s.reaper = newReaper(s)
 	s.pools = newPools(s)
 	s.execs = newExecs(s)
 	rt.SetHooks(s.serviceResult, s.recordStep)
@@ -134,11 +147,11 @@ func (s *Service) serviceResult(id, service string, ready bool, detail string) {
 
 func (s *Service) start(ctx context.Context) error {
 	s.ctx, s.cancel = context.WithCancel(context.WithoutCancel(ctx))
-	s.recover()
+	s.recovery.recover()
 	s.goAsync(func() { s.pools.RemoveLeftovers(s.ctx, s.rt) })
 	s.wg.Add(2)
 	go func() { defer s.wg.Done(); s.status.watchEngine(s.rt) }()
-	go func() { defer s.wg.Done(); s.reap() }()
+	go func() { defer s.wg.Done(); s.reaper.reap() }()
 	return nil
 }
 

@@ -113,7 +113,7 @@ func (s *Service) Resume(id string, secrets map[string]string) (Sandbox, error) 
 				following := l.tailGen > 0
 				l.ingestMu.Unlock()
 				if !following {
-					s.foundStarted(id)
+					s.recovery.foundStarted(id)
 					s.status.startTailAt(id, l, s.status.recordedOffset(id))
 				}
 			})
