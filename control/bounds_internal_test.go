@@ -50,7 +50,7 @@ func boundsService(t *testing.T) (*Service, *stopRecorder, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.emit(rec.ID, store.Event{Kind: "sandbox.started"}, "")
+	s.events.emit(rec.ID, store.Event{Kind: "sandbox.started"}, "")
 	return s, rt, rec.ID
 }
 

@@ -45,7 +45,7 @@ func (s *Service) delete(id, reason string) (Sandbox, error) {
 		// What the supervisor reported so far comes before the deletion.
 		s.status.catchUp(id, l)
 	}
-	ev, err := s.emit(id, store.Event{Kind: "sandbox.deleting", Reason: reason}, store.StateDeleting)
+	ev, err := s.events.emit(id, store.Event{Kind: "sandbox.deleting", Reason: reason}, store.StateDeleting)
 	if err != nil {
 		return Sandbox{}, err
 	}
@@ -97,7 +97,7 @@ func (s *Service) finishDelete(id, reason string) {
 	s.status.awaitEgress(l) // the proxy is gone: its last denials are counted
 	s.status.flushCounts(id, l, true)
 	s.recordStep(id, "remove", time.Since(removeStart))
-	s.emit(id, store.Event{Kind: "sandbox.deleted", Reason: reason, Extra: s.takeSteps(l)}, store.StateDeleted)
+	s.events.emit(id, store.Event{Kind: "sandbox.deleted", Reason: reason, Extra: s.takeSteps(l)}, store.StateDeleted)
 	s.holdSecrets(l, nil)
 	s.mu.Lock()
 	delete(s.live, id)

@@ -25,8 +25,8 @@ func newExecs(s *Service) *execs.Execs {
 		Context:  func() context.Context { return s.ctx },
 		Log:      func() *slog.Logger { return s.log },
 		Go:       s.goAsync,
-		Recorded: s.recorded,
-		Emit:     func(id string, ev store.Event) { s.emit(id, ev, "") },
+		Recorded: s.events.recorded,
+		Emit:     func(id string, ev store.Event) { s.events.emit(id, ev, "") },
 		Began:    s.execBegan,
 		Finished: s.execFinished,
 	}, execs.Config{OutputRoot: s.cfg.ExecOutputRoot, OutputTemplate: s.cfg.ExecOutputTemplate, OutputMax: s.cfg.ExecOutputMax})

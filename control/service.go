@@ -85,11 +85,7 @@ type Service struct {
 	active   map[string]time.Time       // last time a client or exec used a sandbox
 	engines  map[string]backend.Backend // other backends than rt, by endpoint key
 
-	// phaseMu serialises the events that open or end a sandbox's run (phase.go),
-	// so that a check of the phase and the event it allows are one step.
-	phaseMu sync.Mutex
-	phases  map[string]bool // sandbox ID → its last start is open (guarded by phaseMu)
-
+	events   *events      // appended to the store, with the phases of runs (phase.go)
 	status   *follower    // status streams, egress denials, primaries' ends (follower.go)
 	recovery *recovery    // the store reconciled when the daemon starts (recover.go)
 	reaper   *reaper      // idle sandboxes, gone CLIs, orphans, old history (reap.go)
@@ -120,9 +116,10 @@ func NewService(st *store.Store, rt backend.Backend, cfg Config) *Service {
 		}
 	}
 	s := &Service{store: st, rt: rt, cfg: cfg, log: slog.New(slog.DiscardHandler),
-		live: map[string]*live{}, attached: map[string]int{}, active: map[string]time.Time{}, engines: map[string]backend.Backend{},
-		phases: map[string]bool{}}
+		live: map[string]*live{}, attached: map[string]int{}, active: map[string]time.Time{}, engines: map[string]backend.Backend{}}
+	s.events = &events{store: st, redactor: cfg.Redactor, log: func() *slog.Logger { return s.log }, phases: map[string]bool{}}
 	s.status = newFollower(s)
+	s.events.startedNotReady = s.status.startedNotReady
 	s.recovery = newRecovery(s)
 	s.reaper = newReaper(s)
 	s.pools = newPools(s)
@@ -142,7 +139,7 @@ func (s *Service) serviceResult(id, service string, ready bool, detail string) {
 		s.pools.Stash(id, ev)
 		return
 	}
-	s.emit(id, ev, "")
+	s.events.emit(id, ev, "")
 }
 
 func (s *Service) start(ctx context.Context) error {
@@ -231,33 +228,6 @@ func (s *Service) touch(id string) {
 	s.mu.Lock()
 	s.active[id] = time.Now()
 	s.mu.Unlock()
-}
-
-// emit appends an event, logging a failure (the sandbox may have been purged).
-func (s *Service) emit(id string, ev store.Event, state string) (store.Event, error) {
-	if phaseKind(ev.Kind) {
-		s.phaseMu.Lock()
-		defer s.phaseMu.Unlock()
-	}
-	return s.emitLocked(id, ev, state)
-}
-
-// emitLocked is emit with s.phaseMu held for an event of a phaseKind.
-func (s *Service) emitLocked(id string, ev store.Event, state string) (store.Event, error) {
-	ev.Reason = string(s.cfg.Redactor.Redact([]byte(ev.Reason)))
-	ev, err := s.store.Append(id, ev, state)
-	if err != nil {
-		s.log.Warn("cannot record event", "sandbox", id, "kind", ev.Kind, "error", err.Error())
-		return ev, err
-	}
-	s.recorded(ev)
-	return ev, nil
-}
-
-// recorded logs an event the store appended and notes the phase it marks.
-func (s *Service) recorded(ev store.Event) {
-	s.log.Info("event", "sandbox", ev.SandboxID, "sequence", ev.Sequence, "kind", ev.Kind, "state", ev.State, "reason", ev.Reason)
-	s.notePhase(ev.SandboxID, ev.Kind)
 }
 
 // recordStep keeps the duration of one step of a sandbox's runtime work; the next

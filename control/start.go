@@ -16,7 +16,7 @@ func (s *Service) startLocked(ctx context.Context, id string, l *live) {
 	if l.handle == nil {
 		h, err := s.rtOf(id).Open(ctx, id, l.resolved)
 		if err != nil {
-			s.emit(id, store.Event{Kind: "sandbox.failed", Reason: err.Error()}, store.StateFailed)
+			s.events.emit(id, store.Event{Kind: "sandbox.failed", Reason: err.Error()}, store.StateFailed)
 			return
 		}
 		l.handle = h
@@ -60,13 +60,13 @@ func (s *Service) startLocked(ctx context.Context, id string, l *live) {
 			// a delivery of secrets say, is a consequence): say why it died.
 			reason, extra = earlyReason(code, out), earlyExtra(code)
 		}
-		s.emit(id, store.Event{Kind: "sandbox.failed", Reason: reason, Extra: extra}, store.StateFailed)
+		s.events.emit(id, store.Event{Kind: "sandbox.failed", Reason: reason, Extra: extra}, store.StateFailed)
 		return
 	}
 	if len(l.handle.Ports) > 0 || (l.resolved != nil && len(l.resolved.Sandbox.Ports) > 0) {
 		s.recordPorts(id, l.handle.Ports)
 	}
-	s.emit(id, store.Event{Kind: "sandbox.started", Extra: s.takeSteps(l)}, "")
+	s.events.emit(id, store.Event{Kind: "sandbox.started", Extra: s.takeSteps(l)}, "")
 	if final != nil {
 		s.status.finalLocked(id, l, final) // the run ended while it was being started
 	}
@@ -138,7 +138,7 @@ func (s *Service) Resume(id string, secrets map[string]string) (Sandbox, error) 
 			}
 			resolved, err := manifest.FromWire(l.wire, l.values)
 			if err != nil {
-				s.emit(id, store.Event{Kind: "sandbox.failed", Reason: "cannot read the sandbox's manifest back: " + err.Error()}, store.StateFailed)
+				s.events.emit(id, store.Event{Kind: "sandbox.failed", Reason: "cannot read the sandbox's manifest back: " + err.Error()}, store.StateFailed)
 				return
 			}
 			l.resolved = resolved
