@@ -44,7 +44,7 @@ func (s *Service) PutBuildContext(sum string, r io.Reader) error {
 		return fmt.Errorf("cannot keep the build context: %w", err)
 	}
 	defer os.Remove(f.Name())
-	max := s.outputMax()
+	max := s.cfg.outputMax()
 	body := &boundReader{r: r, left: max}
 	_, err = io.Copy(f, body)
 	if cerr := f.Close(); err == nil {

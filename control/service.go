@@ -85,13 +85,14 @@ type Service struct {
 	active   map[string]time.Time       // last time a client or exec used a sandbox
 	engines  map[string]backend.Backend // other backends than rt, by endpoint key
 
-	events   *events      // appended to the store, with the phases of runs (phase.go)
-	status   *follower    // status streams, egress denials, primaries' ends (follower.go)
-	recovery *recovery    // the store reconciled when the daemon starts (recover.go)
-	reaper   *reaper      // idle sandboxes, gone CLIs, orphans, old history (reap.go)
-	pools    *pool.Pools  // the warm pools (pools.go, package pool)
-	execs    *execs.Execs // the API execs (exec.go, package execs)
-	gates    gates        // turns to make and start sandboxes, per Engine (gate.go)
+	events   *events       // appended to the store, with the phases of runs (phase.go)
+	files    *sandboxFiles // the files API (files.go)
+	status   *follower     // status streams, egress denials, primaries' ends (follower.go)
+	recovery *recovery     // the store reconciled when the daemon starts (recover.go)
+	reaper   *reaper       // idle sandboxes, gone CLIs, orphans, old history (reap.go)
+	pools    *pool.Pools   // the warm pools (pools.go, package pool)
+	execs    *execs.Execs  // the API execs (exec.go, package execs)
+	gates    gates         // turns to make and start sandboxes, per Engine (gate.go)
 }
 
 // NewService returns a service over an open store and a runtime.
@@ -121,6 +122,7 @@ func NewService(st *store.Store, rt backend.Backend, cfg Config) *Service {
 	s.status = newFollower(s)
 	s.events.startedNotReady = s.status.startedNotReady
 	s.recovery = newRecovery(s)
+	s.files = newFiles(s)
 	s.reaper = newReaper(s)
 	s.pools = newPools(s)
 	s.execs = newExecs(s)
