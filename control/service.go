@@ -87,6 +87,7 @@ type Service struct {
 
 	events   *events       // appended to the store, with the phases of runs (phase.go)
 	files    *sandboxFiles // the files API (files.go)
+	pruner   *pruner       // airlock prune (prune.go)
 	status   *follower     // status streams, egress denials, primaries' ends (follower.go)
 	recovery *recovery     // the store reconciled when the daemon starts (recover.go)
 	reaper   *reaper       // idle sandboxes, gone CLIs, orphans, old history (reap.go)
@@ -126,6 +127,7 @@ func NewService(st *store.Store, rt backend.Backend, cfg Config) *Service {
 	s.reaper = newReaper(s)
 	s.pools = newPools(s)
 	s.execs = newExecs(s)
+	s.pruner = newPruner(s)
 	rt.SetHooks(s.serviceResult, s.recordStep)
 	return s
 }
