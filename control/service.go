@@ -85,15 +85,16 @@ type Service struct {
 	active   map[string]time.Time       // last time a client or exec used a sandbox
 	engines  map[string]backend.Backend // other backends than rt, by endpoint key
 
-	events   *events       // appended to the store, with the phases of runs (phase.go)
-	files    *sandboxFiles // the files API (files.go)
-	pruner   *pruner       // airlock prune (prune.go)
-	status   *follower     // status streams, egress denials, primaries' ends (follower.go)
-	recovery *recovery     // the store reconciled when the daemon starts (recover.go)
-	reaper   *reaper       // idle sandboxes, gone CLIs, orphans, old history (reap.go)
-	pools    *pool.Pools   // the warm pools (pools.go, package pool)
-	execs    *execs.Execs  // the API execs (exec.go, package execs)
-	gates    gates         // turns to make and start sandboxes, per Engine (gate.go)
+	events        *events       // appended to the store, with the phases of runs (phase.go)
+	files         *sandboxFiles // the files API (files.go)
+	pruner        *pruner       // airlock prune (prune.go)
+	buildContexts buildContexts // kept until their prepare (buildcontext.go)
+	status        *follower     // status streams, egress denials, primaries' ends (follower.go)
+	recovery      *recovery     // the store reconciled when the daemon starts (recover.go)
+	reaper        *reaper       // idle sandboxes, gone CLIs, orphans, old history (reap.go)
+	pools         *pool.Pools   // the warm pools (pools.go, package pool)
+	execs         *execs.Execs  // the API execs (exec.go, package execs)
+	gates         gates         // turns to make and start sandboxes, per Engine (gate.go)
 }
 
 // NewService returns a service over an open store and a runtime.
@@ -128,6 +129,7 @@ func NewService(st *store.Store, rt backend.Backend, cfg Config) *Service {
 	s.pools = newPools(s)
 	s.execs = newExecs(s)
 	s.pruner = newPruner(s)
+	s.buildContexts = buildContexts{dir: cfg.BuildContextDir, max: cfg.outputMax()}
 	rt.SetHooks(s.serviceResult, s.recordStep)
 	return s
 }
