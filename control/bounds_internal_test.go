@@ -72,7 +72,7 @@ func kinds(t *testing.T, s *Service, id string) map[string]int {
 // others in one overflow event, and drops lines no proxy writes.
 func TestEgressDenialsOutOfBounds(t *testing.T) {
 	s, _, id := boundsService(t)
-	l := s.liveOf(id)
+	l := s.lives.of(id)
 	for _, d := range []backend.EgressDenial{
 		{Host: "evil\x1b]0;x\x07.example", Port: 80, Method: "GET"},
 		{Host: "a.example", Port: 0, Method: "GET"},
@@ -124,7 +124,7 @@ func TestInsideEventsBudget(t *testing.T) {
 	defer func(n int) { insideLimit = n }(insideLimit)
 	insideLimit = 300
 	s, _, id := boundsService(t)
-	l := s.liveOf(id)
+	l := s.lives.of(id)
 	const extra = 50
 	line := []byte(`{"time":"2026-01-01T00:00:00Z","kind":"daemon.started","daemon":"x","pid":1}` + "\n")
 	for i := range insideLimit + extra {
@@ -148,7 +148,7 @@ func TestInsideEventsBudget(t *testing.T) {
 	// A daemon that restarted reads the budget back from the history.
 	s2 := NewService(s.store, &stopRecorder{}, Config{})
 	s2.ctx = s.ctx
-	if s2.status.insideBudget(id, s2.liveOf(id)) {
+	if s2.status.insideBudget(id, s2.lives.of(id)) {
 		t.Error("a restarted daemon gives a sandbox past its budget more events")
 	}
 }

@@ -113,9 +113,9 @@ func (s *Service) Create(_ context.Context, req *CreateRequest) (Sandbox, error)
 		}
 		return Sandbox{}, err
 	}
-	l := s.liveOf(rec.ID)
+	l := s.lives.of(rec.ID)
 	l.wire, l.values, l.resolved = *req.Manifest, maps.Clone(req.Secrets), resolved
-	s.setFlags(l, func() { l.removeOnExit = req.RemoveOnExit })
+	s.lives.setFlags(l, func() { l.removeOnExit = req.RemoveOnExit })
 	held := maps.Clone(req.Secrets)
 	if held == nil {
 		held = map[string]string{}
@@ -124,7 +124,7 @@ func (s *Service) Create(_ context.Context, req *CreateRequest) (Sandbox, error)
 		held["run.env."+k] = v
 	}
 	s.holdSecrets(l, held)
-	s.touch(rec.ID)
+	s.lives.touch(rec.ID)
 	sreq := &backend.Request{ID: rec.ID, Manifest: resolved, Kind: req.Kind, Command: req.Command, Env: req.Env, EnvSecrets: req.EnvSecrets,
 		Workdir: req.Workdir, TTY: req.TTY, Stdin: req.Stdin, Labels: labels, Quiet: req.Quiet, CLIPid: req.CLIPid, CLIStart: req.CLIStart,
 		KeepFiles: req.Kind == backend.KindRun && !req.RemoveOnExit, ClientFiles: req.ClientFiles, EndMarker: endMarker, ToolEnv: req.ToolEnv}
@@ -150,7 +150,7 @@ func (s *Service) Create(_ context.Context, req *CreateRequest) (Sandbox, error)
 // prepareClaimed makes a sandbox of a parked one a run took: created already,
 // started, waiting for its claim (delivered by the start).
 func (s *Service) prepareClaimed(id string, m *pool.Member, p *pool.Pool, start bool) {
-	l := s.liveOf(id)
+	l := s.lives.of(id)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	s.events.emit(id, store.Event{Kind: "sandbox.preparing"}, "")
@@ -163,7 +163,7 @@ func (s *Service) prepareClaimed(id string, m *pool.Member, p *pool.Pool, start 
 	}
 	s.events.emit(id, store.Event{Kind: "pool.claimed", Extra: map[string]string{"pool": p.Key(), "parked_ms": fmt.Sprint(time.Since(m.Since()).Milliseconds())}}, "")
 	if start {
-		s.startLocked(s.beginOp(l), id, l)
+		s.startLocked(s.lives.beginOp(l), id, l)
 	}
 }
 
@@ -202,11 +202,11 @@ func fromWire(w manifest.Wire, values map[string]string) (*manifest.Resolved, er
 }
 
 func (s *Service) prepare(id string, req *backend.Request, start bool) {
-	l := s.liveOf(id)
+	l := s.lives.of(id)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	s.events.emit(id, store.Event{Kind: "sandbox.preparing"}, "")
-	ctx := s.beginOp(l)
+	ctx := s.lives.beginOp(l)
 	leave, err := s.enter(ctx, id)
 	if err != nil {
 		s.events.emit(id, store.Event{Kind: "sandbox.failed", Reason: "cannot make the sandbox: " + err.Error(), Extra: exitExtra(err)}, store.StateFailed)

@@ -50,7 +50,7 @@ type sandboxFiles struct {
 
 // newFiles returns the files API's mover for s.
 func newFiles(s *Service) *sandboxFiles {
-	return &sandboxFiles{store: s.store, max: s.cfg.outputMax(), rtOf: s.rtOf, touch: s.touch}
+	return &sandboxFiles{store: s.store, max: s.cfg.outputMax(), rtOf: s.rtOf, touch: s.lives.touch}
 }
 
 // ReadFiles reads path p of sandbox id (sandboxFiles.read).

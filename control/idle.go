@@ -8,17 +8,17 @@ func (rp *reaper) idle(id string) bool {
 	if rp.idleTTL <= 0 {
 		return false
 	}
-	rp.mu.Lock()
-	defer rp.mu.Unlock()
-	if rp.attached[id] > 0 {
+	rp.lives.mu.Lock()
+	defer rp.lives.mu.Unlock()
+	if rp.lives.attached[id] > 0 {
 		return false
 	}
-	if l, ok := rp.live[id]; ok && l.execs > 0 {
+	if l, ok := rp.lives.m[id]; ok && l.execs > 0 {
 		return false
 	}
-	last, ok := rp.active[id]
+	last, ok := rp.lives.active[id]
 	if !ok {
-		rp.active[id] = time.Now()
+		rp.lives.active[id] = time.Now()
 		return false
 	}
 	return time.Since(last) > rp.idleTTL

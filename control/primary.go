@@ -67,7 +67,7 @@ func (s *Service) AttachPrimary(ctx context.Context, id string, req *AttachReque
 		return nil, err
 	}
 	rt := s.rtOf(id)
-	l := s.liveOf(id)
+	l := s.lives.of(id)
 	h := l.handle
 	if h == nil {
 		if h, err = rt.Open(ctx, id, l.resolved); err != nil {
@@ -76,7 +76,7 @@ func (s *Service) AttachPrimary(ctx context.Context, id string, req *AttachReque
 		}
 	}
 	w := &primaryWait{id: id, l: l, rt: rt, h: h, run: rec.Kind == backend.KindRun,
-		status: s.status, log: s.log, setFlags: s.setFlags}
+		status: s.status, log: s.log, setFlags: s.lives.setFlags}
 	if rec.EndMarker != "" {
 		stdout, stderr = w.watchMarker(rec.EndMarker, stdout, stderr)
 	}

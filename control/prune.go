@@ -105,7 +105,7 @@ func newPruner(s *Service) *pruner {
 		attached: func(id string) bool {
 			s.mu.Lock()
 			defer s.mu.Unlock()
-			return s.attached[id] > 0
+			return s.lives.attached[id] > 0
 		},
 	}
 }

@@ -3,7 +3,6 @@ package control
 import (
 	"context"
 	"log/slog"
-	"sync"
 	"syscall"
 	"time"
 
@@ -21,11 +20,7 @@ type reaper struct {
 	interval, idleTTL, retention time.Duration
 	ctx                          func() context.Context // the daemon's, ended when it stops
 	log                          func() *slog.Logger
-	// mu guards live, attached and active, the daemon's (Service.mu).
-	mu       *sync.Mutex
-	live     map[string]*live
-	attached map[string]int
-	active   map[string]time.Time
+	lives                        *lives // what the daemon holds of each sandbox, its clients and idle clock
 
 	goAsync      func(f func())
 	runtimes     func() []backend.Backend
@@ -40,7 +35,7 @@ func newReaper(s *Service) *reaper {
 	return &reaper{
 		store: s.store, interval: s.cfg.ReapInterval, idleTTL: s.cfg.IdleTTL, retention: s.cfg.retention(),
 		ctx: func() context.Context { return s.ctx }, log: func() *slog.Logger { return s.log },
-		mu: &s.mu, live: s.live, attached: s.attached, active: s.active,
+		lives:   s.lives,
 		goAsync: s.goAsync, runtimes: s.runtimes, stop: s.Stop, delete: s.delete, finishDelete: s.finishDelete,
 		drainIdle: func() { s.pools.DrainIdle() },
 	}
@@ -103,8 +98,8 @@ const mainEndGrace = 2 * time.Minute
 // (live.mainEnded) less than mainEndGrace ago. It makes no live state for a
 // record this daemon holds none of (the reaper asks of every run).
 func (rp *reaper) mainEnded(id string) bool {
-	rp.mu.Lock()
-	defer rp.mu.Unlock()
-	l, ok := rp.live[id]
+	rp.lives.mu.Lock()
+	defer rp.lives.mu.Unlock()
+	l, ok := rp.lives.m[id]
 	return ok && !l.mainEnded.IsZero() && time.Since(l.mainEnded) < mainEndGrace
 }

@@ -33,7 +33,7 @@ func newRecovery(s *Service) *recovery {
 	return &recovery{
 		store: s.store, retention: s.cfg.retention(),
 		ctx: func() context.Context { return s.ctx }, log: func() *slog.Logger { return s.log },
-		status: s.status, goAsync: s.goAsync, liveOf: s.liveOf, rtOf: s.rtOf, emit: s.events.emit,
+		status: s.status, goAsync: s.goAsync, liveOf: s.lives.of, rtOf: s.rtOf, emit: s.events.emit,
 		stopFailed: s.stopFailed, finishDelete: s.finishDelete,
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
@@ -79,11 +78,9 @@ type Service struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	mu       sync.Mutex
-	live     map[string]*live // sandboxes with work or watchers in this daemon
-	attached map[string]int
-	active   map[string]time.Time       // last time a client or exec used a sandbox
-	engines  map[string]backend.Backend // other backends than rt, by endpoint key
+	mu      sync.Mutex
+	lives   *lives                     // sandboxes with work or watchers in this daemon (guarded by mu)
+	engines map[string]backend.Backend // other backends than rt, by endpoint key
 
 	events        *events       // appended to the store, with the phases of runs (phase.go)
 	files         *sandboxFiles // the files API (files.go)
@@ -119,7 +116,9 @@ func NewService(st *store.Store, rt backend.Backend, cfg Config) *Service {
 		}
 	}
 	s := &Service{store: st, rt: rt, cfg: cfg, log: slog.New(slog.DiscardHandler),
-		live: map[string]*live{}, attached: map[string]int{}, active: map[string]time.Time{}, engines: map[string]backend.Backend{}}
+		engines: map[string]backend.Backend{}}
+	s.lives = &lives{mu: &s.mu, m: map[string]*live{}, attached: map[string]int{}, active: map[string]time.Time{},
+		ctx: func() context.Context { return s.ctx }}
 	s.events = &events{store: st, redactor: cfg.Redactor, log: func() *slog.Logger { return s.log }, phases: map[string]bool{}}
 	s.status = newFollower(s)
 	s.events.startedNotReady = s.status.startedNotReady
@@ -191,51 +190,6 @@ func (s *Service) holdSecrets(l *live, values map[string]string) {
 	s.cfg.Redactor.Add(l.secrets...)
 }
 
-// beginOp returns the context of a create or start of l, which stop and delete
-// can cancel (they would otherwise wait for it, e.g. for a service's ready_timeout).
-func (s *Service) beginOp(l *live) context.Context {
-	ctx, cancel := context.WithCancel(s.ctx)
-	s.mu.Lock()
-	l.cancelOp = cancel
-	s.mu.Unlock()
-	return ctx
-}
-
-// interrupt cancels the create or start of l in progress, if any.
-func (s *Service) interrupt(l *live) {
-	s.mu.Lock()
-	if l.cancelOp != nil {
-		l.cancelOp()
-	}
-	s.mu.Unlock()
-}
-
-// setFlags changes l.stopping and l.oom, which the Engine watcher reads; both are
-// guarded by s.mu.
-func (s *Service) setFlags(l *live, f func()) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	f()
-}
-
-// claim sets a flag of a live sandbox (guarded by s.mu) and reports whether it
-// was clear: the caller then owns the job the flag marks until it clears it.
-func (s *Service) claim(flag *bool) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if *flag {
-		return false
-	}
-	*flag = true
-	return true
-}
-
-func (s *Service) touch(id string) {
-	s.mu.Lock()
-	s.active[id] = time.Now()
-	s.mu.Unlock()
-}
-
 // recordStep keeps the duration of one step of a sandbox's runtime work; the next
 // sandbox.started or sandbox.deleted event carries them (extra "steps_ms"), so a
 // run's breakdown is in its history (airlock run --log-level debug, make bench).
@@ -243,22 +197,10 @@ func (s *Service) recordStep(id, step string, d time.Duration) {
 	if _, err := s.store.Get(id); err != nil {
 		return // a warm pool's sandbox being made: no run's step
 	}
-	l := s.liveOf(id)
+	l := s.lives.of(id)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	l.steps = append(l.steps, fmt.Sprintf("%s=%d", step, d.Milliseconds()))
-}
-
-// takeSteps returns the steps recorded since the last call, as event extras.
-func (s *Service) takeSteps(l *live) map[string]string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if len(l.steps) == 0 {
-		return nil
-	}
-	out := map[string]string{"steps_ms": strings.Join(l.steps, ",")}
-	l.steps = nil
-	return out
 }
 
 // sleep waits d, or less when ctx ends first; it reports whether d passed.

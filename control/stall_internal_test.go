@@ -62,7 +62,7 @@ func TestStalledFollowerCaughtUp(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.events.emit(rec.ID, store.Event{Kind: "sandbox.started"}, "")
-	s.status.startTailAt(rec.ID, s.liveOf(rec.ID), 0)
+	s.status.startTailAt(rec.ID, s.lives.of(rec.ID), 0)
 
 	deadline := time.Now().Add(30 * time.Second)
 	for {

@@ -22,7 +22,7 @@ func (s *Service) startLocked(ctx context.Context, id string, l *live) {
 		l.handle = h
 	}
 	// A new life: what the last one's main command ended with is no longer news.
-	s.setFlags(l, func() { l.stopping, l.oom, l.mainExit, l.mainEnded = "", false, nil, time.Time{} })
+	s.lives.setFlags(l, func() { l.stopping, l.oom, l.mainExit, l.mainEnded = "", false, nil, time.Time{} })
 	// The status stream is ingested only once sandbox.started is recorded, so the
 	// supervisor's daemon.* events never come before it; the runtime empties the
 	// stream before every start, so the previous run's lines are never read again.
@@ -30,7 +30,7 @@ func (s *Service) startLocked(ctx context.Context, id string, l *live) {
 	l.tailGen++ // a follower of the previous run stops
 	l.offset, l.offsetOK, l.starting, l.complete = 0, true, true, false
 	l.ingestMu.Unlock()
-	s.setFlags(l, func() { l.up = map[string]bool{} })
+	s.lives.setFlags(l, func() { l.up = map[string]bool{} })
 	var err error
 	if c := l.claim; c != nil {
 		// A parked sandbox: started already; its claim starts the run.
@@ -66,7 +66,7 @@ func (s *Service) startLocked(ctx context.Context, id string, l *live) {
 	if len(l.handle.Ports) > 0 || (l.resolved != nil && len(l.resolved.Sandbox.Ports) > 0) {
 		s.recordPorts(id, l.handle.Ports)
 	}
-	s.events.emit(id, store.Event{Kind: "sandbox.started", Extra: s.takeSteps(l)}, "")
+	s.events.emit(id, store.Event{Kind: "sandbox.started", Extra: s.lives.takeSteps(l)}, "")
 	if final != nil {
 		s.status.finalLocked(id, l, final) // the run ended while it was being started
 	}
@@ -101,7 +101,7 @@ func (s *Service) Resume(id string, secrets map[string]string) (Sandbox, error) 
 		// it found it running; one whose start (the killed daemon's call, in
 		// flight) the Engine finished after recovery found it created is
 		// recorded and followed now, as recovery would have.
-		l := s.liveOf(id)
+		l := s.lives.of(id)
 		l.ingestMu.Lock()
 		following := l.tailGen > 0
 		l.ingestMu.Unlock()
@@ -120,7 +120,7 @@ func (s *Service) Resume(id string, secrets map[string]string) (Sandbox, error) 
 		}
 		return s.view(rec), nil
 	}
-	l := s.liveOf(id)
+	l := s.lives.of(id)
 	s.goAsync(func() {
 		l.mu.Lock()
 		defer l.mu.Unlock()
@@ -146,7 +146,7 @@ func (s *Service) Resume(id string, secrets map[string]string) (Sandbox, error) 
 		if rec.State != store.StatePending {
 			l.handle = nil // reopen: the Engine knows best what ran before
 		}
-		s.startLocked(s.beginOp(l), id, l)
+		s.startLocked(s.lives.beginOp(l), id, l)
 	})
 	return s.view(rec), nil
 }

@@ -21,11 +21,11 @@ func (s *Service) Stop(id, reason string) (Sandbox, error) {
 		reason = "stopped"
 	}
 	s.goAsync(func() {
-		l := s.liveOf(id)
-		s.interrupt(l)
+		l := s.lives.of(id)
+		s.lives.interrupt(l)
 		l.mu.Lock()
 		defer l.mu.Unlock()
-		s.setFlags(l, func() { l.stopping = reason })
+		s.lives.setFlags(l, func() { l.stopping = reason })
 		if err := s.rtOf(id).Stop(s.ctx, id); err != nil {
 			s.log.Warn("cannot stop", "sandbox", id, "error", err.Error())
 		}
@@ -44,10 +44,10 @@ func (s *Service) markStopped(id, reason string, exitCode *int) {
 	}
 	switch rec.State {
 	case store.StateReady:
-		s.status.flushCounts(id, s.liveOf(id), false)
+		s.status.flushCounts(id, s.lives.of(id), false)
 		s.events.emit(id, store.Event{Kind: "sandbox.stopped", Reason: reason, ExitCode: exitCode}, store.StateStopped)
 	case store.StatePending:
-		s.status.flushCounts(id, s.liveOf(id), false)
+		s.status.flushCounts(id, s.lives.of(id), false)
 		s.events.emit(id, store.Event{Kind: "sandbox.failed", Reason: reason + " before it was ready", ExitCode: exitCode,
 			Extra: map[string]string{"exit_code": "125"}}, store.StateFailed)
 	}
