@@ -30,7 +30,7 @@ func (s *Service) PutBuildContext(sum string, r io.Reader) error {
 	return s.buildContexts.put(sum, r)
 }
 
-// buildContextPath is where the context with hash sum is kept.
+// path is where the context with hash sum is kept.
 func (b buildContexts) path(sum string) (string, error) {
 	if !sumPattern.MatchString(sum) {
 		return "", errorf(ErrInvalidRequest, "%q is not a build context's hash (64 hex digits)", sum)

@@ -26,7 +26,7 @@ type follower struct {
 	goAsync func(f func()) // runs f in the background; the daemon's stop waits for it
 	liveOf  func(id string) *live
 	rtOf    func(id string) backend.Backend
-	// emit appends an event (Service.emit); emitIfOpen only while the
+	// emit appends an event (events.emit); emitIfOpen only while the
 	// sandbox's run is open (phase.go).
 	emit       func(id string, ev store.Event, state string) (store.Event, error)
 	emitIfOpen func(id string, ev store.Event, state string) bool

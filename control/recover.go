@@ -120,7 +120,7 @@ func (rc *recovery) recover() {
 				rc.status.startTailAt(id, l, rc.status.recordedOffset(id))
 				l.mu.Unlock()
 			case in.State == "running" && rec.State == store.StateFailed:
-				// A sandbox reported failed is not left running (phase.go).
+				// A sandbox reported failed is not left running (stopFailed).
 				rc.stopFailed(id)
 			case in.State == "running":
 				if rec.State != store.StateReady {
