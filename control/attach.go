@@ -9,12 +9,12 @@ func (s *Service) Attach(id string) (release func(), err error) {
 		return nil, err
 	}
 	s.mu.Lock()
-	s.attached[id]++
+	s.lives.attached[id]++
 	s.mu.Unlock()
 	return func() {
 		s.mu.Lock()
-		s.attached[id]--
-		s.active[id] = time.Now()
+		s.lives.attached[id]--
+		s.lives.active[id] = time.Now()
 		s.mu.Unlock()
 	}, nil
 }

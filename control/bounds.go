@@ -83,40 +83,40 @@ func (o *overflow) unrecorded() int {
 
 // emitInside records ev, which a source inside sandbox id caused, within the
 // sandbox's budget of maxInsideEvents; it reports whether it did.
-func (s *Service) emitInside(id string, l *live, ev store.Event) bool {
-	if !s.insideBudget(id, l) {
+func (f *follower) emitInside(id string, l *live, ev store.Event) bool {
+	if !f.insideBudget(id, l) {
 		return false
 	}
-	_, err := s.emit(id, ev, "")
+	_, err := f.emit(id, ev, "")
 	return err == nil
 }
 
 // insideBudget takes one event from sandbox id's budget; past it, it counts the
 // event as dropped (the first drop is recorded as an events.dropped event).
-func (s *Service) insideBudget(id string, l *live) bool {
-	s.mu.Lock()
+func (f *follower) insideBudget(id string, l *live) bool {
+	f.mu.Lock()
 	known := l.bounds.known
-	s.mu.Unlock()
+	f.mu.Unlock()
 	if !known {
-		n, dropped := s.countInside(id)
-		s.mu.Lock()
+		n, dropped := f.countInside(id)
+		f.mu.Lock()
 		if !l.bounds.known {
 			l.bounds.known, l.bounds.recorded = true, n
 			l.bounds.dropped = overflow{n: dropped, recorded: dropped}
 		}
-		s.mu.Unlock()
+		f.mu.Unlock()
 	}
-	s.mu.Lock()
+	f.mu.Lock()
 	if l.bounds.recorded < insideLimit {
 		l.bounds.recorded++
-		s.mu.Unlock()
+		f.mu.Unlock()
 		return true
 	}
 	first := l.bounds.dropped.add()
-	s.mu.Unlock()
+	f.mu.Unlock()
 	if first {
-		s.log.Warn("a sandbox reached its budget of events from inside; dropping further ones", "sandbox", id, "limit", insideLimit)
-		s.emit(id, droppedEvent(1), "")
+		f.log().Warn("a sandbox reached its budget of events from inside; dropping further ones", "sandbox", id, "limit", insideLimit)
+		f.emit(id, droppedEvent(1), "")
 	}
 	return false
 }
@@ -129,8 +129,8 @@ func droppedEvent(n int) store.Event {
 
 // countInside reads from sandbox id's history how many events its sources
 // inside recorded, and how many the last events.dropped event counts.
-func (s *Service) countInside(id string) (recorded, dropped int) {
-	evs, err := s.store.Events(id, 0)
+func (f *follower) countInside(id string) (recorded, dropped int) {
+	evs, err := f.store.Events(id, 0)
 	if err != nil {
 		return 0, 0
 	}
@@ -150,28 +150,28 @@ func (s *Service) countInside(id string) (recorded, dropped int) {
 // denials of each destination and past the cap (egress.go), events dropped past
 // the budget. It runs when the sandbox stops and when it is removed; a sandbox
 // removed once its primary exits records them once, at its removal.
-func (s *Service) flushCounts(id string, l *live, removal bool) {
-	s.mu.Lock()
+func (f *follower) flushCounts(id string, l *live, removal bool) {
+	f.mu.Lock()
 	later := !removal && l.removeOnExit
-	s.mu.Unlock()
+	f.mu.Unlock()
 	if later {
 		return
 	}
-	s.flushEgress(id, l)
-	s.mu.Lock()
+	f.flushEgress(id, l)
+	f.mu.Lock()
 	n := l.bounds.dropped.unrecorded()
-	s.mu.Unlock()
+	f.mu.Unlock()
 	if n > 0 {
-		s.emit(id, droppedEvent(n), "")
+		f.emit(id, droppedEvent(n), "")
 	}
 }
 
 // awaitEgress waits, up to egressDrain, until the egress follower of l read
 // everything its proxy printed: call it once the proxy stopped.
-func (s *Service) awaitEgress(l *live) {
-	s.mu.Lock()
+func (f *follower) awaitEgress(l *live) {
+	f.mu.Lock()
 	done := l.bounds.egressDone
-	s.mu.Unlock()
+	f.mu.Unlock()
 	if done == nil {
 		return
 	}
@@ -180,6 +180,6 @@ func (s *Service) awaitEgress(l *live) {
 	select {
 	case <-done:
 	case <-t.C:
-	case <-s.ctx.Done():
+	case <-f.ctx().Done():
 	}
 }

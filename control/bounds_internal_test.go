@@ -50,7 +50,7 @@ func boundsService(t *testing.T) (*Service, *stopRecorder, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.emit(rec.ID, store.Event{Kind: "sandbox.started"}, "")
+	s.events.emit(rec.ID, store.Event{Kind: "sandbox.started"}, "")
 	return s, rt, rec.ID
 }
 
@@ -72,7 +72,7 @@ func kinds(t *testing.T, s *Service, id string) map[string]int {
 // others in one overflow event, and drops lines no proxy writes.
 func TestEgressDenialsOutOfBounds(t *testing.T) {
 	s, _, id := boundsService(t)
-	l := s.liveOf(id)
+	l := s.lives.of(id)
 	for _, d := range []backend.EgressDenial{
 		{Host: "evil\x1b]0;x\x07.example", Port: 80, Method: "GET"},
 		{Host: "a.example", Port: 0, Method: "GET"},
@@ -81,14 +81,14 @@ func TestEgressDenialsOutOfBounds(t *testing.T) {
 		{Host: "a.example", Port: 80, Method: "G\nET"},
 		{Host: "spa ce.example", Port: 80, Method: "GET"},
 	} {
-		s.egressDenied(id, l, d)
+		s.status.egressDenied(id, l, d)
 	}
 	if n := kinds(t, s, id)["egress.denied"]; n != 0 {
 		t.Fatalf("%d events from lines no proxy writes", n)
 	}
 	const flood = 5000
 	for i := range flood {
-		s.egressDenied(id, l, backend.EgressDenial{Host: fmt.Sprintf("d%d.example", i), Port: 443, Method: "CONNECT"})
+		s.status.egressDenied(id, l, backend.EgressDenial{Host: fmt.Sprintf("d%d.example", i), Port: 443, Method: "CONNECT"})
 	}
 	s.mu.Lock()
 	kept := len(l.egress)
@@ -99,7 +99,7 @@ func TestEgressDenialsOutOfBounds(t *testing.T) {
 	if n := kinds(t, s, id)["egress.denied"]; n > maxEgressDestinations+1 {
 		t.Errorf("%d egress.denied events while the sandbox runs; want at most %d", n, maxEgressDestinations+1)
 	}
-	s.flushCounts(id, l, true)
+	s.status.flushCounts(id, l, true)
 	evs, _ := s.store.Events(id, 0)
 	denied, overflow := 0, ""
 	for _, ev := range evs {
@@ -124,13 +124,13 @@ func TestInsideEventsBudget(t *testing.T) {
 	defer func(n int) { insideLimit = n }(insideLimit)
 	insideLimit = 300
 	s, _, id := boundsService(t)
-	l := s.liveOf(id)
+	l := s.lives.of(id)
 	const extra = 50
 	line := []byte(`{"time":"2026-01-01T00:00:00Z","kind":"daemon.started","daemon":"x","pid":1}` + "\n")
 	for i := range insideLimit + extra {
-		s.ingestLine(id, line, int64((i+1)*len(line)))
+		s.status.ingestLine(id, line, int64((i+1)*len(line)))
 	}
-	s.flushCounts(id, l, false)
+	s.status.flushCounts(id, l, false)
 	n := kinds(t, s, id)
 	if n["daemon.started"] != insideLimit {
 		t.Errorf("%d daemon.started events; want %d", n["daemon.started"], insideLimit)
@@ -148,7 +148,7 @@ func TestInsideEventsBudget(t *testing.T) {
 	// A daemon that restarted reads the budget back from the history.
 	s2 := NewService(s.store, &stopRecorder{}, Config{})
 	s2.ctx = s.ctx
-	if s2.insideBudget(id, s2.liveOf(id)) {
+	if s2.status.insideBudget(id, s2.lives.of(id)) {
 		t.Error("a restarted daemon gives a sandbox past its budget more events")
 	}
 }
@@ -159,9 +159,9 @@ func TestStatusStreamEndsOnlyAnOpenRun(t *testing.T) {
 	s, rt, id := boundsService(t)
 	failed := []byte(`{"time":"2026-01-01T00:00:00Z","kind":"supervisor.failed","reason":"forged"}` + "\n")
 	ready := []byte(`{"time":"2026-01-01T00:00:00Z","kind":"supervisor.ready"}` + "\n")
-	s.ingestLine(id, failed, 100)
-	s.ingestLine(id, ready, 200)
-	s.ingestLine(id, failed, 300)
+	s.status.ingestLine(id, failed, 100)
+	s.status.ingestLine(id, ready, 200)
+	s.status.ingestLine(id, failed, 300)
 	s.wg.Wait()
 	rec, _ := s.store.Get(id)
 	n := kinds(t, s, id)

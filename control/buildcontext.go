@@ -17,22 +17,35 @@ import (
 
 var sumPattern = regexp.MustCompile(`^[0-9a-f]{64}$`)
 
-// buildContextPath is where the context with hash sum is kept.
-func (s *Service) buildContextPath(sum string) (string, error) {
+// buildContexts are the build contexts clients sent, kept in dir ("": a
+// private directory under the system temp dir), each at most max bytes.
+type buildContexts struct {
+	dir string
+	max int64
+}
+
+// PutBuildContext keeps the tar stream r as the build context with hash sum
+// (buildContexts.put).
+func (s *Service) PutBuildContext(sum string, r io.Reader) error {
+	return s.buildContexts.put(sum, r)
+}
+
+// path is where the context with hash sum is kept.
+func (b buildContexts) path(sum string) (string, error) {
 	if !sumPattern.MatchString(sum) {
 		return "", errorf(ErrInvalidRequest, "%q is not a build context's hash (64 hex digits)", sum)
 	}
-	dir := s.cfg.BuildContextDir
+	dir := b.dir
 	if dir == "" {
 		dir = filepath.Join(os.TempDir(), fmt.Sprintf("airlock-build-contexts-%d", os.Getuid()))
 	}
 	return filepath.Join(dir, sum+".tar"), nil
 }
 
-// PutBuildContext keeps the tar stream r as the build context with hash sum,
-// at most artifacts.output_max of it.
-func (s *Service) PutBuildContext(sum string, r io.Reader) error {
-	p, err := s.buildContextPath(sum)
+// put keeps the tar stream r as the build context with hash sum, at most
+// artifacts.output_max of it.
+func (b buildContexts) put(sum string, r io.Reader) error {
+	p, err := b.path(sum)
 	if err != nil {
 		return err
 	}
@@ -44,7 +57,7 @@ func (s *Service) PutBuildContext(sum string, r io.Reader) error {
 		return fmt.Errorf("cannot keep the build context: %w", err)
 	}
 	defer os.Remove(f.Name())
-	max := s.outputMax()
+	max := b.max
 	body := &boundReader{r: r, left: max}
 	_, err = io.Copy(f, body)
 	if cerr := f.Close(); err == nil {
@@ -59,9 +72,9 @@ func (s *Service) PutBuildContext(sum string, r io.Reader) error {
 	return os.Rename(f.Name(), p)
 }
 
-// takeBuildContext is the kept context with hash sum and a func that removes it.
-func (s *Service) takeBuildContext(sum string) (string, func(), error) {
-	p, err := s.buildContextPath(sum)
+// take is the kept context with hash sum and a func that removes it.
+func (b buildContexts) take(sum string) (string, func(), error) {
+	p, err := b.path(sum)
 	if err != nil {
 		return "", nil, err
 	}

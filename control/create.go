@@ -113,9 +113,9 @@ func (s *Service) Create(_ context.Context, req *CreateRequest) (Sandbox, error)
 		}
 		return Sandbox{}, err
 	}
-	l := s.liveOf(rec.ID)
+	l := s.lives.of(rec.ID)
 	l.wire, l.values, l.resolved = *req.Manifest, maps.Clone(req.Secrets), resolved
-	s.setFlags(l, func() { l.removeOnExit = req.RemoveOnExit })
+	s.lives.setFlags(l, func() { l.removeOnExit = req.RemoveOnExit })
 	held := maps.Clone(req.Secrets)
 	if held == nil {
 		held = map[string]string{}
@@ -124,7 +124,7 @@ func (s *Service) Create(_ context.Context, req *CreateRequest) (Sandbox, error)
 		held["run.env."+k] = v
 	}
 	s.holdSecrets(l, held)
-	s.touch(rec.ID)
+	s.lives.touch(rec.ID)
 	sreq := &backend.Request{ID: rec.ID, Manifest: resolved, Kind: req.Kind, Command: req.Command, Env: req.Env, EnvSecrets: req.EnvSecrets,
 		Workdir: req.Workdir, TTY: req.TTY, Stdin: req.Stdin, Labels: labels, Quiet: req.Quiet, CLIPid: req.CLIPid, CLIStart: req.CLIStart,
 		KeepFiles: req.Kind == backend.KindRun && !req.RemoveOnExit, ClientFiles: req.ClientFiles, EndMarker: endMarker, ToolEnv: req.ToolEnv}
@@ -135,7 +135,7 @@ func (s *Service) Create(_ context.Context, req *CreateRequest) (Sandbox, error)
 		return s.view(rec), nil
 	}
 	if pl != nil && miss != "" {
-		s.emit(rec.ID, store.Event{Kind: "pool.missed", Reason: miss}, "")
+		s.events.emit(rec.ID, store.Event{Kind: "pool.missed", Reason: miss}, "")
 	}
 	s.goAsync(func() {
 		if pl != nil && pool.ColdMiss(miss) {
@@ -150,20 +150,20 @@ func (s *Service) Create(_ context.Context, req *CreateRequest) (Sandbox, error)
 // prepareClaimed makes a sandbox of a parked one a run took: created already,
 // started, waiting for its claim (delivered by the start).
 func (s *Service) prepareClaimed(id string, m *pool.Member, p *pool.Pool, start bool) {
-	l := s.liveOf(id)
+	l := s.lives.of(id)
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	s.emit(id, store.Event{Kind: "sandbox.preparing"}, "")
+	s.events.emit(id, store.Event{Kind: "sandbox.preparing"}, "")
 	sb := m.Sandbox()
 	l.handle = sb
 	_, _ = s.store.Update(id, func(r *store.Sandbox) error { r.ContainerID = sb.PrimaryID; return nil })
-	s.emit(id, store.Event{Kind: "sandbox.created", Extra: map[string]string{"container": sb.PrimaryID}}, "")
+	s.events.emit(id, store.Event{Kind: "sandbox.created", Extra: map[string]string{"container": sb.PrimaryID}}, "")
 	for _, ev := range s.pools.TakeEarly(id) {
-		s.emit(id, ev, "") // its services' results
+		s.events.emit(id, ev, "") // its services' results
 	}
-	s.emit(id, store.Event{Kind: "pool.claimed", Extra: map[string]string{"pool": p.Key(), "parked_ms": fmt.Sprint(time.Since(m.Since()).Milliseconds())}}, "")
+	s.events.emit(id, store.Event{Kind: "pool.claimed", Extra: map[string]string{"pool": p.Key(), "parked_ms": fmt.Sprint(time.Since(m.Since()).Milliseconds())}}, "")
 	if start {
-		s.startLocked(s.beginOp(l), id, l)
+		s.startLocked(s.lives.beginOp(l), id, l)
 	}
 }
 
@@ -202,14 +202,14 @@ func fromWire(w manifest.Wire, values map[string]string) (*manifest.Resolved, er
 }
 
 func (s *Service) prepare(id string, req *backend.Request, start bool) {
-	l := s.liveOf(id)
+	l := s.lives.of(id)
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	s.emit(id, store.Event{Kind: "sandbox.preparing"}, "")
-	ctx := s.beginOp(l)
+	s.events.emit(id, store.Event{Kind: "sandbox.preparing"}, "")
+	ctx := s.lives.beginOp(l)
 	leave, err := s.enter(ctx, id)
 	if err != nil {
-		s.emit(id, store.Event{Kind: "sandbox.failed", Reason: "cannot make the sandbox: " + err.Error(), Extra: exitExtra(err)}, store.StateFailed)
+		s.events.emit(id, store.Event{Kind: "sandbox.failed", Reason: "cannot make the sandbox: " + err.Error(), Extra: exitExtra(err)}, store.StateFailed)
 		return
 	}
 	// While the create runs, its own outcome decides: the end of a container
@@ -224,12 +224,12 @@ func (s *Service) prepare(id string, req *backend.Request, start bool) {
 	l.starting = false
 	l.ingestMu.Unlock()
 	if err != nil {
-		s.emit(id, store.Event{Kind: "sandbox.failed", Reason: err.Error(), Extra: exitExtra(err)}, store.StateFailed)
+		s.events.emit(id, store.Event{Kind: "sandbox.failed", Reason: err.Error(), Extra: exitExtra(err)}, store.StateFailed)
 		return
 	}
 	l.handle = sb
 	_, _ = s.store.Update(id, func(r *store.Sandbox) error { r.ContainerID = sb.PrimaryID; return nil })
-	s.emit(id, store.Event{Kind: "sandbox.created", Extra: map[string]string{"container": sb.PrimaryID}}, "")
+	s.events.emit(id, store.Event{Kind: "sandbox.created", Extra: map[string]string{"container": sb.PrimaryID}}, "")
 	if start {
 		s.startLocked(ctx, id, l)
 	}

@@ -122,7 +122,7 @@ func Run(ctx context.Context, o Options) error {
 		return fmt.Errorf("cannot protect %s: %w", sock, err)
 	}
 
-	srv := &server{opts: o, log: log, svc: svc}
+	srv := newServer(o, log, svc)
 	hs := &http.Server{Handler: srv.routes(nil), ReadHeaderTimeout: 10 * time.Second}
 	errs := make(chan error, 2)
 	var ts *http.Server

@@ -31,7 +31,7 @@ func (s *Service) delete(id, reason string) (Sandbox, error) {
 	if rec.State == store.StateDeleted || rec.State == store.StateDeleting {
 		return s.view(rec), nil
 	}
-	l := s.liveOf(id)
+	l := s.lives.of(id)
 	if rec.ContainerID != "" {
 		// A stopped sandbox without services has nothing on its network: the
 		// network goes while the stream is read and the containers removed.
@@ -39,13 +39,13 @@ func (s *Service) delete(id, reason string) (Sandbox, error) {
 		var plan manifest.Manifest
 		if json.Unmarshal(rec.Plan, &plan) == nil && len(plan.Services) == 0 && !rt.Running(s.ctx, rec.ContainerID) {
 			done := make(chan struct{})
-			s.setFlags(l, func() { l.netRemoval = done })
+			s.lives.setFlags(l, func() { l.netRemoval = done })
 			go func() { defer close(done); _ = rt.RemoveNetworks(s.ctx, id) }()
 		}
 		// What the supervisor reported so far comes before the deletion.
-		s.catchUp(id, l)
+		s.status.catchUp(id, l)
 	}
-	ev, err := s.emit(id, store.Event{Kind: "sandbox.deleting", Reason: reason}, store.StateDeleting)
+	ev, err := s.events.emit(id, store.Event{Kind: "sandbox.deleting", Reason: reason}, store.StateDeleting)
 	if err != nil {
 		return Sandbox{}, err
 	}
@@ -55,15 +55,15 @@ func (s *Service) delete(id, reason string) (Sandbox, error) {
 }
 
 func (s *Service) finishDelete(id, reason string) {
-	l := s.liveOf(id)
-	if !s.claim(&l.deleting) {
+	l := s.lives.of(id)
+	if !s.lives.claim(&l.deleting) {
 		return
 	}
-	defer s.setFlags(l, func() { l.deleting = false })
-	s.interrupt(l)
+	defer s.lives.setFlags(l, func() { l.deleting = false })
+	s.lives.interrupt(l)
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	s.setFlags(l, func() { l.stopping = "deleted" })
+	s.lives.setFlags(l, func() { l.stopping = "deleted" })
 	removeStart := time.Now()
 	s.mu.Lock()
 	early := l.netRemoval
@@ -94,13 +94,13 @@ func (s *Service) finishDelete(id, reason string) {
 		}
 		return
 	}
-	s.awaitEgress(l) // the proxy is gone: its last denials are counted
-	s.flushCounts(id, l, true)
+	s.status.awaitEgress(l) // the proxy is gone: its last denials are counted
+	s.status.flushCounts(id, l, true)
 	s.recordStep(id, "remove", time.Since(removeStart))
-	s.emit(id, store.Event{Kind: "sandbox.deleted", Reason: reason, Extra: s.takeSteps(l)}, store.StateDeleted)
+	s.events.emit(id, store.Event{Kind: "sandbox.deleted", Reason: reason, Extra: s.lives.takeSteps(l)}, store.StateDeleted)
 	s.holdSecrets(l, nil)
 	s.mu.Lock()
-	delete(s.live, id)
-	delete(s.active, id)
+	delete(s.lives.m, id)
+	delete(s.lives.active, id)
 	s.mu.Unlock()
 }

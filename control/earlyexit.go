@@ -25,8 +25,8 @@ const (
 
 // startedNotReady reports whether the sandbox's last start has not reached
 // sandbox.ready (nor ended otherwise) in its recorded history.
-func (s *Service) startedNotReady(id string) bool {
-	evs, err := s.store.Events(id, 0)
+func (f *follower) startedNotReady(id string) bool {
+	evs, err := f.store.Events(id, 0)
 	if err != nil {
 		return false
 	}
@@ -42,12 +42,12 @@ func (s *Service) startedNotReady(id string) bool {
 }
 
 // failEarly records that the primary of sandbox id exited before it was ready.
-func (s *Service) failEarly(id string, rec store.Sandbox, codep *int) {
-	code, out, _ := s.containerEnd(rec.ID, rec.ContainerID)
+func (f *follower) failEarly(id string, rec store.Sandbox, codep *int) {
+	code, out, _ := f.containerEnd(rec.ID, rec.ContainerID)
 	if code == nil {
 		code = codep
 	}
-	s.emit(id, store.Event{Kind: "sandbox.failed", Reason: earlyReason(code, out), ExitCode: code, Extra: earlyExtra(code)}, store.StateFailed)
+	f.emit(id, store.Event{Kind: "sandbox.failed", Reason: earlyReason(code, out), ExitCode: code, Extra: earlyExtra(code)}, store.StateFailed)
 }
 
 // earlyReason says why a sandbox whose container exited before it was ready failed.
@@ -73,11 +73,11 @@ func earlyExtra(code *int) map[string]string {
 // containerEnd returns the exit code and the last lines of the output of a
 // primary container that ran and exited; ok is false when it did not (it runs,
 // it never started, it is gone).
-func (s *Service) containerEnd(id, containerID string) (code *int, output string, ok bool) {
+func (f *follower) containerEnd(id, containerID string) (code *int, output string, ok bool) {
 	if containerID == "" {
 		return nil, "", false
 	}
-	code, out, ok := s.rtOf(id).PrimaryEnd(context.WithoutCancel(s.ctx), containerID, earlyOutputLines)
+	code, out, ok := f.rtOf(id).PrimaryEnd(context.WithoutCancel(f.ctx()), containerID, earlyOutputLines)
 	if !ok {
 		return nil, "", false
 	}

@@ -26,18 +26,18 @@ const (
 )
 
 // followEgress reads the denials of a sandbox's proxy while it runs.
-func (s *Service) followEgress(id string, l *live) {
-	if !s.claim(&l.egressFollowing) {
+func (f *follower) followEgress(id string, l *live) {
+	if !f.claim(&l.egressFollowing) {
 		return
 	}
 	done := make(chan struct{})
-	s.mu.Lock()
+	f.mu.Lock()
 	l.bounds.egressDone = done
-	s.mu.Unlock()
-	s.goAsync(func() {
+	f.mu.Unlock()
+	f.goAsync(func() {
 		defer close(done)
-		defer s.setFlags(l, func() { l.egressFollowing = false })
-		_ = s.rtOf(id).FollowEgress(s.ctx, id, func(d backend.EgressDenial) { s.egressDenied(id, l, d) })
+		defer f.setFlags(l, func() { l.egressFollowing = false })
+		_ = f.rtOf(id).FollowEgress(f.ctx(), id, func(d backend.EgressDenial) { f.egressDenied(id, l, d) })
 	})
 }
 
@@ -58,12 +58,12 @@ func validDenial(d backend.EgressDenial) bool {
 	return true
 }
 
-func (s *Service) egressDenied(id string, l *live, d backend.EgressDenial) {
+func (f *follower) egressDenied(id string, l *live, d backend.EgressDenial) {
 	if !validDenial(d) {
 		return
 	}
 	dest := d.Host + ":" + strconv.Itoa(d.Port)
-	s.mu.Lock()
+	f.mu.Lock()
 	if l.egress == nil {
 		l.egress = map[string]*egressCount{}
 	}
@@ -71,9 +71,9 @@ func (s *Service) egressDenied(id string, l *live, d backend.EgressDenial) {
 	if !seen && len(l.egress) >= maxEgressDestinations {
 		// Past the cap: counted, not kept (the map stays bounded).
 		first := l.bounds.egressOverflow.add()
-		s.mu.Unlock()
+		f.mu.Unlock()
 		if first {
-			s.emitInside(id, l, overflowEvent(1))
+			f.emitInside(id, l, overflowEvent(1))
 		}
 		return
 	}
@@ -92,9 +92,9 @@ func (s *Service) egressDenied(id string, l *live, d backend.EgressDenial) {
 			c.recorded = 1
 		}
 	}
-	s.mu.Unlock()
+	f.mu.Unlock()
 	if now {
-		s.emitInside(id, l, store.Event{Kind: "egress.denied", Reason: fmt.Sprintf("egress to %s denied (%s)", dest, d.Method),
+		f.emitInside(id, l, store.Event{Kind: "egress.denied", Reason: fmt.Sprintf("egress to %s denied (%s)", dest, d.Method),
 			Extra: map[string]string{"host": d.Host, "port": strconv.Itoa(d.Port), "count": "1"}})
 	}
 }
@@ -116,8 +116,8 @@ type egressCount struct {
 
 // flushEgress records the counts of destinations denied more often than
 // recorded, and of the denials past the cap.
-func (s *Service) flushEgress(id string, l *live) {
-	s.mu.Lock()
+func (f *follower) flushEgress(id string, l *live) {
+	f.mu.Lock()
 	var evs []store.Event
 	for dest, c := range l.egress {
 		if c.n > c.recorded {
@@ -129,8 +129,8 @@ func (s *Service) flushEgress(id string, l *live) {
 	if n := l.bounds.egressOverflow.unrecorded(); n > 0 {
 		evs = append(evs, overflowEvent(n))
 	}
-	s.mu.Unlock()
+	f.mu.Unlock()
 	for _, ev := range evs {
-		s.emitInside(id, l, ev)
+		f.emitInside(id, l, ev)
 	}
 }

@@ -58,7 +58,7 @@ func (s *Service) runtimeFor(ep engine.Endpoint) backend.Backend {
 	rt.SetHooks(s.serviceResult, s.recordStep)
 	s.engines[key] = rt
 	if s.ctx != nil && s.ctx.Err() == nil {
-		s.goAsync(func() { s.watchEngine(rt) })
+		s.goAsync(func() { s.status.watchEngine(rt) })
 	}
 	return rt
 }

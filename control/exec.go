@@ -25,8 +25,8 @@ func newExecs(s *Service) *execs.Execs {
 		Context:  func() context.Context { return s.ctx },
 		Log:      func() *slog.Logger { return s.log },
 		Go:       s.goAsync,
-		Recorded: s.recorded,
-		Emit:     func(id string, ev store.Event) { s.emit(id, ev, "") },
+		Recorded: s.events.recorded,
+		Emit:     func(id string, ev store.Event) { s.events.emit(id, ev, "") },
 		Began:    s.execBegan,
 		Finished: s.execFinished,
 	}, execs.Config{OutputRoot: s.cfg.ExecOutputRoot, OutputTemplate: s.cfg.ExecOutputTemplate, OutputMax: s.cfg.ExecOutputMax})
@@ -54,7 +54,7 @@ func (x execSandbox) Exec(ctx context.Context, sb *backend.Sandbox, req backend.
 func (x execSandbox) Gone() {
 	x.s.mu.Lock()
 	x.l.execs--
-	x.s.active[x.id] = time.Now()
+	x.s.lives.active[x.id] = time.Now()
 	x.s.mu.Unlock()
 }
 
@@ -63,7 +63,7 @@ func (x execSandbox) Gone() {
 func (s *Service) execBegan(id string) execs.Sandbox {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	l := s.liveLocked(id)
+	l := s.lives.locked(id)
 	l.execs++
 	return execSandbox{s: s, id: id, l: l}
 }
@@ -71,10 +71,10 @@ func (s *Service) execBegan(id string) execs.Sandbox {
 // execFinished counts out an exec of sandbox id its caller ran.
 func (s *Service) execFinished(id string) {
 	s.mu.Lock()
-	if l := s.liveLocked(id); l.execs > 0 {
+	if l := s.lives.locked(id); l.execs > 0 {
 		l.execs--
 	}
-	s.active[id] = time.Now()
+	s.lives.active[id] = time.Now()
 	s.mu.Unlock()
 }
 
@@ -112,7 +112,7 @@ func (s *Service) beginExec(id string, req *ExecRequest) (string, error) {
 		if len(req.Cmd) > 0 {
 			return "", errorf(ErrInvalidRequest, "give cmd or shell, not both")
 		}
-		l := s.liveOf(id)
+		l := s.lives.of(id)
 		h := l.handle
 		if h == nil {
 			if h, err = s.rtOf(id).Open(s.ctx, id, l.resolved); err != nil {

@@ -11,7 +11,6 @@ import (
 	"os"
 	"path"
 	"strings"
-	"time"
 
 	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/control/store"
@@ -32,11 +31,35 @@ var (
 )
 
 // outputMax is the bound of what the files API moves.
-func (s *Service) outputMax() int64 {
-	if s.cfg.OutputMax > 0 {
-		return s.cfg.OutputMax
+func (c Config) outputMax() int64 {
+	if c.OutputMax > 0 {
+		return c.OutputMax
 	}
 	return userconfig.DefaultOutputMax
+}
+
+// sandboxFiles moves files in and out of sandboxes. It sees of the daemon
+// only its store, the backend of a sandbox and its idle clock.
+type sandboxFiles struct {
+	store *store.Store
+	max   int64 // Config.outputMax
+	rtOf  func(id string) backend.Backend
+	touch func(id string) // marks sandbox id active
+}
+
+// newFiles returns the files API's mover for s.
+func newFiles(s *Service) *sandboxFiles {
+	return &sandboxFiles{store: s.store, max: s.cfg.outputMax(), rtOf: s.rtOf, touch: s.lives.touch}
+}
+
+// ReadFiles reads path p of sandbox id (sandboxFiles.read).
+func (s *Service) ReadFiles(ctx context.Context, id, p string, asTar bool) (*Download, error) {
+	return s.files.read(ctx, id, p, asTar)
+}
+
+// WriteFiles writes into sandbox id (sandboxFiles.write).
+func (s *Service) WriteFiles(ctx context.Context, id string, u Upload) error {
+	return s.files.write(ctx, id, u)
 }
 
 // filesPath checks a path of the files API: absolute, no NUL; cleaned.
@@ -52,10 +75,10 @@ func filesPath(p string) (string, error) {
 	return path.Clean(p), nil
 }
 
-// filesTarget is the container of sandbox id for a files request, which its
+// target is the container of sandbox id for a files request, which its
 // state must allow (one of states).
-func (s *Service) filesTarget(id string, states ...string) (backend.Backend, string, error) {
-	rec, err := s.store.Get(id)
+func (fs *sandboxFiles) target(id string, states ...string) (backend.Backend, string, error) {
+	rec, err := fs.store.Get(id)
 	if err != nil {
 		return nil, "", err
 	}
@@ -66,10 +89,8 @@ func (s *Service) filesTarget(id string, states ...string) (backend.Backend, str
 	if !ok || rec.ContainerID == "" {
 		return nil, "", notIn(id, rec.State, strings.Join(states, " or "))
 	}
-	s.mu.Lock()
-	s.active[id] = time.Now()
-	s.mu.Unlock()
-	return s.rtOf(id), rec.ContainerID, nil
+	fs.touch(id)
+	return fs.rtOf(id), rec.ContainerID, nil
 }
 
 // Download is what ReadFiles sends: one file's bytes (Size of them) or a tar
@@ -84,19 +105,19 @@ type Download struct {
 // Close ends the backend's stream.
 func (d *Download) Close() error { return d.rc.Close() }
 
-// ReadFiles reads path p of sandbox id, ready, stopped or failed (where the backend
+// read reads path p of sandbox id, ready, stopped or failed (where the backend
 // can read a stopped one): a tar stream with asTar, or when p is a regular
 // file, its bytes. A file over the bound is ErrTooLarge before anything is
 // sent; so is an archive whose first entry is such a file. A missing path
 // wraps sandbox.ErrNoSuchPath.
-func (s *Service) ReadFiles(ctx context.Context, id, p string, asTar bool) (*Download, error) {
+func (fs *sandboxFiles) read(ctx context.Context, id, p string, asTar bool) (*Download, error) {
 	p, err := filesPath(p)
 	if err != nil {
 		return nil, err
 	}
 	// Failed too: what a failed sandbox left is worth reading (and run
 	// --output copies back what the main command made whatever the state).
-	rt, cid, err := s.filesTarget(id, store.StateReady, store.StateStopped, store.StateFailed)
+	rt, cid, err := fs.target(id, store.StateReady, store.StateStopped, store.StateFailed)
 	if err != nil {
 		return nil, err
 	}
@@ -104,7 +125,7 @@ func (s *Service) ReadFiles(ctx context.Context, id, p string, asTar bool) (*Dow
 	if err != nil {
 		return nil, err
 	}
-	max := s.outputMax()
+	max := fs.max
 	tooLarge := func(size int64) error {
 		rc.Close()
 		return errorf(ErrTooLarge, "cannot read %s: it holds %s, over the limit of %s (artifacts.output_max)", p, userconfig.FormatSize(size), userconfig.FormatSize(max))
@@ -188,12 +209,12 @@ type Upload struct {
 	Mode uint32
 }
 
-// WriteFiles writes into sandbox id, which must be ready, through the
+// write writes into sandbox id, which must be ready, through the
 // backend's WriteArchive: the entries are the sandbox user's. A body over the
 // bound is ErrTooLarge: before anything is written when its size is known;
 // otherwise once it passed the bound, when a part of an archive may already
 // be extracted.
-func (s *Service) WriteFiles(ctx context.Context, id string, u Upload) error {
+func (fs *sandboxFiles) write(ctx context.Context, id string, u Upload) error {
 	p, err := filesPath(u.Path)
 	if err != nil {
 		return err
@@ -206,11 +227,11 @@ func (s *Service) WriteFiles(ctx context.Context, id string, u Upload) error {
 	}
 	// Pending too: a client writes its project and copies into a sandbox made
 	// with ClientFiles before resuming it.
-	rt, cid, err := s.filesTarget(id, store.StateReady, store.StatePending)
+	rt, cid, err := fs.target(id, store.StateReady, store.StatePending)
 	if err != nil {
 		return err
 	}
-	max := s.outputMax()
+	max := fs.max
 	tooLarge := func(what string) error {
 		return errorf(ErrTooLarge, "cannot write %s: %s is over the limit of %s (artifacts.output_max)", p, what, userconfig.FormatSize(max))
 	}
@@ -219,9 +240,7 @@ func (s *Service) WriteFiles(ctx context.Context, id string, u Upload) error {
 	}
 	body := &boundReader{r: u.Body, left: max}
 	defer func() {
-		s.mu.Lock()
-		s.active[id] = time.Now()
-		s.mu.Unlock()
+		fs.touch(id)
 	}()
 	if !u.Tar && u.Size < 0 {
 		// A tar header needs the size: the body is kept in a file first.
@@ -268,116 +287,4 @@ func (s *Service) WriteFiles(ctx context.Context, id string, u Upload) error {
 		return berr
 	}
 	return err
-}
-
-// fileArchive writes a tar stream of one regular file, name, of u.
-func fileArchive(w io.Writer, name string, u Upload) error {
-	tw := tar.NewWriter(w)
-	h := &tar.Header{Typeflag: tar.TypeReg, Name: name, Mode: int64(u.Mode), Size: u.Size, ModTime: time.Now()}
-	if err := tw.WriteHeader(h); err != nil {
-		return err
-	}
-	n, err := io.Copy(tw, u.Body)
-	if err != nil && !errors.Is(err, io.ErrClosedPipe) {
-		return errorf(ErrInvalidRequest, "cannot read the body: %v", err)
-	}
-	if err == nil && n < u.Size {
-		return errorf(ErrInvalidRequest, "the body ended after %d of its %d bytes (Content-Length)", n, u.Size)
-	}
-	if err != nil {
-		return err
-	}
-	return tw.Close()
-}
-
-// checkArchive copies the caller's tar stream to w, refusing what a sandbox
-// must not get: an entry named from / or with a .. part, a hard link to such
-// a name, an entry below a symbolic link of the archive (extracting it would
-// follow the link), and devices or FIFOs.
-func checkArchive(w io.Writer, r io.Reader) error {
-	tr := tar.NewReader(r)
-	tw := tar.NewWriter(w)
-	links := map[string]bool{}
-	bad := func(h *tar.Header, format string, a ...any) error {
-		return errorf(ErrInvalidRequest, "cannot extract the archive: entry %q %s", h.Name, fmt.Sprintf(format, a...))
-	}
-	for {
-		h, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return errorf(ErrInvalidRequest, "cannot read the archive (Content-Type: application/x-tar): %v", err)
-		}
-		switch h.Typeflag {
-		case tar.TypeReg, '\x00', tar.TypeDir, tar.TypeSymlink, tar.TypeLink:
-		case tar.TypeXGlobalHeader:
-			continue
-		default:
-			return bad(h, "is a %s: only files, directories and links are extracted", supervisor.TarEntryKind(h.Typeflag))
-		}
-		name, err := archiveName(h.Name)
-		if err != nil {
-			return bad(h, "%v", err)
-		}
-		if h.Typeflag == tar.TypeLink {
-			if _, err := archiveName(h.Linkname); err != nil {
-				return bad(h, "links to %q: %v", h.Linkname, err)
-			}
-		}
-		for d := path.Dir(name); d != "."; d = path.Dir(d) {
-			if links[d] {
-				return bad(h, "is below %s, a symbolic link of the archive: it would be followed", d)
-			}
-		}
-		if h.Typeflag == tar.TypeSymlink {
-			links[name] = true
-		} else {
-			delete(links, name)
-		}
-		if err := tw.WriteHeader(h); err != nil {
-			return err
-		}
-		if _, err := io.Copy(tw, tr); err != nil {
-			return err
-		}
-	}
-	return tw.Close()
-}
-
-// archiveName is an entry's name below the folder it is extracted into: not
-// from /, no .. part ("." for the folder itself).
-func archiveName(name string) (string, error) {
-	if strings.HasPrefix(name, "/") {
-		return "", errors.New("is named from / (names are relative to the path)")
-	}
-	for _, part := range strings.Split(name, "/") {
-		if part == ".." {
-			return "", errors.New("has a .. part")
-		}
-	}
-	return path.Clean(name), nil
-}
-
-// boundReader reads at most left bytes; past them it fails and says so (over).
-type boundReader struct {
-	r    io.Reader
-	left int64
-	over bool
-}
-
-func (b *boundReader) Read(p []byte) (int, error) {
-	if b.left < 0 {
-		return 0, ErrTooLarge
-	}
-	if int64(len(p)) > b.left+1 {
-		p = p[:b.left+1]
-	}
-	n, err := b.r.Read(p)
-	b.left -= int64(n)
-	if b.left < 0 {
-		b.over = true
-		return n + int(b.left), ErrTooLarge
-	}
-	return n, err
 }

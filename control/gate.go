@@ -72,7 +72,7 @@ func (s *Service) enter(ctx context.Context, id string) (leave func(), err error
 		case <-turn:
 			return g.leave, nil
 		case <-t.C:
-			s.emit(id, store.Event{Kind: "sandbox.queued", Reason: fmt.Sprintf(
+			s.events.emit(id, store.Event{Kind: "sandbox.queued", Reason: fmt.Sprintf(
 				"waiting for the Engine: %d sandboxes are being made or started on it (runtime.creates_per_engine), %d more queued before this one", g.n, ahead)}, "")
 		case <-ctx.Done():
 			g.mu.Lock()

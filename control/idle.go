@@ -4,22 +4,22 @@ import "time"
 
 // idle reports whether no client is attached, no exec runs, and nothing used the
 // sandbox for idle_ttl.
-func (s *Service) idle(id string) bool {
-	if s.cfg.IdleTTL <= 0 {
+func (rp *reaper) idle(id string) bool {
+	if rp.idleTTL <= 0 {
 		return false
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.attached[id] > 0 {
+	rp.lives.mu.Lock()
+	defer rp.lives.mu.Unlock()
+	if rp.lives.attached[id] > 0 {
 		return false
 	}
-	if l, ok := s.live[id]; ok && l.execs > 0 {
+	if l, ok := rp.lives.m[id]; ok && l.execs > 0 {
 		return false
 	}
-	last, ok := s.active[id]
+	last, ok := rp.lives.active[id]
 	if !ok {
-		s.active[id] = time.Now()
+		rp.lives.active[id] = time.Now()
 		return false
 	}
-	return time.Since(last) > s.cfg.IdleTTL
+	return time.Since(last) > rp.idleTTL
 }

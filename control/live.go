@@ -2,6 +2,7 @@ package control
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"time"
 
@@ -65,18 +66,30 @@ type live struct {
 	tailGen         int                     // the follower that owns the stream; older ones stop
 }
 
-func (s *Service) liveOf(id string) *live {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.liveLocked(id)
+// lives are the sandboxes the daemon holds in memory, how many clients are
+// attached to each and when one was last used; the daemon's lock (Service.mu)
+// guards them and the fields of live marked so.
+type lives struct {
+	mu       *sync.Mutex
+	m        map[string]*live
+	attached map[string]int
+	active   map[string]time.Time   // last time a client or exec used a sandbox
+	ctx      func() context.Context // the daemon's, the parent of a create's or start's
 }
 
-// liveLocked is liveOf with s.mu held.
-func (s *Service) liveLocked(id string) *live {
-	l, ok := s.live[id]
+// of returns the live sandbox id, made when the daemon holds none.
+func (ls *lives) of(id string) *live {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	return ls.locked(id)
+}
+
+// locked is of with ls.mu held.
+func (ls *lives) locked(id string) *live {
+	l, ok := ls.m[id]
 	if !ok {
 		l = &live{}
-		s.live[id] = l
+		ls.m[id] = l
 	}
 	return l
 }
@@ -102,4 +115,62 @@ func (l *live) allowEvent() bool {
 		l.limiter = rate.NewLimiter(statusRate, statusBurst)
 	}
 	return l.limiter.Allow()
+}
+
+// beginOp returns the context of a create or start of l, which stop and delete
+// can cancel (they would otherwise wait for it, e.g. for a service's ready_timeout).
+func (ls *lives) beginOp(l *live) context.Context {
+	ctx, cancel := context.WithCancel(ls.ctx())
+	ls.mu.Lock()
+	l.cancelOp = cancel
+	ls.mu.Unlock()
+	return ctx
+}
+
+// interrupt cancels the create or start of l in progress, if any.
+func (ls *lives) interrupt(l *live) {
+	ls.mu.Lock()
+	if l.cancelOp != nil {
+		l.cancelOp()
+	}
+	ls.mu.Unlock()
+}
+
+// setFlags changes l.stopping and l.oom, which the Engine watcher reads; both are
+// guarded by ls.mu.
+func (ls *lives) setFlags(l *live, f func()) {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	f()
+}
+
+// claim sets a flag of a live sandbox (guarded by ls.mu) and reports whether it
+// was clear: the caller then owns the job the flag marks until it clears it.
+func (ls *lives) claim(flag *bool) bool {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	if *flag {
+		return false
+	}
+	*flag = true
+	return true
+}
+
+// touch marks sandbox id used now (its idle clock).
+func (ls *lives) touch(id string) {
+	ls.mu.Lock()
+	ls.active[id] = time.Now()
+	ls.mu.Unlock()
+}
+
+// takeSteps returns the steps recorded since the last call, as event extras.
+func (ls *lives) takeSteps(l *live) map[string]string {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	if len(l.steps) == 0 {
+		return nil
+	}
+	out := map[string]string{"steps_ms": strings.Join(l.steps, ",")}
+	l.steps = nil
+	return out
 }

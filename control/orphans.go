@@ -10,24 +10,24 @@ import (
 // reapOrphans removes run sandboxes the store does not know (made before the
 // daemon existed, or by a daemon whose store was lost) whose CLI is gone, and
 // the objects of run sandboxes the store records as deleted.
-func (s *Service) reapOrphans() {
-	for _, rt := range s.runtimes() {
-		s.reapOrphansOn(rt)
+func (rp *reaper) reapOrphans() {
+	for _, rt := range rp.runtimes() {
+		rp.reapOrphansOn(rt)
 	}
 }
 
-func (s *Service) reapOrphansOn(rt backend.Backend) {
-	list, err := rt.List(s.ctx, map[string]string{backend.LabelKind: backend.KindRun}, true)
+func (rp *reaper) reapOrphansOn(rt backend.Backend) {
+	list, err := rt.List(rp.ctx(), map[string]string{backend.LabelKind: backend.KindRun}, true)
 	if err != nil {
 		return
 	}
 	for _, in := range list {
-		if rec, err := s.store.Get(in.ID); err == nil {
+		if rec, err := rp.store.Get(in.ID); err == nil {
 			if rec.State == store.StateDeleted {
 				// Objects of a deleted sandbox, made after its removal: a
 				// create the Engine finished for a daemon killed meanwhile.
-				s.log.Info("removing what remains of a deleted run sandbox", "sandbox", in.ID)
-				_ = rt.Remove(s.ctx, in.ID)
+				rp.log().Info("removing what remains of a deleted run sandbox", "sandbox", in.ID)
+				_ = rt.Remove(rp.ctx(), in.ID)
 			}
 			continue
 		}
@@ -35,7 +35,7 @@ func (s *Service) reapOrphansOn(rt backend.Backend) {
 		if pid <= 0 || processAlive(pid, in.CLIStart) {
 			continue
 		}
-		s.log.Info("removing an unknown run sandbox whose CLI is gone", "sandbox", in.ID, "cli_pid", pid)
-		_ = rt.Remove(s.ctx, in.ID)
+		rp.log().Info("removing an unknown run sandbox whose CLI is gone", "sandbox", in.ID, "cli_pid", pid)
+		_ = rt.Remove(rp.ctx(), in.ID)
 	}
 }

@@ -1,8 +1,28 @@
 package control
 
 import (
+	"log/slog"
+	"sync"
+
 	"github.com/airlock-dev/airlock/control/store"
+	"github.com/airlock-dev/airlock/secrets"
 )
+
+// events appends the daemon's events to the store: reasons redacted, each
+// logged, and the phase of a sandbox's run it marks noted (below). It sees of
+// the daemon only its store, redactor and log, and the follower's reading of
+// a sandbox's history (startedNotReady).
+type events struct {
+	store           *store.Store
+	redactor        *secrets.Redactor
+	log             func() *slog.Logger
+	startedNotReady func(id string) bool
+
+	// mu serialises the events that open or end a sandbox's run, so that a
+	// check of the phase and the event it allows are one step.
+	mu     sync.Mutex
+	phases map[string]bool // sandbox ID → its last start is open (guarded by mu)
+}
 
 // One state machine decides (docs/daemon.md "States and events"). A start of a
 // sandbox opens a run (sandbox.started); the run ends with the first of
@@ -25,50 +45,65 @@ func phaseKind(kind string) bool {
 }
 
 // notePhase keeps what a recorded event of kind means for the run of sandbox id
-// (s.phaseMu held when kind is a phaseKind).
-func (s *Service) notePhase(id, kind string) {
+// (e.mu held when kind is a phaseKind).
+func (e *events) notePhase(id, kind string) {
 	switch kind {
 	case "sandbox.started":
-		s.phases[id] = true
+		e.phases[id] = true
 	case "sandbox.deleted":
-		delete(s.phases, id)
+		delete(e.phases, id)
 	case "sandbox.ready", "sandbox.failed", "sandbox.stopped", "sandbox.deleting":
-		s.phases[id] = false
+		e.phases[id] = false
 	}
 }
 
 // runOpenLocked reports whether the last start of sandbox id has neither got
-// ready nor ended (s.phaseMu held); a daemon that restarted reads it once from
+// ready nor ended (e.mu held); a daemon that restarted reads it once from
 // the history.
-func (s *Service) runOpenLocked(id string) bool {
-	open, ok := s.phases[id]
+func (e *events) runOpenLocked(id string) bool {
+	open, ok := e.phases[id]
 	if !ok {
-		open = s.startedNotReady(id)
-		s.phases[id] = open
+		open = e.startedNotReady(id)
+		e.phases[id] = open
 	}
 	return open
 }
 
 // emitIfOpen records ev, which ends a run, only while the run is open; it
 // reports whether it did.
-func (s *Service) emitIfOpen(id string, ev store.Event, state string) bool {
-	s.phaseMu.Lock()
-	defer s.phaseMu.Unlock()
-	if !s.runOpenLocked(id) {
+func (e *events) emitIfOpen(id string, ev store.Event, state string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !e.runOpenLocked(id) {
 		return false
 	}
-	_, err := s.emitLocked(id, ev, state)
+	_, err := e.emitLocked(id, ev, state)
 	return err == nil
 }
 
-// stopFailed stops the containers of a sandbox whose run failed while they may
-// still run (its supervisor reported the failure and exits on its own; a forged
-// report leaves it running otherwise), in the background. A daemon that stops
-// meanwhile leaves it to recovery, which stops a failed sandbox found running.
-func (s *Service) stopFailed(id string) {
-	s.goAsync(func() {
-		if err := s.rtOf(id).Stop(s.ctx, id); err != nil && s.ctx.Err() == nil {
-			s.log.Warn("cannot stop a failed sandbox", "sandbox", id, "error", err.Error())
-		}
-	})
+// emit appends an event, logging a failure (the sandbox may have been purged).
+func (e *events) emit(id string, ev store.Event, state string) (store.Event, error) {
+	if phaseKind(ev.Kind) {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+	}
+	return e.emitLocked(id, ev, state)
+}
+
+// emitLocked is emit with e.mu held for an event of a phaseKind.
+func (e *events) emitLocked(id string, ev store.Event, state string) (store.Event, error) {
+	ev.Reason = string(e.redactor.Redact([]byte(ev.Reason)))
+	ev, err := e.store.Append(id, ev, state)
+	if err != nil {
+		e.log().Warn("cannot record event", "sandbox", id, "kind", ev.Kind, "error", err.Error())
+		return ev, err
+	}
+	e.recorded(ev)
+	return ev, nil
+}
+
+// recorded logs an event the store appended and notes the phase it marks.
+func (e *events) recorded(ev store.Event) {
+	e.log().Info("event", "sandbox", ev.SandboxID, "sequence", ev.Sequence, "kind", ev.Kind, "state", ev.State, "reason", ev.Reason)
+	e.notePhase(ev.SandboxID, ev.Kind)
 }

@@ -85,7 +85,7 @@ func (s *Service) Prepare(req *PrepareRequest) (func(ctx context.Context, w io.W
 		if resolved.Sandbox.Build == nil {
 			return nil, errorf(ErrInvalidRequest, "build_context is for a manifest with [sandbox.build]")
 		}
-		if buildTar, dropContext, err = s.takeBuildContext(req.BuildContext); err != nil {
+		if buildTar, dropContext, err = s.buildContexts.take(req.BuildContext); err != nil {
 			return nil, err
 		}
 	}

@@ -1,9 +1,9 @@
 package control
 
 import (
-	"bytes"
 	"context"
 	"io"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -59,24 +59,15 @@ func (s *Service) AttachPrimary(ctx context.Context, id string, req *AttachReque
 	if err != nil {
 		return nil, err
 	}
-	switch rec.State {
-	case store.StatePending, store.StateReady:
-	case store.StateStopped, store.StateFailed:
-		if !req.Replay {
-			return nil, notIn(id, rec.State, "pending or ready")
-		}
-	default:
-		return nil, notIn(id, rec.State, "pending, ready, stopped or failed")
-	}
-	if rec.ContainerID == "" {
-		return nil, errorf(store.ErrInvalidState, "sandbox %s has no main container yet", id)
+	if err := attachable(id, rec, req); err != nil {
+		return nil, err
 	}
 	release, err := s.Attach(id)
 	if err != nil {
 		return nil, err
 	}
 	rt := s.rtOf(id)
-	l := s.liveOf(id)
+	l := s.lives.of(id)
 	h := l.handle
 	if h == nil {
 		if h, err = rt.Open(ctx, id, l.resolved); err != nil {
@@ -84,132 +75,212 @@ func (s *Service) AttachPrimary(ctx context.Context, id string, req *AttachReque
 			return nil, err
 		}
 	}
-	// A run that need not wait for its daemons' shutdown ends at the marker
-	// the supervisor writes after the main command's output (on stdout and
-	// stderr, or once on a terminal), with the code, before the container
-	// exits; what comes after the marker is not the client's.
-	var marked chan markedEnd
-	var filters []*endFilter
+	w := &primaryWait{id: id, l: l, rt: rt, h: h, run: rec.Kind == backend.KindRun,
+		status: s.status, log: s.log, setFlags: s.lives.setFlags}
 	if rec.EndMarker != "" {
-		marked = make(chan markedEnd, 1)
-		need := 2
-		if h.TTY {
-			need = 1
-		}
-		var mu sync.Mutex
-		allSealed := true
-		var status []byte
-		found := func(m supervisor.EndMark) {
-			mu.Lock()
-			defer mu.Unlock()
-			allSealed = allSealed && m.Sealed
-			if m.Status != nil {
-				status = m.Status
-			}
-			if need--; need == 0 {
-				marked <- markedEnd{code: m.Code, sealed: allSealed, status: status}
-			}
-		}
-		fo, fe := newEndFilter(stdout, rec.EndMarker, found), newEndFilter(stderr, rec.EndMarker, found)
-		stdout, stderr, filters = fo, fe, []*endFilter{fo, fe}
+		stdout, stderr = w.watchMarker(rec.EndMarker, stdout, stderr)
 	}
 	actx, cancel := context.WithCancel(s.ctx)
 	stop := context.AfterFunc(ctx, cancel) // the client went away
-	codes, waitErrs := rt.WaitExit(actx, h)
-	var output <-chan error
-	if req.Replay {
-		// The main command may end before the Engine took this wait (it
-		// answers the next exit only, and is taken asynchronously): a replay,
-		// rare (a client whose daemon went away), also polls for the code.
-		codes = pollExit(actx, rt, h.PrimaryID, codes)
-		output = followOnceStarted(actx, rt, h, skipBytes(stdout, req.SkipStdout), skipBytes(stderr, req.SkipStderr))
-	} else {
-		streams := backend.Streams{Stdout: stdout, Stderr: stderr}
-		if req.Stdin {
-			streams.Stdin = stdin
-		}
-		if output, err = rt.Attach(actx, h, streams); err != nil {
-			stop()
-			cancel()
-			release()
-			return nil, err
-		}
+	if err := w.attach(actx, req, stdin, stdout, stderr); err != nil {
+		stop()
+		cancel()
+		release()
+		return nil, err
 	}
 	done := make(chan PrimaryEnd, 1)
 	go func() {
 		defer release()
 		defer cancel()
 		defer stop()
-		var end PrimaryEnd
-		select {
-		case end.ExitCode = <-codes:
-			select {
-			case <-output:
-			case <-time.After(primaryDrain):
-			}
-			for _, f := range filters {
-				f.flush() // the output ended without a marker
-			}
-			select {
-			case m := <-marked:
-				// The supervisor, which exits right after a sealed end, was
-				// seen gone before its marker: the stream it carried is final.
-				if m.sealed && m.status != nil {
-					s.finalStatus(id, l, m.status)
-				}
-			default:
-			}
-		case m := <-marked:
-			end.ExitCode, end.DaemonsStopping = m.code, true
-			if m.sealed && m.status != nil {
-				// The container may be seen stopped before the marker is
-				// believed: its catch-up waits for the stream carried.
-				s.expectFinal(l)
-			}
-			if m.sealed {
-				// A sealed end: every daemon stopped and nothing else of the
-				// sandbox runs; only its container's exit is still to come.
-				// A process in the sandbox can print the marker too: believed
-				// only when the Engine lists nothing but PID 1; otherwise the
-				// container's exit ends the run, as without a marker.
-				if sc, ok := rt.(interface {
-					OnlyInitRuns(ctx context.Context, containerID string) bool
-				}); ok && sc.OnlyInitRuns(actx, h.PrimaryID) {
-					end.DaemonsStopping = false
-					if m.status != nil {
-						s.finalStatus(id, l, m.status)
-					}
-					break
-				}
-				s.log.Info("a sealed end marker not believed: the run ends with its container", "sandbox", id)
-				s.finalStatus(id, l, nil) // not believed: read from the container
-				select {
-				case end.ExitCode = <-codes:
-					// The container exited: nothing of the sandbox runs.
-					end.DaemonsStopping = false
-				case end.Err = <-waitErrs:
-				case <-actx.Done():
-					end.Err = actx.Err()
-				}
-			}
-		case end.Err = <-waitErrs:
-		case <-actx.Done():
-			end.Err = actx.Err()
-		}
-		if end.Err == nil && rec.Kind == backend.KindRun {
-			// What the run's CLI now knows, shown until the stop is recorded;
-			// at the marker, its daemons still stop.
-			code, marker := end.ExitCode, len(filters) > 0 && !filtersFlushed(filters)
-			s.setFlags(l, func() {
-				l.mainExit = &code
-				if marker {
-					l.mainEnded = time.Now()
-				}
-			})
-		}
-		done <- end
+		done <- w.wait(actx)
 	}()
 	return &AttachedPrimary{Done: done, s: s, rt: rt, h: h, cancel: cancel}, nil
+}
+
+// attachable says whether sandbox id's record allows an attach to its main
+// command (a stopped or failed one only for a replay).
+func attachable(id string, rec store.Sandbox, req *AttachRequest) error {
+	switch rec.State {
+	case store.StatePending, store.StateReady:
+	case store.StateStopped, store.StateFailed:
+		if !req.Replay {
+			return notIn(id, rec.State, "pending or ready")
+		}
+	default:
+		return notIn(id, rec.State, "pending, ready, stopped or failed")
+	}
+	if rec.ContainerID == "" {
+		return errorf(store.ErrInvalidState, "sandbox %s has no main container yet", id)
+	}
+	return nil
+}
+
+// primaryWait is one attach to a main command (AttachPrimary) from its
+// streams to its end: the code the backend waits for, the end of its output,
+// the end marker in that output.
+type primaryWait struct {
+	id  string
+	l   *live
+	rt  backend.Backend
+	h   *backend.Sandbox
+	run bool // a run sandbox: the code its CLI got is noted
+
+	status   *follower
+	log      *slog.Logger
+	setFlags func(l *live, f func())
+
+	codes    <-chan int
+	waitErrs <-chan error
+	output   <-chan error // the end of the copied output
+	// marked gives the end marker once it was seen on every stream it is
+	// written to (nil: the sandbox has none); filters are those streams'.
+	marked  chan markedEnd
+	filters []*endFilter
+}
+
+// watchMarker returns stdout and stderr filtered for the end marker of nonce.
+// A run that need not wait for its daemons' shutdown ends at the marker the
+// supervisor writes after the main command's output (on stdout and stderr, or
+// once on a terminal), with the code, before the container exits; what comes
+// after the marker is not the client's.
+func (w *primaryWait) watchMarker(nonce string, stdout, stderr io.Writer) (io.Writer, io.Writer) {
+	w.marked = make(chan markedEnd, 1)
+	need := 2
+	if w.h.TTY {
+		need = 1
+	}
+	var mu sync.Mutex
+	allSealed := true
+	var status []byte
+	found := func(m supervisor.EndMark) {
+		mu.Lock()
+		defer mu.Unlock()
+		allSealed = allSealed && m.Sealed
+		if m.Status != nil {
+			status = m.Status
+		}
+		if need--; need == 0 {
+			w.marked <- markedEnd{code: m.Code, sealed: allSealed, status: status}
+		}
+	}
+	fo, fe := newEndFilter(stdout, nonce, found), newEndFilter(stderr, nonce, found)
+	w.filters = []*endFilter{fo, fe}
+	return fo, fe
+}
+
+// attach starts the wait for the main command's code and the copy of its
+// output: attached live, or, for a replay, followed from its start.
+func (w *primaryWait) attach(ctx context.Context, req *AttachRequest, stdin io.Reader, stdout, stderr io.Writer) error {
+	w.codes, w.waitErrs = w.rt.WaitExit(ctx, w.h)
+	if req.Replay {
+		// The main command may end before the Engine took this wait (it
+		// answers the next exit only, and is taken asynchronously): a replay,
+		// rare (a client whose daemon went away), also polls for the code.
+		w.codes = pollExit(ctx, w.rt, w.h.PrimaryID, w.codes)
+		w.output = followOnceStarted(ctx, w.rt, w.h, skipBytes(stdout, req.SkipStdout), skipBytes(stderr, req.SkipStderr))
+		return nil
+	}
+	streams := backend.Streams{Stdout: stdout, Stderr: stderr}
+	if req.Stdin {
+		streams.Stdin = stdin
+	}
+	var err error
+	w.output, err = w.rt.Attach(ctx, w.h, streams)
+	return err
+}
+
+// wait returns how the main command ended: at its container's exit, at its
+// end marker, or without a code (the backend's wait failed, the client went
+// away).
+func (w *primaryWait) wait(ctx context.Context) PrimaryEnd {
+	var end PrimaryEnd
+	select {
+	case end.ExitCode = <-w.codes:
+		w.exited()
+	case m := <-w.marked:
+		end = w.atMarker(ctx, m)
+	case end.Err = <-w.waitErrs:
+	case <-ctx.Done():
+		end.Err = ctx.Err()
+	}
+	if end.Err == nil && w.run {
+		w.noteEnd(end.ExitCode)
+	}
+	return end
+}
+
+// exited finishes an attach whose container exited: the rest of the output is
+// copied (for at most primaryDrain), and a sealed end's stream it carried
+// recorded.
+func (w *primaryWait) exited() {
+	select {
+	case <-w.output:
+	case <-time.After(primaryDrain):
+	}
+	for _, f := range w.filters {
+		f.flush() // the output ended without a marker
+	}
+	select {
+	case m := <-w.marked:
+		// The supervisor, which exits right after a sealed end, was
+		// seen gone before its marker: the stream it carried is final.
+		if m.sealed && m.status != nil {
+			w.status.finalStatus(w.id, w.l, m.status)
+		}
+	default:
+	}
+}
+
+// atMarker is the end of a main command at its end marker m: its daemons
+// still stopping, or, for a sealed end that is believed, the sandbox's end.
+func (w *primaryWait) atMarker(ctx context.Context, m markedEnd) PrimaryEnd {
+	end := PrimaryEnd{ExitCode: m.code, DaemonsStopping: true}
+	if m.sealed && m.status != nil {
+		// The container may be seen stopped before the marker is
+		// believed: its catch-up waits for the stream carried.
+		w.status.expectFinal(w.l)
+	}
+	if !m.sealed {
+		return end
+	}
+	// A sealed end: every daemon stopped and nothing else of the
+	// sandbox runs; only its container's exit is still to come.
+	// A process in the sandbox can print the marker too: believed
+	// only when the Engine lists nothing but PID 1; otherwise the
+	// container's exit ends the run, as without a marker.
+	if sc, ok := w.rt.(interface {
+		OnlyInitRuns(ctx context.Context, containerID string) bool
+	}); ok && sc.OnlyInitRuns(ctx, w.h.PrimaryID) {
+		end.DaemonsStopping = false
+		if m.status != nil {
+			w.status.finalStatus(w.id, w.l, m.status)
+		}
+		return end
+	}
+	w.log.Info("a sealed end marker not believed: the run ends with its container", "sandbox", w.id)
+	w.status.finalStatus(w.id, w.l, nil) // not believed: read from the container
+	select {
+	case end.ExitCode = <-w.codes:
+		// The container exited: nothing of the sandbox runs.
+		end.DaemonsStopping = false
+	case end.Err = <-w.waitErrs:
+	case <-ctx.Done():
+		end.Err = ctx.Err()
+	}
+	return end
+}
+
+// noteEnd keeps what the run's CLI now knows, code, shown until the stop is
+// recorded; at the marker, its daemons still stop.
+func (w *primaryWait) noteEnd(code int) {
+	marker := len(w.filters) > 0 && !filtersFlushed(w.filters)
+	w.setFlags(w.l, func() {
+		w.l.mainExit = &code
+		if marker {
+			w.l.mainEnded = time.Now()
+		}
+	})
 }
 
 // replayPoll is how often a replayed attach asks for the main command's code.
@@ -306,98 +377,4 @@ func skipBytes(w io.Writer, n int64) io.Writer {
 		}
 		return all, nil
 	})
-}
-
-// endFilter passes what is written to it on to w up to the end marker of a
-// nonce (supervisor.EndMarker), calls found with the marker's code, and drops
-// what follows. The start of a possible marker split across writes is held
-// back until the rest tells (flush writes what is held).
-type endFilter struct {
-	mu    sync.Mutex
-	w     io.Writer
-	nonce string
-	start []byte
-	held  []byte
-	done  bool
-	found func(supervisor.EndMark)
-}
-
-// markedEnd is the code of a run's end marker, whether it was sealed, and
-// the status stream a sealed one carried.
-type markedEnd struct {
-	code   int
-	sealed bool
-	status []byte
-}
-
-// filtersFlushed reports whether no filter saw its marker.
-func filtersFlushed(fs []*endFilter) bool {
-	for _, f := range fs {
-		f.mu.Lock()
-		done := f.done
-		f.mu.Unlock()
-		if done {
-			return false
-		}
-	}
-	return true
-}
-
-func newEndFilter(w io.Writer, nonce string, found func(supervisor.EndMark)) *endFilter {
-	return &endFilter{w: w, nonce: nonce, start: []byte(supervisor.EndMarkerStart(nonce)), found: found}
-}
-
-func (f *endFilter) Write(p []byte) (int, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	n := len(p)
-	if f.done {
-		return n, nil
-	}
-	data := p
-	if len(f.held) > 0 {
-		data = append(f.held, p...)
-		f.held = nil
-	}
-	for len(data) > 0 {
-		i := bytes.IndexByte(data, f.start[0])
-		if i < 0 {
-			f.pass(data)
-			return n, nil
-		}
-		f.pass(data[:i])
-		rest := data[i:]
-		switch {
-		case len(rest) < len(f.start) && bytes.HasPrefix(f.start, rest),
-			bytes.HasPrefix(rest, f.start) && !bytes.Contains(rest, []byte("\x1b\\")) && len(rest) < supervisor.MaxEndMarker:
-			f.held = append([]byte(nil), rest...) // a marker may be coming
-			return n, nil
-		case bytes.HasPrefix(rest, f.start):
-			if m, ok := supervisor.ParseEndMarker(rest, f.nonce); ok {
-				f.done = true
-				f.found(m)
-				return n, nil
-			}
-		}
-		f.pass(rest[:1])
-		data = rest[1:]
-	}
-	return n, nil
-}
-
-// pass writes b on; a client that went away is the caller's to notice.
-func (f *endFilter) pass(b []byte) {
-	if len(b) > 0 {
-		_, _ = f.w.Write(b)
-	}
-}
-
-// flush writes what is held back: the output ended without a marker.
-func (f *endFilter) flush() {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if !f.done {
-		f.pass(f.held)
-		f.held = nil
-	}
 }

@@ -1,6 +1,8 @@
 package control
 
 import (
+	"context"
+	"log/slog"
 	"slices"
 	"time"
 
@@ -8,13 +10,41 @@ import (
 	"github.com/airlock-dev/airlock/control/store"
 )
 
+// recovery reconciles the store with the backends when the daemon starts
+// (recover), and records a start its daemon went away before recording
+// (foundStarted). It sees of the daemon only these fields.
+type recovery struct {
+	store     *store.Store
+	retention time.Duration
+	ctx       func() context.Context // the daemon's, ended when it stops
+	log       func() *slog.Logger
+	status    *follower // follows the streams of the sandboxes found running
+	goAsync   func(f func())
+	liveOf    func(id string) *live
+	rtOf      func(id string) backend.Backend
+	emit      func(id string, ev store.Event, state string) (store.Event, error)
+	// stopFailed and finishDelete end what a sandbox's daemon left half done.
+	stopFailed   func(id string)
+	finishDelete func(id, reason string)
+}
+
+// newRecovery returns the recovery of s's sandboxes.
+func newRecovery(s *Service) *recovery {
+	return &recovery{
+		store: s.store, retention: s.cfg.retention(),
+		ctx: func() context.Context { return s.ctx }, log: func() *slog.Logger { return s.log },
+		status: s.status, goAsync: s.goAsync, liveOf: s.lives.of, rtOf: s.rtOf, emit: s.events.emit,
+		stopFailed: s.stopFailed, finishDelete: s.finishDelete,
+	}
+}
+
 // recover reconciles the store with Docker when the daemon starts (design.md §8):
 // running primaries stay (or become) ready, missing or exited ones of a ready
 // sandbox become failed, pending ones fail, deleting ones finish.
-func (s *Service) recover() {
-	recs, err := s.store.List(store.Filter{})
+func (rc *recovery) recover() {
+	recs, err := rc.store.List(store.Filter{})
 	if err != nil {
-		s.log.Error("cannot list sandboxes for recovery", "error", err.Error())
+		rc.log().Error("cannot list sandboxes for recovery", "error", err.Error())
 		return
 	}
 	for _, rec := range recs {
@@ -22,10 +52,10 @@ func (s *Service) recover() {
 		switch rec.State {
 		case store.StatePending:
 			if rec.Parked {
-				if !s.claimMayHaveRun(rec) {
+				if !rc.claimMayHaveRun(rec) {
 					// Taken from a warm pool; its claim went with the daemon.
-					s.emit(id, store.Event{Kind: "sandbox.failed", Reason: "the daemon restarted before the pooled sandbox got its command"}, store.StateFailed)
-					s.goAsync(func() { _ = s.rtOf(id).Remove(s.ctx, id) })
+					rc.emit(id, store.Event{Kind: "sandbox.failed", Reason: "the daemon restarted before the pooled sandbox got its command"}, store.StateFailed)
+					rc.goAsync(func() { _ = rc.rtOf(id).Remove(rc.ctx(), id) })
 					continue
 				}
 				// Its CLI waits, attached to its main command, and its claim may
@@ -35,29 +65,29 @@ func (s *Service) recover() {
 				// container does is the run's outcome, followed as a started
 				// sandbox's below; removing it now would lose its output and
 				// code (the CLI replays them).
-				if _, err := s.store.Update(id, func(r *store.Sandbox) error { r.Parked = false; return nil }); err == nil {
+				if _, err := rc.store.Update(id, func(r *store.Sandbox) error { r.Parked = false; return nil }); err == nil {
 					rec.Parked = false
 				}
 			}
-			if rec.ContainerID != "" && s.rtOf(id).Running(s.ctx, rec.ContainerID) {
+			if rec.ContainerID != "" && rc.rtOf(id).Running(rc.ctx(), rec.ContainerID) {
 				// Started, not yet reported ready: its supervisor goes on;
 				// its stream tells what happened (ready or failed). A daemon
 				// that went away before recording the start left the run
 				// closed, where the stream's ready would be dropped.
-				s.foundStarted(id)
-				l := s.liveOf(id)
+				rc.foundStarted(id)
+				l := rc.liveOf(id)
 				l.mu.Lock()
-				s.startTailAt(id, l, s.recordedOffset(id))
+				rc.status.startTailAt(id, l, rc.status.recordedOffset(id))
 				l.mu.Unlock()
 				continue
 			}
 			if rec.ContainerID != "" {
-				if code := s.rtOf(id).ExitCode(s.ctx, rec.ContainerID); code != nil {
+				if code := rc.rtOf(id).ExitCode(rc.ctx(), rec.ContainerID); code != nil {
 					// Started and ended while no daemon ran (a quick main
 					// command): its stream and end are recorded now; it is
 					// not started again.
-					s.foundStarted(id)
-					s.primaryDied(id, s.liveOf(id), code, "")
+					rc.foundStarted(id)
+					rc.status.primaryDied(id, rc.liveOf(id), code, "")
 					continue
 				}
 			}
@@ -69,57 +99,57 @@ func (s *Service) recover() {
 				// removes it and asks for another; nothing of it ran. Failing
 				// it here would end a run whose CLI is alive. If that CLI goes,
 				// the reaper removes it.
-				s.log.Info("left a pending run sandbox to its CLI", "sandbox", id, "container", rec.ContainerID, "cli_pid", rec.CLIPid)
+				rc.log().Info("left a pending run sandbox to its CLI", "sandbox", id, "container", rec.ContainerID, "cli_pid", rec.CLIPid)
 				continue
 			}
-			s.emit(id, store.Event{Kind: "sandbox.failed", Reason: "the daemon restarted while the sandbox was being created"}, store.StateFailed)
-			s.goAsync(func() { _ = s.rtOf(id).Remove(s.ctx, id) })
+			rc.emit(id, store.Event{Kind: "sandbox.failed", Reason: "the daemon restarted while the sandbox was being created"}, store.StateFailed)
+			rc.goAsync(func() { _ = rc.rtOf(id).Remove(rc.ctx(), id) })
 		case store.StateDeleting:
-			s.goAsync(func() { s.finishDelete(id, rec.Reason) })
+			rc.goAsync(func() { rc.finishDelete(id, rec.Reason) })
 		case store.StateReady, store.StateStopped, store.StateFailed:
-			in, err := s.rtOf(id).Get(s.ctx, id)
+			in, err := rc.rtOf(id).Get(rc.ctx(), id)
 			switch {
 			case err != nil && rec.State != store.StateFailed:
-				s.emit(id, store.Event{Kind: "sandbox.failed", Reason: "its container is missing"}, store.StateFailed)
+				rc.emit(id, store.Event{Kind: "sandbox.failed", Reason: "its container is missing"}, store.StateFailed)
 			case err != nil:
-			case in.State == "running" && rec.State != store.StateReady && s.startedNotReady(id):
+			case in.State == "running" && rec.State != store.StateReady && rc.status.startedNotReady(id):
 				// Being started again when the daemon went: its stream tells
 				// whether it got ready or failed.
-				l := s.liveOf(id)
+				l := rc.liveOf(id)
 				l.mu.Lock()
-				s.startTailAt(id, l, s.recordedOffset(id))
+				rc.status.startTailAt(id, l, rc.status.recordedOffset(id))
 				l.mu.Unlock()
 			case in.State == "running" && rec.State == store.StateFailed:
-				// A sandbox reported failed is not left running (phase.go).
-				s.stopFailed(id)
+				// A sandbox reported failed is not left running (stopFailed).
+				rc.stopFailed(id)
 			case in.State == "running":
 				if rec.State != store.StateReady {
-					s.emit(id, store.Event{Kind: "sandbox.ready", Reason: "found running"}, store.StateReady)
+					rc.emit(id, store.Event{Kind: "sandbox.ready", Reason: "found running"}, store.StateReady)
 				}
-				l := s.liveOf(id)
+				l := rc.liveOf(id)
 				l.mu.Lock()
-				s.startTailAt(id, l, s.recordedOffset(id))
+				rc.status.startTailAt(id, l, rc.status.recordedOffset(id))
 				l.mu.Unlock()
 			case rec.State == store.StateReady:
 				// Record what the supervisor reported while no daemon ran, in order.
-				l := s.liveOf(id)
-				s.catchUp(id, l)
-				if cur, err := s.store.Get(id); err == nil && cur.State == store.StateReady {
-					s.emit(id, store.Event{Kind: "sandbox.failed", Reason: "its container exited while the daemon was down"}, store.StateFailed)
+				l := rc.liveOf(id)
+				rc.status.catchUp(id, l)
+				if cur, err := rc.store.Get(id); err == nil && cur.State == store.StateReady {
+					rc.emit(id, store.Event{Kind: "sandbox.failed", Reason: "its container exited while the daemon was down"}, store.StateFailed)
 				}
 			}
 		}
 	}
-	if n, err := s.store.Purge(time.Now().Add(-s.retention())); err == nil && n > 0 {
-		s.log.Info("purged deleted sandboxes", "count", n)
+	if n, err := rc.store.Purge(time.Now().Add(-rc.retention)); err == nil && n > 0 {
+		rc.log().Info("purged deleted sandboxes", "count", n)
 	}
 }
 
 // foundStarted records sandbox.started for a sandbox found started whose last
 // start is not recorded (its daemon went away first), so that its stream's
 // report can end the run.
-func (s *Service) foundStarted(id string) {
-	evs, err := s.store.Events(id, 0)
+func (rc *recovery) foundStarted(id string) {
+	evs, err := rc.store.Events(id, 0)
 	if err != nil {
 		return
 	}
@@ -128,32 +158,25 @@ func (s *Service) foundStarted(id string) {
 		case "sandbox.started", "sandbox.ready", "sandbox.stopped", "sandbox.failed":
 			return // its last start is recorded, or a run ended since
 		case "sandbox.created":
-			s.emit(id, store.Event{Kind: "sandbox.started", Reason: "found started after the daemon restarted"}, store.StatePending)
+			rc.emit(id, store.Event{Kind: "sandbox.started", Reason: "found started after the daemon restarted"}, store.StatePending)
 			return
 		}
 	}
 }
 
-func (s *Service) retention() time.Duration {
-	if s.cfg.EventRetentionTTL > 0 {
-		return s.cfg.EventRetentionTTL
-	}
-	return 168 * time.Hour
-}
-
 // claimMayHaveRun says whether a run that took a parked sandbox may have
 // delivered its claim before the daemon went: its CLI still waits and its
 // container is running or ended (the claim's fate is the container's).
-func (s *Service) claimMayHaveRun(rec store.Sandbox) bool {
+func (rc *recovery) claimMayHaveRun(rec store.Sandbox) bool {
 	if rec.ContainerID == "" || rec.Kind != backend.KindRun || rec.CLIPid <= 0 || !processAlive(rec.CLIPid, rec.CLIStart) {
 		return false
 	}
 	// The claim is sent after pool.claimed is recorded: without it, the
 	// supervisor still waits for one nobody will send.
-	evs, err := s.store.Events(rec.ID, 0)
+	evs, err := rc.store.Events(rec.ID, 0)
 	if err != nil || !slices.ContainsFunc(evs, func(e store.Event) bool { return e.Kind == "pool.claimed" }) {
 		return false
 	}
-	rt := s.rtOf(rec.ID)
-	return rt.Running(s.ctx, rec.ContainerID) || rt.ExitCode(s.ctx, rec.ContainerID) != nil
+	rt := rc.rtOf(rec.ID)
+	return rt.Running(rc.ctx(), rec.ContainerID) || rt.ExitCode(rc.ctx(), rec.ContainerID) != nil
 }

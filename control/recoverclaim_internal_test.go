@@ -56,7 +56,7 @@ func TestRecoverClaimNeverSent(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	s.recover()
+	s.recovery.recover()
 	s.wg.Wait()
 	got, err := st.Get(id)
 	if err != nil {

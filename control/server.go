@@ -1,26 +1,80 @@
 package control
 
 import (
+	"context"
 	"crypto/subtle"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"mime"
 	"net/http"
 	"os"
 	"strings"
 
+	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/client"
+	"github.com/airlock-dev/airlock/control/store"
 	"github.com/airlock-dev/airlock/daemonfiles"
 )
 
 // server is the API layer: it maps the HTTP/JSON API (package client's types)
-// onto the Service and the Service's results and errors back onto it. The
+// onto the daemon's domain and its results and errors back onto it. The
 // handlers are in api_*.go, one file per resource.
 type server struct {
 	opts Options
 	log  *slog.Logger
-	svc  *Service
+	// svc is the domain the handlers call; nil for a daemon without a
+	// Service (newServer keeps a nil *Service out of it).
+	svc domain
+}
+
+// domain is what the handlers see of the daemon: the operations of the API's
+// routes, in the domain's types (a *Service is one).
+type domain interface {
+	Create(ctx context.Context, req *CreateRequest) (Sandbox, error)
+	Get(id string) (Sandbox, error)
+	List(labels map[string]string) ([]Sandbox, error)
+	Delete(id string) (Sandbox, error)
+	Stop(id, reason string) (Sandbox, error)
+	Resume(id string, secrets map[string]string) (Sandbox, error)
+	Compare(ctx context.Context, id string, req *CompareRequest) (Comparison, error)
+	Subscribe(id string, from uint64, follow bool) (backlog []store.Event, live <-chan store.Event, cancel func(), err error)
+	Attach(id string) (release func(), err error)
+	AttachPrimary(ctx context.Context, id string, req *AttachRequest, stdin io.Reader, stdout, stderr io.Writer) (*AttachedPrimary, error)
+
+	Exec(id string, req *ExecRequest) (store.Exec, error)
+	ExecStream(id string, req *ExecRequest, stdin io.Reader, stdout, stderr io.Writer) (*StreamedExec, error)
+	RecordExec(id string, req *ExecRequest) (store.Exec, error)
+	GetExec(id, execID string) (store.Exec, error)
+	FinishExec(id, execID string, code int) (store.Exec, error)
+
+	DaemonLog(id string, q LogRequest) (func(ctx context.Context, w io.Writer), error)
+	ReadFiles(ctx context.Context, id, p string, asTar bool) (*Download, error)
+	WriteFiles(ctx context.Context, id string, u Upload) error
+
+	Prepare(req *PrepareRequest) (func(ctx context.Context, w io.Writer) error, error)
+	PutBuildContext(sum string, r io.Reader) error
+	Prune(ctx context.Context, req *PruneRequest) (*PruneResult, error)
+
+	Pools() (list []PoolStatus, total, max int)
+	WarmPool(ctx context.Context, req *WarmRequest) (PoolStatus, error)
+	DrainPools(ctx context.Context, project string) int
+
+	// runtimes are the backends the daemon holds open (GET /v1/health).
+	runtimes() []backend.Backend
+}
+
+var _ domain = (*Service)(nil)
+
+// newServer returns the API layer over svc; a nil svc serves only the routes
+// that need no Service.
+func newServer(opts Options, log *slog.Logger, svc *Service) *server {
+	s := &server{opts: opts, log: log}
+	if svc != nil {
+		s.svc = svc
+	}
+	return s
 }
 
 // apiRoutes is the API: each route's method and path (net/http's pattern

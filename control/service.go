@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
@@ -52,6 +51,15 @@ type Config struct {
 	CreatesPerEngine int
 }
 
+// retention is how long the events of a deleted sandbox are kept
+// (runtime.event_retention_ttl).
+func (c Config) retention() time.Duration {
+	if c.EventRetentionTTL > 0 {
+		return c.EventRetentionTTL
+	}
+	return 168 * time.Hour
+}
+
 // Service runs the daemon's operations: every Docker lifecycle call goes through
 // it, and every transition is an event in the store before it is visible.
 //
@@ -70,20 +78,20 @@ type Service struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	mu       sync.Mutex
-	live     map[string]*live // sandboxes with work or watchers in this daemon
-	attached map[string]int
-	active   map[string]time.Time       // last time a client or exec used a sandbox
-	engines  map[string]backend.Backend // other backends than rt, by endpoint key
+	mu      sync.Mutex
+	lives   *lives                     // sandboxes with work or watchers in this daemon (guarded by mu)
+	engines map[string]backend.Backend // other backends than rt, by endpoint key
 
-	// phaseMu serialises the events that open or end a sandbox's run (phase.go),
-	// so that a check of the phase and the event it allows are one step.
-	phaseMu sync.Mutex
-	phases  map[string]bool // sandbox ID → its last start is open (guarded by phaseMu)
-
-	pools *pool.Pools  // the warm pools (pools.go, package pool)
-	execs *execs.Execs // the API execs (exec.go, package execs)
-	gates gates        // turns to make and start sandboxes, per Engine (gate.go)
+	events        *events       // appended to the store, with the phases of runs (phase.go)
+	files         *sandboxFiles // the files API (files.go)
+	pruner        *pruner       // airlock prune (prune.go)
+	buildContexts buildContexts // kept until their prepare (buildcontext.go)
+	status        *follower     // status streams, egress denials, primaries' ends (follower.go)
+	recovery      *recovery     // the store reconciled when the daemon starts (recover.go)
+	reaper        *reaper       // idle sandboxes, gone CLIs, orphans, old history (reap.go)
+	pools         *pool.Pools   // the warm pools (pools.go, package pool)
+	execs         *execs.Execs  // the API execs (exec.go, package execs)
+	gates         gates         // turns to make and start sandboxes, per Engine (gate.go)
 }
 
 // NewService returns a service over an open store and a runtime.
@@ -108,10 +116,19 @@ func NewService(st *store.Store, rt backend.Backend, cfg Config) *Service {
 		}
 	}
 	s := &Service{store: st, rt: rt, cfg: cfg, log: slog.New(slog.DiscardHandler),
-		live: map[string]*live{}, attached: map[string]int{}, active: map[string]time.Time{}, engines: map[string]backend.Backend{},
-		phases: map[string]bool{}}
+		engines: map[string]backend.Backend{}}
+	s.lives = &lives{mu: &s.mu, m: map[string]*live{}, attached: map[string]int{}, active: map[string]time.Time{},
+		ctx: func() context.Context { return s.ctx }}
+	s.events = &events{store: st, redactor: cfg.Redactor, log: func() *slog.Logger { return s.log }, phases: map[string]bool{}}
+	s.status = newFollower(s)
+	s.events.startedNotReady = s.status.startedNotReady
+	s.recovery = newRecovery(s)
+	s.files = newFiles(s)
+	s.reaper = newReaper(s)
 	s.pools = newPools(s)
 	s.execs = newExecs(s)
+	s.pruner = newPruner(s)
+	s.buildContexts = buildContexts{dir: cfg.BuildContextDir, max: cfg.outputMax()}
 	rt.SetHooks(s.serviceResult, s.recordStep)
 	return s
 }
@@ -127,16 +144,16 @@ func (s *Service) serviceResult(id, service string, ready bool, detail string) {
 		s.pools.Stash(id, ev)
 		return
 	}
-	s.emit(id, ev, "")
+	s.events.emit(id, ev, "")
 }
 
 func (s *Service) start(ctx context.Context) error {
 	s.ctx, s.cancel = context.WithCancel(context.WithoutCancel(ctx))
-	s.recover()
+	s.recovery.recover()
 	s.goAsync(func() { s.pools.RemoveLeftovers(s.ctx, s.rt) })
 	s.wg.Add(2)
-	go func() { defer s.wg.Done(); s.watchEngine(s.rt) }()
-	go func() { defer s.wg.Done(); s.reap() }()
+	go func() { defer s.wg.Done(); s.status.watchEngine(s.rt) }()
+	go func() { defer s.wg.Done(); s.reaper.reap() }()
 	return nil
 }
 
@@ -173,78 +190,6 @@ func (s *Service) holdSecrets(l *live, values map[string]string) {
 	s.cfg.Redactor.Add(l.secrets...)
 }
 
-// beginOp returns the context of a create or start of l, which stop and delete
-// can cancel (they would otherwise wait for it, e.g. for a service's ready_timeout).
-func (s *Service) beginOp(l *live) context.Context {
-	ctx, cancel := context.WithCancel(s.ctx)
-	s.mu.Lock()
-	l.cancelOp = cancel
-	s.mu.Unlock()
-	return ctx
-}
-
-// interrupt cancels the create or start of l in progress, if any.
-func (s *Service) interrupt(l *live) {
-	s.mu.Lock()
-	if l.cancelOp != nil {
-		l.cancelOp()
-	}
-	s.mu.Unlock()
-}
-
-// setFlags changes l.stopping and l.oom, which the Engine watcher reads; both are
-// guarded by s.mu.
-func (s *Service) setFlags(l *live, f func()) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	f()
-}
-
-// claim sets a flag of a live sandbox (guarded by s.mu) and reports whether it
-// was clear: the caller then owns the job the flag marks until it clears it.
-func (s *Service) claim(flag *bool) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if *flag {
-		return false
-	}
-	*flag = true
-	return true
-}
-
-func (s *Service) touch(id string) {
-	s.mu.Lock()
-	s.active[id] = time.Now()
-	s.mu.Unlock()
-}
-
-// emit appends an event, logging a failure (the sandbox may have been purged).
-func (s *Service) emit(id string, ev store.Event, state string) (store.Event, error) {
-	if phaseKind(ev.Kind) {
-		s.phaseMu.Lock()
-		defer s.phaseMu.Unlock()
-	}
-	return s.emitLocked(id, ev, state)
-}
-
-// emitLocked is emit with s.phaseMu held for an event of a phaseKind.
-func (s *Service) emitLocked(id string, ev store.Event, state string) (store.Event, error) {
-	ev.Reason = string(s.cfg.Redactor.Redact([]byte(ev.Reason)))
-	ev, err := s.store.Append(id, ev, state)
-	if err != nil {
-		s.log.Warn("cannot record event", "sandbox", id, "kind", ev.Kind, "error", err.Error())
-		return ev, err
-	}
-	s.recorded(ev)
-	return ev, nil
-}
-
-// recorded logs an event the store appended and notes the phase it marks.
-func (s *Service) recorded(ev store.Event) {
-	s.log.Info("event", "sandbox", ev.SandboxID, "sequence", ev.Sequence, "kind", ev.Kind, "state", ev.State, "reason", ev.Reason)
-	s.notePhase(ev.SandboxID, ev.Kind)
-}
-
 // recordStep keeps the duration of one step of a sandbox's runtime work; the next
 // sandbox.started or sandbox.deleted event carries them (extra "steps_ms"), so a
 // run's breakdown is in its history (airlock run --log-level debug, make bench).
@@ -252,22 +197,10 @@ func (s *Service) recordStep(id, step string, d time.Duration) {
 	if _, err := s.store.Get(id); err != nil {
 		return // a warm pool's sandbox being made: no run's step
 	}
-	l := s.liveOf(id)
+	l := s.lives.of(id)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	l.steps = append(l.steps, fmt.Sprintf("%s=%d", step, d.Milliseconds()))
-}
-
-// takeSteps returns the steps recorded since the last call, as event extras.
-func (s *Service) takeSteps(l *live) map[string]string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if len(l.steps) == 0 {
-		return nil
-	}
-	out := map[string]string{"steps_ms": strings.Join(l.steps, ",")}
-	l.steps = nil
-	return out
 }
 
 // sleep waits d, or less when ctx ends first; it reports whether d passed.

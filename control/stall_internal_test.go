@@ -61,8 +61,8 @@ func TestStalledFollowerCaughtUp(t *testing.T) {
 	if _, err := st.Update(rec.ID, func(sb *store.Sandbox) error { sb.ContainerID = "c0ffee"; return nil }); err != nil {
 		t.Fatal(err)
 	}
-	s.emit(rec.ID, store.Event{Kind: "sandbox.started"}, "")
-	s.startTailAt(rec.ID, s.liveOf(rec.ID), 0)
+	s.events.emit(rec.ID, store.Event{Kind: "sandbox.started"}, "")
+	s.status.startTailAt(rec.ID, s.lives.of(rec.ID), 0)
 
 	deadline := time.Now().Add(30 * time.Second)
 	for {

@@ -16,13 +16,13 @@ func (s *Service) startLocked(ctx context.Context, id string, l *live) {
 	if l.handle == nil {
 		h, err := s.rtOf(id).Open(ctx, id, l.resolved)
 		if err != nil {
-			s.emit(id, store.Event{Kind: "sandbox.failed", Reason: err.Error()}, store.StateFailed)
+			s.events.emit(id, store.Event{Kind: "sandbox.failed", Reason: err.Error()}, store.StateFailed)
 			return
 		}
 		l.handle = h
 	}
 	// A new life: what the last one's main command ended with is no longer news.
-	s.setFlags(l, func() { l.stopping, l.oom, l.mainExit, l.mainEnded = "", false, nil, time.Time{} })
+	s.lives.setFlags(l, func() { l.stopping, l.oom, l.mainExit, l.mainEnded = "", false, nil, time.Time{} })
 	// The status stream is ingested only once sandbox.started is recorded, so the
 	// supervisor's daemon.* events never come before it; the runtime empties the
 	// stream before every start, so the previous run's lines are never read again.
@@ -30,7 +30,7 @@ func (s *Service) startLocked(ctx context.Context, id string, l *live) {
 	l.tailGen++ // a follower of the previous run stops
 	l.offset, l.offsetOK, l.starting, l.complete = 0, true, true, false
 	l.ingestMu.Unlock()
-	s.setFlags(l, func() { l.up = map[string]bool{} })
+	s.lives.setFlags(l, func() { l.up = map[string]bool{} })
 	var err error
 	if c := l.claim; c != nil {
 		// A parked sandbox: started already; its claim starts the run.
@@ -51,30 +51,30 @@ func (s *Service) startLocked(ctx context.Context, id string, l *live) {
 	l.finalData = nil
 	if err != nil {
 		if final != nil {
-			s.finalLocked(id, l, nil) // a waiting catch-up goes on
+			s.status.finalLocked(id, l, nil) // a waiting catch-up goes on
 		}
 		l.ingestMu.Unlock()
 		reason, extra := err.Error(), exitExtra(err)
-		if code, out, ok := s.containerEnd(id, l.handle.PrimaryID); ok {
+		if code, out, ok := s.status.containerEnd(id, l.handle.PrimaryID); ok {
 			// The container died while it was being started (what failed then,
 			// a delivery of secrets say, is a consequence): say why it died.
 			reason, extra = earlyReason(code, out), earlyExtra(code)
 		}
-		s.emit(id, store.Event{Kind: "sandbox.failed", Reason: reason, Extra: extra}, store.StateFailed)
+		s.events.emit(id, store.Event{Kind: "sandbox.failed", Reason: reason, Extra: extra}, store.StateFailed)
 		return
 	}
 	if len(l.handle.Ports) > 0 || (l.resolved != nil && len(l.resolved.Sandbox.Ports) > 0) {
 		s.recordPorts(id, l.handle.Ports)
 	}
-	s.emit(id, store.Event{Kind: "sandbox.started", Extra: s.takeSteps(l)}, "")
+	s.events.emit(id, store.Event{Kind: "sandbox.started", Extra: s.lives.takeSteps(l)}, "")
 	if final != nil {
-		s.finalLocked(id, l, final) // the run ended while it was being started
+		s.status.finalLocked(id, l, final) // the run ended while it was being started
 	}
 	gen := l.tailGen
 	l.ingestMu.Unlock()
-	s.spawnFollower(id, l, gen)
+	s.status.spawnFollower(id, l, gen)
 	if r := l.resolved; r != nil && r.Sandbox.Egress != nil { // egress rules: a proxy whose denials to follow
-		s.followEgress(id, l)
+		s.status.followEgress(id, l)
 	}
 }
 
@@ -101,7 +101,7 @@ func (s *Service) Resume(id string, secrets map[string]string) (Sandbox, error) 
 		// it found it running; one whose start (the killed daemon's call, in
 		// flight) the Engine finished after recovery found it created is
 		// recorded and followed now, as recovery would have.
-		l := s.liveOf(id)
+		l := s.lives.of(id)
 		l.ingestMu.Lock()
 		following := l.tailGen > 0
 		l.ingestMu.Unlock()
@@ -113,14 +113,14 @@ func (s *Service) Resume(id string, secrets map[string]string) (Sandbox, error) 
 				following := l.tailGen > 0
 				l.ingestMu.Unlock()
 				if !following {
-					s.foundStarted(id)
-					s.startTailAt(id, l, s.recordedOffset(id))
+					s.recovery.foundStarted(id)
+					s.status.startTailAt(id, l, s.status.recordedOffset(id))
 				}
 			})
 		}
 		return s.view(rec), nil
 	}
-	l := s.liveOf(id)
+	l := s.lives.of(id)
 	s.goAsync(func() {
 		l.mu.Lock()
 		defer l.mu.Unlock()
@@ -138,7 +138,7 @@ func (s *Service) Resume(id string, secrets map[string]string) (Sandbox, error) 
 			}
 			resolved, err := manifest.FromWire(l.wire, l.values)
 			if err != nil {
-				s.emit(id, store.Event{Kind: "sandbox.failed", Reason: "cannot read the sandbox's manifest back: " + err.Error()}, store.StateFailed)
+				s.events.emit(id, store.Event{Kind: "sandbox.failed", Reason: "cannot read the sandbox's manifest back: " + err.Error()}, store.StateFailed)
 				return
 			}
 			l.resolved = resolved
@@ -146,7 +146,7 @@ func (s *Service) Resume(id string, secrets map[string]string) (Sandbox, error) 
 		if rec.State != store.StatePending {
 			l.handle = nil // reopen: the Engine knows best what ran before
 		}
-		s.startLocked(s.beginOp(l), id, l)
+		s.startLocked(s.lives.beginOp(l), id, l)
 	})
 	return s.view(rec), nil
 }

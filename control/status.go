@@ -54,65 +54,65 @@ var errStatusAbuse = errors.New("the status stream broke its bounds")
 // startTailAt follows the sandbox's status stream from offset: 0 for a fresh start,
 // the recorded offset for a daemon that restarted, so the transitions that
 // happened while no daemon ran are recorded too, once.
-func (s *Service) startTailAt(id string, l *live, offset int64) {
+func (f *follower) startTailAt(id string, l *live, offset int64) {
 	l.ingestMu.Lock()
 	l.tailGen++
 	gen := l.tailGen
 	l.offset, l.offsetOK = offset, true
 	l.ingestMu.Unlock()
-	s.spawnFollower(id, l, gen)
+	f.spawnFollower(id, l, gen)
 }
 
 // spawnFollower follows the stream as generation gen, from l.offset.
-func (s *Service) spawnFollower(id string, l *live, gen int) {
-	s.goAsync(func() { s.follow(id, l, gen) })
+func (f *follower) spawnFollower(id string, l *live, gen int) {
+	f.goAsync(func() { f.follow(id, l, gen) })
 }
 
-func (s *Service) follow(id string, l *live, gen int) {
+func (f *follower) follow(id string, l *live, gen int) {
 	// The follower ended while the sandbox runs (a process in it replaced the
 	// stream): it is tried again later, less and less often.
 	retry := backoff.NewExponentialBackOff(backoff.WithInitialInterval(followRetry), backoff.WithMultiplier(2),
 		backoff.WithRandomizationFactor(0), backoff.WithMaxInterval(followRetryMax), backoff.WithMaxElapsedTime(0))
-	if rec, err := s.store.Get(id); err == nil && rec.Kind == backend.KindRun {
+	if rec, err := f.store.Get(id); err == nil && rec.Kind == backend.KindRun {
 		// A run's main command is often short: an exec started at once would
 		// compete with it for the Engine (an exec costs as much as the command),
 		// while what a short run reports is read once it stopped. `up` waits for
 		// readiness, so its stream is followed at once.
-		if !sleep(s.ctx, runFollowDelay) {
+		if !sleep(f.ctx(), runFollowDelay) {
 			return
 		}
 	}
-	wctx, stopWatch := context.WithCancel(s.ctx)
+	wctx, stopWatch := context.WithCancel(f.ctx())
 	defer stopWatch()
-	s.goAsync(func() { s.watchStall(wctx, id, l, gen) })
-	for s.ctx.Err() == nil && l.current(gen) {
-		rec, err := s.store.Get(id)
+	f.goAsync(func() { f.watchStall(wctx, id, l, gen) })
+	for f.ctx().Err() == nil && l.current(gen) {
+		rec, err := f.store.Get(id)
 		if err != nil || rec.ContainerID == "" || rec.State == store.StateDeleted || rec.State == store.StateDeleting {
 			return
 		}
 		l.ingestMu.Lock()
 		from := l.offset
 		l.ingestMu.Unlock()
-		ctx, cancel := context.WithCancel(s.ctx)
-		rc, err := s.rtOf(id).FollowStatus(ctx, rec.ContainerID, from)
+		ctx, cancel := context.WithCancel(f.ctx())
+		rc, err := f.rtOf(id).FollowStatus(ctx, rec.ContainerID, from)
 		if err == nil {
-			err = s.consume(id, l, gen, rc, from)
+			err = f.consume(id, l, gen, rc, from)
 			rc.Close()
 		}
 		cancel()
 		if errors.Is(err, errStatusAbuse) {
 			return
 		}
-		if !s.rtOf(id).Running(s.ctx, rec.ContainerID) {
-			s.catchUp(id, l)
-			if s.ctx.Err() == nil && l.current(gen) {
+		if !f.rtOf(id).Running(f.ctx(), rec.ContainerID) {
+			f.catchUp(id, l)
+			if f.ctx().Err() == nil && l.current(gen) {
 				// The Engine's die event may never come (the watch began after
 				// it, the Engine restarted): record the stop from here too.
-				s.primaryDied(id, l, s.rtOf(id).ExitCode(s.ctx, rec.ContainerID), "")
+				f.primaryDied(id, l, f.rtOf(id).ExitCode(f.ctx(), rec.ContainerID), "")
 			}
 			return
 		}
-		if !sleep(s.ctx, retry.NextBackOff()) {
+		if !sleep(f.ctx(), retry.NextBackOff()) {
 			return
 		}
 	}
@@ -121,7 +121,7 @@ func (s *Service) follow(id string, l *live, gen int) {
 // watchStall reads the stream from the container's filesystem every stallCheck
 // while the sandbox is pending and gen follows it. Lines the follower delivers
 // later are not recorded twice (l.offset); a catch-up that found lines is logged.
-func (s *Service) watchStall(ctx context.Context, id string, l *live, gen int) {
+func (f *follower) watchStall(ctx context.Context, id string, l *live, gen int) {
 	t := time.NewTicker(stallCheck)
 	defer t.Stop()
 	for {
@@ -130,24 +130,24 @@ func (s *Service) watchStall(ctx context.Context, id string, l *live, gen int) {
 			return
 		case <-t.C:
 		}
-		if rec, err := s.store.Get(id); err != nil || rec.State != store.StatePending || !l.current(gen) {
+		if rec, err := f.store.Get(id); err != nil || rec.State != store.StatePending || !l.current(gen) {
 			return
 		}
 		l.ingestMu.Lock()
 		before := l.offset
 		l.ingestMu.Unlock()
-		s.catchUp(id, l)
+		f.catchUp(id, l)
 		l.ingestMu.Lock()
 		after := l.offset
 		l.ingestMu.Unlock()
 		if after > before {
-			s.log.Warn("the status follower delivered nothing; read the stream from the container", "sandbox", id, "bytes", after-before)
+			f.log().Warn("the status follower delivered nothing; read the stream from the container", "sandbox", id, "bytes", after-before)
 		}
 	}
 }
 
 // consume ingests the lines of a followed stream that starts at byte offset from.
-func (s *Service) consume(id string, l *live, gen int, r io.Reader, from int64) error {
+func (f *follower) consume(id string, l *live, gen int, r io.Reader, from int64) error {
 	br := bufio.NewReaderSize(r, 4096)
 	pos := from
 	var line []byte
@@ -155,7 +155,7 @@ func (s *Service) consume(id string, l *live, gen int, r io.Reader, from int64) 
 		chunk, err := br.ReadSlice('\n')
 		line = append(line, chunk...)
 		if len(line) > maxStatusLine {
-			return s.abuse(id, l, fmt.Sprintf("a line longer than %d bytes", maxStatusLine))
+			return f.abuse(id, l, fmt.Sprintf("a line longer than %d bytes", maxStatusLine))
 		}
 		if errors.Is(err, bufio.ErrBufferFull) {
 			continue
@@ -165,7 +165,7 @@ func (s *Service) consume(id string, l *live, gen int, r io.Reader, from int64) 
 		}
 		pos += int64(len(line))
 		if pos > maxStatusStream {
-			return s.abuse(id, l, fmt.Sprintf("more than %d bytes", maxStatusStream))
+			return f.abuse(id, l, fmt.Sprintf("more than %d bytes", maxStatusStream))
 		}
 		l.ingestMu.Lock()
 		if l.tailGen != gen {
@@ -174,11 +174,11 @@ func (s *Service) consume(id string, l *live, gen int, r io.Reader, from int64) 
 		}
 		if pos > l.offset {
 			if !l.allowEvent() {
-				s.abuseLocked(id, fmt.Sprintf("more than %d lines a second", statusRate))
+				f.abuseLocked(id, fmt.Sprintf("more than %d lines a second", statusRate))
 				l.ingestMu.Unlock()
 				return errStatusAbuse
 			}
-			s.ingestLine(id, line, pos)
+			f.ingestLine(id, line, pos)
 			l.offset = pos
 		}
 		l.ingestMu.Unlock()
@@ -188,8 +188,8 @@ func (s *Service) consume(id string, l *live, gen int, r io.Reader, from int64) 
 
 // catchUp ingests what the stream holds past the recorded offset, read from the
 // container's filesystem (it works on a stopped container).
-func (s *Service) catchUp(id string, l *live) {
-	rec, err := s.store.Get(id)
+func (f *follower) catchUp(id string, l *live) {
+	rec, err := f.store.Get(id)
 	if err != nil || rec.ContainerID == "" {
 		return
 	}
@@ -202,7 +202,7 @@ func (s *Service) catchUp(id string, l *live) {
 		select {
 		case <-w:
 		case <-time.After(finalWaitMax):
-		case <-s.ctx.Done():
+		case <-f.ctx().Done():
 		}
 	}
 	l.ingestMu.Lock()
@@ -214,20 +214,20 @@ func (s *Service) catchUp(id string, l *live) {
 		return // the follower read the stream to its last line
 	}
 	if !l.offsetOK {
-		l.offset, l.offsetOK = s.recordedOffset(id), true
+		l.offset, l.offsetOK = f.recordedOffset(id), true
 	}
-	data, _, err := s.rtOf(id).ReadFile(s.ctx, rec.ContainerID, supervisor.StatusFile, l.offset, maxStatusStream-l.offset+1)
+	data, _, err := f.rtOf(id).ReadFile(f.ctx(), rec.ContainerID, supervisor.StatusFile, l.offset, maxStatusStream-l.offset+1)
 	if err != nil {
 		if errors.Is(err, backend.ErrNotRegular) {
-			s.log.Warn("the status stream is not a regular file; ignored", "sandbox", id)
+			f.log().Warn("the status stream is not a regular file; ignored", "sandbox", id)
 		}
 		return
 	}
-	s.ingestData(id, l, data)
+	f.ingestData(id, l, data)
 }
 
 // expectFinal makes a catch-up wait for finalStatus (at most finalWaitMax).
-func (s *Service) expectFinal(l *live) {
+func (f *follower) expectFinal(l *live) {
 	l.ingestMu.Lock()
 	defer l.ingestMu.Unlock()
 	if l.finalWait == nil {
@@ -244,7 +244,7 @@ const finalWaitMax = 5 * time.Second
 // stopped container (each read costs the Engine a process of its own). Not
 // before sandbox.started is recorded: the catch-up reads it then. Nil data
 // gives it up (a marker not believed). Either way a waiting catch-up goes on.
-func (s *Service) finalStatus(id string, l *live, data []byte) {
+func (f *follower) finalStatus(id string, l *live, data []byte) {
 	l.ingestMu.Lock()
 	defer l.ingestMu.Unlock()
 	if data != nil && l.starting {
@@ -253,11 +253,11 @@ func (s *Service) finalStatus(id string, l *live, data []byte) {
 		l.finalData = data
 		return
 	}
-	s.finalLocked(id, l, data)
+	f.finalLocked(id, l, data)
 }
 
 // finalLocked is finalStatus with l.ingestMu held, and no start in progress.
-func (s *Service) finalLocked(id string, l *live, data []byte) {
+func (f *follower) finalLocked(id string, l *live, data []byte) {
 	if l.finalWait != nil {
 		defer func() { close(l.finalWait); l.finalWait = nil }()
 	}
@@ -265,12 +265,12 @@ func (s *Service) finalLocked(id string, l *live, data []byte) {
 		return
 	}
 	if !l.offsetOK {
-		l.offset, l.offsetOK = s.recordedOffset(id), true
+		l.offset, l.offsetOK = f.recordedOffset(id), true
 	}
 	if int64(len(data)) < l.offset {
 		return // not the stream recorded so far: read it from the container
 	}
-	if s.ingestData(id, l, data[l.offset:]) {
+	if f.ingestData(id, l, data[l.offset:]) {
 		l.complete = true
 	}
 }
@@ -278,31 +278,31 @@ func (s *Service) finalLocked(id string, l *live, data []byte) {
 // ingestData ingests the lines of data, the stream from l.offset on, and
 // reports whether it ended with a whole line within the bounds. The caller
 // holds l.ingestMu.
-func (s *Service) ingestData(id string, l *live, data []byte) bool {
+func (f *follower) ingestData(id string, l *live, data []byte) bool {
 	pos := l.offset
 	for len(data) > 0 {
 		i := bytes.IndexByte(data, '\n')
 		if i < 0 {
 			if len(data) > maxStatusLine {
-				s.abuseLocked(id, fmt.Sprintf("a line longer than %d bytes", maxStatusLine))
+				f.abuseLocked(id, fmt.Sprintf("a line longer than %d bytes", maxStatusLine))
 			}
 			return false
 		}
 		line := data[:i+1]
 		if len(line) > maxStatusLine {
-			s.abuseLocked(id, fmt.Sprintf("a line longer than %d bytes", maxStatusLine))
+			f.abuseLocked(id, fmt.Sprintf("a line longer than %d bytes", maxStatusLine))
 			return false
 		}
 		pos += int64(len(line))
 		if pos > maxStatusStream {
-			s.abuseLocked(id, fmt.Sprintf("more than %d bytes", maxStatusStream))
+			f.abuseLocked(id, fmt.Sprintf("more than %d bytes", maxStatusStream))
 			return false
 		}
 		if !l.allowEvent() {
-			s.abuseLocked(id, fmt.Sprintf("more than %d lines a second", statusRate))
+			f.abuseLocked(id, fmt.Sprintf("more than %d lines a second", statusRate))
 			return false
 		}
-		s.ingestLine(id, line, pos)
+		f.ingestLine(id, line, pos)
 		l.offset = pos
 		data = data[i+1:]
 	}
@@ -310,36 +310,36 @@ func (s *Service) ingestData(id string, l *live, data []byte) bool {
 }
 
 // abuse fails a sandbox whose status stream broke its bounds, and kills it.
-func (s *Service) abuse(id string, l *live, what string) error {
+func (f *follower) abuse(id string, l *live, what string) error {
 	l.ingestMu.Lock()
 	defer l.ingestMu.Unlock()
-	s.abuseLocked(id, what)
+	f.abuseLocked(id, what)
 	return errStatusAbuse
 }
 
-func (s *Service) abuseLocked(id, what string) {
-	l := s.liveOf(id)
+func (f *follower) abuseLocked(id, what string) {
+	l := f.liveOf(id)
 	l.tailGen++ // nobody follows this stream any more
-	rec, err := s.store.Get(id)
+	rec, err := f.store.Get(id)
 	if err != nil {
 		return
 	}
-	s.log.Warn("status stream out of bounds; failing the sandbox", "sandbox", id, "what", what)
+	f.log().Warn("status stream out of bounds; failing the sandbox", "sandbox", id, "what", what)
 	if rec.State == store.StateReady || rec.State == store.StatePending {
-		s.setFlags(l, func() { l.stopping = "status_stream" })
-		s.emit(id, store.Event{Kind: "sandbox.failed", Reason: "its status stream broke the daemon's bounds (" + what + "); the sandbox was killed"}, store.StateFailed)
+		f.setFlags(l, func() { l.stopping = "status_stream" })
+		f.emit(id, store.Event{Kind: "sandbox.failed", Reason: "its status stream broke the daemon's bounds (" + what + "); the sandbox was killed"}, store.StateFailed)
 	}
 	if rec.ContainerID != "" {
-		_ = s.rtOf(id).KillPrimary(context.WithoutCancel(s.ctx), rec.ContainerID, "SIGKILL")
+		_ = f.rtOf(id).KillPrimary(context.WithoutCancel(f.ctx()), rec.ContainerID, "SIGKILL")
 	}
 }
 
 // ingestLine records one line of the stream; after is the stream offset past it.
 // A line that does not decode as a known event is dropped.
-func (s *Service) ingestLine(id string, line []byte, after int64) {
+func (f *follower) ingestLine(id string, line []byte, after int64) {
 	ev, err := supervisor.NewStatusDecoder(bytes.NewReader(line)).Next()
 	if err == nil {
-		s.ingestOne(id, ev, after)
+		f.ingestOne(id, ev, after)
 	}
 }
 
@@ -347,8 +347,8 @@ func (s *Service) ingestLine(id string, line []byte, after int64) {
 // hold: each ingested event carries the offset after its line, written in the
 // same transaction, so a restarted daemon records every line exactly once. A
 // sandbox.started resets it: the supervisor starts a new stream.
-func (s *Service) recordedOffset(id string) int64 {
-	evs, err := s.store.Events(id, 0)
+func (f *follower) recordedOffset(id string) int64 {
+	evs, err := f.store.Events(id, 0)
 	if err != nil {
 		return 0
 	}
@@ -364,35 +364,35 @@ func (s *Service) recordedOffset(id string) int64 {
 }
 
 // ingestOne records one status event; after is the stream offset past its line.
-func (s *Service) ingestOne(id string, ev supervisor.StatusEvent, after int64) {
+func (f *follower) ingestOne(id string, ev supervisor.StatusEvent, after int64) {
 	out := store.Event{Kind: ev.Kind, Daemon: ev.Daemon, PID: ev.PID, Reason: ev.Reason, Signal: ev.Signal, ExitCode: ev.ExitCode, StatusOffset: after}
 	out.Attempt = ev.Attempt
 	out.DelayMS = ev.DelayMS
 	switch ev.Kind {
 	case supervisor.KindDaemonStarted, supervisor.KindDaemonReady, supervisor.KindDaemonCompleted, supervisor.KindDaemonExited,
 		supervisor.KindDaemonRestarting, supervisor.KindDaemonGaveUp, supervisor.KindDaemonStopped, supervisor.KindDaemonKilled:
-		l := s.liveOf(id)
-		s.emitInside(id, l, out)
-		s.mu.Lock()
+		l := f.liveOf(id)
+		f.emitInside(id, l, out)
+		f.mu.Lock()
 		if l.up != nil {
 			markUp(l.up, ev.Kind, ev.Daemon)
 		}
-		s.mu.Unlock()
+		f.mu.Unlock()
 	case supervisor.KindSupervisorReady:
 		// Only an open run gets ready (phase.go): never one reported failed.
-		if s.emitIfOpen(id, store.Event{Kind: "sandbox.ready", StatusOffset: after}, store.StateReady) {
-			s.touch(id)
+		if f.emitIfOpen(id, store.Event{Kind: "sandbox.ready", StatusOffset: after}, store.StateReady) {
+			f.touch(id)
 		}
 	case supervisor.KindSupervisorFailed:
-		if s.emitIfOpen(id, store.Event{Kind: "sandbox.failed", Reason: ev.Reason, Extra: map[string]string{"exit_code": "125"}, StatusOffset: after}, store.StateFailed) {
-			s.stopFailed(id)
+		if f.emitIfOpen(id, store.Event{Kind: "sandbox.failed", Reason: ev.Reason, Extra: map[string]string{"exit_code": "125"}, StatusOffset: after}, store.StateFailed) {
+			f.stopFailed(id)
 		}
 	case supervisor.KindMainExited:
 		out.Kind = "main.exited"
-		s.emitInside(id, s.liveOf(id), out)
+		f.emitInside(id, f.liveOf(id), out)
 	case supervisor.KindSupervisorExiting:
 		// The stream's last line: not an event of its own, but nothing is left
 		// to read from the stopped container (callers hold l.ingestMu).
-		s.liveOf(id).complete = true
+		f.liveOf(id).complete = true
 	}
 }

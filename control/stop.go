@@ -21,15 +21,15 @@ func (s *Service) Stop(id, reason string) (Sandbox, error) {
 		reason = "stopped"
 	}
 	s.goAsync(func() {
-		l := s.liveOf(id)
-		s.interrupt(l)
+		l := s.lives.of(id)
+		s.lives.interrupt(l)
 		l.mu.Lock()
 		defer l.mu.Unlock()
-		s.setFlags(l, func() { l.stopping = reason })
+		s.lives.setFlags(l, func() { l.stopping = reason })
 		if err := s.rtOf(id).Stop(s.ctx, id); err != nil {
 			s.log.Warn("cannot stop", "sandbox", id, "error", err.Error())
 		}
-		s.awaitEgress(l) // the proxy stopped too: its last denials are counted
+		s.status.awaitEgress(l) // the proxy stopped too: its last denials are counted
 		s.markStopped(id, reason, nil)
 	})
 	return s.view(rec), nil
@@ -44,11 +44,23 @@ func (s *Service) markStopped(id, reason string, exitCode *int) {
 	}
 	switch rec.State {
 	case store.StateReady:
-		s.flushCounts(id, s.liveOf(id), false)
-		s.emit(id, store.Event{Kind: "sandbox.stopped", Reason: reason, ExitCode: exitCode}, store.StateStopped)
+		s.status.flushCounts(id, s.lives.of(id), false)
+		s.events.emit(id, store.Event{Kind: "sandbox.stopped", Reason: reason, ExitCode: exitCode}, store.StateStopped)
 	case store.StatePending:
-		s.flushCounts(id, s.liveOf(id), false)
-		s.emit(id, store.Event{Kind: "sandbox.failed", Reason: reason + " before it was ready", ExitCode: exitCode,
+		s.status.flushCounts(id, s.lives.of(id), false)
+		s.events.emit(id, store.Event{Kind: "sandbox.failed", Reason: reason + " before it was ready", ExitCode: exitCode,
 			Extra: map[string]string{"exit_code": "125"}}, store.StateFailed)
 	}
+}
+
+// stopFailed stops the containers of a sandbox whose run failed while they may
+// still run (its supervisor reported the failure and exits on its own; a forged
+// report leaves it running otherwise), in the background. A daemon that stops
+// meanwhile leaves it to recovery, which stops a failed sandbox found running.
+func (s *Service) stopFailed(id string) {
+	s.goAsync(func() {
+		if err := s.rtOf(id).Stop(s.ctx, id); err != nil && s.ctx.Err() == nil {
+			s.log.Warn("cannot stop a failed sandbox", "sandbox", id, "error", err.Error())
+		}
+	})
 }

@@ -54,7 +54,7 @@ func (s *Service) view(rec store.Sandbox) Sandbox {
 func (s *Service) mainExitCode(id string) *int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if l, ok := s.live[id]; ok {
+	if l, ok := s.lives.m[id]; ok {
 		return l.mainExit
 	}
 	return nil
@@ -101,7 +101,7 @@ func (s *Service) recordPorts(id string, ports []backend.Port) {
 // started leaves them up: from memory, kept by ingestOne, or once from the events
 // (a daemon that restarted).
 func (s *Service) daemonsUp(id string, total int) int {
-	l := s.liveOf(id)
+	l := s.lives.of(id)
 	s.mu.Lock()
 	known := l.up != nil
 	s.mu.Unlock()

@@ -12,32 +12,32 @@ const watchRetry = time.Second
 
 // watchEngine records deaths and OOM kills of primaries on one backend while the
 // daemon runs.
-func (s *Service) watchEngine(rt backend.Backend) {
-	for s.ctx.Err() == nil {
-		err := rt.WatchPrimaries(s.ctx, s.onPrimaryEvent)
-		if s.ctx.Err() != nil {
+func (f *follower) watchEngine(rt backend.Backend) {
+	for f.ctx().Err() == nil {
+		err := rt.WatchPrimaries(f.ctx(), f.onPrimaryEvent)
+		if f.ctx().Err() != nil {
 			return
 		}
 		if err != nil {
-			s.log.Warn("engine events ended; watching again", "error", err.Error())
+			f.log().Warn("engine events ended; watching again", "error", err.Error())
 		}
-		if !sleep(s.ctx, watchRetry) {
+		if !sleep(f.ctx(), watchRetry) {
 			return
 		}
 	}
 }
 
-func (s *Service) onPrimaryEvent(ev backend.PrimaryEvent) {
+func (f *follower) onPrimaryEvent(ev backend.PrimaryEvent) {
 	id := ev.SandboxID
-	if _, err := s.store.Get(id); err != nil {
+	if _, err := f.store.Get(id); err != nil {
 		return // not one of this daemon's sandboxes
 	}
-	l := s.liveOf(id)
+	l := f.liveOf(id)
 	switch {
 	case ev.OOM:
-		s.setFlags(l, func() { l.oom = true })
+		f.setFlags(l, func() { l.oom = true })
 	case ev.Died:
-		s.primaryDied(id, l, ev.ExitCode, ev.Reason)
+		f.primaryDied(id, l, ev.ExitCode, ev.Reason)
 	}
 }
 
@@ -46,22 +46,22 @@ func (s *Service) onPrimaryEvent(ev backend.PrimaryEvent) {
 // event missed: the watch began late, the Engine restarted). why, when the
 // backend took the primary away (a Pod evicted, its node lost), fails the
 // sandbox with that reason.
-func (s *Service) primaryDied(id string, l *live, codep *int, why string) {
+func (f *follower) primaryDied(id string, l *live, codep *int, why string) {
 	l.diedMu.Lock() // the die event and the follower may both report it
 	defer l.diedMu.Unlock()
 	// Let the status stream's last lines in first.
-	s.catchUp(id, l)
-	rec, err := s.store.Get(id)
+	f.catchUp(id, l)
+	rec, err := f.store.Get(id)
 	if err != nil {
 		return
 	}
-	s.mu.Lock()
+	f.mu.Lock()
 	oom, stopping, auto := l.oom, l.stopping, l.removeOnExit
-	s.mu.Unlock()
+	f.mu.Unlock()
 	switch {
 	case oom:
 		if rec.State == store.StateReady || rec.State == store.StatePending {
-			s.emit(id, store.Event{Kind: "sandbox.failed", Reason: "oom_killed", ExitCode: codep}, store.StateFailed)
+			f.emit(id, store.Event{Kind: "sandbox.failed", Reason: "oom_killed", ExitCode: codep}, store.StateFailed)
 		}
 		// A run removed on exit goes too: its CLI, which had the code
 		// (at the end marker, before the kill was known), left it to us.
@@ -75,17 +75,17 @@ func (s *Service) primaryDied(id string, l *live, codep *int, why string) {
 		return
 	case why != "":
 		if rec.State == store.StateReady || rec.State == store.StatePending {
-			s.flushCounts(id, l, false)
-			s.emit(id, store.Event{Kind: "sandbox.failed", Reason: why, ExitCode: codep}, store.StateFailed)
+			f.flushCounts(id, l, false)
+			f.emit(id, store.Event{Kind: "sandbox.failed", Reason: why, ExitCode: codep}, store.StateFailed)
 		}
-	case s.startedNotReady(id):
-		s.failEarly(id, rec, codep)
+	case f.startedNotReady(id):
+		f.failEarly(id, rec, codep)
 	default:
-		s.markStopped(id, "exited", codep)
+		f.markStopped(id, "exited", codep)
 	}
 	if auto {
 		// A run whose CLI has the exit code from the Engine: the daemon
 		// removes it, as docker run --rm does.
-		_, _ = s.delete(id, "exited")
+		_, _ = f.delete(id, "exited")
 	}
 }
