@@ -39,7 +39,8 @@ func bench(airlock string, runs int, doc, command string, remote bool) error {
 	}
 	defer b.Close()
 	r := &runtimeBench{ctx: ctx, airlock: b.Airlock, cli: b.Engine, image: b.Image, p: b.Project, runs: runs}
-	if err := r.warmUp(); err != nil {
+	// Warm up both paths (the supervisor volume is filled once per binary).
+	if err := b.WarmUp(); err != nil {
 		return err
 	}
 	if remote {
@@ -132,17 +133,6 @@ type runtimeBench struct {
 	dockerBps, airlockBps                                     []float64
 	dockerExec, airlockExec                                   benchdoc.Timings
 	dockerEcho, airlockEcho                                   benchdoc.Timings
-}
-
-// warmUp runs both paths once (the supervisor volume is filled once per binary).
-func (r *runtimeBench) warmUp() error {
-	if _, err := r.p.Time(r.airlock, "run", "--", "true"); err != nil {
-		return err
-	}
-	if _, err := r.p.Time("docker", "run", "--rm", r.image, "true"); err != nil {
-		return err
-	}
-	return nil
 }
 
 // useRemote builds the image on a remote Engine, to which the CLI points with
