@@ -72,26 +72,14 @@ func Run(ctx context.Context, o Options) error {
 	if err := o.Paths.EnsureDaemonDir(); err != nil {
 		return err
 	}
-	logf, err := os.OpenFile(daemonfiles.LogFile(o.Paths), os.O_CREATE|os.O_WRONLY|os.O_APPEND|syscall.O_NOFOLLOW, 0o600)
+	logf, log, err := o.openLog()
 	if err != nil {
-		return fmt.Errorf("cannot open the daemon log: %w", err)
+		return err
 	}
 	defer logf.Close()
-	var w io.Writer = logf
-	if o.Stderr != nil {
-		w = io.MultiWriter(logf, o.Stderr)
-	}
-	if o.Redactor != nil && o.Token != "" {
-		o.Redactor.Add(o.Token)
-	}
-	log := newLogger(w, o.LogLevel, o.Redactor)
-	var svc *Service
-	if o.Service != nil {
-		if svc, err = o.Service(); err != nil {
-			log.Error("cannot start", "error", err.Error())
-			return err
-		}
-		svc.log = log
+	svc, err := o.openService(log)
+	if err != nil {
+		return err
 	}
 
 	pf, err := lockPidFile(o.Paths)
@@ -108,49 +96,18 @@ func Run(ctx context.Context, o Options) error {
 	}
 	defer os.Remove(daemonfiles.ListenFile(o.Paths))
 
-	// The runtime dir was checked when the lock was taken: it is the user's,
-	// so no one else can have put the socket (or anything) there.
 	sock := o.Paths.Socket()
-	_ = os.Remove(sock) // stale: we hold the lock, so no live daemon uses it
-	ul, err := net.Listen("unix", sock)
-	if err != nil {
-		return fmt.Errorf("cannot listen on %s: %w", sock, err)
+	ls := &listeners{}
+	if ls.ul, err = listenUnix(sock); err != nil {
+		return err
 	}
 	defer os.Remove(sock)
-	if err := os.Chmod(sock, 0o600); err != nil {
-		ul.Close()
-		return fmt.Errorf("cannot protect %s: %w", sock, err)
-	}
-
 	srv := newServer(o, log, svc)
-	hs := &http.Server{Handler: srv.routes(nil), ReadHeaderTimeout: 10 * time.Second}
-	errs := make(chan error, 2)
-	var ts *http.Server
-	var tl net.Listener
+	ls.unix = &http.Server{Handler: srv.routes(nil), ReadHeaderTimeout: 10 * time.Second}
 	if o.Host != "" {
-		// What TCP clients hold must never take the files the Unix socket
-		// and the Engine need: the soft limit is raised to the hard one, and
-		// TCP gets a quarter of it at most.
-		fileLimit := raiseFileLimit()
-		total, perSource := tcpConnCaps(fileLimit)
-		raw, err := net.Listen("tcp", net.JoinHostPort(o.Host, strconv.Itoa(o.Port)))
-		if err != nil {
-			ul.Close()
-			return fmt.Errorf("cannot listen on %s:%d: %w", o.Host, o.Port, err)
-		}
-		hosts := newHostCheck(o.Host, raw.Addr().(*net.TCPAddr), tlsConfig)
-		tl = newCapListener(raw, total, perSource, log)
-		if tlsConfig != nil {
-			tl = tls.NewListener(tl, tlsConfig)
-		}
-		// Timeouts on a request's headers and on an idle keep-alive
-		// connection, none on a body or a response: attached execs, streamed
-		// execs and followed events last as long as they last.
-		ts = &http.Server{Handler: srv.routes(hosts), ReadHeaderTimeout: tcpReadHeaderTimeout, IdleTimeout: tcpIdleTimeout,
-			MaxHeaderBytes: tcpMaxHeaderBytes, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)}
-		log.Info("TCP connection caps", "open_files_limit", fileLimit, "max", total, "per_source_max", perSource)
-		if o.NoToken {
-			log.Warn(daemonfiles.TokenlessWarning(o.Host, raw.Addr().(*net.TCPAddr).Port))
+		if ls.tcp, ls.tl, err = listenTCP(o, log, srv, tlsConfig); err != nil {
+			ls.close()
+			return err
 		}
 	}
 	// Recovery reconciles the store with Docker before any request is served, so
@@ -158,20 +115,129 @@ func Run(ctx context.Context, o Options) error {
 	// meanwhile wait in the listeners' backlog).
 	if svc != nil {
 		if err := svc.start(ctx); err != nil {
-			ul.Close()
-			if tl != nil {
-				tl.Close()
-			}
+			ls.close()
 			return err
 		}
 		defer svc.stop()
 	}
-	go func() { errs <- hs.Serve(ul) }()
-	if ts != nil {
-		go func() { errs <- ts.Serve(tl) }()
-		log.Info("listening", "tcp", tl.Addr().String(), "token", !o.NoToken, "tls", tlsConfig != nil)
+	errs := ls.serve()
+	if ls.tcp != nil {
+		log.Info("listening", "tcp", ls.tl.Addr().String(), "token", !o.NoToken, "tls", tlsConfig != nil)
 	}
 	log.Info("daemon started", "pid", os.Getpid(), "build", o.BuildID, "version", o.Version, "socket", sock)
+	return ls.wait(ctx, log, errs)
+}
+
+// openLog opens the daemon's log file (appended to) and its logger, which
+// writes to the file and to o.Stderr when set, the token masked.
+func (o Options) openLog() (*os.File, *slog.Logger, error) {
+	logf, err := os.OpenFile(daemonfiles.LogFile(o.Paths), os.O_CREATE|os.O_WRONLY|os.O_APPEND|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return nil, nil, fmt.Errorf("cannot open the daemon log: %w", err)
+	}
+	var w io.Writer = logf
+	if o.Stderr != nil {
+		w = io.MultiWriter(logf, o.Stderr)
+	}
+	if o.Redactor != nil && o.Token != "" {
+		o.Redactor.Add(o.Token)
+	}
+	return logf, newLogger(w, o.LogLevel, o.Redactor), nil
+}
+
+// openService opens the service (nil without o.Service) with log as its log;
+// a failure is logged.
+func (o Options) openService(log *slog.Logger) (*Service, error) {
+	if o.Service == nil {
+		return nil, nil
+	}
+	svc, err := o.Service()
+	if err != nil {
+		log.Error("cannot start", "error", err.Error())
+		return nil, err
+	}
+	svc.log = log
+	return svc, nil
+}
+
+// listenUnix listens on the socket sock, mode 0600, after removing a stale
+// one. The runtime dir was checked when the lock was taken: it is the user's,
+// so no one else can have put the socket (or anything) there. When the socket
+// cannot be protected, it is closed and removed.
+func listenUnix(sock string) (net.Listener, error) {
+	_ = os.Remove(sock) // stale: we hold the lock, so no live daemon uses it
+	ul, err := net.Listen("unix", sock)
+	if err != nil {
+		return nil, fmt.Errorf("cannot listen on %s: %w", sock, err)
+	}
+	if err := os.Chmod(sock, 0o600); err != nil {
+		ul.Close()
+		os.Remove(sock)
+		return nil, fmt.Errorf("cannot protect %s: %w", sock, err)
+	}
+	return ul, nil
+}
+
+// listenTCP listens on o.Host:o.Port, its connections capped (and served with
+// TLS given tlsConfig), and returns the HTTP server for it: srv's routes behind
+// the Host check.
+func listenTCP(o Options, log *slog.Logger, srv *server, tlsConfig *tls.Config) (*http.Server, net.Listener, error) {
+	// What TCP clients hold must never take the files the Unix socket
+	// and the Engine need: the soft limit is raised to the hard one, and
+	// TCP gets a quarter of it at most.
+	fileLimit := raiseFileLimit()
+	total, perSource := tcpConnCaps(fileLimit)
+	raw, err := net.Listen("tcp", net.JoinHostPort(o.Host, strconv.Itoa(o.Port)))
+	if err != nil {
+		return nil, nil, fmt.Errorf("cannot listen on %s:%d: %w", o.Host, o.Port, err)
+	}
+	hosts := newHostCheck(o.Host, raw.Addr().(*net.TCPAddr), tlsConfig)
+	var tl net.Listener = newCapListener(raw, total, perSource, log)
+	if tlsConfig != nil {
+		tl = tls.NewListener(tl, tlsConfig)
+	}
+	// Timeouts on a request's headers and on an idle keep-alive
+	// connection, none on a body or a response: attached execs, streamed
+	// execs and followed events last as long as they last.
+	ts := &http.Server{Handler: srv.routes(hosts), ReadHeaderTimeout: tcpReadHeaderTimeout, IdleTimeout: tcpIdleTimeout,
+		MaxHeaderBytes: tcpMaxHeaderBytes, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)}
+	log.Info("TCP connection caps", "open_files_limit", fileLimit, "max", total, "per_source_max", perSource)
+	if o.NoToken {
+		log.Warn(daemonfiles.TokenlessWarning(o.Host, raw.Addr().(*net.TCPAddr).Port))
+	}
+	return ts, tl, nil
+}
+
+// listeners are the daemon's HTTP servers and what they serve on: the Unix
+// socket's, and the TCP listener's when there is one.
+type listeners struct {
+	unix *http.Server
+	ul   net.Listener
+	tcp  *http.Server // nil without a TCP listener
+	tl   net.Listener
+}
+
+// close closes the listeners before they are served.
+func (ls *listeners) close() {
+	ls.ul.Close()
+	if ls.tl != nil {
+		ls.tl.Close()
+	}
+}
+
+// serve serves every listener; the channel gets what each Serve returns.
+func (ls *listeners) serve() chan error {
+	errs := make(chan error, 2)
+	go func() { errs <- ls.unix.Serve(ls.ul) }()
+	if ls.tcp != nil {
+		go func() { errs <- ls.tcp.Serve(ls.tl) }()
+	}
+	return errs
+}
+
+// wait waits until ctx ends, then shuts the servers down (3 s at most), or
+// until a server fails, whose error it returns.
+func (ls *listeners) wait(ctx context.Context, log *slog.Logger, errs chan error) error {
 	select {
 	case <-ctx.Done():
 	case err := <-errs:
@@ -183,9 +249,9 @@ func Run(ctx context.Context, o Options) error {
 	log.Info("daemon stopping")
 	sctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
-	_ = hs.Shutdown(sctx)
-	if ts != nil {
-		_ = ts.Shutdown(sctx)
+	_ = ls.unix.Shutdown(sctx)
+	if ls.tcp != nil {
+		_ = ls.tcp.Shutdown(sctx)
 	}
 	return nil
 }

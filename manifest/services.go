@@ -329,21 +329,42 @@ func (v *validator) service(name string, s Service, all map[string]Service) {
 	if s.Image == "" {
 		v.errorf(p("image"), "is required")
 	}
-	if h := s.Healthcheck; h != nil {
-		if len(h.Cmd) == 0 || h.Cmd[0] == "" {
-			v.errorf(p("healthcheck", "cmd"), "is required: the probe's program and arguments, e.g. [\"pg_isready\"]")
-		}
-		v.duration(p("healthcheck", "interval"), h.Interval)
-		v.duration(p("healthcheck", "timeout"), h.Timeout)
-		v.optionalDuration(p("healthcheck", "start_period"), h.StartPeriod)
-		v.optionalDuration(p("healthcheck", "start_interval"), h.StartInterval)
-		switch {
-		case h.Retries < 0:
-			v.errorf(p("healthcheck", "retries"), "must not be negative, got %d", h.Retries)
-		case h.Retries > MaxCount:
-			v.errorf(p("healthcheck", "retries"), "must be at most %d, got %d", MaxCount, h.Retries)
-		}
+	if s.Healthcheck != nil {
+		v.healthcheck(p, s.Healthcheck)
 	}
+	v.serviceProcess(p, s)
+	v.serviceNetworkNames(p, s)
+	v.serviceMounts(p, s)
+	v.capList(p("cap_add"), p("cap_drop"), s.CapAdd, s.CapDrop)
+	v.servicePortList(name, p, s.Ports)
+	v.serviceLoopback(p, s)
+	v.ulimits(p, s.Ulimits)
+	v.dependsOn(name, p, s.DependsOn, all)
+}
+
+// entryKey is the path of a key of one entry: its section and name, then k.
+type entryKey func(k ...string) []string
+
+// healthcheck checks a service's [healthcheck].
+func (v *validator) healthcheck(p entryKey, h *Healthcheck) {
+	if len(h.Cmd) == 0 || h.Cmd[0] == "" {
+		v.errorf(p("healthcheck", "cmd"), "is required: the probe's program and arguments, e.g. [\"pg_isready\"]")
+	}
+	v.duration(p("healthcheck", "interval"), h.Interval)
+	v.duration(p("healthcheck", "timeout"), h.Timeout)
+	v.optionalDuration(p("healthcheck", "start_period"), h.StartPeriod)
+	v.optionalDuration(p("healthcheck", "start_interval"), h.StartInterval)
+	switch {
+	case h.Retries < 0:
+		v.errorf(p("healthcheck", "retries"), "must not be negative, got %d", h.Retries)
+	case h.Retries > MaxCount:
+		v.errorf(p("healthcheck", "retries"), "must be at most %d, got %d", MaxCount, h.Retries)
+	}
+}
+
+// serviceProcess checks what a service's process is started with: env,
+// entrypoint, user, working_dir, shm_size and env_file.
+func (v *validator) serviceProcess(p entryKey, s Service) {
 	v.env(p("env"), s.Env)
 	if len(s.Entrypoint) > 0 && s.Entrypoint[0] == "" {
 		v.errorf(p("entrypoint"), "the first element (the program) must not be empty")
@@ -364,12 +385,21 @@ func (v *validator) service(name string, s Service, all map[string]Service) {
 			v.errorf(p("env_file"), "an entry is empty")
 		}
 	}
+}
+
+// serviceNetworkNames checks a service's extra_hosts and aliases.
+func (v *validator) serviceNetworkNames(p entryKey, s Service) {
 	v.extraHosts(p("extra_hosts"), s.ExtraHosts)
 	for _, a := range s.Aliases {
 		if !hostNameRE.MatchString(a) || len(a) > 63 {
 			v.errorf(p("aliases"), "%q is not a host name (letters, digits, '.', '_' and '-', at most 63 characters)", a)
 		}
 	}
+}
+
+// serviceMounts checks a service's volumes and tmpfs, no two of which may
+// mount the same target.
+func (v *validator) serviceMounts(p entryKey, s Service) {
 	targets := map[string]string{}
 	for _, e := range s.Volumes {
 		vol, err := parseServiceVolume(e)
@@ -391,8 +421,12 @@ func (v *validator) service(name string, s Service, all map[string]Service) {
 		}
 		targets[t.Target] = e
 	}
-	v.capList(p("cap_add"), p("cap_drop"), s.CapAdd, s.CapDrop)
-	for _, e := range s.Ports {
+}
+
+// servicePortList checks the ports of the service name: no loopback port may
+// be forwarded to two services.
+func (v *validator) servicePortList(name string, p entryKey, ports []string) {
+	for _, e := range ports {
 		sp, err := parseServicePort(e)
 		if !v.check(p("ports"), err) {
 			continue
@@ -406,6 +440,10 @@ func (v *validator) service(name string, s Service, all map[string]Service) {
 		}
 		v.servicePorts[sp.Listen] = name
 	}
+}
+
+// serviceLoopback checks a service's loopback.
+func (v *validator) serviceLoopback(p entryKey, s Service) {
 	switch s.Loopback {
 	case "", LoopbackForwarded:
 	case LoopbackShared:
@@ -415,8 +453,12 @@ func (v *validator) service(name string, s Service, all map[string]Service) {
 	default:
 		v.errorf(p("loopback"), "must be one of %q, %q, got %q", LoopbackShared, LoopbackForwarded, s.Loopback)
 	}
-	for _, n := range slices.Sorted(maps.Keys(s.Ulimits)) {
-		u := s.Ulimits[n]
+}
+
+// ulimits checks a service's ulimits, by name.
+func (v *validator) ulimits(p entryKey, ulimits map[string]Ulimit) {
+	for _, n := range slices.Sorted(maps.Keys(ulimits)) {
+		u := ulimits[n]
 		switch {
 		case !slices.Contains(UlimitNames, n):
 			v.errorf(p("ulimits", n), "unknown resource (use one of %s)", strings.Join(UlimitNames, ", "))
@@ -426,8 +468,13 @@ func (v *validator) service(name string, s Service, all map[string]Service) {
 			v.errorf(p("ulimits", n), "the soft limit %d is above the hard limit %d", u.Soft, u.Hard)
 		}
 	}
-	for _, dep := range slices.Sorted(maps.Keys(s.DependsOn)) {
-		cond := s.DependsOn[dep]
+}
+
+// dependsOn checks the depends_on of the service name, by dependency: each
+// must be another service of all, whose condition it can meet.
+func (v *validator) dependsOn(name string, p entryKey, deps DependsOn, all map[string]Service) {
+	for _, dep := range slices.Sorted(maps.Keys(deps)) {
+		cond := deps[dep]
 		target, ok := all[dep]
 		switch {
 		case dep == name:

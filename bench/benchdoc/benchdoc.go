@@ -1,10 +1,10 @@
 // Package benchdoc is what the benchmark commands share: their common flags
 // and exit (Flags, Exit), a hermetic project to time airlock in (Project, and
-// with the busybox test image, Busybox), many project dirs with a sandbox
-// alive in each (Alive), timed commands and their samples (Timed, Timings),
-// waiting for a run's removal (Settled), the median and the figures' formats,
-// and printing the figures and writing one section of docs/benchmarks.md,
-// leaving the others alone.
+// with the busybox test image, Busybox, whose WarmUp runs both paths once),
+// many project dirs with a sandbox alive in each (Alive), timed commands and
+// their samples (Timed, Time, Timings), waiting for a run's removal
+// (Settled), the median and the figures' formats, and printing the figures
+// and writing one section of docs/benchmarks.md, leaving the others alone.
 package benchdoc
 
 import (

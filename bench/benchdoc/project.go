@@ -107,3 +107,11 @@ func (p *Project) Close(airlock string) {
 	_ = p.Command(airlock, "daemon", "stop").Run()
 	os.RemoveAll(p.Home)
 }
+
+// Time is Timed without the output: how long name args took in the project
+// dir, or the failure (whose error holds the output); a sample for
+// Timings.Add.
+func (p *Project) Time(name string, args ...string) (time.Duration, error) {
+	d, _, err := p.Timed(name, args...)
+	return d, err
+}

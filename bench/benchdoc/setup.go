@@ -78,6 +78,19 @@ func (b *Busybox) Close() {
 	b.Engine.Close()
 }
 
+// WarmUp runs `airlock run -- true` and `docker run --rm IMAGE true` once
+// each, untimed: the control daemon, the supervisor volume and the image are
+// ready before the first sample.
+func (b *Busybox) WarmUp() error {
+	if _, err := b.Time(b.Airlock, "run", "--", "true"); err != nil {
+		return err
+	}
+	if _, err := b.Time("docker", "run", "--rm", b.Image, "true"); err != nil {
+		return err
+	}
+	return nil
+}
+
 // Print prints rows on stdout, each measure padded to width.
 func Print(width int, rows []Row) {
 	for _, r := range rows {

@@ -21,6 +21,7 @@ import (
 	dockerclient "github.com/docker/docker/client"
 
 	"github.com/airlock-dev/airlock/bench/benchdoc"
+	"github.com/airlock-dev/airlock/client"
 )
 
 func main() {
@@ -39,63 +40,120 @@ func bench(airlock string, runs int, doc, command string) error {
 		return err
 	}
 	defer b.Close()
-	airlock, cli, image, p := b.Airlock, b.Engine, b.Image, b.Project
-	c := p.Client()
-	timed := func(name string, args ...string) (time.Duration, error) {
-		d, _, err := p.Timed(name, args...)
-		return d, err
-	}
-	// Warm up both paths (the supervisor volume, the daemon, the image).
-	if _, err := timed(airlock, "pool", "warm"); err != nil {
+	r := &poolBench{ctx: ctx, airlock: b.Airlock, cli: b.Engine, image: b.Image, p: b.Project, runs: runs}
+	r.c = r.p.Client()
+	if err := r.warmUp(); err != nil {
 		return err
 	}
-	if _, err := timed("docker", "run", "--rm", image, "true"); err != nil {
+	if err := r.sample(); err != nil {
 		return err
 	}
-	// Between samples: the last run's removal done and the pool full again
-	// (a claim is followed by a refill), untimed.
-	settle := func(size int) error { return benchdoc.PoolSettled(ctx, cli, c, p.Dir, size) }
-	if err := settle(2); err != nil {
+	if err := r.runBurst(); err != nil {
 		return err
 	}
-	var docker, warm, cold benchdoc.Timings
-	hits0 := benchdoc.PoolOf(ctx, c, p.Dir).Hits
-	for i := 0; i < runs; i++ {
-		if err := docker.Add(timed("docker", "run", "--rm", image, "true")); err != nil {
+	if err := r.measureIdle(); err != nil {
+		return err
+	}
+	rows := r.rows()
+	benchdoc.Print(70, rows)
+	intro := fmt.Sprintf("By `%s` against the Docker Engine on this machine, %s; image: the local busybox test image; manifest: that image with `[sandbox.pool] size = 2`; runs interleaved.", command, benchdoc.Machine())
+	return benchdoc.Write(doc, "Warm pool", intro, rows, notes)
+}
+
+// notes is what the section says under its table.
+const notes = "Warm: the pool holds 2 parked sandboxes before each sample (each sample waits, untimed, for the last run's\n" +
+	"removal and the pool's refill: a loop of runs at its own pace). Cold: the pool is drained first (untimed), so the\n" +
+	"run misses (empty) and starts cold, and its pool refills after it. A warm run still loads the manifest, checks\n" +
+	"its layers, asks the daemon to prepare (the image's ID is checked at every claim: tags move), records the\n" +
+	"sandbox's events and attaches to it; the claim itself is one line written on the attached stdin (no exec).\n" +
+	"The burst: 20 `airlock run` at once against a pool warmed to 4; every run must give its own exit code and\n" +
+	"its own sandbox (hostname); warm counts those served by the 4 parked ones (a refill that finished during\n" +
+	"the burst may serve more). Idle cost: `docker stats` memory of the parked primary (the supervisor waiting),\n" +
+	"and its writable layer (`docker ps -s`)."
+
+// burst is the number of concurrent runs against a pool of 4.
+const burst = 20
+
+// poolBench is one run of the benchmark: the project whose pool it times, and
+// the figures taken so far.
+type poolBench struct {
+	ctx     context.Context
+	airlock string
+	cli     dockerclient.APIClient
+	image   string
+	p       *benchdoc.Project
+	c       *client.Client // of the project's control daemon
+	runs    int
+
+	docker, warm, cold benchdoc.Timings
+	hits               int // the warm runs that got a parked sandbox
+	// The burst: its wall time, the runs with the right exit code and
+	// output, the sandboxes they got and those that were parked.
+	burstTook                    time.Duration
+	correct, distinct, warmBurst int
+	mem, disk                    string // the idle cost of one parked sandbox
+}
+
+// settle waits, untimed, between samples: the last run's removal done and the
+// pool full again (a claim is followed by a refill).
+func (r *poolBench) settle(size int) error {
+	return benchdoc.PoolSettled(r.ctx, r.cli, r.c, r.p.Dir, size)
+}
+
+// warmUp runs both paths once (the supervisor volume, the daemon, the image).
+func (r *poolBench) warmUp() error {
+	if _, err := r.p.Time(r.airlock, "pool", "warm"); err != nil {
+		return err
+	}
+	if _, err := r.p.Time("docker", "run", "--rm", r.image, "true"); err != nil {
+		return err
+	}
+	return r.settle(2)
+}
+
+// sample times docker run, a warm airlock run and a cold one (its pool
+// drained first, untimed), interleaved, runs times, and counts the pool's hits.
+func (r *poolBench) sample() error {
+	hits0 := benchdoc.PoolOf(r.ctx, r.c, r.p.Dir).Hits
+	for i := 0; i < r.runs; i++ {
+		if err := r.docker.Add(r.p.Time("docker", "run", "--rm", r.image, "true")); err != nil {
 			return err
 		}
-		if err := warm.Add(timed(airlock, "run", "--", "true")); err != nil {
+		if err := r.warm.Add(r.p.Time(r.airlock, "run", "--", "true")); err != nil {
 			return err
 		}
-		if err := settle(2); err != nil {
+		if err := r.settle(2); err != nil {
 			return err
 		}
 		// Cold with a pool configured but empty: drained first (untimed).
-		if _, err := timed(airlock, "pool", "drain"); err != nil {
+		if _, err := r.p.Time(r.airlock, "pool", "drain"); err != nil {
 			return err
 		}
-		if err := cold.Add(timed(airlock, "run", "--", "true")); err != nil {
+		if err := r.cold.Add(r.p.Time(r.airlock, "run", "--", "true")); err != nil {
 			return err
 		}
-		if err := settle(2); err != nil {
+		if err := r.settle(2); err != nil {
 			return err
 		}
 	}
-	pl := benchdoc.PoolOf(ctx, c, p.Dir)
-	hits := pl.Hits - hits0
+	pl := benchdoc.PoolOf(r.ctx, r.c, r.p.Dir)
+	r.hits = pl.Hits - hits0
+	return nil
+}
 
-	// 20 concurrent runs against a pool of 4.
-	if _, err := timed(airlock, "pool", "warm", "--size", "4"); err != nil {
+// runBurst starts burst runs at once against a pool of 4, each exiting with
+// its own code and printing its sandbox's hostname.
+func (r *poolBench) runBurst() error {
+	if _, err := r.p.Time(r.airlock, "pool", "warm", "--size", "4"); err != nil {
 		return err
 	}
-	if err := settle(4); err != nil {
+	if err := r.settle(4); err != nil {
 		return err
 	}
 	parked := map[string]bool{}
-	for _, m := range benchdoc.PoolOf(ctx, c, p.Dir).Sandboxes {
+	for _, m := range benchdoc.PoolOf(r.ctx, r.c, r.p.Dir).Sandboxes {
 		parked[m.ID] = true
 	}
-	const burst = 20
 	outs := make([]string, burst)
 	errs := make([]error, burst)
 	var wg sync.WaitGroup
@@ -104,7 +162,7 @@ func bench(airlock string, runs int, doc, command string) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			out, err := p.Command(airlock, "run", "--", "sh", "-c", fmt.Sprintf("hostname; exit %d", i%7)).Output()
+			out, err := r.p.Command(r.airlock, "run", "--", "sh", "-c", fmt.Sprintf("hostname; exit %d", i%7)).Output()
 			outs[i] = strings.TrimSpace(string(out))
 			if err != nil && !(i%7 != 0 && benchdoc.ExitCode(err) == i%7) {
 				errs[i] = fmt.Errorf("run %d: %v", i, err)
@@ -112,60 +170,55 @@ func bench(airlock string, runs int, doc, command string) error {
 		}()
 	}
 	wg.Wait()
-	burstTook := time.Since(start)
-	correct, warmBurst := 0, 0
+	r.burstTook = time.Since(start)
 	distinct := map[string]bool{}
 	for i := range burst {
 		if errs[i] == nil && outs[i] != "" {
-			correct++
+			r.correct++
 		}
 		distinct[outs[i]] = true
 		if parked[outs[i]] {
-			warmBurst++
+			r.warmBurst++
 		}
 	}
+	r.distinct = len(distinct)
+	return nil
+}
 
-	// The idle cost of one parked sandbox.
-	if _, err := timed(airlock, "pool", "drain"); err != nil {
+// measureIdle takes the idle cost of one parked sandbox.
+func (r *poolBench) measureIdle() error {
+	if _, err := r.p.Time(r.airlock, "pool", "drain"); err != nil {
 		return err
 	}
-	if _, err := timed(airlock, "pool", "warm", "--size", "1"); err != nil {
+	if _, err := r.p.Time(r.airlock, "pool", "warm", "--size", "1"); err != nil {
 		return err
 	}
-	mem, disk, err := idleCost(ctx, cli, p.Dir)
-	if err != nil {
+	var err error
+	if r.mem, r.disk, err = idleCost(r.ctx, r.cli, r.p.Dir); err != nil {
 		return err
 	}
-	if _, err := timed(airlock, "pool", "drain"); err != nil {
-		return err
-	}
+	_, err = r.p.Time(r.airlock, "pool", "drain")
+	return err
+}
 
-	d, w, cl := benchdoc.Median(docker), benchdoc.Median(warm), benchdoc.Median(cold)
-	dp95, wp95 := p95(docker), p95(warm)
+// rows are the figures: the samples' medians, p95s and ratios, the burst's
+// counts and the idle cost.
+func (r *poolBench) rows() []benchdoc.Row {
+	d, w, cl := benchdoc.Median(r.docker), benchdoc.Median(r.warm), benchdoc.Median(r.cold)
+	dp95, wp95 := p95(r.docker), p95(r.warm)
 	rows := []benchdoc.Row{
-		{Measure: fmt.Sprintf("`docker run --rm IMAGE true` (median of %d; p95)", runs), Result: benchdoc.MS(d) + "; " + benchdoc.MS(dp95)},
+		{Measure: fmt.Sprintf("`docker run --rm IMAGE true` (median of %d; p95)", r.runs), Result: benchdoc.MS(d) + "; " + benchdoc.MS(dp95)},
 		{Measure: "warm `airlock run -- true`, a parked sandbox claimed (median; p95)", Result: benchdoc.MS(w) + "; " + benchdoc.MS(wp95)},
 		{Measure: "warm ratio airlock / docker, p50", Result: benchdoc.Ratio(w, d), Target: "≤ 0.25×"},
 		{Measure: "warm ratio airlock / docker, p95", Result: benchdoc.Ratio(wp95, dp95), Target: "≤ 0.4×"},
-		{Measure: fmt.Sprintf("warm runs that got a parked sandbox (hits of %d)", runs), Result: fmt.Sprint(hits)},
+		{Measure: fmt.Sprintf("warm runs that got a parked sandbox (hits of %d)", r.runs), Result: fmt.Sprint(r.hits)},
 		{Measure: "cold `airlock run -- true` with a pool configured but empty (median)", Result: benchdoc.MS(cl)},
 		{Measure: "cold ratio airlock / docker", Result: benchdoc.Ratio(cl, d), Target: "≤ 1.10×"},
-		{Measure: fmt.Sprintf("%d concurrent runs, pool of 4: right exit code and output / distinct sandboxes / warm", burst), Result: fmt.Sprintf("%d / %d / %d in %s", correct, len(distinct), warmBurst, benchdoc.MS(burstTook)), Target: fmt.Sprintf("%d / %d / 4", burst, burst)},
-		{Measure: "one parked sandbox, idle: memory of its processes (cgroup)", Result: mem},
-		{Measure: "one parked sandbox, idle: disk (container's writable layer)", Result: disk},
+		{Measure: fmt.Sprintf("%d concurrent runs, pool of 4: right exit code and output / distinct sandboxes / warm", burst), Result: fmt.Sprintf("%d / %d / %d in %s", r.correct, r.distinct, r.warmBurst, benchdoc.MS(r.burstTook)), Target: fmt.Sprintf("%d / %d / 4", burst, burst)},
+		{Measure: "one parked sandbox, idle: memory of its processes (cgroup)", Result: r.mem},
+		{Measure: "one parked sandbox, idle: disk (container's writable layer)", Result: r.disk},
 	}
-	benchdoc.Print(70, rows)
-	intro := fmt.Sprintf("By `%s` against the Docker Engine on this machine, %s; image: the local busybox test image; manifest: that image with `[sandbox.pool] size = 2`; runs interleaved.", command, benchdoc.Machine())
-	notes := "Warm: the pool holds 2 parked sandboxes before each sample (each sample waits, untimed, for the last run's\n" +
-		"removal and the pool's refill: a loop of runs at its own pace). Cold: the pool is drained first (untimed), so the\n" +
-		"run misses (empty) and starts cold, and its pool refills after it. A warm run still loads the manifest, checks\n" +
-		"its layers, asks the daemon to prepare (the image's ID is checked at every claim: tags move), records the\n" +
-		"sandbox's events and attaches to it; the claim itself is one line written on the attached stdin (no exec).\n" +
-		"The burst: 20 `airlock run` at once against a pool warmed to 4; every run must give its own exit code and\n" +
-		"its own sandbox (hostname); warm counts those served by the 4 parked ones (a refill that finished during\n" +
-		"the burst may serve more). Idle cost: `docker stats` memory of the parked primary (the supervisor waiting),\n" +
-		"and its writable layer (`docker ps -s`)."
-	return benchdoc.Write(doc, "Warm pool", intro, rows, notes)
+	return rows
 }
 
 // idleCost is the memory and disk of the project's one parked sandbox.

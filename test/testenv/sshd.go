@@ -114,26 +114,59 @@ func (s *SSHD) remote(path string) string {
 	return filepath.Join(fmt.Sprintf("/proc/%d/root", s.r.PID), path)
 }
 
+// start makes the key pairs, the remote user's files and sshd's
+// configuration, starts sshd and the socats, writes the client side and checks
+// that ssh reaches the remote user.
 func (s *SSHD) start(t testing.TB, airlockBin string) error {
 	local := t.TempDir()
-	keygen := func(file string) error {
-		out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "airlock-test", "-f", file).CombinedOutput()
-		if err != nil {
-			return fmt.Errorf("ssh-keygen: %v: %s", err, out)
-		}
-		return nil
-	}
 	clientKey, hostKey := filepath.Join(local, "id_ed25519"), filepath.Join(local, "host_ed25519_key")
-	if err := keygen(clientKey); err != nil {
+	if err := sshKeygen(clientKey); err != nil {
 		return err
 	}
-	if err := keygen(hostKey); err != nil {
+	if err := sshKeygen(hostKey); err != nil {
+		return err
+	}
+	if err := s.makeRemoteDir(airlockBin, hostKey, clientKey+".pub"); err != nil {
+		return err
+	}
+	configFile, err := s.configure()
+	if err != nil {
 		return err
 	}
 
-	// The remote side: its files in the stand-in's /tmp.
+	// The client side, under the test's temporary directory.
+	pub, err := os.ReadFile(hostKey + ".pub")
+	if err != nil {
+		return err
+	}
+	knownHosts := filepath.Join(local, "known_hosts")
+	if err := os.WriteFile(knownHosts, []byte(s.Alias+" "+string(pub)), 0o600); err != nil {
+		return err
+	}
+	if err := s.serveRetrying(configFile); err != nil {
+		return err
+	}
+	if err := s.writeClient(local, clientKey, knownHosts); err != nil {
+		return err
+	}
+	return s.checkSession()
+}
+
+// sshKeygen makes an ed25519 key pair without a passphrase: file and file.pub.
+func sshKeygen(file string) error {
+	out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "airlock-test", "-f", file).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("ssh-keygen: %v: %s", err, out)
+	}
+	return nil
+}
+
+// makeRemoteDir makes the remote side's files in the stand-in's /tmp:
+// RemoteDir with the remote user's home, bin (the airlock binary) and XDG
+// directories, sshd's host key and the authorized client key; and the
+// directory sshd needs for privilege separation.
+func (s *SSHD) makeRemoteDir(airlockBin, hostKey, clientPub string) error {
 	home, bin := filepath.Join(s.RemoteDir, "home"), filepath.Join(s.RemoteDir, "bin")
-	xdg := map[string]string{"XDG_CONFIG_HOME": "config", "XDG_DATA_HOME": "data", "XDG_RUNTIME_DIR": "run"}
 	for _, d := range []string{s.RemoteDir, home, bin, filepath.Join(s.RemoteDir, "config"), filepath.Join(s.RemoteDir, "data"), filepath.Join(s.RemoteDir, "run")} {
 		if err := os.Mkdir(s.remote(d), 0o700); err != nil {
 			return err
@@ -145,12 +178,18 @@ func (s *SSHD) start(t testing.TB, airlockBin string) error {
 	if err := copyFile(hostKey, s.remote(filepath.Join(s.RemoteDir, "ssh_host_ed25519_key")), 0o600); err != nil {
 		return err
 	}
-	if err := copyFile(clientKey+".pub", s.remote(filepath.Join(s.RemoteDir, "authorized_keys")), 0o600); err != nil {
+	if err := copyFile(clientPub, s.remote(filepath.Join(s.RemoteDir, "authorized_keys")), 0o600); err != nil {
 		return err
 	}
-	if err := s.makePrivsepDir(); err != nil {
-		return err
-	}
+	return s.makePrivsepDir()
+}
+
+// sessionEnv is the environment sshd sets in every session: the remote user's
+// PATH (its bin first), HOME, XDG directories and DOCKER_HOST (the stand-in's
+// Engine), and the mark; sorted.
+func (s *SSHD) sessionEnv() []string {
+	home, bin := filepath.Join(s.RemoteDir, "home"), filepath.Join(s.RemoteDir, "bin")
+	xdg := map[string]string{"XDG_CONFIG_HOME": "config", "XDG_DATA_HOME": "data", "XDG_RUNTIME_DIR": "run"}
 	env := []string{
 		"PATH=" + bin + ":/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
 		"HOME=" + home,
@@ -161,6 +200,12 @@ func (s *SSHD) start(t testing.TB, airlockBin string) error {
 		env = append(env, k+"="+filepath.Join(s.RemoteDir, d))
 	}
 	slices.Sort(env)
+	return env
+}
+
+// configure writes sshd's configuration in RemoteDir, has sshd check it
+// (sshd -t) and returns its path in the stand-in's mount namespace.
+func (s *SSHD) configure() (string, error) {
 	config := strings.Join([]string{
 		"Port " + strconv.Itoa(sshdPort),
 		"ListenAddress 127.0.0.1",
@@ -184,39 +229,37 @@ func (s *SSHD) start(t testing.TB, airlockBin string) error {
 		"LogLevel VERBOSE",
 		// sshd passes none of the client's environment (no AcceptEnv): the
 		// sessions get this and what sshd itself sets.
-		"SetEnv " + strings.Join(env, " "),
+		"SetEnv " + strings.Join(s.sessionEnv(), " "),
 	}, "\n") + "\n"
 	configFile := filepath.Join(s.RemoteDir, "sshd_config")
 	if err := os.WriteFile(s.remote(configFile), []byte(config), 0o600); err != nil {
-		return err
+		return "", err
 	}
 	if out, err := s.nsenter(sshdBin, "-t", "-f", configFile).CombinedOutput(); err != nil {
-		return fmt.Errorf("sshd -t: %v: %s", err, out)
+		return "", fmt.Errorf("sshd -t: %v: %s", err, out)
 	}
+	return configFile, nil
+}
 
-	// The client side, under the test's temporary directory.
-	pub, err := os.ReadFile(hostKey + ".pub")
-	if err != nil {
-		return err
-	}
-	knownHosts := filepath.Join(local, "known_hosts")
-	if err := os.WriteFile(knownHosts, []byte(s.Alias+" "+string(pub)), 0o600); err != nil {
-		return err
-	}
-
-	var err2 error
-	for attempt := 0; attempt < 3; attempt++ { // a free port may be taken before socat binds it
-		if err2 = s.serve(configFile); err2 == nil {
+// serveRetrying serves (serve) up to 3 times: a free port may be taken before
+// socat binds it. It gives up at once when sshd or the inner socat exited.
+func (s *SSHD) serveRetrying(configFile string) error {
+	var err error
+	for attempt := 0; attempt < 3; attempt++ {
+		if err = s.serve(configFile); err == nil {
 			break
 		}
 		if s.sshd == nil || s.sshd.exited() || s.inner == nil || s.inner.exited() {
-			return err2
+			return err
 		}
 		s.stopProcesses()
 	}
-	if err2 != nil {
-		return err2
-	}
+	return err
+}
+
+// writeClient writes the client side under local: SSHConfig, which knows sshd
+// as Alias on Addr with clientKey and knownHosts, and BinDir's ssh wrapper.
+func (s *SSHD) writeClient(local, clientKey, knownHosts string) error {
 	_, port, _ := net.SplitHostPort(s.Addr)
 	s.SSHConfig = filepath.Join(local, "ssh_config")
 	cfg := strings.Join([]string{
@@ -247,10 +290,12 @@ func (s *SSHD) start(t testing.TB, airlockBin string) error {
 		return err
 	}
 	wrapper := "#!/bin/sh\nexec /usr/bin/ssh -F '" + s.SSHConfig + "' \"$@\"\n"
-	if err := os.WriteFile(filepath.Join(s.BinDir, "ssh"), []byte(wrapper), 0o755); err != nil {
-		return err
-	}
-	// The real ssh, the key and the host key: a command of the remote user.
+	return os.WriteFile(filepath.Join(s.BinDir, "ssh"), []byte(wrapper), 0o755)
+}
+
+// checkSession runs a command of the remote user through the real ssh, the
+// key and the host key: it must see the mark.
+func (s *SSHD) checkSession() error {
 	out, err := s.SSH(context.Background(), "root", "echo", "$"+sshdMarkEnv).CombinedOutput()
 	if err != nil || strings.TrimSpace(string(out)) != s.mark {
 		return fmt.Errorf("ssh root@%s echo: %v: %q", s.Alias, err, out)
