@@ -110,6 +110,9 @@ type RemoteEngine struct {
 
 	sshdMu sync.Mutex // guards sshds
 	sshds  int        // the SSHDs started in its namespaces and not yet stopped
+	// sshdsMade counts the SSHDs ever started here: each listens on a port
+	// of its own (tests in parallel each start one).
+	sshdsMade int
 
 	busybox struct {
 		once sync.Once

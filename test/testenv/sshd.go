@@ -23,8 +23,10 @@ const (
 	// sshdBin is Debian's OpenSSH server (openssh-server; ./scripts/engine.sh
 	// installs it). sshd re-executes itself, so it is named by absolute path.
 	sshdBin = "/usr/sbin/sshd"
-	// sshdPort is the port sshd listens on inside the stand-in's network namespace.
-	sshdPort = 22
+	// sshdFirstPort is the port the first sshd listens on inside the
+	// stand-in's network namespace; each later one takes the next (two tests
+	// in parallel once both bound 22).
+	sshdFirstPort = 2200
 	// sshdAlias is the host name the client's ssh configuration knows sshd by.
 	sshdAlias = "box"
 	// sshdMarkEnv is set in the environment of every session sshd starts (and
@@ -39,8 +41,8 @@ const (
 // stand-in remote Engine (RemoteEngine): a stand-in for a machine that a user
 // reaches with ssh, where `airlock` is the binary under test, run by a user
 // of its own (root, with its own HOME and XDG directories, so its own control
-// daemon) whose DOCKER_HOST is the stand-in's Engine. sshd listens on port 22
-// of that network namespace; socat exposes it on this host's loopback, as
+// daemon) whose DOCKER_HOST is the stand-in's Engine. sshd listens on a port
+// of its own (2200, 2201, …) of that network namespace; socat exposes it on this host's loopback, as
 // the Engine's socket is.
 //
 // The client side is the real ssh: BinDir holds an `ssh` that runs
@@ -72,6 +74,7 @@ type SSHD struct {
 	outer   *process // socat on this host: Addr to sock
 	log     SyncBuffer
 	privsep bool // counted in r.sshds
+	port    int  // sshd's port in the stand-in's network namespace
 	stopped bool
 }
 
@@ -207,7 +210,7 @@ func (s *SSHD) sessionEnv() []string {
 // (sshd -t) and returns its path in the stand-in's mount namespace.
 func (s *SSHD) configure() (string, error) {
 	config := strings.Join([]string{
-		"Port " + strconv.Itoa(sshdPort),
+		"Port " + strconv.Itoa(s.port),
 		"ListenAddress 127.0.0.1",
 		"HostKey " + filepath.Join(s.RemoteDir, "ssh_host_ed25519_key"),
 		"PidFile none",
@@ -314,7 +317,7 @@ func (s *SSHD) serve(configFile string) error {
 	if s.sshd, err = s.r.startProcess(sshd); err != nil {
 		return fmt.Errorf("cannot run sshd: %w", err)
 	}
-	inner := s.nsenter("socat", "-t", socatHalfClose, "UNIX-LISTEN:"+s.sock+",fork,mode=600,unlink-early", "TCP:127.0.0.1:"+strconv.Itoa(sshdPort))
+	inner := s.nsenter("socat", "-t", socatHalfClose, "UNIX-LISTEN:"+s.sock+",fork,mode=600,unlink-early", "TCP:127.0.0.1:"+strconv.Itoa(s.port))
 	inner.Stdout, inner.Stderr = &s.log, &s.log
 	inner.SysProcAttr = ownGroupDying(syscall.SIGKILL)
 	if s.inner, err = s.r.startProcess(inner); err != nil {
@@ -392,10 +395,13 @@ func (s *SSHD) SSH(ctx context.Context, user string, args ...string) *exec.Cmd {
 }
 
 // makePrivsepDir makes sshd's privilege separation directory in the
-// stand-in's /run, once for all the SSHDs of the stand-in.
+// stand-in's /run, once for all the SSHDs of the stand-in, and takes this
+// sshd's port.
 func (s *SSHD) makePrivsepDir() error {
 	s.r.sshdMu.Lock()
 	defer s.r.sshdMu.Unlock()
+	s.port = sshdFirstPort + s.r.sshdsMade
+	s.r.sshdsMade++
 	if s.r.sshds == 0 {
 		if err := os.Mkdir(s.remote(sshdPrivsepDir), 0o755); err != nil && !errors.Is(err, os.ErrExist) {
 			return err
