@@ -24,33 +24,6 @@ import (
 	"github.com/airlock-dev/airlock/test/testenv"
 )
 
-func TestProgressPlain(t *testing.T) {
-	var buf bytes.Buffer
-	p := newProgress(&buf, false, false)
-	p.update("latest", "Pulling from x/y", nil)
-	p.update("aaa", "Pulling fs layer", nil)
-	p.update("bbb", "Pulling fs layer", nil)
-	p.update("aaa", "Downloading", &jsonProgress{Current: 1, Total: 10})
-	p.update("aaa", "Downloading", &jsonProgress{Current: 5, Total: 10})
-	p.update("bbb", "Already exists", nil)
-	p.update("aaa", "Pull complete", nil)
-	p.update("", "Digest: sha256:0123", nil)
-	p.update("", "Status: Downloaded newer image for x/y", nil)
-	p.done()
-	want := "latest: Pulling from x/y\naaa: Pulling fs layer\nbbb: Pulling fs layer\naaa: Downloading\n" +
-		"bbb: Already exists\naaa: Pull complete\nDigest: sha256:0123\nStatus: Downloaded newer image for x/y\n"
-	if buf.String() != want {
-		t.Errorf("plain progress:\n%s\nwant:\n%s", buf.String(), want)
-	}
-
-	buf.Reset()
-	p = newProgress(&buf, true, true)
-	p.update("aaa", "Downloading", nil)
-	if buf.Len() != 0 {
-		t.Errorf("quiet progress wrote %q", buf.String())
-	}
-}
-
 // screen replays the output of the terminal progress on a minimal terminal (cursor
 // up, clear line, carriage return, newline) and returns its lines.
 func screen(t *testing.T, out string) []string {
@@ -103,42 +76,12 @@ func screen(t *testing.T, out string) []string {
 	return lines
 }
 
-func TestProgressTTY(t *testing.T) {
-	var buf bytes.Buffer
-	p := newProgress(&buf, true, false)
-	p.update("aaa", "Pulling fs layer", nil)
-	p.update("bbb", "Pulling fs layer", nil)
-	p.update("aaa", "Downloading", &jsonProgress{Current: 1000, Total: 2000})
-	p.update("", "a message without a layer", nil)
-	p.update("bbb", "Downloading "+strings.Repeat("=", 200), nil)
-	p.update("aaa", "Pull complete", nil)
-	p.done()
-	got := screen(t, buf.String())
-	want := []string{
-		"aaa: Downloading 1kB/2kB",
-		"bbb: Pulling fs layer",
-		"a message without a layer",
-		"bbb: Downloading " + strings.Repeat("=", progressWidth-len("bbb: Downloading ")-1) + "…",
-		"aaa: Pull complete",
-	}
-	if strings.Join(got, "\n") != strings.Join(want, "\n") {
-		t.Errorf("terminal shows:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
-	}
-
-	buf.Reset()
-	p = newProgress(&buf, true, false)
-	p.update("aaa", "Downloading", &jsonProgress{Current: 1500, Total: 3_000_000})
-	if got := screen(t, buf.String()); len(got) != 1 || got[0] != "aaa: Downloading 1.5kB/3MB" {
-		t.Errorf("terminal shows %q", got)
-	}
-}
-
 func TestPullMissingImage(t *testing.T) {
 	t.Parallel()
 	g := newRig(t)
 	ctx := testContext(t, 2*time.Minute)
 	for _, ref := range []string{"airlock-nonexistent/image:nope", testenv.Registry(t) + "/airlock-nonexistent/image:nope"} {
-		_, err := g.rt.ensureImage(ctx, ref)
+		_, err := g.rt.images(nil).Ensure(ctx, ref)
 		t.Logf("ensureImage(%s): %v", ref, err)
 		var e *backend.Error
 		if !errors.As(err, &e) || e.Code != 125 {
@@ -164,7 +107,7 @@ func TestPullProgress(t *testing.T) {
 	removeImage(t, g, ref)
 	t.Cleanup(func() { removeImage(t, g, ref) })
 
-	img, err := g.rt.ensureImage(ctx, ref)
+	img, err := g.rt.images(nil).Ensure(ctx, ref)
 	if err != nil {
 		t.Fatalf("ensureImage: %v", err)
 	}
@@ -194,7 +137,7 @@ func TestPullProgress(t *testing.T) {
 	removeImage(t, g, ref)
 	g.progress.Reset()
 	g.rt.ProgressTTY = true
-	if _, err := g.rt.ensureImage(ctx, ref); err != nil {
+	if _, err := g.rt.images(nil).Ensure(ctx, ref); err != nil {
 		t.Fatalf("ensureImage: %v", err)
 	}
 	scr := screen(t, g.progress.String())
@@ -205,7 +148,7 @@ func TestPullProgress(t *testing.T) {
 
 	// Present: no pull, no output.
 	g.progress.Reset()
-	if _, err := g.rt.ensureImage(ctx, ref); err != nil || g.progress.String() != "" {
+	if _, err := g.rt.images(nil).Ensure(ctx, ref); err != nil || g.progress.String() != "" {
 		t.Errorf("ensureImage of a present image = %v, output %q", err, g.progress.String())
 	}
 }
@@ -306,7 +249,7 @@ func TestPullPrivateRegistry(t *testing.T) {
 	pull := func() error {
 		t.Helper()
 		g.progress.Reset()
-		_, err := g.rt.ensureImage(ctx, ref)
+		_, err := g.rt.images(nil).Ensure(ctx, ref)
 		if err != nil {
 			noSecret("the error", err.Error())
 		}
