@@ -82,14 +82,14 @@ func TestPullMissingImage(t *testing.T) {
 	ctx := testContext(t, 2*time.Minute)
 	for _, ref := range []string{"airlock-nonexistent/image:nope", testenv.Registry(t) + "/airlock-nonexistent/image:nope"} {
 		_, err := g.rt.images(nil).Ensure(ctx, ref)
-		t.Logf("ensureImage(%s): %v", ref, err)
+		t.Logf("Ensure(%s): %v", ref, err)
 		var e *backend.Error
 		if !errors.As(err, &e) || e.Code != 125 {
-			t.Errorf("ensureImage(%s) = %v, want an *Error with code 125", ref, err)
+			t.Errorf("Ensure(%s) = %v, want an *Error with code 125", ref, err)
 			continue
 		}
 		if !strings.Contains(err.Error(), ref) || !strings.HasPrefix(err.Error(), "cannot pull image ") {
-			t.Errorf("ensureImage(%s) error %q does not start with \"cannot pull image\" and name the image", ref, err)
+			t.Errorf("Ensure(%s) error %q does not start with \"cannot pull image\" and name the image", ref, err)
 		}
 	}
 }
@@ -109,7 +109,7 @@ func TestPullProgress(t *testing.T) {
 
 	img, err := g.rt.images(nil).Ensure(ctx, ref)
 	if err != nil {
-		t.Fatalf("ensureImage: %v", err)
+		t.Fatalf("Ensure: %v", err)
 	}
 	if !containsRef(img.RepoTags, ref) {
 		t.Errorf("pulled image tags = %v, want %s", img.RepoTags, ref)
@@ -138,7 +138,7 @@ func TestPullProgress(t *testing.T) {
 	g.progress.Reset()
 	g.rt.ProgressTTY = true
 	if _, err := g.rt.images(nil).Ensure(ctx, ref); err != nil {
-		t.Fatalf("ensureImage: %v", err)
+		t.Fatalf("Ensure: %v", err)
 	}
 	scr := screen(t, g.progress.String())
 	t.Logf("terminal pull progress:\n%s", strings.Join(scr, "\n"))
@@ -149,7 +149,7 @@ func TestPullProgress(t *testing.T) {
 	// Present: no pull, no output.
 	g.progress.Reset()
 	if _, err := g.rt.images(nil).Ensure(ctx, ref); err != nil || g.progress.String() != "" {
-		t.Errorf("ensureImage of a present image = %v, output %q", err, g.progress.String())
+		t.Errorf("Ensure of a present image = %v, output %q", err, g.progress.String())
 	}
 }
 

@@ -23,7 +23,7 @@ import (
 )
 
 // serviceBinds are the bind sources of every service's volumes, checked on this
-// host before any Engine object exists (planHost): service name → volume entry
+// host before any Engine object exists (hostPlanner.plan): service name → volume entry
 // → absolute host path.
 type serviceBinds map[string]map[string]string
 

@@ -129,7 +129,7 @@ func serviceConfig(name string, s manifest.Service, labels map[string]string, se
 		cfg.Cmd = append([]string(nil), s.Command...)
 	}
 	// Only literal values sit in the container config; substituted ones (host
-	// environment or vault) reach the service through wrapService.
+	// environment or vault) reach the service through wrap.
 	for _, k := range slices.Sorted(maps.Keys(s.Env)) {
 		if _, secret := secretEnv[k]; !secret {
 			cfg.Env = append(cfg.Env, k+"="+s.Env[k])
