@@ -34,13 +34,13 @@ import (
 // rootUser is the container's user when PID 1 must be root.
 const rootUser = "0"
 
-// usersBeside returns the keys (daemons.<name>.user, sorted) of the daemons
+// beside returns the keys (daemons.<name>.user, sorted) of the daemons
 // that run as another user than the sandbox user u (spec), which is not root:
 // a user that is not the same uid and gid in the image's accounts (one the
 // image does not have, which a copy may add, counts as another). None when u
 // is root. The image's accounts are read only when a daemon's user is not
 // spelled as the sandbox user's.
-func (rt *Runtime) usersBeside(ctx context.Context, imageRef string, r *manifest.Resolved, spec string, u sandboxUser) ([]string, error) {
+func (a *accounts) beside(ctx context.Context, imageRef string, r *manifest.Resolved, spec string, u sandboxUser) ([]string, error) {
 	if u.UID == 0 {
 		return nil, nil
 	}
@@ -54,7 +54,7 @@ func (rt *Runtime) usersBeside(ctx context.Context, imageRef string, r *manifest
 		}
 		if !read {
 			var err error
-			if passwd, groups, err = rt.readAccounts(ctx, imageRef); err != nil {
+			if passwd, groups, err = a.ofImage(ctx, imageRef); err != nil {
 				return nil, err
 			}
 			read = true
@@ -142,16 +142,16 @@ func numericUser(spec string) bool {
 	return isNumber(name) && (!hasGroup || isNumber(group))
 }
 
-// provideAccount adds, to a created container that is not started, the
+// provide adds, to a created container that is not started, the
 // account of u (a numeric user, not root) when its /etc/passwd has no entry
 // for the uid: the entries appended to /etc/passwd and /etc/group (made when
 // missing; kept as they are when they are not regular files, with a notice)
 // and the home folder, mode 0755, owned by the user, unless it is there. It
 // returns the account added (nil for none).
-func (rt *Runtime) provideAccount(ctx context.Context, containerID string, u sandboxUser) (*addedAccount, error) {
-	passwd, groups := rt.containerAccounts(ctx, containerID)
-	a := accountToAdd(u.UID, u.GID, passwd, groups)
-	if a == nil {
+func (a *accounts) provide(ctx context.Context, containerID string, u sandboxUser) (*addedAccount, error) {
+	passwd, groups := containerAccounts(ctx, a.engine, containerID)
+	add := accountToAdd(u.UID, u.GID, passwd, groups)
+	if add == nil {
 		return nil, nil
 	}
 	var buf bytes.Buffer
@@ -161,7 +161,7 @@ func (rt *Runtime) provideAccount(ctx context.Context, containerID string, u san
 		return tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: name, Mode: 0o755, Uid: uid, Gid: gid, ModTime: now})
 	}
 	missing := func(p string) (bool, error) {
-		_, err := rt.statPath(ctx, containerID, p)
+		_, err := statPath(ctx, a.engine, containerID, p)
 		if cerrdefs.IsNotFound(err) {
 			return true, nil
 		}
@@ -172,7 +172,7 @@ func (rt *Runtime) provideAccount(ctx context.Context, containerID string, u san
 	}
 	etcMade := false
 	appendTo := func(file, line string) error {
-		data, h, err := rt.readRaw(ctx, containerID, file)
+		data, h, err := a.readRaw(ctx, containerID, file)
 		if err != nil {
 			return err
 		}
@@ -189,7 +189,7 @@ func (rt *Runtime) provideAccount(ctx context.Context, containerID string, u san
 			}
 			h = &tar.Header{Mode: 0o644}
 		} else if h.Typeflag != tar.TypeReg {
-			rt.notice("warning: sandbox.user %s: %s is not a regular file; not adding %q to it", u.Spec, file, strings.TrimSpace(line))
+			a.notice("warning: sandbox.user %s: %s is not a regular file; not adding %q to it", u.Spec, file, strings.TrimSpace(line))
 			return nil
 		}
 		if len(data) > 0 && data[len(data)-1] != '\n' {
@@ -198,35 +198,35 @@ func (rt *Runtime) provideAccount(ctx context.Context, containerID string, u san
 		data = append(data, line...)
 		return writeFile(tw, &tar.Header{Typeflag: tar.TypeReg, Name: strings.TrimPrefix(file, "/"), Mode: h.Mode, Uid: h.Uid, Gid: h.Gid, ModTime: now}, data)
 	}
-	if err := appendTo("/etc/passwd", a.passwdLine()); err != nil {
+	if err := appendTo("/etc/passwd", add.passwdLine()); err != nil {
 		return nil, err
 	}
-	if a.Group != "" {
-		if err := appendTo("/etc/group", a.groupLine()); err != nil {
+	if add.Group != "" {
+		if err := appendTo("/etc/group", add.groupLine()); err != nil {
 			return nil, err
 		}
 	}
-	if m, err := missing(a.Home); err != nil {
+	if m, err := missing(add.Home); err != nil {
 		return nil, err
 	} else if m {
-		if m, err := missing(path.Dir(a.Home)); err != nil {
+		if m, err := missing(path.Dir(add.Home)); err != nil {
 			return nil, err
 		} else if m {
-			if err := dir(strings.TrimPrefix(path.Dir(a.Home), "/")+"/", 0, 0); err != nil {
+			if err := dir(strings.TrimPrefix(path.Dir(add.Home), "/")+"/", 0, 0); err != nil {
 				return nil, err
 			}
 		}
-		if err := dir(strings.TrimPrefix(a.Home, "/")+"/", a.UID, a.GID); err != nil {
+		if err := dir(strings.TrimPrefix(add.Home, "/")+"/", add.UID, add.GID); err != nil {
 			return nil, err
 		}
 	}
 	if err := tw.Close(); err != nil {
 		return nil, failed("cannot add the sandbox user's account: %v", err)
 	}
-	if err := rt.copyTo(ctx, containerID, "/", &buf, container.CopyToContainerOptions{}); err != nil {
+	if err := copyTo(ctx, a.engine, containerID, "/", &buf, container.CopyToContainerOptions{}); err != nil {
 		return nil, failed("cannot add the sandbox user's account: %v", err)
 	}
-	return a, nil
+	return add, nil
 }
 
 func writeFile(tw *tar.Writer, h *tar.Header, data []byte) error {
@@ -240,8 +240,8 @@ func writeFile(tw *tar.Writer, h *tar.Header, data []byte) error {
 
 // readRaw reads a file of a container as it is, with its tar header (nil when
 // it is not there); a file of more than 4 MiB is an error.
-func (rt *Runtime) readRaw(ctx context.Context, containerID, p string) ([]byte, *tar.Header, error) {
-	rc, _, err := rt.copyFrom(ctx, containerID, p)
+func (a *accounts) readRaw(ctx context.Context, containerID, p string) ([]byte, *tar.Header, error) {
+	rc, _, err := copyFrom(ctx, a.engine, containerID, p)
 	if cerrdefs.IsNotFound(err) {
 		return nil, nil, nil
 	}

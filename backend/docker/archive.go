@@ -10,6 +10,7 @@ import (
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/client"
 
 	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/projectfs"
@@ -25,9 +26,9 @@ import (
 // running or stopped, as the Engine's archive API gives it: entries named from
 // p's base name, a symbolic link at p archived as a link, not followed.
 func (rt *Runtime) ReadArchive(ctx context.Context, containerID, p string) (io.ReadCloser, error) {
-	rc, _, err := rt.copyFrom(ctx, containerID, p)
+	rc, _, err := copyFrom(ctx, rt.Engine, containerID, p)
 	if err != nil {
-		return nil, rt.archiveErr(ctx, containerID, "read", p, err)
+		return nil, archiveErr(ctx, rt.Engine, containerID, "read", p, err)
 	}
 	return rc, nil
 }
@@ -35,9 +36,9 @@ func (rt *Runtime) ReadArchive(ctx context.Context, containerID, p string) (io.R
 // archiveErr is the error of an archive call on p that failed with err: a
 // path the Engine did not find wraps ErrNoSuchPath, unless the container is
 // what is gone (ErrNotFound).
-func (rt *Runtime) archiveErr(ctx context.Context, containerID, verb, p string, err error) error {
+func archiveErr(ctx context.Context, eng client.APIClient, containerID, verb, p string, err error) error {
 	if cerrdefs.IsNotFound(err) {
-		if _, ierr := rt.Engine.ContainerInspect(ctx, containerID); cerrdefs.IsNotFound(ierr) {
+		if _, ierr := eng.ContainerInspect(ctx, containerID); cerrdefs.IsNotFound(ierr) {
 			return fmt.Errorf("cannot %s %s: %w: its container %s is gone", verb, p, backend.ErrNotFound, containerID)
 		}
 		return fmt.Errorf("cannot %s %s: %w", verb, p, backend.ErrNoSuchPath)
@@ -65,21 +66,21 @@ func (rt *Runtime) WriteArchive(ctx context.Context, containerID, dir string, r 
 	if v := in.Config.Labels[backend.LabelUser]; v != "" {
 		user = v // a root PID 1 beside a sandbox user that is not root
 	}
-	uid, gid, err := rt.containerUser(ctx, containerID, user)
+	uid, gid, err := containerUser(ctx, rt.Engine, containerID, user)
 	if err != nil {
 		return err
 	}
-	base, missing, err := rt.existingDir(ctx, containerID, dir)
+	base, missing, err := existingDir(ctx, rt.Engine, containerID, dir)
 	if err != nil {
 		return err
 	}
 	pr, pw := io.Pipe()
 	go func() { pw.CloseWithError(projectfs.OwnArchive(pw, r, missing, uid, gid)) }()
-	err = rt.copyTo(ctx, containerID, base, pr, container.CopyToContainerOptions{})
+	err = copyTo(ctx, rt.Engine, containerID, base, pr, container.CopyToContainerOptions{})
 	pr.CloseWithError(io.ErrClosedPipe)
 	if err != nil {
 		if cerrdefs.IsNotFound(err) {
-			return rt.archiveErr(ctx, containerID, "write into", dir, err)
+			return archiveErr(ctx, rt.Engine, containerID, "write into", dir, err)
 		}
 		if kerr := backend.KindOfExtractError(dir, err.Error()); kerr != nil {
 			return kerr
@@ -90,12 +91,12 @@ func (rt *Runtime) WriteArchive(ctx context.Context, containerID, dir string, r 
 }
 
 // containerUser is the uid and gid of a container's user spec (Config.User).
-func (rt *Runtime) containerUser(ctx context.Context, containerID, spec string) (uid, gid int, err error) {
+func containerUser(ctx context.Context, eng client.APIClient, containerID, spec string) (uid, gid int, err error) {
 	name, _, _ := strings.Cut(spec, ":")
 	if spec == "" || name == "root" || spec == "0" {
 		return 0, 0, nil
 	}
-	passwd, group := rt.containerAccounts(ctx, containerID)
+	passwd, group := containerAccounts(ctx, eng, containerID)
 	a, err := supervisor.ResolveAccount(spec,
 		supervisor.AccountFile{Name: "the sandbox's /etc/passwd", Rows: passwd},
 		supervisor.AccountFile{Name: "the sandbox's /etc/group", Rows: group})
@@ -109,10 +110,10 @@ func (rt *Runtime) containerUser(ctx context.Context, containerID, spec string) 
 // (base) and the parts below it that are not (missing). A part that is there
 // and is neither a folder nor a symbolic link (which the Engine resolves in
 // the container) is an error wrapping ErrNotDirectory.
-func (rt *Runtime) existingDir(ctx context.Context, containerID, dir string) (base string, missing []string, err error) {
+func existingDir(ctx context.Context, eng client.APIClient, containerID, dir string) (base string, missing []string, err error) {
 	base = path.Clean(dir)
 	for base != "/" {
-		st, err := rt.statPath(ctx, containerID, base)
+		st, err := statPath(ctx, eng, containerID, base)
 		if err == nil {
 			if !st.Mode.IsDir() && st.Mode&os.ModeSymlink == 0 {
 				return "", nil, fmt.Errorf("cannot write into %s: %s is %w", dir, base, backend.ErrNotDirectory)

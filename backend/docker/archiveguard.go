@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/client"
 
 	"github.com/airlock-dev/airlock/backend"
 )
@@ -124,23 +125,23 @@ func beginRemoval(ctx context.Context, containerID string) (func(), error) {
 
 // removeContainer removes a container once no archive call on it is in
 // flight, and lets none start meanwhile.
-func (rt *Runtime) removeContainer(ctx context.Context, containerID string, opts container.RemoveOptions) error {
+func removeContainer(ctx context.Context, eng client.APIClient, containerID string, opts container.RemoveOptions) error {
 	end, err := beginRemoval(ctx, containerID)
 	if err != nil {
 		return err
 	}
 	defer end()
-	return rt.Engine.ContainerRemove(ctx, containerID, opts)
+	return eng.ContainerRemove(ctx, containerID, opts)
 }
 
 // copyFrom is the Engine's CopyFromContainer, guarded until the stream is
 // closed.
-func (rt *Runtime) copyFrom(ctx context.Context, containerID, p string) (io.ReadCloser, container.PathStat, error) {
+func copyFrom(ctx context.Context, eng client.APIClient, containerID, p string) (io.ReadCloser, container.PathStat, error) {
 	done, err := beginArchive(containerID)
 	if err != nil {
 		return nil, container.PathStat{}, err
 	}
-	rc, st, err := rt.Engine.CopyFromContainer(ctx, containerID, p)
+	rc, st, err := eng.CopyFromContainer(ctx, containerID, p)
 	if err != nil {
 		done()
 		return nil, st, err
@@ -149,23 +150,23 @@ func (rt *Runtime) copyFrom(ctx context.Context, containerID, p string) (io.Read
 }
 
 // copyTo is the Engine's CopyToContainer, guarded.
-func (rt *Runtime) copyTo(ctx context.Context, containerID, dst string, r io.Reader, opts container.CopyToContainerOptions) error {
+func copyTo(ctx context.Context, eng client.APIClient, containerID, dst string, r io.Reader, opts container.CopyToContainerOptions) error {
 	done, err := beginArchive(containerID)
 	if err != nil {
 		return err
 	}
 	defer done()
-	return rt.Engine.CopyToContainer(ctx, containerID, dst, r, opts)
+	return eng.CopyToContainer(ctx, containerID, dst, r, opts)
 }
 
 // statPath is the Engine's ContainerStatPath, guarded.
-func (rt *Runtime) statPath(ctx context.Context, containerID, p string) (container.PathStat, error) {
+func statPath(ctx context.Context, eng client.APIClient, containerID, p string) (container.PathStat, error) {
 	done, err := beginArchive(containerID)
 	if err != nil {
 		return container.PathStat{}, err
 	}
 	defer done()
-	return rt.Engine.ContainerStatPath(ctx, containerID, p)
+	return eng.ContainerStatPath(ctx, containerID, p)
 }
 
 // guardedStream ends its archive call's guard when closed.

@@ -25,7 +25,7 @@ func (rt *Runtime) Attach(ctx context.Context, sb *backend.Sandbox, s backend.St
 		Stream: true, Stdin: s.Stdin != nil || parked, Stdout: true, Stderr: true,
 	})
 	if err != nil {
-		return nil, rt.attachFailed(ctx, sb, err)
+		return nil, attachFailed(ctx, rt.kind(), sb, err)
 	}
 	if parked {
 		// Its claim goes first on this stdin (Claim), then the client's.
@@ -41,11 +41,11 @@ func (rt *Runtime) Attach(ctx context.Context, sb *backend.Sandbox, s backend.St
 // text saying why: on Podman a start of the container says it (a host port in
 // use: a PortInUseError, as from Start). A start that succeeds after all is
 // undone, and the attach's error stands.
-func (rt *Runtime) attachFailed(ctx context.Context, sb *backend.Sandbox, err error) error {
-	if p, perr := rt.podman(ctx); perr == nil && p != "" && strings.Contains(err.Error(), "received 409") {
-		serr := rt.Engine.ContainerStart(ctx, sb.PrimaryID, container.StartOptions{})
+func attachFailed(ctx context.Context, k engineKind, sb *backend.Sandbox, err error) error {
+	if p, perr := k.podman(ctx); perr == nil && p != "" && strings.Contains(err.Error(), "received 409") {
+		serr := k.engine.ContainerStart(ctx, sb.PrimaryID, container.StartOptions{})
 		if serr == nil {
-			_ = rt.Engine.ContainerKill(context.WithoutCancel(ctx), sb.PrimaryID, "SIGKILL")
+			_ = k.engine.ContainerKill(context.WithoutCancel(ctx), sb.PrimaryID, "SIGKILL")
 		} else {
 			var ports []string
 			if ownState(sb).manifest != nil {

@@ -31,7 +31,7 @@ func TestBuildFromPrivateRegistry(t *testing.T) {
 
 	// No credentials: the rig's HOME has no ~/.docker.
 	g.progress.Reset()
-	_, err := g.rt.build(ctx, r)
+	_, err := g.rt.images(nil).Build(ctx, r)
 	if err == nil || !strings.Contains(err.Error(), "cannot build the sandbox image") {
 		t.Fatalf("build without credentials = %v, want a build failure", err)
 	}
@@ -46,7 +46,7 @@ func TestBuildFromPrivateRegistry(t *testing.T) {
 	}
 	g.env["DOCKER_CONFIG"] = dir
 	g.progress.Reset()
-	tag, err := g.rt.build(ctx, r)
+	tag, err := g.rt.images(nil).Build(ctx, r)
 	if err != nil {
 		t.Fatalf("build with credentials: %v", err)
 	}

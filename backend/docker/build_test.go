@@ -92,12 +92,12 @@ build = { context = ".", dockerfile = "docker/Dockerfile", args = { WHO = "tests
 
 	// An ignored file does not count; a context file does.
 	writeFiles(t, project, map[string]string{"scratch.log": "changed\n"})
-	if again, err := g.rt.build(ctx, r); err != nil || again != tag {
+	if again, err := g.rt.images(nil).Build(ctx, r); err != nil || again != tag {
 		t.Errorf("after an ignored change: build = %q, %v; want %q", again, err, tag)
 	}
 	writeFiles(t, project, map[string]string{"greeting.txt": "hello v2\n"})
 	g.progress.Reset()
-	tag2, err := g.rt.build(ctx, r)
+	tag2, err := g.rt.images(nil).Build(ctx, r)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/client"
 
 	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/supervisor"
@@ -25,84 +26,20 @@ import (
 //     (supervisor.StateDir) and are read by an exec of `supervise tail` while it
 //     runs, and by archive download once it stopped (FollowFile, ReadFile).
 
-// uploadState writes the spec and the sandbox user's empty state folder into a
-// created container (for a sandbox user who could not make the folder itself).
-func (rt *Runtime) uploadState(ctx context.Context, containerID string, b []byte, u sandboxUser) error {
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	now := time.Now()
-	entries := []struct {
-		name     string
-		mode     int64
-		uid, gid int
-		data     []byte
-		dir      bool
-	}{
-		{name: "airlock/", mode: 0o755, dir: true},
-		{name: "airlock/spec.json", mode: 0o444, data: b},
-		{name: "airlock/state/", mode: 0o755, uid: u.UID, gid: u.GID, dir: true},
-		{name: "airlock/state/daemons/", mode: 0o755, uid: u.UID, gid: u.GID, dir: true},
-		{name: "airlock/state/status.jsonl", mode: 0o644, uid: u.UID, gid: u.GID, data: []byte{}},
-	}
-	for _, e := range entries {
-		h := &tar.Header{Name: e.name, Mode: e.mode, Uid: e.uid, Gid: e.gid, ModTime: now, Typeflag: tar.TypeReg, Size: int64(len(e.data))}
-		if e.dir {
-			h.Typeflag, h.Size = tar.TypeDir, 0
-		}
-		if err := tw.WriteHeader(h); err != nil {
-			return failed("cannot write the sandbox state: %v", err)
-		}
-		if _, err := tw.Write(e.data); err != nil {
-			return failed("cannot write the sandbox state: %v", err)
-		}
-	}
-	if err := tw.Close(); err != nil {
-		return failed("cannot write the sandbox state: %v", err)
-	}
-	if err := rt.copyTo(ctx, containerID, "/", &buf, container.CopyToContainerOptions{AllowOverwriteDirWithFile: true}); err != nil {
-		return failed("cannot upload the supervisor spec into the sandbox: %v", err)
-	}
-	return nil
-}
-
 // resetStatus empties the status stream of a stopped container before it starts
 // again, so a follower never reads the previous run's lines. The file is replaced,
 // whatever a process in the sandbox left there (a FIFO, a symlink, a huge file),
 // and owned by the container's user.
-func (rt *Runtime) resetStatus(ctx context.Context, containerID string) error {
+func resetStatus(ctx context.Context, eng client.APIClient, containerID string) error {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
 	_ = tw.WriteHeader(&tar.Header{Name: path.Base(supervisor.StatusFile), Mode: 0o644, ModTime: time.Now(), Typeflag: tar.TypeReg})
 	_ = tw.Close()
-	err := rt.copyTo(ctx, containerID, supervisor.StateDir, &buf, container.CopyToContainerOptions{AllowOverwriteDirWithFile: true, CopyUIDGID: true})
+	err := copyTo(ctx, eng, containerID, supervisor.StateDir, &buf, container.CopyToContainerOptions{AllowOverwriteDirWithFile: true, CopyUIDGID: true})
 	if err != nil {
 		return failed("cannot reset the sandbox's status stream: %v", err)
 	}
 	return nil
-}
-
-// execExitCode waits for a finished exec's exit code (the Engine may report it
-// a moment after the exec's output ended).
-func (rt *Runtime) execExitCode(ctx context.Context, execID string) (int, error) {
-	wait := time.Millisecond
-	for deadline := time.Now().Add(10 * time.Second); ; {
-		in, err := rt.Engine.ContainerExecInspect(ctx, execID)
-		if err != nil {
-			return 0, err
-		}
-		if !in.Running {
-			return in.ExitCode, nil
-		}
-		if time.Now().After(deadline) {
-			return 0, fmt.Errorf("exec %s still runs", execID)
-		}
-		select {
-		case <-ctx.Done():
-			return 0, ctx.Err()
-		case <-time.After(wait):
-		}
-		wait = min(2*wait, 50*time.Millisecond)
-	}
 }
 
 // FollowFile streams a file of a running sandbox from a byte offset, and what is
@@ -123,7 +60,7 @@ func (rt *Runtime) FollowStatus(ctx context.Context, containerID string, from in
 // stopped, from a byte offset, through the Engine's archive API. It reports the
 // file's whole size too.
 func (rt *Runtime) ReadFile(ctx context.Context, containerID, file string, from, limit int64) ([]byte, int64, error) {
-	rc, _, err := rt.copyFrom(ctx, containerID, file)
+	rc, _, err := copyFrom(ctx, rt.Engine, containerID, file)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -149,7 +86,7 @@ func (rt *Runtime) ReadFile(ctx context.Context, containerID, file string, from,
 // CopyFile streams a regular file of a container (running or stopped) to w from a
 // byte offset and returns the offset after it.
 func (rt *Runtime) CopyFile(ctx context.Context, containerID, file string, from int64, w io.Writer) (int64, error) {
-	rc, _, err := rt.copyFrom(ctx, containerID, file)
+	rc, _, err := copyFrom(ctx, rt.Engine, containerID, file)
 	if err != nil {
 		return from, err
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/mount"
 	"github.com/docker/docker/api/types/network"
+	"github.com/docker/docker/client"
 	"github.com/docker/docker/pkg/stdcopy"
 
 	"github.com/airlock-dev/airlock/backend"
@@ -31,9 +32,14 @@ const RoleEgress = "egress"
 // egressName is the Docker name of a sandbox's egress proxy.
 func egressName(sandboxID string) string { return objectName(sandboxID) + "-egress" }
 
-// createEgress creates the sandbox's egress proxy container on the egress network,
-// connected to the sandbox's internal network as EgressAlias.
-func (rt *Runtime) createEgress(ctx context.Context, sb *backend.Sandbox, r *manifest.Resolved, imageRef string, labels map[string]string) error {
+// egressProxy is a sandbox's egress proxy container on the Engine.
+type egressProxy struct {
+	engine client.APIClient
+}
+
+// create creates the sandbox's egress proxy container on the egress network,
+// connected to the sandbox's internal network as EgressAlias, and starts it.
+func (e egressProxy) create(ctx context.Context, sb *backend.Sandbox, r *manifest.Resolved, imageRef string, labels map[string]string) error {
 	eg := r.Sandbox.Egress
 	cmd := []string{backend.SupervisorIn, "egress-proxy", "--listen", ":" + strconv.Itoa(backend.EgressPort), "--dns", ":53"}
 	for _, a := range eg.Allow {
@@ -52,22 +58,22 @@ func (rt *Runtime) createEgress(ctx context.Context, sb *backend.Sandbox, r *man
 		// (net.ipv4.ip_unprivileged_port_start) ask for it.
 		CapAdd: []string{"NET_BIND_SERVICE"},
 	}
-	c, err := rt.Engine.ContainerCreate(ctx, cfg, host, nil, nil, egressName(sb.ID))
+	c, err := e.engine.ContainerCreate(ctx, cfg, host, nil, nil, egressName(sb.ID))
 	if err != nil {
 		return failed("cannot create the egress proxy (sandbox.egress.network %q): %v", eg.Network, err)
 	}
 	ownState(sb).egressID = c.ID
-	if err := rt.Engine.NetworkConnect(ctx, sb.Network, c.ID, &network.EndpointSettings{Aliases: []string{backend.EgressAlias}}); err != nil {
+	if err := e.engine.NetworkConnect(ctx, sb.Network, c.ID, &network.EndpointSettings{Aliases: []string{backend.EgressAlias}}); err != nil {
 		return failed("cannot connect the egress proxy to the sandbox network: %v", err)
 	}
 	// The proxy starts now, first on the sandbox network, so that its address
 	// there is known (the lowest one after the gateway's, which it gets again
 	// at every start since it starts before the rest of the sandbox) and the
 	// services and the primary get it as their only DNS server.
-	if err := rt.startEgress(ctx, sb); err != nil {
+	if err := e.start(ctx, sb); err != nil {
 		return err
 	}
-	ci, err := rt.Engine.ContainerInspect(ctx, c.ID)
+	ci, err := e.engine.ContainerInspect(ctx, c.ID)
 	if err != nil {
 		return failed("cannot inspect the egress proxy: %v", err)
 	}
@@ -96,12 +102,12 @@ func egressDNS(sb *backend.Sandbox) []string {
 	return []string{ownState(sb).egressDNS}
 }
 
-// startEgress starts the proxy (before the services and the primary).
-func (rt *Runtime) startEgress(ctx context.Context, sb *backend.Sandbox) error {
+// start starts the proxy (before the services and the primary).
+func (e egressProxy) start(ctx context.Context, sb *backend.Sandbox) error {
 	if ownState(sb).egressID == "" {
 		return nil
 	}
-	if err := rt.Engine.ContainerStart(ctx, ownState(sb).egressID, container.StartOptions{}); err != nil {
+	if err := e.engine.ContainerStart(ctx, ownState(sb).egressID, container.StartOptions{}); err != nil {
 		return failed("cannot start the egress proxy: %v", err)
 	}
 	return nil

@@ -25,7 +25,7 @@ func TestEgressPrimaryConfig(t *testing.T) {
 	}
 	for _, c := range cases {
 		r := loadBytes(t, "[sandbox]\nimage = \"x\"\n"+c.extra+"\n[sandbox.egress]\nallow = [\"example.org\"]\n", nil)
-		_, host, _, err := rt.primaryConfig(sb, &backend.Request{}, r, &hostPlan{}, sandboxUser{Spec: "0:0"}, "x", "vol", map[string]string{})
+		_, host, _, err := primaryConfig(rt.Remote, sb, &backend.Request{}, r, &hostPlan{}, sandboxUser{Spec: "0:0"}, "x", "vol", map[string]string{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -37,7 +37,7 @@ func TestEgressPrimaryConfig(t *testing.T) {
 		}
 	}
 	r := loadBytes(t, "[sandbox]\nimage = \"x\"\n", nil)
-	_, host, _, err := rt.primaryConfig(&backend.Sandbox{ID: "abc", Name: "airlock-abc", Network: SharedNetwork}, &backend.Request{}, r, &hostPlan{}, sandboxUser{Spec: "0:0"}, "x", "vol", map[string]string{})
+	_, host, _, err := primaryConfig(rt.Remote, &backend.Sandbox{ID: "abc", Name: "airlock-abc", Network: SharedNetwork}, &backend.Request{}, r, &hostPlan{}, sandboxUser{Spec: "0:0"}, "x", "vol", map[string]string{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/docker/docker/client"
+
 	"github.com/airlock-dev/airlock/manifest"
 )
 
@@ -27,6 +29,65 @@ import (
 //     backs, the resolver that knows the sandbox's containers. [sandbox.egress] is
 //     refused there.
 
+// engineFacts is what a runtime learned of its Engine, asked once each: its
+// architecture, whether it is Podman, whether it applies limits. Its zero
+// value is ready.
+type engineFacts struct {
+	arch    engineArch
+	product engineProduct
+	limits  engineLimits
+}
+
+// engineKind answers what kind of Engine it is and what it supports: the
+// Engine, its name for messages, and what was learned of it (facts).
+type engineKind struct {
+	engine client.APIClient
+	name   string
+	facts  *engineFacts
+}
+
+// kind is the runtime's Engine and what it learned of it.
+func (rt *Runtime) kind() engineKind {
+	return engineKind{engine: rt.Engine, name: rt.EngineName, facts: &rt.facts}
+}
+
+// engineArch caches the Engine's architecture.
+type engineArch struct {
+	mu   sync.Mutex
+	arch string
+}
+
+// arch is the Engine's CPU architecture as Go names it ("amd64", "arm64"),
+// from its Info; an Engine that does not run Linux containers is an error.
+func (k engineKind) arch(ctx context.Context) (string, error) {
+	a := &k.facts.arch
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.arch != "" {
+		return a.arch, nil
+	}
+	info, err := k.engine.Info(ctx)
+	if err != nil {
+		return "", failed("cannot ask the Engine%s for its architecture: %v", k.suffix(), err)
+	}
+	if info.OSType != "" && info.OSType != "linux" {
+		return "", failed("the Engine%s runs %s containers; airlock needs an Engine that runs Linux containers", k.suffix(), info.OSType)
+	}
+	if info.Architecture == "" {
+		return "", failed("the Engine%s does not say its architecture", k.suffix())
+	}
+	a.arch = GoArch(info.Architecture)
+	return a.arch, nil
+}
+
+// suffix names the Engine in a message (" at NAME"; "" without a name).
+func (k engineKind) suffix() string {
+	if k.name == "" {
+		return ""
+	}
+	return " at " + k.name
+}
+
 // engineProduct remembers whether the Engine is Podman.
 type engineProduct struct {
 	mu     sync.Mutex
@@ -37,29 +98,30 @@ type engineProduct struct {
 // podman returns "Podman <version>" when the Engine is Podman's Docker-compatible
 // service (its version lists a "Podman Engine" component), else "". It asks the
 // Engine once.
-func (rt *Runtime) podman(ctx context.Context) (string, error) {
-	rt.product.mu.Lock()
-	defer rt.product.mu.Unlock()
-	if rt.product.known {
-		return rt.product.podman, nil
+func (k engineKind) podman(ctx context.Context) (string, error) {
+	p := &k.facts.product
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.known {
+		return p.podman, nil
 	}
-	v, err := rt.Engine.ServerVersion(ctx)
+	v, err := k.engine.ServerVersion(ctx)
 	if err != nil {
-		return "", failed("cannot ask the Engine%s for its version: %v", rt.engineSuffix(), err)
+		return "", failed("cannot ask the Engine%s for its version: %v", k.suffix(), err)
 	}
 	for _, c := range v.Components {
 		if c.Name == "Podman Engine" {
-			rt.product.podman = "Podman " + c.Version
+			p.podman = "Podman " + c.Version
 		}
 	}
-	rt.product.known = true
-	return rt.product.podman, nil
+	p.known = true
+	return p.podman, nil
 }
 
 // egressSupported fails when the Engine cannot keep a sandbox with egress rules
 // from reaching the host and names beside its proxy.
-func (rt *Runtime) egressSupported(ctx context.Context) error {
-	p, err := rt.podman(ctx)
+func (k engineKind) egressSupported(ctx context.Context) error {
+	p, err := k.podman(ctx)
 	if err != nil || p == "" {
 		return err
 	}
@@ -70,8 +132,8 @@ func (rt *Runtime) egressSupported(ctx context.Context) error {
 
 // bridgeSupported fails when the Engine cannot keep a sandbox on a bridge
 // network from reaching the other sandboxes (Podman: see above).
-func (rt *Runtime) bridgeSupported(ctx context.Context) error {
-	p, err := rt.podman(ctx)
+func (k engineKind) bridgeSupported(ctx context.Context) error {
+	p, err := k.podman(ctx)
 	if err != nil || p == "" {
 		return err
 	}
@@ -93,17 +155,17 @@ type engineLimits struct {
 // Engine says it does not apply (rootless Docker on cgroup v1 takes them
 // and applies nothing): a limit a user declared is never silently dropped.
 // It asks the Engine once, and only when a limit is asked for.
-func (rt *Runtime) limitsSupported(ctx context.Context, r *manifest.Resolved) error {
+func (k engineKind) limitsSupported(ctx context.Context, r *manifest.Resolved) error {
 	if r.Sandbox.Memory == "" && r.Sandbox.CPUs <= 0 {
 		return nil
 	}
-	l := &rt.limits
+	l := &k.facts.limits
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if !l.known {
-		info, err := rt.Engine.Info(ctx)
+		info, err := k.engine.Info(ctx)
 		if err != nil {
-			return failed("cannot ask the Engine%s what it supports: %v", rt.engineSuffix(), err)
+			return failed("cannot ask the Engine%s what it supports: %v", k.suffix(), err)
 		}
 		l.memory, l.cpu = info.MemoryLimit, info.CPUCfsQuota
 		var what []string

@@ -30,7 +30,7 @@ func TestPodmanEngine(t *testing.T) {
 		{Name: "Podman Engine", Version: "4.3.1"}, {Name: "Conmon", Version: "2.1.6"}}}}
 	rt := &Runtime{Engine: podman}
 	for range 2 {
-		if got, err := rt.podman(context.Background()); err != nil || got != "Podman 4.3.1" {
+		if got, err := rt.kind().podman(context.Background()); err != nil || got != "Podman 4.3.1" {
 			t.Errorf("podman() = %q, %v; want Podman 4.3.1", got, err)
 		}
 	}
@@ -38,11 +38,11 @@ func TestPodmanEngine(t *testing.T) {
 		t.Errorf("ServerVersion asked %d times; want once", podman.calls)
 	}
 	docker := &Runtime{Engine: &versionEngine{v: types.Version{Version: "20.10.24", Components: []types.ComponentVersion{{Name: "Engine", Version: "20.10.24"}}}}}
-	if got, err := docker.podman(context.Background()); err != nil || got != "" {
+	if got, err := docker.kind().podman(context.Background()); err != nil || got != "" {
 		t.Errorf("podman() of Docker = %q, %v; want empty", got, err)
 	}
 	broken := &Runtime{Engine: &versionEngine{err: errors.New("down")}}
-	if _, err := broken.podman(context.Background()); err == nil {
+	if _, err := broken.kind().podman(context.Background()); err == nil {
 		t.Error("podman() of an Engine that does not answer: want an error")
 	}
 }
@@ -51,7 +51,7 @@ func TestPodmanEngine(t *testing.T) {
 // the error names the Engine and what it lacks.
 func TestEgressRefusedOnPodman(t *testing.T) {
 	rt := &Runtime{Engine: &versionEngine{v: types.Version{Components: []types.ComponentVersion{{Name: "Podman Engine", Version: "4.3.1"}}}}}
-	err := rt.egressSupported(context.Background())
+	err := rt.kind().egressSupported(context.Background())
 	if err == nil {
 		t.Fatal("want egress refused on Podman")
 	}
@@ -61,7 +61,7 @@ func TestEgressRefusedOnPodman(t *testing.T) {
 		}
 	}
 	docker := &Runtime{Engine: &versionEngine{v: types.Version{Components: []types.ComponentVersion{{Name: "Engine", Version: "20.10.24"}}}}}
-	if err := docker.egressSupported(context.Background()); err != nil {
+	if err := docker.kind().egressSupported(context.Background()); err != nil {
 		t.Errorf("egress on Docker: %v", err)
 	}
 }

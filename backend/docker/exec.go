@@ -14,6 +14,7 @@ import (
 
 	"github.com/docker/docker/api/types"
 	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/client"
 
 	"github.com/airlock-dev/airlock/backend"
 )
@@ -31,7 +32,17 @@ import (
 // that still does not start ends with the Engine's code (126 on Engine 20.10;
 // 126, 127 or 128 on a current one: notStartedCode) and its message on stderr.
 func (rt *Runtime) Exec(ctx context.Context, sb *backend.Sandbox, req backend.ExecRequest, s backend.Streams) (*backend.Exec, error) {
-	argv, err := backend.ExecArgv(ctx, rt, sb.PrimaryID, req)
+	return (&execs{engine: rt.Engine}).start(ctx, sb, req, s)
+}
+
+// execs are the commands run in sandboxes through the Engine's exec API.
+type execs struct {
+	engine client.APIClient
+}
+
+// start is Exec.
+func (x *execs) start(ctx context.Context, sb *backend.Sandbox, req backend.ExecRequest, s backend.Streams) (*backend.Exec, error) {
+	argv, err := backend.ExecArgv(ctx, execChannel{engine: x.engine}, sb.PrimaryID, req)
 	if err != nil {
 		if strings.Contains(err.Error(), "is not running") {
 			return nil, failed("sandbox %s is not running (start it with `airlock up -d`)", sb.ID)
@@ -41,7 +52,7 @@ func (rt *Runtime) Exec(ctx context.Context, sb *backend.Sandbox, req backend.Ex
 	if !req.Stdin {
 		s.Stdin = nil
 	}
-	id, hj, err := rt.startExec(ctx, sb, argv, req, req.BeforeStart)
+	id, hj, err := x.startExec(ctx, sb, argv, req, req.BeforeStart)
 	if err != nil {
 		return nil, err
 	}
@@ -51,16 +62,16 @@ func (rt *Runtime) Exec(ctx context.Context, sb *backend.Sandbox, req backend.Ex
 		if ok {
 			return code, nil // execSettled saw the end: no second inspect
 		}
-		return rt.execCode(ctx, id)
+		return x.execCode(ctx, id)
 	}
 	resize := func(ctx context.Context, height, width uint) error {
-		return rt.Engine.ContainerExecResize(ctx, cur.get(), container.ResizeOptions{Height: height, Width: width})
+		return x.engine.ContainerExecResize(ctx, cur.get(), container.ResizeOptions{Height: height, Width: width})
 	}
 	if req.Direct && req.TTY && req.Stdin {
 		if f := rawFile(hj.Conn); f != nil {
 			hj.Close() // f holds the stream
 			ended := make(chan struct{})
-			return backend.NewDirectExec(id, f, ended, rt.directDone(ctx, cur, ended), exitCode, resize), nil
+			return backend.NewDirectExec(id, f, ended, x.directDone(ctx, cur, ended), exitCode, resize), nil
 		}
 	}
 	if req.Stdin {
@@ -69,19 +80,28 @@ func (rt *Runtime) Exec(ctx context.Context, sb *backend.Sandbox, req backend.Ex
 		done := make(chan error, 1)
 		go func() {
 			err := <-pump(hj, req.TTY, s)
-			if err == nil && !rt.execSettled(ctx, cur) {
+			if err == nil && !x.execSettled(ctx, cur) {
 				_, _ = fmt.Fprintln(streamWriter(s, true), "airlock: the Engine could not start the command (its connection ended before the command ran)")
 			}
 			done <- err
 		}()
 		return backend.NewExec(id, done, exitCode, resize), nil
 	}
+	return backend.NewExec(id, x.pumpRetrying(ctx, sb, argv, req, s, cur, hj), exitCode, resize), nil
+}
+
+// pumpRetrying copies an exec's output (without stdin) to s, and starts it
+// again, up to execStartRetries times, while the Engine says it did not start
+// its process; the output of an attempt that did not start is held back
+// (startGate). Its channel yields once the exec that ran, or the last
+// attempt, ended.
+func (x *execs) pumpRetrying(ctx context.Context, sb *backend.Sandbox, argv []string, req backend.ExecRequest, s backend.Streams, cur *execID, hj types.HijackedResponse) <-chan error {
 	done := make(chan error, 1)
 	go func() {
 		for attempt := 0; ; attempt++ {
-			gate := &startGate{started: func() bool { return rt.execStarted(ctx, cur.get()) }, out: s}
+			gate := &startGate{started: func() bool { return x.execStarted(ctx, cur.get()) }, out: s}
 			err := <-pump(hj, req.TTY, backend.Streams{Stdout: gate.writer(false), Stderr: gate.writer(true)})
-			started := gate.open() || err != nil || rt.execSettled(ctx, cur)
+			started := gate.open() || err != nil || x.execSettled(ctx, cur)
 			if started || attempt == execStartRetries {
 				done <- errors.Join(err, gate.flush(!started))
 				return
@@ -92,7 +112,7 @@ func (rt *Runtime) Exec(ctx context.Context, sb *backend.Sandbox, req backend.Ex
 				return
 			case <-time.After(time.Duration(attempt+1) * 50 * time.Millisecond):
 			}
-			id, next, err := rt.startExec(ctx, sb, argv, req, nil)
+			id, next, err := x.startExec(ctx, sb, argv, req, nil)
 			if err != nil {
 				// The first attempt's code and message stand.
 				done <- gate.flush(true)
@@ -102,7 +122,7 @@ func (rt *Runtime) Exec(ctx context.Context, sb *backend.Sandbox, req backend.Ex
 			hj = next
 		}
 	}()
-	return backend.NewExec(id, done, exitCode, resize), nil
+	return done
 }
 
 // rawFile is a duplicate of a hijacked connection's socket when nothing of it
@@ -131,7 +151,7 @@ const directPoll = time.Second
 
 // directDone ends once the holder of a Direct exec's stream says it ended
 // (Exec.EndDirect closes ended), or the Engine says the exec no longer runs.
-func (rt *Runtime) directDone(ctx context.Context, cur *execID, ended <-chan struct{}) <-chan error {
+func (x *execs) directDone(ctx context.Context, cur *execID, ended <-chan struct{}) <-chan error {
 	done := make(chan error, 1)
 	go func() {
 		t := time.NewTicker(directPoll)
@@ -145,7 +165,7 @@ func (rt *Runtime) directDone(ctx context.Context, cur *execID, ended <-chan str
 				done <- ctx.Err()
 				return
 			case <-t.C:
-				if in, err := rt.Engine.ContainerExecInspect(ctx, cur.get()); err == nil && !in.Running {
+				if in, err := x.engine.ContainerExecInspect(ctx, cur.get()); err == nil && !in.Running {
 					done <- nil
 					return
 				}
@@ -161,8 +181,8 @@ const execStartRetries = 2
 
 // startExec creates an Engine exec of argv and attaches to it, which starts
 // it; before, when not nil, is called between the two.
-func (rt *Runtime) startExec(ctx context.Context, sb *backend.Sandbox, argv []string, req backend.ExecRequest, before func() error) (string, types.HijackedResponse, error) {
-	resp, err := rt.Engine.ContainerExecCreate(ctx, sb.PrimaryID, container.ExecOptions{
+func (x *execs) startExec(ctx context.Context, sb *backend.Sandbox, argv []string, req backend.ExecRequest, before func() error) (string, types.HijackedResponse, error) {
+	resp, err := x.engine.ContainerExecCreate(ctx, sb.PrimaryID, container.ExecOptions{
 		Cmd: argv, Tty: req.TTY, AttachStdin: req.Stdin, AttachStdout: true, AttachStderr: true,
 		WorkingDir: req.Workdir,
 	})
@@ -177,7 +197,7 @@ func (rt *Runtime) startExec(ctx context.Context, sb *backend.Sandbox, argv []st
 			return "", types.HijackedResponse{}, err
 		}
 	}
-	hj, err := rt.Engine.ContainerExecAttach(ctx, resp.ID, container.ExecAttachOptions{Tty: req.TTY})
+	hj, err := x.engine.ContainerExecAttach(ctx, resp.ID, container.ExecAttachOptions{Tty: req.TTY})
 	if err != nil {
 		return "", types.HijackedResponse{}, failed("cannot attach to the exec: %v", err)
 	}
@@ -188,8 +208,8 @@ func (rt *Runtime) startExec(ctx context.Context, sb *backend.Sandbox, argv []st
 // it ran (it has a PID), or it ended with another code than those the Engine
 // gives an exec it could not start (notStartedCode). When the Engine cannot say,
 // it answers yes: then nothing is retried or held back.
-func (rt *Runtime) execStarted(ctx context.Context, id string) bool {
-	in, err := rt.Engine.ContainerExecInspect(ctx, id)
+func (x *execs) execStarted(ctx context.Context, id string) bool {
+	in, err := x.engine.ContainerExecInspect(ctx, id)
 	if err != nil {
 		return true
 	}
@@ -210,11 +230,11 @@ func notStartedCode(code int) bool { return code >= ExitNotStarted && code <= 12
 // Engine marks an exec running before it starts the process, and a start that
 // fails late (its connection to the client ended first) ends with no PID and
 // 126 only then.
-func (rt *Runtime) execSettled(ctx context.Context, cur *execID) bool {
+func (x *execs) execSettled(ctx context.Context, cur *execID) bool {
 	deadline := time.Now().Add(execSettleWait)
 	for {
 		id := cur.get()
-		in, err := rt.Engine.ContainerExecInspect(ctx, id)
+		in, err := x.engine.ContainerExecInspect(ctx, id)
 		switch {
 		case err != nil:
 			return true
@@ -363,8 +383,8 @@ func streamWriter(s backend.Streams, stderr bool) io.Writer {
 }
 
 // execCode returns the exit code of a finished Engine exec.
-func (rt *Runtime) execCode(ctx context.Context, id string) (int, error) {
-	in, err := rt.Engine.ContainerExecInspect(ctx, id)
+func (x *execs) execCode(ctx context.Context, id string) (int, error) {
+	in, err := x.engine.ContainerExecInspect(ctx, id)
 	if err != nil {
 		return 0, failed("cannot inspect the exec: %v", err)
 	}

@@ -2,9 +2,12 @@ package docker
 
 import (
 	"context"
+	"fmt"
 	"io"
+	"time"
 
 	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/client"
 	"github.com/docker/docker/pkg/stdcopy"
 
 	"github.com/airlock-dev/airlock/backend"
@@ -21,13 +24,24 @@ func (rt *Runtime) TailLog(ctx context.Context, containerID, file string, lines 
 
 // ExecIn runs cmd in a container through the Engine's exec API (Execer).
 func (rt *Runtime) ExecIn(ctx context.Context, containerID string, cmd []string, stdin io.Reader, stdout, stderr io.Writer) (int, error) {
-	resp, err := rt.Engine.ContainerExecCreate(ctx, containerID, container.ExecOptions{
+	return execChannel{engine: rt.Engine}.ExecIn(ctx, containerID, cmd, stdin, stdout, stderr)
+}
+
+// execChannel is the Engine's exec API as the channel to a running sandbox
+// (a backend.Execer): what delivers values and follows files.
+type execChannel struct {
+	engine client.APIClient
+}
+
+// ExecIn runs cmd in a container through the Engine's exec API.
+func (c execChannel) ExecIn(ctx context.Context, containerID string, cmd []string, stdin io.Reader, stdout, stderr io.Writer) (int, error) {
+	resp, err := c.engine.ContainerExecCreate(ctx, containerID, container.ExecOptions{
 		Cmd: cmd, AttachStdin: stdin != nil, AttachStdout: stdout != nil, AttachStderr: stderr != nil,
 	})
 	if err != nil {
 		return 0, err
 	}
-	hj, err := rt.Engine.ContainerExecAttach(ctx, resp.ID, container.ExecAttachOptions{})
+	hj, err := c.engine.ContainerExecAttach(ctx, resp.ID, container.ExecAttachOptions{})
 	if err != nil {
 		return 0, err
 	}
@@ -49,5 +63,29 @@ func (rt *Runtime) ExecIn(ctx context.Context, containerID string, cmd []string,
 	if _, err := stdcopy.StdCopy(stdout, stderr, hj.Reader); err != nil && ctx.Err() != nil {
 		return 0, ctx.Err()
 	}
-	return rt.execExitCode(context.WithoutCancel(ctx), resp.ID)
+	return c.exitCode(context.WithoutCancel(ctx), resp.ID)
+}
+
+// exitCode waits for a finished exec's exit code (the Engine may report it
+// a moment after the exec's output ended).
+func (c execChannel) exitCode(ctx context.Context, execID string) (int, error) {
+	wait := time.Millisecond
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		in, err := c.engine.ContainerExecInspect(ctx, execID)
+		if err != nil {
+			return 0, err
+		}
+		if !in.Running {
+			return in.ExitCode, nil
+		}
+		if time.Now().After(deadline) {
+			return 0, fmt.Errorf("exec %s still runs", execID)
+		}
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 50*time.Millisecond)
+	}
 }

@@ -23,13 +23,13 @@ const GoToolchainIn = backend.AirlockIn + "/go"
 // sandbox is mounted (a Linux go binary for the Engine's architecture);
 // otherwise, or when the host has no Go, a warning says why and the image's go
 // (if any) is used.
-func (rt *Runtime) planGoToolchain(ctx context.Context, hp *hostPlan) {
-	goroot, err := rt.hostGOROOT(ctx, hp)
+func (p *hostPlanner) planGoToolchain(ctx context.Context, hp *hostPlan) {
+	goroot, err := p.hostGOROOT(ctx, hp)
 	if err != nil {
 		hp.Warnings = append(hp.Warnings, fmt.Sprintf("tools.go: the host's Go toolchain is not mounted: %v", err))
 		return
 	}
-	arch, err := rt.EngineArch(ctx)
+	arch, err := p.kind.arch(ctx)
 	if err != nil {
 		hp.Warnings = append(hp.Warnings, fmt.Sprintf("tools.go: the host's Go toolchain (%s) is not mounted: %v", goroot, err))
 		return
@@ -51,15 +51,15 @@ func (rt *Runtime) planGoToolchain(ctx context.Context, hp *hostPlan) {
 // resolved, two levels up, when that holds pkg/tool; else what `go env
 // GOROOT` says (a go that is a wrapper script, as version managers install).
 // The environment is the caller's (hp's tool environment), else the host's as
-// the runtime sees it (Getenv).
-func (rt *Runtime) hostGOROOT(ctx context.Context, hp *hostPlan) (string, error) {
-	if g := hp.getenv(rt, "GOROOT"); g != "" {
+// the planner sees it (Getenv).
+func (p *hostPlanner) hostGOROOT(ctx context.Context, hp *hostPlan) (string, error) {
+	if g := hp.getenv(p, "GOROOT"); g != "" {
 		if !isGOROOT(g) {
 			return "", fmt.Errorf("GOROOT=%s holds no Go installation (no bin/go and pkg/tool)", g)
 		}
 		return filepath.Clean(g), nil
 	}
-	exe, err := lookPathIn("go", hp.getenv(rt, "PATH"))
+	exe, err := lookPathIn("go", hp.getenv(p, "PATH"))
 	if err != nil {
 		return "", fmt.Errorf("no go on this host's PATH, and GOROOT is not set")
 	}
@@ -76,7 +76,7 @@ func (rt *Runtime) hostGOROOT(ctx context.Context, hp *hostPlan) (string, error)
 	cmd := exec.CommandContext(ctx, exe, "env", "GOROOT")
 	// Never a toolchain download, never a go.mod of the daemon's directory.
 	cmd.Dir = "/"
-	cmd.Env = []string{"PATH=" + hp.getenv(rt, "PATH"), "HOME=" + rt.getenv("HOME"), "GOTOOLCHAIN=local", "GOFLAGS="}
+	cmd.Env = []string{"PATH=" + hp.getenv(p, "PATH"), "HOME=" + p.env("HOME"), "GOTOOLCHAIN=local", "GOFLAGS="}
 	out, err := cmd.Output()
 	if err != nil {
 		return "", fmt.Errorf("%s env GOROOT: %v", exe, err)

@@ -53,7 +53,7 @@ func TestHostGOROOT(t *testing.T) {
 		{"go on PATH", map[string]string{"PATH": "/nonexistent:" + filepath.Join(goroot, "bin")}, goroot},
 		{"go on PATH through a symlink", map[string]string{"PATH": links}, goroot},
 	} {
-		got, err := envRuntime(c.env).hostGOROOT(context.Background(), &hostPlan{})
+		got, err := envRuntime(c.env).planner().hostGOROOT(context.Background(), &hostPlan{})
 		if err != nil || got != c.want {
 			t.Errorf("%s: got %q, %v; want %q", c.name, got, err, c.want)
 		}
@@ -68,7 +68,7 @@ func TestHostGOROOT(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(shims, "go"), []byte(shim), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := envRuntime(map[string]string{"PATH": shims}).hostGOROOT(context.Background(), &hostPlan{}); err != nil || got != goroot {
+	if got, err := envRuntime(map[string]string{"PATH": shims}).planner().hostGOROOT(context.Background(), &hostPlan{}); err != nil || got != goroot {
 		t.Errorf("shim: got %q, %v; want %q", got, err, goroot)
 	}
 
@@ -80,7 +80,7 @@ func TestHostGOROOT(t *testing.T) {
 		{"no go", map[string]string{"PATH": "/nonexistent"}, "no go on this host's PATH, and GOROOT is not set"},
 		{"GOROOT not an installation", map[string]string{"GOROOT": root}, "GOROOT=" + root + " holds no Go installation"},
 	} {
-		if _, err := envRuntime(c.env).hostGOROOT(context.Background(), &hostPlan{}); err == nil || !strings.Contains(err.Error(), c.want) {
+		if _, err := envRuntime(c.env).planner().hostGOROOT(context.Background(), &hostPlan{}); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: got %v, want %q", c.name, err, c.want)
 		}
 	}
@@ -112,9 +112,9 @@ func TestPlanGoToolchain(t *testing.T) {
 		{"not a Linux binary", script, runtime.GOARCH, "is not a Linux binary"},
 	} {
 		rt := envRuntime(map[string]string{"GOROOT": c.goroot})
-		rt.arch.arch = c.arch
+		rt.facts.arch.arch = c.arch
 		hp := &hostPlan{}
-		rt.planGoToolchain(context.Background(), hp)
+		rt.planner().planGoToolchain(context.Background(), hp)
 		if c.warning == "" {
 			want := bind{Name: "tools.go", Source: c.goroot, Target: GoToolchainIn, ReadOnly: true}
 			if len(hp.Binds) != 1 || hp.Binds[0] != want || len(hp.Path) != 1 || hp.Path[0] != "/airlock/go/bin" || len(hp.Warnings) > 0 {

@@ -24,33 +24,6 @@ import (
 	"github.com/airlock-dev/airlock/test/testenv"
 )
 
-func TestProgressPlain(t *testing.T) {
-	var buf bytes.Buffer
-	p := newProgress(&buf, false, false)
-	p.update("latest", "Pulling from x/y", nil)
-	p.update("aaa", "Pulling fs layer", nil)
-	p.update("bbb", "Pulling fs layer", nil)
-	p.update("aaa", "Downloading", &jsonProgress{Current: 1, Total: 10})
-	p.update("aaa", "Downloading", &jsonProgress{Current: 5, Total: 10})
-	p.update("bbb", "Already exists", nil)
-	p.update("aaa", "Pull complete", nil)
-	p.update("", "Digest: sha256:0123", nil)
-	p.update("", "Status: Downloaded newer image for x/y", nil)
-	p.done()
-	want := "latest: Pulling from x/y\naaa: Pulling fs layer\nbbb: Pulling fs layer\naaa: Downloading\n" +
-		"bbb: Already exists\naaa: Pull complete\nDigest: sha256:0123\nStatus: Downloaded newer image for x/y\n"
-	if buf.String() != want {
-		t.Errorf("plain progress:\n%s\nwant:\n%s", buf.String(), want)
-	}
-
-	buf.Reset()
-	p = newProgress(&buf, true, true)
-	p.update("aaa", "Downloading", nil)
-	if buf.Len() != 0 {
-		t.Errorf("quiet progress wrote %q", buf.String())
-	}
-}
-
 // screen replays the output of the terminal progress on a minimal terminal (cursor
 // up, clear line, carriage return, newline) and returns its lines.
 func screen(t *testing.T, out string) []string {
@@ -103,50 +76,20 @@ func screen(t *testing.T, out string) []string {
 	return lines
 }
 
-func TestProgressTTY(t *testing.T) {
-	var buf bytes.Buffer
-	p := newProgress(&buf, true, false)
-	p.update("aaa", "Pulling fs layer", nil)
-	p.update("bbb", "Pulling fs layer", nil)
-	p.update("aaa", "Downloading", &jsonProgress{Current: 1000, Total: 2000})
-	p.update("", "a message without a layer", nil)
-	p.update("bbb", "Downloading "+strings.Repeat("=", 200), nil)
-	p.update("aaa", "Pull complete", nil)
-	p.done()
-	got := screen(t, buf.String())
-	want := []string{
-		"aaa: Downloading 1kB/2kB",
-		"bbb: Pulling fs layer",
-		"a message without a layer",
-		"bbb: Downloading " + strings.Repeat("=", progressWidth-len("bbb: Downloading ")-1) + "…",
-		"aaa: Pull complete",
-	}
-	if strings.Join(got, "\n") != strings.Join(want, "\n") {
-		t.Errorf("terminal shows:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
-	}
-
-	buf.Reset()
-	p = newProgress(&buf, true, false)
-	p.update("aaa", "Downloading", &jsonProgress{Current: 1500, Total: 3_000_000})
-	if got := screen(t, buf.String()); len(got) != 1 || got[0] != "aaa: Downloading 1.5kB/3MB" {
-		t.Errorf("terminal shows %q", got)
-	}
-}
-
 func TestPullMissingImage(t *testing.T) {
 	t.Parallel()
 	g := newRig(t)
 	ctx := testContext(t, 2*time.Minute)
 	for _, ref := range []string{"airlock-nonexistent/image:nope", testenv.Registry(t) + "/airlock-nonexistent/image:nope"} {
-		_, err := g.rt.ensureImage(ctx, ref)
-		t.Logf("ensureImage(%s): %v", ref, err)
+		_, err := g.rt.images(nil).Ensure(ctx, ref)
+		t.Logf("Ensure(%s): %v", ref, err)
 		var e *backend.Error
 		if !errors.As(err, &e) || e.Code != 125 {
-			t.Errorf("ensureImage(%s) = %v, want an *Error with code 125", ref, err)
+			t.Errorf("Ensure(%s) = %v, want an *Error with code 125", ref, err)
 			continue
 		}
 		if !strings.Contains(err.Error(), ref) || !strings.HasPrefix(err.Error(), "cannot pull image ") {
-			t.Errorf("ensureImage(%s) error %q does not start with \"cannot pull image\" and name the image", ref, err)
+			t.Errorf("Ensure(%s) error %q does not start with \"cannot pull image\" and name the image", ref, err)
 		}
 	}
 }
@@ -164,9 +107,9 @@ func TestPullProgress(t *testing.T) {
 	removeImage(t, g, ref)
 	t.Cleanup(func() { removeImage(t, g, ref) })
 
-	img, err := g.rt.ensureImage(ctx, ref)
+	img, err := g.rt.images(nil).Ensure(ctx, ref)
 	if err != nil {
-		t.Fatalf("ensureImage: %v", err)
+		t.Fatalf("Ensure: %v", err)
 	}
 	if !containsRef(img.RepoTags, ref) {
 		t.Errorf("pulled image tags = %v, want %s", img.RepoTags, ref)
@@ -194,8 +137,8 @@ func TestPullProgress(t *testing.T) {
 	removeImage(t, g, ref)
 	g.progress.Reset()
 	g.rt.ProgressTTY = true
-	if _, err := g.rt.ensureImage(ctx, ref); err != nil {
-		t.Fatalf("ensureImage: %v", err)
+	if _, err := g.rt.images(nil).Ensure(ctx, ref); err != nil {
+		t.Fatalf("Ensure: %v", err)
 	}
 	scr := screen(t, g.progress.String())
 	t.Logf("terminal pull progress:\n%s", strings.Join(scr, "\n"))
@@ -205,8 +148,8 @@ func TestPullProgress(t *testing.T) {
 
 	// Present: no pull, no output.
 	g.progress.Reset()
-	if _, err := g.rt.ensureImage(ctx, ref); err != nil || g.progress.String() != "" {
-		t.Errorf("ensureImage of a present image = %v, output %q", err, g.progress.String())
+	if _, err := g.rt.images(nil).Ensure(ctx, ref); err != nil || g.progress.String() != "" {
+		t.Errorf("Ensure of a present image = %v, output %q", err, g.progress.String())
 	}
 }
 
@@ -306,7 +249,7 @@ func TestPullPrivateRegistry(t *testing.T) {
 	pull := func() error {
 		t.Helper()
 		g.progress.Reset()
-		_, err := g.rt.ensureImage(ctx, ref)
+		_, err := g.rt.images(nil).Ensure(ctx, ref)
 		if err != nil {
 			noSecret("the error", err.Error())
 		}

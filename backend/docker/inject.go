@@ -14,6 +14,7 @@ import (
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/mount"
 	"github.com/docker/docker/api/types/volume"
+	"github.com/docker/docker/client"
 	"golang.org/x/sys/unix"
 
 	"github.com/airlock-dev/airlock/paths"
@@ -35,12 +36,32 @@ const (
 	completeMarker      = ".complete"
 )
 
-// supervisorKey identifies the binary this runtime injects on its Engine: the
+// supervisors are the supervisor volumes of a runtime's Engine: the Engine,
+// what it is (for its architecture), the binary to inject (find, else file
+// with buildID), the owner key the volumes carry, and the runtime dir of the
+// user's own fill lock (paths).
+type supervisors struct {
+	engine  client.APIClient
+	kind    engineKind
+	find    func(arch string) (*Supervisor, error)
+	file    string
+	buildID string
+	owner   ownerKey
+	paths   *paths.Paths
+}
+
+// supervisors are the runtime's supervisor volumes.
+func (rt *Runtime) supervisors() *supervisors {
+	return &supervisors{engine: rt.Engine, kind: rt.kind(), find: rt.FindSupervisor, file: rt.Binary, buildID: rt.BuildID,
+		owner: ownerKey(rt.Owner), paths: rt.Paths}
+}
+
+// key identifies the binary this runtime injects on its Engine: the
 // Engine's architecture and the binary's key (supervisorKeyFor).
-func (rt *Runtime) supervisorKey() (string, error) {
+func (s *supervisors) key() (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	sup, arch, err := rt.supervisor(ctx)
+	sup, arch, err := s.supervisor(ctx)
 	if err != nil {
 		return "", err
 	}
@@ -60,49 +81,54 @@ func SupervisorVolumeName(sup *Supervisor, arch string) string {
 	return "airlock-supervisor-" + supervisorKeyFor(sup, arch)
 }
 
-// supervisorVolume returns the name of a complete supervisor volume, filling it when needed.
-func (rt *Runtime) supervisorVolume(ctx context.Context, imageRef string) (string, error) {
-	sup, arch, err := rt.supervisor(ctx)
+// labels are the labels of a supervisor volume (and its -ok companion).
+func (s *supervisors) labels(key string) map[string]string {
+	return s.owner.label(map[string]string{labelSupervisorKey: key})
+}
+
+// volume returns the name of a complete supervisor volume, filling it when needed.
+func (s *supervisors) volume(ctx context.Context, imageRef string) (string, error) {
+	sup, arch, err := s.supervisor(ctx)
 	if err != nil {
 		return "", err
 	}
 	key := supervisorKeyFor(sup, arch)
 	name := "airlock-supervisor-" + key
-	if rt.volumeComplete(ctx, name) {
+	if s.complete(ctx, name) {
 		return name, nil
 	}
-	release, _, err := rt.lockSupervisorFill(name)
+	release, _, err := s.lockFill(name)
 	if err != nil {
 		return "", err
 	}
 	defer release()
-	if rt.volumeComplete(ctx, name) {
+	if s.complete(ctx, name) {
 		return name, nil
 	}
-	_ = rt.Engine.VolumeRemove(ctx, name+"-ok", true)
-	labels := rt.supervisorLabels(key)
+	_ = s.engine.VolumeRemove(ctx, name+"-ok", true)
+	labels := s.labels(key)
 	labels[labelSupervisorArch] = arch
-	if _, err := rt.Engine.VolumeCreate(ctx, volume.CreateOptions{Name: name, Labels: labels}); err != nil {
+	if _, err := s.engine.VolumeCreate(ctx, volume.CreateOptions{Name: name, Labels: labels}); err != nil {
 		return "", failed("cannot create volume %s: %v", name, err)
 	}
-	if err := rt.fillVolume(ctx, name, imageRef, sup); err != nil {
+	if err := s.fill(ctx, name, imageRef, sup); err != nil {
 		return "", err
 	}
-	if _, err := rt.Engine.VolumeCreate(ctx, volume.CreateOptions{Name: name + "-ok", Labels: labels}); err != nil {
+	if _, err := s.engine.VolumeCreate(ctx, volume.CreateOptions{Name: name + "-ok", Labels: labels}); err != nil {
 		return "", failed("cannot create volume %s-ok: %v", name, err)
 	}
 	return name, nil
 }
 
-// lockSupervisorFill takes the lock that lets one filler at a time work on
+// lockFill takes the lock that lets one filler at a time work on
 // the supervisor volume name; release gives it up and removes its file, so
 // that no lock is left behind (one a build otherwise). Its holder removes the
 // file before it unlocks: a filler that then gets the lock of a file no longer
 // at its path starts again with the path's new file, which is what a filler
 // that came meanwhile locks too.
-func (rt *Runtime) lockSupervisorFill(name string) (release func(), lockPath string, err error) {
+func (s *supervisors) lockFill(name string) (release func(), lockPath string, err error) {
 	for {
-		lock, path, err := rt.supervisorLock(name)
+		lock, path, err := s.lock(name)
 		if err != nil {
 			return nil, path, err
 		}
@@ -130,52 +156,54 @@ func (rt *Runtime) lockSupervisorFill(name string) (release func(), lockPath str
 	}
 }
 
-// supervisorLock opens the lock that lets one filler at a time work on a
+// lock opens the lock that lets one filler at a time work on a
 // supervisor volume: host-wide, whatever the user's data dir, in os.TempDir().
 // There any local user may have put a file (or a link) of that name first, so
 // it is opened without following links and used only when it is a regular file
 // of root's or the user's (paths.OpenSharedLock). Otherwise, and when it cannot
 // be opened (a 0600 file of another user's), the user's own lock in the private
 // runtime dir is used instead: fills by this user stay one at a time.
-func (rt *Runtime) supervisorLock(name string) (*os.File, string, error) {
+func (s *supervisors) lock(name string) (*os.File, string, error) {
 	lockPath := filepath.Join(os.TempDir(), name+".lock")
 	lock, err := paths.OpenSharedLock(lockPath)
 	if err == nil {
 		return lock, lockPath, nil
 	}
-	if rt.Paths == nil {
+	if s.paths == nil {
 		return nil, lockPath, failed("cannot lock %s: %v", lockPath, err)
 	}
 	shared := err
-	if err := rt.Paths.EnsureRuntimeDir(); err != nil {
-		return nil, lockPath, failed("cannot lock %s (%v), nor in %s: %v", lockPath, shared, rt.Paths.RuntimeDir, err)
+	if err := s.paths.EnsureRuntimeDir(); err != nil {
+		return nil, lockPath, failed("cannot lock %s (%v), nor in %s: %v", lockPath, shared, s.paths.RuntimeDir, err)
 	}
-	own := filepath.Join(rt.Paths.RuntimeDir, name+".lock")
+	own := filepath.Join(s.paths.RuntimeDir, name+".lock")
 	if lock, err = paths.OpenSharedLock(own); err != nil {
 		return nil, own, failed("cannot lock %s (%v), nor %s: %v", lockPath, shared, own, err)
 	}
 	return lock, own, nil
 }
 
-// volumeComplete reports whether the volume and its -ok companion exist, the
+// complete reports whether the volume and its -ok companion exist, the
 // companion made after the volume.
-func (rt *Runtime) volumeComplete(ctx context.Context, name string) bool {
-	v, err := rt.Engine.VolumeInspect(ctx, name)
+func (s *supervisors) complete(ctx context.Context, name string) bool {
+	v, err := s.engine.VolumeInspect(ctx, name)
 	if err != nil {
 		return false
 	}
-	ok, err := rt.Engine.VolumeInspect(ctx, name+"-ok")
+	ok, err := s.engine.VolumeInspect(ctx, name+"-ok")
 	if err != nil {
 		return false
 	}
 	return ok.CreatedAt >= v.CreatedAt
 }
 
-func (rt *Runtime) fillVolume(ctx context.Context, name, imageRef string, sup *Supervisor) error {
-	c, err := rt.Engine.ContainerCreate(ctx, &container.Config{
+// fill copies sup into the volume name through a helper container of imageRef
+// that is created, never started, and removed.
+func (s *supervisors) fill(ctx context.Context, name, imageRef string, sup *Supervisor) error {
+	c, err := s.engine.ContainerCreate(ctx, &container.Config{
 		Image:      imageRef,
 		Entrypoint: []string{"/nonexistent"},
-		Labels:     rt.helperLabels(),
+		Labels:     s.owner.helperLabels(),
 	}, &container.HostConfig{
 		NetworkMode: "none",
 		Mounts:      []mount.Mount{{Type: mount.TypeVolume, Source: name, Target: "/fill"}},
@@ -183,7 +211,7 @@ func (rt *Runtime) fillVolume(ctx context.Context, name, imageRef string, sup *S
 	if err != nil {
 		return failed("cannot fill volume %s: %v", name, err)
 	}
-	defer rt.removeContainer(context.WithoutCancel(ctx), c.ID, container.RemoveOptions{Force: true})
+	defer removeContainer(context.WithoutCancel(ctx), s.engine, c.ID, container.RemoveOptions{Force: true})
 	f, err := sup.Open()
 	if err != nil {
 		return failed("cannot read %s: %v", sup.Source, err)
@@ -204,7 +232,7 @@ func (rt *Runtime) fillVolume(ctx context.Context, name, imageRef string, sup *S
 		}
 		pw.CloseWithError(err)
 	}()
-	if err := rt.copyTo(ctx, c.ID, "/fill", pr, container.CopyToContainerOptions{}); err != nil {
+	if err := copyTo(ctx, s.engine, c.ID, "/fill", pr, container.CopyToContainerOptions{}); err != nil {
 		pr.CloseWithError(err)
 		return failed("cannot copy the supervisor into volume %s: %v", name, err)
 	}

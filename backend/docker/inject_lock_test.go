@@ -31,7 +31,7 @@ func TestSupervisorLockInSharedRoot(t *testing.T) {
 	rt, name, shared := newLockTest(t)
 
 	// Nothing there: the shared lock is made, mode 0600.
-	f, got, err := rt.supervisorLock(name)
+	f, got, err := rt.supervisors().lock(name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +49,7 @@ func TestSupervisorLockInSharedRoot(t *testing.T) {
 	if err := os.Symlink(victim, shared); err != nil {
 		t.Fatal(err)
 	}
-	f, got, err = rt.supervisorLock(name)
+	f, got, err = rt.supervisors().lock(name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +73,7 @@ func TestSupervisorLockInSharedRoot(t *testing.T) {
 		if err := os.Chown(shared, 4243, 4243); err != nil {
 			t.Fatal(err)
 		}
-		f, got, err = rt.supervisorLock(name)
+		f, got, err = rt.supervisors().lock(name)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -90,7 +90,7 @@ func TestSupervisorLockInSharedRoot(t *testing.T) {
 func TestSupervisorLockRemovedAfterFill(t *testing.T) {
 	rt, name, shared := newLockTest(t)
 
-	release, got, err := rt.lockSupervisorFill(name)
+	release, got, err := rt.supervisors().lockFill(name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +113,7 @@ func TestSupervisorLockRemovedAfterFill(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for range 20 {
-				release, _, err := rt.lockSupervisorFill(name)
+				release, _, err := rt.supervisors().lockFill(name)
 				if err != nil {
 					t.Error(err)
 					return

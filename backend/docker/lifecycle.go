@@ -4,13 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
@@ -18,6 +14,7 @@ import (
 	"github.com/docker/docker/api/types/events"
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/network"
+	"github.com/docker/docker/client"
 
 	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/manifest"
@@ -31,16 +28,16 @@ func (rt *Runtime) Start(ctx context.Context, sb *backend.Sandbox) error {
 	if ownState(sb).manifest == nil {
 		return errors.New("cannot start a sandbox without its manifest")
 	}
-	if err := rt.startEgress(ctx, sb); err != nil {
+	if err := (egressProxy{engine: rt.Engine}).start(ctx, sb); err != nil {
 		return err
 	}
 	if !ownState(sb).hold {
-		if err := rt.startServices(ctx, sb); err != nil {
+		if err := rt.services().start(ctx, sb); err != nil {
 			return err
 		}
 	}
 	if !ownState(sb).fresh {
-		if err := rt.resetStatus(ctx, sb.PrimaryID); err != nil {
+		if err := resetStatus(ctx, rt.Engine, sb.PrimaryID); err != nil {
 			return err
 		}
 	}
@@ -50,15 +47,15 @@ func (rt *Runtime) Start(ctx context.Context, sb *backend.Sandbox) error {
 		// though it was created with the network's ID: a second network named
 		// airlock-shared (another process made one at the same time) fails the
 		// start, and a failed start ends the caller's attach. Look first, and
-		// remove the younger ones (findShared); one list call.
+		// remove the younger ones (sharednet's find); one list call.
 		// A shard removed while the sandbox was stopped (its last running
 		// sandbox went) is made again: the start finds it by name.
-		_, _ = rt.sharedNetwork(ctx, ownState(sb).shard, true)
+		_, _ = rt.shards().Network(ctx, ownState(sb).shard, true)
 	}
 	err := rt.Engine.ContainerStart(ctx, sb.PrimaryID, container.StartOptions{})
 	if err != nil && ownState(sb).shard != "" && strings.Contains(err.Error(), "is ambiguous") {
 		// One appeared since: remove it and start again.
-		if _, nerr := rt.sharedNetwork(ctx, ownState(sb).shard, true); nerr == nil {
+		if _, nerr := rt.shards().Network(ctx, ownState(sb).shard, true); nerr == nil {
 			err = rt.Engine.ContainerStart(ctx, sb.PrimaryID, container.StartOptions{})
 		}
 	}
@@ -71,13 +68,13 @@ func (rt *Runtime) Start(ctx context.Context, sb *backend.Sandbox) error {
 	done()
 	if ownState(sb).hold {
 		// Its supervisor waits for the services in its network namespace.
-		if err := rt.startServices(ctx, sb); err != nil {
+		if err := rt.services().start(ctx, sb); err != nil {
 			// Nothing runs in it yet: stopped, as a failed start leaves it.
 			_ = rt.Engine.ContainerKill(context.WithoutCancel(ctx), sb.PrimaryID, "SIGKILL")
 			return err
 		}
 	}
-	sb.Ports = rt.readPorts(ctx, sb)
+	sb.Ports = readPorts(ctx, rt.Engine, sb)
 	ownState(sb).fresh = false
 	values := backend.DeliveredValues(&backend.Request{EnvSecrets: ownState(sb).envSecrets}, ownState(sb).manifest)
 	if ownState(sb).hold && ownState(sb).parked {
@@ -144,7 +141,7 @@ func (rt *Runtime) WaitExit(ctx context.Context, sb *backend.Sandbox) (<-chan in
 // Stop stops a sandbox: the primary (its supervisor shuts the daemons down within
 // their timeouts) and the services.
 func (rt *Runtime) Stop(ctx context.Context, id string) error {
-	objs, err := rt.objects(ctx, id)
+	objs, err := listObjects(ctx, rt.Engine, ownerKey(rt.Owner), id)
 	if err != nil {
 		return err
 	}
@@ -184,7 +181,7 @@ func (rt *Runtime) Remove(ctx context.Context, id string) error {
 	nerr := rt.RemoveNetworks(ctx, id)
 	var verr error
 	if cerr == nil {
-		verr = rt.RemoveVolumes(ctx, id)
+		verr = rt.services().removeVolumes(ctx, id)
 	}
 	if err := errors.Join(cerr, nerr, verr); err != nil {
 		return failed("cannot remove sandbox %s: %v", id, err)
@@ -194,21 +191,21 @@ func (rt *Runtime) Remove(ctx context.Context, id string) error {
 
 // RemoveContainers removes every container labelled with the sandbox ID.
 func (rt *Runtime) RemoveContainers(ctx context.Context, id string) error {
-	objs, err := rt.objects(ctx, id)
+	objs, err := listObjects(ctx, rt.Engine, ownerKey(rt.Owner), id)
 	if err != nil {
 		return err
 	}
 	var errs []error
 	var shards []string
 	for _, c := range append(objs.services, objs.all...) {
-		if err := rt.removeContainer(ctx, c.ID, container.RemoveOptions{Force: true, RemoveVolumes: true}); err != nil && !cerrdefs.IsNotFound(err) {
+		if err := removeContainer(ctx, rt.Engine, c.ID, container.RemoveOptions{Force: true, RemoveVolumes: true}); err != nil && !cerrdefs.IsNotFound(err) {
 			errs = append(errs, err)
 		} else if s := c.Labels[LabelShard]; s != "" {
 			shards = append(shards, s)
 		}
 	}
 	for _, s := range shards {
-		rt.leaveShard(ctx, s) // a shard beyond the first goes with its last sandbox
+		rt.shards().Leave(ctx, s) // a shard beyond the first goes with its last sandbox
 	}
 	return errors.Join(errs...)
 }
@@ -223,7 +220,7 @@ func (rt *Runtime) RemoveNetworks(ctx context.Context, id string) error {
 	}
 	var errs []error
 	for _, n := range nets {
-		if !rt.owns(n.Labels) {
+		if !ownerKey(rt.Owner).owns(n.Labels) {
 			continue
 		}
 		if err := rt.Engine.NetworkRemove(ctx, n.ID); err != nil && !cerrdefs.IsNotFound(err) {
@@ -239,15 +236,16 @@ type sandboxObjects struct {
 	all      []container.Summary // every container of the sandbox, primary included
 }
 
-func (rt *Runtime) objects(ctx context.Context, id string) (*sandboxObjects, error) {
-	list, err := rt.Engine.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", backend.LabelSandbox+"="+id))})
+// listObjects lists the containers of sandbox id that are owner's.
+func listObjects(ctx context.Context, eng client.APIClient, owner ownerKey, id string) (*sandboxObjects, error) {
+	list, err := eng.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", backend.LabelSandbox+"="+id))})
 	if err != nil {
 		return nil, failed("cannot list the containers of sandbox %s: %v", id, err)
 	}
 	objs := &sandboxObjects{}
 	for i := range list {
 		c := list[i]
-		if !rt.owns(c.Labels) {
+		if !owner.owns(c.Labels) {
 			continue // another daemon's sandbox of the same ID
 		}
 		switch c.Labels[backend.LabelRole] {
@@ -281,13 +279,14 @@ func (rt *Runtime) List(ctx context.Context, labels map[string]string, all bool)
 	}
 	out := make([]backend.Info, 0, len(list))
 	for _, c := range list {
-		out = append(out, rt.info(c))
+		out = append(out, infoOf(c))
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].CreatedAt.Before(out[j].CreatedAt) })
 	return out, nil
 }
 
-func (rt *Runtime) info(c container.Summary) backend.Info {
+// infoOf describes the sandbox whose primary is c.
+func infoOf(c container.Summary) backend.Info {
 	in := backend.Info{
 		ID: c.Labels[backend.LabelSandbox], Kind: c.Labels[backend.LabelKind], Project: c.Labels[backend.LabelProject],
 		CreatedAt: time.Unix(c.Created, 0).UTC(), PlanHash: c.Labels[backend.LabelPlanHash], Image: c.Image,
@@ -319,21 +318,21 @@ func userLabels(labels map[string]string) map[string]string {
 
 // Get returns the sandbox with this ID (its primary must exist).
 func (rt *Runtime) Get(ctx context.Context, id string) (*backend.Info, error) {
-	objs, err := rt.objects(ctx, id)
+	objs, err := listObjects(ctx, rt.Engine, ownerKey(rt.Owner), id)
 	if err != nil {
 		return nil, err
 	}
 	if objs.primary == nil {
 		return nil, fmt.Errorf("%w: %s", backend.ErrNotFound, id)
 	}
-	in := rt.info(*objs.primary)
+	in := infoOf(*objs.primary)
 	return &in, nil
 }
 
 // Open returns a handle on an existing sandbox, to start it again with the manifest
 // it was made from.
 func (rt *Runtime) Open(ctx context.Context, id string, r *manifest.Resolved) (*backend.Sandbox, error) {
-	objs, err := rt.objects(ctx, id)
+	objs, err := listObjects(ctx, rt.Engine, ownerKey(rt.Owner), id)
 	if err != nil {
 		return nil, err
 	}
@@ -374,150 +373,6 @@ func (rt *Runtime) Open(ctx context.Context, id string, r *manifest.Resolved) (*
 func (rt *Runtime) Running(ctx context.Context, containerID string) bool {
 	ci, err := rt.Engine.ContainerInspect(ctx, containerID)
 	return err == nil && ci.State != nil && ci.State.Running
-}
-
-// OnlyInitRuns reports whether the Engine lists no process in a container
-// but its PID 1 (the supervisor), or none at all (the supervisor, which
-// exits right after a sealed end, may be gone already): what the host checks
-// of a sealed end marker (supervisor.SealedEndMarker) before it believes it,
-// since a process in the sandbox can print one. False when the Engine cannot
-// say.
-//
-// On an Engine of this host it counts the processes of the container's cgroup
-// itself (a few file reads); elsewhere, or when the cgroup is not found there,
-// it asks the Engine to list them (`docker top`: a ps of the Engine's host,
-// ~50 ms).
-func (rt *Runtime) OnlyInitRuns(ctx context.Context, containerID string) bool {
-	ci, err := rt.Engine.ContainerInspect(ctx, containerID)
-	if err != nil || ci.ContainerJSONBase == nil || ci.State == nil {
-		return false
-	}
-	if !ci.State.Running {
-		return true
-	}
-	if !rt.Remote && ci.State.Pid > 0 {
-		if n, ok := rt.hostCgroupProcs(ci); ok {
-			return n <= 1
-		}
-		// PID 1 has exited since the Engine named it (a run's supervisor
-		// exits right after its sealed marker): when PID 1 of a PID
-		// namespace ends, the kernel kills every other process in it. Its
-		// PID is ours to look up only if the Engine's PIDs are this host's.
-		if pidGone(ci.State.Pid) && rt.seesEnginePIDs(ctx) {
-			return true
-		}
-	}
-	top, err := rt.Engine.ContainerTop(ctx, containerID, nil)
-	if err == nil {
-		return len(top.Processes) <= 1
-	}
-	ci, err = rt.Engine.ContainerInspect(ctx, containerID)
-	return err == nil && ci.State != nil && !ci.State.Running
-}
-
-// cgroupProcs counts the processes of the cgroup of process pid of this host,
-// which must be container id's (its path names the container: cgroupfs's
-// /docker/ID, systemd's docker-ID.scope; an Engine in a VM has other PIDs).
-// The pids hierarchy of cgroup v1, else the unified one of v2. A cgroup gone
-// (the container exited meanwhile) has none.
-func cgroupProcs(pid int, id string) (int, bool) {
-	if id == "" {
-		return 0, false
-	}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
-	if err != nil {
-		return 0, false
-	}
-	var dirs []string
-	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-		parts := strings.SplitN(line, ":", 3)
-		if len(parts) != 3 || !strings.Contains(parts[2], id) || strings.Contains(parts[2], "..") {
-			continue
-		}
-		switch {
-		case slices.Contains(strings.Split(parts[1], ","), "pids"):
-			dirs = append([]string{filepath.Join("/sys/fs/cgroup/pids", parts[2])}, dirs...)
-		case parts[0] == "0" && parts[1] == "":
-			dirs = append(dirs, filepath.Join("/sys/fs/cgroup", parts[2]))
-		}
-	}
-	for _, d := range dirs {
-		procs, err := os.ReadFile(filepath.Join(d, "cgroup.procs"))
-		if err == nil {
-			return len(strings.Fields(string(procs))), true
-		}
-		if errors.Is(err, os.ErrNotExist) {
-			if _, serr := os.Stat(filepath.Dir(d)); serr == nil {
-				return 0, true // the container's cgroup went with it
-			}
-		}
-	}
-	return 0, false
-}
-
-// hostCgroupProcs is cgroupProcs of the PID 1 of a container the Engine
-// inspected; a count found proves the Engine's PIDs are this host's.
-func (rt *Runtime) hostCgroupProcs(ci container.InspectResponse) (int, bool) {
-	if ci.State.Pid <= 0 {
-		return 0, false
-	}
-	n, ok := cgroupProcs(ci.State.Pid, ci.ID)
-	if ok {
-		rt.hostPIDs.Store(true)
-	}
-	return n, ok
-}
-
-// pidGone reports whether no process of this host has pid.
-func pidGone(pid int) bool {
-	err := syscall.Kill(pid, 0)
-	return errors.Is(err, syscall.ESRCH)
-}
-
-// seesEnginePIDs reports whether the Engine's containers run in this
-// process's PID namespace (an Engine in a VM's do not): once one of its
-// running sandboxes' PID 1, as the Engine names it, is found in a cgroup
-// whose path names that container. Proven once, it is kept.
-func (rt *Runtime) seesEnginePIDs(ctx context.Context) bool {
-	if rt.hostPIDs.Load() {
-		return true
-	}
-	list, err := rt.Engine.ContainerList(ctx, container.ListOptions{Limit: 4, Filters: filters.NewArgs(filters.Arg("status", "running"), filters.Arg("label", backend.LabelSandbox))})
-	if err != nil {
-		return false
-	}
-	for _, c := range list {
-		ci, err := rt.Engine.ContainerInspect(ctx, c.ID)
-		if err != nil || ci.ContainerJSONBase == nil || ci.State == nil {
-			continue
-		}
-		if _, ok := rt.hostCgroupProcs(ci); ok {
-			return true
-		}
-	}
-	return false
-}
-
-// owns reports whether an object of a sandbox this runtime was asked about is its
-// daemon's: it carries the daemon's owner key, or no owner at all (made before
-// owners were recorded; the caller knows the sandbox from its own store).
-func (rt *Runtime) owns(labels map[string]string) bool {
-	o, ok := labels[backend.LabelOwner]
-	return rt.Owner == "" || !ok || o == rt.Owner
-}
-
-// helperLabels are the labels of a short-lived helper container.
-func (rt *Runtime) helperLabels() map[string]string {
-	return rt.ownLabel(map[string]string{backend.LabelRole: "helper"})
-}
-
-// ownLabel adds the daemon's owner key to the labels of an object it makes
-// (nothing without one) and returns them.
-func (rt *Runtime) ownLabel(l map[string]string) map[string]string {
-	if rt.Owner != "" {
-		l[backend.LabelOwner] = rt.Owner
-	}
-	return l
 }
 
 // ExitCode returns a stopped container's exit code (nil when unknown).

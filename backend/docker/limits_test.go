@@ -34,19 +34,19 @@ func TestLimitsRefusedWhereNotApplied(t *testing.T) {
 		{"cpus = 0.5", "cannot apply sandbox.cpus: the Engine (rootless, cgroup driver none) does not apply CPU limits"},
 	} {
 		r := loadBytes(t, "[sandbox]\nimage = \"x\"\n"+c.body+"\n", nil)
-		err := rt.limitsSupported(context.Background(), r)
+		err := rt.kind().limitsSupported(context.Background(), r)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: got %v, want an error with %q", c.body, err, c.want)
 		}
 	}
-	if err := rt.limitsSupported(context.Background(), loadBytes(t, "[sandbox]\nimage = \"x\"\n", nil)); err != nil {
+	if err := rt.kind().limitsSupported(context.Background(), loadBytes(t, "[sandbox]\nimage = \"x\"\n", nil)); err != nil {
 		t.Errorf("no limit asked: %v", err)
 	}
 	if rootless.calls != 1 {
 		t.Errorf("Info asked %d times; want once", rootless.calls)
 	}
 	full := &Runtime{Engine: &infoEngine{info: system.Info{MemoryLimit: true, CPUCfsQuota: true, CgroupDriver: "cgroupfs"}}}
-	if err := full.limitsSupported(context.Background(), loadBytes(t, "[sandbox]\nimage = \"x\"\nmemory = \"32m\"\ncpus = 0.5\n", nil)); err != nil {
+	if err := full.kind().limitsSupported(context.Background(), loadBytes(t, "[sandbox]\nimage = \"x\"\nmemory = \"32m\"\ncpus = 0.5\n", nil)); err != nil {
 		t.Errorf("an Engine that applies limits: %v", err)
 	}
 }

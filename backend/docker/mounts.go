@@ -44,36 +44,53 @@ type hostPlan struct {
 	toolEnv map[string]string
 }
 
-// getenv is the caller's value of a tool variable, else the runtime's.
-func (hp *hostPlan) getenv(rt *Runtime, k string) string {
+// getenv is the caller's value of a tool variable, else the planner's.
+func (hp *hostPlan) getenv(p *hostPlanner, k string) string {
 	if v, ok := hp.toolEnv[k]; ok {
 		return v
 	}
-	return rt.getenv(k)
+	return p.env(k)
 }
+
+// hostPlanner makes a manifest's host plan: the host environment (Getenv),
+// the Engine's name for messages, and what it is (the architecture the go
+// tool's toolchain must run on).
+type hostPlanner struct {
+	getenv     func(string) (string, bool)
+	engineName string
+	kind       engineKind
+}
+
+// planner is the runtime's host planner.
+func (rt *Runtime) planner() *hostPlanner {
+	return &hostPlanner{getenv: rt.Getenv, engineName: rt.EngineName, kind: rt.kind()}
+}
+
+// env is the host's value of k ("" when unset).
+func (p *hostPlanner) env(k string) string { return lookupEnv(p.getenv, k) }
 
 // expandHost resolves ~ (the host home) and relative paths (from the project dir).
-func (rt *Runtime) expandHost(p, projectDir string) string {
-	return projectfs.ExpandHostPath(p, projectDir, rt.getenv("HOME"))
+func (p *hostPlanner) expandHost(hostPath, projectDir string) string {
+	return projectfs.ExpandHostPath(hostPath, projectDir, p.env("HOME"))
 }
 
-// planHost handles every mount's missing mode and every tool. It runs before any
+// plan handles every mount's missing mode and every tool. It runs before any
 // Docker object exists, so a missing source with missing = "fail" is a config error
 // that leaves nothing behind.
 // remote says the sandbox cannot see this host's files (a remote Engine, or a
 // client on another machine).
-func (rt *Runtime) planHost(ctx context.Context, r *manifest.Resolved, remote bool, toolEnv map[string]string) (*hostPlan, error) {
+func (p *hostPlanner) plan(ctx context.Context, r *manifest.Resolved, remote bool, toolEnv map[string]string) (*hostPlan, error) {
 	hp := &hostPlan{toolEnv: toolEnv}
 	for _, name := range slices.Sorted(maps.Keys(r.Mounts)) {
 		m := r.Mounts[name]
-		src := rt.expandHost(m.Source, r.ProjectDir)
+		src := p.expandHost(m.Source, r.ProjectDir)
 		key := "mounts." + name
 		if remote {
 			// A remote Engine cannot see this host's files (design.md §7).
 			if m.Missing == "ignore" {
 				continue
 			}
-			return nil, configErr("%s.source: %s is a path on this host, and the Engine at %s cannot see it (use [copies.%s] to copy it in, or missing = \"ignore\" to skip the mount on a remote Engine)", key, src, rt.EngineName, manifest.KeyPath(name))
+			return nil, configErr("%s.source: %s is a path on this host, and the Engine at %s cannot see it (use [copies.%s] to copy it in, or missing = \"ignore\" to skip the mount on a remote Engine)", key, src, p.engineName, manifest.KeyPath(name))
 		}
 		_, err := os.Stat(src)
 		switch {
@@ -99,13 +116,13 @@ func (rt *Runtime) planHost(ctx context.Context, r *manifest.Resolved, remote bo
 	}
 	for _, t := range r.Tools {
 		if remote {
-			hp.Warnings = append(hp.Warnings, fmt.Sprintf("tools.%s: skipped: the Engine at %s cannot see this host's files", t, rt.EngineName))
+			hp.Warnings = append(hp.Warnings, fmt.Sprintf("tools.%s: skipped: the Engine at %s cannot see this host's files", t, p.engineName))
 			continue
 		}
-		rt.planTool(ctx, t, hp)
+		p.planTool(ctx, t, hp)
 	}
 	hp.Binds = dedupBinds(hp.Binds)
-	sbinds, err := rt.planServiceBinds(r, remote)
+	sbinds, err := p.planServiceBinds(r, remote)
 	if err != nil {
 		return nil, err
 	}
@@ -138,10 +155,10 @@ const cacheRoot = "/var/cache/airlock"
 
 // planTool adds a builtin tool's mounts and environment (design.md §7). Caches are
 // created on the host when missing; missing credentials are skipped with a warning.
-func (rt *Runtime) planTool(ctx context.Context, tool string, hp *hostPlan) {
-	home := rt.expandHost("~", "/")
+func (p *hostPlanner) planTool(ctx context.Context, tool string, hp *hostPlan) {
+	home := p.expandHost("~", "/")
 	envOr := func(k, def string) string {
-		if v := hp.getenv(rt, k); v != "" {
+		if v := hp.getenv(p, k); v != "" {
 			return v
 		}
 		return def
@@ -168,7 +185,7 @@ func (rt *Runtime) planTool(ctx context.Context, tool string, hp *hostPlan) {
 		cred(filepath.Join(home, ".gitconfig"), "~/.gitconfig", true)
 		cred(filepath.Join(home, ".config", "gh"), "~/.config/gh", true)
 	case "ssh-agent":
-		sock := hp.getenv(rt, "SSH_AUTH_SOCK")
+		sock := hp.getenv(p, "SSH_AUTH_SOCK")
 		if sock == "" {
 			hp.Warnings = append(hp.Warnings, "tools.ssh-agent: SSH_AUTH_SOCK is not set; skipped")
 			return
@@ -188,7 +205,7 @@ func (rt *Runtime) planTool(ctx context.Context, tool string, hp *hostPlan) {
 		cache("go-build", envOr("GOCACHE", filepath.Join(home, ".cache", "go-build")), cacheRoot+"/go-build", "GOCACHE")
 		gopath := envOr("GOPATH", filepath.Join(home, "go"))
 		cache("go-mod", envOr("GOMODCACHE", filepath.Join(strings.Split(gopath, ":")[0], "pkg", "mod")), cacheRoot+"/go-mod", "GOMODCACHE")
-		rt.planGoToolchain(ctx, hp)
+		p.planGoToolchain(ctx, hp)
 	case "npm":
 		cache("npm", filepath.Join(home, ".npm"), cacheRoot+"/npm", "npm_config_cache")
 	case "uv":

@@ -2,246 +2,30 @@ package docker
 
 import (
 	"context"
-	"slices"
-	"strconv"
-	"strings"
-	"sync"
-	"time"
 
-	"github.com/docker/docker/api/types/container"
-	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/network"
 
 	"github.com/airlock-dev/airlock/backend"
+	"github.com/airlock-dev/airlock/backend/docker/sharednet"
 	"github.com/airlock-dev/airlock/manifest"
 )
 
-// A sandbox without services (and so with no one to reach by name) joins one
-// long-lived bridge network per Engine instead of a network of its own: creating
-// and removing a network costs more than a whole `docker run`. Inter-container
-// communication is disabled on it (com.docker.network.bridge.enable_icc=false), so
-// sandboxes on it cannot reach each other, only the outside. It is made on first
-// use, labelled as shared (never with a sandbox ID, so no sandbox's removal takes
-// it), and left in place; `airlock prune` may remove it when nothing uses it.
-// Podman cannot keep sandboxes on its networks apart: sandbox.network =
-// "bridge" is refused there (bridgeSupported).
-//
-// A bridge holds at most 1023 ports, so the shared network is sharded: once
-// airlock-shared holds sharedMax sandboxes, the next joins airlock-shared-2,
-// and so on, each made on demand like the first and removed once its last
-// sandbox is (the first stays).
-
+// The shared network and its shards (package sharednet), under the names the
+// rest of airlock knows them by.
 const (
-	// SharedNetwork is the name of the shared network on every Engine: its
-	// first shard (the next are SharedNetwork-2, -3, …).
-	SharedNetwork = "airlock-shared"
-	// LabelShared marks the shared network and its shards.
-	LabelShared = "dev.airlock.shared"
-	// LabelShard names, on a sandbox's primary, the shard of the shared
-	// network it joined.
-	LabelShard = "dev.airlock.shared-network"
-	// DefaultSharedNetworkMax is how many sandboxes one shard holds unless
-	// the runtime says otherwise (runtime.shared_network_max): a Linux bridge
-	// takes at most 1023 ports, and an egress proxy or a service joins a
-	// network of its own, not a shard.
-	DefaultSharedNetworkMax = 1000
+	SharedNetwork           = sharednet.SharedNetwork
+	LabelShared             = sharednet.LabelShared
+	LabelShard              = sharednet.LabelShard
+	DefaultSharedNetworkMax = sharednet.DefaultSharedNetworkMax
+	ShardRecount            = sharednet.ShardRecount
 )
 
 // ShardName is the name of shard n (1, 2, …) of the shared network.
-func ShardName(n int) string {
-	if n <= 1 {
-		return SharedNetwork
-	}
-	return SharedNetwork + "-" + strconv.Itoa(n)
-}
+func ShardName(n int) string { return sharednet.ShardName(n) }
 
-// sharedNet remembers the shards of the shared network on this runtime's
-// Engine, and the sandboxes being made on each (counted until they exist).
-type sharedNet struct {
-	mu      sync.Mutex
-	ids     map[string]string // shard name → network ID
-	pending map[string]int
-	counted map[string]shardCount // shard name → its members when last listed, and made here since
-}
-
-// shardCount is what pickShard knows of a shard's members without asking the
-// Engine: the containers labelled with it when it last listed them, plus
-// those made here since (removals are not subtracted: it errs high).
-type shardCount struct {
-	n  int
-	at time.Time
-}
-
-const (
-	// ShardRecount is how long a shard's count stands before pickShard lists
-	// its containers again: under a burst, listing hundreds of containers for
-	// every sandbox cost the Engine and the daemon more than the sandbox.
-	ShardRecount = 5 * time.Second
-	// shardMargin: a shard whose count comes within this many of the limit is
-	// listed for every sandbox (other daemons on the Engine may have filled it
-	// meanwhile; a bridge takes 1023 ports, the default limit is 1000). A limit
-	// of shardMargin or less is always listed.
-	shardMargin = 50
-)
-
-// sharedMax is how many sandboxes a shard holds.
-func (rt *Runtime) sharedMax() int {
-	if rt.SharedNetworkMax > 0 {
-		return rt.SharedNetworkMax
-	}
-	return DefaultSharedNetworkMax
-}
-
-// pickShard chooses the shard a new sandbox joins: the first whose sandboxes
-// (every container labelled with it, running or not, of any daemon on the
-// Engine, and those this runtime is making) are fewer than sharedMax, made
-// when missing. The Engine's count is listed again after ShardRecount, or
-// for every sandbox once within shardMargin of the limit. done ends the reservation once the sandbox's container exists
-// (or was not made).
-func (rt *Runtime) pickShard(ctx context.Context) (name, id string, done func(), err error) {
-	rt.shared.mu.Lock()
-	defer rt.shared.mu.Unlock()
-	for n := 1; ; n++ {
-		name := ShardName(n)
-		c, ok := rt.shared.counted[name]
-		if !ok || time.Since(c.at) >= ShardRecount || c.n+rt.shared.pending[name] >= rt.sharedMax()-shardMargin {
-			members, err := rt.shardMembers(ctx, name)
-			if err != nil {
-				return "", "", nil, err
-			}
-			c = shardCount{n: members, at: time.Now()}
-			if rt.shared.counted == nil {
-				rt.shared.counted = map[string]shardCount{}
-			}
-			rt.shared.counted[name] = c
-		}
-		members := c.n
-		if members+rt.shared.pending[name] >= rt.sharedMax() {
-			continue
-		}
-		id, err := rt.shardLocked(ctx, name, false)
-		if err != nil {
-			return "", "", nil, err
-		}
-		if rt.shared.pending == nil {
-			rt.shared.pending = map[string]int{}
-		}
-		rt.shared.pending[name]++
-		var once sync.Once
-		return name, id, func() {
-			once.Do(func() {
-				rt.shared.mu.Lock()
-				defer rt.shared.mu.Unlock()
-				rt.shared.pending[name]--
-				if c, ok := rt.shared.counted[name]; ok {
-					c.n++ // made (or not: erring high)
-					rt.shared.counted[name] = c
-				}
-			})
-		}, nil
-	}
-}
-
-// shardMembers counts the containers labelled with shard name.
-func (rt *Runtime) shardMembers(ctx context.Context, name string) (int, error) {
-	list, err := rt.Engine.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", LabelShard+"="+name))})
-	if err != nil {
-		return 0, failed("cannot list the sandboxes on network %s: %v", name, err)
-	}
-	return len(list), nil
-}
-
-// sharedNetwork returns the ID of shard name, creating it when missing
-// (again, with recheck, when it disappeared). Sandboxes join it by ID: two
-// processes making it at once can leave two networks of that name (Engine 20.10's
-// duplicate check is not atomic), and a name that matches two is ambiguous.
-func (rt *Runtime) sharedNetwork(ctx context.Context, name string, recheck bool) (string, error) {
-	rt.shared.mu.Lock()
-	defer rt.shared.mu.Unlock()
-	return rt.shardLocked(ctx, name, recheck)
-}
-
-func (rt *Runtime) shardLocked(ctx context.Context, name string, recheck bool) (string, error) {
-	if id := rt.shared.ids[name]; id != "" && !recheck {
-		return id, nil
-	}
-	id, err := rt.findShared(ctx, name)
-	if err != nil {
-		return "", err
-	}
-	if id == "" {
-		_, cerr := rt.Engine.NetworkCreate(ctx, name, network.CreateOptions{
-			Driver:  "bridge",
-			Options: map[string]string{"com.docker.network.bridge.enable_icc": "false"},
-			Labels:  map[string]string{LabelShared: "true"},
-		})
-		// Another process may have made it meanwhile: look again either way.
-		if id, err = rt.findShared(ctx, name); err != nil {
-			return "", err
-		}
-		if id == "" {
-			return "", failed("cannot create network %s: %v", name, cerr)
-		}
-	}
-	if rt.shared.ids == nil {
-		rt.shared.ids = map[string]string{}
-	}
-	rt.shared.ids[name] = id
-	return id, nil
-}
-
-// leaveShard removes shard name, other than the first, once no sandbox is on
-// it and none is being made on it here (the Engine refuses while a running
-// container uses it; a sandbox another process makes on it at that moment
-// finds it gone when it starts, and makes it again: startShared).
-func (rt *Runtime) leaveShard(ctx context.Context, name string) {
-	if name == "" || name == SharedNetwork {
-		return
-	}
-	rt.shared.mu.Lock()
-	defer rt.shared.mu.Unlock()
-	if rt.shared.pending[name] > 0 {
-		return
-	}
-	if n, err := rt.shardMembers(ctx, name); err != nil || n > 0 {
-		return
-	}
-	id, err := rt.findShared(ctx, name)
-	if err != nil || id == "" {
-		return
-	}
-	if rt.Engine.NetworkRemove(ctx, id) == nil {
-		delete(rt.shared.ids, name)
-		delete(rt.shared.counted, name)
-	}
-}
-
-// findShared returns the ID of the network called name ("" when there is
-// none). When there are several, it is the oldest (every process picks the same
-// one), and the others that airlock made are removed where no container uses them
-// (the Engine refuses to remove a network in use; a sandbox being created on one
-// finds it gone and asks again).
-func (rt *Runtime) findShared(ctx context.Context, name string) (string, error) {
-	list, err := rt.Engine.NetworkList(ctx, network.ListOptions{Filters: filters.NewArgs(filters.Arg("name", name))})
-	if err != nil {
-		return "", failed("cannot list networks named %s: %v", name, err)
-	}
-	list = slices.DeleteFunc(list, func(n network.Summary) bool { return n.Name != name })
-	if len(list) == 0 {
-		return "", nil
-	}
-	slices.SortFunc(list, func(a, b network.Summary) int {
-		if c := a.Created.Compare(b.Created); c != 0 {
-			return c
-		}
-		return strings.Compare(a.ID, b.ID)
-	})
-	for _, n := range list[1:] {
-		if n.Labels[LabelShared] == "true" {
-			_ = rt.Engine.NetworkRemove(ctx, n.ID)
-		}
-	}
-	return list[0].ID, nil
+// shards are the shards of the shared network on the runtime's Engine.
+func (rt *Runtime) shards() *sharednet.Shards {
+	return &sharednet.Shards{Engine: rt.Engine, Max: rt.SharedNetworkMax, State: &rt.shared}
 }
 
 // bridgeNetwork puts a sandbox with sandbox.network = "bridge" on its network:
@@ -249,19 +33,19 @@ func (rt *Runtime) findShared(ctx context.Context, name string) (string, error) 
 // primary by name), else a shard of the shared network. reserved ends a
 // shard's reservation once the sandbox's container exists (or was not made).
 // On Podman it refuses (bridgeSupported).
-func (rt *Runtime) bridgeNetwork(ctx context.Context, sb *backend.Sandbox, r *manifest.Resolved, labels map[string]string) (reserved func(), err error) {
-	if err := rt.bridgeSupported(ctx); err != nil {
+func bridgeNetwork(ctx context.Context, k engineKind, shards *sharednet.Shards, sb *backend.Sandbox, r *manifest.Resolved, labels map[string]string) (reserved func(), err error) {
+	if err := k.bridgeSupported(ctx); err != nil {
 		return nil, err
 	}
 	if len(r.Services) > 0 {
 		nl := copyLabels(labels, backend.LabelRole, "network")
-		if _, err := rt.Engine.NetworkCreate(ctx, sb.Name, network.CreateOptions{Driver: "bridge", Labels: nl}); err != nil {
+		if _, err := k.engine.NetworkCreate(ctx, sb.Name, network.CreateOptions{Driver: "bridge", Labels: nl}); err != nil {
 			return nil, failed("cannot create network %s: %v", sb.Name, err)
 		}
 		sb.Network = sb.Name
 		return func() {}, nil
 	}
-	name, id, reserved, err := rt.pickShard(ctx)
+	name, id, reserved, err := shards.Pick(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -76,7 +76,7 @@ func TestBridgeNetworkOfEngines(t *testing.T) {
 		eng := &networkEngine{versionEngine: versionEngine{v: c.v}}
 		rt := &Runtime{Engine: eng}
 		sb := &backend.Sandbox{ID: "abc", Name: "airlock-abc"}
-		reserved, err := rt.bridgeNetwork(context.Background(), sb, c.r, labels)
+		reserved, err := bridgeNetwork(context.Background(), rt.kind(), rt.shards(), sb, c.r, labels)
 		if c.wantMade == "" {
 			var e *backend.Error
 			if !errors.As(err, &e) || e.Code != 125 {

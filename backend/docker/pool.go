@@ -85,7 +85,7 @@ func (rt *Runtime) WatchParked(ctx context.Context, sb *backend.Sandbox, parked 
 // (A warm pool's key fingerprints them.)
 func (rt *Runtime) CopiedPaths(r *manifest.Resolved) []string {
 	var out []string
-	if rt.projectMode(r) == "copy" {
+	if rt.ProjectCopied(r) {
 		out = append(out, r.ProjectDir)
 	}
 	for _, name := range slices.Sorted(maps.Keys(r.Copies)) {

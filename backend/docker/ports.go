@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/docker/docker/client"
 	"github.com/docker/go-connections/nat"
 
 	"github.com/airlock-dev/airlock/backend"
@@ -59,11 +60,11 @@ func publishedPorts(m nat.PortMap) []backend.Port {
 
 // readPorts reads what the Engine bound for a started sandbox's ports (nil
 // when the manifest publishes none, or the Engine cannot say).
-func (rt *Runtime) readPorts(ctx context.Context, sb *backend.Sandbox) []backend.Port {
+func readPorts(ctx context.Context, eng client.APIClient, sb *backend.Sandbox) []backend.Port {
 	if ownState(sb).manifest == nil || len(ownState(sb).manifest.Sandbox.Ports) == 0 {
 		return nil
 	}
-	ci, err := rt.Engine.ContainerInspect(ctx, sb.PrimaryID)
+	ci, err := eng.ContainerInspect(ctx, sb.PrimaryID)
 	if err != nil || ci.NetworkSettings == nil {
 		return nil
 	}

@@ -23,7 +23,7 @@ cap_drop = ["mknod"]
 `, nil)
 	rt := &Runtime{}
 	sb := &backend.Sandbox{ID: "abc", Name: "airlock-abc", Network: SharedNetwork}
-	cfg, host, _, err := rt.primaryConfig(sb, &backend.Request{}, r, &hostPlan{}, sandboxUser{Spec: "0:0"}, "x", "vol", map[string]string{})
+	cfg, host, _, err := primaryConfig(rt.Remote, sb, &backend.Request{}, r, &hostPlan{}, sandboxUser{Spec: "0:0"}, "x", "vol", map[string]string{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +48,7 @@ cap_drop = ["mknod"]
 
 	// Without them: nothing exposed, published, added or dropped.
 	r = loadBytes(t, "[sandbox]\nimage = \"x\"\n", nil)
-	cfg, host, _, err = rt.primaryConfig(sb, &backend.Request{}, r, &hostPlan{}, sandboxUser{Spec: "0:0"}, "x", "vol", map[string]string{})
+	cfg, host, _, err = primaryConfig(rt.Remote, sb, &backend.Request{}, r, &hostPlan{}, sandboxUser{Spec: "0:0"}, "x", "vol", map[string]string{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,25 +10,25 @@ import (
 	"github.com/airlock-dev/airlock/projectfs"
 )
 
-// projectMode is how the project dir reaches the Engine: "bind" or "copy"
-// (sandbox.project; auto binds on a local Engine and copies on a remote one).
-func (rt *Runtime) projectMode(r *manifest.Resolved) string { return projectfs.Mode(r, rt.Remote) }
-
 // ProjectCopied reports whether a sandbox made from r gets a copy of the project
-// rather than a bind mount (then `run --output` copies results back).
-func (rt *Runtime) ProjectCopied(r *manifest.Resolved) bool { return rt.projectMode(r) == "copy" }
+// rather than a bind mount (then `run --output` copies results back): how the
+// project dir reaches the Engine (sandbox.project; auto binds on a local
+// Engine and copies on a remote one).
+func (rt *Runtime) ProjectCopied(r *manifest.Resolved) bool {
+	return projectfs.Mode(r, rt.Remote) == "copy"
+}
 
 // copyProject copies the project dir into a created container at its own host path,
 // owned by the sandbox user, leaving out what .airlockignore names (.git is copied
 // unless it is named there). The archive is streamed.
-func (rt *Runtime) copyProject(ctx context.Context, containerID, dir string, u sandboxUser) error {
+func (c copier) copyProject(ctx context.Context, containerID, dir string, u sandboxUser) error {
 	p, err := projectfs.ReadProject(dir)
 	if err != nil {
 		return err
 	}
 	pr, pw := io.Pipe()
 	go func() { pw.CloseWithError(p.WriteArchive(pw, u.UID, u.GID)) }()
-	err = rt.copyTo(ctx, containerID, "/", pr, container.CopyToContainerOptions{AllowOverwriteDirWithFile: true})
+	err = copyTo(ctx, c.engine, containerID, "/", pr, container.CopyToContainerOptions{AllowOverwriteDirWithFile: true})
 	pr.CloseWithError(err)
 	if err != nil {
 		return failed("cannot copy the project %s into the sandbox: %v", dir, err)
@@ -45,7 +45,7 @@ func (rt *Runtime) CopyOut(ctx context.Context, containerID string, out *project
 	if err != nil {
 		return nil, err
 	}
-	rc, _, err := rt.copyFrom(ctx, containerID, src)
+	rc, _, err := copyFrom(ctx, rt.Engine, containerID, src)
 	if err != nil {
 		return nil, failed("cannot copy %s out of the sandbox: %v", rel, err)
 	}

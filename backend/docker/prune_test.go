@@ -19,6 +19,7 @@ import (
 	"github.com/docker/docker/client"
 
 	"github.com/airlock-dev/airlock/backend"
+	"github.com/airlock-dev/airlock/backend/docker/images"
 	"github.com/airlock-dev/airlock/internal/ids"
 	"github.com/airlock-dev/airlock/projectfs"
 	"github.com/airlock-dev/airlock/test/testenv"
@@ -46,7 +47,7 @@ func TestPruneCandidates(t *testing.T) {
 
 	buildImage := func(tag string) string {
 		t.Helper()
-		id := classicBuild(t, ctx, cli, tag, "FROM "+busybox+"\nLABEL nonce="+ids.New()+"\n", nil, rt.buildLabels(project))
+		id := classicBuild(t, ctx, cli, tag, "FROM "+busybox+"\nLABEL nonce="+ids.New()+"\n", nil, images.BuildLabels(rt.Owner, project))
 		t.Cleanup(func() { _ = testenv.RemoveImage(context.Background(), cli, id) })
 		return id
 	}
@@ -58,13 +59,13 @@ func TestPruneCandidates(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	current, err := rt.supervisorKey()
+	current, err := rt.supervisors().key()
 	if err != nil {
 		t.Fatal(err)
 	}
 	mkVolume := func(name, key string) {
 		t.Helper()
-		if _, err := cli.VolumeCreate(ctx, volume.CreateOptions{Name: name, Labels: rt.supervisorLabels(key)}); err != nil {
+		if _, err := cli.VolumeCreate(ctx, volume.CreateOptions{Name: name, Labels: rt.supervisors().labels(key)}); err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = cli.VolumeRemove(context.Background(), name, true) })
@@ -150,7 +151,7 @@ func TestPruneRemoveBuildSteps(t *testing.T) {
 		_, _ = cli.ImageRemove(ctx, in.Parent, image.RemoveOptions{})
 	}
 	tag := projectfs.BuildRepo + "/prune-steps-" + owner[:8] + ":1"
-	id := build(tag, "FROM "+base+"\nCOPY marker /marker\n", rt.buildLabels(project))
+	id := build(tag, "FROM "+base+"\nCOPY marker /marker\n", images.BuildLabels(rt.Owner, project))
 
 	freed, err := rt.PruneRemove(ctx, backend.PruneObject{Type: backend.PruneImage, Name: tag, ID: id, Project: project, Tags: []string{tag}})
 	if err != nil || !freed {
@@ -165,18 +166,6 @@ func TestPruneRemoveBuildSteps(t *testing.T) {
 	}
 	if _, err := cli.ImageInspect(ctx, base); err != nil {
 		t.Errorf("the base image the build started FROM is gone: %v", err)
-	}
-}
-
-// TestBuildTagsOfEngines: a built image's tag is airlock-build/… as Docker lists
-// it and docker.io/airlock-build/… as Podman's Docker-compatible API does (the
-// same name, fully qualified); other repositories are not airlock's.
-func TestBuildTagsOfEngines(t *testing.T) {
-	got := buildTags([]string{"docker.io/airlock-build/p:2", "airlock-build/p:1", "docker.io/library/busybox:1", "other/airlock-build:x",
-		"registry.example/airlock-build/p:3", "docker.io/airlock-buildx/p:4"})
-	want := []string{"airlock-build/p:1", "docker.io/airlock-build/p:2"}
-	if !slices.Equal(got, want) {
-		t.Errorf("buildTags = %q; want %q", got, want)
 	}
 }
 

@@ -128,7 +128,7 @@ func TestRemoveSparesBoundFiles(t *testing.T) {
 		return waiting || eng.removing || len(eng.overlaps) > 0
 	})
 	// An archive call asked now does not reach the Engine.
-	if _, err := rt.statPath(ctx, c.ID, "/work"); !errors.Is(err, backend.ErrNotFound) {
+	if _, err := statPath(ctx, rt.Engine, c.ID, "/work"); !errors.Is(err, backend.ErrNotFound) {
 		t.Errorf("a stat during the removal: %v, want an error wrapping ErrNotFound", err)
 	}
 	close(eng.release)

@@ -16,6 +16,7 @@ import (
 	"github.com/docker/docker/client"
 
 	"github.com/airlock-dev/airlock/backend"
+	"github.com/airlock-dev/airlock/backend/docker/sharednet"
 	"github.com/airlock-dev/airlock/engine"
 	"github.com/airlock-dev/airlock/engine/dial"
 	"github.com/airlock-dev/airlock/manifest"
@@ -108,14 +109,14 @@ type Runtime struct {
 	// holds (runtime.shared_network_max; 0: DefaultSharedNetworkMax).
 	SharedNetworkMax int
 
-	// hostPIDs is set once the Engine's container PIDs are proven to be
-	// this host's (seesEnginePIDs).
+	// What the runtime's jobs learn of the Engine and keep (each job is made
+	// for a call from the fields above, and holds its part of these):
+	// hostPIDs is set once the Engine's container PIDs are proven to be this
+	// host's (enginePIDs); shared is what is known of the shared network's
+	// shards (sharednet); facts what the Engine is (engineKind).
 	hostPIDs atomic.Bool
-
-	shared  sharedNet
-	arch    engineArch
-	product engineProduct
-	limits  engineLimits
+	shared   sharednet.State
+	facts    engineFacts
 }
 
 // NewRuntime returns a runtime for the Engine at ep, over an open client.
@@ -161,10 +162,11 @@ func (rt *Runtime) step(id, name string) func() {
 	}
 }
 
-func (rt *Runtime) getenv(k string) string {
-	if rt.Getenv == nil {
+// lookupEnv is getenv's value of k ("" when unset, or without getenv).
+func lookupEnv(getenv func(string) (string, bool), k string) string {
+	if getenv == nil {
 		return ""
 	}
-	v, _ := rt.Getenv(k)
+	v, _ := getenv(k)
 	return v
 }

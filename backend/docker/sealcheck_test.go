@@ -85,8 +85,8 @@ func TestOnlyInitRuns(t *testing.T) {
 	if !pidGone(gone.Process.Pid) || pidGone(os.Getpid()) {
 		t.Errorf("pidGone: an exited process %v, this one %v; want true, false", pidGone(gone.Process.Pid), pidGone(os.Getpid()))
 	}
-	if fresh := (&Runtime{Engine: cli}); !fresh.seesEnginePIDs(ctx) {
-		t.Errorf("seesEnginePIDs with sandboxes running on the local Engine: want true")
+	if fresh := (&Runtime{Engine: cli}); !(enginePIDs{engine: fresh.Engine, proven: &fresh.hostPIDs}).seen(ctx) {
+		t.Errorf("enginePIDs.seen with sandboxes running on the local Engine: want true")
 	}
 	timeout := 0
 	if err := cli.ContainerStop(ctx, id, container.StopOptions{Timeout: &timeout}); err != nil {

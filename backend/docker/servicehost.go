@@ -23,14 +23,14 @@ import (
 )
 
 // serviceBinds are the bind sources of every service's volumes, checked on this
-// host before any Engine object exists (planHost): service name → volume entry
+// host before any Engine object exists (hostPlanner.plan): service name → volume entry
 // → absolute host path.
 type serviceBinds map[string]map[string]string
 
 // planServiceBinds checks the bind sources of services.*.volumes: a path on this
 // host (relative to the project dir), which must exist (a typo does not make a
 // root-owned folder, as `docker run -v` would) and which a remote Engine cannot see.
-func (rt *Runtime) planServiceBinds(r *manifest.Resolved, remote bool) (serviceBinds, error) {
+func (p *hostPlanner) planServiceBinds(r *manifest.Resolved, remote bool) (serviceBinds, error) {
 	out := serviceBinds{}
 	for _, name := range slices.Sorted(maps.Keys(r.Services)) {
 		for i, v := range r.Parsed.Services[name].Volumes {
@@ -38,10 +38,10 @@ func (rt *Runtime) planServiceBinds(r *manifest.Resolved, remote bool) (serviceB
 				continue
 			}
 			e := r.Services[name].Volumes[i]
-			src := rt.expandHost(v.Source, r.ProjectDir)
+			src := p.expandHost(v.Source, r.ProjectDir)
 			key := manifest.KeyPath("services", name, "volumes")
 			if remote {
-				return nil, configErr("%s: %s is a path on this host, and the Engine at %s cannot see it (use a named volume, or run on a local Engine)", key, src, rt.EngineName)
+				return nil, configErr("%s: %s is a path on this host, and the Engine at %s cannot see it (use a named volume, or run on a local Engine)", key, src, p.engineName)
 			}
 			if _, err := os.Stat(src); err != nil {
 				if errors.Is(err, fs.ErrNotExist) {
@@ -65,7 +65,7 @@ func serviceVolumeName(sandboxID, vol string) string {
 
 // serviceHost adds what services.<name> (s, and its values read, vals) asks of
 // the Engine beyond the network to host: volumes (binds from binds, named
-// volumes made for the sandbox by ensureServiceVolumes, anonymous ones),
+// volumes made for the sandbox by ensureVolumes, anonymous ones),
 // tmpfs, shm_size, extra_hosts, cap_add/cap_drop and ulimits.
 func serviceHost(name string, s manifest.Service, vals manifest.ServiceValues, sandboxID string, binds map[string]string, host *container.HostConfig) error {
 	key := func(k string) string { return manifest.KeyPath("services", name, k) }
@@ -108,9 +108,9 @@ func serviceHost(name string, s manifest.Service, vals manifest.ServiceValues, s
 	return nil
 }
 
-// ensureServiceVolumes makes the named volumes the services of a sandbox use,
+// ensureVolumes makes the named volumes the services of a sandbox use,
 // labelled with the sandbox so that Remove takes them away with it.
-func (rt *Runtime) ensureServiceVolumes(ctx context.Context, sb *backend.Sandbox, r *manifest.Resolved, labels map[string]string) error {
+func (s *services) ensureVolumes(ctx context.Context, sb *backend.Sandbox, r *manifest.Resolved, labels map[string]string) error {
 	made := map[string]bool{}
 	for _, name := range slices.Sorted(maps.Keys(r.Services)) {
 		for _, v := range r.Parsed.Services[name].Volumes {
@@ -119,7 +119,7 @@ func (rt *Runtime) ensureServiceVolumes(ctx context.Context, sb *backend.Sandbox
 			}
 			made[v.Source] = true
 			vl := copyLabels(labels, backend.LabelRole, "volume")
-			if _, err := rt.Engine.VolumeCreate(ctx, volume.CreateOptions{Name: serviceVolumeName(sb.ID, v.Source), Labels: vl}); err != nil {
+			if _, err := s.engine.VolumeCreate(ctx, volume.CreateOptions{Name: serviceVolumeName(sb.ID, v.Source), Labels: vl}); err != nil {
 				return failed("cannot create volume %s of service %s: %v", v.Source, name, err)
 			}
 		}
@@ -127,19 +127,19 @@ func (rt *Runtime) ensureServiceVolumes(ctx context.Context, sb *backend.Sandbox
 	return nil
 }
 
-// RemoveVolumes removes the named volumes made for a sandbox's services; the
+// removeVolumes removes the named volumes made for a sandbox's services; the
 // containers that use them must be gone.
-func (rt *Runtime) RemoveVolumes(ctx context.Context, id string) error {
-	resp, err := rt.Engine.VolumeList(ctx, volume.ListOptions{Filters: filters.NewArgs(filters.Arg("label", backend.LabelSandbox+"="+id))})
+func (s *services) removeVolumes(ctx context.Context, id string) error {
+	resp, err := s.engine.VolumeList(ctx, volume.ListOptions{Filters: filters.NewArgs(filters.Arg("label", backend.LabelSandbox+"="+id))})
 	if err != nil {
 		return err
 	}
 	var errs []error
 	for _, v := range resp.Volumes {
-		if v == nil || !rt.owns(v.Labels) {
+		if v == nil || !s.owner.owns(v.Labels) {
 			continue
 		}
-		if err := rt.Engine.VolumeRemove(ctx, v.Name, true); err != nil && !cerrdefs.IsNotFound(err) {
+		if err := s.engine.VolumeRemove(ctx, v.Name, true); err != nil && !cerrdefs.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("cannot remove volume %s: %w", v.Name, err))
 		}
 	}

@@ -46,7 +46,7 @@ func TestServiceWatchHealthOfEngines(t *testing.T) {
 		{"unhealthy", running(&container.Health{Status: container.Unhealthy, FailingStreak: 3}), probe, serviceFailed},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			w := &serviceWatch{rt: &Runtime{Engine: &inspectEngine{state: c.state, healthcheck: c.healthcheck}}, name: "svc", id: "c1"}
+			w := &serviceWatch{svc: &services{engine: &inspectEngine{state: c.state, healthcheck: c.healthcheck}}, name: "svc", id: "c1"}
 			got, reason, err := w.check(context.Background())
 			if err != nil || got != c.want {
 				t.Errorf("check = %v (%q, %v); want %v", got, reason, err, c.want)

@@ -13,7 +13,6 @@ import (
 	"io"
 	"os"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/airlock-dev/airlock/backend"
@@ -58,60 +57,25 @@ func GoArch(machine string) string {
 	}
 }
 
-// engineArch caches the Engine's architecture (asked once per Runtime).
-type engineArch struct {
-	mu   sync.Mutex
-	arch string
-}
-
-// EngineArch is the Engine's CPU architecture as Go names it ("amd64", "arm64"),
-// from its Info; an Engine that does not run Linux containers is an error.
-func (rt *Runtime) EngineArch(ctx context.Context) (string, error) {
-	rt.arch.mu.Lock()
-	defer rt.arch.mu.Unlock()
-	if rt.arch.arch != "" {
-		return rt.arch.arch, nil
-	}
-	info, err := rt.Engine.Info(ctx)
-	if err != nil {
-		return "", failed("cannot ask the Engine%s for its architecture: %v", rt.engineSuffix(), err)
-	}
-	if info.OSType != "" && info.OSType != "linux" {
-		return "", failed("the Engine%s runs %s containers; airlock needs an Engine that runs Linux containers", rt.engineSuffix(), info.OSType)
-	}
-	if info.Architecture == "" {
-		return "", failed("the Engine%s does not say its architecture", rt.engineSuffix())
-	}
-	rt.arch.arch = GoArch(info.Architecture)
-	return rt.arch.arch, nil
-}
-
-func (rt *Runtime) engineSuffix() string {
-	if rt.EngineName == "" {
-		return ""
-	}
-	return " at " + rt.EngineName
-}
-
 // supervisor is the binary to inject on this Engine: FindSupervisor's for its
 // architecture, else Binary (checked to be a Linux binary for it).
-func (rt *Runtime) supervisor(ctx context.Context) (*Supervisor, string, error) {
-	arch, err := rt.EngineArch(ctx)
+func (s *supervisors) supervisor(ctx context.Context) (*Supervisor, string, error) {
+	arch, err := s.kind.arch(ctx)
 	if err != nil {
 		return nil, "", err
 	}
 	var sup *Supervisor
-	if rt.FindSupervisor != nil {
-		sup, err = rt.FindSupervisor(arch)
+	if s.find != nil {
+		sup, err = s.find(arch)
 	} else {
-		sup, err = SupervisorFile(rt.Binary, arch, rt.BuildID, false)
+		sup, err = SupervisorFile(s.file, arch, s.buildID, false)
 	}
 	if err != nil {
 		var se *backend.Error
 		if errors.As(err, &se) {
 			return nil, "", err
 		}
-		return nil, "", failed("cannot inject the supervisor into a sandbox on the Engine%s (linux/%s): %v", rt.engineSuffix(), arch, err)
+		return nil, "", failed("cannot inject the supervisor into a sandbox on the Engine%s (linux/%s): %v", s.kind.suffix(), arch, err)
 	}
 	return sup, arch, nil
 }

@@ -197,7 +197,7 @@ func TestSupervisorVolumeForEngineArch(t *testing.T) {
 	}
 	var asked []string
 	g.rt.FindSupervisor = func(a string) (*Supervisor, error) { asked = append(asked, a); return sup, nil }
-	name, err := g.rt.supervisorVolume(ctx, g.busybox)
+	name, err := g.rt.supervisors().volume(ctx, g.busybox)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -222,7 +222,7 @@ func TestSupervisorVolumeForEngineArch(t *testing.T) {
 	g.rt.FindSupervisor = func(a string) (*Supervisor, error) {
 		return nil, errors.New("this airlock build has no linux/" + a + " supervisor")
 	}
-	_, err = g.rt.supervisorVolume(ctx, g.busybox)
+	_, err = g.rt.supervisors().volume(ctx, g.busybox)
 	var se *backend.Error
 	if !errors.As(err, &se) || se.Code != 125 || !strings.Contains(err.Error(), "no linux/"+arch+" supervisor") {
 		t.Errorf("without a supervisor: %v, want a runtime error (125) that says so", err)

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/client"
 
 	"github.com/airlock-dev/airlock/supervisor"
 )
@@ -28,11 +29,24 @@ type sandboxUser struct {
 	Added *addedAccount
 }
 
-// resolveUser resolves spec ("name", "uid", "name:group", "uid:gid" or "") against
+// accounts are the users of a sandbox's image and containers: the Engine, the
+// owner key its helper containers carry, and where notices go.
+type accounts struct {
+	engine client.APIClient
+	owner  ownerKey
+	notice func(format string, args ...any)
+}
+
+// accounts are the users of the runtime's sandboxes.
+func (rt *Runtime) accounts() *accounts {
+	return &accounts{engine: rt.Engine, owner: ownerKey(rt.Owner), notice: rt.notice}
+}
+
+// resolve resolves spec ("name", "uid", "name:group", "uid:gid" or "") against
 // the image's /etc/passwd and /etc/group, read from a container that is created and
 // removed without being started. The files are read only when needed: for a name,
 // or when the caller needs the numeric ids or the home directory.
-func (rt *Runtime) resolveUser(ctx context.Context, imageRef, spec string, need bool) (sandboxUser, error) {
+func (a *accounts) resolve(ctx context.Context, imageRef, spec string, need bool) (sandboxUser, error) {
 	u := sandboxUser{Spec: spec, Home: "/root"}
 	name, group, _ := strings.Cut(spec, ":")
 	uid, uidErr := strconv.Atoi(name)
@@ -48,12 +62,12 @@ func (rt *Runtime) resolveUser(ctx context.Context, imageRef, spec string, need 
 		u.Home = "/"
 		return u, nil
 	}
-	passwd, groups, err := rt.readAccounts(ctx, imageRef)
+	passwd, groups, err := a.ofImage(ctx, imageRef)
 	if err != nil {
 		return u, err
 	}
 	// The same resolution as PID 1's for a daemon's user (runc's rules).
-	a, err := supervisor.ResolveAccount(spec,
+	acct, err := supervisor.ResolveAccount(spec,
 		supervisor.AccountFile{Name: "the image's /etc/passwd", Rows: passwd},
 		supervisor.AccountFile{Name: "the image's /etc/group", Rows: groups})
 	switch {
@@ -64,8 +78,8 @@ func (rt *Runtime) resolveUser(ctx context.Context, imageRef, spec string, need 
 	case err != nil:
 		return u, configErr("sandbox.user: %v", err)
 	}
-	u.UID, u.GID, u.Home = int(a.UID), int(a.GID), a.Home
-	for _, g := range a.Groups {
+	u.UID, u.GID, u.Home = int(acct.UID), int(acct.GID), acct.Home
+	for _, g := range acct.Groups {
 		u.Groups = append(u.Groups, int(g))
 	}
 	if uidErr == nil && u.UID != 0 {
@@ -78,26 +92,26 @@ func (rt *Runtime) resolveUser(ctx context.Context, imageRef, spec string, need 
 
 func isNumber(s string) bool { _, err := strconv.Atoi(s); return err == nil }
 
-// readAccounts reads /etc/passwd and /etc/group of an image; a missing file reads as empty.
-func (rt *Runtime) readAccounts(ctx context.Context, imageRef string) (passwd, group [][]string, err error) {
-	c, err := rt.Engine.ContainerCreate(ctx, &container.Config{
+// ofImage reads /etc/passwd and /etc/group of an image; a missing file reads as empty.
+func (a *accounts) ofImage(ctx context.Context, imageRef string) (passwd, group [][]string, err error) {
+	c, err := a.engine.ContainerCreate(ctx, &container.Config{
 		Image:      imageRef,
 		Entrypoint: []string{"/nonexistent"},
-		Labels:     rt.helperLabels(),
+		Labels:     a.owner.helperLabels(),
 	}, &container.HostConfig{NetworkMode: "none"}, nil, nil, "")
 	if err != nil {
 		return nil, nil, failed("cannot read the accounts of image %s: %v", imageRef, err)
 	}
-	defer rt.removeContainer(context.WithoutCancel(ctx), c.ID, container.RemoveOptions{Force: true})
-	passwd, group = rt.containerAccounts(ctx, c.ID)
+	defer removeContainer(context.WithoutCancel(ctx), a.engine, c.ID, container.RemoveOptions{Force: true})
+	passwd, group = containerAccounts(ctx, a.engine, c.ID)
 	return passwd, group, nil
 }
 
 // containerAccounts reads /etc/passwd and /etc/group of a container, running
 // or not; a missing file reads as empty.
-func (rt *Runtime) containerAccounts(ctx context.Context, containerID string) (passwd, group [][]string) {
+func containerAccounts(ctx context.Context, eng client.APIClient, containerID string) (passwd, group [][]string) {
 	read := func(p string) [][]string {
-		rc, _, err := rt.copyFrom(ctx, containerID, p)
+		rc, _, err := copyFrom(ctx, eng, containerID, p)
 		if err != nil {
 			return nil
 		}

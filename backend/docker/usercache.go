@@ -27,7 +27,7 @@ func UserCacheDir(home string, uid int, cache string) string {
 // shares it, as root always does. It returns a warning for each cache it
 // could not give (the daemon is not root, so cannot chown). Linux only, as
 // writableWarnings: there the container's uid and gid are the host's.
-func (rt *Runtime) fitCaches(hp *hostPlan, u sandboxUser) []string {
+func (p *hostPlanner) fitCaches(hp *hostPlan, u sandboxUser) []string {
 	if runtime.GOOS != "linux" || u.UID == 0 {
 		return nil
 	}
@@ -40,7 +40,7 @@ func (rt *Runtime) fitCaches(hp *hostPlan, u sandboxUser) []string {
 		if why == "" {
 			continue
 		}
-		dir := UserCacheDir(rt.expandHost("~", "/"), u.UID, b.Cache)
+		dir := UserCacheDir(p.expandHost("~", "/"), u.UID, b.Cache)
 		if err := ownCacheDir(dir, u); err != nil {
 			out = append(out, fmt.Sprintf("%s (target %s): the sandbox user (uid %d, gid %d) cannot write %s (%s), and cannot be given a cache of its own: %v; what it writes there fails (go cannot build): run the airlock daemon as root, or give the cache to that user (chown), or change sandbox.user",
 				b.Name, projectfs.InHome(b.Target, u.Home), u.UID, u.GID, b.Source, why, err))

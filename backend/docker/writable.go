@@ -10,6 +10,8 @@ import (
 	"slices"
 	"syscall"
 
+	"github.com/docker/docker/api/types/image"
+
 	"github.com/airlock-dev/airlock/manifest"
 	"github.com/airlock-dev/airlock/projectfs"
 )
@@ -24,11 +26,11 @@ const maxWritableScan = 1024
 // [mounts.*] entry or a tool's, read_only = false) whose host source the
 // sandbox user cannot write, or which holds folders it cannot write (a cache
 // a root sandbox filled once): writes there fail. The sandbox user is
-// resolved as Create resolves it; a root user writes anywhere. Linux only:
+// resolved as Create resolves it (users); a root user writes anywhere. Linux only:
 // there the container's uid and gid are the host's (Docker Desktop's file
 // sharing maps owners, so its answer would be wrong). A user that cannot be
 // resolved is left to Create to report.
-func (rt *Runtime) writableWarnings(ctx context.Context, r *manifest.Resolved, hp *hostPlan, imageRef string, img imageInspect) []string {
+func (p *hostPlanner) writableWarnings(ctx context.Context, users *accounts, r *manifest.Resolved, hp *hostPlan, imageRef string, img image.InspectResponse) []string {
 	if runtime.GOOS != "linux" {
 		return nil
 	}
@@ -45,11 +47,11 @@ func (rt *Runtime) writableWarnings(ctx context.Context, r *manifest.Resolved, h
 	if spec == "" && img.Config != nil {
 		spec = img.Config.User
 	}
-	u, err := rt.resolveUser(ctx, imageRef, spec, hasHomeTarget(binds))
+	u, err := users.resolve(ctx, imageRef, spec, hasHomeTarget(binds))
 	if err != nil || u.UID == 0 {
 		return nil
 	}
-	out := rt.fitCaches(hp, u)
+	out := p.fitCaches(hp, u)
 	for _, b := range binds {
 		if b.Cache != "" {
 			continue

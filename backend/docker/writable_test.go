@@ -105,7 +105,7 @@ func TestFitCaches(t *testing.T) {
 
 	u := sandboxUser{UID: 1234, GID: 1234, Groups: []int{1234}}
 	hp := plan()
-	if w := rt.fitCaches(hp, u); len(w) != 0 {
+	if w := rt.planner().fitCaches(hp, u); len(w) != 0 {
 		t.Errorf("warnings: %q", w)
 	}
 	own := filepath.Join(home, ".cache/airlock/uid-1234/go-build")
@@ -119,10 +119,10 @@ func TestFitCaches(t *testing.T) {
 		t.Errorf("uid 1234 cannot write its cache: %s", why)
 	}
 	// Twice is the same, and root shares every cache.
-	if hp := plan(); len(rt.fitCaches(hp, u)) != 0 || hp.Binds[0].Source != own {
+	if hp := plan(); len(rt.planner().fitCaches(hp, u)) != 0 || hp.Binds[0].Source != own {
 		t.Errorf("the second plan: %+v", hp.Binds[0])
 	}
-	if hp := plan(); len(rt.fitCaches(hp, sandboxUser{})) != 0 || hp.Binds[0].Source != rootBuild {
+	if hp := plan(); len(rt.planner().fitCaches(hp, sandboxUser{})) != 0 || hp.Binds[0].Source != rootBuild {
 		t.Errorf("root: %+v", hp.Binds[0])
 	}
 
@@ -135,7 +135,7 @@ func TestFitCaches(t *testing.T) {
 		t.Fatal(err)
 	}
 	hp = plan()
-	w := rt.fitCaches(hp, sandboxUser{UID: 5678, GID: 5678})
+	w := rt.planner().fitCaches(hp, sandboxUser{UID: 5678, GID: 5678})
 	if len(w) != 1 || !strings.Contains(w[0], "uid-5678/go-build: not a folder") || hp.Binds[0].Source != rootBuild {
 		t.Errorf("a link: warnings %q, source %s", w, hp.Binds[0].Source)
 	}

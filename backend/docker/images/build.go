@@ -1,4 +1,4 @@
-package docker
+package images
 
 import (
 	"context"
@@ -26,20 +26,15 @@ import (
 // tagged image is reused without a build. A built image is labelled
 // dev.airlock.project=<project dir>.
 
-// build builds [sandbox.build] through the Engine API and returns the image reference.
-func (rt *Runtime) build(ctx context.Context, r *manifest.Resolved) (string, error) {
-	return rt.ownWork().build(ctx, r)
-}
-
-func (w *imageWork) build(ctx context.Context, r *manifest.Resolved) (string, error) {
-	rt := w.rt
+// Build builds [sandbox.build] through the Engine API and returns the image reference.
+func (w *Work) Build(ctx context.Context, r *manifest.Resolved) (string, error) {
 	var src buildInput
-	if w.o.BuildTar != "" {
+	if w.Out.BuildTar != "" {
 		// A context a client on another machine sent (PUT /v1/build-contexts).
-		src = buildInput{tag: projectfs.BuildTag(r.ProjectDir, w.o.BuildSum), from: "the context sent by the client",
+		src = buildInput{tag: projectfs.BuildTag(r.ProjectDir, w.Out.BuildSum), from: "the context sent by the client",
 			dockerfile: uploadedDockerfile(r), args: r.Sandbox.Build.Args,
 			tar: func(wr io.Writer) error {
-				f, err := os.Open(w.o.BuildTar)
+				f, err := os.Open(w.Out.BuildTar)
 				if err != nil {
 					return err
 				}
@@ -55,21 +50,21 @@ func (w *imageWork) build(ctx context.Context, r *manifest.Resolved) (string, er
 		src = buildInput{tag: bs.Tag, from: bs.Dir, dockerfile: bs.Dockerfile, args: bs.Args, tar: bs.WriteTar}
 	}
 	tag := src.tag
-	if _, err := rt.Engine.ImageInspect(ctx, tag); err == nil {
+	if _, err := w.Engine.ImageInspect(ctx, tag); err == nil {
 		return tag, nil
 	} else if !cerrdefs.IsNotFound(err) {
 		return "", failed("cannot inspect image %s: %v", tag, err)
 	}
 
 	// As docker build: every stored credential goes with the build, for private FROM images.
-	auths := w.o.BuildAuths
+	auths := w.Out.BuildAuths
 	if auths == nil {
 		var err error
-		if auths, err = registryauth.All(rt.Getenv); err != nil {
+		if auths, err = registryauth.All(w.Getenv); err != nil {
 			return "", failed("cannot build the sandbox image: %v", err)
 		}
 	}
-	w.notice("building image %s from %s", tag, src.from)
+	w.Notice("building image %s from %s", tag, src.from)
 	pr, pw := io.Pipe()
 	defer pr.Close() // unblocks the writer when the Engine stops reading early
 	go func() { pw.CloseWithError(src.tar(pw)) }()
@@ -77,11 +72,11 @@ func (w *imageWork) build(ctx context.Context, r *manifest.Resolved) (string, er
 	for k, v := range src.args {
 		args[k] = &v
 	}
-	resp, err := rt.Engine.ImageBuild(ctx, pr, build.ImageBuildOptions{
+	resp, err := w.Engine.ImageBuild(ctx, pr, build.ImageBuildOptions{
 		Tags:        []string{tag},
 		Dockerfile:  src.dockerfile,
 		BuildArgs:   args,
-		Labels:      rt.buildLabels(r.ProjectDir),
+		Labels:      BuildLabels(w.Owner, r.ProjectDir),
 		AuthConfigs: auths,
 		Remove:      true,
 		ForceRemove: true,
@@ -94,7 +89,7 @@ func (w *imageWork) build(ctx context.Context, r *manifest.Resolved) (string, er
 	if err := w.buildOutput(resp.Body); err != nil {
 		return "", failed("cannot build the sandbox image: %v", err)
 	}
-	if _, err := rt.Engine.ImageInspect(ctx, tag); err != nil {
+	if _, err := w.Engine.ImageInspect(ctx, tag); err != nil {
 		return "", failed("cannot build the sandbox image: %s is missing after the build: %v", tag, err)
 	}
 	return tag, nil
@@ -131,8 +126,8 @@ type buildMessage struct {
 
 // buildOutput reads the build stream to its end, copying its text to the progress
 // writer as plain lines ("Step 1/3 : FROM …"), and returns the error it reports.
-func (w *imageWork) buildOutput(r io.Reader) error {
-	show := !w.o.Quiet && w.o.Progress != nil
+func (w *Work) buildOutput(r io.Reader) error {
+	show := !w.Out.Quiet && w.Out.Progress != nil
 	var partial strings.Builder // text of the line being received
 	flush := func(all bool) {
 		s := partial.String()
@@ -142,13 +137,13 @@ func (w *imageWork) buildOutput(r io.Reader) error {
 				break
 			}
 			if show {
-				fmt.Fprintln(w.o.Progress, strings.TrimRight(s[:i], "\r"))
+				fmt.Fprintln(w.Out.Progress, strings.TrimRight(s[:i], "\r"))
 			}
 			s = s[i+1:]
 		}
 		if all && s != "" {
 			if show {
-				fmt.Fprintln(w.o.Progress, s)
+				fmt.Fprintln(w.Out.Progress, s)
 			}
 			s = ""
 		}
@@ -156,7 +151,7 @@ func (w *imageWork) buildOutput(r io.Reader) error {
 		partial.WriteString(s)
 	}
 	// Base images pulled by FROM report layer progress, shown like a pull.
-	p := newProgress(w.o.Progress, w.o.ProgressTTY, !show)
+	p := newProgress(w.Out.Progress, w.Out.ProgressTTY, !show)
 	defer p.done()
 	dec := json.NewDecoder(r)
 	for {

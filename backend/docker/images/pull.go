@@ -1,4 +1,7 @@
-package docker
+// Package images is the Docker backend's image work: the sandbox image pulled
+// (with the credentials `docker pull` would send, and its progress shown) or
+// built from [sandbox.build], and the pruning of the images a daemon built.
+package images
 
 import (
 	"context"
@@ -11,41 +14,57 @@ import (
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/image"
+	"github.com/docker/docker/client"
 	"github.com/docker/go-units"
 
 	"github.com/airlock-dev/airlock/backend"
+	"github.com/airlock-dev/airlock/manifest"
 	"github.com/airlock-dev/airlock/registryauth"
 )
 
-type imageInspect = image.InspectResponse
-
-// imageWork is the image side of one create or prepare: the runtime, and the
-// call's output and credentials.
-type imageWork struct {
-	rt *Runtime
-	o  backend.PrepareOptions
+// Work is the image side of one create or prepare: the Engine, the host
+// environment (for registry credentials), the daemon's owner key (put on the
+// images it builds), and the call's output and credentials.
+type Work struct {
+	Engine client.APIClient
+	Getenv func(string) (string, bool)
+	Owner  string
+	Out    backend.PrepareOptions
 }
 
-// ownWork is image work with the runtime's own output and credentials.
-func (rt *Runtime) ownWork() *imageWork {
-	return &imageWork{rt: rt, o: backend.PrepareOptions{Progress: rt.Progress, ProgressTTY: rt.ProgressTTY, Quiet: rt.Quiet}}
+func failed(format string, args ...any) error {
+	return &backend.Error{Code: 125, Err: fmt.Errorf(format, args...)}
 }
 
-func (w *imageWork) notice(format string, args ...any) {
-	if w.o.Quiet || w.o.Progress == nil {
+// Notice prints a line of the call's output ("airlock: ..."), unless quiet.
+func (w *Work) Notice(format string, args ...any) {
+	if w.Out.Quiet || w.Out.Progress == nil {
 		return
 	}
-	fmt.Fprintf(w.o.Progress, "airlock: "+format+"\n", args...)
+	fmt.Fprintf(w.Out.Progress, "airlock: "+format+"\n", args...)
 }
 
-// ensureImage makes ref available: present locally, or pulled with a progress display.
-func (rt *Runtime) ensureImage(ctx context.Context, ref string) (image.InspectResponse, error) {
-	return rt.ownWork().ensureImage(ctx, ref)
+// Sandbox returns the sandbox image: built from [sandbox.build], or
+// sandbox.image (pulled when missing).
+func (w *Work) Sandbox(ctx context.Context, r *manifest.Resolved) (string, image.InspectResponse, error) {
+	if r.Sandbox.Build != nil {
+		ref, err := w.Build(ctx, r)
+		if err != nil {
+			return "", image.InspectResponse{}, err
+		}
+		img, err := w.Engine.ImageInspect(ctx, ref)
+		if err != nil {
+			return "", image.InspectResponse{}, failed("cannot inspect the built image %s: %v", ref, err)
+		}
+		return ref, img, nil
+	}
+	img, err := w.Ensure(ctx, r.Sandbox.Image)
+	return r.Sandbox.Image, img, err
 }
 
-func (w *imageWork) ensureImage(ctx context.Context, ref string) (image.InspectResponse, error) {
-	rt := w.rt
-	img, err := rt.Engine.ImageInspect(ctx, ref)
+// Ensure makes ref available: present locally, or pulled with a progress display.
+func (w *Work) Ensure(ctx context.Context, ref string) (image.InspectResponse, error) {
+	img, err := w.Engine.ImageInspect(ctx, ref)
 	if err == nil {
 		return img, nil
 	}
@@ -55,7 +74,7 @@ func (w *imageWork) ensureImage(ctx context.Context, ref string) (image.InspectR
 	if err := w.pull(ctx, ref); err != nil {
 		return img, err
 	}
-	img, err = rt.Engine.ImageInspect(ctx, ref)
+	img, err = w.Engine.ImageInspect(ctx, ref)
 	if err != nil {
 		return img, failed("image %s is missing after its pull: %v", ref, err)
 	}
@@ -83,25 +102,24 @@ type pullMessage struct {
 // the caller's, else as this process finds them), showing progress. A registry
 // that wants credentials it did not get, or refuses them, is an error that says
 // which `docker login` to run.
-func (w *imageWork) pull(ctx context.Context, ref string) error {
-	rt := w.rt
+func (w *Work) pull(ctx context.Context, ref string) error {
 	creds, given, err := registryauth.Credentials{}, false, error(nil)
-	if w.o.Credentials != nil {
-		creds, given, err = w.o.Credentials(ref)
+	if w.Out.Credentials != nil {
+		creds, given, err = w.Out.Credentials(ref)
 	}
 	if !given && err == nil {
-		creds, err = registryauth.For(ref, rt.Getenv)
+		creds, err = registryauth.For(ref, w.Getenv)
 	}
 	if err != nil {
 		return failed("cannot pull image %s: %v", ref, err)
 	}
-	w.notice("pulling image %s", ref)
-	rc, err := rt.Engine.ImagePull(ctx, ref, image.PullOptions{RegistryAuth: creds.Header()})
+	w.Notice("pulling image %s", ref)
+	rc, err := w.Engine.ImagePull(ctx, ref, image.PullOptions{RegistryAuth: creds.Header()})
 	if err != nil {
 		return pullError(ref, creds, err.Error(), cerrdefs.IsUnauthorized(err))
 	}
 	defer rc.Close()
-	p := newProgress(w.o.Progress, w.o.ProgressTTY, w.o.Quiet)
+	p := newProgress(w.Out.Progress, w.Out.ProgressTTY, w.Out.Quiet)
 	defer p.done()
 	dec := json.NewDecoder(rc)
 	for {
