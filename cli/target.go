@@ -57,46 +57,13 @@ func (a *app) target() (*target, error) {
 }
 
 // wireEngine is ep as the daemon's API carries it.
-func wireEngine(ep engine.Endpoint) *client.Engine {
-	e := &client.Engine{Context: ep.Context, Host: ep.Host, TLSCA: ep.TLSCA, TLSCert: ep.TLSCert, TLSKey: ep.TLSKey,
-		TLSVerify: ep.TLSVerify, SkipTLSVerify: ep.SkipTLSVerify}
-	if k := ep.Kubernetes; k != nil {
-		e.Kubernetes = &client.Kubernetes{Namespace: k.Namespace, Context: k.Context, Kubeconfig: k.Kubeconfig, Image: k.Image,
-			AllowPrivileged: k.AllowPrivileged, CreateNamespace: k.CreateNamespace}
-		if p := k.Pod; p != nil {
-			e.Kubernetes.Pod = &client.KubePod{NodeSelector: p.NodeSelector, RuntimeClassName: p.RuntimeClassName, ServiceAccount: p.ServiceAccount,
-				Resources: (*client.KubeResources)(p.Resources)}
-			for _, t := range p.Tolerations {
-				e.Kubernetes.Pod.Tolerations = append(e.Kubernetes.Pod.Tolerations, client.KubeToleration(t))
-			}
-		}
-	}
-	return e
-}
+func wireEngine(ep engine.Endpoint) *client.Engine { return engine.ToWire(ep) }
 
 // endpointOf is the endpoint of an Engine the API names (the zero one for
 // nil), a cluster packed in Host as an earlier daemon answers read into the
 // typed form.
 func endpointOf(e *client.Engine) engine.Endpoint {
-	if e == nil {
-		return engine.Endpoint{}
-	}
-	ep := engine.Endpoint{Context: e.Context, Host: e.Host, TLSCA: e.TLSCA, TLSCert: e.TLSCert, TLSKey: e.TLSKey,
-		TLSVerify: e.TLSVerify, SkipTLSVerify: e.SkipTLSVerify}
-	if k := e.Kubernetes; k != nil {
-		ep.Kubernetes = &engine.Kubernetes{Namespace: k.Namespace, Context: k.Context, Kubeconfig: k.Kubeconfig, Image: k.Image,
-			AllowPrivileged: k.AllowPrivileged, CreateNamespace: k.CreateNamespace}
-		if p := k.Pod; p != nil {
-			ep.Kubernetes.Pod = &engine.KubePod{NodeSelector: p.NodeSelector, RuntimeClassName: p.RuntimeClassName, ServiceAccount: p.ServiceAccount,
-				Resources: (*engine.KubeResources)(p.Resources)}
-			for _, t := range p.Tolerations {
-				ep.Kubernetes.Pod.Tolerations = append(ep.Kubernetes.Pod.Tolerations, engine.KubeToleration(t))
-			}
-		}
-	}
-	if n, err := engine.Normalize(ep); err == nil {
-		ep = n
-	}
+	ep, _ := engine.FromWire(e)
 	return ep
 }
 
