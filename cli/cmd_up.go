@@ -16,8 +16,9 @@ func init() { addCommand(newUpCommand) }
 func newUpCommand(a *app) *cobra.Command {
 	var detach bool
 	var id string
+	var lt lifetimeFlags
 	cmd := &cobra.Command{
-		Use:   "up [-d] [--id ID]",
+		Use:   "up [-d] [--id ID] [--timeout D] [--idle-timeout D]",
 		Short: "Start the project's sandbox and open a shell in it",
 		Long: "up keeps one sandbox per project: it creates it, or starts the stopped one again (its filesystem\n" +
 			"changes kept) unless the manifest changed, in which case it is recreated with a notice. It waits for\n" +
@@ -26,15 +27,19 @@ func newUpCommand(a *app) *cobra.Command {
 			"sandbox already running prints its ID again). One up of a project runs at a time; another waits.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.up(detach, id)
+			if err := lt.check(); err != nil {
+				return err
+			}
+			return a.up(detach, id, &lt)
 		},
 	}
+	lt.add(cmd.Flags())
 	cmd.Flags().BoolVarP(&detach, "detach", "d", false, "leave the sandbox running without a shell and print its ID")
 	cmd.Flags().StringVar(&id, "id", "", "sandbox ID for a new sandbox (default: a new UUID)")
 	return cmd
 }
 
-func (a *app) up(detach bool, id string) error {
+func (a *app) up(detach bool, id string, lt *lifetimeFlags) error {
 	su, r, layers, err := a.beginWithManifest()
 	defer su.close()
 	if err != nil {
@@ -80,7 +85,13 @@ func (a *app) up(detach bool, id string) error {
 		return su.err(err)
 	}
 	defer session.done()
-	sbID, created, from, running, err := a.upSandbox(ctx, c, tgt, made, id, detach)
+	sbID, created, from, running, err := a.upSandbox(ctx, c, tgt, made, id, detach, lt)
+	if err == nil && !created {
+		// A sandbox that was there: the lifetime asked for replaces its own.
+		if aerr := lt.apply(ctx, c, sbID); aerr != nil {
+			return su.err(aerr)
+		}
+	}
 	if !running {
 		session.started(sbID)
 	}
@@ -209,7 +220,7 @@ func (a *app) upShell(c *client.Client, sbID string, r *manifest.Resolved, sessi
 // is refused, except by up -d (detach) when it runs on this Engine with the
 // manifest as it is now: then running is true and sbID is its ID. The caller holds
 // the project's lock.
-func (a *app) upSandbox(ctx context.Context, c *client.Client, tgt *target, r *manifest.Resolved, id string, detach bool) (sbID string, created bool, from uint64, running bool, err error) {
+func (a *app) upSandbox(ctx context.Context, c *client.Client, tgt *target, r *manifest.Resolved, id string, detach bool, lt *lifetimeFlags) (sbID string, created bool, from uint64, running bool, err error) {
 	wm, secretValues, werr := wireManifest(r)
 	if werr != nil {
 		return "", false, 0, false, werr
@@ -264,7 +275,7 @@ func (a *app) upSandbox(ctx context.Context, c *client.Client, tgt *target, r *m
 		}
 	}
 	rec, err := c.Create(ctx, &client.CreateRequest{ID: id, Kind: client.KindUp, Manifest: wm, Secrets: secretValues, ToolEnv: a.toolEnv(),
-		Start: !tgt.clientFiles, Engine: tgt.engine, ClientFiles: tgt.clientFiles})
+		Start: !tgt.clientFiles, Engine: tgt.engine, ClientFiles: tgt.clientFiles, LifetimeRequest: lt.request()})
 	if err != nil {
 		return "", false, 0, false, apiFailure(err)
 	}

@@ -52,6 +52,8 @@ type Sandbox struct {
 	// the sandbox is still pending or ready (its daemons shutting down after a
 	// fast end, its stop not yet recorded).
 	MainExitCode *int `json:"main_exit_code,omitempty"`
+	// Lifetime is its deadline and idle timeout, if it has them.
+	Lifetime
 }
 
 // Engine says where a sandbox runs: a Docker Engine (its host and, for TCP
@@ -200,6 +202,8 @@ type CreateRequest struct {
 	NoPool bool `json:"no_pool,omitempty"`
 	// ManifestSource, instead of Manifest, is a manifest the daemon resolves.
 	ManifestSource
+	// LifetimeRequest is the sandbox's deadline and idle timeout.
+	LifetimeRequest
 }
 
 // ManifestSource is a manifest the daemon resolves itself, as a create, a

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/airlock-dev/airlock/client"
+	"github.com/airlock-dev/airlock/control/store"
 	"github.com/airlock-dev/airlock/manifest"
 )
 
@@ -105,6 +106,9 @@ func fromCreateRequest(req *client.CreateRequest) (*CreateRequest, error) {
 	if out.Engine, err = endpointFromWire(req.Engine); err != nil {
 		return nil, err
 	}
+	if out.Lifetime, err = lifetimeFromWire(req.LifetimeRequest); err != nil {
+		return nil, err
+	}
 	if req.ManifestTOML != "" || req.ManifestDoc != nil || req.ProjectDir != "" || req.Vars != nil {
 		out.Text = &ManifestText{TOML: req.ManifestTOML, Doc: req.ManifestDoc, ProjectDir: req.ProjectDir, Vars: req.Vars}
 	}
@@ -122,6 +126,9 @@ func toClientSandbox(sb Sandbox) client.Sandbox {
 		out.Labels = map[string]string{}
 	}
 	out.Engine = wireEngine(sb.Engine)
+	if rec.State != store.StateDeleting && rec.State != store.StateDeleted {
+		out.Lifetime = wireLifetime(rec.Lifetime)
+	}
 	for _, p := range sb.Ports {
 		out.Ports = append(out.Ports, client.Port(p))
 	}

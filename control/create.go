@@ -60,6 +60,8 @@ type CreateRequest struct {
 	// NoPool: a run that must start cold although its manifest has a warm
 	// pool (run --no-pool).
 	NoPool bool
+	// Lifetime is the sandbox's deadline and idle timeout (lifetime.go).
+	Lifetime LifetimeRequest
 }
 
 // Create accepts a sandbox: its ID is reserved and the pending record and the
@@ -103,7 +105,7 @@ func (s *Service) Create(_ context.Context, req *CreateRequest) (Sandbox, error)
 	rec, _, err := s.store.CreateSandbox(store.Sandbox{
 		ID: id, Kind: req.Kind, Project: req.Manifest.ProjectDir, Labels: labels, Engine: eng,
 		Plan: req.Manifest.Resolved, Sources: req.Manifest.Sources, CLIPid: req.CLIPid, CLIStart: req.CLIStart,
-		EndMarker: endMarker, Parked: pooled != nil,
+		EndMarker: endMarker, Parked: pooled != nil, Lifetime: req.Lifetime.record(time.Now()),
 	}, store.Event{Kind: "sandbox.accepted"})
 	if err != nil {
 		if pooled != nil {
@@ -113,6 +115,7 @@ func (s *Service) Create(_ context.Context, req *CreateRequest) (Sandbox, error)
 		}
 		return Sandbox{}, err
 	}
+	s.expiry.set(rec.ID, rec.ExpiresAt)
 	l := s.lives.of(rec.ID)
 	l.wire, l.values, l.resolved = *req.Manifest, maps.Clone(req.Secrets), resolved
 	s.lives.setFlags(l, func() { l.removeOnExit = req.RemoveOnExit })
@@ -179,6 +182,9 @@ func checkCreate(req *CreateRequest) (*manifest.Resolved, error) {
 	}
 	if req.ClientFiles && req.Start {
 		return nil, errorf(ErrInvalidRequest, "client_files needs start: false (the client writes the files, then resumes)")
+	}
+	if err := checkLifetime(req.Lifetime); err != nil {
+		return nil, err
 	}
 	return fromWire(*req.Manifest, req.Secrets)
 }

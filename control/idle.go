@@ -8,18 +8,25 @@ func (rp *reaper) idle(id string) bool {
 	if rp.idleTTL <= 0 {
 		return false
 	}
-	rp.lives.mu.Lock()
-	defer rp.lives.mu.Unlock()
-	if rp.lives.attached[id] > 0 {
+	return idleFor(rp.lives, id, rp.idleTTL)
+}
+
+// idleFor reports whether no client is attached to sandbox id, no exec runs in
+// it, and nothing used it for ttl (a sandbox with no idle clock yet gets one
+// now).
+func idleFor(ls *lives, id string, ttl time.Duration) bool {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	if ls.attached[id] > 0 {
 		return false
 	}
-	if l, ok := rp.lives.m[id]; ok && l.execs > 0 {
+	if l, ok := ls.m[id]; ok && l.execs > 0 {
 		return false
 	}
-	last, ok := rp.lives.active[id]
+	last, ok := ls.active[id]
 	if !ok {
-		rp.lives.active[id] = time.Now()
+		ls.active[id] = time.Now()
 		return false
 	}
-	return time.Since(last) > rp.idleTTL
+	return time.Since(last) > ttl
 }

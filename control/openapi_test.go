@@ -145,6 +145,7 @@ var wireTypes = []struct {
 	{client.WarmRequest{}, "WarmRequest", false},
 	{client.DrainRequest{}, "DrainRequest", false},
 	{client.DrainResult{}, "DrainResult", true},
+	{client.UpdateRequest{}, "UpdateRequest", false},
 }
 
 // jsonField is a field of a struct as encoding/json writes it.

@@ -28,6 +28,9 @@ type reaper struct {
 	delete       func(id, reason string) (Sandbox, error)
 	finishDelete func(id, reason string)
 	drainIdle    func() // the warm pools' (pool.Pools.DrainIdle)
+	// expireIdle ends a ready sandbox with an idle timeout of its own once it
+	// was idle that long (expiry.idle): idle_ttl is not applied to it.
+	expireIdle func(rec store.Sandbox)
 }
 
 // newReaper returns the reaper of s's sandboxes.
@@ -37,7 +40,7 @@ func newReaper(s *Service) *reaper {
 		ctx: func() context.Context { return s.ctx }, log: func() *slog.Logger { return s.log },
 		lives:   s.lives,
 		goAsync: s.goAsync, runtimes: s.runtimes, stop: s.Stop, delete: s.delete, finishDelete: s.finishDelete,
-		drainIdle: func() { s.pools.DrainIdle() },
+		drainIdle: func() { s.pools.DrainIdle() }, expireIdle: s.expiry.idle,
 	}
 }
 
@@ -65,6 +68,8 @@ func (rp *reaper) reap() {
 			case rec.State == store.StateDeleting && time.Since(rec.UpdatedAt) > 10*time.Second:
 				id, reason := rec.ID, rec.Reason
 				rp.goAsync(func() { rp.finishDelete(id, reason) })
+			case rec.State == store.StateReady && rec.IdleTimeout > 0:
+				rp.expireIdle(rec)
 			case rec.State == store.StateReady && rec.Kind == backend.KindUp && rp.idle(rec.ID):
 				rp.log().Info("stopping an idle sandbox", "sandbox", rec.ID, "idle_ttl", rp.idleTTL.String())
 				_, _ = rp.stop(rec.ID, "idle_ttl")

@@ -38,6 +38,7 @@ type domain interface {
 	Delete(id string) (Sandbox, error)
 	Stop(id, reason string) (Sandbox, error)
 	Resume(id string, secrets map[string]string) (Sandbox, error)
+	UpdateLifetime(id string, u LifetimeUpdate) (Sandbox, error)
 	Compare(ctx context.Context, id string, req *CompareRequest) (Comparison, error)
 	Subscribe(id string, from uint64, follow bool) (backlog []store.Event, live <-chan store.Event, cancel func(), err error)
 	Attach(id string) (release func(), err error)
@@ -110,6 +111,7 @@ var apiRoutes = []struct {
 	{"POST", "/v1/pools/warm", (*server).warmPool, true},
 	{"POST", "/v1/pools/drain", (*server).drainPools, true},
 	{"PUT", "/v1/build-contexts/{sum}", (*server).putBuildContext, true},
+	{"PATCH", "/v1/sandboxes/{id}", (*server).update, true},
 }
 
 // routes is the API's handler; hosts, for the TCP listener, adds the checks

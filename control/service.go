@@ -92,6 +92,7 @@ type Service struct {
 	pools         *pool.Pools   // the warm pools (pools.go, package pool)
 	execs         *execs.Execs  // the API execs (exec.go, package execs)
 	gates         gates         // turns to make and start sandboxes, per Engine (gate.go)
+	expiry        *expiry       // the sandboxes' deadlines and own idle timeouts (lifetime.go)
 }
 
 // NewService returns a service over an open store and a runtime.
@@ -124,6 +125,7 @@ func NewService(st *store.Store, rt backend.Backend, cfg Config) *Service {
 	s.events.startedNotReady = s.status.startedNotReady
 	s.recovery = newRecovery(s)
 	s.files = newFiles(s)
+	s.expiry = newExpiry(s)
 	s.reaper = newReaper(s)
 	s.pools = newPools(s)
 	s.execs = newExecs(s)
@@ -150,6 +152,8 @@ func (s *Service) serviceResult(id, service string, ready bool, detail string) {
 func (s *Service) start(ctx context.Context) error {
 	s.ctx, s.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	s.recovery.recover()
+	s.expiry.rearm()
+	s.goAsync(s.expiry.run)
 	s.goAsync(func() { s.pools.RemoveLeftovers(s.ctx, s.rt) })
 	s.wg.Add(2)
 	go func() { defer s.wg.Done(); s.status.watchEngine(s.rt) }()

@@ -100,6 +100,8 @@ type Sandbox struct {
 	Parked bool `json:"parked,omitempty"`
 	// LastSeq is the sequence of the sandbox's last event.
 	LastSeq uint64 `json:"last_seq"`
+	// Lifetime is its deadline and idle timeout, if it has them.
+	Lifetime
 }
 
 func (sb Sandbox) clone() Sandbox {

@@ -26,6 +26,7 @@ from .errors import (
     SandboxNotFoundError,
     WaitTimeoutError,
 )
+from ._lifetime import LifetimeMixin, Seconds, create_fields
 from .models import Event, ExecFrame, ExecInfo, ExecResult, Health, Pool, PoolList, SandboxInfo
 
 __all__ = ["Client", "Sandbox", "EventStream", "ExecStream", "Command", "Manifest"]
@@ -318,6 +319,10 @@ class Client:
         wait: bool = True,
         timeout: float | None = DEFAULT_READY_TIMEOUT,
         keep_on_failure: bool = False,
+        lifetime: Seconds | None = None,
+        on_timeout: str | None = None,
+        idle_timeout: Seconds | None = None,
+        on_idle: str | None = None,
     ) -> Sandbox:
         """Creates a sandbox from a manifest and, by default, waits until it is ready.
 
@@ -339,8 +344,16 @@ class Client:
 
             with client.create(toml_text) as sb:
                 sb.run("make test")
+
+        ``lifetime`` (seconds, or a timedelta) gives the sandbox a deadline:
+        that long after it was accepted it is deleted, or stopped with
+        ``on_timeout="stop"``. ``idle_timeout`` has it deleted (or stopped,
+        ``on_idle="stop"``) once ready and unused that long, instead of the
+        daemon's ``runtime.idle_ttl``. :meth:`Sandbox.set_timeout` and
+        :meth:`Sandbox.set_idle_timeout` change them later.
         """
-        body: dict[str, Any] = {"kind": "up", "start": start, **_manifest_body(manifest, project_dir, vars)}
+        body: dict[str, Any] = {"kind": "up", "start": start, **_manifest_body(manifest, project_dir, vars),
+                                **create_fields(lifetime, on_timeout, idle_timeout, on_idle)}
         if id is not None:
             body["id"] = id
         if labels:
@@ -621,7 +634,7 @@ class Client:
                 raise ProtocolError(f"the daemon ended the events of sandbox {sandbox_id} before it was {what}")
 
 
-class Sandbox:
+class Sandbox(LifetimeMixin):
     """One sandbox: run commands in it, move files, follow its events, stop and delete it.
 
     Made by :meth:`Client.create` (or :meth:`Client.sandbox` for an existing

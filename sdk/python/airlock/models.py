@@ -67,7 +67,9 @@ class SandboxInfo:
 
     ``state`` is ``pending``, ``ready``, ``stopped``, ``failed``, ``deleting`` or
     ``deleted``; ``reason`` says why it failed or stopped; ``last_seq`` is the
-    sequence of its last event.
+    sequence of its last event. ``expires_at`` is its deadline ("" for none)
+    and ``on_timeout`` what happens then; ``idle_timeout`` (seconds, ``None``
+    for none) its own idle timeout and ``on_idle`` what happens then.
     """
 
     id: str
@@ -83,6 +85,10 @@ class SandboxInfo:
     container_id: str = ""
     daemon_names: list[str] = field(default_factory=list)
     ports: list[Port] = field(default_factory=list)
+    expires_at: str = ""
+    on_timeout: str = ""
+    idle_timeout: float | None = None
+    on_idle: str = ""
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
@@ -97,6 +103,9 @@ class SandboxInfo:
             daemon_names=list(d.get("daemon_names") or []),
             ports=[Port(_str(p, "host_ip"), int(p.get("host_port") or 0), int(p.get("container_port") or 0), _str(p, "protocol"))
                    for p in d.get("ports") or []],
+            expires_at=_str(d, "expires_at"), on_timeout=_str(d, "on_timeout"),
+            idle_timeout=float(d["idle_timeout"]) if isinstance(d.get("idle_timeout"), (int, float)) else None,
+            on_idle=_str(d, "on_idle"),
             raw=d,
         )
 

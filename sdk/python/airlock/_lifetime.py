@@ -1,0 +1,96 @@
+"""A sandbox's lifetime: its deadline and its own idle timeout (docs/api.md, Lifetimes)."""
+
+from __future__ import annotations
+
+import datetime
+import math
+import urllib.parse
+from typing import TYPE_CHECKING, Any
+
+from .models import SandboxInfo
+
+if TYPE_CHECKING:
+    from .client import Client
+
+#: What happens to a sandbox at its deadline, or once idle for its idle timeout.
+POLICIES = ("delete", "stop")
+
+#: The longest timeout or idle timeout the daemon takes, in seconds (a year).
+MAX_SECONDS = 365 * 24 * 3600
+
+Seconds = float | int | datetime.timedelta
+
+
+def seconds(name: str, value: Seconds | None) -> float:
+    """A timeout as the API's seconds (``None`` is 0); :class:`ValueError` naming ``name`` when out of range."""
+    if value is None:
+        return 0.0
+    if isinstance(value, datetime.timedelta):
+        v = value.total_seconds()
+    elif isinstance(value, (int, float)) and not isinstance(value, bool):
+        v = float(value)
+    else:
+        raise TypeError(f"{name}: a number of seconds or a timedelta, not {type(value).__name__}")
+    if math.isnan(v) or v < 0 or v > MAX_SECONDS:
+        raise ValueError(f"{name}: must be between 0 and {MAX_SECONDS} seconds (a year), not {v:g}")
+    return v
+
+
+def policy(name: str, value: str | None) -> str | None:
+    """An on_timeout or on_idle value, checked."""
+    if value is not None and value not in POLICIES:
+        raise ValueError(f"{name}: must be 'delete' or 'stop', not {value!r}")
+    return value
+
+
+def create_fields(lifetime: Seconds | None, on_timeout: str | None,
+                  idle_timeout: Seconds | None, on_idle: str | None) -> dict[str, Any]:
+    """The fields of a create request that give a sandbox its lifetime."""
+    body: dict[str, Any] = {}
+    if (t := seconds("lifetime", lifetime)) > 0:
+        body["timeout"] = t
+    if policy("on_timeout", on_timeout) is not None:
+        body["on_timeout"] = on_timeout
+    if (i := seconds("idle_timeout", idle_timeout)) > 0:
+        body["idle_timeout"] = i
+    if policy("on_idle", on_idle) is not None:
+        body["on_idle"] = on_idle
+    return body
+
+
+class LifetimeMixin:
+    """The lifetime methods of :class:`Sandbox`."""
+
+    client: Client
+    id: str
+    _info: SandboxInfo | None
+
+    def _patch(self, body: dict[str, Any]) -> SandboxInfo:
+        path = "/v1/sandboxes/" + urllib.parse.quote(self.id, safe="")
+        self._info = SandboxInfo.from_json(self.client._post_json(path, body, method="PATCH"))
+        return self._info
+
+    def set_timeout(self, timeout: Seconds | None, *, on_timeout: str | None = None) -> SandboxInfo:
+        """``PATCH /v1/sandboxes/{id}``: the sandbox expires ``timeout`` seconds from now (a number or a timedelta).
+
+        At its deadline it is deleted, or stopped with ``on_timeout="stop"``
+        (else the policy it has is kept; a new deadline deletes), after a
+        ``sandbox.expired`` event. ``None`` or 0 clears the deadline. Returns
+        the record, whose ``expires_at`` is the new deadline.
+        """
+        body: dict[str, Any] = {"timeout": seconds("timeout", timeout)}
+        if policy("on_timeout", on_timeout) is not None:
+            body["on_timeout"] = on_timeout
+        return self._patch(body)
+
+    def set_idle_timeout(self, idle_timeout: Seconds | None, *, on_idle: str | None = None) -> SandboxInfo:
+        """``PATCH /v1/sandboxes/{id}``: the sandbox expires once ready and unused for ``idle_timeout`` seconds.
+
+        No attached client, no exec running, no request using it: then it is
+        deleted, or stopped with ``on_idle="stop"``. It replaces the daemon's
+        ``runtime.idle_ttl`` for this sandbox; ``None`` or 0 clears it.
+        """
+        body: dict[str, Any] = {"idle_timeout": seconds("idle_timeout", idle_timeout)}
+        if policy("on_idle", on_idle) is not None:
+            body["on_idle"] = on_idle
+        return self._patch(body)
