@@ -99,11 +99,13 @@ func TestMetrics(t *testing.T) {
 
 	// Before anything: every family is there, its series at zero.
 	before := scrape()
-	creates := family(t, before, "airlock_sandbox_create_seconds", dto.MetricType_HISTOGRAM)
-	for _, launch := range []string{"warm", "cold"} {
-		for _, be := range []string{"docker", "kubernetes"} {
-			if n := sample(t, creates, "launch="+launch, "backend="+be).GetHistogram().GetSampleCount(); n != 0 {
-				t.Errorf("a new daemon has %d %s creates on %s, want 0", n, launch, be)
+	for _, name := range []string{"airlock_sandbox_create_seconds", "airlock_sandbox_ready_seconds"} {
+		f := family(t, before, name, dto.MetricType_HISTOGRAM)
+		for _, launch := range []string{"warm", "cold"} {
+			for _, be := range []string{"docker", "kubernetes"} {
+				if n := sample(t, f, "launch="+launch, "backend="+be).GetHistogram().GetSampleCount(); n != 0 {
+					t.Errorf("a new daemon has %d in %s{launch=%s,backend=%s}, want 0", n, name, launch, be)
+				}
 			}
 		}
 	}
@@ -191,16 +193,27 @@ func TestMetrics(t *testing.T) {
 	}
 
 	after := scrape()
-	creates = family(t, after, "airlock_sandbox_create_seconds", dto.MetricType_HISTOGRAM)
-	cold := sample(t, creates, "launch=cold", "backend=docker").GetHistogram()
-	warm := sample(t, creates, "launch=warm", "backend=docker").GetHistogram()
-	if cold.GetSampleCount() != 2 || warm.GetSampleCount() != 1 {
-		t.Errorf("creates: %d cold, %d warm; want 2 cold (the up sandbox, the no_pool run) and 1 warm (the claimed run)", cold.GetSampleCount(), warm.GetSampleCount())
+	for _, name := range []string{"airlock_sandbox_create_seconds", "airlock_sandbox_ready_seconds"} {
+		f := family(t, after, name, dto.MetricType_HISTOGRAM)
+		cold := sample(t, f, "launch=cold", "backend=docker").GetHistogram()
+		warm := sample(t, f, "launch=warm", "backend=docker").GetHistogram()
+		if cold.GetSampleCount() != 2 || warm.GetSampleCount() != 1 {
+			t.Errorf("%s: %d cold, %d warm; want 2 cold (the up sandbox, the no_pool run) and 1 warm (the claimed run)", name, cold.GetSampleCount(), warm.GetSampleCount())
+		}
+		if cold.GetSampleSum() <= 0 || warm.GetSampleSum() <= 0 {
+			t.Errorf("%s: cold sum %v, warm sum %v; want both > 0", name, cold.GetSampleSum(), warm.GetSampleSum())
+		}
+		checkBuckets(t, name+"{launch=cold}", cold)
+		checkBuckets(t, name+"{launch=warm}", warm)
 	}
-	if cold.GetSampleSum() <= 0 || warm.GetSampleSum() <= 0 {
-		t.Errorf("create seconds: cold sum %v, warm sum %v; want both > 0", cold.GetSampleSum(), warm.GetSampleSum())
+	started := sample(t, after["airlock_sandbox_create_seconds"], "launch=warm", "backend=docker").GetHistogram().GetSampleSum()
+	ready := sample(t, after["airlock_sandbox_ready_seconds"], "launch=warm", "backend=docker").GetHistogram().GetSampleSum()
+	if started > ready {
+		t.Errorf("the warm create was started after %v s, ready after %v s: started comes first", started, ready)
 	}
-	checkBuckets(t, "airlock_sandbox_create_seconds{launch=cold}", cold)
+	if v := value(sample(t, after["airlock_sandbox_create_failures_total"], "launch=cold", "backend=docker")); v != 0 {
+		t.Errorf("airlock_sandbox_create_failures_total{launch=cold} %v, want 0", v)
+	}
 	execs := sample(t, family(t, after, "airlock_exec_start_seconds", dto.MetricType_HISTOGRAM), "backend=docker").GetHistogram()
 	if execs.GetSampleCount() != 1 || execs.GetSampleSum() <= 0 {
 		t.Errorf("exec starts: %d, %v s; want 1, > 0", execs.GetSampleCount(), execs.GetSampleSum())

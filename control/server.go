@@ -61,6 +61,8 @@ type domain interface {
 	WarmPool(ctx context.Context, req *WarmRequest) (PoolStatus, error)
 	DrainPools(ctx context.Context, project string) int
 
+	Metrics(ctx context.Context) ([]MetricFamily, error)
+
 	// runtimes are the backends the daemon holds open (GET /v1/health).
 	runtimes() []backend.Backend
 }
@@ -110,6 +112,7 @@ var apiRoutes = []struct {
 	{"POST", "/v1/pools/warm", (*server).warmPool, true},
 	{"POST", "/v1/pools/drain", (*server).drainPools, true},
 	{"PUT", "/v1/build-contexts/{sum}", (*server).putBuildContext, true},
+	{"GET", "/metrics", (*server).metrics, false},
 }
 
 // routes is the API's handler; hosts, for the TCP listener, adds the checks

@@ -92,6 +92,7 @@ type Service struct {
 	pools         *pool.Pools   // the warm pools (pools.go, package pool)
 	execs         *execs.Execs  // the API execs (exec.go, package execs)
 	gates         gates         // turns to make and start sandboxes, per Engine (gate.go)
+	metrics       *metrics      // what GET /metrics counts (metrics.go)
 }
 
 // NewService returns a service over an open store and a runtime.
@@ -122,6 +123,8 @@ func NewService(st *store.Store, rt backend.Backend, cfg Config) *Service {
 	s.events = &events{store: st, redactor: cfg.Redactor, log: func() *slog.Logger { return s.log }, phases: map[string]bool{}}
 	s.status = newFollower(s)
 	s.events.startedNotReady = s.status.startedNotReady
+	s.metrics = newMetrics(s.backendOf)
+	s.events.observe = s.metrics.observe
 	s.recovery = newRecovery(s)
 	s.files = newFiles(s)
 	s.reaper = newReaper(s)
