@@ -61,10 +61,11 @@ type domain interface {
 	WarmPool(ctx context.Context, req *WarmRequest) (PoolStatus, error)
 	DrainPools(ctx context.Context, project string) int
 
-	Metrics(ctx context.Context) ([]MetricFamily, error)
-
 	// runtimes are the backends the daemon holds open (GET /v1/health).
 	runtimes() []backend.Backend
+
+	// Metrics are the daemon's metrics now (GET /metrics).
+	Metrics(ctx context.Context) ([]MetricFamily, error)
 }
 
 var _ domain = (*Service)(nil)
@@ -90,6 +91,7 @@ var apiRoutes = []struct {
 }{
 	{"GET", "/v1/health", (*server).health, false},
 	{"GET", "/v1/openapi.json", (*server).openAPI, false},
+	{"GET", "/metrics", (*server).metrics, false},
 	{"POST", "/v1/sandboxes", (*server).create, true},
 	{"GET", "/v1/sandboxes", (*server).list, true},
 	{"GET", "/v1/sandboxes/{id}", (*server).get, true},
@@ -112,7 +114,6 @@ var apiRoutes = []struct {
 	{"POST", "/v1/pools/warm", (*server).warmPool, true},
 	{"POST", "/v1/pools/drain", (*server).drainPools, true},
 	{"PUT", "/v1/build-contexts/{sum}", (*server).putBuildContext, true},
-	{"GET", "/metrics", (*server).metrics, false},
 }
 
 // routes is the API's handler; hosts, for the TCP listener, adds the checks

@@ -83,6 +83,7 @@ type Service struct {
 	engines map[string]backend.Backend // other backends than rt, by endpoint key
 
 	events        *events       // appended to the store, with the phases of runs (phase.go)
+	metrics       *metrics      // what GET /metrics counts (metrics.go)
 	files         *sandboxFiles // the files API (files.go)
 	pruner        *pruner       // airlock prune (prune.go)
 	buildContexts buildContexts // kept until their prepare (buildcontext.go)
@@ -92,7 +93,6 @@ type Service struct {
 	pools         *pool.Pools   // the warm pools (pools.go, package pool)
 	execs         *execs.Execs  // the API execs (exec.go, package execs)
 	gates         gates         // turns to make and start sandboxes, per Engine (gate.go)
-	metrics       *metrics      // what GET /metrics counts (metrics.go)
 }
 
 // NewService returns a service over an open store and a runtime.
