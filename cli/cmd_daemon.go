@@ -78,7 +78,7 @@ func newDaemonCommand(a *app) *cobra.Command {
 			return a.daemonStatus()
 		},
 	}
-	cmd.AddCommand(start, run, stop, status, newDaemonDialStdioCommand(a))
+	cmd.AddCommand(start, run, stop, status, newDaemonDialStdioCommand(a), newDaemonMetricsCommand(a))
 	return cmd
 }
 

@@ -34,9 +34,10 @@ func newExecs(s *Service) *execs.Execs {
 
 // execSandbox is a sandbox's side of one of its execs.
 type execSandbox struct {
-	s  *Service
-	id string
-	l  *live
+	s     *Service
+	id    string
+	l     *live
+	began time.Time // when the daemon took the exec in (its start is timed from then)
 }
 
 func (x execSandbox) Handle(ctx context.Context) (*backend.Sandbox, error) {
@@ -47,7 +48,12 @@ func (x execSandbox) Handle(ctx context.Context) (*backend.Sandbox, error) {
 }
 
 func (x execSandbox) Exec(ctx context.Context, sb *backend.Sandbox, req backend.ExecRequest, st backend.Streams) (*backend.Exec, error) {
-	return x.s.rtOf(x.id).Exec(ctx, sb, req, st)
+	rt := x.s.rtOf(x.id)
+	ex, err := rt.Exec(ctx, sb, req, st)
+	if ctx.Err() == nil {
+		x.s.metrics.execStarted(backendName(rt.Location()), time.Since(x.began), err)
+	}
+	return ex, err
 }
 
 // Gone counts the exec out and marks the sandbox active.
@@ -65,7 +71,7 @@ func (s *Service) execBegan(id string) execs.Sandbox {
 	defer s.mu.Unlock()
 	l := s.lives.locked(id)
 	l.execs++
-	return execSandbox{s: s, id: id, l: l}
+	return execSandbox{s: s, id: id, l: l, began: time.Now()}
 }
 
 // execFinished counts out an exec of sandbox id its caller ran.

@@ -17,6 +17,8 @@ type events struct {
 	redactor        *secrets.Redactor
 	log             func() *slog.Logger
 	startedNotReady func(id string) bool
+	// observe, when set, is told of every event recorded (metrics.go).
+	observe func(store.Event)
 
 	// mu serialises the events that open or end a sandbox's run, so that a
 	// check of the phase and the event it allows are one step.
@@ -106,4 +108,7 @@ func (e *events) emitLocked(id string, ev store.Event, state string) (store.Even
 func (e *events) recorded(ev store.Event) {
 	e.log().Info("event", "sandbox", ev.SandboxID, "sequence", ev.Sequence, "kind", ev.Kind, "state", ev.State, "reason", ev.Reason)
 	e.notePhase(ev.SandboxID, ev.Kind)
+	if e.observe != nil {
+		e.observe(ev)
+	}
 }

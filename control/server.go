@@ -64,6 +64,9 @@ type domain interface {
 
 	// runtimes are the backends the daemon holds open (GET /v1/health).
 	runtimes() []backend.Backend
+
+	// Metrics are the daemon's metrics now (GET /metrics).
+	Metrics(ctx context.Context) ([]MetricFamily, error)
 }
 
 var _ domain = (*Service)(nil)
@@ -89,6 +92,7 @@ var apiRoutes = []struct {
 }{
 	{"GET", "/v1/health", (*server).health, false},
 	{"GET", "/v1/openapi.json", (*server).openAPI, false},
+	{"GET", "/metrics", (*server).metrics, false},
 	{"POST", "/v1/sandboxes", (*server).create, true},
 	{"GET", "/v1/sandboxes", (*server).list, true},
 	{"GET", "/v1/sandboxes/{id}", (*server).get, true},

@@ -83,6 +83,7 @@ type Service struct {
 	engines map[string]backend.Backend // other backends than rt, by endpoint key
 
 	events        *events       // appended to the store, with the phases of runs (phase.go)
+	metrics       *metrics      // what GET /metrics counts (metrics.go)
 	files         *sandboxFiles // the files API (files.go)
 	pruner        *pruner       // airlock prune (prune.go)
 	buildContexts buildContexts // kept until their prepare (buildcontext.go)
@@ -123,6 +124,8 @@ func NewService(st *store.Store, rt backend.Backend, cfg Config) *Service {
 	s.events = &events{store: st, redactor: cfg.Redactor, log: func() *slog.Logger { return s.log }, phases: map[string]bool{}}
 	s.status = newFollower(s)
 	s.events.startedNotReady = s.status.startedNotReady
+	s.metrics = newMetrics(s.backendOf)
+	s.events.observe = s.metrics.observe
 	s.recovery = newRecovery(s)
 	s.files = newFiles(s)
 	s.expiry = newExpiry(s)

@@ -13,6 +13,7 @@ import (
 
 // startLocked starts the sandbox; l.mu is held.
 func (s *Service) startLocked(ctx context.Context, id string, l *live) {
+	s.metrics.starting(id)
 	if l.handle == nil {
 		h, err := s.rtOf(id).Open(ctx, id, l.resolved)
 		if err != nil {

@@ -305,6 +305,14 @@ class Client:
         """``GET /v1/health``: the daemon's pid, build, version, log and Engines."""
         return Health.from_json(_decode_json(self._t.request("GET", "/v1/health")))
 
+    def metrics(self) -> str:
+        """``GET /metrics``: the daemon's metrics in Prometheus' text format (docs/metrics.md), as it wrote them.
+
+        Creates by launch (warm, cold) and backend, sandboxes by state, the
+        warm pools, exec starts, the store, the daemon's process.
+        """
+        return self._t.request("GET", "/metrics", headers={"Accept": "text/plain"}).read_all().decode("utf-8")
+
     # Sandboxes.
 
     def create(
