@@ -9,6 +9,7 @@ makes that cheap.
 
 from __future__ import annotations
 
+import dataclasses
 import http.client
 import io
 import ipaddress
@@ -16,30 +17,22 @@ import os
 import socket
 import ssl
 import stat
-import struct
 import subprocess
 import sys
 import threading
 import urllib.parse
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import IO, Any
+from typing import IO, Any, cast
 
+from ._wire import (BODY_CHUNK, FRAME_EXIT, FRAME_HEADER, FRAME_STDERR, FRAME_STDIN, FRAME_STDOUT, LOCAL_HOST, MAX_FRAME,
+                    STREAM_PROTOCOL, Request, chunk, encode_frames, frame_length, head_fields, no_answer, not_switched,
+                    unreachable, UPGRADE_HEADERS)
 from .errors import DaemonUnreachableError, ProtocolError, UnsafeRuntimeDirError, error_from_response
 
-__all__ = ["Endpoint", "default_socket", "parse_host", "is_loopback", "Transport", "Response", "Upgraded"]
+__all__ = ["Endpoint", "default_socket", "parse_host", "is_loopback", "Target", "Transport", "Response", "Upgraded"]
 
-#: The protocol a stream upgrade asks for (docs/api.md "Exec", attached).
-STREAM_PROTOCOL = "airlock-stream"
-
-#: Frame types of the stream protocol.
-FRAME_STDIN, FRAME_STDOUT, FRAME_STDERR, FRAME_EXIT = 0, 1, 2, 3
-
-#: The largest payload of one frame.
-MAX_FRAME = 1 << 20
-
-#: The host name sent to a daemon on a Unix socket or over ssh (any will do).
-_LOCAL_HOST = "airlockd"
+__all__ += ["STREAM_PROTOCOL", "FRAME_STDIN", "FRAME_STDOUT", "FRAME_STDERR", "FRAME_EXIT", "MAX_FRAME"]
 
 
 def default_socket(environ: Mapping[str, str] | None = None, platform: str | None = None) -> str:
@@ -216,7 +209,7 @@ class _UnixConnection(http.client.HTTPConnection):
     """HTTP over a Unix socket."""
 
     def __init__(self, path: str, timeout: float | None, check_dir: bool = False) -> None:
-        super().__init__(_LOCAL_HOST, timeout=timeout)
+        super().__init__(LOCAL_HOST, timeout=timeout)
         self._path = path
         self._check_dir = check_dir
 
@@ -242,7 +235,7 @@ class _PipeSocket:
         # http.client peeks into what it reads (chunked bodies, lines): the
         # pipe itself is unbuffered (a FileIO, no peek), so it reads through a
         # buffer, one for the whole connection.
-        self._reader = io.BufferedReader(proc.stdout)
+        self._reader = io.BufferedReader(cast(io.RawIOBase, proc.stdout))
 
     def sendall(self, data: bytes) -> None:
         assert self._proc.stdin is not None
@@ -279,7 +272,7 @@ class _SSHConnection(http.client.HTTPConnection):
     """HTTP over ``ssh [user@]host airlock daemon dial-stdio``'s standard input and output."""
 
     def __init__(self, argv: Sequence[str], timeout: float | None) -> None:
-        super().__init__(_LOCAL_HOST, timeout=timeout)
+        super().__init__(LOCAL_HOST, timeout=timeout)
         self._argv = list(argv)
 
     def connect(self) -> None:
@@ -353,14 +346,14 @@ class Upgraded:
         self._sock = sock
         self._send_lock = threading.Lock()
 
+    def send(self, data: bytes) -> None:
+        """Sends bytes already framed (:func:`airlock._wire.encode_frames`)."""
+        with self._send_lock:
+            self._sock.sendall(data)
+
     def send_frame(self, typ: int, payload: bytes = b"") -> None:
         """Sends one frame (a payload longer than a frame allows is split)."""
-        with self._send_lock:
-            while True:
-                chunk, payload = payload[:MAX_FRAME], payload[MAX_FRAME:]
-                self._sock.sendall(struct.pack(">BxxxI", typ, len(chunk)) + chunk)
-                if not payload:
-                    return
+        self.send(encode_frames(typ, payload))
 
     def _read_exact(self, n: int) -> bytes | None:
         buf = bytearray()
@@ -373,12 +366,10 @@ class Upgraded:
 
     def read_frame(self) -> tuple[int, bytes] | None:
         """The next frame's type and payload; None once the daemon closed the connection."""
-        hdr = self._read_exact(8)
+        hdr = self._read_exact(FRAME_HEADER)
         if hdr is None:
             return None
-        typ, n = struct.unpack(">BxxxI", hdr)
-        if n > MAX_FRAME:
-            raise ProtocolError(f"a frame of {n} bytes, more than {MAX_FRAME}")
+        typ, n = frame_length(hdr)
         payload = self._read_exact(n)
         if payload is None:
             raise ProtocolError("the stream ended within a frame")
@@ -396,8 +387,8 @@ class Upgraded:
 
 
 @dataclass
-class Transport:
-    """Sends requests to one daemon. Made by :class:`airlock.Client`."""
+class Target:
+    """Which daemon a client talks to and how: what both transports (sync and asyncio) share."""
 
     endpoint: Endpoint
     token: str | None = None
@@ -408,7 +399,40 @@ class Transport:
     remote_command: Sequence[str] = ("airlock", "daemon", "dial-stdio")
     #: The socket is the user's default one: its directory is checked before each connection.
     check_runtime_dir: bool = False
-    _tls: ssl.SSLContext | None = field(default=None, init=False, repr=False)
+
+    @classmethod
+    def resolve(
+        cls,
+        host: str | None,
+        *,
+        token: str | None,
+        tls_ca: str | None,
+        tls_context: ssl.SSLContext | None,
+        timeout: float | None,
+        ssh_options: Sequence[str],
+        ssh_command: Sequence[str],
+        remote_command: Sequence[str],
+    ) -> Any:
+        """The transport for a client's arguments (see :class:`airlock.Client`), ``AIRLOCK_*`` filling the gaps."""
+        default = not (host or os.environ.get("AIRLOCK_HOST"))
+        host = host or os.environ.get("AIRLOCK_HOST") or default_socket()
+        env: Mapping[str, str] = os.environ
+        if tls_ca:
+            env = {**os.environ, "AIRLOCK_TLS_CA": tls_ca}
+        endpoint = parse_host(host, env)
+        if endpoint.scheme == "tcp":
+            if token is None:
+                token = os.environ.get("AIRLOCK_TOKEN") or None
+            if tls_context is not None and not endpoint.tls:
+                if not host.lower().startswith("tcp://"):
+                    raise ValueError(f"{host!r}: plain HTTP, yet a tls_context was given (use https:// or tcp://)")
+                endpoint = dataclasses.replace(endpoint, tls=True)
+            if endpoint.tls and tls_context is None:
+                tls_context = ssl.create_default_context(cafile=endpoint.ca or None)
+        else:
+            tls_context = None
+        return cls(endpoint, token=token, timeout=timeout, tls_context=tls_context, ssh_command=tuple(ssh_command),
+                   ssh_options=tuple(ssh_options), remote_command=tuple(remote_command), check_runtime_dir=default)
 
     def describe(self) -> str:
         """The daemon's address, for messages."""
@@ -429,6 +453,18 @@ class Transport:
         if ep.port:
             argv += ["-p", str(ep.port)]
         return argv + ["--", ep.host] + list(self.remote_command)
+
+    def head_fields(self, req: Request) -> list[tuple[str, str]]:
+        """The header lines of a request to this daemon."""
+        ep = self.endpoint
+        return head_fields(req, LOCAL_HOST if ep.scheme != "tcp" else f"{ep.host}:{ep.port}", self.token)
+
+
+@dataclass
+class Transport(Target):
+    """Sends requests to one daemon with blocking I/O. Made by :class:`airlock.Client`."""
+
+    _tls: ssl.SSLContext | None = field(default=None, init=False, repr=False)
 
     def _connection(self, timeout: float | None) -> http.client.HTTPConnection:
         ep = self.endpoint
@@ -453,19 +489,18 @@ class Transport:
         headers: Mapping[str, str] | None = None,
         stream: bool = False,
     ) -> Response:
+        """Sends a request and returns its answer once the status is read (:meth:`send` of a :class:`Request`)."""
+        q = query if query is None or isinstance(query, Mapping) else list(query)
+        return self.send(Request(method, path, query=q, body=body, headers=headers or {}, stream=stream))
+
+    def send(self, req: Request) -> Response:
         """Sends a request and returns its answer once the status is read.
 
         An error status raises the :class:`airlock.AirlockError` its body names.
-        With ``stream`` the body is read without a timeout (events, a streamed
-        exec); else each read is bounded by the transport's timeout. A body
-        given as a file is sent chunked when its length is unknown.
+        With ``req.stream`` the body is read without a timeout (events, a
+        streamed exec); else each read is bounded by the transport's timeout. A
+        body given as a file is sent chunked.
         """
-        if query:
-            path += "?" + urllib.parse.urlencode(list(query.items()) if isinstance(query, Mapping) else list(query))
-        hdrs = {"Host": _LOCAL_HOST if self.endpoint.scheme != "tcp" else f"{self.endpoint.host}:{self.endpoint.port}"}
-        if self.token:
-            hdrs["Authorization"] = "Bearer " + self.token
-        hdrs.update(headers or {})
         conn = self._connection(self.timeout)
         try:
             try:
@@ -473,30 +508,26 @@ class Transport:
             except DaemonUnreachableError:
                 raise
             except (OSError, ssl.SSLError) as e:
-                raise DaemonUnreachableError(f"cannot reach the airlock daemon at {self.describe()}: {e}") from e
-            conn.putrequest(method, path, skip_host=True, skip_accept_encoding=True)
-            for k, v in hdrs.items():
+                raise DaemonUnreachableError(unreachable(self.describe(), e)) from e
+            conn.putrequest(req.method, req.target, skip_host=True, skip_accept_encoding=True)
+            for k, v in self.head_fields(req):
                 conn.putheader(k, v)
-            if body is None:
-                if method in ("POST", "PUT", "PATCH"):
-                    conn.putheader("Content-Length", "0")
+            if req.body is None:
                 conn.endheaders()
-            elif isinstance(body, (bytes, bytearray, memoryview)):
-                conn.putheader("Content-Length", str(len(body)))
-                conn.endheaders(bytes(body))
+            elif isinstance(req.body, (bytes, bytearray, memoryview)):
+                conn.endheaders(bytes(req.body))
             else:
-                conn.putheader("Transfer-Encoding", "chunked")
                 conn.endheaders()
-                while chunk := body.read(1 << 16):
-                    conn.send(b"%x\r\n" % len(chunk) + chunk + b"\r\n")
-                conn.send(b"0\r\n\r\n")
+                while piece := req.body.read(BODY_CHUNK):
+                    conn.send(chunk(piece))
+                conn.send(chunk(b""))
             resp = conn.getresponse()
         except DaemonUnreachableError:
             conn.close()
             raise
         except (OSError, http.client.HTTPException) as e:
             conn.close()
-            raise DaemonUnreachableError(f"the airlock daemon at {self.describe()} did not answer {method} {path}: {e!r}") from e
+            raise DaemonUnreachableError(no_answer(self.describe(), req, e)) from e
         except BaseException:
             conn.close()
             raise
@@ -507,19 +538,22 @@ class Transport:
             except (OSError, http.client.HTTPException):
                 data = b""
             raise error_from_response(resp.status, data)
-        if stream:
+        if req.stream:
             out.set_timeout(None)
         return out
 
-    def upgrade(self, path: str, body: bytes) -> Upgraded:
-        """POSTs a JSON body asking to switch to the stream protocol (101), and returns the frames' connection."""
-        resp = self.request("POST", path, body=body, stream=True, headers={
-            "Content-Type": "application/json", "Connection": "Upgrade", "Upgrade": STREAM_PROTOCOL})
+    def attach(self, req: Request) -> Upgraded:
+        """Sends a request asking to switch to the stream protocol (101) and returns the frames' connection."""
+        resp = self.send(req)
         if resp.status != 101:
             resp.close()
-            raise ProtocolError(f"cannot attach: the daemon answered {resp.status}, not 101 Switching Protocols")
+            raise not_switched(resp.status)
         try:
             return Upgraded(resp)
         except BaseException:
             resp.close()
             raise
+
+    def upgrade(self, path: str, body: bytes) -> Upgraded:
+        """POSTs a JSON body asking to switch to the stream protocol (101), and returns the frames' connection."""
+        return self.attach(Request("POST", path, body=body, headers=UPGRADE_HEADERS, stream=True))

@@ -2,97 +2,27 @@
 
 from __future__ import annotations
 
-import base64
-import dataclasses
-import io
-import json
 import logging
 import os
 import ssl
-import tarfile
 import threading
-import time
-import urllib.parse
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from types import TracebackType
-from typing import IO, Any
+from typing import IO, Any, TypeVar
 
-from ._transport import FRAME_EXIT, FRAME_STDERR, FRAME_STDIN, FRAME_STDOUT, Response, Transport, default_socket, parse_host
-from .errors import (
-    AirlockError,
-    EngineError,
-    ProtocolError,
-    SandboxFailedError,
-    SandboxNotFoundError,
-    WaitTimeoutError,
-)
-from ._lifetime import LifetimeMixin, Seconds, create_fields
+from . import _ops
+from ._lifetime import LifetimeMixin, Seconds
+from ._ops import DEFAULT_READY_TIMEOUT, DEFAULT_STOP_TIMEOUT, Flow
+from ._transport import Response, Transport, Upgraded
+from ._wire import Command, EventCursor, ExecCursor, Manifest, Output, Request
+from .errors import WaitTimeoutError
 from .models import Event, ExecFrame, ExecInfo, ExecResult, Health, Pool, PoolList, SandboxInfo
 
 __all__ = ["Client", "Sandbox", "EventStream", "ExecStream", "Command", "Manifest"]
 
 log = logging.getLogger("airlock")
 
-#: A command: a list of arguments, or one string run by ``sh -c``.
-Command = str | Sequence[str]
-
-#: A manifest: the text of a sandbox.toml, the same structure as a dict, or the path of a file.
-Manifest = str | Mapping[str, Any] | os.PathLike[str]
-
-#: How long create waits for a sandbox to be ready, by default (an image pull included).
-DEFAULT_READY_TIMEOUT = 300.0
-
-#: How long stop and delete wait, by default.
-DEFAULT_STOP_TIMEOUT = 120.0
-
-
-def _sandbox_path(sandbox_id: str, *rest: str) -> str:
-    return "/v1/sandboxes/" + "/".join([urllib.parse.quote(sandbox_id, safe="")] + list(rest))
-
-
-def _decode_json(resp: Response) -> Any:
-    data = resp.read_all()
-    try:
-        return json.loads(data)
-    except ValueError as e:
-        raise ProtocolError(f"the daemon's answer is not JSON: {data[:200]!r}") from e
-
-
-def _argv(cmd: Command) -> list[str]:
-    if isinstance(cmd, str):
-        return ["sh", "-c", cmd]
-    argv = [str(a) for a in cmd]
-    if not argv:
-        raise ValueError("an empty command")
-    return argv
-
-
-def _env_list(env: Mapping[str, str] | Sequence[str] | None) -> list[str] | None:
-    if env is None:
-        return None
-    if isinstance(env, Mapping):
-        return [f"{k}={v}" for k, v in env.items()]
-    return [str(e) for e in env]
-
-
-def _manifest_body(manifest: Manifest, project_dir: str | os.PathLike[str] | None,
-                   vars: Mapping[str, str] | None) -> dict[str, Any]:
-    """The fields of a request that give a manifest as text: manifest_toml or manifest_doc, project_dir, vars."""
-    body: dict[str, Any] = {}
-    if isinstance(manifest, str):
-        body["manifest_toml"] = manifest
-    elif isinstance(manifest, Mapping):
-        body["manifest_doc"] = dict(manifest)
-    elif isinstance(manifest, os.PathLike):
-        with open(manifest, encoding="utf-8") as f:
-            body["manifest_toml"] = f.read()
-    else:
-        raise TypeError(f"a manifest is TOML text, a dict or a path, not {type(manifest).__name__}")
-    if project_dir is not None:
-        body["project_dir"] = os.fspath(project_dir)
-    if vars:
-        body["vars"] = dict(vars)
-    return body
+T = TypeVar("T")
 
 
 class EventStream:
@@ -107,45 +37,41 @@ class EventStream:
 
     def __init__(self, resp: Response, *, timeout: float | None = None) -> None:
         self._resp: Response | None = resp
-        self._deadline = None if timeout is None else time.monotonic() + timeout
-        self._timeout = timeout
-        #: The sequence of the last event read (0 before the first).
-        self.last_sequence: int = 0
+        self._cursor = EventCursor(timeout)
+
+    @property
+    def last_sequence(self) -> int:
+        """The sequence of the last event read (0 before the first)."""
+        return self._cursor.last_sequence
 
     def __iter__(self) -> Iterator[Event]:
         return self
 
     def __next__(self) -> Event:
-        while True:
-            if self._resp is None:
-                raise StopIteration
-            if self._deadline is not None:
-                left = self._deadline - time.monotonic()
-                if left <= 0:
-                    self.close()
-                    raise WaitTimeoutError(f"no end of the events within {self._timeout} s")
-                self._resp.set_timeout(left)
+        while self._resp is not None:
             try:
+                left = self._cursor.time_left()
+                if left is not None:
+                    self._resp.set_timeout(left)
                 line = self._resp.readline()
+                if not line:
+                    break
+                ev = self._cursor.take(line)
             except TimeoutError as e:
                 self.close()
-                raise WaitTimeoutError(f"no end of the events within {self._timeout} s") from e
+                if isinstance(e, WaitTimeoutError):
+                    raise
+                raise self._cursor.timed_out() from e
             except OSError as e:
                 self.close()
-                raise ProtocolError(f"the event stream broke: {e}") from e
-            if not line:
+                raise self._cursor.broken(e) from e
+            except BaseException:
                 self.close()
-                raise StopIteration
-            if not line.strip():
-                continue
-            try:
-                ev = Event.from_json(json.loads(line))
-            except ValueError as e:
-                self.close()
-                raise ProtocolError(f"an event that is not JSON: {line[:200]!r}") from e
-            if ev.sequence:
-                self.last_sequence = ev.sequence
-            return ev
+                raise
+            if ev is not None:
+                return ev
+        self.close()
+        raise StopIteration
 
     def close(self) -> None:
         """Stops reading and closes the connection."""
@@ -172,54 +98,48 @@ class ExecStream:
 
     def __init__(self, resp: Response) -> None:
         self._resp: Response | None = resp
-        #: The exec's record, once its frame was read.
-        self.exec: ExecInfo | None = None
-        #: The exit code, once the last frame was read.
-        self.exit_code: int | None = None
+        self._cursor = ExecCursor()
+
+    @property
+    def exec(self) -> ExecInfo | None:
+        """The exec's record, once its frame was read."""
+        return self._cursor.exec
+
+    @property
+    def exit_code(self) -> int | None:
+        """The exit code, once the last frame was read."""
+        return self._cursor.exit_code
 
     def __iter__(self) -> Iterator[ExecFrame]:
         return self
 
     def __next__(self) -> ExecFrame:
-        while True:
-            if self._resp is None:
-                raise StopIteration
+        while self._resp is not None:
             try:
                 line = self._resp.readline()
+                frame = self._cursor.take(line) if line else None
             except OSError as e:
                 self.close()
-                raise ProtocolError(f"the exec's stream broke: {e}") from e
+                raise self._cursor.broken(e) from e
+            except BaseException:
+                self.close()
+                raise
             if not line:
-                self.close()
-                if self.exit_code is None:
-                    raise ProtocolError("the exec's stream ended before its exit code")
-                raise StopIteration
-            if not line.strip():
-                continue
-            try:
-                frame = ExecFrame.from_json(json.loads(line))
-            except (ValueError, TypeError) as e:
-                self.close()
-                raise ProtocolError(f"an exec frame that is not JSON: {line[:200]!r}") from e
-            if frame.exec is not None:
-                self.exec = frame.exec
-            if frame.exit_code is not None:
-                self.exit_code = frame.exit_code
-                self.close()
-            return frame
+                break
+            if frame is not None:
+                if frame.exit_code is not None:
+                    self.close()
+                return frame
+        self.close()
+        self._cursor.ended()
+        raise StopIteration
 
     def result(self) -> ExecResult:
         """Reads the frames left and returns the exit code with stdout and stderr (of the frames not yet read)."""
-        out, err = bytearray(), bytearray()
+        out = Output()
         for frame in self:
-            if frame.stream == "stdout":
-                out += frame.data
-            elif frame.stream == "stderr":
-                err += frame.data
-        if self.exit_code is None:
-            raise ProtocolError("the exec's stream ended before its exit code")
-        return ExecResult(exit_code=self.exit_code, stdout=bytes(out), stderr=bytes(err),
-                          exec_id=self.exec.id if self.exec else "")
+            out.add(frame.stream, frame.data)
+        return out.result(self.exit_code, exec_id=self.exec.id if self.exec else "")
 
     def close(self) -> None:
         """Stops receiving and closes the connection."""
@@ -270,26 +190,9 @@ class Client:
         ssh_command: Sequence[str] = ("ssh",),
         remote_command: Sequence[str] = ("airlock", "daemon", "dial-stdio"),
     ) -> None:
-        default = not (host or os.environ.get("AIRLOCK_HOST"))
-        host = host or os.environ.get("AIRLOCK_HOST") or default_socket()
-        env: Mapping[str, str] = os.environ
-        if tls_ca:
-            env = {**os.environ, "AIRLOCK_TLS_CA": tls_ca}
-        endpoint = parse_host(host, env)
-        if endpoint.scheme == "tcp":
-            if token is None:
-                token = os.environ.get("AIRLOCK_TOKEN") or None
-            if tls_context is not None and not endpoint.tls:
-                if not host.lower().startswith("tcp://"):
-                    raise ValueError(f"{host!r}: plain HTTP, yet a tls_context was given (use https:// or tcp://)")
-                endpoint = dataclasses.replace(endpoint, tls=True)
-            if endpoint.tls and tls_context is None:
-                tls_context = ssl.create_default_context(cafile=endpoint.ca or None)
-        else:
-            tls_context = None
-        self._t = Transport(endpoint, token=token, timeout=timeout, tls_context=tls_context,
-                            ssh_command=tuple(ssh_command), ssh_options=tuple(ssh_options),
-                            remote_command=tuple(remote_command), check_runtime_dir=default)
+        self._t: Transport = Transport.resolve(
+            host, token=token, tls_ca=tls_ca, tls_context=tls_context, timeout=timeout, ssh_options=ssh_options,
+            ssh_command=ssh_command, remote_command=remote_command)
 
     @property
     def address(self) -> str:
@@ -299,11 +202,17 @@ class Client:
     def __repr__(self) -> str:
         return f"airlock.Client({self.address!r})"
 
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        """Nothing to release: each request opens and closes its own connection."""
+
     # The daemon.
 
     def health(self) -> Health:
         """``GET /v1/health``: the daemon's pid, build, version, log and Engines."""
-        return Health.from_json(_decode_json(self._t.request("GET", "/v1/health")))
+        return self._run(_ops.health())
 
     def metrics(self) -> str:
         """``GET /metrics``: the daemon's metrics in Prometheus' text format (docs/metrics.md), as it wrote them.
@@ -360,25 +269,10 @@ class Client:
         daemon's ``runtime.idle_ttl``. :meth:`Sandbox.set_timeout` and
         :meth:`Sandbox.set_idle_timeout` change them later.
         """
-        body: dict[str, Any] = {"kind": "up", "start": start, **_manifest_body(manifest, project_dir, vars),
-                                **create_fields(lifetime, on_timeout, idle_timeout, on_idle)}
-        if id is not None:
-            body["id"] = id
-        if labels:
-            body["labels"] = dict(labels)
-        info = SandboxInfo.from_json(self._post_json("/v1/sandboxes", body))
-        sb = Sandbox(self, info)
-        if wait and start:
-            try:
-                sb.wait_ready(timeout=timeout)
-            except BaseException:
-                if not keep_on_failure:
-                    try:
-                        self._t.request("DELETE", _sandbox_path(info.id)).close()
-                    except AirlockError as e:
-                        log.warning("airlock: cannot delete sandbox %s that did not get ready: %s", info.id, e)
-                raise
-        return sb
+        info = self._run(_ops.create(manifest, project_dir=project_dir, vars=vars, id=id, labels=labels, start=start,
+                                     wait=wait, timeout=timeout, keep_on_failure=keep_on_failure, lifetime=lifetime,
+                                     on_timeout=on_timeout, idle_timeout=idle_timeout, on_idle=on_idle))
+        return Sandbox(self, info)
 
     def run(
         self,
@@ -416,104 +310,9 @@ class Client:
         included), not the command. With ``check`` a non-zero exit code raises
         :class:`CommandFailedError`. The result's ``sandbox_id`` names the sandbox.
         """
-        body: dict[str, Any] = {"kind": "run", "start": False, "command": _argv(cmd), "fast_end": True,
-                                **_manifest_body(manifest, project_dir, vars)}
-        if not keep:
-            body["remove_on_exit"] = True
-        if stdin is not None:
-            body["stdin"] = True
-        if (e := _env_list(env)) is not None:
-            body["env"] = e
-        if workdir is not None:
-            body["workdir"] = workdir
-        if id is not None:
-            body["id"] = id
-        if labels:
-            body["labels"] = dict(labels)
-        if no_pool:
-            body["no_pool"] = True
-        info = SandboxInfo.from_json(self._post_json("/v1/sandboxes", body))
-        sid, ended = info.id, False
-        try:
-            self._wait_created(sid, timeout)
-            # Attached before the start: no output is missed.
-            stream = self._t.upgrade(_sandbox_path(sid, "attach"), json.dumps({"stdin": stdin is not None}).encode("utf-8"))
-            with stream:
-                if stdin is not None:
-                    raw = stdin.encode("utf-8") if isinstance(stdin, str) else bytes(stdin)
-
-                    def send() -> None:
-                        try:
-                            if raw:
-                                stream.send_frame(FRAME_STDIN, raw)
-                            stream.send_frame(FRAME_STDIN, b"")
-                        except OSError:
-                            pass  # the command ended without reading it all
-
-                    threading.Thread(target=send, name=f"airlock-stdin-{sid}", daemon=True).start()
-                self._post_json(_sandbox_path(sid, "resume"), {})
-                out, err, exit_payload = bytearray(), bytearray(), b""
-                while True:
-                    try:
-                        frame = stream.read_frame()
-                    except OSError as e:
-                        raise ProtocolError(f"the main command's stream of sandbox {sid} broke: {e}") from e
-                    if frame is None:
-                        cur = self.get(sid)
-                        if cur.state == "failed":
-                            raise SandboxFailedError(
-                                f"sandbox {sid} failed" + (f": {cur.reason}" if cur.reason else ""),
-                                sandbox_id=sid, state=cur.state, sandbox_reason=cur.reason)
-                        raise ProtocolError(f"the main command's stream of sandbox {sid} ended before its exit code")
-                    typ, payload = frame
-                    if typ == FRAME_STDOUT:
-                        out += payload
-                    elif typ == FRAME_STDERR:
-                        err += payload
-                    elif typ == FRAME_EXIT:
-                        exit_payload = payload
-                        break
-            try:
-                exit_doc = json.loads(exit_payload)
-            except ValueError as e:
-                raise ProtocolError(f"an exit frame that is not JSON: {exit_payload[:200]!r}") from e
-            if exit_doc.get("error"):
-                raise EngineError(f"sandbox {sid}: {exit_doc['error']}")
-            ended = True
-            res = ExecResult(exit_code=int(exit_doc.get("exit_code", -1)), stdout=bytes(out), stderr=bytes(err),
-                             sandbox_id=sid)
-        finally:
-            if not ended and not keep:
-                try:
-                    self._t.request("DELETE", _sandbox_path(sid)).close()
-                except AirlockError as e:
-                    log.warning("airlock: cannot delete run sandbox %s: %s", sid, e)
-        return res.check() if check else res
-
-    def _wait_created(self, sandbox_id: str, timeout: float | None) -> None:
-        """Waits for a new sandbox's ``sandbox.created`` (:class:`SandboxFailedError` on ``sandbox.failed``)."""
-        deadline = None if timeout is None else time.monotonic() + timeout
-        seq: int | None = None
-        while True:
-            left = None if deadline is None else deadline - time.monotonic()
-            if left is not None and left <= 0:
-                raise WaitTimeoutError(f"sandbox {sandbox_id} was not created within {timeout} s")
-            with self.events(sandbox_id, from_seq=seq, follow=True, timeout=left) as stream:
-                try:
-                    for ev in stream:
-                        if ev.kind == "stream.error":
-                            break  # fell behind: follow again
-                        seq = ev.sequence or seq
-                        if ev.kind == "sandbox.created":
-                            return
-                        if ev.kind == "sandbox.failed" or ev.state in ("failed", "deleting", "deleted"):
-                            raise SandboxFailedError(
-                                f"sandbox {sandbox_id} failed before its command ran" + (f": {ev.reason}" if ev.reason else ""),
-                                sandbox_id=sandbox_id, state=ev.state, sandbox_reason=ev.reason)
-                    else:
-                        raise ProtocolError(f"the daemon ended the events of sandbox {sandbox_id} before it was created")
-                except WaitTimeoutError:
-                    raise WaitTimeoutError(f"sandbox {sandbox_id} was not created within {timeout} s") from None
+        return self._run(_ops.run(manifest, cmd, project_dir=project_dir, vars=vars, stdin=stdin, env=env,
+                                  workdir=workdir, id=id, labels=labels, no_pool=no_pool, keep=keep, check=check,
+                                  timeout=timeout))
 
     def sandbox(self, sandbox_id: str) -> Sandbox:
         """A handle of an existing sandbox (its record is read on first use)."""
@@ -521,13 +320,11 @@ class Client:
 
     def get(self, sandbox_id: str) -> SandboxInfo:
         """``GET /v1/sandboxes/{id}``: a sandbox's record (:class:`SandboxNotFoundError` when none)."""
-        return SandboxInfo.from_json(_decode_json(self._t.request("GET", _sandbox_path(sandbox_id))))
+        return self._run(_ops.get(sandbox_id))
 
     def list(self, labels: Mapping[str, str] | None = None) -> list[SandboxInfo]:
         """``GET /v1/sandboxes``: the sandboxes carrying every label given, deleted ones left out."""
-        q = [("label", f"{k}={v}") for k, v in (labels or {}).items()]
-        doc = _decode_json(self._t.request("GET", "/v1/sandboxes", query=q))
-        return [SandboxInfo.from_json(d) for d in doc or []]
+        return self._run(_ops.list_sandboxes(labels))
 
     def events(self, sandbox_id: str, *, from_seq: int | None = None, follow: bool = False,
                timeout: float | None = None) -> EventStream:
@@ -536,30 +333,18 @@ class Client:
         With ``follow`` the stream then carries live events until closed.
         ``timeout`` bounds the whole read (:class:`WaitTimeoutError`).
         """
-        q: dict[str, str | int] = {}
-        if from_seq is not None:
-            q["from"] = from_seq
-        if follow:
-            q["follow"] = 1
-        resp = self._t.request("GET", _sandbox_path(sandbox_id, "events"), query=q,
-                               headers={"Accept": "application/x-ndjson"}, stream=True)
-        return EventStream(resp, timeout=timeout)
+        req = _ops.events_request(sandbox_id, from_seq=from_seq, follow=follow)
+        return EventStream(self._t.send(req), timeout=timeout)
 
     def prune(self, *, dry_run: bool = False, all: bool = False) -> dict[str, Any]:
         """``POST /v1/prune``: removes (or, with ``dry_run``, lists) what ``airlock prune`` would."""
-        body: dict[str, Any] = {}
-        if dry_run:
-            body["dry_run"] = True
-        if all:
-            body["all"] = True
-        doc = self._post_json("/v1/prune", body)
-        return doc if isinstance(doc, dict) else {}
+        return self._run(_ops.prune(dry_run=dry_run, all=all))
 
     # Warm pools.
 
     def pools(self) -> PoolList:
         """``GET /v1/pools``: the daemon's warm pools (docs/pool.md), their parked sandboxes, hits and misses."""
-        return PoolList.from_json(_decode_json(self._t.request("GET", "/v1/pools")))
+        return self._run(_ops.pools())
 
     def warm_pool(
         self,
@@ -577,10 +362,7 @@ class Client:
         ``[sandbox.pool] size``); it holds until the pool is drained. A pool
         that cannot fill raises (an :class:`AirlockError` saying why).
         """
-        body = _manifest_body(manifest, project_dir, vars)
-        if size is not None:
-            body["size"] = size
-        return Pool.from_json(self._post_json("/v1/pools/warm", body))
+        return self._run(_ops.warm_pool(manifest, project_dir=project_dir, vars=vars, size=size))
 
     def drain_pools(self, *, project: str | os.PathLike[str] | None = None, all: bool = False) -> int:
         """``POST /v1/pools/drain``: removes the parked sandboxes of one project's pools (or ``all``) and returns how many.
@@ -588,58 +370,60 @@ class Client:
         It returns once they are gone. A drained pool stays empty until a
         :meth:`warm_pool` or a run of its manifest sizes it again.
         """
-        if all and project is None:
-            body: dict[str, Any] = {"all": True}
-        elif project is not None and not all:
-            body = {"project": os.fspath(project)}
-        else:
-            raise ValueError("drain_pools takes a project or all=True (one of them)")
-        doc = self._post_json("/v1/pools/drain", body)
-        return int(doc.get("removed") or 0) if isinstance(doc, dict) else 0
+        return self._run(_ops.drain_pools(project=project, all=all))
 
-    # Plumbing shared with Sandbox.
+    # Plumbing shared with Sandbox: how this client does the steps of an operation (_ops).
+
+    def _run(self, flow: Flow[T]) -> T:
+        """Runs an operation with blocking I/O."""
+        return _ops.drive(flow, self._perform, _close)
+
+    def _perform(self, op: _ops.Op) -> object:
+        if isinstance(op, _ops.Fetch):
+            return self._t.send(op.req).read_all()
+        if isinstance(op, _ops.Follow):
+            return EventStream(self._t.send(op.req), timeout=op.timeout)
+        if isinstance(op, _ops.NextEvent):
+            assert isinstance(op.stream, EventStream)
+            return next(op.stream, None)
+        if isinstance(op, _ops.Attach):
+            return self._t.attach(op.req)
+        if isinstance(op, _ops.NextFrame):
+            assert isinstance(op.conn, Upgraded)
+            return op.conn.read_frame()
+        if isinstance(op, _ops.SendLater):
+            conn, data = op.conn, op.data
+            assert isinstance(conn, Upgraded)
+            send_to = conn
+
+            def send() -> None:
+                try:
+                    send_to.send(data)
+                except OSError:
+                    pass  # the command ended without reading it all
+
+            threading.Thread(target=send, name="airlock-stdin", daemon=True).start()
+            return None
+        if isinstance(op, _ops.Close):
+            _close(op.handle)
+            return None
+        if isinstance(op, _ops.Offload):
+            return op.fn()
+        raise TypeError(f"not an operation's step: {op!r}")
 
     def _post_json(self, path: str, body: Any, method: str = "POST") -> Any:
-        data = json.dumps(body).encode("utf-8")
-        return _decode_json(self._t.request(method, path, body=data, headers={"Content-Type": "application/json"}))
+        """A request with a JSON body; its answer's JSON."""
+        return self._run(_ops.post_json(path, body, method))
 
     def _wait(self, sandbox_id: str, *, what: str, done: Callable[[str, str], bool],
               timeout: float | None, gone_ok: bool = False) -> SandboxInfo | None:
         """Follows a sandbox's events until done(kind, state) holds for one (or its record)."""
-        deadline = None if timeout is None else time.monotonic() + timeout
-        try:
-            info = self.get(sandbox_id)
-        except SandboxNotFoundError:
-            if gone_ok:
-                return None
-            raise
-        if done("", info.state):
-            return info
-        seq, quiet_ends = info.last_seq, 0
-        while True:
-            left = None if deadline is None else deadline - time.monotonic()
-            if left is not None and left <= 0:
-                raise WaitTimeoutError(f"sandbox {sandbox_id} was not {what} within {timeout} s")
-            try:
-                stream = self.events(sandbox_id, from_seq=seq, follow=True, timeout=left)
-            except SandboxNotFoundError:
-                if gone_ok:
-                    return None
-                raise
-            got = False
-            with stream:
-                try:
-                    for ev in stream:
-                        if ev.kind == "stream.error":
-                            break  # fell behind: follow again from seq
-                        got, seq = True, ev.sequence or seq
-                        if done(ev.kind, ev.state):
-                            return None
-                except WaitTimeoutError:
-                    raise WaitTimeoutError(f"sandbox {sandbox_id} was not {what} within {timeout} s") from None
-            quiet_ends = 0 if got else quiet_ends + 1
-            if quiet_ends >= 2:
-                raise ProtocolError(f"the daemon ended the events of sandbox {sandbox_id} before it was {what}")
+        return self._run(_ops.wait_until(sandbox_id, what=what, done=done, timeout=timeout, gone_ok=gone_ok))
+
+
+def _close(handle: object) -> None:
+    if isinstance(handle, (EventStream, ExecStream, Upgraded)):
+        handle.close()
 
 
 class Sandbox(LifetimeMixin):
@@ -679,7 +463,7 @@ class Sandbox(LifetimeMixin):
 
     def refresh(self) -> SandboxInfo:
         """Reads the record again and returns it."""
-        self._info = self.client.get(self.id)
+        self._info = self.client._run(_ops.get(self.id))
         return self._info
 
     def wait_ready(self, timeout: float | None = DEFAULT_READY_TIMEOUT) -> SandboxInfo:
@@ -689,45 +473,20 @@ class Sandbox(LifetimeMixin):
         fails, is stopped or deleted first, :class:`WaitTimeoutError` after
         ``timeout`` seconds.
         """
-
-        def done(kind: str, state: str) -> bool:
-            if kind == "sandbox.ready" or state == "ready":
-                return True
-            if kind == "sandbox.failed" or state in ("failed", "stopped", "deleting", "deleted"):
-                info = self.client.get(self.id)
-                word = {"failed": "failed", "stopped": "stopped", "deleting": "deleted", "deleted": "deleted"}.get(info.state, info.state)
-                raise SandboxFailedError(
-                    f"sandbox {self.id} {word} before it was ready" + (f": {info.reason}" if info.reason else ""),
-                    sandbox_id=self.id, state=info.state, sandbox_reason=info.reason)
-            return False
-
-        self.client._wait(self.id, what="ready", done=done, timeout=timeout)
-        return self.refresh()
+        self._info = self.client._run(_ops.wait_ready(self.id, timeout))
+        return self._info
 
     def stop(self, *, wait: bool = True, timeout: float | None = DEFAULT_STOP_TIMEOUT) -> SandboxInfo:
         """``POST …/stop``: stops the sandbox (its files stay; :meth:`resume` starts it again).
 
         With ``wait`` returns once it is stopped.
         """
-        self._info = SandboxInfo.from_json(self.client._post_json(_sandbox_path(self.id, "stop"), {}))
-        if wait:
-
-            def done(kind: str, state: str) -> bool:
-                if kind == "sandbox.stopped" or state == "stopped":
-                    return True
-                if state in ("failed", "deleting", "deleted"):
-                    raise SandboxFailedError(f"sandbox {self.id} is {state}, not stopped", sandbox_id=self.id, state=state)
-                return False
-
-            self.client._wait(self.id, what="stopped", done=done, timeout=timeout)
-            return self.refresh()
+        self._info = self.client._run(_ops.stop(self.id, wait=wait, timeout=timeout))
         return self._info
 
     def resume(self, *, wait: bool = True, timeout: float | None = DEFAULT_READY_TIMEOUT) -> SandboxInfo:
         """``POST …/resume``: starts a stopped sandbox again; with ``wait`` returns once it is ready."""
-        self._info = SandboxInfo.from_json(self.client._post_json(_sandbox_path(self.id, "resume"), {}))
-        if wait:
-            return self.wait_ready(timeout=timeout)
+        self._info = self.client._run(_ops.resume(self.id, wait=wait, timeout=timeout))
         return self._info
 
     def delete(self, *, wait: bool = True, timeout: float | None = DEFAULT_STOP_TIMEOUT) -> None:
@@ -736,13 +495,7 @@ class Sandbox(LifetimeMixin):
         With ``wait`` returns once it is deleted (event ``sandbox.deleted``). A
         sandbox already gone is not an error.
         """
-        try:
-            self._info = SandboxInfo.from_json(_decode_json(self.client._t.request("DELETE", _sandbox_path(self.id))))
-        except SandboxNotFoundError:
-            return
-        if wait:
-            self.client._wait(self.id, what="deleted", timeout=timeout, gone_ok=True,
-                              done=lambda kind, state: kind == "sandbox.deleted" or state == "deleted")
+        self._info = self.client._run(_ops.delete(self.id, wait=wait, timeout=timeout)) or self._info
 
     def __enter__(self) -> Sandbox:
         return self
@@ -768,20 +521,8 @@ class Sandbox(LifetimeMixin):
         variables (a dict, or ``"NAME=VALUE"`` strings); ``workdir`` is where it
         runs (else the manifest's); ``id`` names the exec.
         """
-        body: dict[str, Any] = {"cmd": _argv(cmd)}
-        if id is not None:
-            body["id"] = id
-        if (e := _env_list(env)) is not None:
-            body["env"] = e
-        if workdir is not None:
-            body["workdir"] = workdir
-        if stdin is not None:
-            raw = stdin.encode("utf-8") if isinstance(stdin, str) else bytes(stdin)
-            body["stdin"] = base64.b64encode(raw).decode("ascii")
-        resp = self.client._t.request(
-            "POST", _sandbox_path(self.id, "execs"), body=json.dumps(body).encode("utf-8"),
-            headers={"Content-Type": "application/json", "Accept": "application/x-ndjson"}, stream=True)
-        return ExecStream(resp)
+        req = _ops.exec_request(self.id, cmd, stdin=stdin, env=env, workdir=workdir, id=id)
+        return ExecStream(self.client._t.send(req))
 
     def run(self, cmd: Command, *, stdin: bytes | str | None = None,
             env: Mapping[str, str] | Sequence[str] | None = None, workdir: str | None = None,
@@ -802,14 +543,11 @@ class Sandbox(LifetimeMixin):
 
         Missing directories on the way are made; the file is the sandbox user's.
         """
-        raw = data.encode("utf-8") if isinstance(data, str) else bytes(data)
-        self.client._t.request("PUT", _sandbox_path(self.id, "files"), query={"path": path, "mode": format(mode, "04o")},
-                               body=raw, headers={"Content-Type": "application/octet-stream"}).close()
+        self.client._run(_ops.write_file(self.id, path, data, mode=mode))
 
     def read_file(self, path: str) -> bytes:
         """The bytes of the regular file ``path`` (:class:`NotAFileError` for a directory, a link, …)."""
-        return self.client._t.request("GET", _sandbox_path(self.id, "files"), query={"path": path},
-                                      headers={"Accept": "application/octet-stream"}).read_all()
+        return self.client._run(_ops.read_file(self.id, path))
 
     def read_text(self, path: str, encoding: str = "utf-8") -> str:
         """The regular file ``path`` as text."""
@@ -820,23 +558,15 @@ class Sandbox(LifetimeMixin):
 
         Entry names are relative to ``path``; a file object is streamed.
         """
-        body = archive if not isinstance(archive, (bytearray, memoryview)) else bytes(archive)
-        self.client._t.request("PUT", _sandbox_path(self.id, "files"), query={"path": path}, body=body,
-                               headers={"Content-Type": "application/x-tar"}).close()
+        self.client._run(_ops.write_archive(self.id, path, archive))
 
     def read_archive(self, path: str) -> bytes:
         """A tar archive of ``path`` (a directory, or any file): entries are named from its base name."""
-        return self.client._t.request("GET", _sandbox_path(self.id, "files"), query={"path": path},
-                                      headers={"Accept": "application/x-tar"}).read_all()
+        return self.client._run(_ops.read_archive(self.id, path))
 
     def upload_dir(self, local_dir: str | os.PathLike[str], path: str) -> None:
         """Copies what the local directory holds into the sandbox's directory ``path`` (as ``cp -r DIR/. PATH``)."""
-        buf = io.BytesIO()
-        with tarfile.open(fileobj=buf, mode="w") as tar:
-            for name in sorted(os.listdir(local_dir)):
-                tar.add(os.path.join(local_dir, name), arcname=name)
-        buf.seek(0)
-        self.write_archive(path, buf)
+        self.client._run(_ops.upload_dir(self.id, local_dir, path))
 
     # Events.
 
