@@ -14,8 +14,13 @@ it — all through the daemon's HTTP API (docs/api.md), standard library only::
         sb.write_file("/tmp/job.sh", "echo 6 x 7 = $((6 * 7))\\n", mode=0o755)
         print(sb.run(["/tmp/job.sh"]).stdout_text)
 
+The same for asyncio: :class:`airlock.aio.AsyncClient` (also ``airlock.AsyncClient``),
+its methods awaited, its streams async iterators.
+
 The guide: docs/sdk.md in the airlock repository.
 """
+
+from typing import TYPE_CHECKING, Any
 
 from ._transport import Endpoint, default_socket, parse_host
 from .client import Client, Command, EventStream, ExecStream, Manifest, Sandbox
@@ -24,13 +29,32 @@ from .errors import *  # noqa: F403 (the error classes, errors.__all__)
 from .models import (DaemonCount, Event, ExecFrame, ExecInfo, ExecResult, Health, Pool, PooledSandbox, PoolList, Port,
                      SandboxInfo)
 
+if TYPE_CHECKING:
+    from .aio import AsyncClient, AsyncEventStream, AsyncExecStream, AsyncSandbox
+
 __version__ = "0.1.0"
+
+#: Names of airlock.aio, imported (with asyncio) on first use.
+_AIO = ("AsyncClient", "AsyncSandbox", "AsyncEventStream", "AsyncExecStream")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _AIO:
+        from . import aio
+
+        return getattr(aio, name)
+    raise AttributeError(f"module 'airlock' has no attribute {name!r}")
+
 
 __all__ = [
     "Client",
     "Sandbox",
     "EventStream",
     "ExecStream",
+    "AsyncClient",
+    "AsyncSandbox",
+    "AsyncEventStream",
+    "AsyncExecStream",
     "Command",
     "Manifest",
     "Endpoint",

@@ -125,13 +125,13 @@ class ExecStream:
                 self.close()
                 raise
             if not line:
+                self.close()
+                self._cursor.ended()
                 break
             if frame is not None:
                 if frame.exit_code is not None:
                     self.close()
                 return frame
-        self.close()
-        self._cursor.ended()
         raise StopIteration
 
     def result(self) -> ExecResult:
