@@ -6,7 +6,7 @@
 # qemu-user-static (a test runs the linux/arm64 supervisor under qemu-aarch64-static) and
 # openssh-server and openssh-client (a test runs sshd in the stand-in's namespaces and reaches it
 # with ssh), starts dockerd in the background with its log in $AIRLOCK_DOCKERD_LOG (default
-# /var/log/airlock-dockerd.log) and waits for it.
+# /var/log/airlock-dockerd.log) and waits for it. It installs mypy too: it checks the Python SDK's type hints.
 set -euo pipefail
 
 log=${AIRLOCK_DOCKERD_LOG:-/var/log/airlock-dockerd.log}
@@ -21,6 +21,7 @@ command -v socat >/dev/null 2>&1 || need_pkgs+=(socat)
 command -v curl >/dev/null 2>&1 || need_pkgs+=(curl)
 command -v jq >/dev/null 2>&1 || need_pkgs+=(jq)
 command -v python3 >/dev/null 2>&1 || need_pkgs+=(python3)  # the Python SDK's tests (sdk/python)
+command -v mypy >/dev/null 2>&1 || need_pkgs+=(mypy)  # the Python SDK's type check (sdk/python)
 command -v qemu-aarch64-static >/dev/null 2>&1 || need_pkgs+=(qemu-user-static)
 [ -x /usr/sbin/sshd ] || need_pkgs+=(openssh-server)  # e2e.TestRemoteDaemonOverSSHD
 command -v ssh >/dev/null 2>&1 && command -v ssh-keygen >/dev/null 2>&1 || need_pkgs+=(openssh-client)

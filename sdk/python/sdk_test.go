@@ -113,3 +113,22 @@ func TestPythonSDK(t *testing.T) {
 		t.Fatalf("python3 -m unittest did not say OK (output above)")
 	}
 }
+
+// TestPythonSDKTypes checks the package's type hints with `mypy --strict`
+// (Debian's mypy, which ./scripts/engine.sh installs); skipped without it.
+func TestPythonSDKTypes(t *testing.T) {
+	mypy, err := exec.LookPath("mypy")
+	if err != nil {
+		t.Skipf("no mypy (./scripts/engine.sh installs it): %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, mypy, "--strict", "--no-incremental", "--cache-dir", t.TempDir(), "airlock")
+	cmd.Dir = "." // sdk/python
+	cmd.Env = append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("mypy --strict airlock: %v\n%s", err, out)
+	}
+	t.Logf("mypy --strict airlock: %s", bytes.TrimSpace(out))
+}

@@ -8,8 +8,10 @@ both and runs this module. Without them those tests are skipped.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import contextlib
+import inspect
 import io
 import json
 import os
@@ -22,10 +24,13 @@ import threading
 import unittest
 import uuid
 from pathlib import Path
+from typing import Any
 
+import _bridge
 from _daemon import HERE, Daemon
 
 import airlock
+import airlock.aio
 from airlock.errors import error_from_response
 
 REPO = HERE.parent.parent.parent
@@ -41,12 +46,39 @@ def setUpModule() -> None:
 
 
 def tearDownModule() -> None:
+    _bridge.close()
     if _daemon is not None:
         _daemon.stop()
 
 
 def _uid(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:12]}"
+
+
+class Flavor:
+    """Which client a test drives: the sync one, or airlock.aio's (seen through tests/_bridge.py).
+
+    A class decorated with :func:`both_clients` runs as written with
+    ``airlock.Client`` and, as its ``…Async`` twin, with
+    ``airlock.aio.AsyncClient``.
+    """
+
+    flavor = "sync"
+
+    @classmethod
+    def Client(cls, *args: Any, **kwargs: Any) -> Any:
+        """A client of these arguments, of the test's flavor."""
+        if cls.flavor == "sync":
+            return airlock.Client(*args, **kwargs)
+        return _bridge.client(*args, **kwargs)
+
+
+def both_clients(cls: type[Flavor]) -> type[Flavor]:
+    """Adds a twin of the test class that runs its scenarios through the asyncio client."""
+    twin = type(cls.__name__ + "Async", (cls,), {"flavor": "async", "__doc__": f"{cls.__doc__} (airlock.aio)",
+                                                  "__module__": cls.__module__})
+    globals()[twin.__name__] = twin
+    return cls
 
 
 class UnitTest(unittest.TestCase):
@@ -63,10 +95,6 @@ class UnitTest(unittest.TestCase):
             with self.assertRaises(ValueError, msg=bad):
                 airlock.parse_host(bad)
 
-    def test_ssh_command_line(self) -> None:
-        c = airlock.Client("ssh://bob@box:2222", ssh_options=["-o", "BatchMode=yes"])
-        self.assertEqual(c._t.ssh_argv(), ["ssh", "-T", "-o", "BatchMode=yes", "-l", "bob", "-p", "2222", "--", "box",
-                                          "airlock", "daemon", "dial-stdio"])
 
     def test_default_socket(self) -> None:
         self.assertEqual(airlock.default_socket({"XDG_RUNTIME_DIR": "/run/user/7"}, "linux"), "/run/user/7/airlock/airlockd.sock")
@@ -110,9 +138,20 @@ class UnitTest(unittest.TestCase):
         self.assertEqual(p.sandboxes, [airlock.PooledSandbox("a", "c", True, "2026-01-01T00:00:00Z")])
         self.assertEqual(airlock.PoolList.from_json({}).pools, [])
 
+
+
+@both_clients
+class ClientUnitTest(Flavor, unittest.TestCase):
+    """What a client does without a daemon."""
+
+    def test_ssh_command_line(self) -> None:
+        c = self.Client("ssh://bob@box:2222", ssh_options=["-o", "BatchMode=yes"])
+        self.assertEqual(c._t.ssh_argv(), ["ssh", "-T", "-o", "BatchMode=yes", "-l", "bob", "-p", "2222", "--", "box",
+                                          "airlock", "daemon", "dial-stdio"])
+
     def test_unreachable(self) -> None:
         with tempfile.TemporaryDirectory() as d:
-            c = airlock.Client(os.path.join(d, "none.sock"))
+            c = self.Client(os.path.join(d, "none.sock"))
             with self.assertRaises(airlock.DaemonUnreachableError) as cm:
                 c.health()
             self.assertEqual(cm.exception.reason, "unreachable")
@@ -122,7 +161,8 @@ class UnitTest(unittest.TestCase):
 TESTDATA = HERE.parent.parent / "testdata"
 
 
-class HostsTableTest(unittest.TestCase):
+@both_clients
+class HostsTableTest(Flavor, unittest.TestCase):
     """AIRLOCK_HOST resolves as sdk/testdata/hosts.json says: the table the CLI's test (cli.TestHostsTable) reads too.
 
     The transport, TLS (a tcp:// host off loopback is TLS, so the token never
@@ -141,11 +181,11 @@ class HostsTableTest(unittest.TestCase):
                 with _patched_env(env):
                     if c.get("error"):
                         with self.assertRaises(ValueError) as cm:
-                            airlock.Client()
+                            self.Client()
                         for w in c.get("error_contains") or []:
                             self.assertIn(w, str(cm.exception))
                         continue
-                    t = airlock.Client()._t
+                    t = self.Client()._t
                 w, ep = c["want"], t.endpoint
                 self.assertEqual(ep.scheme, w["transport"])
                 if ep.scheme == "unix":
@@ -190,7 +230,7 @@ class HostsTableTest(unittest.TestCase):
             th.start()
             with _patched_env({"AIRLOCK_HOST": f"tcp://0.0.0.0:{lsock.getsockname()[1]}", "AIRLOCK_TOKEN": token,
                                "AIRLOCK_TLS_CA": None}):
-                c = airlock.Client(timeout=10)
+                c = self.Client(timeout=10)
             self.assertTrue(c.address.startswith("https://"), c.address)
             with self.assertRaises(airlock.DaemonUnreachableError):
                 c.health()
@@ -243,7 +283,8 @@ class _FakeDaemon:
         self._sock.close()
 
 
-class RuntimeDirTest(unittest.TestCase):
+@both_clients
+class RuntimeDirTest(Flavor, unittest.TestCase):
     """The default socket is used only in a real directory of the user's own with mode 0700, as the CLI does.
 
     Another local user who made /tmp/airlock-<uid> first (or a link there, or
@@ -267,9 +308,9 @@ class RuntimeDirTest(unittest.TestCase):
         self.addCleanup(d.close)
         return d
 
-    def client(self) -> airlock.Client:
+    def client(self) -> Any:
         with _patched_env(self.env):
-            c = airlock.Client(timeout=10)
+            c = self.Client(timeout=10)
         self.assertEqual(c.address, self.sock)
         return c
 
@@ -346,16 +387,16 @@ class RuntimeDirTest(unittest.TestCase):
         self.assertRefused(fake, self.rt, "mode 0750, not 0700")
 
 
-class DaemonTest(unittest.TestCase):
+class DaemonTest(Flavor, unittest.TestCase):
     """The base of the tests against the real daemon."""
 
-    client: airlock.Client
+    client: Any  # airlock.Client, or the asyncio client's view
 
     @classmethod
     def setUpClass(cls) -> None:
         if _daemon is None:
             raise unittest.SkipTest("needs AIRLOCK_BINARY and AIRLOCK_TEST_IMAGE (go test ./sdk/python sets them)")
-        cls.client = _daemon.client
+        cls.client = _daemon.client if cls.flavor == "sync" else cls.Client(_daemon.socket, timeout=60)
 
     def assertGone(self, sandbox_id: str) -> None:
         """The sandbox was deleted: its record stays (state deleted, the ID stays used), the list leaves it out.
@@ -369,6 +410,7 @@ class DaemonTest(unittest.TestCase):
         self.assertEqual((cm.exception.status, cm.exception.reason), (409, "invalid_state"))
 
 
+@both_clients
 class AgentFlowTest(DaemonTest):
     """An agent's session in one sandbox: everything the SDK does."""
 
@@ -510,24 +552,25 @@ GREETING = "${{GREETING}}"
         self.client.sandbox(sid).delete()
 
 
+@both_clients
 class TCPTest(DaemonTest):
     """The daemon's TCP listener, with its token."""
 
     def test_tcp_token(self) -> None:
         assert _daemon is not None
-        h = airlock.Client(_daemon.tcp, token=_daemon.token).health()
+        h = self.Client(_daemon.tcp, token=_daemon.token).health()
         self.assertEqual(h.pid, _daemon.proc.pid)
         with self.assertRaises(airlock.UnauthorizedError) as cm:
-            airlock.Client(_daemon.tcp, token="wrong").health()
+            self.Client(_daemon.tcp, token="wrong").health()
         self.assertEqual((cm.exception.status, cm.exception.reason), (401, "unauthorized"))
         with _patched_env({"AIRLOCK_HOST": _daemon.tcp, "AIRLOCK_TOKEN": _daemon.token}):
-            c = airlock.Client()
+            c = self.Client()
         self.assertEqual(c.address, _daemon.tcp.replace("tcp://", "http://"))
         with self.assertRaises(airlock.SandboxNotFoundError):
             c.get("no-such-sandbox")
 
 
-def _ssh_stand_in_client(stderr: str = "") -> airlock.Client:
+def _ssh_stand_in_client(make: Any, stderr: str = "") -> Any:
     """A client of the tests' daemon over ssh://, with a stand-in for ssh that runs the remote command here.
 
     The stand-in drops ssh's options and host and runs `airlock daemon
@@ -539,10 +582,11 @@ def _ssh_stand_in_client(stderr: str = "") -> airlock.Client:
     redirect = f' 2>>"{stderr}"' if stderr else ""
     fake_ssh = ["sh", "-c", 'while [ "$1" != -- ]; do shift; done; shift 2; exec "$@"' + redirect, "fake-ssh"]
     env = [f"{k}={_daemon.env[k]}" for k in ("HOME", "XDG_RUNTIME_DIR", "XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_STATE_HOME")]
-    return airlock.Client("ssh://someone@remote-box:2222", ssh_command=fake_ssh,
+    return make("ssh://someone@remote-box:2222", ssh_command=fake_ssh,
                           remote_command=["env", *env, _daemon.binary, "daemon", "dial-stdio"])
 
 
+@both_clients
 class StdioTest(DaemonTest):
     """The ssh transport's pipe, with a stand-in for ssh that runs the remote command here.
 
@@ -552,7 +596,7 @@ class StdioTest(DaemonTest):
 
     def test_dial_stdio(self) -> None:
         assert _daemon is not None
-        c = _ssh_stand_in_client()
+        c = _ssh_stand_in_client(self.Client)
         self.assertEqual(c.health().pid, _daemon.proc.pid)
         with self.assertRaises(airlock.SandboxNotFoundError):
             c.sandbox("no-such-sandbox").run("true")
@@ -563,7 +607,7 @@ class StdioTest(DaemonTest):
         stderr = tempfile.NamedTemporaryFile(prefix="airlock-ssh-stderr-", delete=False)
         stderr.close()
         self.addCleanup(os.unlink, stderr.name)
-        c = _ssh_stand_in_client(stderr.name)
+        c = _ssh_stand_in_client(self.Client, stderr.name)
         manifest = f'[sandbox]\nimage = "{IMAGE}"\nnetwork = "none"\n\n[env]\nWHO = "${{WHO}}"\n'
         sid = _uid("sdk-ssh")
         with c.create(manifest, vars={"WHO": "over ssh"}, id=sid, timeout=120) as sb:
@@ -591,6 +635,7 @@ class StdioTest(DaemonTest):
         self.assertEqual(Path(stderr.name).read_text(), "")
 
 
+@both_clients
 class DictManifestTest(DaemonTest):
     """A manifest given as a dict, the context manager deleting after an exception."""
 
@@ -604,6 +649,7 @@ class DictManifestTest(DaemonTest):
         self.assertGone(sid)
 
 
+@both_clients
 class WarmPoolTest(DaemonTest):
     """A warm pool filled from a manifest text: a run of the same text takes its parked sandbox."""
 
@@ -676,8 +722,10 @@ GREETING = "${{GREETING}}"
             self.client.warm_pool(manifest, project_dir=project, vars=vars)
 
 
+@both_clients
 class DocsExampleTest(DaemonTest):
-    """docs/sdk.md's agent example, run as written (the image replaced by the test image)."""
+    """docs/sdk.md's agent example, run as written (the image replaced by the test image); its asyncio twin
+    (the block marked ``<!-- example async -->``) must print the same."""
 
     def test_docs_example(self) -> None:
         text = (REPO / "docs" / "sdk.md").read_text()
@@ -685,6 +733,12 @@ class DocsExampleTest(DaemonTest):
         self.assertIsNotNone(m, "docs/sdk.md has no <!-- example --> python block followed by a text block")
         assert m is not None
         code, want = m.group(1), m.group(2)
+        if self.flavor == "async":
+            a = re.search(r"<!-- example async -->\s*```python\n(.*?)```", text, re.S)
+            self.assertIsNotNone(a, "docs/sdk.md has no <!-- example async --> python block")
+            assert a is not None
+            code = a.group(1)
+            self.assertIn("airlock.aio.AsyncClient()", code)
         self.assertIn('"debian:12-slim"', code)
         code = code.replace('"debian:12-slim"', json.dumps(IMAGE))
         env = {"AIRLOCK_HOST": _daemon.socket if _daemon else ""}
@@ -692,6 +746,123 @@ class DocsExampleTest(DaemonTest):
         with _patched_env(env), contextlib.redirect_stdout(out):
             exec(compile(code, "docs/sdk.md", "exec"), {"__name__": "__docs__"})
         self.assertEqual(out.getvalue(), want)
+
+
+class AsyncNativeTest(unittest.IsolatedAsyncioTestCase):
+    """airlock.aio as a program uses it: ``async with``, ``async for``, several commands and sandboxes at once,
+    a cancelled create, a run over ssh."""
+
+    @classmethod
+    def setUpClass(cls) -> None:
+        if _daemon is None:
+            raise unittest.SkipTest("needs AIRLOCK_BINARY and AIRLOCK_TEST_IMAGE (go test ./sdk/python sets them)")
+
+    def manifest(self, extra: str = "") -> str:
+        return f'[sandbox]\nimage = "{IMAGE}"\nnetwork = "none"\n{extra}'
+
+    async def assertGone(self, client: airlock.aio.AsyncClient, sandbox_id: str) -> None:
+        self.assertEqual((await client.get(sandbox_id)).state, "deleted")
+        self.assertNotIn(sandbox_id, [s.id for s in await client.list()])
+
+    async def test_tasks_at_once(self) -> None:
+        assert _daemon is not None
+        sid = _uid("sdk-aio")
+        async with airlock.aio.AsyncClient(_daemon.socket) as client, \
+                await client.create(self.manifest(), id=sid, timeout=120) as sb:
+            self.assertIsInstance(sb, airlock.aio.AsyncSandbox)
+            self.assertEqual((sb.info.state, await sb.state), ("ready", "ready"))
+
+            # Two commands at once: the first waits for a file the second makes (one after the other, it would not end).
+            waiter = sb.run("i=0; until [ -e /tmp/go ]; do i=$((i+1)); [ $i -gt 60 ] && exit 9; sleep 1; done; echo released")
+            maker = sb.run("sleep 1; touch /tmp/go; echo made")
+            r1, r2 = await asyncio.gather(waiter, maker)
+            self.assertEqual((r1.exit_code, r1.stdout_text, r2.stdout_text), (0, "released\n", "made\n"))
+
+            # A stream opened by await, read with async for, closed.
+            stream = await sb.exec_stream(["sh", "-c", "cat; echo oops >&2; exit 2"], stdin="in\n")
+            frames = [f async for f in stream]
+            await stream.close()
+            self.assertIsNotNone(frames[0].exec)
+            self.assertEqual((stream.exit_code, frames[-1].exit_code), (2, 2))
+            self.assertEqual(b"".join(f.data for f in frames if f.stream == "stdout"), b"in\n")
+            self.assertEqual(b"".join(f.data for f in frames if f.stream == "stderr"), b"oops\n")
+
+            # Events followed while a command runs in another task.
+            exec_id = _uid("sdk-aio-exec")
+            async with sb.events(from_seq=(await sb.refresh()).last_seq, timeout=60) as events:
+                task = asyncio.create_task(sb.run("true", id=exec_id))
+                async for ev in events:
+                    if ev.kind == "exec.finished" and ev.exec_id == exec_id:
+                        break
+                self.assertEqual((await task).exit_code, 0)
+            self.assertGreater(events.last_sequence, 0)
+
+            # Files, and two more sandboxes made at once.
+            await sb.write_file("/tmp/f.txt", "text")
+            self.assertEqual(await sb.read_text("/tmp/f.txt"), "text")
+            ids = [_uid("sdk-aio-many") for _ in range(2)]
+            many = await asyncio.gather(*(client.create(self.manifest(), id=i, timeout=120) for i in ids))
+            for other in many:
+                async with other:
+                    self.assertEqual((await other.run("echo $((6 * 7))")).stdout_text, "42\n")
+            for i in ids:
+                await self.assertGone(client, i)
+        await self.assertGone(client, sid)
+
+    async def test_cancelled_create_deletes(self) -> None:
+        """A task cancelled while create waits deletes the sandbox on its way out (as an error would)."""
+        assert _daemon is not None
+        client = airlock.aio.AsyncClient(_daemon.socket)
+        sid = _uid("sdk-aio-cancel")
+        slow = self.manifest('\n[daemons.setup]\noneshot = true\ncommand = ["sleep", "60"]\n')
+        task = asyncio.create_task(client.create(slow, id=sid, timeout=120))
+        while True:
+            try:
+                info = await client.get(sid)
+                break
+            except airlock.SandboxNotFoundError:
+                await asyncio.sleep(0.05)
+        self.assertNotEqual(info.state, "ready")
+        task.cancel()
+        with self.assertRaises(asyncio.CancelledError):
+            await task
+        self.assertIn((await client.get(sid)).state, ("deleting", "deleted"))
+        await client.sandbox(sid).delete()
+        await self.assertGone(client, sid)
+
+    async def test_run_over_ssh(self) -> None:
+        """Client.run over the ssh transport (an asyncio subprocess): created, attached, stdin sent by a task."""
+        c = _ssh_stand_in_client(airlock.aio.AsyncClient)
+        r = await c.run(self.manifest(), ["sh", "-c", "cat; echo to-stderr >&2; exit 4"], stdin="piped over ssh\n")
+        self.assertEqual((r.exit_code, r.stdout_text, r.stderr_text), (4, "piped over ssh\n", "to-stderr\n"))
+        await c.sandbox(r.sandbox_id).delete()  # removed on exit: wait until it is
+        await self.assertGone(c, r.sandbox_id)
+
+
+class ParityTest(unittest.TestCase):
+    """The asyncio client has the sync one's methods, with the same names and arguments."""
+
+    PAIRS = [(airlock.Client, airlock.aio.AsyncClient), (airlock.Sandbox, airlock.aio.AsyncSandbox),
+             (airlock.ExecStream, airlock.aio.AsyncExecStream), (airlock.EventStream, airlock.aio.AsyncEventStream)]
+
+    def test_same_methods(self) -> None:
+        for sync, aio in self.PAIRS:
+            with self.subTest(sync=sync.__name__):
+                names = {n for n in dir(sync) if not n.startswith("_")}
+                self.assertEqual(names - set(dir(aio)), set(), f"{aio.__name__} lacks these of {sync.__name__}")
+                for n in sorted(names):
+                    a, b = inspect.getattr_static(sync, n), inspect.getattr_static(aio, n)
+                    if isinstance(a, property) or not callable(a):
+                        self.assertEqual(isinstance(b, property), isinstance(a, property), n)
+                        continue
+                    sa, sb = inspect.signature(a), inspect.signature(b)
+                    self.assertEqual([(p.name, p.kind, p.default) for p in sa.parameters.values()],
+                                     [(p.name, p.kind, p.default) for p in sb.parameters.values()],
+                                     f"{sync.__name__}.{n} and {aio.__name__}.{n} take different arguments")
+                    # What does no I/O stays a plain method (a stream is opened when awaited or entered).
+                    self.assertEqual(inspect.iscoroutinefunction(b), n not in ("sandbox", "events", "exec_stream"),
+                                     f"{aio.__name__}.{n}: awaited or not")
+        self.assertIs(airlock.AsyncClient, airlock.aio.AsyncClient)
 
 
 @contextlib.contextmanager
