@@ -19,6 +19,7 @@ import (
 	"github.com/airlock-dev/airlock/paths"
 	"github.com/airlock-dev/airlock/test/clitest"
 	"github.com/airlock-dev/airlock/test/testenv"
+	"github.com/docker/docker/client"
 )
 
 // TestMain builds airlock (or takes $AIRLOCK_BINARY) and checks that the
@@ -64,43 +65,10 @@ func TestPythonSDK(t *testing.T) {
 	runErr := cmd.Run()
 	t.Logf("python3 -m unittest (%v):\n%s", time.Since(start).Round(time.Millisecond), out.String())
 
-	// Whatever happened, nothing the tests' daemon made may stay on the Engine.
-	p, err := paths.FromEnv(func(k string) (string, bool) {
-		switch k {
-		case "HOME":
-			return filepath.Join(state, "home"), true
-		case "XDG_DATA_HOME":
-			return filepath.Join(state, "data"), true
-		case "XDG_CONFIG_HOME":
-			return filepath.Join(state, "config"), true
-		case "XDG_RUNTIME_DIR":
-			return filepath.Join(state, "run"), true
-		}
-		return "", false
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(filepath.Join(p.DaemonDir(), "owner-key")); err == nil {
-		owner, err := control.OwnerKey(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if runErr == nil {
-			// The tests waited for each deletion; the supervisor volume is
-			// shared by the sandboxes of the binary and removed by TestMain.
-			lctx, lcancel := context.WithTimeout(context.Background(), time.Minute)
-			left, err := testenv.Leftovers(lctx, cli, backend.LabelOwner, owner)
-			lcancel()
-			if err != nil {
-				t.Error(err)
-			}
-			left = slices.DeleteFunc(left, func(s string) bool { return strings.HasPrefix(s, "volume airlock-supervisor-") })
-			if len(left) > 0 {
-				t.Errorf("the Python tests left %d Engine object(s) of their daemon:\n  %s", len(left), strings.Join(left, "\n  "))
-			}
-		}
-		testenv.ForceRemove(cli, backend.LabelOwner, owner)
+	// Whatever happened, nothing the tests' daemons made may stay on the Engine
+	// (the TLS daemon of TLSTest has its state under tls/).
+	for _, root := range []string{state, filepath.Join(state, "tls")} {
+		checkLeftovers(t, cli, root, runErr == nil)
 	}
 
 	if ctx.Err() != nil {
@@ -131,4 +99,49 @@ func TestPythonSDKTypes(t *testing.T) {
 		t.Fatalf("mypy --strict airlock: %v\n%s", err, out)
 	}
 	t.Logf("mypy --strict airlock: %s", bytes.TrimSpace(out))
+}
+
+// checkLeftovers fails the test when a sandbox of the daemon whose HOME and
+// XDG directories are under root left anything on the Engine (checked when
+// the suite passed: a failure may leave its sandbox), and removes it.
+func checkLeftovers(t *testing.T, cli client.APIClient, root string, check bool) {
+	t.Helper()
+	p, err := paths.FromEnv(func(k string) (string, bool) {
+		switch k {
+		case "HOME":
+			return filepath.Join(root, "home"), true
+		case "XDG_DATA_HOME":
+			return filepath.Join(root, "data"), true
+		case "XDG_CONFIG_HOME":
+			return filepath.Join(root, "config"), true
+		case "XDG_RUNTIME_DIR":
+			return filepath.Join(root, "run"), true
+		}
+		return "", false
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(p.DaemonDir(), "owner-key")); err != nil {
+		return
+	}
+	owner, err := control.OwnerKey(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if check {
+		// The tests waited for each deletion; the supervisor volume is
+		// shared by the sandboxes of the binary and removed by TestMain.
+		lctx, lcancel := context.WithTimeout(context.Background(), time.Minute)
+		left, err := testenv.Leftovers(lctx, cli, backend.LabelOwner, owner)
+		lcancel()
+		if err != nil {
+			t.Error(err)
+		}
+		left = slices.DeleteFunc(left, func(s string) bool { return strings.HasPrefix(s, "volume airlock-supervisor-") })
+		if len(left) > 0 {
+			t.Errorf("the Python tests left %d Engine object(s) of their daemon (%s):\n  %s", len(left), root, strings.Join(left, "\n  "))
+		}
+	}
+	testenv.ForceRemove(cli, backend.LabelOwner, owner)
 }

@@ -26,16 +26,23 @@ import airlock  # noqa: E402
 
 
 class Daemon:
-    """One `airlock daemon run` process and a client of its socket."""
+    """One `airlock daemon run` process and a client of its socket.
 
-    def __init__(self) -> None:
+    With ``tls`` its TCP listener serves TLS, with a certificate for
+    127.0.0.1 from a CA of its own (``ca``, made with openssl); its state is
+    under ``tls/`` of the state directory.
+    """
+
+    def __init__(self, tls: bool = False) -> None:
         binary = os.environ.get("AIRLOCK_BINARY")
         if not binary:
             raise RuntimeError("AIRLOCK_BINARY must name an airlock binary (go test ./sdk/python builds one)")
         self.binary = binary
         root = os.environ.get("AIRLOCK_TEST_STATE_DIR")
         self._own_root = not root
-        self.root = Path(root or tempfile.mkdtemp(prefix="airlock-sdk-"))
+        self.root = self._top = Path(root or tempfile.mkdtemp(prefix="airlock-sdk-"))
+        if tls:
+            self.root = self.root / "tls"
         self.env = dict(os.environ)
         for k in ("AIRLOCK_HOST", "AIRLOCK_TOKEN", "TMPDIR"):
             self.env.pop(k, None)
@@ -52,8 +59,13 @@ class Daemon:
             port = s.getsockname()[1]
         self.tcp = f"tcp://127.0.0.1:{port}"
         self.token = secrets.token_hex(16)
+        args = [binary, "daemon", "run", "--host", "127.0.0.1", "--port", str(port)]
+        self.ca = ""
+        if tls:
+            self.ca, cert, key = _certificate(self.root / "tls-files")
+            args += ["--tls-cert", cert, "--tls-key", key]
         self.log = open(self.root / "daemon.out", "wb")
-        self.proc = subprocess.Popen([binary, "daemon", "run", "--host", "127.0.0.1", "--port", str(port)],
+        self.proc = subprocess.Popen(args,
                                      env=dict(self.env, AIRLOCK_TOKEN=self.token), stdin=subprocess.DEVNULL,
                                      stdout=self.log, stderr=subprocess.STDOUT)
         self.client = airlock.Client(self.socket, timeout=60)
@@ -88,4 +100,20 @@ class Daemon:
                 self.proc.wait()
         self.log.close()
         if self._own_root:
-            shutil.rmtree(self.root, ignore_errors=True)
+            shutil.rmtree(self._top, ignore_errors=True)
+
+
+def _certificate(d: Path) -> tuple[str, str, str]:
+    """A CA and a certificate it signed for IP 127.0.0.1 (docs/daemon.md's openssl commands): ca, cert, key."""
+    d.mkdir(parents=True, exist_ok=True, mode=0o700)
+
+    def openssl(*args: str) -> None:
+        subprocess.run(["openssl", *args], cwd=d, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes"]
+    openssl("req", "-x509", *ec, "-days", "2", "-subj", "/CN=airlock test CA", "-keyout", "ca.key", "-out", "ca.pem")
+    openssl("req", *ec, "-subj", "/CN=127.0.0.1", "-keyout", "daemon.key", "-out", "daemon.csr")
+    (d / "daemon.ext").write_text("subjectAltName = IP:127.0.0.1\nextendedKeyUsage = serverAuth\n")
+    openssl("x509", "-req", "-in", "daemon.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial", "-days", "2",
+            "-extfile", "daemon.ext", "-out", "daemon.pem")
+    return str(d / "ca.pem"), str(d / "daemon.pem"), str(d / "daemon.key")

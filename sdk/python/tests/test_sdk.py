@@ -37,6 +37,7 @@ REPO = HERE.parent.parent.parent
 IMAGE = os.environ.get("AIRLOCK_TEST_IMAGE", "")
 
 _daemon: Daemon | None = None
+_tls_daemon: Daemon | None = None  # started by the first TLSTest
 
 
 def setUpModule() -> None:
@@ -47,8 +48,9 @@ def setUpModule() -> None:
 
 def tearDownModule() -> None:
     _bridge.close()
-    if _daemon is not None:
-        _daemon.stop()
+    for d in (_daemon, _tls_daemon):
+        if d is not None:
+            d.stop()
 
 
 def _uid(prefix: str) -> str:
@@ -568,6 +570,58 @@ class TCPTest(DaemonTest):
         self.assertEqual(c.address, _daemon.tcp.replace("tcp://", "http://"))
         with self.assertRaises(airlock.SandboxNotFoundError):
             c.get("no-such-sandbox")
+
+
+@both_clients
+class TLSTest(DaemonTest):
+    """A daemon whose TCP listener serves TLS (a CA of the test's own): the token only inside TLS, streams too."""
+
+    def test_tls(self) -> None:
+        global _tls_daemon
+        if shutil.which("openssl") is None:
+            self.skipTest("no openssl to make the daemon's certificate")
+        if _tls_daemon is None:
+            _tls_daemon = Daemon(tls=True)
+        d = _tls_daemon
+        https = d.tcp.replace("tcp://", "https://")
+        c = self.Client(https, token=d.token, tls_ca=d.ca, timeout=60)
+        self.assertEqual(c.address, https)
+        self.assertEqual(c.health().pid, d.proc.pid)
+        # tcp:// with a CA is TLS too; the system's CAs do not know this one; a wrong token is refused.
+        self.assertEqual(self.Client(d.tcp, token=d.token, tls_ca=d.ca).health().pid, d.proc.pid)
+        with self.assertRaises(airlock.DaemonUnreachableError) as cm:
+            self.Client(https, token=d.token, timeout=10).health()
+        self.assertIn("CERTIFICATE_VERIFY_FAILED", cm.exception.message)
+        with self.assertRaises(airlock.UnauthorizedError):
+            self.Client(https, token="wrong", tls_ca=d.ca).health()
+        with self.assertRaises(airlock.SandboxNotFoundError):
+            c.get("no-such-sandbox")
+
+        sid = _uid("sdk-tls")
+        with c.create(f'[sandbox]\nimage = "{IMAGE}"\nnetwork = "none"\n', id=sid, timeout=120) as sb:
+            with sb.exec_stream(["sh", "-c", "cat; echo e >&2; exit 6"], stdin=b"over tls\n") as stream:
+                frames = list(stream)
+            self.assertEqual(stream.exit_code, 6)
+            self.assertEqual(b"".join(f.data for f in frames if f.stream == "stdout"), b"over tls\n")
+            r = sb.run("head -c 300000 /dev/zero | tr '\\0' x")
+            self.assertEqual((r.exit_code, len(r.stdout)), (0, 300000))
+            with sb.events(from_seq=sb.refresh().last_seq, timeout=60) as events:
+                sb.run("true")
+                self.assertIn("exec.finished", [ev.kind for ev in _until(events, "exec.finished")])
+        self.assertEqual(c.get(sid).state, "deleted")
+        r2 = c.run(f'[sandbox]\nimage = "{IMAGE}"\nnetwork = "none"\n', ["cat"], stdin="attached over tls\n")
+        self.assertEqual((r2.exit_code, r2.stdout_text), (0, "attached over tls\n"))
+        c.sandbox(r2.sandbox_id).delete()
+
+
+def _until(events: Any, kind: str) -> list[Any]:
+    """The events read until one of ``kind``."""
+    seen = []
+    for ev in events:
+        seen.append(ev)
+        if ev.kind == kind:
+            break
+    return seen
 
 
 def _ssh_stand_in_client(make: Any, stderr: str = "") -> Any:
