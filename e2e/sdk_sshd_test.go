@@ -36,11 +36,37 @@ with c.create(manifest, vars={"WHO": "over sshd"}, timeout=120) as sb:
 print("after", c.get(sid).state)
 `
 
+// sdkOverSSHAsyncScript does the same with the asyncio client (ssh as an
+// asyncio subprocess), and prints the same.
+const sdkOverSSHAsyncScript = `
+import asyncio, os, airlock.aio
+async def main():
+    c = airlock.aio.AsyncClient()
+    print("address", c.address)
+    manifest = '[sandbox]\nimage = "%s"\nnetwork = "none"\n\n[env]\nWHO = "${WHO}"\n' % os.environ["SDK_TEST_IMAGE"]
+    async with await c.create(manifest, vars={"WHO": "over sshd"}, timeout=120) as sb:
+        print("state", sb.info.state)
+        async with sb.exec_stream(["sh", "-c", "cat; echo $WHO; echo e >&2; exit 5"], stdin=b"in\n") as s:
+            frames = [f async for f in s]
+        print("exec", s.exit_code, b"".join(f.data for f in frames if f.stream == "stdout"),
+              b"".join(f.data for f in frames if f.stream == "stderr"))
+        async with sb.events(from_seq=(await sb.refresh()).last_seq) as events:
+            await sb.run("true")
+            async for ev in events:
+                if ev.kind == "exec.finished":
+                    print("event", ev.kind)
+                    break
+        sid = sb.id
+    print("after", (await c.get(sid)).state)
+asyncio.run(main())
+`
+
 // TestPythonSDKOverSSHD: the Python SDK's streamed answers (create, a
 // streamed exec, events) through the real ssh client and Debian's sshd, to
 // the daemon of a remote user of the stand-in remote Engine (started on
-// demand by `airlock daemon dial-stdio`). Nothing on stderr: no traceback, no
-// "broken pipe" for the streams the SDK closed.
+// demand by `airlock daemon dial-stdio`), with the sync client and the
+// asyncio one. Nothing on stderr: no traceback, no "broken pipe" for the
+// streams the SDK closed.
 func TestPythonSDKOverSSHD(t *testing.T) {
 	limit(t)
 	python, err := exec.LookPath("python3")
@@ -54,24 +80,26 @@ func TestPythonSDKOverSSHD(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), cmdTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, python, "-c", sdkOverSSHScript)
-	cmd.Dir = t.TempDir()
-	cmd.Env = []string{
-		"PATH=" + sshd.BinDir + ":" + os.Getenv("PATH"),
-		"HOME=" + cmd.Dir,
-		"PYTHONPATH=" + sdk,
-		"PYTHONDONTWRITEBYTECODE=1",
-		"AIRLOCK_HOST=ssh://root@" + sshd.Alias,
-		"SDK_TEST_IMAGE=" + image,
-	}
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err = cmd.Run()
 	want := "address ssh://root@" + sshd.Alias + "\nstate ready\nexec 5 b'in\\nover sshd\\n' b'e\\n'\nevent exec.finished\nafter deleted\n"
-	if err != nil || stdout.String() != want || stderr.Len() != 0 {
-		t.Errorf("the SDK over sshd: %v\nstdout:\n%s\nwant:\n%s\nstderr:\n%s", err, stdout.String(), want, stderr.String())
+	for _, tc := range []struct{ name, script string }{{"sync", sdkOverSSHScript}, {"asyncio", sdkOverSSHAsyncScript}} {
+		ctx, cancel := context.WithTimeout(context.Background(), cmdTimeout)
+		cmd := exec.CommandContext(ctx, python, "-c", tc.script)
+		cmd.Dir = t.TempDir()
+		cmd.Env = []string{
+			"PATH=" + sshd.BinDir + ":" + os.Getenv("PATH"),
+			"HOME=" + cmd.Dir,
+			"PYTHONPATH=" + sdk,
+			"PYTHONDONTWRITEBYTECODE=1",
+			"AIRLOCK_HOST=ssh://root@" + sshd.Alias,
+			"SDK_TEST_IMAGE=" + image,
+		}
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err = cmd.Run()
+		cancel()
+		if err != nil || stdout.String() != want || stderr.Len() != 0 {
+			t.Errorf("the %s SDK over sshd: %v\nstdout:\n%s\nwant:\n%s\nstderr:\n%s", tc.name, err, stdout.String(), want, stderr.String())
+		}
 	}
 	contains(t, "sshd's log", sshd.Log(), "Accepted publickey for root")
 	if problems := sshd.Stop(); len(problems) > 0 {
