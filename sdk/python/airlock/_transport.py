@@ -1,5 +1,7 @@
-"""How the SDK reaches the daemon: HTTP/1.1 over a Unix socket, TCP (optionally TLS), or ssh.
+"""How the sync client reaches the daemon: HTTP/1.1 over a Unix socket, TCP (optionally TLS), or ssh.
 
+Which daemon and how (:class:`Target`: the address, the token, TLS, ssh's
+command line) is shared with the asyncio client's transport (``_aiotransport``).
 Every request opens a connection of its own and closes it once its answer was
 read: a Unix socket costs nothing to open, and a stream (events, a streamed
 exec) holds its connection for as long as it is read anyway. Over ssh each
@@ -26,13 +28,13 @@ from dataclasses import dataclass, field
 from typing import IO, Any, cast
 
 from ._wire import (BODY_CHUNK, FRAME_EXIT, FRAME_HEADER, FRAME_STDERR, FRAME_STDIN, FRAME_STDOUT, LOCAL_HOST, MAX_FRAME,
-                    STREAM_PROTOCOL, Request, chunk, encode_frames, frame_length, head_fields, no_answer, not_switched,
-                    unreachable, UPGRADE_HEADERS)
+                    STREAM_PROTOCOL, UPGRADE_HEADERS, Request, chunk, encode_frames, frame_length, head_fields,
+                    no_answer, not_switched, unreachable)
 from .errors import DaemonUnreachableError, ProtocolError, UnsafeRuntimeDirError, error_from_response
 
-__all__ = ["Endpoint", "default_socket", "parse_host", "is_loopback", "Target", "Transport", "Response", "Upgraded"]
-
-__all__ += ["STREAM_PROTOCOL", "FRAME_STDIN", "FRAME_STDOUT", "FRAME_STDERR", "FRAME_EXIT", "MAX_FRAME"]
+__all__ = ["Endpoint", "default_socket", "parse_host", "is_loopback", "Target", "Transport", "Response", "Upgraded",
+           # The stream protocol's constants, defined in _wire.
+           "STREAM_PROTOCOL", "FRAME_STDIN", "FRAME_STDOUT", "FRAME_STDERR", "FRAME_EXIT", "MAX_FRAME"]
 
 
 def default_socket(environ: Mapping[str, str] | None = None, platform: str | None = None) -> str:
