@@ -1,16 +1,10 @@
-"""A sandbox's lifetime: its deadline and its own idle timeout (docs/api.md, Lifetimes)."""
+"""A sandbox's lifetime: its deadline and its own idle timeout (docs/api.md, Lifetimes), as the API takes them."""
 
 from __future__ import annotations
 
 import datetime
 import math
-import urllib.parse
-from typing import TYPE_CHECKING, Any
-
-from .models import SandboxInfo
-
-if TYPE_CHECKING:
-    from .client import Client
+from typing import Any
 
 #: What happens to a sandbox at its deadline, or once idle for its idle timeout.
 POLICIES = ("delete", "stop")
@@ -56,41 +50,3 @@ def create_fields(lifetime: Seconds | None, on_timeout: str | None,
     if policy("on_idle", on_idle) is not None:
         body["on_idle"] = on_idle
     return body
-
-
-class LifetimeMixin:
-    """The lifetime methods of :class:`Sandbox`."""
-
-    client: Client
-    id: str
-    _info: SandboxInfo | None
-
-    def _patch(self, body: dict[str, Any]) -> SandboxInfo:
-        path = "/v1/sandboxes/" + urllib.parse.quote(self.id, safe="")
-        self._info = SandboxInfo.from_json(self.client._post_json(path, body, method="PATCH"))
-        return self._info
-
-    def set_timeout(self, timeout: Seconds | None, *, on_timeout: str | None = None) -> SandboxInfo:
-        """``PATCH /v1/sandboxes/{id}``: the sandbox expires ``timeout`` seconds from now (a number or a timedelta).
-
-        At its deadline it is deleted, or stopped with ``on_timeout="stop"``
-        (else the policy it has is kept; a new deadline deletes), after a
-        ``sandbox.expired`` event. ``None`` or 0 clears the deadline. Returns
-        the record, whose ``expires_at`` is the new deadline.
-        """
-        body: dict[str, Any] = {"timeout": seconds("timeout", timeout)}
-        if policy("on_timeout", on_timeout) is not None:
-            body["on_timeout"] = on_timeout
-        return self._patch(body)
-
-    def set_idle_timeout(self, idle_timeout: Seconds | None, *, on_idle: str | None = None) -> SandboxInfo:
-        """``PATCH /v1/sandboxes/{id}``: the sandbox expires once ready and unused for ``idle_timeout`` seconds.
-
-        No attached client, no exec running, no request using it: then it is
-        deleted, or stopped with ``on_idle="stop"``. It replaces the daemon's
-        ``runtime.idle_ttl`` for this sandbox; ``None`` or 0 clears it.
-        """
-        body: dict[str, Any] = {"idle_timeout": seconds("idle_timeout", idle_timeout)}
-        if policy("on_idle", on_idle) is not None:
-            body["on_idle"] = on_idle
-        return self._patch(body)

@@ -9,20 +9,22 @@ the method. :class:`airlock.Client` runs a flow with blocking I/O
 (:func:`adrive`): the two clients hold no logic of their own beyond doing
 these few steps.
 
-Adding a method to both clients is one flow here and one line in each::
+Adding a method to both clients is one flow here and one line in each, as
+:func:`set_timeout` is::
 
-    def set_timeout(sandbox_id: str, seconds: float) -> Flow[SandboxInfo]:
-        return (yield from fetch_json(json_request("PATCH", sandbox_path(sandbox_id), {"timeout": seconds}),
-                                      SandboxInfo.from_json))
+    def set_timeout(sandbox_id: str, timeout: Seconds | None, *, on_timeout: str | None) -> Flow[SandboxInfo]:
+        body: dict[str, Any] = {"timeout": seconds("timeout", timeout)}
+        ...
+        return _sandbox_info((yield from post_json(sandbox_path(sandbox_id), body, method="PATCH")))
 
     # client.py, class Sandbox:
-    def set_timeout(self, seconds: float) -> SandboxInfo:
-        self._info = self.client._run(_ops.set_timeout(self.id, seconds))
+    def set_timeout(self, timeout: Seconds | None, *, on_timeout: str | None = None) -> SandboxInfo:
+        self._info = self.client._run(_ops.set_timeout(self.id, timeout, on_timeout=on_timeout))
         return self._info
 
-    # aio.py, class AsyncSandbox:
-    async def set_timeout(self, seconds: float) -> SandboxInfo:
-        self._info = await self.client._run(_ops.set_timeout(self.id, seconds))
+    # aio.py, class AsyncSandbox: the same, awaited.
+    async def set_timeout(self, timeout: Seconds | None, *, on_timeout: str | None = None) -> SandboxInfo:
+        self._info = await self.client._run(_ops.set_timeout(self.id, timeout, on_timeout=on_timeout))
         return self._info
 
 A method returning a stream (events, a streamed exec) builds its request here
@@ -39,7 +41,7 @@ from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import IO, Any, TypeVar, cast
 
-from ._lifetime import Seconds, create_fields
+from ._lifetime import Seconds, create_fields, policy, seconds
 from ._wire import (
     FRAME_EXIT,
     NDJSON,
@@ -477,6 +479,23 @@ def delete(sandbox_id: str, *, wait: bool, timeout: float | None) -> Flow[Sandbo
         yield from wait_until(sandbox_id, what="deleted", timeout=timeout, gone_ok=True,
                         done=lambda kind, state: kind == "sandbox.deleted" or state == "deleted")
     return info
+
+
+
+def set_timeout(sandbox_id: str, timeout: Seconds | None, *, on_timeout: str | None) -> Flow[SandboxInfo]:
+    """``PATCH /v1/sandboxes/{id}`` of the deadline (``timeout`` seconds from now; 0 clears it)."""
+    body: dict[str, Any] = {"timeout": seconds("timeout", timeout)}
+    if policy("on_timeout", on_timeout) is not None:
+        body["on_timeout"] = on_timeout
+    return _sandbox_info((yield from post_json(sandbox_path(sandbox_id), body, method="PATCH")))
+
+
+def set_idle_timeout(sandbox_id: str, idle_timeout: Seconds | None, *, on_idle: str | None) -> Flow[SandboxInfo]:
+    """``PATCH /v1/sandboxes/{id}`` of the sandbox's own idle timeout (0 clears it)."""
+    body: dict[str, Any] = {"idle_timeout": seconds("idle_timeout", idle_timeout)}
+    if policy("on_idle", on_idle) is not None:
+        body["on_idle"] = on_idle
+    return _sandbox_info((yield from post_json(sandbox_path(sandbox_id), body, method="PATCH")))
 
 
 # Commands.

@@ -34,6 +34,7 @@ from typing import IO, Any, TypeVar
 
 from . import _ops
 from ._aiotransport import AsyncResponse, AsyncTransport, AsyncUpgraded
+from ._lifetime import Seconds
 from ._ops import DEFAULT_READY_TIMEOUT, DEFAULT_STOP_TIMEOUT, Flow
 from ._wire import Command, EventCursor, ExecCursor, Manifest, Output, Request
 from .errors import WaitTimeoutError
@@ -234,13 +235,19 @@ class AsyncClient:
         wait: bool = True,
         timeout: float | None = DEFAULT_READY_TIMEOUT,
         keep_on_failure: bool = False,
+        lifetime: Seconds | None = None,
+        on_timeout: str | None = None,
+        idle_timeout: Seconds | None = None,
+        on_idle: str | None = None,
     ) -> AsyncSandbox:
         """Creates a sandbox from a manifest and, by default, waits until it is ready (:meth:`airlock.Client.create`).
 
         ``async with await client.create(…) as sb:`` deletes it when the block ends.
         """
         info = await self._run(_ops.create(manifest, project_dir=project_dir, vars=vars, id=id, labels=labels,
-                                           start=start, wait=wait, timeout=timeout, keep_on_failure=keep_on_failure))
+                                           start=start, wait=wait, timeout=timeout, keep_on_failure=keep_on_failure,
+                                           lifetime=lifetime, on_timeout=on_timeout, idle_timeout=idle_timeout,
+                                           on_idle=on_idle))
         return AsyncSandbox(self, info)
 
     async def run(
@@ -435,6 +442,16 @@ class AsyncSandbox:
     async def delete(self, *, wait: bool = True, timeout: float | None = DEFAULT_STOP_TIMEOUT) -> None:
         """``DELETE /v1/sandboxes/{id}``; with ``wait`` returns once it is deleted. One already gone is no error."""
         self._info = await self.client._run(_ops.delete(self.id, wait=wait, timeout=timeout)) or self._info
+
+    async def set_timeout(self, timeout: Seconds | None, *, on_timeout: str | None = None) -> SandboxInfo:
+        """``PATCH /v1/sandboxes/{id}``: the sandbox expires ``timeout`` seconds from now (:meth:`airlock.Sandbox.set_timeout`)."""
+        self._info = await self.client._run(_ops.set_timeout(self.id, timeout, on_timeout=on_timeout))
+        return self._info
+
+    async def set_idle_timeout(self, idle_timeout: Seconds | None, *, on_idle: str | None = None) -> SandboxInfo:
+        """``PATCH /v1/sandboxes/{id}``: the sandbox's own idle timeout (:meth:`airlock.Sandbox.set_idle_timeout`)."""
+        self._info = await self.client._run(_ops.set_idle_timeout(self.id, idle_timeout, on_idle=on_idle))
+        return self._info
 
     async def __aenter__(self) -> AsyncSandbox:
         return self

@@ -11,7 +11,7 @@ from types import TracebackType
 from typing import IO, Any, TypeVar
 
 from . import _ops
-from ._lifetime import LifetimeMixin, Seconds
+from ._lifetime import Seconds
 from ._ops import DEFAULT_READY_TIMEOUT, DEFAULT_STOP_TIMEOUT, Flow
 from ._transport import Response, Transport, Upgraded
 from ._wire import Command, EventCursor, ExecCursor, Manifest, Output, Request
@@ -426,7 +426,7 @@ def _close(handle: object) -> None:
         handle.close()
 
 
-class Sandbox(LifetimeMixin):
+class Sandbox:
     """One sandbox: run commands in it, move files, follow its events, stop and delete it.
 
     Made by :meth:`Client.create` (or :meth:`Client.sandbox` for an existing
@@ -496,6 +496,27 @@ class Sandbox(LifetimeMixin):
         sandbox already gone is not an error.
         """
         self._info = self.client._run(_ops.delete(self.id, wait=wait, timeout=timeout)) or self._info
+
+    def set_timeout(self, timeout: Seconds | None, *, on_timeout: str | None = None) -> SandboxInfo:
+        """``PATCH /v1/sandboxes/{id}``: the sandbox expires ``timeout`` seconds from now (a number or a timedelta).
+
+        At its deadline it is deleted, or stopped with ``on_timeout="stop"``
+        (else the policy it has is kept; a new deadline deletes), after a
+        ``sandbox.expired`` event. ``None`` or 0 clears the deadline. Returns
+        the record, whose ``expires_at`` is the new deadline.
+        """
+        self._info = self.client._run(_ops.set_timeout(self.id, timeout, on_timeout=on_timeout))
+        return self._info
+
+    def set_idle_timeout(self, idle_timeout: Seconds | None, *, on_idle: str | None = None) -> SandboxInfo:
+        """``PATCH /v1/sandboxes/{id}``: the sandbox expires once ready and unused for ``idle_timeout`` seconds.
+
+        No attached client, no exec running, no request using it: then it is
+        deleted, or stopped with ``on_idle="stop"``. It replaces the daemon's
+        ``runtime.idle_ttl`` for this sandbox; ``None`` or 0 clears it.
+        """
+        self._info = self.client._run(_ops.set_idle_timeout(self.id, idle_timeout, on_idle=on_idle))
+        return self._info
 
     def __enter__(self) -> Sandbox:
         return self

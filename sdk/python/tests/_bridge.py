@@ -13,12 +13,42 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import sys
 import threading
-from typing import Any
+from typing import Any, TypeVar
 
 import _daemon  # noqa: F401 (puts the package under test on the path)
 
+import airlock
 import airlock.aio
+
+C = TypeVar("C", bound=type)
+
+
+class Flavor:
+    """Which client a test drives: the sync one, or airlock.aio's (seen through a view).
+
+    A class decorated with :func:`both_clients` runs as written with
+    ``airlock.Client`` and, as its ``…Async`` twin, with
+    ``airlock.aio.AsyncClient``.
+    """
+
+    flavor = "sync"
+
+    @classmethod
+    def Client(cls, *args: Any, **kwargs: Any) -> Any:
+        """A client of these arguments, of the test's flavor."""
+        if cls.flavor == "sync":
+            return airlock.Client(*args, **kwargs)
+        return client(*args, **kwargs)
+
+
+def both_clients(cls: C) -> C:
+    """Adds to the test class's module a twin of it that runs its scenarios through the asyncio client."""
+    twin = type(cls.__name__ + "Async", (cls,), {"flavor": "async", "__doc__": f"{cls.__doc__} (airlock.aio)",
+                                                  "__module__": cls.__module__})
+    setattr(sys.modules[cls.__module__], twin.__name__, twin)
+    return cls
 
 
 class Loop:

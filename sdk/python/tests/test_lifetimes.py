@@ -12,7 +12,10 @@ import os
 import time
 import unittest
 import uuid
+from typing import Any
 
+import _bridge
+from _bridge import Flavor, both_clients
 from _daemon import Daemon
 
 import airlock
@@ -30,6 +33,7 @@ def setUpModule() -> None:
 
 
 def tearDownModule() -> None:
+    _bridge.close()
     if _daemon is not None:
         _daemon.stop()
 
@@ -60,21 +64,22 @@ class LifetimeUnitTest(unittest.TestCase):
         self.assertEqual((bare.expires_at, bare.on_timeout, bare.idle_timeout, bare.on_idle), ("", "", None, ""))
 
 
-class LifetimeTest(unittest.TestCase):
+@both_clients
+class LifetimeTest(Flavor, unittest.TestCase):
     """Against the daemon: a deadline set, extended, cleared and reached; an idle timeout reached."""
 
-    client: airlock.Client
+    client: Any  # airlock.Client, or the asyncio client's view
 
     @classmethod
     def setUpClass(cls) -> None:
         if _daemon is None:
             raise unittest.SkipTest("needs AIRLOCK_BINARY and AIRLOCK_TEST_IMAGE (go test ./sdk/python sets them)")
-        cls.client = _daemon.client
+        cls.client = _daemon.client if cls.flavor == "sync" else cls.Client(_daemon.socket, timeout=60)
 
     def manifest(self) -> str:
         return f'[sandbox]\nimage = "{IMAGE}"\nnetwork = "none"\n'
 
-    def kinds_until(self, sb: airlock.Sandbox, last: str, timeout: float = 60) -> list[airlock.Event]:
+    def kinds_until(self, sb: Any, last: str, timeout: float = 60) -> list[airlock.Event]:
         """The sandbox's events up to the first of kind ``last``."""
         out = []
         with sb.events(from_seq=0, timeout=timeout) as stream:

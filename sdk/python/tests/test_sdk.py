@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import _bridge
+from _bridge import Flavor, both_clients
 from _daemon import HERE, Daemon
 
 import airlock
@@ -55,32 +56,6 @@ def tearDownModule() -> None:
 
 def _uid(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:12]}"
-
-
-class Flavor:
-    """Which client a test drives: the sync one, or airlock.aio's (seen through tests/_bridge.py).
-
-    A class decorated with :func:`both_clients` runs as written with
-    ``airlock.Client`` and, as its ``…Async`` twin, with
-    ``airlock.aio.AsyncClient``.
-    """
-
-    flavor = "sync"
-
-    @classmethod
-    def Client(cls, *args: Any, **kwargs: Any) -> Any:
-        """A client of these arguments, of the test's flavor."""
-        if cls.flavor == "sync":
-            return airlock.Client(*args, **kwargs)
-        return _bridge.client(*args, **kwargs)
-
-
-def both_clients(cls: type[Flavor]) -> type[Flavor]:
-    """Adds a twin of the test class that runs its scenarios through the asyncio client."""
-    twin = type(cls.__name__ + "Async", (cls,), {"flavor": "async", "__doc__": f"{cls.__doc__} (airlock.aio)",
-                                                  "__module__": cls.__module__})
-    globals()[twin.__name__] = twin
-    return cls
 
 
 class UnitTest(unittest.TestCase):
