@@ -234,6 +234,12 @@ def health() -> Flow[Health]:
     return (yield from fetch_json(Request("GET", "/v1/health"), Health.from_json))
 
 
+def metrics() -> Flow[str]:
+    """``GET /metrics``: Prometheus' text format."""
+    data = yield from fetch(Request("GET", "/metrics", headers={"Accept": "text/plain"}))
+    return data.decode("utf-8")
+
+
 def prune(*, dry_run: bool, all: bool) -> Flow[dict[str, Any]]:
     """``POST /v1/prune``."""
     body: dict[str, Any] = {}

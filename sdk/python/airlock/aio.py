@@ -221,6 +221,10 @@ class AsyncClient:
         """``GET /v1/health``: the daemon's pid, build, version, log and Engines."""
         return await self._run(_ops.health())
 
+    async def metrics(self) -> str:
+        """``GET /metrics``: the daemon's metrics in Prometheus' text format (:meth:`airlock.Client.metrics`)."""
+        return await self._run(_ops.metrics())
+
     # Sandboxes.
 
     async def create(

@@ -220,7 +220,7 @@ class Client:
         Creates by launch (warm, cold) and backend, sandboxes by state, the
         warm pools, exec starts, the store, the daemon's process.
         """
-        return self._t.request("GET", "/metrics", headers={"Accept": "text/plain"}).read_all().decode("utf-8")
+        return self._run(_ops.metrics())
 
     # Sandboxes.
 

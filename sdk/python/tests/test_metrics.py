@@ -11,6 +11,8 @@ import os
 import re
 import unittest
 
+import _bridge
+from _bridge import Flavor, both_clients
 from _daemon import Daemon
 
 import airlock
@@ -30,6 +32,7 @@ def setUpModule() -> None:
 
 
 def tearDownModule() -> None:
+    _bridge.close()
     if _daemon is not None:
         _daemon.stop()
 
@@ -52,13 +55,14 @@ def parse(text: str) -> tuple[dict[str, str], dict[str, float]]:
     return types, values
 
 
-class MetricsTest(unittest.TestCase):
+@both_clients
+class MetricsTest(Flavor, unittest.TestCase):
     """Client.metrics on the socket and on TCP with the token; a create and an exec move their series."""
 
     def setUp(self) -> None:
         if _daemon is None:
             raise unittest.SkipTest("needs AIRLOCK_BINARY and AIRLOCK_TEST_IMAGE (go test ./sdk/python sets them)")
-        self.client = _daemon.client
+        self.client = _daemon.client if self.flavor == "sync" else self.Client(_daemon.socket, timeout=60)
 
     def test_metrics(self) -> None:
         assert _daemon is not None
@@ -88,8 +92,8 @@ class MetricsTest(unittest.TestCase):
         self.assertGreater(after["airlock_events"], before["airlock_events"])
 
         # On TCP: with the token, the same text format; without, refused.
-        _, tcp = parse(airlock.Client(_daemon.tcp, token=_daemon.token).metrics())
+        _, tcp = parse(self.Client(_daemon.tcp, token=_daemon.token).metrics())
         self.assertEqual(tcp[cold], after[cold])
         with self.assertRaises(airlock.UnauthorizedError) as cm:
-            airlock.Client(_daemon.tcp, token="wrong").metrics()
+            self.Client(_daemon.tcp, token="wrong").metrics()
         self.assertEqual((cm.exception.status, cm.exception.reason), (401, "unauthorized"))
