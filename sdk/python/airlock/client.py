@@ -314,6 +314,7 @@ class Client:
         vars: Mapping[str, str] | None = None,
         id: str | None = None,
         labels: Mapping[str, str] | None = None,
+        env: Mapping[str, str] | Sequence[str] | None = None,
         start: bool = True,
         wait: bool = True,
         timeout: float | None = DEFAULT_READY_TIMEOUT,
@@ -327,7 +328,14 @@ class Client:
         daemon's host; without it the daemon makes an empty one, removed with the
         sandbox. ``vars`` give the values of ``${NAME}`` in the manifest. ``id``
         is the sandbox's ID (else the daemon makes one); ``labels`` are kept on
-        its record (``list(labels=…)`` filters on them).
+        its record (``list(labels=…)`` filters on them). ``env`` adds variables
+        (a dict, or ``"NAME=VALUE"`` strings) over the manifest's ``[env]`` for
+        every command run in it.
+
+        When the manifest has a warm pool (``[sandbox.pool]``, docs/pool.md)
+        the sandbox is one of its parked sandboxes when one is ready: ``id``,
+        ``labels``, ``env`` and ``vars`` are given to it then, without a cold
+        start (its events have ``pool.claimed``).
 
         The sandbox runs no main command: it idles, with the manifest's daemons,
         until stopped. With ``wait`` this returns once it is ready (or raises
@@ -345,6 +353,8 @@ class Client:
             body["id"] = id
         if labels:
             body["labels"] = dict(labels)
+        if (e := _env_list(env)) is not None:
+            body["env"] = e
         info = SandboxInfo.from_json(self._post_json("/v1/sandboxes", body))
         sb = Sandbox(self, info)
         if wait and start:
