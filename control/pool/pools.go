@@ -26,7 +26,7 @@ const (
 	MissStale     = "stale"     // the manifest, image, values or copied files changed: the pool was replaced
 	MissUnhealthy = "unhealthy" // the parked ones were dead or unhealthy
 	MissDisabled  = "disabled"  // run --no-pool, or runtime.pool_max = 0
-	MissOptions   = "options"   // a run a parked sandbox cannot serve: a TTY, --id, --label, a remote client's files
+	MissOptions   = "options"   // a create a parked sandbox cannot serve: a TTY, a remote client's files, ports
 )
 
 // poolRetryMax bounds the backoff of a pool whose fills fail.

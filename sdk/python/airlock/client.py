@@ -315,6 +315,7 @@ class Client:
         id: str | None = None,
         labels: Mapping[str, str] | None = None,
         env: Mapping[str, str] | Sequence[str] | None = None,
+        no_pool: bool = False,
         start: bool = True,
         wait: bool = True,
         timeout: float | None = DEFAULT_READY_TIMEOUT,
@@ -335,7 +336,7 @@ class Client:
         When the manifest has a warm pool (``[sandbox.pool]``, docs/pool.md)
         the sandbox is one of its parked sandboxes when one is ready: ``id``,
         ``labels``, ``env`` and ``vars`` are given to it then, without a cold
-        start (its events have ``pool.claimed``).
+        start (its events have ``pool.claimed``); ``no_pool`` starts it cold.
 
         The sandbox runs no main command: it idles, with the manifest's daemons,
         until stopped. With ``wait`` this returns once it is ready (or raises
@@ -355,6 +356,8 @@ class Client:
             body["labels"] = dict(labels)
         if (e := _env_list(env)) is not None:
             body["env"] = e
+        if no_pool:
+            body["no_pool"] = True
         info = SandboxInfo.from_json(self._post_json("/v1/sandboxes", body))
         sb = Sandbox(self, info)
         if wait and start:
