@@ -199,6 +199,14 @@ func (s *Service) prepareClaimed(id string, m *pool.Member, p *pool.Pool, start 
 		s.events.emit(id, ev, "") // its services' results
 	}
 	s.events.emit(id, store.Event{Kind: "pool.claimed", Extra: map[string]string{"pool": p.Key(), "parked_ms": fmt.Sprint(time.Since(m.Since()).Milliseconds())}}, "")
+	if start && l.claim != nil && l.claim.Idle {
+		// Its readiness comes on the status stream: open it while the
+		// claim is delivered (prefollow.go).
+		early := openEarly(s.ctx, s.rtOf(id), sb.PrimaryID)
+		l.ingestMu.Lock()
+		l.early = early
+		l.ingestMu.Unlock()
+	}
 	if start {
 		s.startLocked(s.lives.beginOp(l), id, l)
 	}
