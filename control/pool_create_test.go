@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -106,6 +107,67 @@ func TestPoolCreateUp(t *testing.T) {
 	waitState(t, c, id, time.Minute, client.StateStopped)
 	if _, err := c.Resume(ctx, id, nil); err == nil || !strings.Contains(err.Error(), "warm pool") {
 		t.Errorf("resume of a claimed sandbox: %v, want a refusal naming the warm pool", err)
+	}
+	if _, err := c.Delete(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, c, id, time.Minute, client.StateDeleted)
+	if _, err := c.DrainPools(ctx, &client.DrainRequest{Project: e.project}); err != nil {
+		t.Fatal(err)
+	}
+	testenv.AssertNoLeftovers(t, e.docker, labelProject, e.project)
+}
+
+// TestPoolCreateIDRestart: a sandbox claimed under the caller's ID keeps the
+// parked sandbox's Engine objects; a daemon started after a kill -9 of the one
+// that claimed it finds it by its record (still ready, an exec runs), a
+// service result or a death is still the record's, and its delete removes
+// the Engine objects of the parked name: nothing is left.
+func TestPoolCreateIDRestart(t *testing.T) {
+	parallel(t)
+	e := newEnv(t)
+	d := e.startDaemon(binA)
+	c := d.client
+	ctx := ctxT(t, 4*time.Minute)
+	text := strings.ReplaceAll(poolUpText, "{{image}}", e.image)
+	src := client.ManifestSource{ManifestTOML: text, ProjectDir: e.project, Vars: map[string]string{"TOKEN": "v1"}}
+	if _, err := c.WarmPool(ctx, &client.WarmRequest{ManifestSource: src, Size: 1}); err != nil {
+		t.Fatal(err)
+	}
+	id := "restart-" + strings.ReplaceAll(t.Name(), "/", "-")
+	if _, err := c.Create(ctx, &client.CreateRequest{ID: id, Kind: "up", Start: true, ManifestSource: src}); err != nil {
+		t.Fatal(err)
+	}
+	waitReady(t, c, id)
+	if !slices.Contains(kinds(allEvents(t, c, id)), "pool.claimed") {
+		t.Fatalf("no pool.claimed:\n%s", dumpEvents(c, id))
+	}
+	// An ID once used, given again, is refused and takes no parked sandbox.
+	before := poolOf(t, c, e.project)
+	if _, err := c.Create(ctx, &client.CreateRequest{ID: id, Kind: "up", Start: true, ManifestSource: src}); apiReason(err) != client.ReasonIDAlreadyUsed {
+		t.Errorf("a create with a used ID: %v, want %s", err, client.ReasonIDAlreadyUsed)
+	}
+	if after := poolOf(t, c, e.project); after.Hits != before.Hits {
+		t.Errorf("a refused create took a parked sandbox (hits %d, then %d)", before.Hits, after.Hits)
+	}
+
+	d.stop(t, syscall.SIGKILL)
+	c = e.startDaemon(binA).client
+	got, err := c.Get(ctx, id)
+	if err != nil || got.State != client.StateReady {
+		t.Fatalf("after a restart: %+v, %v; want ready\n%s", got, err, dumpEvents(c, id))
+	}
+	var out, stderr bytes.Buffer
+	if _, code, err := c.ExecStream(ctx, id, &client.ExecRequest{Cmd: []string{"sh", "-c", "echo $TOKEN"}}, &out, &stderr); err != nil || code != 0 || strings.TrimSpace(out.String()) != "v1" {
+		t.Errorf("exec after a restart: code %d, %v, %q %q", code, err, out.String(), stderr.String())
+	}
+	// Its primary killed on the Engine: the death is the record's.
+	if err := e.docker.ContainerKill(ctx, got.Container, "KILL"); err != nil {
+		t.Fatal(err)
+	}
+	end, _ := waitState(t, c, id, time.Minute, client.StateFailed, client.StateStopped)
+	if end.State != client.StateFailed && end.State != client.StateStopped {
+		t.Errorf("after its primary was killed: %s", end.State)
 	}
 	if _, err := c.Delete(ctx, id); err != nil {
 		t.Fatal(err)
