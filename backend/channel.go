@@ -201,7 +201,7 @@ func ClaimDelivery(c Claim) (map[string]string, error) {
 	}
 	req := &Request{Command: c.Command, Env: c.Env, EnvSecrets: c.EnvSecrets, Workdir: c.Workdir}
 	sc := supervisor.Claim{
-		Argv: c.Command, Cwd: Workdir(req, r), Quiet: c.Quiet, EndMarker: c.EndMarker, Stdin: c.Stdin,
+		Argv: c.Command, Idle: c.Idle, Cwd: Workdir(req, r), Quiet: c.Quiet, EndMarker: c.EndMarker, Stdin: c.Stdin,
 	}
 	// The run's own entries (-e): the manifest's are in the parked spec.
 	for _, kv := range c.Env {

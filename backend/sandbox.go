@@ -133,8 +133,11 @@ type Claim struct {
 	// Manifest is the run's resolved manifest: the same plan as the pooled
 	// sandbox's (the pool's key says so), with the run's substituted values,
 	// delivered with the claim.
-	Manifest   *manifest.Resolved
-	Command    []string
+	Manifest *manifest.Resolved
+	Command  []string
+	// Idle makes the claimed sandbox an idle one (KindUp): no Command; its
+	// daemons run until it is stopped, Env and EnvSecrets are its execs'.
+	Idle       bool
 	Env        []string          // K=V from -e, over [env]
 	EnvSecrets map[string]string // -e NAME values from the caller's environment
 	Workdir    string            // -w

@@ -141,8 +141,8 @@ func (j *runJob) prepare(args []string) error {
 	if j.req.ID == "" && !mayUsePool(r, o) {
 		// The CLI names the sandbox, so that a create whose answer a daemon
 		// that went away never sent can be found (or asked for again). Not
-		// when a warm pool may serve the run: a parked sandbox has its own ID
-		// (a create that names one is served cold).
+		// when a warm pool may serve the run: the run then keeps the parked
+		// sandbox's ID (one given with --id is the run's: docs/pool.md).
 		j.req.ID = ids.New()
 	}
 	return nil

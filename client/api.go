@@ -197,8 +197,8 @@ type CreateRequest struct {
 	// SSH_AUTH_SOCK): a daemon started by an earlier command plans the tools
 	// with these rather than its own. Only on the daemon's own machine.
 	ToolEnv map[string]string `json:"tool_env,omitempty"`
-	// NoPool makes a run start cold although its manifest has a warm pool
-	// ([sandbox.pool]; airlock run --no-pool).
+	// NoPool makes a create (run or up) start cold although its manifest has
+	// a warm pool ([sandbox.pool]; airlock run --no-pool).
 	NoPool bool `json:"no_pool,omitempty"`
 	// ManifestSource, instead of Manifest, is a manifest the daemon resolves.
 	ManifestSource

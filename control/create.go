@@ -14,6 +14,7 @@ import (
 	"github.com/airlock-dev/airlock/control/pool"
 	"github.com/airlock-dev/airlock/control/store"
 	"github.com/airlock-dev/airlock/engine"
+	"github.com/airlock-dev/airlock/internal/ids"
 	"github.com/airlock-dev/airlock/manifest"
 )
 
@@ -96,16 +97,27 @@ func (s *Service) Create(_ context.Context, req *CreateRequest) (Sandbox, error)
 	if req.FastEnd && req.Kind == backend.KindRun {
 		endMarker = nonce()
 	}
-	// A run of a manifest with a warm pool takes a parked sandbox: its ID.
-	pooled, pl, miss := s.takePooled(req, resolved)
-	id := req.ID
+	// A create of a manifest with a warm pool takes a parked sandbox: its ID
+	// unless the create names one (the record then names the parked
+	// sandbox's Engine objects: alias.go).
+	var pooled *pool.Member
+	var pl *pool.Pool
+	var miss string
+	if s.idFree(req.ID) {
+		pooled, pl, miss = s.takePooled(req, resolved)
+	}
+	id, engineID := req.ID, ""
 	if pooled != nil {
-		id = pooled.Sandbox().ID
+		engineID = pooled.Sandbox().ID
+		if id == "" {
+			id = engineID
+		}
 	}
 	rec, _, err := s.store.CreateSandbox(store.Sandbox{
 		ID: id, Kind: req.Kind, Project: req.Manifest.ProjectDir, Labels: labels, Engine: eng,
 		Plan: req.Manifest.Resolved, Sources: req.Manifest.Sources, CLIPid: req.CLIPid, CLIStart: req.CLIStart,
 		EndMarker: endMarker, Parked: pooled != nil, Lifetime: req.Lifetime.record(time.Now()),
+		EngineID: engineIDOf(id, engineID),
 	}, store.Event{Kind: "sandbox.accepted"})
 	if err != nil {
 		if pooled != nil {
@@ -116,6 +128,9 @@ func (s *Service) Create(_ context.Context, req *CreateRequest) (Sandbox, error)
 		return Sandbox{}, err
 	}
 	s.expiry.set(rec.ID, rec.ExpiresAt)
+	if rec.EngineID != "" {
+		s.aliases.add(rec.EngineID, rec.ID)
+	}
 	l := s.lives.of(rec.ID)
 	l.wire, l.values, l.resolved = *req.Manifest, maps.Clone(req.Secrets), resolved
 	s.lives.setFlags(l, func() { l.removeOnExit = req.RemoveOnExit })
@@ -132,7 +147,7 @@ func (s *Service) Create(_ context.Context, req *CreateRequest) (Sandbox, error)
 		Workdir: req.Workdir, TTY: req.TTY, Stdin: req.Stdin, Labels: labels, Quiet: req.Quiet, CLIPid: req.CLIPid, CLIStart: req.CLIStart,
 		KeepFiles: req.Kind == backend.KindRun && !req.RemoveOnExit, ClientFiles: req.ClientFiles, EndMarker: endMarker, ToolEnv: req.ToolEnv}
 	if pooled != nil {
-		l.claim = &backend.Claim{Manifest: resolved, Command: req.Command, Env: req.Env, EnvSecrets: req.EnvSecrets,
+		l.claim = &backend.Claim{Manifest: resolved, Command: req.Command, Idle: req.Kind == backend.KindUp, Env: req.Env, EnvSecrets: req.EnvSecrets,
 			Workdir: req.Workdir, Stdin: req.Stdin, Quiet: req.Quiet, EndMarker: endMarker}
 		s.goAsync(func() { s.prepareClaimed(rec.ID, pooled, pl, req.Start) })
 		return s.view(rec), nil
@@ -150,8 +165,31 @@ func (s *Service) Create(_ context.Context, req *CreateRequest) (Sandbox, error)
 	return s.view(rec), nil
 }
 
-// prepareClaimed makes a sandbox of a parked one a run took: created already,
-// started, waiting for its claim (delivered by the start).
+// idFree says whether a create may use id: none given, or a valid one no
+// sandbox has (else the store refuses it, and a parked sandbox is not taken
+// for it).
+func (s *Service) idFree(id string) bool {
+	if id == "" {
+		return true
+	}
+	if ids.Validate(id) != nil {
+		return false
+	}
+	_, err := s.store.Get(id)
+	return errors.Is(err, store.ErrNotFound)
+}
+
+// engineIDOf is the record's EngineID of sandbox id made of the Engine
+// objects of engineID: "" when they are named by id.
+func engineIDOf(id, engineID string) string {
+	if engineID == id {
+		return ""
+	}
+	return engineID
+}
+
+// prepareClaimed makes a sandbox of a parked one a create took: created
+// already, started, waiting for its claim (delivered by the start).
 func (s *Service) prepareClaimed(id string, m *pool.Member, p *pool.Pool, start bool) {
 	l := s.lives.of(id)
 	l.mu.Lock()
@@ -161,10 +199,18 @@ func (s *Service) prepareClaimed(id string, m *pool.Member, p *pool.Pool, start 
 	l.handle = sb
 	_, _ = s.store.Update(id, func(r *store.Sandbox) error { r.ContainerID = sb.PrimaryID; return nil })
 	s.events.emit(id, store.Event{Kind: "sandbox.created", Extra: map[string]string{"container": sb.PrimaryID}}, "")
-	for _, ev := range s.pools.TakeEarly(id) {
+	for _, ev := range s.pools.TakeEarly(sb.ID) {
 		s.events.emit(id, ev, "") // its services' results
 	}
 	s.events.emit(id, store.Event{Kind: "pool.claimed", Extra: map[string]string{"pool": p.Key(), "parked_ms": fmt.Sprint(time.Since(m.Since()).Milliseconds())}}, "")
+	if start && l.claim != nil && l.claim.Idle {
+		// Its readiness comes on the status stream: open it while the
+		// claim is delivered (prefollow.go).
+		early := openEarly(s.ctx, s.rtOf(id), sb.PrimaryID)
+		l.ingestMu.Lock()
+		l.early = early
+		l.ingestMu.Unlock()
+	}
 	if start {
 		s.startLocked(s.lives.beginOp(l), id, l)
 	}

@@ -34,7 +34,11 @@ func (s *Service) rtOf(id string) backend.Backend {
 	if err != nil {
 		return s.rt
 	}
-	return s.runtimeFor(s.endpointOf(rec))
+	rt := s.runtimeFor(s.endpointOf(rec))
+	if rec.EngineID != "" && rec.EngineID != id {
+		return aliased{Backend: rt, id: id, engineID: rec.EngineID} // alias.go
+	}
+	return rt
 }
 
 // runtimeFor returns the runtime of an Engine, opening it (and watching its events)

@@ -26,6 +26,8 @@ type follower struct {
 	goAsync func(f func()) // runs f in the background; the daemon's stop waits for it
 	liveOf  func(id string) *live
 	rtOf    func(id string) backend.Backend
+	// recordID is the record's ID of a sandbox the backend names (alias.go).
+	recordID func(id string) (string, bool)
 	// emit appends an event (events.emit); emitIfOpen only while the
 	// sandbox's run is open (phase.go).
 	emit       func(id string, ev store.Event, state string) (store.Event, error)
@@ -50,6 +52,7 @@ func newFollower(s *Service) *follower {
 		goAsync:     s.goAsync,
 		liveOf:      s.lives.of,
 		rtOf:        s.rtOf,
+		recordID:    s.recordID,
 		emit:        s.events.emit,
 		emitIfOpen:  s.events.emitIfOpen,
 		setFlags:    s.lives.setFlags,

@@ -39,7 +39,7 @@ type gates struct {
 // A turn that does not come within queuedAfter is recorded (sandbox.queued,
 // with how many are ahead), so that the client can say so.
 func (s *Service) enter(ctx context.Context, id string) (leave func(), err error) {
-	rt := s.rtOf(id)
+	rt, _ := baseOf(s.rtOf(id), id)
 	s.gates.mu.Lock()
 	if s.gates.m == nil {
 		s.gates.m = map[backend.Backend]*engineGate{}

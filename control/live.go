@@ -64,6 +64,9 @@ type live struct {
 	egressFollowing bool                    // a follower reads the proxy's denials (guarded by Service.mu)
 	bounds          insideBounds            // what its sources inside were allowed to record (bounds.go; guarded by Service.mu)
 	tailGen         int                     // the follower that owns the stream; older ones stop
+	// early is the status stream opened while a claim was delivered, for its
+	// follower to take (prefollow.go; guarded by ingestMu).
+	early *prefollowed
 }
 
 // lives are the sandboxes the daemon holds in memory, how many clients are

@@ -23,19 +23,21 @@ func newPools(s *Service) *pool.Pools {
 		Context: func() context.Context { return s.ctx },
 		Log:     func() *slog.Logger { return s.log },
 		Max:     s.cfg.PoolMax,
-		Claimed: func(id string) bool { _, err := s.store.Get(id); return err == nil },
+		Claimed: func(id string) bool { _, ok := s.recordID(id); return ok },
 	})
 }
 
 // poolable says why a create cannot be served from a pool ("" when it can).
+// A run and an idle sandbox (kind up) both can: the command (or none), the
+// env, the values, the ID and the labels go with the claim or on the record.
 func poolable(req *CreateRequest, r *manifest.Resolved) (configured bool, reason string) {
 	configured = r.Sandbox.Pool != nil && r.Sandbox.Pool.Size > 0
 	switch {
-	case req.Kind != backend.KindRun:
+	case req.Kind != backend.KindRun && req.Kind != backend.KindUp:
 		return configured, pool.MissOptions
 	case req.NoPool:
 		return configured, pool.MissDisabled
-	case req.TTY || req.ID != "" || len(req.Labels) > 0 || req.ClientFiles:
+	case req.TTY || req.ClientFiles:
 		return configured, pool.MissOptions
 	case len(r.Sandbox.Ports) > 0:
 		// Parked sandboxes would hold the host ports a run publishes.

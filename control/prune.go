@@ -188,9 +188,9 @@ func (p *pruner) removeKept(ctx context.Context, req *PruneRequest, res *PruneRe
 	}
 	var deleting []pending
 	for _, rec := range kept {
-		rt := p.rtOf(rec.ID)
+		rt, engineID := baseOf(p.rtOf(rec.ID), rec.ID)
 		obj := PrunedObject{Type: backend.PruneSandbox, Name: rec.ID, Project: rec.Project,
-			Engine: rt.Location().String(), Size: usage[rt].SandboxSize(rec.ID)}
+			Engine: rt.Location().String(), Size: usage[rt].SandboxSize(engineID)}
 		if req.DryRun {
 			leaving[rec.ID] = true
 			res.Removed = append(res.Removed, obj)

@@ -94,6 +94,7 @@ type Service struct {
 	execs         *execs.Execs  // the API execs (exec.go, package execs)
 	gates         gates         // turns to make and start sandboxes, per Engine (gate.go)
 	expiry        *expiry       // the sandboxes' deadlines and own idle timeouts (lifetime.go)
+	aliases       aliases       // Engine IDs of sandboxes claimed under the caller's ID (alias.go)
 }
 
 // NewService returns a service over an open store and a runtime.
@@ -144,16 +145,18 @@ func (s *Service) serviceResult(id, service string, ready bool, detail string) {
 	if !ready {
 		ev = store.Event{Kind: "service.failed", Service: service, Reason: detail}
 	}
-	if _, err := s.store.Get(id); err != nil {
+	rid, ok := s.recordID(id)
+	if !ok {
 		// A warm pool's sandbox being made: recorded if a run claims it.
 		s.pools.Stash(id, ev)
 		return
 	}
-	s.events.emit(id, ev, "")
+	s.events.emit(rid, ev, "")
 }
 
 func (s *Service) start(ctx context.Context) error {
 	s.ctx, s.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	s.aliases.load(s.store)
 	s.recovery.recover()
 	s.expiry.rearm()
 	s.goAsync(s.expiry.run)
@@ -201,7 +204,8 @@ func (s *Service) holdSecrets(l *live, values map[string]string) {
 // sandbox.started or sandbox.deleted event carries them (extra "steps_ms"), so a
 // run's breakdown is in its history (airlock run --log-level debug, make bench).
 func (s *Service) recordStep(id, step string, d time.Duration) {
-	if _, err := s.store.Get(id); err != nil {
+	id, ok := s.recordID(id)
+	if !ok {
 		return // a warm pool's sandbox being made: no run's step
 	}
 	l := s.lives.of(id)

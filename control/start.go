@@ -96,6 +96,11 @@ func (s *Service) Resume(id string, secrets map[string]string) (Sandbox, error) 
 		// daemon restarted must not start it a second time.
 		return s.view(rec), nil
 	}
+	if rec.State != store.StatePending && s.claimedFromPool(id) {
+		// Its supervisor is a parked one: started again, it would wait for a
+		// claim nobody sends.
+		return Sandbox{}, errorf(store.ErrInvalidState, "cannot resume sandbox %s: it was claimed from a warm pool, and such a sandbox runs once (create another)", id)
+	}
 	if rec.State == store.StatePending && rec.ContainerID != "" && !rec.Parked && s.rtOf(id).Running(s.ctx, rec.ContainerID) {
 		// Started already (by a daemon that went away before recording it):
 		// starting it again would break its stream. Recovery follows it when

@@ -93,8 +93,12 @@ func (f *follower) follow(id string, l *live, gen int) {
 		l.ingestMu.Lock()
 		from := l.offset
 		l.ingestMu.Unlock()
-		ctx, cancel := context.WithCancel(f.ctx())
-		rc, err := f.rtOf(id).FollowStatus(ctx, rec.ContainerID, from)
+		rc, cancel, early := takeEarly(l, from)
+		if !early {
+			var ctx context.Context
+			ctx, cancel = context.WithCancel(f.ctx())
+			rc, err = f.rtOf(id).FollowStatus(ctx, rec.ContainerID, from)
+		}
 		if err == nil {
 			err = f.consume(id, l, gen, rc, from)
 			rc.Close()

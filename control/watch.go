@@ -28,8 +28,8 @@ func (f *follower) watchEngine(rt backend.Backend) {
 }
 
 func (f *follower) onPrimaryEvent(ev backend.PrimaryEvent) {
-	id := ev.SandboxID
-	if _, err := f.store.Get(id); err != nil {
+	id, ok := f.recordID(ev.SandboxID)
+	if !ok {
 		return // not one of this daemon's sandboxes
 	}
 	l := f.liveOf(id)

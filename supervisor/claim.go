@@ -30,10 +30,15 @@ const ClaimKey = "airlock.claim"
 // daemon is down for good: "unhealthy: daemon db exited (code 1)".
 const UnhealthyPrefix = "unhealthy: "
 
-// Claim is the run a parked supervisor waits for: its main command.
+// Claim is the run a parked supervisor waits for: its main command, or none
+// (Idle) for a sandbox that runs its daemons until stopped (airlock up, an
+// API create of kind up).
 type Claim struct {
-	// Argv is the main command (required).
+	// Argv is the main command (required unless Idle).
 	Argv []string `json:"argv"`
+	// Idle makes the sandbox an idle one: no main command (Argv empty); the
+	// env and cwd still become the environment of its execs.
+	Idle bool `json:"idle,omitempty"`
 	// Cwd, when set, replaces the spec's main.cwd.
 	Cwd string `json:"cwd,omitempty"`
 	// Env is appended to the spec's main.env (the run's -e); an entry may
@@ -50,10 +55,13 @@ type Claim struct {
 
 // validate checks a claim; the error names the field, never a value.
 func (c *Claim) validate() error {
-	if len(c.Argv) == 0 {
+	switch {
+	case c.Idle && len(c.Argv) > 0:
+		return errors.New("cannot use the claim: argv is set, yet idle is true")
+	case c.Idle:
+	case len(c.Argv) == 0:
 		return errors.New("cannot use the claim: argv is empty")
-	}
-	if c.Argv[0] == "" {
+	case c.Argv[0] == "":
 		return errors.New("cannot use the claim: argv[0] is empty")
 	}
 	if c.Cwd != "" {
@@ -86,7 +94,7 @@ func takeClaim(values *Secrets) (*Claim, error) {
 		if _, field, ok := strings.Cut(err.Error(), "json: unknown field "); ok {
 			return nil, fmt.Errorf("cannot decode the claim: unknown field %s", field)
 		}
-		return nil, errors.New("cannot decode the claim: want a JSON object (argv, cwd, env, quiet, end_marker, stdin)")
+		return nil, errors.New("cannot decode the claim: want a JSON object (argv, idle, cwd, env, quiet, end_marker, stdin)")
 	}
 	if dec.More() {
 		return nil, errors.New("cannot decode the claim: trailing data after the JSON object")
@@ -98,7 +106,7 @@ func takeClaim(values *Secrets) (*Claim, error) {
 	return &c, nil
 }
 
-// apply makes the claim the spec's main command.
+// apply makes the claim the spec's main command (none when idle).
 func (c *Claim) apply(s *Spec) {
 	s.Main.Argv = c.Argv
 	if c.Cwd != "" {

@@ -86,12 +86,14 @@ func (ps *Pools) Take(ctx context.Context, w Want) (m *Member, p *Pool, reason s
 		}
 		p.hits++
 		p.lastClaim = time.Now()
+		p.delayRefillLocked()
 		ps.fillLocked(p)
 		return m, p, ""
 	}
 	p.misses[reason]++
 	p.resolved = r
 	p.lastClaim = time.Now() // the cold start too goes first
+	p.delayRefillLocked()
 	p.cold++
 	ps.fillLocked(p)
 	return nil, p, reason
@@ -112,7 +114,17 @@ func (ps *Pools) ColdStarted(p *Pool) {
 		p.cold--
 	}
 	p.lastClaim = time.Now()
+	p.delayRefillLocked()
 	ps.notifyLocked(p)
+}
+
+// delayRefillLocked makes p's refill wait refillDelay from now, unless a wait
+// is pending already: a claim right after another does not push the refill
+// back (ps.mu held).
+func (p *Pool) delayRefillLocked() {
+	if now := time.Now(); !p.refillAt.After(now) {
+		p.refillAt = now.Add(refillDelay)
+	}
 }
 
 // Discard removes a parked sandbox a run took but could not use.

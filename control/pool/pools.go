@@ -26,16 +26,17 @@ const (
 	MissStale     = "stale"     // the manifest, image, values or copied files changed: the pool was replaced
 	MissUnhealthy = "unhealthy" // the parked ones were dead or unhealthy
 	MissDisabled  = "disabled"  // run --no-pool, or runtime.pool_max = 0
-	MissOptions   = "options"   // a run a parked sandbox cannot serve: a TTY, --id, --label, a remote client's files
+	MissOptions   = "options"   // a create a parked sandbox cannot serve: a TTY, a remote client's files, ports
 )
 
 // poolRetryMax bounds the backoff of a pool whose fills fail.
 const poolRetryMax = time.Minute
 
-// refillDelay is how long after a run took a sandbox, or missed, its pool
-// waits before it makes the next one: the run does not share the Engine and
-// the CPU with the refill while it starts (rate limit).
-const refillDelay = 500 * time.Millisecond
+// refillDelay is how long after a create took a sandbox, or missed, its pool
+// waits before it makes the next ones: the claim (tens of milliseconds) does
+// not share the Engine and the CPU with the refill. Claims that follow do not
+// push it back (refillAt), so that creates back to back are refilled.
+const refillDelay = 150 * time.Millisecond
 
 // coldHoldMax bounds how long a pool's refill waits for the cold start of a
 // run that missed (ColdMiss): the refill begins refillDelay after that run's
@@ -113,6 +114,7 @@ type Pool struct {
 	backoff   time.Duration
 	lastUsed  time.Time
 	lastClaim time.Time // the last run that took one or missed
+	refillAt  time.Time // no refill starts before (refillDelay after the claim that made it short)
 	cold      int       // runs that missed and are being made cold: no refill until they started
 }
 

@@ -36,8 +36,11 @@ func (ps *Pools) roomLocked(p *Pool) bool {
 	return free >= 2
 }
 
-// fill makes p's sandboxes one at a time until it holds its target, backing
-// off after failures.
+// fill starts the making of p's sandboxes until it holds, or makes, its
+// target: several at once (each under runtime.pool_max, roomLocked), so that
+// runs back to back find one parked. It waits for the cold start of a run
+// that missed, for refillDelay after a claim, and backs off after failures;
+// each sandbox made (made) starts it again when the pool is still short.
 func (ps *Pools) fill(p *Pool) {
 	for {
 		ps.mu.Lock()
@@ -59,7 +62,7 @@ func (ps *Pools) fill(p *Pool) {
 			}
 			continue
 		}
-		if wait := max(time.Until(p.retryAt), time.Until(p.lastClaim.Add(refillDelay))); wait > 0 {
+		if wait := max(time.Until(p.retryAt), time.Until(p.refillAt)); wait > 0 {
 			ps.mu.Unlock()
 			if !sleep(ps.ctx(), wait) {
 				ps.mu.Lock()
@@ -72,32 +75,44 @@ func (ps *Pools) fill(p *Pool) {
 		key, r := p.key, p.resolved
 		p.inflight++
 		ps.total++
-		ps.mu.Unlock()
-
-		m, err := ps.make(p, key, r)
-
-		ps.mu.Lock()
-		p.inflight--
-		switch {
-		case err != nil:
-			ps.total--
-			p.failures++
-			p.lastError = err.Error()
-			p.backoff = min(max(2*p.backoff, time.Second), poolRetryMax)
-			p.retryAt = time.Now().Add(p.backoff)
-			ps.log().Warn("cannot fill a warm pool", "project", p.project, "error", err.Error(), "retry_in", p.backoff.String())
-		case key != p.key || ps.closed:
-			// The pool moved on (or closed) while it was made.
-			ps.total--
-			p.stale++
-			ps.removeLocked(p, m)
-		default:
-			p.backoff, p.retryAt = 0, time.Time{}
-			p.members = append(p.members, m)
-		}
-		ps.notifyLocked(p)
+		ps.wg.Add(1)
+		go func() {
+			defer ps.wg.Done()
+			m, err := ps.make(p, key, r)
+			ps.made(p, key, m, err)
+		}()
 		ps.mu.Unlock()
 	}
+}
+
+// made records the end of the making of one sandbox of p (of key): parked
+// (m), failed (err: the pool backs off), or of a key the pool left.
+func (ps *Pools) made(p *Pool, key string, m *Member, err error) {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	p.inflight--
+	switch {
+	case err != nil:
+		ps.total--
+		p.failures++
+		p.lastError = err.Error()
+		if time.Now().After(p.retryAt) {
+			// Sandboxes made together that fail together back off once.
+			p.backoff = min(max(2*p.backoff, time.Second), poolRetryMax)
+			p.retryAt = time.Now().Add(p.backoff)
+		}
+		ps.log().Warn("cannot fill a warm pool", "project", p.project, "error", err.Error(), "retry_in", p.backoff.String())
+	case key != p.key || ps.closed:
+		// The pool moved on (or closed) while it was made.
+		ps.total--
+		p.stale++
+		ps.removeLocked(p, m)
+	default:
+		p.backoff, p.retryAt = 0, time.Time{}
+		p.members = append(p.members, m)
+	}
+	ps.notifyLocked(p)
+	ps.fillLocked(p)
 }
 
 // make creates, starts and parks one sandbox of p.

@@ -90,10 +90,12 @@ func (ps *Pools) Warm(ctx context.Context, rt Backend, r *manifest.Resolved, fil
 		case ready >= size:
 			ps.mu.Unlock()
 			return st, nil
-		case p.failures > 0 && !p.filling:
+		case p.failures > 0 && !p.filling && p.inflight == 0:
 			ps.mu.Unlock()
 			return st, fmt.Errorf("cannot fill the pool: %s", p.lastError)
-		case !p.filling && len(p.members)+p.inflight < size:
+		case !p.filling && p.inflight == 0 && len(p.members) < size:
+			// (What is being made is waited for: the filler ends once
+			// it started the last one it may.)
 			ps.mu.Unlock()
 			return st, fmt.Errorf("cannot fill the pool to %d: runtime.pool_max (%d) is taken by other pools", size, ps.host.Max)
 		}

@@ -98,6 +98,10 @@ type Sandbox struct {
 	// command) is not delivered yet; a daemon that restarts then cannot
 	// deliver it.
 	Parked bool `json:"parked,omitempty"`
+	// EngineID, when set, is the ID the sandbox's Engine objects are named
+	// and labelled by, when it is not ID: a sandbox claimed from a warm pool
+	// under the caller's ID keeps the parked sandbox's objects.
+	EngineID string `json:"engine_id,omitempty"`
 	// LastSeq is the sequence of the sandbox's last event.
 	LastSeq uint64 `json:"last_seq"`
 	// Lifetime is its deadline and idle timeout, if it has them.

@@ -285,8 +285,9 @@ def delete_quietly(sandbox_id: str, what: str) -> Flow[None]:
 
 
 def create(manifest: Manifest, *, project_dir: str | os.PathLike[str] | None, vars: Mapping[str, str] | None,
-           id: str | None, labels: Mapping[str, str] | None, start: bool, wait: bool, timeout: float | None,
-           keep_on_failure: bool, lifetime: Seconds | None, on_timeout: str | None, idle_timeout: Seconds | None,
+           id: str | None, labels: Mapping[str, str] | None, env: Mapping[str, str] | Sequence[str] | None,
+           no_pool: bool, start: bool, wait: bool, timeout: float | None, keep_on_failure: bool,
+           lifetime: Seconds | None, on_timeout: str | None, idle_timeout: Seconds | None,
            on_idle: str | None) -> Flow[SandboxInfo]:
     """``POST /v1/sandboxes`` (kind ``up``), then, with ``wait``, :func:`wait_ready` (deleting it when that fails)."""
     body: dict[str, Any] = {"kind": "up", "start": start, **manifest_body(manifest, project_dir, vars),
@@ -295,6 +296,10 @@ def create(manifest: Manifest, *, project_dir: str | os.PathLike[str] | None, va
         body["id"] = id
     if labels:
         body["labels"] = dict(labels)
+    if (e := env_list(env)) is not None:
+        body["env"] = e
+    if no_pool:
+        body["no_pool"] = True
     info = _sandbox_info((yield from post_json("/v1/sandboxes", body)))
     if not (wait and start):
         return info

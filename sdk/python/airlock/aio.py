@@ -235,6 +235,8 @@ class AsyncClient:
         vars: Mapping[str, str] | None = None,
         id: str | None = None,
         labels: Mapping[str, str] | None = None,
+        env: Mapping[str, str] | Sequence[str] | None = None,
+        no_pool: bool = False,
         start: bool = True,
         wait: bool = True,
         timeout: float | None = DEFAULT_READY_TIMEOUT,
@@ -249,7 +251,7 @@ class AsyncClient:
         ``async with await client.create(…) as sb:`` deletes it when the block ends.
         """
         info = await self._run(_ops.create(manifest, project_dir=project_dir, vars=vars, id=id, labels=labels,
-                                           start=start, wait=wait, timeout=timeout, keep_on_failure=keep_on_failure,
+                                           env=env, no_pool=no_pool, start=start, wait=wait, timeout=timeout, keep_on_failure=keep_on_failure,
                                            lifetime=lifetime, on_timeout=on_timeout, idle_timeout=idle_timeout,
                                            on_idle=on_idle))
         return AsyncSandbox(self, info)

@@ -232,6 +232,8 @@ class Client:
         vars: Mapping[str, str] | None = None,
         id: str | None = None,
         labels: Mapping[str, str] | None = None,
+        env: Mapping[str, str] | Sequence[str] | None = None,
+        no_pool: bool = False,
         start: bool = True,
         wait: bool = True,
         timeout: float | None = DEFAULT_READY_TIMEOUT,
@@ -249,7 +251,14 @@ class Client:
         daemon's host; without it the daemon makes an empty one, removed with the
         sandbox. ``vars`` give the values of ``${NAME}`` in the manifest. ``id``
         is the sandbox's ID (else the daemon makes one); ``labels`` are kept on
-        its record (``list(labels=…)`` filters on them).
+        its record (``list(labels=…)`` filters on them). ``env`` adds variables
+        (a dict, or ``"NAME=VALUE"`` strings) over the manifest's ``[env]`` for
+        every command run in it.
+
+        When the manifest has a warm pool (``[sandbox.pool]``, docs/pool.md)
+        the sandbox is one of its parked sandboxes when one is ready: ``id``,
+        ``labels``, ``env`` and ``vars`` are given to it then, without a cold
+        start (its events have ``pool.claimed``); ``no_pool`` starts it cold.
 
         The sandbox runs no main command: it idles, with the manifest's daemons,
         until stopped. With ``wait`` this returns once it is ready (or raises
@@ -269,9 +278,10 @@ class Client:
         daemon's ``runtime.idle_ttl``. :meth:`Sandbox.set_timeout` and
         :meth:`Sandbox.set_idle_timeout` change them later.
         """
-        info = self._run(_ops.create(manifest, project_dir=project_dir, vars=vars, id=id, labels=labels, start=start,
-                                     wait=wait, timeout=timeout, keep_on_failure=keep_on_failure, lifetime=lifetime,
-                                     on_timeout=on_timeout, idle_timeout=idle_timeout, on_idle=on_idle))
+        info = self._run(_ops.create(manifest, project_dir=project_dir, vars=vars, id=id, labels=labels, env=env,
+                                     no_pool=no_pool, start=start, wait=wait, timeout=timeout,
+                                     keep_on_failure=keep_on_failure, lifetime=lifetime, on_timeout=on_timeout,
+                                     idle_timeout=idle_timeout, on_idle=on_idle))
         return Sandbox(self, info)
 
     def run(

@@ -915,3 +915,42 @@ def _patched_env(env: dict[str, str | None]):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class PoolCreateTest(DaemonTest):
+    """create() takes a parked sandbox of its manifest's warm pool, with its own ID, labels, env and vars."""
+
+    def test_create_from_pool(self) -> None:
+        manifest = f"""
+[sandbox]
+image = "{IMAGE}"
+network = "none"
+
+[sandbox.pool]
+size = 2
+
+[env]
+TOKEN = "${{TOKEN}}"
+"""
+        project = tempfile.mkdtemp(prefix="airlock-sdk-poolcreate-")
+        self.addCleanup(shutil.rmtree, project, True)
+        os.chmod(project, 0o755)
+        self.addCleanup(self.client.drain_pools, project=project)
+        pool = self.client.warm_pool(manifest, project_dir=project, vars={"TOKEN": "warm"})
+        self.assertEqual(pool.ready, 2)
+        parked = {s.id for s in pool.sandboxes}
+
+        sid = _uid("sdk-pool")
+        with self.client.create(manifest, project_dir=project, vars={"TOKEN": "claimed"}, id=sid,
+                                labels={"who": "pool-test"}, env={"EXTRA": "x1"}) as sb:
+            self.assertEqual(sb.id, sid)
+            self.assertNotIn(sid, parked)
+            self.assertEqual(sb.run("echo $TOKEN $EXTRA").stdout_text, "claimed x1\n")
+            self.assertEqual(sb.info.labels.get("who"), "pool-test")
+            self.assertEqual([s.id for s in self.client.list(labels={"who": "pool-test"})], [sid])
+            kinds = [ev.kind for ev in self.client.events(sid)]
+            self.assertIn("pool.claimed", kinds)
+            self.assertNotIn("pool.missed", kinds)
+        self.assertGone(sid)
+        mine = [p for p in self.client.pools().pools if p.project == project]
+        self.assertEqual(mine[0].hits, 1, mine[0])
