@@ -267,10 +267,15 @@ func newSuperviseTarCommand() *cobra.Command {
 // newSuperviseSignalCommand sends a signal to PID 1 of the sandbox, the
 // supervisor, which forwards it to the main command (Kubernetes has no API to
 // signal a container).
+//
+// With --exec ID it signals the process group of that API exec instead (the
+// daemon's exec signals, timeouts and kills): it prints "signalled", or
+// "gone" when no process of the exec is left.
 func newSuperviseSignalCommand() *cobra.Command {
-	return &cobra.Command{
-		Use:    "signal SIGNAL",
-		Short:  "Send SIGNAL (TERM, SIGINT, 15, …) to PID 1 of this PID namespace",
+	var execID string
+	cmd := &cobra.Command{
+		Use:    "signal [--exec ID] SIGNAL",
+		Short:  "Send SIGNAL (TERM, SIGINT, 15, …) to PID 1 of this PID namespace, or to an exec's processes",
 		Hidden: true,
 		Args:   cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -278,12 +283,26 @@ func newSuperviseSignalCommand() *cobra.Command {
 			if err != nil {
 				return exitcode.With(exitcode.Usage, err)
 			}
+			if execID != "" {
+				got, err := supervisor.SignalExec(supervisor.ExecPIDDir, execID, sig)
+				if err != nil {
+					return exitcode.With(exitcode.Airlock, err)
+				}
+				if got {
+					fmt.Fprintln(cmd.OutOrStdout(), "signalled")
+				} else {
+					fmt.Fprintln(cmd.OutOrStdout(), "gone")
+				}
+				return nil
+			}
 			if err := supervisor.SignalInit(sig); err != nil {
 				return exitcode.With(exitcode.Airlock, err)
 			}
 			return nil
 		},
 	}
+	cmd.Flags().StringVar(&execID, "exec", "", "signal the process group of this API exec (its ID)")
+	return cmd
 }
 
 // warnTo prints a warning line of a subcommand on its stderr.
