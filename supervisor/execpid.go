@@ -167,6 +167,28 @@ func processStart(pid int) (uint64, error) {
 	return strconv.ParseUint(fields[19], 10, 64)
 }
 
+// groupLives reports whether a process of process group pgid runs (one that
+// is not a zombie).
+func groupLives(pgid int) bool {
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, p := range stats {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		i := bytes.LastIndexByte(b, ')')
+		if i < 0 {
+			continue
+		}
+		// state (3), ppid (4), pgrp (5)
+		f := strings.Fields(string(b[i+1:]))
+		if len(f) >= 3 && f[0] != "Z" && f[0] != "X" && f[2] == strconv.Itoa(pgid) {
+			return true
+		}
+	}
+	return false
+}
+
 // ErrExecUnknown: no PID file of that exec (it was not started by this
 // supervisor with its ID, or its record was removed).
 var ErrExecUnknown = errors.New("no record of its process in the sandbox")
@@ -189,6 +211,11 @@ func SignalExec(dir, id string, sig syscall.Signal) (bool, error) {
 	s, serr := processStart(pid)
 	if serr == nil && s != start {
 		// Another process has the PID: every process of the group ended.
+		_ = os.Remove(file)
+		return false, nil
+	}
+	if !groupLives(pid) && serr != nil {
+		// Nothing of the exec runs (what is left are zombies not reaped yet).
 		_ = os.Remove(file)
 		return false, nil
 	}
