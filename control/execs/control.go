@@ -99,11 +99,17 @@ func (r *running) wrote() {
 	r.mu.Unlock()
 }
 
-// watch is the channel closed at the next write, and whether the output ended.
+// watch is the channel closed at the next write, and whether the exec's end
+// is recorded (its output then is whole).
 func (r *running) watch() (<-chan struct{}, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.changed, r.isEnded()
+	select {
+	case <-r.done:
+		return r.changed, true
+	default:
+		return r.changed, false
+	}
 }
 
 // signal sends sig to the exec's processes; gone: none is left.
@@ -261,7 +267,7 @@ func (e *Execs) Output(ctx context.Context, id, execID string, stderr bool, from
 		// Not made yet: the exec is starting.
 		select {
 		case <-changed:
-		case <-r.ended:
+		case <-r.done:
 		case <-ctx.Done():
 			return nil
 		case <-time.After(50 * time.Millisecond):
@@ -286,7 +292,7 @@ func (e *Execs) Output(ctx context.Context, id, execID string, stderr bool, from
 		}
 		select {
 		case <-changed:
-		case <-r.ended:
+		case <-r.done:
 		case <-ctx.Done():
 			return nil
 		}
