@@ -18,6 +18,7 @@ The guide: docs/sdk.md in the airlock repository.
 """
 
 from ._transport import Endpoint, default_socket, parse_host
+from ._execs import Exec
 from .client import Client, Command, EventStream, ExecStream, Manifest, Sandbox
 from . import errors as _errors
 from .errors import *  # noqa: F403 (the error classes, errors.__all__)
@@ -31,6 +32,7 @@ __all__ = [
     "Sandbox",
     "EventStream",
     "ExecStream",
+    "Exec",
     "Command",
     "Manifest",
     "Endpoint",

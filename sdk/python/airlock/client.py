@@ -15,7 +15,7 @@ import time
 import urllib.parse
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from types import TracebackType
-from typing import IO, Any
+from typing import IO, Any, Literal, overload
 
 from ._transport import FRAME_EXIT, FRAME_STDERR, FRAME_STDIN, FRAME_STDOUT, Response, Transport, default_socket, parse_host
 from .errors import (
@@ -26,6 +26,7 @@ from .errors import (
     SandboxNotFoundError,
     WaitTimeoutError,
 )
+from ._execs import Exec, OutputCallback, control_fields
 from ._lifetime import LifetimeMixin, Seconds, create_fields
 from .models import Event, ExecFrame, ExecInfo, ExecResult, Health, Pool, PoolList, SandboxInfo
 
@@ -752,15 +753,18 @@ class Sandbox(LifetimeMixin):
 
     def exec_stream(self, cmd: Command, *, stdin: bytes | str | None = None,
                     env: Mapping[str, str] | Sequence[str] | None = None, workdir: str | None = None,
-                    id: str | None = None) -> ExecStream:
+                    id: str | None = None, timeout: float | None = None,
+                    kill_grace: float | None = None) -> ExecStream:
         """Runs a command and returns its frames as they come (``POST …/execs``, NDJSON).
 
         ``cmd`` is a list of arguments, or a string run by ``sh -c``. ``stdin``
         is the command's whole standard input (empty without it); ``env`` adds
         variables (a dict, or ``"NAME=VALUE"`` strings); ``workdir`` is where it
-        runs (else the manifest's); ``id`` names the exec.
+        runs (else the manifest's); ``id`` names the exec. ``timeout`` (seconds)
+        ends the command at expiry (SIGTERM, SIGKILL after ``kill_grace``; exit
+        code 124). Closing the stream before the end kills the command.
         """
-        body: dict[str, Any] = {"cmd": _argv(cmd)}
+        body: dict[str, Any] = {"cmd": _argv(cmd), **control_fields(timeout, kill_grace, False)}
         if id is not None:
             body["id"] = id
         if (e := _env_list(env)) is not None:
@@ -775,17 +779,83 @@ class Sandbox(LifetimeMixin):
             headers={"Content-Type": "application/json", "Accept": "application/x-ndjson"}, stream=True)
         return ExecStream(resp)
 
+    @overload
+    def run(self, cmd: Command, *, stdin: bytes | str | None = ..., env: Mapping[str, str] | Sequence[str] | None = ...,
+            workdir: str | None = ..., check: bool = ..., id: str | None = ..., timeout: float | None = ...,
+            kill_grace: float | None = ..., on_stdout: OutputCallback | None = ..., on_stderr: OutputCallback | None = ...,
+            background: Literal[False] = ...) -> ExecResult: ...
+
+    @overload
+    def run(self, cmd: Command, *, stdin: bytes | str | None = ..., env: Mapping[str, str] | Sequence[str] | None = ...,
+            workdir: str | None = ..., check: bool = ..., id: str | None = ..., timeout: float | None = ...,
+            kill_grace: float | None = ..., on_stdout: OutputCallback | None = ..., on_stderr: OutputCallback | None = ...,
+            background: Literal[True]) -> Exec: ...
+
     def run(self, cmd: Command, *, stdin: bytes | str | None = None,
             env: Mapping[str, str] | Sequence[str] | None = None, workdir: str | None = None,
-            check: bool = False, id: str | None = None) -> ExecResult:
+            check: bool = False, id: str | None = None, timeout: float | None = None,
+            kill_grace: float | None = None, on_stdout: OutputCallback | None = None,
+            on_stderr: OutputCallback | None = None, background: bool = False) -> ExecResult | Exec:
         """Runs a command to its end and returns its exit code, stdout and stderr.
 
         The arguments are those of :meth:`exec_stream`. With ``check`` a
-        non-zero exit code raises :class:`CommandFailedError`.
+        non-zero exit code raises :class:`CommandFailedError`. ``on_stdout``
+        and ``on_stderr`` are handed each chunk of output as it comes (the
+        result has the whole output all the same). ``timeout`` (seconds) ends
+        the command at expiry: SIGTERM to its process group, SIGKILL after
+        ``kill_grace`` (5 s by default), exit code 124.
+
+        With ``background`` it returns at once an :class:`Exec`, the exec's
+        handle (``wait()``, ``kill()``, ``signal()``, ``output()``): the command
+        runs on with no client, its output kept by the daemon; ``stdin`` and
+        ``check`` are refused then.
         """
-        with self.exec_stream(cmd, stdin=stdin, env=env, workdir=workdir, id=id) as s:
-            res = s.result()
+        if background:
+            if stdin is not None or check:
+                raise ValueError("a background exec takes no stdin and no check (check the result of wait())")
+            body: dict[str, Any] = {"cmd": _argv(cmd), **control_fields(timeout, kill_grace, True)}
+            if id is not None:
+                body["id"] = id
+            if (e := _env_list(env)) is not None:
+                body["env"] = e
+            if workdir is not None:
+                body["workdir"] = workdir
+            info = ExecInfo.from_json(self.client._post_json(_sandbox_path(self.id, "execs"), body))
+            return Exec(self, info, on_stdout=on_stdout, on_stderr=on_stderr)
+        with self.exec_stream(cmd, stdin=stdin, env=env, workdir=workdir, id=id, timeout=timeout, kill_grace=kill_grace) as s:
+            if on_stdout is None and on_stderr is None:
+                res = s.result()
+            else:
+                out, err = bytearray(), bytearray()
+                for frame in s:
+                    if frame.stream == "stdout":
+                        out += frame.data
+                        if on_stdout is not None:
+                            on_stdout(frame.data)
+                    elif frame.stream == "stderr":
+                        err += frame.data
+                        if on_stderr is not None:
+                            on_stderr(frame.data)
+                if s.exit_code is None:
+                    raise ProtocolError("the exec's stream ended before its exit code")
+                res = ExecResult(exit_code=s.exit_code, stdout=bytes(out), stderr=bytes(err),
+                                 exec_id=s.exec.id if s.exec else "")
         return res.check() if check else res
+
+    def execs(self, *, running: bool = False, limit: int | None = None) -> list[ExecInfo]:
+        """The sandbox's exec records, oldest first (``GET …/execs``): with ``running`` only those not ended, with ``limit`` the last ones."""
+        q: dict[str, str | int] = {}
+        if running:
+            q["running"] = 1
+        if limit is not None:
+            q["limit"] = limit
+        doc = _decode_json(self.client._t.request("GET", _sandbox_path(self.id, "execs"), query=q))
+        return [ExecInfo.from_json(d) for d in doc or []]
+
+    def exec(self, exec_id: str) -> Exec:
+        """The handle of one of the sandbox's execs, by its ID."""
+        doc = _decode_json(self.client._t.request("GET", _sandbox_path(self.id, "execs", exec_id)))
+        return Exec(self, ExecInfo.from_json(doc))
 
     # Files.
 
