@@ -105,7 +105,9 @@ class ExecControlTest(unittest.TestCase):
         sleeper.kill()
         self.assertEqual(sleeper.wait(timeout=30).exit_code, 137)
         self.assertNotIn(sleeper.id, [e.id for e in self.sb.execs(running=True)])
-        self.assertEqual(self.sb.execs(limit=1)[0].id, sleeper.id)
+        every = self.sb.execs()
+        self.assertIn(sleeper.id, [e.id for e in every])
+        self.assertEqual([e.id for e in self.sb.execs(limit=1)], [every[-1].id])
 
         trapped = self.sb.run("trap 'echo term; exit 9' TERM; echo ready; while :; do sleep 0.1; done", background=True)
         for chunk in trapped.output(follow=True):
