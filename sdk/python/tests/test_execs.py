@@ -101,7 +101,10 @@ class ExecControlTest(unittest.TestCase):
 
         sleeper = self.sb.run("sleep 305", background=True)
         self.assertIn(sleeper.id, [e.id for e in self.sb.execs(running=True)])
-        self.assertTrue(self.running("sleep 305"))
+        deadline = time.monotonic() + 15
+        while not self.running("sleep 305"):
+            self.assertLess(time.monotonic(), deadline, "the background sleep 305 does not run")
+            time.sleep(0.1)
         sleeper.kill()
         self.assertEqual(sleeper.wait(timeout=30).exit_code, 137)
         self.assertNotIn(sleeper.id, [e.id for e in self.sb.execs(running=True)])
