@@ -158,7 +158,8 @@ func TestExecSignalListOutput(t *testing.T) {
 
 // TestExecClientGone: a streamed exec and an attached one whose client goes
 // away are killed, their processes gone from the sandbox within seconds, and
-// their ends recorded.
+// their ends recorded; a background one runs on. An attached client's signal
+// frame reaches its command.
 func TestExecClientGone(t *testing.T) {
 	parallel(t)
 	e := newEnv(t)
@@ -223,6 +224,24 @@ func TestExecClientGone(t *testing.T) {
 	sess.Close()
 	apw.Close()
 	gone("an attached exec", "sleep 302", list[0].ID)
+
+	// An attached client's signal frame reaches the command's process group.
+	spr, spw := io.Pipe()
+	sig, err := c.ExecAttach(ctx, id, &client.ExecRequest{Cmd: []string{"sh", "-c", "trap 'exit 5' TERM; echo up; while :; do sleep 0.1; done"}}, nil, spw, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l, err := bufio.NewReader(spr).ReadString('\n'); l != "up\n" {
+		t.Fatalf("attached: %q %v", l, err)
+	}
+	go func() { _, _ = io.Copy(io.Discard, spr) }()
+	if err := sig.Signal("TERM"); err != nil {
+		t.Fatal(err)
+	}
+	if _, code, err := sig.Wait(); err != nil || code != 5 {
+		t.Errorf("an attached exec sent SIGTERM: %d %v, want 5 (its trap)", code, err)
+	}
+	spw.Close()
 
 	// A background exec outlives the request that started it.
 	bg, err := c.Exec(ctx, id, &client.ExecRequest{Cmd: []string{"sleep", "303"}, ExecControl: client.ExecControl{Background: true}})

@@ -167,8 +167,8 @@ class ExecStream:
     The first frame carries the exec's record (also in :attr:`exec`), then come
     the output frames, the last carries the exit code (also in
     :attr:`exit_code`). :meth:`result` reads what is left and returns the whole
-    output. Closing the stream early stops receiving; the command runs to its
-    end in the sandbox.
+    output. Closing the stream early kills the command (SIGTERM, then SIGKILL);
+    run it with ``background=True`` to keep it.
     """
 
     def __init__(self, resp: Response) -> None:
