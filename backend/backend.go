@@ -55,6 +55,10 @@ type Backend interface {
 	ReadFile(ctx context.Context, containerID, file string, from, limit int64) ([]byte, int64, error)
 	FollowEgress(ctx context.Context, sandboxID string, denied func(EgressDenial)) error
 	Exec(ctx context.Context, sb *Sandbox, req ExecRequest, s Streams) (*Exec, error)
+	// SignalExec sends signal to the process group of API exec execID
+	// (ExecRequest.ID) in the primary: gone is true when none of its
+	// processes is left.
+	SignalExec(ctx context.Context, containerID, execID, signal string) (gone bool, err error)
 
 	// The main command's streams: Attach connects them live (before the
 	// start, so nothing is missed), FollowOutput copies its output from the

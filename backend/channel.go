@@ -71,6 +71,11 @@ func ExecArgv(ctx context.Context, ex Execer, containerID string, req ExecReques
 		}
 		argv = append(argv, "--values", path)
 	}
+	if req.ID != "" {
+		// Not a value to hide: the exec's process records its PID under it
+		// (supervisor.RecordExecPID); an older supervisor sets the variable alone.
+		argv = append(argv, "-e", supervisor.ExecIDEnv+"="+req.ID)
+	}
 	if req.Workdir != "" {
 		argv = append(argv, "-w", req.Workdir)
 	}

@@ -18,6 +18,9 @@ type Streams struct {
 
 // ExecRequest runs a command in a running sandbox.
 type ExecRequest struct {
+	// ID is the API exec's ID: its process is recorded in the sandbox under
+	// it, to be signalled (SignalExec). "" for none.
+	ID      string
 	Cmd     []string
 	Env     []string // K=V from -e
 	Workdir string

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -16,8 +17,9 @@ func newExecCommand(a *app) *cobra.Command {
 	var env []string
 	var workdir string
 	var tty bool
+	var timeout time.Duration
 	cmd := &cobra.Command{
-		Use:   "exec [-e K=V] [-w DIR] [-t] [SANDBOX] -- CMD [ARG...]",
+		Use:   "exec [-e K=V] [-w DIR] [-t] [--timeout D] [SANDBOX] -- CMD [ARG...]",
 		Short: "Run CMD in a running sandbox (default: this project's)",
 		Long: "exec runs CMD in a running sandbox with the sandbox's [env] and exits with CMD's code. Without\n" +
 			"SANDBOX it uses this project's sandbox (airlock up). A TTY is used when stdin and stdout are terminals.",
@@ -54,7 +56,12 @@ func newExecCommand(a *app) *cobra.Command {
 			// Through the daemon, which runs it on the sandbox's Engine or
 			// cluster and records it; the -e values travel to it privately
 			// (held in memory, delivered apart from the exec's configuration).
-			code, err := a.execAttached(ctx, c, list[0].ID, &client.ExecRequest{Cmd: args, Env: envs, Workdir: workdir, TTY: useTTY},
+			if timeout < 0 {
+				return withCode(ExitUsage, fmt.Errorf("invalid --timeout: a duration is not negative"))
+			}
+			req := &client.ExecRequest{Cmd: args, Env: envs, Workdir: workdir, TTY: useTTY}
+			req.Timeout = timeout.Seconds()
+			code, err := a.execAttached(ctx, c, list[0].ID, req,
 				useTTY || forwardsStdin(a.stdin))
 			if err != nil {
 				return err
@@ -70,6 +77,7 @@ func newExecCommand(a *app) *cobra.Command {
 	f.StringArrayVarP(&env, "env", "e", nil, "environment NAME=VALUE (or NAME, from the host) (repeatable)")
 	f.StringVarP(&workdir, "workdir", "w", "", "working directory inside the sandbox")
 	f.BoolVarP(&tty, "tty", "t", false, "require a terminal (the default when stdin and stdout are terminals)")
+	f.DurationVar(&timeout, "timeout", 0, "end CMD after this long (30s, 5m): SIGTERM, SIGKILL 5 s later; exit code 124")
 	return cmd
 }
 

@@ -260,6 +260,8 @@ type ExecRequest struct {
 	// (later sizes go as resize frames).
 	Height uint `json:"height,omitempty"`
 	Width  uint `json:"width,omitempty"`
+	// ExecControl is its timeout and whether it runs in the background.
+	ExecControl
 }
 
 // AttachRequest attaches to a sandbox's main command (POST
@@ -314,6 +316,8 @@ type Exec struct {
 	// ends with a line "[airlock: output truncated …]" and the rest of that
 	// output was discarded.
 	Truncated bool `json:"truncated"`
+	// TimedOut: its timeout ended it (ExecControl.Timeout; exit code 124).
+	TimedOut bool `json:"timed_out,omitempty"`
 }
 
 // Health is what the daemon says about itself.

@@ -499,7 +499,8 @@ func (s *ExecSession) Direct() bool {
 	return s.direct != nil
 }
 
-// Close ends the session without waiting (the command runs on).
+// Close ends the session without waiting: an exec's command is killed (the
+// daemon sends SIGTERM, then SIGKILL), a main command runs on.
 func (s *ExecSession) Close() error {
 	s.wmu.Lock()
 	if s.direct != nil {

@@ -24,16 +24,25 @@ func (s *server) exec(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
+	xreq, err := execRequest(&req)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
 	if upgradesTo(r, client.StreamProtocol) && !req.Interactive {
-		s.execAttach(w, r, &req, r.PathValue("id"))
+		if req.Background {
+			writeError(w, errorf(ErrInvalidRequest, "background: an attached exec has a client; run it in the background without the upgrade"))
+			return
+		}
+		s.execAttach(w, r, &req, xreq, r.PathValue("id"))
 		return
 	}
 	if req.TTY {
 		writeError(w, &client.Error{Reason: client.ReasonInvalidRequest, Message: "cannot run on a TTY: only an attached exec (Upgrade: " + client.StreamProtocol + ") has one"})
 		return
 	}
-	if accepts(r, client.NDJSON) && !req.Interactive {
-		s.execStream(w, &req, r.PathValue("id"))
+	if accepts(r, client.NDJSON) && !req.Interactive && !req.Background {
+		s.execStream(w, r, &req, xreq, r.PathValue("id"))
 		return
 	}
 	if req.Stdin != nil {
@@ -44,7 +53,7 @@ func (s *server) exec(w http.ResponseWriter, r *http.Request) {
 	if req.Interactive {
 		exec = s.svc.RecordExec
 	}
-	ex, err := exec(r.PathValue("id"), &ExecRequest{ID: req.ID, Cmd: req.Cmd, Env: req.Env, Workdir: req.Workdir, Shell: req.Shell})
+	ex, err := exec(r.PathValue("id"), xreq)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -77,7 +86,7 @@ func (s *server) finishExec(w http.ResponseWriter, r *http.Request) {
 
 // toClientExec is the API's view of an exec record.
 func toClientExec(e store.Exec) *client.Exec {
-	out := &client.Exec{ID: e.ID, SandboxID: e.SandboxID, Cmd: e.Cmd, StartedAt: e.StartedAt, ExitCode: e.ExitCode, Stdout: e.StdoutPath, Stderr: e.StderrPath, Truncated: e.Truncated}
+	out := &client.Exec{ID: e.ID, SandboxID: e.SandboxID, Cmd: e.Cmd, StartedAt: e.StartedAt, ExitCode: e.ExitCode, Stdout: e.StdoutPath, Stderr: e.StderrPath, Truncated: e.Truncated, TimedOut: e.TimedOut}
 	if !e.FinishedAt.IsZero() {
 		t := e.FinishedAt
 		out.FinishedAt = &t
@@ -86,8 +95,9 @@ func toClientExec(e store.Exec) *client.Exec {
 }
 
 // execStream answers a streamed exec: the record, the output frames as they
-// come, then the exit code (client.ExecFrame), each flushed at once.
-func (s *server) execStream(w http.ResponseWriter, req *client.ExecRequest, id string) {
+// come, then the exit code (client.ExecFrame), each flushed at once. A client
+// that goes away before the end has the command killed.
+func (s *server) execStream(w http.ResponseWriter, r *http.Request, req *client.ExecRequest, xreq *ExecRequest, id string) {
 	flusher, _ := w.(http.Flusher)
 	frame := func(fr client.ExecFrame) func() error {
 		return func() error {
@@ -112,7 +122,7 @@ func (s *server) execStream(w http.ResponseWriter, req *client.ExecRequest, id s
 	sink := &frameSink{}
 	// Output waits for the header and the record frame.
 	sink.mu.Lock()
-	se, err := s.svc.ExecStream(id, &ExecRequest{ID: req.ID, Cmd: req.Cmd, Env: req.Env, Workdir: req.Workdir, Shell: req.Shell}, stdin,
+	se, err := s.svc.ExecStream(id, xreq, stdin,
 		sink.writer(output("stdout")), sink.writer(output("stderr")))
 	if err != nil {
 		sink.broken = true
@@ -132,7 +142,17 @@ func (s *server) execStream(w http.ResponseWriter, req *client.ExecRequest, id s
 	w.WriteHeader(http.StatusOK)
 	sink.sendLocked(frame(client.ExecFrame{Exec: toClientExec(se.Record)}))
 	sink.mu.Unlock()
-	code := <-se.Done
+	// The body read to its end: only then does the server watch the
+	// connection, and end the request's context when the client goes.
+	_, _ = io.Copy(io.Discard, io.LimitReader(r.Body, 1<<20))
+	var code int
+	select {
+	case code = <-se.Done:
+	case <-r.Context().Done():
+		// The client went away: the command goes too (its end is recorded).
+		se.Kill()
+		code = <-se.Done
+	}
 	sink.send(frame(client.ExecFrame{ExitCode: &code}))
 }
 
@@ -183,7 +203,7 @@ func upgradesTo(r *http.Request, protocol string) bool {
 
 // execAttach answers an attached exec: 101, then frames both ways
 // (client.StreamProtocol): stdin and resizes in, output out, the exit frame last.
-func (s *server) execAttach(w http.ResponseWriter, r *http.Request, req *client.ExecRequest, id string) {
+func (s *server) execAttach(w http.ResponseWriter, r *http.Request, req *client.ExecRequest, xreq *ExecRequest, id string) {
 	if req.Stdin != nil {
 		writeError(w, &client.Error{Reason: client.ReasonInvalidRequest, Message: "cannot take stdin in the request of an attached exec: send it on the stream"})
 		return
@@ -193,7 +213,8 @@ func (s *server) execAttach(w http.ResponseWriter, r *http.Request, req *client.
 	_, local := r.Context().Value(http.LocalAddrContextKey).(*net.UnixAddr)
 	direct := req.Direct && req.TTY && local
 	serveStream(w, req.TTY, direct, func(stdin io.Reader, stdout, stderr io.Writer) (streamTarget, error) {
-		se, err := s.svc.ExecStream(id, &ExecRequest{ID: req.ID, Cmd: req.Cmd, Env: req.Env, Workdir: req.Workdir, Shell: req.Shell, TTY: req.TTY, Direct: direct, Height: req.Height, Width: req.Width}, stdin, stdout, stderr)
+		xreq.TTY, xreq.Direct, xreq.Height, xreq.Width = req.TTY, direct, req.Height, req.Width
+		se, err := s.svc.ExecStream(id, xreq, stdin, stdout, stderr)
 		if err != nil {
 			return nil, err
 		}
@@ -206,10 +227,10 @@ type execTarget struct{ se *StreamedExec }
 
 func (e execTarget) running() <-chan struct{}        { return e.se.Running() }
 func (e execTarget) resize(height, width uint) error { return e.se.Resize(height, width) }
-func (e execTarget) signal(string) error {
-	return errors.New("cannot signal an exec")
-}
-func (e execTarget) close()           {}
+func (e execTarget) signal(sig string) error         { return e.se.Signal(sig) }
+
+// close: the client went away; the command is killed unless it ended.
+func (e execTarget) close()           { e.se.Kill() }
 func (e execTarget) direct() *os.File { return e.se.Direct() }
 func (e execTarget) endDirect()       { e.se.EndDirect() }
 func (e execTarget) wait() client.ExitFrame {

@@ -18,7 +18,7 @@ import (
 // through the daemon; the terminal behaves as through the frames — its size,
 // (given with the request), input, output, exit code, record — and over TCP the frames carry it as
 // before. A client that goes away holding the stream without saying it ended
-// still gets its exec recorded once the command ends.
+// has its command killed, and the end recorded.
 func TestExecDirect(t *testing.T) {
 	parallel(t)
 	e := newEnv(t)
@@ -54,10 +54,11 @@ func TestExecDirect(t *testing.T) {
 		}
 	}
 
-	// The holder of a handed-over stream goes away without a word.
+	// The holder of a handed-over stream goes away without a word: the
+	// command is killed, and its end recorded.
 	in, inW := io.Pipe()
 	defer inW.Close()
-	s, err := d.client.ExecAttach(ctx, id, &client.ExecRequest{Cmd: []string{"sh", "-c", "sleep 1; exit 6"}, TTY: true}, in, io.Discard, io.Discard)
+	s, err := d.client.ExecAttach(ctx, id, &client.ExecRequest{Cmd: []string{"sh", "-c", "sleep 300; exit 6"}, TTY: true}, in, io.Discard, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +74,7 @@ func TestExecDirect(t *testing.T) {
 		return slices.ContainsFunc(allEvents(t, d.client, id), func(ev client.Event) bool { return ev.Kind == "exec.finished" && ev.ExecID == execID })
 	})
 	rec, err := d.client.WaitExec(ctx, id, execID)
-	if err != nil || rec.ExitCode == nil || *rec.ExitCode != 6 {
-		t.Errorf("the exec whose client went away: %+v, %v; want exit code 6", rec, err)
+	if err != nil || rec.ExitCode == nil || *rec.ExitCode <= 128 {
+		t.Errorf("the exec whose client went away: %+v, %v; want it killed (a code above 128)", rec, err)
 	}
 }

@@ -125,6 +125,7 @@ var wireTypes = []struct {
 	{client.Event{}, "Event", true},
 	{client.ExecRequest{}, "ExecRequest", false},
 	{client.FinishRequest{}, "FinishRequest", false},
+	{client.SignalRequest{}, "SignalRequest", false},
 	{client.Exec{}, "Exec", true},
 	{client.ExecFrame{}, "ExecFrame", true},
 	{client.ExitFrame{}, "ExitFrame", true},

@@ -49,6 +49,9 @@ type domain interface {
 	RecordExec(id string, req *ExecRequest) (store.Exec, error)
 	GetExec(id, execID string) (store.Exec, error)
 	FinishExec(id, execID string, code int) (store.Exec, error)
+	SignalExec(id, execID, signal string) (store.Exec, error)
+	ListExecs(id string, running bool, limit int) ([]store.Exec, error)
+	ExecOutput(ctx context.Context, id, execID string, stderr bool, from int64, follow bool, w io.Writer, flush func()) error
 
 	DaemonLog(id string, q LogRequest) (func(ctx context.Context, w io.Writer), error)
 	ReadFiles(ctx context.Context, id, p string, asTar bool) (*Download, error)
@@ -116,6 +119,9 @@ var apiRoutes = []struct {
 	{"POST", "/v1/pools/drain", (*server).drainPools, true},
 	{"PUT", "/v1/build-contexts/{sum}", (*server).putBuildContext, true},
 	{"PATCH", "/v1/sandboxes/{id}", (*server).update, true},
+	{"GET", "/v1/sandboxes/{id}/execs", (*server).listExecs, true},
+	{"POST", "/v1/sandboxes/{id}/execs/{exec}/signal", (*server).signalExec, true},
+	{"GET", "/v1/sandboxes/{id}/execs/{exec}/output", (*server).execOutput, true},
 }
 
 // routes is the API's handler; hosts, for the TCP listener, adds the checks

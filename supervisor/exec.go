@@ -52,7 +52,10 @@ type ExecOptions struct {
 	// read once, then removed.
 	ValuesPath string
 	Workdir    string // "" for the spec's main cwd
-	Argv       []string
+	// PIDDir is where an API exec's PID file goes (ExecIDEnv among Env):
+	// "" for ExecPIDDir.
+	PIDDir string
+	Argv   []string
 }
 
 // Exec replaces the current process with argv, run the way the sandbox runs its
@@ -90,6 +93,17 @@ func Exec(o ExecOptions) (int, error) {
 		}
 	}
 	extra := slices.Concat(o.Env, values)
+	if id := execIDOf(extra); id != "" {
+		// An API exec: recorded so that it can be signalled (execpid.go).
+		// Failing that, it runs all the same; a signal then says why not.
+		dir := o.PIDDir
+		if dir == "" {
+			dir = ExecPIDDir
+		}
+		if err := RecordExecPID(dir, id); err != nil {
+			fmt.Fprintf(os.Stderr, "airlock: warning: %v\n", err)
+		}
+	}
 	for _, kv := range extra {
 		if k, _, ok := strings.Cut(kv, "="); ok && k != "" {
 			env = setEnv(env, kv)

@@ -85,6 +85,7 @@ func newSuperviseExecCommand() *cobra.Command {
 		env        []string
 		valuesPath string
 		workdir    string
+		pidDir     string
 	)
 	cmd := &cobra.Command{
 		Use:    "exec --spec PATH [--values PATH] [-e K=V] [-w DIR] -- CMD [ARG...]",
@@ -95,7 +96,7 @@ func newSuperviseExecCommand() *cobra.Command {
 			if specPath == "" {
 				return exitcode.With(exitcode.Usage, errors.New("cannot exec: --spec is required"))
 			}
-			code, err := supervisor.Exec(supervisor.ExecOptions{SpecPath: specPath, Env: env, ValuesPath: valuesPath, Workdir: workdir, Argv: args})
+			code, err := supervisor.Exec(supervisor.ExecOptions{SpecPath: specPath, Env: env, ValuesPath: valuesPath, Workdir: workdir, PIDDir: pidDir, Argv: args})
 			return exitcode.With(code, err)
 		},
 	}
@@ -105,6 +106,8 @@ func newSuperviseExecCommand() *cobra.Command {
 	f.StringArrayVarP(&env, "env", "e", nil, "environment NAME=VALUE over the sandbox's (repeatable)")
 	f.StringVar(&valuesPath, "values", "", "more NAME=VALUE from this file (supervise deliver --exec-env), removed once read")
 	f.StringVarP(&workdir, "workdir", "w", "", "working directory (default: the main command's)")
+	f.StringVar(&pidDir, "pid-dir", supervisor.ExecPIDDir, "where an API exec records its PID (for tests)")
+	_ = f.MarkHidden("pid-dir")
 	return cmd
 }
 
@@ -267,10 +270,15 @@ func newSuperviseTarCommand() *cobra.Command {
 // newSuperviseSignalCommand sends a signal to PID 1 of the sandbox, the
 // supervisor, which forwards it to the main command (Kubernetes has no API to
 // signal a container).
+//
+// With --exec ID it signals the process group of that API exec instead (the
+// daemon's exec signals, timeouts and kills): it prints "signalled", or
+// "gone" when no process of the exec is left.
 func newSuperviseSignalCommand() *cobra.Command {
-	return &cobra.Command{
-		Use:    "signal SIGNAL",
-		Short:  "Send SIGNAL (TERM, SIGINT, 15, …) to PID 1 of this PID namespace",
+	var execID, pidDir string
+	cmd := &cobra.Command{
+		Use:    "signal [--exec ID] SIGNAL",
+		Short:  "Send SIGNAL (TERM, SIGINT, 15, …) to PID 1 of this PID namespace, or to an exec's processes",
 		Hidden: true,
 		Args:   cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -278,12 +286,28 @@ func newSuperviseSignalCommand() *cobra.Command {
 			if err != nil {
 				return exitcode.With(exitcode.Usage, err)
 			}
+			if execID != "" {
+				got, err := supervisor.SignalExec(pidDir, execID, sig)
+				if err != nil {
+					return exitcode.With(exitcode.Airlock, err)
+				}
+				if got {
+					fmt.Fprintln(cmd.OutOrStdout(), "signalled")
+				} else {
+					fmt.Fprintln(cmd.OutOrStdout(), "gone")
+				}
+				return nil
+			}
 			if err := supervisor.SignalInit(sig); err != nil {
 				return exitcode.With(exitcode.Airlock, err)
 			}
 			return nil
 		},
 	}
+	cmd.Flags().StringVar(&execID, "exec", "", "signal the process group of this API exec (its ID)")
+	cmd.Flags().StringVar(&pidDir, "pid-dir", supervisor.ExecPIDDir, "where API execs record their PIDs (for tests)")
+	_ = cmd.Flags().MarkHidden("pid-dir")
+	return cmd
 }
 
 // warnTo prints a warning line of a subcommand on its stderr.

@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
@@ -39,6 +40,10 @@ type Request struct {
 	Direct bool
 	// Height and Width, with TTY, are the terminal's size from the start.
 	Height, Width uint
+	// Timeout, when not 0, ends the command that long after it started:
+	// SIGTERM, then SIGKILL after KillGrace (0: DefaultKillGrace), its exit
+	// code ExitTimedOut.
+	Timeout, KillGrace time.Duration
 }
 
 // abandoned is run's answer when the daemon stopped before the exec ended.
@@ -58,6 +63,7 @@ type Store interface {
 	FinishExecEvent(sandboxID, execID string, end store.ExecEnd, finished store.Event) (store.Exec, store.Event, error)
 	FinishExec(sandboxID, execID string, exitCode int, finishedAt time.Time) (store.Exec, error)
 	GetExec(sandboxID, execID string) (store.Exec, error)
+	ListExecs(sandboxID string, runningOnly bool) ([]store.Exec, error)
 }
 
 // Sandbox is the daemon's side of the sandbox one exec runs in.
@@ -68,6 +74,9 @@ type Sandbox interface {
 	Exec(ctx context.Context, sb *backend.Sandbox, req backend.ExecRequest, s backend.Streams) (*backend.Exec, error)
 	// Gone counts the exec out and marks the sandbox active.
 	Gone()
+	// Signal sends sig to the processes of exec execID, started in sb
+	// (backend.Backend.SignalExec): gone is true when none is left.
+	Signal(ctx context.Context, sb *backend.Sandbox, execID, sig string) (gone bool, err error)
 }
 
 // Host is what the execs need of the daemon.
@@ -101,6 +110,9 @@ type Execs struct {
 	store Store
 	host  Host
 	cfg   Config
+
+	mu   sync.Mutex
+	live map[string]*running // the execs run now, by ID (control.go)
 }
 
 // New returns the execs of a daemon.
@@ -122,9 +134,11 @@ func (e *Execs) Run(id, execID string, req *Request) (store.Exec, error) {
 		return store.Exec{}, err
 	}
 	sb := e.host.Began(id)
+	r := e.track(id, execID, sb, req.KillGrace)
 	e.host.Go(func() {
-		code, truncated := e.run(id, sb, req, stdoutPath, stderrPath)
-		e.end(id, execID, sb, code, truncated)
+		code, truncated := e.run(id, sb, req, stdoutPath, stderrPath, r)
+		r.end()
+		e.end(id, execID, sb, code, truncated, r)
 	})
 	return ex, nil
 }
@@ -132,7 +146,7 @@ func (e *Execs) Run(id, execID string, req *Request) (store.Exec, error) {
 // run runs an API exec with its output in files, each bounded by
 // Config.OutputMax (cappedOutput), and returns its exit code and whether an
 // output file was cut.
-func (e *Execs) run(id string, sb Sandbox, req *Request, stdoutPath, stderrPath string) (int, bool) {
+func (e *Execs) run(id string, sb Sandbox, req *Request, stdoutPath, stderrPath string, r *running) (int, bool) {
 	if err := os.MkdirAll(filepath.Dir(stdoutPath), 0o700); err != nil {
 		return 125, false
 	}
@@ -149,22 +163,27 @@ func (e *Execs) run(id string, sb Sandbox, req *Request, stdoutPath, stderrPath 
 	cut := func(file string) func(string) {
 		return func(why string) { e.host.Log().Warn("exec output truncated", "sandbox", id, "file", file, "why", why) }
 	}
-	stdout := newCappedOutput(outf, e.cfg.OutputMax, cut(stdoutPath))
-	stderr := newCappedOutput(errf, e.cfg.OutputMax, cut(stderrPath))
-	code := e.collect(sb, req, nil, nil, stdout, stderr, nil)
+	stdout := newCappedOutput(notifying{outf, r}, e.cfg.OutputMax, cut(stdoutPath))
+	stderr := newCappedOutput(notifying{errf, r}, e.cfg.OutputMax, cut(stderrPath))
+	r.wrote() // the files are there
+	code := e.collect(sb, req, nil, nil, stdout, stderr, nil, r)
 	return code, stdout.Truncated() || stderr.Truncated()
 }
 
 // end records the end of an exec the daemon ran.
-func (e *Execs) end(id, execID string, sb Sandbox, code int, truncated bool) {
+func (e *Execs) end(id, execID string, sb Sandbox, code int, truncated bool, r *running) {
+	defer e.untrack(r)
 	ev := store.Event{Kind: "exec.finished", ExitCode: &code}
-	if code == abandoned {
+	switch {
+	case code == ExitTimedOut && r.timedOut.Load():
+		ev.Reason = "timeout"
+	case code == abandoned:
 		// The daemon stops: the command may go on in the sandbox, but
 		// nobody collects its output or code any more. Say so.
 		ev = store.Event{Kind: "exec.finished", Reason: "daemon_stopped: the daemon stopped while the command ran; its output after that and its exit code were not collected"}
 	}
 	// The record's end and its event in one write.
-	if _, ev, err := e.store.FinishExecEvent(id, execID, store.ExecEnd{ExitCode: code, FinishedAt: time.Now(), Truncated: truncated}, ev); ev.Sequence != 0 {
+	if _, ev, err := e.store.FinishExecEvent(id, execID, store.ExecEnd{ExitCode: code, FinishedAt: time.Now(), Truncated: truncated, TimedOut: ev.Reason == "timeout"}, ev); ev.Sequence != 0 {
 		e.host.Recorded(ev)
 	} else if err != nil {
 		e.host.Log().Warn("cannot record event", "sandbox", id, "kind", "exec.finished", "error", err.Error())
@@ -175,16 +194,19 @@ func (e *Execs) end(id, execID string, sb Sandbox, code int, truncated bool) {
 // collect runs an API exec with stdin (nil: none) and its output to stdout
 // and stderr and returns its exit code; recorded, when not nil, is waited for
 // before the command starts (its error keeps it from starting).
-func (e *Execs) collect(sb Sandbox, req *Request, recorded func() error, stdin io.Reader, stdout, stderr io.Writer, started func(*backend.Exec)) int {
+func (e *Execs) collect(sb Sandbox, req *Request, recorded func() error, stdin io.Reader, stdout, stderr io.Writer, started func(*backend.Exec), r *running) int {
 	ctx := e.ctx()
 	h, err := sb.Handle(ctx)
 	if err != nil {
 		return e.failed(stderr, err)
 	}
-	ex, err := sb.Exec(ctx, h, backend.ExecRequest{Cmd: req.Cmd, Env: req.Env, Workdir: req.Workdir, TTY: req.TTY, Stdin: stdin != nil, Direct: req.Direct, BeforeStart: recorded}, backend.Streams{Stdin: stdin, Stdout: stdout, Stderr: stderr})
+	ex, err := sb.Exec(ctx, h, backend.ExecRequest{ID: r.execID, Cmd: req.Cmd, Env: req.Env, Workdir: req.Workdir, TTY: req.TTY, Stdin: stdin != nil, Direct: req.Direct, BeforeStart: recorded}, backend.Streams{Stdin: stdin, Stdout: stdout, Stderr: stderr})
 	if err != nil {
 		return e.failed(stderr, err)
 	}
+	r.started(h)
+	disarm := e.arm(r, req.Timeout)
+	defer disarm()
 	if started != nil {
 		started(ex)
 	}
@@ -192,6 +214,7 @@ func (e *Execs) collect(sb Sandbox, req *Request, recorded func() error, stdin i
 	case <-ex.Done:
 	case <-ctx.Done():
 	}
+	r.end()
 	if ctx.Err() != nil {
 		// Shutdown must not wait for a command that may run for hours (an
 		// upgrade would SIGKILL the daemon after 5 s and record nothing). The
@@ -204,6 +227,9 @@ func (e *Execs) collect(sb Sandbox, req *Request, recorded func() error, stdin i
 		backoff.WithContext(backoff.WithMaxRetries(backoff.NewConstantBackOff(exitCodePoll), uint64(exitCodeWait/exitCodePoll)), ctx))
 	if err != nil {
 		return e.failed(io.Discard, err)
+	}
+	if r.timedOut.Load() {
+		return ExitTimedOut
 	}
 	return code
 }

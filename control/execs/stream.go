@@ -37,16 +37,20 @@ func (e *Execs) Stream(id, execID string, req *Request, stdin io.Reader, stdout,
 		}()
 	}
 	sb := e.host.Began(id)
+	r := e.track(id, execID, sb, req.KillGrace)
 	done := make(chan int, 1)
-	se := &Streamed{Record: ex, Done: done, Recorded: rec.wait, ctx: e.ctx(), running: make(chan struct{}), height: req.Height, width: req.Width}
+	se := &Streamed{Record: ex, Done: done, Recorded: rec.wait, ctx: e.ctx(), running: make(chan struct{}), height: req.Height, width: req.Width,
+		kill: func() { e.kill(r, "its client went away") }, signal: func(sig string) error { _, err := e.signal(r, sig); return err }}
 	e.host.Go(func() {
-		code := e.collect(sb, req, rec.wait, stdin, stdout, stderr, se.started)
+		code := e.collect(sb, req, rec.wait, stdin, stdout, stderr, se.started, r)
+		r.end()
 		se.once.Do(func() { close(se.running) })
 		if rec.wait() != nil {
 			// Never recorded, never started (collect said why): no end to record.
+			e.untrack(r)
 			sb.Gone()
 		} else {
-			e.end(id, execID, sb, code, false)
+			e.end(id, execID, sb, code, false, r)
 		}
 		done <- code
 	})
@@ -83,6 +87,8 @@ type Streamed struct {
 	running chan struct{}
 	once    sync.Once
 	direct  *os.File
+	kill    func()
+	signal  func(sig string) error
 }
 
 // Direct is, once Running is closed, the terminal stream the backend handed

@@ -27,6 +27,8 @@ type Exec struct {
 	// Truncated: an output file reached its limit (artifacts.exec_output_max)
 	// or could not be written, and ends with a marker line.
 	Truncated bool `json:"truncated,omitempty"`
+	// TimedOut: its timeout ended it (its exit code is 124).
+	TimedOut bool `json:"timed_out,omitempty"`
 }
 
 func (e Exec) clone() Exec {
@@ -140,6 +142,7 @@ type ExecEnd struct {
 	ExitCode   int
 	FinishedAt time.Time // zero: now
 	Truncated  bool      // an output file was cut (Exec.Truncated)
+	TimedOut   bool      // its timeout ended it (Exec.TimedOut)
 }
 
 // EndExec is FinishExec with all of end recorded in the same write.
@@ -204,6 +207,7 @@ func (s *Store) endExecTx(tx *bolt.Tx, sandboxID, execID string, end ExecEnd) (E
 	ex.ExitCode = &code
 	ex.FinishedAt = finishedAt.UTC()
 	ex.Truncated = ex.Truncated || end.Truncated
+	ex.TimedOut = end.TimedOut
 	return ex, putJSON(b, []byte(execID), ex)
 }
 

@@ -151,6 +151,8 @@ class ExecInfo:
     started_at: str
     finished_at: str = ""
     exit_code: int | None = None
+    #: Its timeout ended it (its exit code is then 124).
+    timed_out: bool = False
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
@@ -158,7 +160,7 @@ class ExecInfo:
         """Reads the daemon's JSON."""
         return cls(id=_str(d, "id"), sandbox_id=_str(d, "sandbox_id"), cmd=list(d.get("cmd") or []),
                    started_at=_str(d, "started_at"), finished_at=_str(d, "finished_at"),
-                   exit_code=_opt_int(d, "exit_code"), raw=d)
+                   exit_code=_opt_int(d, "exit_code"), timed_out=bool(d.get("timed_out")), raw=d)
 
 
 @dataclass(frozen=True)
