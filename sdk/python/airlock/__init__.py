@@ -23,19 +23,19 @@ The guide: docs/sdk.md in the airlock repository.
 from typing import TYPE_CHECKING, Any
 
 from ._transport import Endpoint, default_socket, parse_host
-from .client import Client, Command, EventStream, ExecStream, Manifest, Sandbox
+from .client import Client, Command, EventStream, Exec, ExecOutput, ExecStream, Manifest, Sandbox
 from . import errors as _errors
 from .errors import *  # noqa: F403 (the error classes, errors.__all__)
 from .models import (DaemonCount, Event, ExecFrame, ExecInfo, ExecResult, Health, Pool, PooledSandbox, PoolList, Port,
                      SandboxInfo)
 
 if TYPE_CHECKING:
-    from .aio import AsyncClient, AsyncEventStream, AsyncExecStream, AsyncSandbox
+    from .aio import AsyncClient, AsyncEventStream, AsyncExec, AsyncExecOutput, AsyncExecStream, AsyncSandbox
 
 __version__ = "0.1.0"
 
 #: Names of airlock.aio, imported (with asyncio) on first use.
-_AIO = ("AsyncClient", "AsyncSandbox", "AsyncEventStream", "AsyncExecStream")
+_AIO = ("AsyncClient", "AsyncSandbox", "AsyncEventStream", "AsyncExecStream", "AsyncExec", "AsyncExecOutput")
 
 
 def __getattr__(name: str) -> Any:
@@ -51,10 +51,14 @@ __all__ = [
     "Sandbox",
     "EventStream",
     "ExecStream",
+    "Exec",
+    "ExecOutput",
     "AsyncClient",
     "AsyncSandbox",
     "AsyncEventStream",
     "AsyncExecStream",
+    "AsyncExec",
+    "AsyncExecOutput",
     "Command",
     "Manifest",
     "Endpoint",

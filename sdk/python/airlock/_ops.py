@@ -34,8 +34,11 @@ client's stream class.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
+import math
 import os
+import urllib.parse
 import time
 from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass
@@ -63,7 +66,7 @@ from ._wire import (
     upgrade_request,
 )
 from .errors import AirlockError, ProtocolError, SandboxFailedError, SandboxNotFoundError, WaitTimeoutError
-from .models import Event, ExecResult, Health, Pool, PoolList, SandboxInfo
+from .models import Event, ExecInfo, ExecResult, Health, Pool, PoolList, SandboxInfo
 
 log = logging.getLogger("airlock")
 
@@ -513,9 +516,10 @@ def set_idle_timeout(sandbox_id: str, idle_timeout: Seconds | None, *, on_idle: 
 
 
 def exec_request(sandbox_id: str, cmd: Command, *, stdin: bytes | str | None,
-                 env: Mapping[str, str] | Sequence[str] | None, workdir: str | None, id: str | None) -> Request:
-    """``POST …/execs`` streamed as NDJSON."""
-    body: dict[str, Any] = {"cmd": argv(cmd)}
+                 env: Mapping[str, str] | Sequence[str] | None, workdir: str | None, id: str | None,
+                 timeout: float | None = None, kill_grace: float | None = None) -> Request:
+    """``POST …/execs`` streamed as NDJSON (``timeout`` and ``kill_grace``: :func:`exec_control`)."""
+    body: dict[str, Any] = {"cmd": argv(cmd), **exec_control(timeout, kill_grace, False)}
     if id is not None:
         body["id"] = id
     if (e := env_list(env)) is not None:
@@ -588,3 +592,136 @@ def drain_pools(*, project: str | os.PathLike[str] | None, all: bool) -> Flow[in
         raise ValueError("drain_pools takes a project or all=True (one of them)")
     doc = yield from post_json("/v1/pools/drain", body)
     return int(doc.get("removed") or 0) if isinstance(doc, dict) else 0
+
+
+# Exec control: timeouts, background execs and their handles (docs/api.md, Exec control).
+
+#: The longest exec timeout or kill grace the daemon takes, in seconds (a year).
+MAX_EXEC_SECONDS = 365 * 24 * 3600
+
+#: The output files of a background exec.
+OUTPUT_STREAMS = ("stdout", "stderr")
+
+
+def exec_control(timeout: float | None, kill_grace: float | None, background: bool) -> dict[str, Any]:
+    """An exec request's control fields, checked (:class:`ValueError` naming the field; 0 or None: none)."""
+    out: dict[str, Any] = {}
+    for name, v in (("timeout", timeout), ("kill_grace", kill_grace)):
+        if v is None:
+            continue
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise TypeError(f"{name}: a number of seconds, not {type(v).__name__}")
+        if math.isnan(v) or v < 0 or v > MAX_EXEC_SECONDS:
+            raise ValueError(f"{name}: must be between 0 and {MAX_EXEC_SECONDS} seconds (a year), not {v:g}")
+        if v:
+            out[name] = float(v)
+    if background:
+        out["background"] = True
+    return out
+
+
+def exec_path(sandbox_id: str, exec_id: str, *rest: str) -> str:
+    """``/v1/sandboxes/{id}/execs/{exec}/…`` with both IDs escaped."""
+    return sandbox_path(sandbox_id, "execs", urllib.parse.quote(exec_id, safe=""), *rest)
+
+
+def start_exec(sandbox_id: str, cmd: Command, *, stdin: bytes | str | None,
+               env: Mapping[str, str] | Sequence[str] | None, workdir: str | None, id: str | None, check: bool,
+               timeout: float | None, kill_grace: float | None) -> Flow[ExecInfo]:
+    """``POST …/execs`` with ``background``: the record, answered (202) as the command starts."""
+    if stdin is not None or check:
+        raise ValueError("a background exec takes no stdin and no check (check the result of wait())")
+    body: dict[str, Any] = {"cmd": argv(cmd), **exec_control(timeout, kill_grace, True)}
+    if id is not None:
+        body["id"] = id
+    if (e := env_list(env)) is not None:
+        body["env"] = e
+    if workdir is not None:
+        body["workdir"] = workdir
+    return ExecInfo.from_json((yield from post_json(sandbox_path(sandbox_id, "execs"), body)))
+
+
+def get_exec(sandbox_id: str, exec_id: str) -> Flow[ExecInfo]:
+    """``GET …/execs/{exec}`` (:class:`ExecNotFoundError` when none)."""
+    return (yield from fetch_json(Request("GET", exec_path(sandbox_id, exec_id)), ExecInfo.from_json))
+
+
+def list_execs(sandbox_id: str, *, running: bool, limit: int | None) -> Flow[list[ExecInfo]]:
+    """``GET …/execs?running=1&limit=N``, oldest first."""
+    q: dict[str, str | int] = {}
+    if running:
+        q["running"] = 1
+    if limit is not None:
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+            raise ValueError(f"limit: a number of execs (1 or more), not {limit!r}")
+        q["limit"] = limit
+    return (yield from fetch_json(Request("GET", sandbox_path(sandbox_id, "execs"), query=q),
+                                  lambda doc: [ExecInfo.from_json(d) for d in doc or []]))
+
+
+def signal_exec(sandbox_id: str, exec_id: str, signal: str | int) -> Flow[ExecInfo]:
+    """``POST …/execs/{exec}/signal`` (a name, ``"TERM"`` or ``"SIGTERM"``, or a number)."""
+    if isinstance(signal, bool) or not isinstance(signal, (str, int)):
+        raise TypeError(f"signal: a name or a number, not {type(signal).__name__}")
+    return ExecInfo.from_json((yield from post_json(exec_path(sandbox_id, exec_id, "signal"),
+                                                    {"signal": str(signal)})))
+
+
+def output_request(sandbox_id: str, exec_id: str, stream: str, *, start: int, follow: bool) -> Request:
+    """``GET …/execs/{exec}/output?stream=…&from=…&follow=1`` (with ``follow`` read without the client's timeout)."""
+    if stream not in OUTPUT_STREAMS:
+        raise ValueError(f"stream: 'stdout' or 'stderr', not {stream!r}")
+    if isinstance(start, bool) or not isinstance(start, int) or start < 0:
+        raise ValueError(f"start: a byte offset (0 or more), not {start!r}")
+    q: dict[str, str | int] = {"stream": stream}
+    if start:
+        q["from"] = start
+    if follow:
+        q["follow"] = 1
+    return Request("GET", exec_path(sandbox_id, exec_id, "output"), query=q,
+                   headers={"Accept": "application/octet-stream"}, stream=follow)
+
+
+def wait_exec(sandbox_id: str, exec_id: str, timeout: float | None) -> Flow[ExecInfo]:
+    """Follows the sandbox's events until the exec's ``exec.finished``; its record then, with the exit code.
+
+    :class:`WaitTimeoutError` after ``timeout`` seconds (the exec runs on).
+    """
+    deadline = None if timeout is None else time.monotonic() + timeout
+    # The sequence first, then the record: an end after it is in the events followed.
+    seq = (yield from get(sandbox_id)).last_seq
+    info = yield from get_exec(sandbox_id, exec_id)
+    quiet_ends = 0
+    while info.exit_code is None:
+        left = None if deadline is None else deadline - time.monotonic()
+        if left is not None and left <= 0:
+            raise WaitTimeoutError(f"exec {exec_id} did not end within {timeout} s")
+        stream = yield Follow(events_request(sandbox_id, from_seq=seq, follow=True), left)
+        got = False
+        try:
+            while (ev := (yield from next_event(stream))) is not None:
+                if ev.kind == "stream.error":
+                    break  # fell behind: follow again from seq
+                got, seq = True, ev.sequence or seq
+                if ev.kind == "exec.finished" and ev.exec_id == exec_id:
+                    info = yield from get_exec(sandbox_id, exec_id)
+                    if info.exit_code is None and ev.exit_code is not None:
+                        info = dataclasses.replace(info, exit_code=ev.exit_code)
+                    return info
+        except WaitTimeoutError:
+            raise WaitTimeoutError(f"exec {exec_id} did not end within {timeout} s") from None
+        yield Close(stream)
+        info = yield from get_exec(sandbox_id, exec_id)
+        quiet_ends = 0 if got else quiet_ends + 1
+        if info.exit_code is None and quiet_ends >= 2:
+            raise ProtocolError(f"the daemon ended the events of sandbox {sandbox_id} before exec {exec_id} ended")
+    return info
+
+
+def exec_result(sandbox_id: str, info: ExecInfo) -> Flow[ExecResult]:
+    """An ended background exec's exit code and whole output (both files read)."""
+    if info.exit_code is None:
+        raise ProtocolError(f"exec {info.id} has no exit code after its end")
+    out = yield from fetch(output_request(sandbox_id, info.id, "stdout", start=0, follow=False))
+    err = yield from fetch(output_request(sandbox_id, info.id, "stderr", start=0, follow=False))
+    return ExecResult(exit_code=info.exit_code, stdout=out, stderr=err, exec_id=info.id)

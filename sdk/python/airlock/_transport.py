@@ -310,6 +310,10 @@ class Response:
         """The next line of the body, with its newline (b"" at the end)."""
         return self._resp.readline()
 
+    def read1(self, n: int) -> bytes:
+        """Up to n bytes of the body, what came (at least one byte; b"" at the end)."""
+        return self._resp.read1(n)
+
     def set_timeout(self, timeout: float | None) -> None:
         """Bounds each later read of the body (not on ssh)."""
         sock = self._conn.sock

@@ -30,9 +30,10 @@ import os
 import ssl
 from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
 from types import TracebackType
-from typing import IO, Any, TypeVar
+from typing import IO, Any, Literal, TypeVar, overload
 
 from . import _ops
+from ._aioexecs import AsyncExec, AsyncExecOutput, AsyncOutputCallback, hand
 from ._aiotransport import AsyncResponse, AsyncTransport, AsyncUpgraded
 from ._lifetime import Seconds
 from ._ops import DEFAULT_READY_TIMEOUT, DEFAULT_STOP_TIMEOUT, Flow
@@ -40,7 +41,7 @@ from ._wire import Command, EventCursor, ExecCursor, Manifest, Output, Request
 from .errors import WaitTimeoutError
 from .models import Event, ExecFrame, ExecInfo, ExecResult, Health, Pool, PoolList, SandboxInfo
 
-__all__ = ["AsyncClient", "AsyncSandbox", "AsyncEventStream", "AsyncExecStream"]
+__all__ = ["AsyncClient", "AsyncSandbox", "AsyncEventStream", "AsyncExecStream", "AsyncExec", "AsyncExecOutput"]
 
 log = logging.getLogger("airlock")
 
@@ -383,7 +384,7 @@ class AsyncClient:
 
 
 async def _close(handle: object) -> None:
-    if isinstance(handle, (_Stream, AsyncUpgraded)):
+    if isinstance(handle, (_Stream, AsyncUpgraded, AsyncExecOutput)):
         await handle.close()
 
 
@@ -475,22 +476,62 @@ class AsyncSandbox:
 
     def exec_stream(self, cmd: Command, *, stdin: bytes | str | None = None,
                     env: Mapping[str, str] | Sequence[str] | None = None, workdir: str | None = None,
-                    id: str | None = None) -> AsyncExecStream:
+                    id: str | None = None, timeout: float | None = None,
+                    kill_grace: float | None = None) -> AsyncExecStream:
         """Runs a command and returns its frames as they come (:meth:`airlock.Sandbox.exec_stream`).
 
         ``async with sb.exec_stream(…) as stream: async for frame in stream``;
         the request is sent when the stream is awaited, entered or first read.
         """
-        req = _ops.exec_request(self.id, cmd, stdin=stdin, env=env, workdir=workdir, id=id)
+        req = _ops.exec_request(self.id, cmd, stdin=stdin, env=env, workdir=workdir, id=id, timeout=timeout,
+                                kill_grace=kill_grace)
         return AsyncExecStream(self.client._t, req)
+
+    @overload
+    async def run(self, cmd: Command, *, stdin: bytes | str | None = ...,
+                  env: Mapping[str, str] | Sequence[str] | None = ..., workdir: str | None = ..., check: bool = ...,
+                  id: str | None = ..., timeout: float | None = ..., kill_grace: float | None = ...,
+                  on_stdout: AsyncOutputCallback | None = ..., on_stderr: AsyncOutputCallback | None = ...,
+                  background: Literal[False] = ...) -> ExecResult: ...
+
+    @overload
+    async def run(self, cmd: Command, *, stdin: bytes | str | None = ...,
+                  env: Mapping[str, str] | Sequence[str] | None = ..., workdir: str | None = ..., check: bool = ...,
+                  id: str | None = ..., timeout: float | None = ..., kill_grace: float | None = ...,
+                  on_stdout: AsyncOutputCallback | None = ..., on_stderr: AsyncOutputCallback | None = ...,
+                  background: Literal[True]) -> AsyncExec: ...
 
     async def run(self, cmd: Command, *, stdin: bytes | str | None = None,
                   env: Mapping[str, str] | Sequence[str] | None = None, workdir: str | None = None,
-                  check: bool = False, id: str | None = None) -> ExecResult:
-        """Runs a command to its end and returns its exit code, stdout and stderr (:meth:`airlock.Sandbox.run`)."""
-        async with self.exec_stream(cmd, stdin=stdin, env=env, workdir=workdir, id=id) as s:
-            res = await s.result()
+                  check: bool = False, id: str | None = None, timeout: float | None = None,
+                  kill_grace: float | None = None, on_stdout: AsyncOutputCallback | None = None,
+                  on_stderr: AsyncOutputCallback | None = None, background: bool = False) -> ExecResult | AsyncExec:
+        """Runs a command to its end and returns its exit code, stdout and stderr (:meth:`airlock.Sandbox.run`).
+
+        ``on_stdout`` and ``on_stderr`` may be coroutine functions (awaited);
+        with ``background`` it returns an :class:`AsyncExec` at once.
+        """
+        if background:
+            info = await self.client._run(_ops.start_exec(self.id, cmd, stdin=stdin, env=env, workdir=workdir, id=id,
+                                                          check=check, timeout=timeout, kill_grace=kill_grace))
+            return AsyncExec(self, info, on_stdout=on_stdout, on_stderr=on_stderr)
+        async with self.exec_stream(cmd, stdin=stdin, env=env, workdir=workdir, id=id, timeout=timeout,
+                                    kill_grace=kill_grace) as s:
+            out = Output()
+            async for frame in s:
+                out.add(frame.stream, frame.data)
+                await hand(on_stdout if frame.stream == "stdout" else on_stderr if frame.stream == "stderr" else None,
+                           frame.data)
+            res = out.result(s.exit_code, exec_id=s.exec.id if s.exec else "")
         return res.check() if check else res
+
+    async def execs(self, *, running: bool = False, limit: int | None = None) -> list[ExecInfo]:
+        """``GET …/execs``: the sandbox's exec records, oldest first (:meth:`airlock.Sandbox.execs`)."""
+        return await self.client._run(_ops.list_execs(self.id, running=running, limit=limit))
+
+    async def exec(self, exec_id: str) -> AsyncExec:
+        """The handle of one of the sandbox's execs, by its ID (:class:`ExecNotFoundError` when none)."""
+        return AsyncExec(self, await self.client._run(_ops.get_exec(self.id, exec_id)))
 
     # Files.
 

@@ -8,9 +8,10 @@ import ssl
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from types import TracebackType
-from typing import IO, Any, TypeVar
+from typing import IO, Any, Literal, TypeVar, overload
 
 from . import _ops
+from ._execs import Exec, ExecOutput, OutputCallback
 from ._lifetime import Seconds
 from ._ops import DEFAULT_READY_TIMEOUT, DEFAULT_STOP_TIMEOUT, Flow
 from ._transport import Response, Transport, Upgraded
@@ -18,7 +19,7 @@ from ._wire import Command, EventCursor, ExecCursor, Manifest, Output, Request
 from .errors import WaitTimeoutError
 from .models import Event, ExecFrame, ExecInfo, ExecResult, Health, Pool, PoolList, SandboxInfo
 
-__all__ = ["Client", "Sandbox", "EventStream", "ExecStream", "Command", "Manifest"]
+__all__ = ["Client", "Sandbox", "EventStream", "ExecStream", "Exec", "ExecOutput", "Command", "Manifest"]
 
 log = logging.getLogger("airlock")
 
@@ -92,8 +93,8 @@ class ExecStream:
     The first frame carries the exec's record (also in :attr:`exec`), then come
     the output frames, the last carries the exit code (also in
     :attr:`exit_code`). :meth:`result` reads what is left and returns the whole
-    output. Closing the stream early stops receiving; the command runs to its
-    end in the sandbox.
+    output. Closing the stream early kills the command (SIGTERM, then SIGKILL);
+    run it with ``background=True`` to keep it.
     """
 
     def __init__(self, resp: Response) -> None:
@@ -544,28 +545,74 @@ class Sandbox:
 
     def exec_stream(self, cmd: Command, *, stdin: bytes | str | None = None,
                     env: Mapping[str, str] | Sequence[str] | None = None, workdir: str | None = None,
-                    id: str | None = None) -> ExecStream:
+                    id: str | None = None, timeout: float | None = None,
+                    kill_grace: float | None = None) -> ExecStream:
         """Runs a command and returns its frames as they come (``POST …/execs``, NDJSON).
 
         ``cmd`` is a list of arguments, or a string run by ``sh -c``. ``stdin``
         is the command's whole standard input (empty without it); ``env`` adds
         variables (a dict, or ``"NAME=VALUE"`` strings); ``workdir`` is where it
-        runs (else the manifest's); ``id`` names the exec.
+        runs (else the manifest's); ``id`` names the exec. ``timeout`` (seconds)
+        ends the command at expiry (SIGTERM, SIGKILL after ``kill_grace``; exit
+        code 124). Closing the stream before the end kills the command.
         """
-        req = _ops.exec_request(self.id, cmd, stdin=stdin, env=env, workdir=workdir, id=id)
+        req = _ops.exec_request(self.id, cmd, stdin=stdin, env=env, workdir=workdir, id=id, timeout=timeout,
+                                kill_grace=kill_grace)
         return ExecStream(self.client._t.send(req))
+
+    @overload
+    def run(self, cmd: Command, *, stdin: bytes | str | None = ..., env: Mapping[str, str] | Sequence[str] | None = ...,
+            workdir: str | None = ..., check: bool = ..., id: str | None = ..., timeout: float | None = ...,
+            kill_grace: float | None = ..., on_stdout: OutputCallback | None = ...,
+            on_stderr: OutputCallback | None = ..., background: Literal[False] = ...) -> ExecResult: ...
+
+    @overload
+    def run(self, cmd: Command, *, stdin: bytes | str | None = ..., env: Mapping[str, str] | Sequence[str] | None = ...,
+            workdir: str | None = ..., check: bool = ..., id: str | None = ..., timeout: float | None = ...,
+            kill_grace: float | None = ..., on_stdout: OutputCallback | None = ...,
+            on_stderr: OutputCallback | None = ..., background: Literal[True]) -> Exec: ...
 
     def run(self, cmd: Command, *, stdin: bytes | str | None = None,
             env: Mapping[str, str] | Sequence[str] | None = None, workdir: str | None = None,
-            check: bool = False, id: str | None = None) -> ExecResult:
+            check: bool = False, id: str | None = None, timeout: float | None = None,
+            kill_grace: float | None = None, on_stdout: OutputCallback | None = None,
+            on_stderr: OutputCallback | None = None, background: bool = False) -> ExecResult | Exec:
         """Runs a command to its end and returns its exit code, stdout and stderr.
 
         The arguments are those of :meth:`exec_stream`. With ``check`` a
-        non-zero exit code raises :class:`CommandFailedError`.
+        non-zero exit code raises :class:`CommandFailedError`. ``on_stdout``
+        and ``on_stderr`` are handed each chunk of output as it comes (the
+        result has the whole output all the same). ``timeout`` (seconds) ends
+        the command at expiry: SIGTERM to its process group, SIGKILL after
+        ``kill_grace`` (5 s by default), exit code 124.
+
+        With ``background`` it returns at once an :class:`Exec`, the exec's
+        handle (``wait()``, ``kill()``, ``signal()``, ``output()``): the command
+        runs on with no client, its output kept by the daemon; ``stdin`` and
+        ``check`` are refused then (:class:`ValueError`).
         """
-        with self.exec_stream(cmd, stdin=stdin, env=env, workdir=workdir, id=id) as s:
-            res = s.result()
+        if background:
+            info = self.client._run(_ops.start_exec(self.id, cmd, stdin=stdin, env=env, workdir=workdir, id=id,
+                                                    check=check, timeout=timeout, kill_grace=kill_grace))
+            return Exec(self, info, on_stdout=on_stdout, on_stderr=on_stderr)
+        with self.exec_stream(cmd, stdin=stdin, env=env, workdir=workdir, id=id, timeout=timeout,
+                              kill_grace=kill_grace) as s:
+            out = Output()
+            for frame in s:
+                out.add(frame.stream, frame.data)
+                cb = on_stdout if frame.stream == "stdout" else on_stderr if frame.stream == "stderr" else None
+                if cb is not None:
+                    cb(frame.data)
+            res = out.result(s.exit_code, exec_id=s.exec.id if s.exec else "")
         return res.check() if check else res
+
+    def execs(self, *, running: bool = False, limit: int | None = None) -> list[ExecInfo]:
+        """``GET …/execs``: the sandbox's exec records, oldest first; with ``running`` those not ended, with ``limit`` the last ones."""
+        return self.client._run(_ops.list_execs(self.id, running=running, limit=limit))
+
+    def exec(self, exec_id: str) -> Exec:
+        """The handle of one of the sandbox's execs, by its ID (:class:`ExecNotFoundError` when none)."""
+        return Exec(self, self.client._run(_ops.get_exec(self.id, exec_id)))
 
     # Files.
 

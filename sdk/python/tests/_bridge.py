@@ -24,6 +24,9 @@ import airlock.aio
 
 C = TypeVar("C", bound=type)
 
+#: What the async client hands back unopened: a stream, seen as an iterator and a ``with`` block.
+STREAMS = (airlock.aio.AsyncEventStream, airlock.aio.AsyncExecStream, airlock.aio.AsyncExecOutput)
+
 
 class Flavor:
     """Which client a test drives: the sync one, or airlock.aio's (seen through a view).
@@ -112,9 +115,9 @@ def client(*args: Any, **kwargs: Any) -> Any:
 
 def wrap(obj: Any) -> Any:
     """A view of a client, sandbox or stream of airlock.aio; anything else as it is."""
-    if isinstance(obj, (airlock.aio.AsyncEventStream, airlock.aio.AsyncExecStream)):
+    if isinstance(obj, STREAMS):
         return _StreamView(obj)
-    if isinstance(obj, (airlock.aio.AsyncClient, airlock.aio.AsyncSandbox)):
+    if isinstance(obj, (airlock.aio.AsyncClient, airlock.aio.AsyncSandbox, airlock.aio.AsyncExec)):
         return _View(obj)
     return obj
 
@@ -130,14 +133,13 @@ class _View:
 
     def __getattr__(self, name: str) -> Any:
         attr = getattr(self._target, name)
-        if inspect.isawaitable(attr) and not isinstance(attr, (airlock.aio.AsyncEventStream, airlock.aio.AsyncExecStream)):
+        if inspect.isawaitable(attr) and not isinstance(attr, STREAMS):
             return wrap(loop().run(attr))  # a property that reads (AsyncSandbox.state)
         if inspect.ismethod(attr):
 
             def call(*args: Any, **kwargs: Any) -> Any:
                 res = attr(*args, **kwargs)
-                if inspect.isawaitable(res) and not isinstance(res, (airlock.aio.AsyncEventStream,
-                                                                     airlock.aio.AsyncExecStream)):
+                if inspect.isawaitable(res) and not isinstance(res, STREAMS):
                     res = loop().run(res)
                 return wrap(res)
 

@@ -872,7 +872,8 @@ class ParityTest(unittest.TestCase):
     """The asyncio client has the sync one's methods, with the same names and arguments."""
 
     PAIRS = [(airlock.Client, airlock.aio.AsyncClient), (airlock.Sandbox, airlock.aio.AsyncSandbox),
-             (airlock.ExecStream, airlock.aio.AsyncExecStream), (airlock.EventStream, airlock.aio.AsyncEventStream)]
+             (airlock.ExecStream, airlock.aio.AsyncExecStream), (airlock.EventStream, airlock.aio.AsyncEventStream),
+             (airlock.Exec, airlock.aio.AsyncExec), (airlock.ExecOutput, airlock.aio.AsyncExecOutput)]
 
     def test_same_methods(self) -> None:
         for sync, aio in self.PAIRS:
@@ -889,7 +890,7 @@ class ParityTest(unittest.TestCase):
                                      [(p.name, p.kind, p.default) for p in sb.parameters.values()],
                                      f"{sync.__name__}.{n} and {aio.__name__}.{n} take different arguments")
                     # What does no I/O stays a plain method (a stream is opened when awaited or entered).
-                    self.assertEqual(inspect.iscoroutinefunction(b), n not in ("sandbox", "events", "exec_stream"),
+                    self.assertEqual(inspect.iscoroutinefunction(b), n not in ("sandbox", "events", "exec_stream", "output"),
                                      f"{aio.__name__}.{n}: awaited or not")
         self.assertIs(airlock.AsyncClient, airlock.aio.AsyncClient)
 
