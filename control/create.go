@@ -63,12 +63,22 @@ type CreateRequest struct {
 	NoPool bool
 	// Lifetime is the sandbox's deadline and idle timeout (lifetime.go).
 	Lifetime LifetimeRequest
+	// FromSnapshot makes the sandbox of a snapshot instead of a manifest
+	// (snapshot.go).
+	FromSnapshot string
 }
 
 // Create accepts a sandbox: its ID is reserved and the pending record and the
 // sandbox.accepted event are written before the call returns; the Docker work
 // continues in the background.
-func (s *Service) Create(_ context.Context, req *CreateRequest) (Sandbox, error) {
+func (s *Service) Create(ctx context.Context, req *CreateRequest) (Sandbox, error) {
+	if req.FromSnapshot != "" {
+		r, err := s.fromSnapshot(ctx, req)
+		if err != nil {
+			return Sandbox{}, err
+		}
+		req = r
+	}
 	if req.Text != nil {
 		if req.Manifest != nil {
 			return Sandbox{}, errorf(ErrInvalidRequest, "give a resolved manifest or a manifest text, not both")

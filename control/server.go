@@ -116,6 +116,10 @@ var apiRoutes = []struct {
 	{"POST", "/v1/pools/drain", (*server).drainPools, true},
 	{"PUT", "/v1/build-contexts/{sum}", (*server).putBuildContext, true},
 	{"PATCH", "/v1/sandboxes/{id}", (*server).update, true},
+	{"POST", "/v1/sandboxes/{id}/snapshots", (*server).takeSnapshot, true},
+	{"GET", "/v1/snapshots", (*server).listSnapshots, true},
+	{"DELETE", "/v1/snapshots/{name}", (*server).deleteSnapshot, true},
+	{"POST", "/v1/sandboxes/{id}/fork", (*server).fork, true},
 }
 
 // routes is the API's handler; hosts, for the TCP listener, adds the checks
