@@ -22,7 +22,7 @@ func (s *server) create(w http.ResponseWriter, r *http.Request) {
 	}
 	sb, err := s.svc.Create(r.Context(), creq)
 	if err != nil {
-		writeError(w, err)
+		writeSnapshotError(w, err) // writeError's, and a from_snapshot's
 		return
 	}
 	writeJSON(w, http.StatusAccepted, toClientSandbox(sb))
