@@ -194,7 +194,7 @@ func (s *Service) fromSnapshot(ctx context.Context, req *CreateRequest) (*Create
 		return nil, errorf(ErrInvalidRequest, "from_snapshot: the manifest of snapshot %s has substituted values: give them in secrets (%s)", name, strings.Join(missing, ", "))
 	}
 	out := *req
-	out.Manifest, out.FromSnapshot, out.NoPool = w, "", true
+	out.Manifest, out.FromSnapshot, out.fromSnapshot, out.NoPool = w, "", true, true
 	if out.Kind == "" {
 		out.Kind = backend.KindUp
 	}
@@ -258,7 +258,7 @@ func (s *Service) Fork(ctx context.Context, id string, count int) (backend.Snaps
 	for range count {
 		wc := *w
 		sb, err := s.Create(ctx, &CreateRequest{Kind: backend.KindUp, Manifest: &wc, Secrets: maps.Clone(values),
-			Labels: maps.Clone(rec.Labels), Engine: eng, Start: true, NoPool: true})
+			Labels: maps.Clone(rec.Labels), Engine: eng, Start: true, NoPool: true, fromSnapshot: true})
 		if err != nil {
 			return snap, out, fmt.Errorf("cannot fork sandbox %s (%d of %d made): %w", id, len(out), count, err)
 		}
