@@ -32,6 +32,9 @@ var ErrSnapshotsUnsupported = errors.New("not supported by this backend")
 // ErrSnapshotNotFound is what RemoveSnapshot wraps for a name with no image.
 var ErrSnapshotNotFound = errors.New("no such snapshot")
 
+// ErrSnapshotExists is what Snapshot wraps for a name a snapshot has.
+var ErrSnapshotExists = errors.New("a snapshot of that name exists")
+
 // ErrSnapshotInUse is what RemoveSnapshot wraps when a container still uses
 // one of the snapshot's images.
 var ErrSnapshotInUse = errors.New("snapshot in use")

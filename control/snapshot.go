@@ -63,7 +63,7 @@ func snapshotError(name string, err error) error {
 		return errorf(ErrSnapshotNotFound, "no such snapshot: %s", name)
 	case errors.Is(err, backend.ErrSnapshotInUse):
 		return errorf(ErrSnapshotInUse, "cannot delete snapshot %s: %v", name, err)
-	case err != nil && strings.Contains(err.Error(), "a snapshot of that name exists"):
+	case errors.Is(err, backend.ErrSnapshotExists):
 		return errorf(ErrSnapshotExists, "cannot take snapshot %s: a snapshot of that name exists", name)
 	}
 	return err

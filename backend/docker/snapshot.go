@@ -59,7 +59,7 @@ func (rt *Runtime) Snapshot(ctx context.Context, sb *backend.Sandbox, req backen
 	if have, err := rt.Snapshots(ctx, req.Name); err != nil {
 		return nil, err
 	} else if len(have) > 0 {
-		return nil, failed("cannot take snapshot %s: %w", req.Name, errSnapshotExists)
+		return nil, fmt.Errorf("cannot take snapshot %s: %w", req.Name, backend.ErrSnapshotExists)
 	}
 	type job struct {
 		service, container, ref string
@@ -149,11 +149,6 @@ func (rt *Runtime) Snapshot(ctx context.Context, sb *backend.Sandbox, req backen
 	}
 	return out, nil
 }
-
-var errSnapshotExists = errors.New("a snapshot of that name exists")
-
-// IsSnapshotExists reports whether err is Snapshot's error for a name in use.
-func IsSnapshotExists(err error) bool { return errors.Is(err, errSnapshotExists) }
 
 // snapshotConfig is the configuration a commit of a container (c, made from
 // an image whose configuration is base) is given: base's, with labels over
