@@ -29,7 +29,7 @@ var _ snapshotDomain = (*Service)(nil)
 func (s *server) snapshots(w http.ResponseWriter) (snapshotDomain, bool) {
 	d, ok := s.svc.(snapshotDomain)
 	if !ok {
-		writeError(w, &client.Error{Status: http.StatusNotImplemented, Reason: client.ReasonNotSupported, Message: "cannot use snapshots: this daemon has none"})
+		writeError(w, &client.Error{Reason: client.ReasonNotSupported, Message: "cannot use snapshots: this daemon has none"})
 	}
 	return d, ok
 }
@@ -112,15 +112,14 @@ func writeSnapshotError(w http.ResponseWriter, err error) {
 	for _, m := range []struct {
 		err    error
 		reason string
-		status int
 	}{
-		{ErrSnapshotNotFound, client.ReasonSnapshotNotFound, http.StatusNotFound},
-		{ErrSnapshotExists, client.ReasonSnapshotExists, http.StatusConflict},
-		{ErrSnapshotInUse, client.ReasonSnapshotInUse, http.StatusConflict},
-		{ErrNotSupported, client.ReasonNotSupported, http.StatusNotImplemented},
+		{ErrSnapshotNotFound, client.ReasonSnapshotNotFound},
+		{ErrSnapshotExists, client.ReasonSnapshotExists},
+		{ErrSnapshotInUse, client.ReasonSnapshotInUse},
+		{ErrNotSupported, client.ReasonNotSupported},
 	} {
 		if errors.Is(err, m.err) {
-			writeError(w, &client.Error{Status: m.status, Reason: m.reason, Message: err.Error()})
+			writeError(w, &client.Error{Reason: m.reason, Message: err.Error()})
 			return
 		}
 	}
