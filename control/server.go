@@ -100,6 +100,10 @@ var apiRoutes = []struct {
 	{"POST", "/v1/sandboxes/{id}/stop", (*server).stop, true},
 	{"POST", "/v1/sandboxes/{id}/resume", (*server).resume, true},
 	{"POST", "/v1/sandboxes/{id}/compare", (*server).compare, true},
+	{"POST", "/v1/sandboxes/{id}/snapshots", (*server).takeSnapshot, true},
+	{"GET", "/v1/snapshots", (*server).listSnapshots, true},
+	{"DELETE", "/v1/snapshots/{name}", (*server).deleteSnapshot, true},
+	{"POST", "/v1/sandboxes/{id}/fork", (*server).fork, true},
 	{"GET", "/v1/sandboxes/{id}/events", (*server).events, true},
 	{"GET", "/v1/sandboxes/{id}/attach", (*server).attach, true},
 	{"POST", "/v1/sandboxes/{id}/attach", (*server).attachPrimary, true},
@@ -116,10 +120,6 @@ var apiRoutes = []struct {
 	{"POST", "/v1/pools/drain", (*server).drainPools, true},
 	{"PUT", "/v1/build-contexts/{sum}", (*server).putBuildContext, true},
 	{"PATCH", "/v1/sandboxes/{id}", (*server).update, true},
-	{"POST", "/v1/sandboxes/{id}/snapshots", (*server).takeSnapshot, true},
-	{"GET", "/v1/snapshots", (*server).listSnapshots, true},
-	{"DELETE", "/v1/snapshots/{name}", (*server).deleteSnapshot, true},
-	{"POST", "/v1/sandboxes/{id}/fork", (*server).fork, true},
 }
 
 // routes is the API's handler; hosts, for the TCP listener, adds the checks

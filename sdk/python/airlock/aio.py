@@ -34,9 +34,10 @@ from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
 from types import TracebackType
 from typing import IO, Any, TypeVar
 
-from . import _ops, _snapshots
+from . import _ops
 from ._aiotransport import AsyncResponse, AsyncTransport, AsyncUpgraded
 from ._lifetime import Seconds
+from . import _snapshots
 from ._snapshots import SnapshotInfo
 from ._ops import DEFAULT_READY_TIMEOUT, DEFAULT_STOP_TIMEOUT, Flow
 from ._wire import Command, EventCursor, ExecCursor, Manifest, Output, Request

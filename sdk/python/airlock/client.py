@@ -11,8 +11,9 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from types import TracebackType
 from typing import IO, Any, TypeVar
 
-from . import _ops, _snapshots
+from . import _ops
 from ._lifetime import Seconds
+from . import _snapshots
 from ._snapshots import SnapshotInfo
 from ._ops import DEFAULT_READY_TIMEOUT, DEFAULT_STOP_TIMEOUT, Flow
 from ._transport import Response, Transport, Upgraded
