@@ -53,6 +53,10 @@ type Request struct {
 	// request's). PoolKey is its pool's key (LabelPool).
 	Park    bool
 	PoolKey string
+	// FromSnapshot: the manifest's images are a snapshot's (snapshot.go),
+	// which hold the project and the [copies] entries as the sandbox left
+	// them: a copied project and the copies are not copied in again.
+	FromSnapshot bool
 }
 
 // Sandbox is a created sandbox.

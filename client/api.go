@@ -204,6 +204,9 @@ type CreateRequest struct {
 	ManifestSource
 	// LifetimeRequest is the sandbox's deadline and idle timeout.
 	LifetimeRequest
+	// FromSnapshot, instead of a manifest, makes the sandbox of a snapshot
+	// (snapshots.go).
+	FromSnapshot string `json:"from_snapshot,omitempty"`
 }
 
 // ManifestSource is a manifest the daemon resolves itself, as a create, a

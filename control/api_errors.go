@@ -78,6 +78,12 @@ func statusOf(reason string) int {
 		return http.StatusUnauthorized
 	case client.ReasonForbidden:
 		return http.StatusForbidden
+	case client.ReasonSnapshotNotFound:
+		return http.StatusNotFound
+	case client.ReasonSnapshotExists, client.ReasonSnapshotInUse:
+		return http.StatusConflict
+	case client.ReasonNotSupported:
+		return http.StatusNotImplemented
 	}
 	return http.StatusInternalServerError
 }

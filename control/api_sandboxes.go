@@ -22,7 +22,7 @@ func (s *server) create(w http.ResponseWriter, r *http.Request) {
 	}
 	sb, err := s.svc.Create(r.Context(), creq)
 	if err != nil {
-		writeError(w, err)
+		writeSnapshotError(w, err) // writeError's, and a from_snapshot's
 		return
 	}
 	writeJSON(w, http.StatusAccepted, toClientSandbox(sb))
@@ -97,7 +97,7 @@ func (s *server) remove(w http.ResponseWriter, r *http.Request) {
 func fromCreateRequest(req *client.CreateRequest) (*CreateRequest, error) {
 	out := &CreateRequest{ID: req.ID, Kind: req.Kind, Secrets: req.Secrets, Command: req.Command, Env: req.Env,
 		EnvSecrets: req.EnvSecrets, Workdir: req.Workdir, TTY: req.TTY, Stdin: req.Stdin, Labels: req.Labels,
-		Quiet: req.Quiet, RemoveOnExit: req.RemoveOnExit, FastEnd: req.FastEnd, Start: req.Start, CLIPid: req.CLIPid, CLIStart: req.CLIStart, ClientFiles: req.ClientFiles, NoPool: req.NoPool, ToolEnv: req.ToolEnv}
+		Quiet: req.Quiet, RemoveOnExit: req.RemoveOnExit, FastEnd: req.FastEnd, Start: req.Start, CLIPid: req.CLIPid, CLIStart: req.CLIStart, ClientFiles: req.ClientFiles, NoPool: req.NoPool, ToolEnv: req.ToolEnv, FromSnapshot: req.FromSnapshot}
 	if req.Manifest != nil {
 		w := manifest.Wire(*req.Manifest)
 		out.Manifest = &w

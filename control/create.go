@@ -63,12 +63,24 @@ type CreateRequest struct {
 	NoPool bool
 	// Lifetime is the sandbox's deadline and idle timeout (lifetime.go).
 	Lifetime LifetimeRequest
+	// FromSnapshot makes the sandbox of a snapshot instead of a manifest
+	// (snapshot.go).
+	FromSnapshot string
+	// fromSnapshot: Manifest is a snapshot's (backend.Request.FromSnapshot).
+	fromSnapshot bool
 }
 
 // Create accepts a sandbox: its ID is reserved and the pending record and the
 // sandbox.accepted event are written before the call returns; the Docker work
 // continues in the background.
-func (s *Service) Create(_ context.Context, req *CreateRequest) (Sandbox, error) {
+func (s *Service) Create(ctx context.Context, req *CreateRequest) (Sandbox, error) {
+	if req.FromSnapshot != "" {
+		r, err := s.fromSnapshot(ctx, req)
+		if err != nil {
+			return Sandbox{}, err
+		}
+		req = r
+	}
 	if req.Text != nil {
 		if req.Manifest != nil {
 			return Sandbox{}, errorf(ErrInvalidRequest, "give a resolved manifest or a manifest text, not both")
@@ -145,7 +157,8 @@ func (s *Service) Create(_ context.Context, req *CreateRequest) (Sandbox, error)
 	s.lives.touch(rec.ID)
 	sreq := &backend.Request{ID: rec.ID, Manifest: resolved, Kind: req.Kind, Command: req.Command, Env: req.Env, EnvSecrets: req.EnvSecrets,
 		Workdir: req.Workdir, TTY: req.TTY, Stdin: req.Stdin, Labels: labels, Quiet: req.Quiet, CLIPid: req.CLIPid, CLIStart: req.CLIStart,
-		KeepFiles: req.Kind == backend.KindRun && !req.RemoveOnExit, ClientFiles: req.ClientFiles, EndMarker: endMarker, ToolEnv: req.ToolEnv}
+		KeepFiles: req.Kind == backend.KindRun && !req.RemoveOnExit, ClientFiles: req.ClientFiles, EndMarker: endMarker, ToolEnv: req.ToolEnv,
+		FromSnapshot: req.fromSnapshot}
 	if pooled != nil {
 		l.claim = &backend.Claim{Manifest: resolved, Command: req.Command, Idle: req.Kind == backend.KindUp, Env: req.Env, EnvSecrets: req.EnvSecrets,
 			Workdir: req.Workdir, Stdin: req.Stdin, Quiet: req.Quiet, EndMarker: endMarker}

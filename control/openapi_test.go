@@ -147,6 +147,11 @@ var wireTypes = []struct {
 	{client.DrainRequest{}, "DrainRequest", false},
 	{client.DrainResult{}, "DrainResult", true},
 	{client.UpdateRequest{}, "UpdateRequest", false},
+	{client.SnapshotRequest{}, "SnapshotRequest", false},
+	{client.SnapshotImage{}, "SnapshotImage", true},
+	{client.Snapshot{}, "Snapshot", true},
+	{client.ForkRequest{}, "ForkRequest", false},
+	{client.Fork{}, "Fork", true},
 }
 
 // jsonField is a field of a struct as encoding/json writes it.

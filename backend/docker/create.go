@@ -336,8 +336,8 @@ func (c *creation) copies(ctx context.Context) error {
 			return err
 		}
 	}
-	if c.req.ClientFiles {
-		return nil // the client writes them (files API)
+	if c.req.ClientFiles || c.req.FromSnapshot {
+		return nil // the client writes them (files API), or the snapshot has them
 	}
 	if rt.ProjectCopied(r) {
 		if err := cp.copyProject(ctx, id, r.ProjectDir, c.u); err != nil {

@@ -26,6 +26,7 @@ from ._transport import Endpoint, default_socket, parse_host
 from .client import Client, Command, EventStream, Exec, ExecOutput, ExecStream, Manifest, Sandbox
 from . import errors as _errors
 from .errors import *  # noqa: F403 (the error classes, errors.__all__)
+from ._snapshots import SnapshotImage, SnapshotInfo
 from .models import (DaemonCount, Event, ExecFrame, ExecInfo, ExecResult, Health, Pool, PooledSandbox, PoolList, Port,
                      SandboxInfo)
 
@@ -75,5 +76,7 @@ __all__ = [
     "Pool",
     "PooledSandbox",
     "PoolList",
+    "SnapshotInfo",
+    "SnapshotImage",
 ]
 __all__ += [n for n in _errors.__all__ if n != "error_from_response"]

@@ -287,13 +287,18 @@ def delete_quietly(sandbox_id: str, what: str) -> Flow[None]:
         log.warning("airlock: cannot delete %s %s: %s", what, sandbox_id, e)
 
 
-def create(manifest: Manifest, *, project_dir: str | os.PathLike[str] | None, vars: Mapping[str, str] | None,
+def create(manifest: Manifest | None, *, project_dir: str | os.PathLike[str] | None, vars: Mapping[str, str] | None,
            id: str | None, labels: Mapping[str, str] | None, env: Mapping[str, str] | Sequence[str] | None,
            no_pool: bool, start: bool, wait: bool, timeout: float | None, keep_on_failure: bool,
            lifetime: Seconds | None, on_timeout: str | None, idle_timeout: Seconds | None,
-           on_idle: str | None) -> Flow[SandboxInfo]:
-    """``POST /v1/sandboxes`` (kind ``up``), then, with ``wait``, :func:`wait_ready` (deleting it when that fails)."""
-    body: dict[str, Any] = {"kind": "up", "start": start, **manifest_body(manifest, project_dir, vars),
+           on_idle: str | None, from_snapshot: str | None = None) -> Flow[SandboxInfo]:
+    """``POST /v1/sandboxes`` (kind ``up``), then, with ``wait``, :func:`wait_ready` (deleting it when that fails).
+
+    ``from_snapshot`` instead of ``manifest`` makes it of a snapshot (:mod:`airlock._snapshots`)."""
+    if (manifest is None) == (from_snapshot is None):
+        raise TypeError("create: give a manifest or from_snapshot, one of them")
+    source = {"from_snapshot": from_snapshot} if manifest is None else manifest_body(manifest, project_dir, vars)
+    body: dict[str, Any] = {"kind": "up", "start": start, **source,
                             **create_fields(lifetime, on_timeout, idle_timeout, on_idle)}
     if id is not None:
         body["id"] = id

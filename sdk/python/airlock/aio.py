@@ -4,6 +4,7 @@ The same methods with the same arguments, awaited; the same records, results
 and errors. Streams are async iterators and ``async with`` blocks::
 
     import asyncio
+import builtins
     import airlock.aio
 
     async def main() -> None:
@@ -25,6 +26,7 @@ Both clients run the same operations (``airlock._ops``) and wire code
 from __future__ import annotations
 
 import asyncio
+import builtins
 import logging
 import os
 import ssl
@@ -36,6 +38,8 @@ from . import _ops
 from ._aioexecs import AsyncExec, AsyncExecOutput, AsyncOutputCallback, hand
 from ._aiotransport import AsyncResponse, AsyncTransport, AsyncUpgraded
 from ._lifetime import Seconds
+from . import _snapshots
+from ._snapshots import SnapshotInfo
 from ._ops import DEFAULT_READY_TIMEOUT, DEFAULT_STOP_TIMEOUT, Flow
 from ._wire import Command, EventCursor, ExecCursor, Manifest, Output, Request
 from .errors import WaitTimeoutError
@@ -230,7 +234,7 @@ class AsyncClient:
 
     async def create(
         self,
-        manifest: Manifest,
+        manifest: Manifest | None = None,
         *,
         project_dir: str | os.PathLike[str] | None = None,
         vars: Mapping[str, str] | None = None,
@@ -246,6 +250,7 @@ class AsyncClient:
         on_timeout: str | None = None,
         idle_timeout: Seconds | None = None,
         on_idle: str | None = None,
+        from_snapshot: str | None = None,
     ) -> AsyncSandbox:
         """Creates a sandbox from a manifest and, by default, waits until it is ready (:meth:`airlock.Client.create`).
 
@@ -254,7 +259,7 @@ class AsyncClient:
         info = await self._run(_ops.create(manifest, project_dir=project_dir, vars=vars, id=id, labels=labels,
                                            env=env, no_pool=no_pool, start=start, wait=wait, timeout=timeout, keep_on_failure=keep_on_failure,
                                            lifetime=lifetime, on_timeout=on_timeout, idle_timeout=idle_timeout,
-                                           on_idle=on_idle))
+                                           on_idle=on_idle, from_snapshot=from_snapshot))
         return AsyncSandbox(self, info)
 
     async def run(
@@ -326,6 +331,16 @@ class AsyncClient:
     async def drain_pools(self, *, project: str | os.PathLike[str] | None = None, all: bool = False) -> int:
         """``POST /v1/pools/drain``: removes the parked sandboxes of one project's pools (or ``all``) and returns how many."""
         return await self._run(_ops.drain_pools(project=project, all=all))
+
+    # Snapshots (docs/snapshots.md): Sandbox.snapshot takes one, create(from_snapshot=…) starts one.
+
+    async def snapshots(self) -> builtins.list[SnapshotInfo]:
+        """``GET /v1/snapshots``: the daemon's snapshots, by name."""
+        return await self._run(_snapshots.snapshots())
+
+    async def delete_snapshot(self, name: str) -> SnapshotInfo:
+        """``DELETE /v1/snapshots/{name}``: removes a snapshot's images (a ConflictError while a sandbox made from it exists)."""
+        return await self._run(_snapshots.delete_snapshot(name))
 
     # Plumbing shared with AsyncSandbox: how this client does the steps of an operation (_ops).
 
@@ -459,6 +474,23 @@ class AsyncSandbox:
         """``PATCH /v1/sandboxes/{id}``: the sandbox's own idle timeout (:meth:`airlock.Sandbox.set_idle_timeout`)."""
         self._info = await self.client._run(_ops.set_idle_timeout(self.id, idle_timeout, on_idle=on_idle))
         return self._info
+
+    async def snapshot(self, name: str | None = None) -> SnapshotInfo:
+        """``POST /v1/sandboxes/{id}/snapshots``: saves the files of its primary and services as a snapshot.
+
+        ``name`` (lowercase letters, digits, ``.``, ``_``, ``-``) or one of the
+        daemon's choosing. ``client.create(from_snapshot=snap.name)`` starts a
+        sandbox of it; memory is not saved.
+        """
+        return await self.client._run(_snapshots.take_snapshot(self.id, name))
+
+    async def fork(self, n: int = 1, *, wait: bool = True, timeout: float | None = DEFAULT_READY_TIMEOUT) -> list[AsyncSandbox]:
+        """``POST /v1/sandboxes/{id}/fork``: ``n`` copies of this running sandbox, each its own (ready, with ``wait``).
+
+        A file one copy writes is in no other. The fork's snapshot (``fork-…``)
+        stays until :meth:`Client.delete_snapshot` once the copies are deleted.
+        """
+        return [AsyncSandbox(self.client, i) for i in await self.client._run(_snapshots.fork(self.id, n, wait=wait, timeout=timeout))]
 
     async def __aenter__(self) -> AsyncSandbox:
         return self

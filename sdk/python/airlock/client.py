@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import logging
 import os
 import ssl
@@ -13,6 +14,8 @@ from typing import IO, Any, Literal, TypeVar, overload
 from . import _ops
 from ._execs import Exec, ExecOutput, OutputCallback
 from ._lifetime import Seconds
+from . import _snapshots
+from ._snapshots import SnapshotInfo
 from ._ops import DEFAULT_READY_TIMEOUT, DEFAULT_STOP_TIMEOUT, Flow
 from ._transport import Response, Transport, Upgraded
 from ._wire import Command, EventCursor, ExecCursor, Manifest, Output, Request
@@ -227,7 +230,7 @@ class Client:
 
     def create(
         self,
-        manifest: Manifest,
+        manifest: Manifest | None = None,
         *,
         project_dir: str | os.PathLike[str] | None = None,
         vars: Mapping[str, str] | None = None,
@@ -243,6 +246,7 @@ class Client:
         on_timeout: str | None = None,
         idle_timeout: Seconds | None = None,
         on_idle: str | None = None,
+        from_snapshot: str | None = None,
     ) -> Sandbox:
         """Creates a sandbox from a manifest and, by default, waits until it is ready.
 
@@ -278,11 +282,15 @@ class Client:
         ``on_idle="stop"``) once ready and unused that long, instead of the
         daemon's ``runtime.idle_ttl``. :meth:`Sandbox.set_timeout` and
         :meth:`Sandbox.set_idle_timeout` change them later.
+
+        ``from_snapshot`` instead of ``manifest`` makes the sandbox of a
+        snapshot (:meth:`Sandbox.snapshot`): the manifest it recorded, with its
+        images for the primary and each service.
         """
         info = self._run(_ops.create(manifest, project_dir=project_dir, vars=vars, id=id, labels=labels, env=env,
                                      no_pool=no_pool, start=start, wait=wait, timeout=timeout,
                                      keep_on_failure=keep_on_failure, lifetime=lifetime, on_timeout=on_timeout,
-                                     idle_timeout=idle_timeout, on_idle=on_idle))
+                                     idle_timeout=idle_timeout, on_idle=on_idle, from_snapshot=from_snapshot))
         return Sandbox(self, info)
 
     def run(
@@ -382,6 +390,16 @@ class Client:
         :meth:`warm_pool` or a run of its manifest sizes it again.
         """
         return self._run(_ops.drain_pools(project=project, all=all))
+
+    # Snapshots (docs/snapshots.md): Sandbox.snapshot takes one, create(from_snapshot=…) starts one.
+
+    def snapshots(self) -> builtins.list[SnapshotInfo]:
+        """``GET /v1/snapshots``: the daemon's snapshots, by name."""
+        return self._run(_snapshots.snapshots())
+
+    def delete_snapshot(self, name: str) -> SnapshotInfo:
+        """``DELETE /v1/snapshots/{name}``: removes a snapshot's images (a ConflictError while a sandbox made from it exists)."""
+        return self._run(_snapshots.delete_snapshot(name))
 
     # Plumbing shared with Sandbox: how this client does the steps of an operation (_ops).
 
@@ -528,6 +546,23 @@ class Sandbox:
         """
         self._info = self.client._run(_ops.set_idle_timeout(self.id, idle_timeout, on_idle=on_idle))
         return self._info
+
+    def snapshot(self, name: str | None = None) -> SnapshotInfo:
+        """``POST /v1/sandboxes/{id}/snapshots``: saves the files of its primary and services as a snapshot.
+
+        ``name`` (lowercase letters, digits, ``.``, ``_``, ``-``) or one of the
+        daemon's choosing. ``client.create(from_snapshot=snap.name)`` starts a
+        sandbox of it; memory is not saved.
+        """
+        return self.client._run(_snapshots.take_snapshot(self.id, name))
+
+    def fork(self, n: int = 1, *, wait: bool = True, timeout: float | None = DEFAULT_READY_TIMEOUT) -> list[Sandbox]:
+        """``POST /v1/sandboxes/{id}/fork``: ``n`` copies of this running sandbox, each its own (ready, with ``wait``).
+
+        A file one copy writes is in no other. The fork's snapshot (``fork-…``)
+        stays until :meth:`Client.delete_snapshot` once the copies are deleted.
+        """
+        return [Sandbox(self.client, i) for i in self.client._run(_snapshots.fork(self.id, n, wait=wait, timeout=timeout))]
 
     def __enter__(self) -> Sandbox:
         return self

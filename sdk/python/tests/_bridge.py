@@ -119,6 +119,8 @@ def wrap(obj: Any) -> Any:
         return _StreamView(obj)
     if isinstance(obj, (airlock.aio.AsyncClient, airlock.aio.AsyncSandbox, airlock.aio.AsyncExec)):
         return _View(obj)
+    if isinstance(obj, list):
+        return [wrap(o) for o in obj]
     return obj
 
 

@@ -1,0 +1,268 @@
+package control
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/airlock-dev/airlock/backend"
+	"github.com/airlock-dev/airlock/control/store"
+	"github.com/airlock-dev/airlock/engine"
+	"github.com/airlock-dev/airlock/manifest"
+)
+
+// Snapshots and forks (docs/snapshots.md): a snapshot is a sandbox's
+// filesystems saved by its backend (backend.Snapshotter) with the manifest it
+// was made from, in its wire form (every substituted value masked). A create
+// from a snapshot is a create of that manifest with the snapshot's images in
+// place of the primary's image (or build) and each service's; the values it
+// needs come with the request. A fork is a snapshot and count creates from
+// it, with the values the sandbox holds.
+
+// Errors of snapshots, which the API maps onto its own reasons.
+var (
+	ErrSnapshotNotFound = errors.New("no such snapshot")
+	ErrSnapshotExists   = errors.New("snapshot exists")
+	ErrSnapshotInUse    = errors.New("snapshot in use")
+	ErrNotSupported     = errors.New("not supported by this backend")
+)
+
+// maxFork bounds the copies one fork makes.
+const maxFork = 64
+
+// snapshotNameRE is a snapshot's name: an image repository's path component.
+var snapshotNameRE = regexp.MustCompile(`^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*$`)
+
+// CheckSnapshotName says what is wrong with a snapshot name (nil: nothing).
+func CheckSnapshotName(name string) error {
+	if len(name) > 64 || !snapshotNameRE.MatchString(name) {
+		return errorf(ErrInvalidRequest, "snapshot name %q: must be 1 to 64 lowercase letters, digits and separators (., _, -) between them", name)
+	}
+	return nil
+}
+
+// snapshotter is the backend of Engine ep as a Snapshotter.
+func (s *Service) snapshotter(ep engine.Endpoint) (backend.Snapshotter, error) {
+	rt := s.runtimeFor(ep)
+	sn, ok := rt.(backend.Snapshotter)
+	if !ok {
+		return nil, errorf(ErrNotSupported, "cannot use snapshots on %s: not supported by this backend", ep.String())
+	}
+	return sn, nil
+}
+
+// snapshotError is err of a backend's snapshot call as the service's.
+func snapshotError(name string, err error) error {
+	switch {
+	case errors.Is(err, backend.ErrSnapshotNotFound):
+		return errorf(ErrSnapshotNotFound, "no such snapshot: %s", name)
+	case errors.Is(err, backend.ErrSnapshotInUse):
+		return errorf(ErrSnapshotInUse, "cannot delete snapshot %s: %v", name, err)
+	case errors.Is(err, backend.ErrSnapshotExists):
+		return errorf(ErrSnapshotExists, "cannot take snapshot %s: a snapshot of that name exists", name)
+	}
+	return err
+}
+
+// TakeSnapshot saves sandbox id's filesystems as snapshot name ("": one of
+// the daemon's choosing). The sandbox may be ready or stopped.
+func (s *Service) TakeSnapshot(ctx context.Context, id, name string) (backend.Snapshot, error) {
+	snap, _, err := s.takeSnapshot(ctx, id, name)
+	return snap, err
+}
+
+// takeSnapshot is TakeSnapshot, which also returns the sandbox's values and
+// its record (for a fork).
+func (s *Service) takeSnapshot(ctx context.Context, id, name string) (backend.Snapshot, map[string]string, error) {
+	if name == "" {
+		name = "snap-" + nonce()[:12]
+	}
+	if err := CheckSnapshotName(name); err != nil {
+		return backend.Snapshot{}, nil, err
+	}
+	rec, err := s.store.Get(id)
+	if err != nil {
+		return backend.Snapshot{}, nil, err
+	}
+	if rec.State != store.StateReady && rec.State != store.StateStopped {
+		return backend.Snapshot{}, nil, notIn(id, rec.State, "ready or stopped")
+	}
+	sn, err := s.snapshotter(s.endpointOf(rec))
+	if err != nil {
+		return backend.Snapshot{}, nil, err
+	}
+	l := s.lives.of(id)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	wire, values := l.wire, maps.Clone(l.values)
+	if len(wire.Resolved) == 0 {
+		wire = manifest.Wire{ProjectDir: rec.Project, Resolved: json.RawMessage(rec.Plan), Sources: rec.Sources}
+	}
+	b, err := json.Marshal(wire)
+	if err != nil {
+		return backend.Snapshot{}, nil, fmt.Errorf("cannot take snapshot %s: %w", name, err)
+	}
+	h := l.handle
+	if h == nil {
+		if h, err = s.rtOf(id).Open(ctx, id, nil); err != nil {
+			return backend.Snapshot{}, nil, fmt.Errorf("cannot take snapshot %s: %w", name, err)
+		}
+	}
+	h = &backend.Sandbox{ID: id, PrimaryID: h.PrimaryID, Services: h.Services}
+	snap, err := sn.Snapshot(ctx, h, backend.SnapshotRequest{Name: name, Manifest: b})
+	if err != nil {
+		return backend.Snapshot{}, nil, snapshotError(name, err)
+	}
+	s.events.emit(id, store.Event{Kind: "sandbox.snapshot", Extra: map[string]string{"snapshot": name}}, "")
+	return *snap, values, nil
+}
+
+// Snapshots lists the snapshots on the daemon's own Engine.
+func (s *Service) Snapshots(ctx context.Context) ([]backend.Snapshot, error) {
+	sn, err := s.snapshotter(s.rt.Location())
+	if err != nil {
+		return nil, err
+	}
+	return sn.Snapshots(ctx, "")
+}
+
+// DeleteSnapshot removes snapshot name from the daemon's own Engine.
+func (s *Service) DeleteSnapshot(ctx context.Context, name string) (backend.Snapshot, error) {
+	if err := CheckSnapshotName(name); err != nil {
+		return backend.Snapshot{}, err
+	}
+	sn, err := s.snapshotter(s.rt.Location())
+	if err != nil {
+		return backend.Snapshot{}, err
+	}
+	list, err := sn.Snapshots(ctx, name)
+	if err != nil {
+		return backend.Snapshot{}, err
+	}
+	if len(list) == 0 {
+		return backend.Snapshot{}, errorf(ErrSnapshotNotFound, "no such snapshot: %s", name)
+	}
+	if err := sn.RemoveSnapshot(ctx, name); err != nil {
+		return backend.Snapshot{}, snapshotError(name, err)
+	}
+	return list[0], nil
+}
+
+// fromSnapshot is req with the manifest of its snapshot, whose images replace
+// the primary's and the services'.
+func (s *Service) fromSnapshot(ctx context.Context, req *CreateRequest) (*CreateRequest, error) {
+	name := req.FromSnapshot
+	if req.Manifest != nil || req.Text != nil {
+		return nil, errorf(ErrInvalidRequest, "from_snapshot: give a snapshot or a manifest, not both")
+	}
+	if err := CheckSnapshotName(name); err != nil {
+		return nil, errorf(ErrInvalidRequest, "from_snapshot: %v", err)
+	}
+	ep := s.rt.Location()
+	if req.Engine != nil {
+		ep = *req.Engine
+	}
+	sn, err := s.snapshotter(ep)
+	if err != nil {
+		return nil, err
+	}
+	list, err := sn.Snapshots(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	if len(list) == 0 {
+		return nil, errorf(ErrSnapshotNotFound, "from_snapshot: no such snapshot: %s", name)
+	}
+	snap := list[0]
+	w, err := snapshotManifest(snap)
+	if err != nil {
+		return nil, err
+	}
+	var missing []string
+	for k := range w.Sources {
+		if _, ok := req.Secrets[k]; !ok {
+			missing = append(missing, k)
+		}
+	}
+	if len(missing) > 0 {
+		slices.Sort(missing)
+		return nil, errorf(ErrInvalidRequest, "from_snapshot: the manifest of snapshot %s has substituted values: give them in secrets (%s)", name, strings.Join(missing, ", "))
+	}
+	out := *req
+	out.Manifest, out.FromSnapshot, out.fromSnapshot, out.NoPool = w, "", true, true
+	if out.Kind == "" {
+		out.Kind = backend.KindUp
+	}
+	return &out, nil
+}
+
+// snapshotManifest is the wire manifest a snapshot records with its images in
+// place of the primary's and the services'.
+func snapshotManifest(snap backend.Snapshot) (*manifest.Wire, error) {
+	var w manifest.Wire
+	if err := json.Unmarshal(snap.Manifest, &w); err != nil || len(w.Resolved) == 0 || snap.Primary.Image == "" {
+		return nil, fmt.Errorf("cannot read snapshot %s: its manifest or primary image is missing", snap.Name)
+	}
+	m, err := manifest.DecodeJSON(w.Resolved)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read the manifest of snapshot %s: %w", snap.Name, err)
+	}
+	m.Sandbox.Image, m.Sandbox.Build = snap.Primary.Image, nil
+	for _, im := range snap.Services {
+		svc, ok := m.Services[im.Service]
+		if !ok {
+			continue
+		}
+		svc.Image = im.Image
+		m.Services[im.Service] = svc
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read the manifest of snapshot %s: %w", snap.Name, err)
+	}
+	w.Resolved = b
+	return &w, nil
+}
+
+// Fork makes count copies of ready sandbox id: a snapshot of it, then count
+// sandboxes created (and started) from it, with its labels and values.
+func (s *Service) Fork(ctx context.Context, id string, count int) (backend.Snapshot, []Sandbox, error) {
+	if count < 1 || count > maxFork {
+		return backend.Snapshot{}, nil, errorf(ErrInvalidRequest, "count: must be between 1 and %d, not %d", maxFork, count)
+	}
+	rec, err := s.store.Get(id)
+	if err != nil {
+		return backend.Snapshot{}, nil, err
+	}
+	if rec.State != store.StateReady {
+		return backend.Snapshot{}, nil, notIn(id, rec.State, store.StateReady)
+	}
+	snap, values, err := s.takeSnapshot(ctx, id, "fork-"+nonce()[:12])
+	if err != nil {
+		return backend.Snapshot{}, nil, err
+	}
+	var eng *engine.Endpoint
+	if ep := s.endpointOf(rec); ep.Key() != s.rt.Location().Key() {
+		eng = &ep
+	}
+	w, err := snapshotManifest(snap)
+	if err != nil {
+		return snap, nil, err
+	}
+	out := make([]Sandbox, 0, count)
+	for range count {
+		wc := *w
+		sb, err := s.Create(ctx, &CreateRequest{Kind: backend.KindUp, Manifest: &wc, Secrets: maps.Clone(values),
+			Labels: maps.Clone(rec.Labels), Engine: eng, Start: true, NoPool: true, fromSnapshot: true})
+		if err != nil {
+			return snap, out, fmt.Errorf("cannot fork sandbox %s (%d of %d made): %w", id, len(out), count, err)
+		}
+		out = append(out, sb)
+	}
+	return snap, out, nil
+}
