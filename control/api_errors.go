@@ -42,6 +42,7 @@ var reasons = []struct {
 	{backend.ErrIsDirectory, client.ReasonIsDirectory},
 	{ErrNotRegular, client.ReasonNotRegular},
 	{ErrTooLarge, client.ReasonTooLarge},
+	{backend.ErrNotSupported, client.ReasonNotSupported},
 }
 
 // reasonOf is the API's reason for an error of the service: a config error of
@@ -78,6 +79,8 @@ func statusOf(reason string) int {
 		return http.StatusUnauthorized
 	case client.ReasonForbidden:
 		return http.StatusForbidden
+	case client.ReasonNotSupported:
+		return http.StatusNotImplemented
 	}
 	return http.StatusInternalServerError
 }
