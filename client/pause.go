@@ -10,6 +10,10 @@ import (
 // being scheduled, their memory kept; Unpause makes it ready again.
 const StatePaused = "paused"
 
+// OnExpiryPause is an OnIdle policy: a sandbox idle for its idle timeout is
+// paused (it stays so until unpaused), not deleted or stopped.
+const OnExpiryPause = "pause"
+
 // ReasonNotSupported (501): the sandbox's backend does not have the operation
 // (a pause on Kubernetes). Retrying does not help.
 const ReasonNotSupported = "not_supported"

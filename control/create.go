@@ -85,6 +85,11 @@ func (s *Service) Create(_ context.Context, req *CreateRequest) (Sandbox, error)
 	if err != nil {
 		return Sandbox{}, err
 	}
+	if req.Lifetime.OnIdle == expirePause {
+		if err := s.canPauseOn(req.Engine, req.ID); err != nil {
+			return Sandbox{}, err
+		}
+	}
 	labels := maps.Clone(req.Labels)
 	if labels == nil {
 		labels = map[string]string{}

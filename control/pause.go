@@ -3,6 +3,7 @@ package control
 import (
 	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/control/store"
+	"github.com/airlock-dev/airlock/engine"
 )
 
 // A ready sandbox can be paused: every process of it — its supervisor, the
@@ -143,4 +144,38 @@ func (rc *recovery) recoverPaused(rec store.Sandbox, engineState string) bool {
 		return true
 	}
 	return false
+}
+
+// expirePause is the on_idle policy that pauses a sandbox idle for its idle
+// timeout, rather than deleting or stopping it (lifetime.go): it stays paused
+// until unpaused, which starts its idle clock again.
+const expirePause = "pause"
+
+// checkIdlePolicy checks an on_idle value: delete, stop or pause.
+func checkIdlePolicy(p string) error {
+	if p != "" && p != expireDelete && p != expireStop && p != expirePause {
+		return errorf(ErrInvalidRequest, "on_idle: must be %q, %q or %q, not %q", expireDelete, expireStop, expirePause, p)
+	}
+	return nil
+}
+
+// canPause is ErrNotSupported when rt cannot pause sandbox id (on_idle
+// "pause" is refused there rather than failing when it is idle).
+func (s *Service) canPause(rt backend.Backend, id string) error {
+	if _, ok := rt.(backend.Pauser); !ok {
+		return errorf(backend.ErrNotSupported, "on_idle: sandbox %s cannot be paused on its backend (%s); use delete or stop", id, rt.Location().String())
+	}
+	return nil
+}
+
+// canPauseOn is canPause for a new sandbox on ep (nil: the daemon's own).
+func (s *Service) canPauseOn(ep *engine.Endpoint, id string) error {
+	rt := s.rt
+	if ep != nil && !ep.IsZero() {
+		rt = s.runtimeFor(*ep)
+	}
+	if id == "" {
+		id = "(new)"
+	}
+	return s.canPause(rt, id)
 }

@@ -281,3 +281,62 @@ func TestPauseClocksRun(t *testing.T) {
 	waitState(t, c, idle.ID, 30*time.Second, client.StateDeleted)
 	testenv.AssertNoLeftovers(t, e.docker, labelProject, e.project)
 }
+
+// TestPauseOnIdle: on_idle "pause" pauses a sandbox idle for its idle timeout
+// (sandbox.expired with policy pause, then sandbox.paused with reason
+// idle_timeout) and leaves it paused; unpaused, its idle clock starts again
+// and it is paused again. on_timeout "pause" is refused.
+func TestPauseOnIdle(t *testing.T) {
+	parallel(t)
+	e := newEnv(t)
+	d := e.startDaemon(binA)
+	c := d.client
+	ctx := ctxT(t, 3*time.Minute)
+
+	if _, err := c.Create(ctx, e.withLifetime(client.LifetimeRequest{Timeout: 60, OnTimeout: "pause"})); apiReason(err) != client.ReasonInvalidRequest {
+		t.Errorf("on_timeout pause: %v, want invalid_request", err)
+	}
+	sb, err := c.Create(ctx, e.withLifetime(client.LifetimeRequest{IdleTimeout: 2, OnIdle: client.OnExpiryPause}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sb.OnIdle != client.OnExpiryPause {
+		t.Errorf("the record's on_idle: %q, want pause", sb.OnIdle)
+	}
+	waitReady(t, c, sb.ID)
+	pausedAfter := func(from uint64) client.Event {
+		t.Helper()
+		wctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+		defer cancel()
+		ev, err := c.WaitEvent(wctx, sb.ID, from, "sandbox.paused", "sandbox.stopped", "sandbox.failed", "sandbox.deleting")
+		if err != nil || ev.Kind != "sandbox.paused" {
+			t.Fatalf("an idle sandbox with on_idle pause: %s %v, want sandbox.paused\n%s", ev.Kind, err, dumpEvents(c, sb.ID))
+		}
+		if ev.Reason != "idle_timeout" {
+			t.Errorf("sandbox.paused of an idle sandbox: reason %q, want idle_timeout", ev.Reason)
+		}
+		evs, _ := readEvents(c, sb.ID, from)
+		i := indexOf(evs, "sandbox.expired")
+		if i < 0 || evs[i].Reason != "idle_timeout" || evs[i].Extra["policy"] != "pause" || evs[i].Sequence > ev.Sequence {
+			t.Errorf("no sandbox.expired (idle_timeout, pause) before sandbox.paused\n%s", dumpEvents(c, sb.ID))
+		}
+		return ev
+	}
+	first := pausedAfter(0)
+	// It stays paused: the next rounds of the reaper leave it so.
+	time.Sleep(5 * time.Second)
+	got, _ := c.Get(ctx, sb.ID)
+	if got.State != client.StatePaused || got.LastSeq != first.Sequence {
+		t.Fatalf("an idle-paused sandbox 5 s later: %s, last event %d (paused at %d)\n%s", got.State, got.LastSeq, first.Sequence, dumpEvents(c, sb.ID))
+	}
+	unpaused, err := c.Unpause(ctx, sb.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pausedAfter(unpaused.LastSeq)
+	if _, err := c.Delete(ctx, sb.ID); err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, c, sb.ID, 30*time.Second, client.StateDeleted)
+	testenv.AssertNoLeftovers(t, e.docker, labelProject, e.project)
+}
