@@ -26,7 +26,7 @@ const pauseManifest = `
 image = "{{image}}"
 
 [daemons.counter]
-command = ["sh", "-c", "i=0; while true; do i=$((i+1)); echo $i > /tmp/counter; echo $i >> /tmp/ticks; sleep 0.05; done"]
+command = ["sh", "-c", "i=0; while true; do i=$((i+1)); echo $i > /tmp/counter.new; mv /tmp/counter.new /tmp/counter; echo $i >> /tmp/ticks; sleep 0.05; done"]
 timeout = 2
 
 [daemons.trigger]
@@ -46,6 +46,9 @@ func readCounter(t *testing.T, c *client.Client, id string) (counter, ticks int)
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
 		rc, err := c.ReadFile(ctx, id, p)
+		if apiReason(err) == client.ReasonPathNotFound {
+			return "0" // not written yet
+		}
 		if err != nil {
 			t.Fatalf("read %s: %v", p, err)
 		}

@@ -1,9 +1,11 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/airlock-dev/airlock/client"
 )
@@ -56,4 +58,17 @@ func TestPauseCLI(t *testing.T) {
 		t.Errorf("unpause of a stopped sandbox: want exit 1 saying it is stopped, got %s", r)
 	}
 	e.MustRun("rm", id)
+
+	// --on-idle pause: paused once idle, not deleted.
+	if r := e.Run("up", "-d", "--timeout", "1h", "--on-timeout", "pause"); r.Code != 2 {
+		t.Errorf("--on-timeout pause: want exit 2, got %s", r)
+	}
+	id = strings.TrimSpace(e.MustRun("up", "-d", "--idle-timeout", "2s", "--on-idle", "pause").Stdout)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	sb, ev, err := e.daemonAPI().WaitState(ctx, id, client.StatePaused, client.StateStopped, client.StateDeleted)
+	if err != nil || sb.State != client.StatePaused || ev.Reason != "idle_timeout" {
+		t.Fatalf("up -d --idle-timeout 2s --on-idle pause: %v, %+v (%s)", err, sb, ev.Reason)
+	}
+	e.MustRun("rm", "-f", id)
 }

@@ -33,7 +33,7 @@ func manifest(image string) string {
 image = %[1]q
 
 [daemons.counter]
-command = ["sh", "-c", "i=0; while true; do i=$((i+1)); echo $i > /tmp/counter; sleep 0.05; done"]
+command = ["sh", "-c", "i=0; while true; do i=$((i+1)); echo $i > /tmp/counter.new; mv /tmp/counter.new /tmp/counter; sleep 0.05; done"]
 timeout = 2
 
 [services.svc]

@@ -275,7 +275,7 @@ class Client:
         ``lifetime`` (seconds, or a timedelta) gives the sandbox a deadline:
         that long after it was accepted it is deleted, or stopped with
         ``on_timeout="stop"``. ``idle_timeout`` has it deleted (or stopped,
-        ``on_idle="stop"``) once ready and unused that long, instead of the
+        ``on_idle="stop"``, or paused, ``on_idle="pause"``) once ready and unused that long, instead of the
         daemon's ``runtime.idle_ttl``. :meth:`Sandbox.set_timeout` and
         :meth:`Sandbox.set_idle_timeout` change them later.
         """

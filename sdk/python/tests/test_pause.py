@@ -16,6 +16,7 @@ import uuid
 from _daemon import Daemon
 
 import airlock
+from airlock._lifetime import create_fields
 from airlock.errors import error_from_response
 
 IMAGE = os.environ.get("AIRLOCK_TEST_IMAGE", "")
@@ -44,6 +45,11 @@ class PauseUnitTest(unittest.TestCase):
         self.assertNotIsInstance(err, airlock.ServerError)  # no failure: retrying does not help
         self.assertEqual((err.status, err.reason), (501, "not_supported"))
 
+    def test_on_idle_pause(self) -> None:
+        self.assertEqual(create_fields(None, None, 5, "pause"), {"idle_timeout": 5.0, "on_idle": "pause"})
+        with self.assertRaises(ValueError):
+            create_fields(60, "pause", None, None)  # a deadline deletes or stops
+
 
 class PauseTest(unittest.TestCase):
     """Against the daemon: a daemon's in-memory counter frozen and going on after unpause."""
@@ -59,11 +65,14 @@ class PauseTest(unittest.TestCase):
     def manifest(self) -> str:
         return (f'[sandbox]\nimage = "{IMAGE}"\nnetwork = "none"\n\n'
                 '[daemons.counter]\n'
-                'command = ["sh", "-c", "i=0; while true; do i=$((i+1)); echo $i > /tmp/counter; sleep 0.05; done"]\n'
+                'command = ["sh", "-c", "i=0; while true; do i=$((i+1)); echo $i > /tmp/counter.new; mv /tmp/counter.new /tmp/counter; sleep 0.05; done"]\n'
                 'timeout = 1\n')
 
     def counter(self, sb: airlock.Sandbox) -> int:
-        return int(sb.read_text("/tmp/counter").strip() or "0")
+        try:
+            return int(sb.read_text("/tmp/counter").strip() or "0")
+        except airlock.PathNotFoundError:
+            return 0  # not written yet
 
     def test_pause_unpause(self) -> None:
         sb = self.client.create(self.manifest(), id=f"sdk-pause-{uuid.uuid4().hex[:12]}")
@@ -94,6 +103,18 @@ class PauseTest(unittest.TestCase):
         self.assertEqual(sb.run("echo goes-on").stdout_text, "goes-on\n")
         kinds = [e.kind for e in sb.events(from_seq=0, follow=False)]
         self.assertLess(kinds.index("sandbox.paused"), kinds.index("sandbox.unpaused"))
+
+    def test_on_idle_pause(self) -> None:
+        sb = self.client.create(self.manifest(), id=f"sdk-idlepause-{uuid.uuid4().hex[:12]}", idle_timeout=2, on_idle="pause")
+        self.addCleanup(sb.delete)
+        self.assertEqual(sb.info.on_idle, "pause")
+        with sb.events(from_seq=0, timeout=60) as stream:
+            for ev in stream:
+                if ev.kind in ("sandbox.paused", "sandbox.stopped", "sandbox.deleting"):
+                    break
+        self.assertEqual((ev.kind, ev.reason), ("sandbox.paused", "idle_timeout"))
+        self.assertEqual(sb.state, "paused")
+        self.assertEqual(sb.unpause().state, "ready")
 
 
 if __name__ == "__main__":
