@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
@@ -62,18 +63,9 @@ func (f freezer) pause(ctx context.Context, id string) error {
 	if st := cs[0].State; st != stateRunning && st != statePaused {
 		return failed("cannot pause sandbox %s: its container is %s, not running", id, st)
 	}
-	var todo []container.Summary
-	for _, c := range cs {
-		if c.State == stateRunning {
-			todo = append(todo, c)
-		}
-	}
-	done, err := each(todo, func(c container.Summary) error { return f.engine.ContainerPause(ctx, c.ID) })
-	if err != nil {
+	if err := f.converge(ctx, id, cs, statePaused); err != nil {
 		// Not half frozen: what was frozen is thawed again.
-		_, _ = each(done, func(c container.Summary) error {
-			return f.engine.ContainerUnpause(context.WithoutCancel(ctx), c.ID)
-		})
+		_ = f.converge(context.WithoutCancel(ctx), id, nil, stateRunning)
 		return failed("cannot pause sandbox %s: %v", id, err)
 	}
 	return nil
@@ -84,22 +76,70 @@ func (f freezer) unpause(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	if err := f.thaw(ctx, cs); err != nil {
+	if err := f.converge(ctx, id, cs, stateRunning); err != nil {
 		return failed("cannot unpause sandbox %s: %v", id, err)
 	}
 	return nil
 }
 
-// thaw unpauses those of cs that are paused.
+// thaw unpauses those of cs that are paused (a stop's first step).
 func (f freezer) thaw(ctx context.Context, cs []container.Summary) error {
-	var todo []container.Summary
+	_, err := each(needing(cs, stateRunning), f.op(ctx, stateRunning))
+	return err
+}
+
+// converge pauses (want statePaused) or unpauses (stateRunning) those of cs
+// (nil: listed now) that are not so yet, side by side. Engine 20.10 also takes
+// a container's paused flag from containerd's events: one that comes late (a
+// pause and an unpause of one container a few milliseconds apart) leaves the
+// flag wrong for a moment, and the Engine answers "is already paused" or "is
+// not paused" to what it should do. Those are listed and tried again, a few
+// times, after a short wait.
+func (f freezer) converge(ctx context.Context, id string, cs []container.Summary, want string) error {
+	for attempt := 1; ; attempt++ {
+		if cs == nil {
+			var err error
+			if cs, err = f.members(ctx, id); err != nil {
+				return err
+			}
+		}
+		_, err := each(needing(cs, want), f.op(ctx, want))
+		if err == nil || attempt == 4 || !staleFlag(err) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(time.Duration(attempt) * 25 * time.Millisecond):
+		}
+		cs = nil
+	}
+}
+
+// needing are those of cs, running or paused, that are not in state want.
+func needing(cs []container.Summary, want string) []container.Summary {
+	var out []container.Summary
 	for _, c := range cs {
-		if c.State == statePaused {
-			todo = append(todo, c)
+		if c.State != want && (c.State == stateRunning || c.State == statePaused) {
+			out = append(out, c)
 		}
 	}
-	_, err := each(todo, func(c container.Summary) error { return f.engine.ContainerUnpause(ctx, c.ID) })
-	return err
+	return out
+}
+
+// op is the Engine's call that brings a container to state want.
+func (f freezer) op(ctx context.Context, want string) func(container.Summary) error {
+	if want == statePaused {
+		return func(c container.Summary) error { return f.engine.ContainerPause(ctx, c.ID) }
+	}
+	return func(c container.Summary) error { return f.engine.ContainerUnpause(ctx, c.ID) }
+}
+
+// staleFlag reports whether err holds only the Engine's answers of a paused
+// flag that is not what the container is (see converge).
+func staleFlag(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "is already paused") || strings.Contains(msg, "is not paused")
 }
 
 // each runs op on every container at once and returns those it succeeded on,
