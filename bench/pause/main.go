@@ -14,6 +14,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -150,10 +151,13 @@ func bench(o *benchdoc.Options, n int) error {
 	if kept != "yes" {
 		return errors.New("the daemon's state was not kept across the pause: " + kept)
 	}
-	intro := fmt.Sprintf("By `%s` against the Docker Engine on this machine, %s; image: the local busybox test image; an `up -d` sandbox with one daemon and one service.", o.Command, benchdoc.Machine())
+	load, _ := os.ReadFile("/proc/loadavg")
+	intro := fmt.Sprintf("By `%s` against the Docker Engine on this machine, %s, load average %s at the start; image: the local busybox test image; an `up -d` sandbox with one daemon and one service.",
+		o.Command, benchdoc.Machine(), strings.Join(strings.Fields(string(load))[:min(3, len(strings.Fields(string(load))))], " "))
 	notes := "A pause is the daemon's round trip: the sandbox's containers listed, the primary and each service frozen side by side " +
 		"(the Engine's container pause, the cgroup freezer), `sandbox.paused` written to the store. `airlock pause` adds the CLI's own start " +
-		"and its connection to the daemon. While paused, the sandbox keeps its memory (the same count as running: nothing is swapped or " +
+		"and its connection to the daemon. The figures move with the machine's load (the Engine's own pause is some 10 ms on an idle machine, " +
+		"several times that when the two cores are busy); the daemon adds a few milliseconds to it. While paused, the sandbox keeps its memory (the same count as running: nothing is swapped or " +
 		"written out) and uses no CPU; its ports stay bound."
 	return benchdoc.Write(o.Doc, "Pause and unpause", intro, rows, notes)
 }
