@@ -460,6 +460,16 @@ class AsyncSandbox:
         self._info = await self.client._run(_ops.set_idle_timeout(self.id, idle_timeout, on_idle=on_idle))
         return self._info
 
+    async def pause(self) -> SandboxInfo:
+        """``POST …/pause``: the sandbox frozen in place, memory kept (:meth:`airlock.Sandbox.pause`)."""
+        self._info = await self.client._run(_ops.pause(self.id))
+        return self._info
+
+    async def unpause(self) -> SandboxInfo:
+        """``POST …/unpause``: a paused sandbox let go on where it was (:meth:`airlock.Sandbox.unpause`)."""
+        self._info = await self.client._run(_ops.unpause(self.id))
+        return self._info
+
     async def __aenter__(self) -> AsyncSandbox:
         return self
 

@@ -523,10 +523,33 @@ class Sandbox:
         """``PATCH /v1/sandboxes/{id}``: the sandbox expires once ready and unused for ``idle_timeout`` seconds.
 
         No attached client, no exec running, no request using it: then it is
-        deleted, or stopped with ``on_idle="stop"``. It replaces the daemon's
+        deleted, or stopped with ``on_idle="stop"``, or paused with
+        ``on_idle="pause"`` (until :meth:`unpause`). It replaces the daemon's
         ``runtime.idle_ttl`` for this sandbox; ``None`` or 0 clears it.
         """
         self._info = self.client._run(_ops.set_idle_timeout(self.id, idle_timeout, on_idle=on_idle))
+        return self._info
+
+    def pause(self) -> SandboxInfo:
+        """``POST …/pause``: freezes the sandbox in place, its memory kept; returns the record (state ``paused``).
+
+        Every process of it (its daemons, the commands running in it, its
+        services) stops being scheduled until :meth:`unpause`, which lets each
+        go on where it was. While paused, :meth:`run` and the other execs raise
+        :class:`InvalidStateError`; files can be read, not written; :meth:`stop`
+        and :meth:`delete` work. Its lifetime and idle timeout still run. A
+        paused sandbox is left as it is. On Kubernetes:
+        :class:`NotSupportedError`.
+        """
+        self._info = self.client._run(_ops.pause(self.id))
+        return self._info
+
+    def unpause(self) -> SandboxInfo:
+        """``POST …/unpause``: lets a paused sandbox go on where it was; returns the record (state ``ready``).
+
+        (:meth:`resume` is another thing: it starts a stopped sandbox again.)
+        """
+        self._info = self.client._run(_ops.unpause(self.id))
         return self._info
 
     def __enter__(self) -> Sandbox:

@@ -1,4 +1,4 @@
-"""Tests of pausing a sandbox in the SDK: Sandbox.pause(), Sandbox.unpause(), NotSupportedError.
+"""Tests of pausing a sandbox in the SDK: Sandbox.pause(), Sandbox.unpause(), NotSupportedError, through both clients.
 
 The daemon tests run against a control daemon of this module's own (as
 test_sdk.py's) and the real Docker Engine; without AIRLOCK_BINARY and
@@ -12,7 +12,10 @@ import os
 import time
 import unittest
 import uuid
+from typing import Any
 
+import _bridge
+from _bridge import Flavor, both_clients
 from _daemon import Daemon
 
 import airlock
@@ -31,6 +34,7 @@ def setUpModule() -> None:
 
 
 def tearDownModule() -> None:
+    _bridge.close()
     if _daemon is not None:
         _daemon.stop()
 
@@ -51,16 +55,17 @@ class PauseUnitTest(unittest.TestCase):
             create_fields(60, "pause", None, None)  # a deadline deletes or stops
 
 
-class PauseTest(unittest.TestCase):
+@both_clients
+class PauseTest(Flavor, unittest.TestCase):
     """Against the daemon: a daemon's in-memory counter frozen and going on after unpause."""
 
-    client: airlock.Client
+    client: Any  # airlock.Client, or the asyncio client's view
 
     @classmethod
     def setUpClass(cls) -> None:
         if _daemon is None:
             raise unittest.SkipTest("needs AIRLOCK_BINARY and AIRLOCK_TEST_IMAGE (go test ./sdk/python sets them)")
-        cls.client = _daemon.client
+        cls.client = _daemon.client if cls.flavor == "sync" else cls.Client(_daemon.socket, timeout=60)
 
     def manifest(self) -> str:
         return (f'[sandbox]\nimage = "{IMAGE}"\nnetwork = "none"\n\n'
@@ -68,7 +73,7 @@ class PauseTest(unittest.TestCase):
                 'command = ["sh", "-c", "i=0; while true; do i=$((i+1)); echo $i > /tmp/counter.new; mv /tmp/counter.new /tmp/counter; sleep 0.05; done"]\n'
                 'timeout = 1\n')
 
-    def counter(self, sb: airlock.Sandbox) -> int:
+    def counter(self, sb: Any) -> int:
         try:
             return int(sb.read_text("/tmp/counter").strip() or "0")
         except airlock.PathNotFoundError:
@@ -84,7 +89,7 @@ class PauseTest(unittest.TestCase):
 
         info = sb.pause()
         self.assertEqual(info.state, "paused")
-        self.assertEqual(sb.state, "paused")
+        self.assertEqual(sb.refresh().state, "paused")
         before = self.counter(sb)  # files are read while paused
         time.sleep(0.5)
         self.assertEqual(self.counter(sb), before, "a paused daemon made progress")
@@ -98,10 +103,12 @@ class PauseTest(unittest.TestCase):
         self.assertEqual(info.state, "ready")
         time.sleep(0.4)
         self.assertGreater(self.counter(sb), before)
-        starts = [e for e in sb.events(from_seq=0, follow=False) if e.kind == "daemon.started"]
+        with sb.events(from_seq=0, follow=False) as stream:
+            starts = [e for e in stream if e.kind == "daemon.started"]
         self.assertEqual(len(starts), 1, "the counter daemon restarted")
         self.assertEqual(sb.run("echo goes-on").stdout_text, "goes-on\n")
-        kinds = [e.kind for e in sb.events(from_seq=0, follow=False)]
+        with sb.events(from_seq=0, follow=False) as stream:
+            kinds = [e.kind for e in stream]
         self.assertLess(kinds.index("sandbox.paused"), kinds.index("sandbox.unpaused"))
 
     def test_on_idle_pause(self) -> None:
@@ -113,7 +120,7 @@ class PauseTest(unittest.TestCase):
                 if ev.kind in ("sandbox.paused", "sandbox.stopped", "sandbox.deleting"):
                     break
         self.assertEqual((ev.kind, ev.reason), ("sandbox.paused", "idle_timeout"))
-        self.assertEqual(sb.state, "paused")
+        self.assertEqual(sb.refresh().state, "paused")
         self.assertEqual(sb.unpause().state, "ready")
 
 
