@@ -35,7 +35,7 @@ func newDownCommand(a *app) *cobra.Command {
 // with its supervisor's shutdown lines.
 func (a *app) stopTargetsShowingLines(args, labels []string) error {
 	return a.eachTarget(args, labels, func(ctx context.Context, c *client.Client, s client.Sandbox) error {
-		if s.State == client.StateReady || s.State == client.StatePending {
+		if s.State == client.StateReady || s.State == client.StatePending || s.State == client.StatePaused {
 			return a.stopShowingLines(ctx, c, s)
 		}
 		return nil

@@ -46,6 +46,9 @@ func newExecCommand(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if list[0].State == client.StatePaused {
+				return withCode(ExitFailure, fmt.Errorf("sandbox %s is paused (let it go on with `airlock unpause %s`)", list[0].ID, list[0].ID))
+			}
 			if list[0].State != client.StateReady {
 				return withCode(ExitFailure, fmt.Errorf("sandbox %s is %s (start it with `airlock up -d`)", list[0].ID, list[0].State))
 			}

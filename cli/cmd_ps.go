@@ -46,7 +46,7 @@ func newPsCommand(a *app) *cobra.Command {
 				if s.State == client.StateDeleting {
 					continue
 				}
-				if all || s.State == client.StatePending || s.State == client.StateReady {
+				if all || s.State == client.StatePending || s.State == client.StateReady || s.State == client.StatePaused {
 					shown = append(shown, s)
 				}
 			}

@@ -31,6 +31,9 @@ func newRmCommand(a *app) *cobra.Command {
 // remove is rm, and down when stop is set.
 func (a *app) remove(args, labels []string, force, stop bool) error {
 	return a.eachTarget(args, labels, func(ctx context.Context, c *client.Client, s client.Sandbox) error {
+		if s.State == client.StatePaused && !force && !stop {
+			return withCode(ExitFailure, fmt.Errorf("sandbox %s is paused: stop it first (airlock stop %s) or use rm -f", s.ID, s.ID))
+		}
 		if (s.State == client.StateReady || s.State == client.StatePending) && !force && !stop {
 			return withCode(ExitFailure, fmt.Errorf("sandbox %s is running: stop it first (airlock stop %s) or use rm -f", s.ID, s.ID))
 		}

@@ -39,7 +39,7 @@ func newStopCommand(a *app) *cobra.Command {
 
 // stopSandbox asks the daemon to stop a sandbox and waits until it is stopped.
 func stopSandbox(ctx context.Context, c *client.Client, s client.Sandbox) error {
-	if s.State != client.StateReady && s.State != client.StatePending {
+	if s.State != client.StateReady && s.State != client.StatePending && s.State != client.StatePaused {
 		return nil
 	}
 	if _, err := c.Stop(ctx, s.ID); err != nil {
@@ -78,13 +78,14 @@ func (a *app) followShutdownLines(ctx context.Context, c *client.Client, id stri
 // flaky: gave up after 3 launches (exit 3)), as `airlock up` does when its shell
 // exits: the primary's stderr from the moment of the stop until it stopped.
 func (a *app) stopShowingLines(ctx context.Context, c *client.Client, s client.Sandbox) (err error) {
-	if s.State == client.StateReady || s.State == client.StatePending {
+	if s.State == client.StateReady || s.State == client.StatePending || s.State == client.StatePaused {
 		defer func() {
 			if err == nil {
 				a.layersAfterStop(s.ID) // what it changed in the layers is flagged now
 			}
 		}()
 	}
+	// A paused sandbox takes no attach: the daemon thaws it as it stops it.
 	if a.opts.quiet || (s.State != client.StateReady && s.State != client.StatePending) {
 		return stopSandbox(ctx, c, s)
 	}

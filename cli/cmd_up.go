@@ -230,6 +230,9 @@ func (a *app) upSandbox(ctx context.Context, c *client.Client, tgt *target, r *m
 		return "", false, 0, false, err
 	}
 	if existing != nil {
+		if existing.State == client.StatePaused {
+			return "", false, 0, false, withCode(ExitFailure, fmt.Errorf("sandbox %s of %s is paused: let it go on with `airlock unpause %s` (or stop it with `airlock stop`)", existing.ID, existing.Project, existing.ID))
+		}
 		live := existing.State == client.StateReady || existing.State == client.StatePending
 		if live && !detach {
 			return "", false, 0, false, withCode(ExitFailure, fmt.Errorf("sandbox %s is already running for %s; run commands in it with `airlock exec -- CMD` (or stop it with `airlock stop`)", existing.ID, existing.Project))

@@ -44,7 +44,7 @@ func apiFailure(err error) error {
 		switch ce.Reason {
 		case client.ReasonConfig, client.ReasonInvalidID, client.ReasonIDAlreadyUsed, client.ReasonInvalidRequest, client.ReasonBadCursor:
 			return withCode(ExitUsage, errors.New(ce.Message))
-		case client.ReasonSandboxNotFound, client.ReasonInvalidState, client.ReasonExecNotFound:
+		case client.ReasonSandboxNotFound, client.ReasonInvalidState, client.ReasonExecNotFound, client.ReasonNotSupported:
 			return withCode(ExitFailure, errors.New(ce.Message))
 		}
 		return withCode(ExitAirlock, errors.New(ce.Message))

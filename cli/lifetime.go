@@ -21,7 +21,7 @@ func (lf *lifetimeFlags) add(f *pflag.FlagSet) {
 	f.DurationVar(&lf.timeout, "timeout", 0, "delete the sandbox this long from now (e.g. 2h; --on-timeout stop stops it instead)")
 	f.StringVar(&lf.onTimeout, "on-timeout", "", "what --timeout does: delete (default) or stop")
 	f.DurationVar(&lf.idle, "idle-timeout", 0, "delete the sandbox once ready and unused this long, instead of runtime.idle_ttl (--on-idle stop stops it)")
-	f.StringVar(&lf.onIdle, "on-idle", "", "what --idle-timeout does: delete (default) or stop")
+	f.StringVar(&lf.onIdle, "on-idle", "", "what --idle-timeout does: delete (default), stop, or pause (frozen until airlock unpause)")
 }
 
 // check refuses flags the daemon would refuse, before anything is made.
@@ -31,7 +31,9 @@ func (lf *lifetimeFlags) check() error {
 		d       time.Duration
 		dname   string
 	}{{"--on-timeout", lf.onTimeout, lf.timeout, "--timeout"}, {"--on-idle", lf.onIdle, lf.idle, "--idle-timeout"}} {
-		if p.v != "" && p.v != client.OnExpiryDelete && p.v != client.OnExpiryStop {
+		// An idle sandbox may also be paused (not one at its deadline).
+		idlePause := p.name == "--on-idle" && p.v == client.OnExpiryPause
+		if p.v != "" && p.v != client.OnExpiryDelete && p.v != client.OnExpiryStop && !idlePause {
 			return withCode(ExitUsage, fmt.Errorf("invalid %s %q: use delete or stop", p.name, p.v))
 		}
 		if p.v != "" && p.d == 0 {

@@ -28,7 +28,7 @@ type LifetimeRequest struct {
 	// attached client, no exec running, no use) this many seconds; it
 	// replaces the daemon's runtime.idle_ttl for it (0: the daemon's).
 	IdleTimeout float64 `json:"idle_timeout,omitempty"`
-	// OnIdle is OnExpiryDelete (default) or OnExpiryStop.
+	// OnIdle is OnExpiryDelete (default), OnExpiryStop or OnExpiryPause.
 	OnIdle string `json:"on_idle,omitempty"`
 }
 
@@ -56,7 +56,7 @@ type UpdateRequest struct {
 	OnTimeout *string `json:"on_timeout,omitempty"`
 	// IdleTimeout in seconds; 0 clears it (the daemon's idle_ttl applies again).
 	IdleTimeout *float64 `json:"idle_timeout,omitempty"`
-	// OnIdle is OnExpiryDelete or OnExpiryStop.
+	// OnIdle is OnExpiryDelete, OnExpiryStop or OnExpiryPause.
 	OnIdle *string `json:"on_idle,omitempty"`
 }
 

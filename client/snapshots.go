@@ -17,7 +17,6 @@ const (
 	ReasonSnapshotNotFound = "snapshot_not_found" // 404
 	ReasonSnapshotExists   = "snapshot_exists"    // 409: a snapshot has that name
 	ReasonSnapshotInUse    = "snapshot_in_use"    // 409: a sandbox made from it still exists
-	ReasonNotSupported     = "not_supported"      // 501: the sandbox's backend cannot take snapshots
 )
 
 // SnapshotRequest asks for a snapshot of a sandbox (POST

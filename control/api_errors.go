@@ -42,6 +42,7 @@ var reasons = []struct {
 	{backend.ErrIsDirectory, client.ReasonIsDirectory},
 	{ErrNotRegular, client.ReasonNotRegular},
 	{ErrTooLarge, client.ReasonTooLarge},
+	{backend.ErrNotSupported, client.ReasonNotSupported},
 }
 
 // reasonOf is the API's reason for an error of the service: a config error of

@@ -97,6 +97,11 @@ func (s *Service) Create(ctx context.Context, req *CreateRequest) (Sandbox, erro
 	if err != nil {
 		return Sandbox{}, err
 	}
+	if req.Lifetime.OnIdle == expirePause {
+		if err := s.canPauseOn(req.Engine, req.ID); err != nil {
+			return Sandbox{}, err
+		}
+	}
 	labels := maps.Clone(req.Labels)
 	if labels == nil {
 		labels = map[string]string{}

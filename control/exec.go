@@ -111,6 +111,9 @@ func (s *Service) beginExec(id string, req *ExecRequest) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	if err := pausedError(rec, "exec in"); err != nil {
+		return "", err
+	}
 	if rec.State != store.StateReady {
 		return "", notIn(id, rec.State, "ready")
 	}
@@ -145,6 +148,9 @@ func (s *Service) beginExec(id string, req *ExecRequest) (string, error) {
 func (s *Service) RecordExec(id string, req *ExecRequest) (store.Exec, error) {
 	rec, err := s.store.Get(id)
 	if err != nil {
+		return store.Exec{}, err
+	}
+	if err := pausedError(rec, "exec in"); err != nil {
 		return store.Exec{}, err
 	}
 	if rec.State != store.StateReady {

@@ -86,6 +86,9 @@ func (fs *sandboxFiles) target(id string, states ...string) (backend.Backend, st
 	for _, st := range states {
 		ok = ok || rec.State == st
 	}
+	if !ok && rec.State == store.StatePaused {
+		return nil, "", pausedError(rec, "write into") // reads take a paused one
+	}
 	if !ok || rec.ContainerID == "" {
 		return nil, "", notIn(id, rec.State, strings.Join(states, " or "))
 	}
@@ -117,7 +120,7 @@ func (fs *sandboxFiles) read(ctx context.Context, id, p string, asTar bool) (*Do
 	}
 	// Failed too: what a failed sandbox left is worth reading (and run
 	// --output copies back what the main command made whatever the state).
-	rt, cid, err := fs.target(id, store.StateReady, store.StateStopped, store.StateFailed)
+	rt, cid, err := fs.target(id, store.StateReady, store.StateStopped, store.StateFailed, store.StatePaused)
 	if err != nil {
 		return nil, err
 	}

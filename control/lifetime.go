@@ -41,8 +41,12 @@ type LifetimeUpdate struct {
 	OnIdle      *string
 }
 
-// checkPolicy checks an on_timeout or on_idle value.
+// checkPolicy checks an on_timeout or on_idle value (on_idle may also be
+// "pause", pause.go).
 func checkPolicy(field, p string) error {
+	if field == "on_idle" {
+		return checkIdlePolicy(p)
+	}
 	if p != "" && p != expireDelete && p != expireStop {
 		return errorf(ErrInvalidRequest, "%s: must be %q or %q, not %q", field, expireDelete, expireStop, p)
 	}
@@ -115,6 +119,7 @@ type expiry struct {
 	emit  func(id string, ev store.Event, state string) (store.Event, error)
 	stop  func(id, reason string) (Sandbox, error)
 	del   func(id, reason string) (Sandbox, error)
+	pause func(id, reason string) (Sandbox, error)
 
 	// mu guards deadlines and serialises the changes of a record's lifetime
 	// (an update against an expiry of the same sandbox).
@@ -125,7 +130,7 @@ type expiry struct {
 
 func newExpiry(s *Service) *expiry {
 	return &expiry{store: s.store, ctx: func() context.Context { return s.ctx }, log: func() *slog.Logger { return s.log },
-		lives: s.lives, emit: s.events.emit, stop: s.Stop, del: s.delete,
+		lives: s.lives, emit: s.events.emit, stop: s.Stop, del: s.delete, pause: s.Pause,
 		deadlines: map[string]time.Time{}, wake: make(chan struct{}, 1)}
 }
 
@@ -232,6 +237,9 @@ func (x *expiry) expire(id string, now time.Time) {
 // idle that long (the reaper calls it on each round instead of applying the
 // daemon's idle_ttl).
 func (x *expiry) idle(rec store.Sandbox) {
+	if orDelete(rec.OnIdle) == expirePause && rec.State == store.StatePaused {
+		return // paused already: what its idle timeout does is done
+	}
 	if !idleFor(x.lives, rec.ID, rec.IdleTimeout) {
 		return
 	}
@@ -245,12 +253,15 @@ func (x *expiry) idle(rec store.Sandbox) {
 	x.end(rec.ID, policy, "idle_timeout")
 }
 
-// end deletes or stops an expired sandbox.
+// end deletes, stops or (idle) pauses an expired sandbox.
 func (x *expiry) end(id, policy, reason string) {
 	var err error
-	if policy == expireStop {
+	switch policy {
+	case expirePause:
+		_, err = x.pause(id, reason)
+	case expireStop:
 		_, err = x.stop(id, reason)
-	} else {
+	default:
 		_, err = x.del(id, reason)
 	}
 	if err != nil {
@@ -279,6 +290,11 @@ func (s *Service) UpdateLifetime(id string, u LifetimeUpdate) (Sandbox, error) {
 	if u.OnIdle != nil {
 		if err := checkPolicy("on_idle", *u.OnIdle); err != nil {
 			return Sandbox{}, err
+		}
+		if *u.OnIdle == expirePause {
+			if err := s.canPause(s.rtOf(id), id); err != nil {
+				return Sandbox{}, err
+			}
 		}
 	}
 	x := s.expiry

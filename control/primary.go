@@ -101,6 +101,9 @@ func (s *Service) AttachPrimary(ctx context.Context, id string, req *AttachReque
 // attachable says whether sandbox id's record allows an attach to its main
 // command (a stopped or failed one only for a replay).
 func attachable(id string, rec store.Sandbox, req *AttachRequest) error {
+	if err := pausedError(rec, "attach to"); err != nil {
+		return err
+	}
 	switch rec.State {
 	case store.StatePending, store.StateReady:
 	case store.StateStopped, store.StateFailed:

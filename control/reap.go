@@ -68,9 +68,10 @@ func (rp *reaper) reap() {
 			case rec.State == store.StateDeleting && time.Since(rec.UpdatedAt) > 10*time.Second:
 				id, reason := rec.ID, rec.Reason
 				rp.goAsync(func() { rp.finishDelete(id, reason) })
-			case rec.State == store.StateReady && rec.IdleTimeout > 0:
+			case liveState(rec.State) && rec.IdleTimeout > 0:
+				// A paused sandbox's idle clock runs too (pause.go).
 				rp.expireIdle(rec)
-			case rec.State == store.StateReady && rec.Kind == backend.KindUp && rp.idle(rec.ID):
+			case liveState(rec.State) && rec.Kind == backend.KindUp && rp.idle(rec.ID):
 				rp.log().Info("stopping an idle sandbox", "sandbox", rec.ID, "idle_ttl", rp.idleTTL.String())
 				_, _ = rp.stop(rec.ID, "idle_ttl")
 			}

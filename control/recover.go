@@ -106,12 +106,13 @@ func (rc *recovery) recover() {
 			rc.goAsync(func() { _ = rc.rtOf(id).Remove(rc.ctx(), id) })
 		case store.StateDeleting:
 			rc.goAsync(func() { rc.finishDelete(id, rec.Reason) })
-		case store.StateReady, store.StateStopped, store.StateFailed:
+		case store.StateReady, store.StateStopped, store.StateFailed, store.StatePaused:
 			in, err := rc.rtOf(id).Get(rc.ctx(), id)
 			switch {
 			case err != nil && rec.State != store.StateFailed:
 				rc.emit(id, store.Event{Kind: "sandbox.failed", Reason: "its container is missing"}, store.StateFailed)
 			case err != nil:
+			case rc.recoverPaused(rec, in.State):
 			case in.State == "running" && rec.State != store.StateReady && rc.status.startedNotReady(id):
 				// Being started again when the daemon went: its stream tells
 				// whether it got ready or failed.
@@ -130,11 +131,11 @@ func (rc *recovery) recover() {
 				l.mu.Lock()
 				rc.status.startTailAt(id, l, rc.status.recordedOffset(id))
 				l.mu.Unlock()
-			case rec.State == store.StateReady:
+			case liveState(rec.State):
 				// Record what the supervisor reported while no daemon ran, in order.
 				l := rc.liveOf(id)
 				rc.status.catchUp(id, l)
-				if cur, err := rc.store.Get(id); err == nil && cur.State == store.StateReady {
+				if cur, err := rc.store.Get(id); err == nil && liveState(cur.State) {
 					rc.emit(id, store.Event{Kind: "sandbox.failed", Reason: "its container exited while the daemon was down"}, store.StateFailed)
 				}
 			}

@@ -39,6 +39,8 @@ type domain interface {
 	Stop(id, reason string) (Sandbox, error)
 	Resume(id string, secrets map[string]string) (Sandbox, error)
 	UpdateLifetime(id string, u LifetimeUpdate) (Sandbox, error)
+	Pause(id, reason string) (Sandbox, error)
+	Unpause(id string) (Sandbox, error)
 	Compare(ctx context.Context, id string, req *CompareRequest) (Comparison, error)
 	Subscribe(id string, from uint64, follow bool) (backlog []store.Event, live <-chan store.Event, cancel func(), err error)
 	Attach(id string) (release func(), err error)
@@ -126,6 +128,8 @@ var apiRoutes = []struct {
 	{"GET", "/v1/sandboxes/{id}/execs", (*server).listExecs, true},
 	{"POST", "/v1/sandboxes/{id}/execs/{exec}/signal", (*server).signalExec, true},
 	{"GET", "/v1/sandboxes/{id}/execs/{exec}/output", (*server).execOutput, true},
+	{"POST", "/v1/sandboxes/{id}/pause", (*server).pause, true},
+	{"POST", "/v1/sandboxes/{id}/unpause", (*server).unpause, true},
 }
 
 // routes is the API's handler; hosts, for the TCP listener, adds the checks

@@ -29,7 +29,7 @@ var (
 	ErrSnapshotNotFound = errors.New("no such snapshot")
 	ErrSnapshotExists   = errors.New("snapshot exists")
 	ErrSnapshotInUse    = errors.New("snapshot in use")
-	ErrNotSupported     = errors.New("not supported by this backend")
+	ErrNotSupported     = backend.ErrNotSupported // the one sentinel of the pause and snapshot routes
 )
 
 // maxFork bounds the copies one fork makes.

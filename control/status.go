@@ -329,7 +329,7 @@ func (f *follower) abuseLocked(id, what string) {
 		return
 	}
 	f.log().Warn("status stream out of bounds; failing the sandbox", "sandbox", id, "what", what)
-	if rec.State == store.StateReady || rec.State == store.StatePending {
+	if liveState(rec.State) || rec.State == store.StatePending {
 		f.setFlags(l, func() { l.stopping = "status_stream" })
 		f.emit(id, store.Event{Kind: "sandbox.failed", Reason: "its status stream broke the daemon's bounds (" + what + "); the sandbox was killed"}, store.StateFailed)
 	}

@@ -14,7 +14,7 @@ func (s *Service) Stop(id, reason string) (Sandbox, error) {
 	if rec.State == store.StateStopped {
 		return s.view(rec), nil
 	}
-	if rec.State != store.StateReady && rec.State != store.StatePending {
+	if !liveState(rec.State) && rec.State != store.StatePending {
 		return Sandbox{}, notIn(id, rec.State, "")
 	}
 	if reason == "" {
@@ -43,7 +43,7 @@ func (s *Service) markStopped(id, reason string, exitCode *int) {
 		return
 	}
 	switch rec.State {
-	case store.StateReady:
+	case store.StateReady, store.StatePaused:
 		s.status.flushCounts(id, s.lives.of(id), false)
 		s.events.emit(id, store.Event{Kind: "sandbox.stopped", Reason: reason, ExitCode: exitCode}, store.StateStopped)
 	case store.StatePending:

@@ -37,13 +37,13 @@ func (s *Service) view(rec store.Sandbox) Sandbox {
 	if json.Unmarshal(rec.Plan, &plan) == nil {
 		v.DaemonNames = slices.Sorted(maps.Keys(plan.Daemons))
 	}
-	if rec.State == store.StateReady {
+	if liveState(rec.State) {
 		v.DaemonsUp = s.daemonsUp(rec.ID, len(v.DaemonNames))
 	}
-	if (rec.State == store.StateReady || rec.State == store.StatePending) && len(rec.Ports) > 0 {
+	if (liveState(rec.State) || rec.State == store.StatePending) && len(rec.Ports) > 0 {
 		_ = json.Unmarshal(rec.Ports, &v.Ports)
 	}
-	if rec.State == store.StateReady || rec.State == store.StatePending {
+	if liveState(rec.State) || rec.State == store.StatePending {
 		v.MainExitCode = s.mainExitCode(rec.ID)
 	}
 	return v

@@ -60,7 +60,7 @@ func (f *follower) primaryDied(id string, l *live, codep *int, why string) {
 	f.mu.Unlock()
 	switch {
 	case oom:
-		if rec.State == store.StateReady || rec.State == store.StatePending {
+		if liveState(rec.State) || rec.State == store.StatePending {
 			f.emit(id, store.Event{Kind: "sandbox.failed", Reason: "oom_killed", ExitCode: codep}, store.StateFailed)
 		}
 		// A run removed on exit goes too: its CLI, which had the code
@@ -74,7 +74,7 @@ func (f *follower) primaryDied(id string, l *live, codep *int, why string) {
 		// stream follower then finds the container stopped and reports it again.
 		return
 	case why != "":
-		if rec.State == store.StateReady || rec.State == store.StatePending {
+		if liveState(rec.State) || rec.State == store.StatePending {
 			f.flushCounts(id, l, false)
 			f.emit(id, store.Event{Kind: "sandbox.failed", Reason: why, ExitCode: codep}, store.StateFailed)
 		}

@@ -148,6 +148,10 @@ func (rt *Runtime) Stop(ctx context.Context, id string) error {
 	if objs.primary == nil {
 		return fmt.Errorf("%w: %s", backend.ErrNotFound, id)
 	}
+	// A paused sandbox is thawed first, so that its supervisor takes the stop
+	// signal at once and stops the daemons in order (Engine 20.10 thaws a
+	// container it stops by itself; this does not count on it).
+	_ = freezer{engine: rt.Engine}.thaw(ctx, append([]container.Summary{*objs.primary}, objs.services...))
 	timeout := stopTimeout(objs.primary.Labels)
 	if err := rt.Engine.ContainerStop(ctx, objs.primary.ID, container.StopOptions{Timeout: &timeout}); err != nil && !cerrdefs.IsNotFound(err) {
 		return failed("cannot stop sandbox %s: %v", id, err)

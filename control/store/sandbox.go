@@ -22,15 +22,19 @@ const (
 	StateFailed   = "failed"
 	StateDeleting = "deleting"
 	StateDeleted  = "deleted"
+	// StatePaused: every process of the sandbox frozen, its memory kept
+	// (POST …/pause); unpaused, it is ready again.
+	StatePaused = "paused"
 )
 
 // States lists every state.
-var States = []string{StatePending, StateReady, StateStopped, StateFailed, StateDeleting, StateDeleted}
+var States = []string{StatePending, StateReady, StateStopped, StateFailed, StateDeleting, StateDeleted, StatePaused}
 
 // transitions is the table of allowed state changes:
 //
 //	pending  -> ready | failed | deleting
-//	ready    -> stopped | failed | deleting
+//	ready    -> stopped | failed | deleting | paused
+//	paused   -> ready | stopped | failed | deleting
 //	stopped  -> ready | failed | deleting
 //	failed   -> ready | deleting
 //	deleting -> deleted
@@ -43,7 +47,8 @@ var States = []string{StatePending, StateReady, StateStopped, StateFailed, State
 // deleting and is retried (restart recovery finishes it).
 var transitions = map[string][]string{
 	StatePending:  {StateReady, StateFailed, StateDeleting},
-	StateReady:    {StateStopped, StateFailed, StateDeleting},
+	StateReady:    {StateStopped, StateFailed, StateDeleting, StatePaused},
+	StatePaused:   {StateReady, StateStopped, StateFailed, StateDeleting},
 	StateStopped:  {StateReady, StateFailed, StateDeleting},
 	StateFailed:   {StateReady, StateDeleting},
 	StateDeleting: {StateDeleted},

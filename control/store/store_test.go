@@ -355,7 +355,8 @@ func TestTransitions(t *testing.T) {
 	// The table, written out independently of the implementation.
 	allowed := map[string][]string{
 		StatePending:  {StateReady, StateFailed, StateDeleting},
-		StateReady:    {StateStopped, StateFailed, StateDeleting},
+		StateReady:    {StateStopped, StateFailed, StateDeleting, StatePaused},
+		StatePaused:   {StateReady, StateStopped, StateFailed, StateDeleting},
 		StateStopped:  {StateReady, StateFailed, StateDeleting},
 		StateFailed:   {StateReady, StateDeleting},
 		StateDeleting: {StateDeleted},
@@ -364,6 +365,7 @@ func TestTransitions(t *testing.T) {
 	path := map[string][]string{
 		StatePending:  nil,
 		StateReady:    {StateReady},
+		StatePaused:   {StateReady, StatePaused},
 		StateStopped:  {StateReady, StateStopped},
 		StateFailed:   {StateFailed},
 		StateDeleting: {StateDeleting},
@@ -416,7 +418,7 @@ func TestTransitions(t *testing.T) {
 	// A deleted sandbox takes no more events at all.
 	_, err := s.Append("tr-deleted-deleted", Event{Kind: "daemon.exited"}, "")
 	wantErr(t, err, ErrInvalidState)
-	if n != 42 {
+	if n != 56 {
 		t.Fatalf("checked %d pairs", n)
 	}
 }

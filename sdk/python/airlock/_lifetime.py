@@ -9,6 +9,9 @@ from typing import Any
 #: What happens to a sandbox at its deadline, or once idle for its idle timeout.
 POLICIES = ("delete", "stop")
 
+#: What may happen once it is idle for its idle timeout: also "pause" (frozen until unpaused).
+IDLE_POLICIES = ("delete", "stop", "pause")
+
 #: The longest timeout or idle timeout the daemon takes, in seconds (a year).
 MAX_SECONDS = 365 * 24 * 3600
 
@@ -32,6 +35,10 @@ def seconds(name: str, value: Seconds | None) -> float:
 
 def policy(name: str, value: str | None) -> str | None:
     """An on_timeout or on_idle value, checked."""
+    if name == "on_idle":
+        if value is not None and value not in IDLE_POLICIES:
+            raise ValueError(f"{name}: must be 'delete', 'stop' or 'pause', not {value!r}")
+        return value
     if value is not None and value not in POLICIES:
         raise ValueError(f"{name}: must be 'delete' or 'stop', not {value!r}")
     return value

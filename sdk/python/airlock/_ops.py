@@ -517,6 +517,16 @@ def set_idle_timeout(sandbox_id: str, idle_timeout: Seconds | None, *, on_idle: 
     return _sandbox_info((yield from post_json(sandbox_path(sandbox_id), body, method="PATCH")))
 
 
+def pause(sandbox_id: str) -> Flow[SandboxInfo]:
+    """``POST …/pause``: the sandbox frozen in place, its memory kept; the record (state ``paused``)."""
+    return _sandbox_info((yield from post_json(sandbox_path(sandbox_id, "pause"), {})))
+
+
+def unpause(sandbox_id: str) -> Flow[SandboxInfo]:
+    """``POST …/unpause``: a paused sandbox let go on where it was; the record (state ``ready``)."""
+    return _sandbox_info((yield from post_json(sandbox_path(sandbox_id, "unpause"), {})))
+
+
 # Commands.
 
 

@@ -492,6 +492,16 @@ class AsyncSandbox:
         """
         return [AsyncSandbox(self.client, i) for i in await self.client._run(_snapshots.fork(self.id, n, wait=wait, timeout=timeout))]
 
+    async def pause(self) -> SandboxInfo:
+        """``POST …/pause``: the sandbox frozen in place, memory kept (:meth:`airlock.Sandbox.pause`)."""
+        self._info = await self.client._run(_ops.pause(self.id))
+        return self._info
+
+    async def unpause(self) -> SandboxInfo:
+        """``POST …/unpause``: a paused sandbox let go on where it was (:meth:`airlock.Sandbox.unpause`)."""
+        self._info = await self.client._run(_ops.unpause(self.id))
+        return self._info
+
     async def __aenter__(self) -> AsyncSandbox:
         return self
 

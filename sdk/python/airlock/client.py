@@ -279,7 +279,7 @@ class Client:
         ``lifetime`` (seconds, or a timedelta) gives the sandbox a deadline:
         that long after it was accepted it is deleted, or stopped with
         ``on_timeout="stop"``. ``idle_timeout`` has it deleted (or stopped,
-        ``on_idle="stop"``) once ready and unused that long, instead of the
+        ``on_idle="stop"``, or paused, ``on_idle="pause"``) once ready and unused that long, instead of the
         daemon's ``runtime.idle_ttl``. :meth:`Sandbox.set_timeout` and
         :meth:`Sandbox.set_idle_timeout` change them later.
 
@@ -541,7 +541,8 @@ class Sandbox:
         """``PATCH /v1/sandboxes/{id}``: the sandbox expires once ready and unused for ``idle_timeout`` seconds.
 
         No attached client, no exec running, no request using it: then it is
-        deleted, or stopped with ``on_idle="stop"``. It replaces the daemon's
+        deleted, or stopped with ``on_idle="stop"``, or paused with
+        ``on_idle="pause"`` (until :meth:`unpause`). It replaces the daemon's
         ``runtime.idle_ttl`` for this sandbox; ``None`` or 0 clears it.
         """
         self._info = self.client._run(_ops.set_idle_timeout(self.id, idle_timeout, on_idle=on_idle))
@@ -563,6 +564,28 @@ class Sandbox:
         stays until :meth:`Client.delete_snapshot` once the copies are deleted.
         """
         return [Sandbox(self.client, i) for i in self.client._run(_snapshots.fork(self.id, n, wait=wait, timeout=timeout))]
+
+    def pause(self) -> SandboxInfo:
+        """``POST …/pause``: freezes the sandbox in place, its memory kept; returns the record (state ``paused``).
+
+        Every process of it (its daemons, the commands running in it, its
+        services) stops being scheduled until :meth:`unpause`, which lets each
+        go on where it was. While paused, :meth:`run` and the other execs raise
+        :class:`InvalidStateError`; files can be read, not written; :meth:`stop`
+        and :meth:`delete` work. Its lifetime and idle timeout still run. A
+        paused sandbox is left as it is. On Kubernetes:
+        :class:`NotSupportedError`.
+        """
+        self._info = self.client._run(_ops.pause(self.id))
+        return self._info
+
+    def unpause(self) -> SandboxInfo:
+        """``POST …/unpause``: lets a paused sandbox go on where it was; returns the record (state ``ready``).
+
+        (:meth:`resume` is another thing: it starts a stopped sandbox again.)
+        """
+        self._info = self.client._run(_ops.unpause(self.id))
+        return self._info
 
     def __enter__(self) -> Sandbox:
         return self

@@ -39,6 +39,7 @@ __all__ = [
     "ServerError",
     "EngineError",
     "InternalError",
+    "NotSupportedError",
     "SandboxFailedError",
     "WaitTimeoutError",
     "CommandFailedError",
@@ -214,6 +215,12 @@ class InternalError(ServerError):
     """500 ``internal``: the daemon failed."""
 
 
+class NotSupportedError(AirlockError):
+    """501: the sandbox's backend does not have the operation (a pause on Kubernetes); retrying does not help."""
+
+    default_reason = "not_supported"
+
+
 class SandboxFailedError(AirlockError):
     """A sandbox that was being waited for failed, was stopped or was deleted.
 
@@ -267,6 +274,7 @@ _BY_REASON: dict[str, type[AirlockError]] = {
     "too_large": TooLargeError,
     "engine_error": EngineError,
     "internal": InternalError,
+    "not_supported": NotSupportedError,
 }
 
 _BY_STATUS: dict[int, type[AirlockError]] = {
