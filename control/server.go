@@ -70,6 +70,8 @@ type domain interface {
 
 	// Metrics are the daemon's metrics now (GET /metrics).
 	Metrics(ctx context.Context) ([]MetricFamily, error)
+
+	fileOps // the files operations beside read and write (fsops.go)
 }
 
 var _ domain = (*Service)(nil)
@@ -122,6 +124,12 @@ var apiRoutes = []struct {
 	{"GET", "/v1/sandboxes/{id}/execs", (*server).listExecs, true},
 	{"POST", "/v1/sandboxes/{id}/execs/{exec}/signal", (*server).signalExec, true},
 	{"GET", "/v1/sandboxes/{id}/execs/{exec}/output", (*server).execOutput, true},
+	{"GET", "/v1/sandboxes/{id}/files/list", (*server).listFiles, true},
+	{"GET", "/v1/sandboxes/{id}/files/stat", (*server).statFile, true},
+	{"DELETE", "/v1/sandboxes/{id}/files", (*server).removeFile, true},
+	{"POST", "/v1/sandboxes/{id}/files/mkdir", (*server).makeDir, true},
+	{"POST", "/v1/sandboxes/{id}/files/rename", (*server).renameFile, true},
+	{"GET", "/v1/sandboxes/{id}/files/watch", (*server).watchFiles, true},
 }
 
 // routes is the API's handler; hosts, for the TCP listener, adds the checks

@@ -135,6 +135,7 @@ const (
 	EventModified = "modified" // a file's content or attributes changed
 	EventRemoved  = "removed"  // a file or directory went away (removed, or moved out)
 	EventOverflow = "overflow" // events were lost: a bound was reached, or the kernel's queue overflowed
+	EventError    = "error"    // the watch failed and ends (Reason says why)
 )
 
 // Event is one change under a watched path.
