@@ -4,12 +4,15 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"io"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/airlock-dev/airlock/internal/fsentry"
+	"github.com/airlock-dev/airlock/supervisor"
 )
 
 // The files API's operations that the Engine's archive API cannot do (list,
@@ -45,10 +48,19 @@ func (e *FsError) Is(target error) bool {
 // many entries is the largest).
 const maxFsOutput = 256 << 20
 
-// fsArgv is the command line of `supervise fs OP ARGS... -- PATHS...`.
+// fsArgv is the command line of `supervise fs OP ARGS... -- PATHS...`. A
+// path that is not UTF-8 goes as "base64:" and its bytes (supervisor.FsPath):
+// the Engine's exec API (JSON) would replace its bytes.
 func fsArgv(op string, args []string, paths ...string) []string {
 	argv := append([]string{SupervisorIn, "supervise", "fs", op, "--spec", SpecIn}, args...)
-	return append(append(argv, "--"), paths...)
+	argv = append(argv, "--")
+	for _, p := range paths {
+		if !utf8.ValidString(p) {
+			p = supervisor.FsPathPrefix + base64.StdEncoding.EncodeToString([]byte(p))
+		}
+		argv = append(argv, p)
+	}
+	return argv
 }
 
 // FsCall runs `supervise fs op args -- paths` in containerID and decodes its
@@ -174,6 +186,14 @@ func FsWatch(ctx context.Context, ex Execer, containerID string, args []string, 
 	first, ok := next()
 	var ready fsentry.Event
 	if !ok || json.Unmarshal(first, &ready) != nil || ready.Type != fsentry.EventReady {
+		// A watch that failed ends by itself: its code and error are
+		// its own, not those of a cancel.
+		inW.Close()
+		var f fsentry.Failure
+		if !ok || json.Unmarshal(first, &f) == nil && f.Error.Kind != "" {
+			go func() { _, _ = io.Copy(io.Discard, outR) }()
+			<-exited
+		}
 		stop()
 		<-exited
 		if execErr != nil {

@@ -1,11 +1,13 @@
 package supervisor
 
 import (
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path"
+	"strings"
 	"syscall"
 
 	"github.com/airlock-dev/airlock/internal/fsentry"
@@ -15,6 +17,24 @@ import (
 // the sandbox as the sandbox's user by `airlock supervise fs` (list, stat,
 // rm, mkdir, mv, watch; watch is in fswatch_linux.go). Paths are absolute; a
 // symbolic link is never followed below the path asked for.
+
+// FsPathPrefix starts a path argument of `supervise fs` given as base64 of
+// its bytes (one that is not UTF-8, which the Engine's exec API cannot carry):
+// no absolute path starts so.
+const FsPathPrefix = "base64:"
+
+// FsPath is the path an argument of `supervise fs` names.
+func FsPath(arg string) (string, error) {
+	b64, ok := strings.CutPrefix(arg, FsPathPrefix)
+	if !ok {
+		return arg, nil
+	}
+	b, err := base64.StdEncoding.DecodeString(b64)
+	if err != nil {
+		return "", &FsError{Kind: fsentry.KindInvalid, Msg: fmt.Sprintf("cannot read the path %q: not base64 after %q", arg, FsPathPrefix)}
+	}
+	return string(b), nil
+}
 
 // FsError is a failed operation: Kind is one of fsentry's Kind constants.
 type FsError struct {

@@ -65,6 +65,9 @@ func FsWatch(ctx context.Context, o WatchOptions) error {
 	if err := w.emit(fsentry.Event{Type: fsentry.EventReady, Watched: len(w.dirs)}, true); err != nil {
 		return err
 	}
+	if err := w.sayFull(); err != nil {
+		return err
+	}
 	if err := w.flush(); err != nil {
 		return err
 	}
@@ -108,6 +111,9 @@ func FsWatch(ctx context.Context, o WatchOptions) error {
 			}
 		case b := <-reads:
 			done, err := w.handle(b)
+			if err == nil {
+				err = w.sayFull()
+			}
 			if err != nil {
 				return err
 			}
@@ -128,7 +134,8 @@ type watcher struct {
 	fd   int
 	root int
 	dirs map[int]string // watch descriptor → directory
-	full bool           // MaxDirs reached (said once)
+	full string         // why no more directories are watched (MaxDirs reached)
+	said bool           // full was said, in an overflow event
 	out  *bufio.Writer
 
 	window  time.Time // start of the current second
@@ -165,19 +172,15 @@ func (w *watcher) addTree(dir string, report bool) {
 // or it cannot be).
 func (w *watcher) add(p string) bool {
 	if len(w.dirs) >= w.o.MaxDirs {
-		if !w.full {
-			w.full = true
-			_ = w.emit(fsentry.Event{Type: fsentry.EventOverflow, Reason: fmt.Sprintf(
-				"max_dirs: %d directories are watched, the most this watch takes; what changes in the others is not reported", w.o.MaxDirs)}, true)
+		if w.full == "" {
+			w.full = fmt.Sprintf("max_dirs: %d directories are watched, the most this watch takes; what changes in the others is not reported", w.o.MaxDirs)
 		}
 		return false
 	}
 	wd, err := unix.InotifyAddWatch(w.fd, p, dirMask)
 	if err != nil {
-		if errors.Is(err, unix.ENOSPC) && !w.full {
-			w.full = true
-			_ = w.emit(fsentry.Event{Type: fsentry.EventOverflow, Reason: fmt.Sprintf(
-				"max_user_watches: the sandbox's kernel takes no more watches (%d set); what changes in the others is not reported", len(w.dirs))}, true)
+		if errors.Is(err, unix.ENOSPC) && w.full == "" {
+			w.full = fmt.Sprintf("max_user_watches: the sandbox's kernel takes no more watches (%d set); what changes in the others is not reported", len(w.dirs))
 		}
 		return false
 	}
@@ -288,3 +291,13 @@ func (w *watcher) roll(now time.Time) error {
 }
 
 func (w *watcher) flush() error { return w.out.Flush() }
+
+// sayFull writes, once, the overflow event of a watch that reached its bound
+// of directories.
+func (w *watcher) sayFull() error {
+	if w.full == "" || w.said {
+		return nil
+	}
+	w.said = true
+	return w.emit(fsentry.Event{Type: fsentry.EventOverflow, Reason: w.full}, true)
+}

@@ -29,6 +29,13 @@ func newSuperviseFsCommand() *cobra.Command {
 		Short:  "List, describe, remove, make, rename or watch files of the sandbox, as its user (JSON out)",
 		Hidden: true,
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
+			for i, a := range args {
+				p, err := supervisor.FsPath(a)
+				if err != nil {
+					return fsFail(cmd, err)
+				}
+				args[i] = p
+			}
 			if specPath == "" {
 				return nil
 			}
