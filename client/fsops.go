@@ -58,23 +58,17 @@ type FileList struct {
 
 // MarshalJSON gives Path as an entry's path is given (fsentry).
 func (l FileList) MarshalJSON() ([]byte, error) {
-	p, b := fsentry.Encode(l.Path)
-	return json.Marshal(struct {
-		Path      string      `json:"path"`
-		PathB64   string      `json:"path_base64,omitempty"`
-		Entries   []FileEntry `json:"entries"`
-		Truncated bool        `json:"truncated"`
-	}{p, b, l.Entries, l.Truncated})
+	w := fsentry.ListJSON{Entries: make([]fsentry.EntryJSON, len(l.Entries)), Truncated: l.Truncated}
+	w.Path, w.PathB64 = fsentry.Encode(l.Path)
+	for i, e := range l.Entries {
+		w.Entries[i] = e.Wire()
+	}
+	return json.Marshal(w)
 }
 
 // UnmarshalJSON reads what MarshalJSON wrote.
 func (l *FileList) UnmarshalJSON(b []byte) error {
-	var w struct {
-		Path      string      `json:"path"`
-		PathB64   string      `json:"path_base64"`
-		Entries   []FileEntry `json:"entries"`
-		Truncated bool        `json:"truncated"`
-	}
+	var w fsentry.ListJSON
 	if err := json.Unmarshal(b, &w); err != nil {
 		return err
 	}
@@ -82,7 +76,13 @@ func (l *FileList) UnmarshalJSON(b []byte) error {
 	if err != nil {
 		return err
 	}
-	*l = FileList{Path: p, Entries: w.Entries, Truncated: w.Truncated}
+	out := FileList{Path: p, Entries: make([]FileEntry, len(w.Entries)), Truncated: w.Truncated}
+	for i, ew := range w.Entries {
+		if err := out.Entries[i].FromWire(ew); err != nil {
+			return err
+		}
+	}
+	*l = out
 	return nil
 }
 

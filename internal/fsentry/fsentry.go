@@ -46,8 +46,8 @@ type Entry struct {
 	Target string // a symbolic link's target, as it is written
 }
 
-// wireEntry is Entry's JSON.
-type wireEntry struct {
+// EntryJSON is Entry's JSON.
+type EntryJSON struct {
 	Name         string `json:"name"`
 	NameB64      string `json:"name_base64,omitempty"`
 	Path         string `json:"path"`
@@ -87,20 +87,28 @@ func Decode(field, text, b64 string) (string, error) {
 func FormatMode(m uint32) string { return fmt.Sprintf("%04o", m) }
 
 // MarshalJSON writes the entry's JSON.
-func (e Entry) MarshalJSON() ([]byte, error) {
-	w := wireEntry{Type: e.Type, Size: e.Size, Mode: FormatMode(e.Mode), MTime: e.MTime.UTC().Format(time.RFC3339Nano), UID: e.UID, GID: e.GID}
+func (e Entry) MarshalJSON() ([]byte, error) { return json.Marshal(e.Wire()) }
+
+// Wire is the entry's JSON form.
+func (e Entry) Wire() EntryJSON {
+	w := EntryJSON{Type: e.Type, Size: e.Size, Mode: FormatMode(e.Mode), MTime: e.MTime.UTC().Format(time.RFC3339Nano), UID: e.UID, GID: e.GID}
 	w.Name, w.NameB64 = Encode(e.Name)
 	w.Path, w.PathB64 = Encode(e.Path)
 	w.LinkTarget, w.LinkTargetB6 = Encode(e.Target)
-	return json.Marshal(w)
+	return w
 }
 
 // UnmarshalJSON reads what MarshalJSON wrote.
 func (e *Entry) UnmarshalJSON(b []byte) error {
-	var w wireEntry
+	var w EntryJSON
 	if err := json.Unmarshal(b, &w); err != nil {
 		return err
 	}
+	return e.FromWire(w)
+}
+
+// FromWire sets e from its JSON form.
+func (e *Entry) FromWire(w EntryJSON) error {
 	var err error
 	out := Entry{Type: w.Type, Size: w.Size, UID: w.UID, GID: w.GID}
 	if out.Name, err = Decode("name", w.Name, w.NameB64); err != nil {
@@ -128,6 +136,14 @@ func (e *Entry) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// ListJSON is a listing's JSON (client.FileList).
+type ListJSON struct {
+	Path      string      `json:"path"`
+	PathB64   string      `json:"path_base64,omitempty"`
+	Entries   []EntryJSON `json:"entries"`
+	Truncated bool        `json:"truncated"`
+}
+
 // The types of a watch's events.
 const (
 	EventReady    = "ready"    // the watches are set: what changes from now on is reported
@@ -153,7 +169,8 @@ type Event struct {
 	Watched int
 }
 
-type wireEvent struct {
+// EventJSON is Event's JSON.
+type EventJSON struct {
 	Type    string `json:"type"`
 	Path    string `json:"path,omitempty"`
 	PathB64 string `json:"path_base64,omitempty"`
@@ -165,14 +182,14 @@ type wireEvent struct {
 
 // MarshalJSON writes the event's JSON.
 func (ev Event) MarshalJSON() ([]byte, error) {
-	w := wireEvent{Type: ev.Type, Dir: ev.Dir, Reason: ev.Reason, Dropped: ev.Dropped, Watched: ev.Watched}
+	w := EventJSON{Type: ev.Type, Dir: ev.Dir, Reason: ev.Reason, Dropped: ev.Dropped, Watched: ev.Watched}
 	w.Path, w.PathB64 = Encode(ev.Path)
 	return json.Marshal(w)
 }
 
 // UnmarshalJSON reads what MarshalJSON wrote.
 func (ev *Event) UnmarshalJSON(b []byte) error {
-	var w wireEvent
+	var w EventJSON
 	if err := json.Unmarshal(b, &w); err != nil {
 		return err
 	}
