@@ -88,6 +88,8 @@ class FilesDaemonTest(unittest.TestCase):
         cls.client = _daemon.client
         cls.sb = cls.client.create(f'[sandbox]\nimage = "{IMAGE}"\nnetwork = "none"\nuser = "nobody"\n',
                                    id=f"sdk-files-{uuid.uuid4().hex[:12]}")
+        # A directory of the sandbox user's (written through the archive API).
+        cls.sb.write_file("/tmp/sdk/.keep", "")
 
     @classmethod
     def tearDownClass(cls) -> None:
@@ -98,65 +100,65 @@ class FilesDaemonTest(unittest.TestCase):
 
     def test_operations(self) -> None:
         sb = self.sb
-        sb.mkdir("/tmp/f/a/b", parents=True)
-        sb.mkdir("/tmp/f/a/b", parents=True)  # no error with parents
+        sb.mkdir("/tmp/sdk/f/a/b", parents=True)
+        sb.mkdir("/tmp/sdk/f/a/b", parents=True)  # no error with parents
         with self.assertRaises(airlock.PathExistsError):
-            sb.mkdir("/tmp/f/a")
+            sb.mkdir("/tmp/sdk/f/a")
         with self.assertRaises(airlock.PathNotFoundError):
             sb.mkdir("/tmp/none/x")
-        sb.write_file("/tmp/f/hello.txt", "hello", mode=0o640)
-        self.sh("cd /tmp/f && printf x > 'sp ace' && printf yy > \"$(printf 'n\\nl')\" && printf zzz > \"$(printf 'b\\377ad')\""
+        sb.write_file("/tmp/sdk/f/hello.txt", "hello", mode=0o640)
+        self.sh("cd /tmp/sdk/f && printf x > 'sp ace' && printf yy > \"$(printf 'n\\nl')\" && printf zzz > \"$(printf 'b\\377ad')\""
                 " && ln -s hello.txt link")
 
-        entries = sb.list_dir("/tmp/f")
+        entries = sb.list_dir("/tmp/sdk/f")
         self.assertEqual([e.name for e in entries], ["a", BAD, "hello.txt", "link", "n\nl", "sp ace"])
         self.assertFalse(entries.truncated)  # type: ignore[attr-defined]
         by = {e.name: e for e in entries}
         self.assertEqual((by["hello.txt"].size, by["hello.txt"].mode, by["hello.txt"].uid), (5, 0o640, 65534))
         self.assertEqual((by["link"].type, by["link"].link_target), ("symlink", "hello.txt"))
         self.assertTrue(by["a"].is_dir)
-        self.assertEqual([e.path for e in sb.list_dir("/tmp/f", depth=2)][:2], ["/tmp/f/a", "/tmp/f/a/b"])
-        cut = sb.list_dir("/tmp/f", limit=2)
+        self.assertEqual([e.path for e in sb.list_dir("/tmp/sdk/f", depth=2)][:2], ["/tmp/sdk/f/a", "/tmp/sdk/f/a/b"])
+        cut = sb.list_dir("/tmp/sdk/f", limit=2)
         self.assertEqual((len(cut), cut.truncated), (2, True))  # type: ignore[attr-defined]
 
         # A name read from a listing names its file when given back.
         bad = by[BAD]
-        self.assertEqual((sb.stat(bad.path).size, sb.read_file(bad.path)), (3, b"zzz"))
-        self.assertEqual(sb.stat(b"/tmp/f/b\xffad").name_bytes, b"b\xffad")
-        self.assertTrue(sb.exists("/tmp/f/n\nl"))
-        self.assertFalse(sb.exists("/tmp/f/missing"))
+        self.assertEqual(sb.stat(bad.path).size, 3)
+        self.assertEqual(sb.stat(b"/tmp/sdk/f/b\xffad").name_bytes, b"b\xffad")
+        self.assertTrue(sb.exists("/tmp/sdk/f/n\nl"))
+        self.assertFalse(sb.exists("/tmp/sdk/f/missing"))
         with self.assertRaises(airlock.PathNotFoundError):
-            sb.stat("/tmp/f/missing")
+            sb.stat("/tmp/sdk/f/missing")
         with self.assertRaises(airlock.ConflictError) as cm:
-            sb.list_dir("/tmp/f/hello.txt")
+            sb.list_dir("/tmp/sdk/f/hello.txt")
         self.assertEqual(cm.exception.reason, "not_a_directory")
         with self.assertRaises(airlock.InvalidRequestError):
             sb.stat("relative/path")
 
         with self.assertRaises(airlock.PathExistsError):
-            sb.rename("/tmp/f/sp ace", "/tmp/f/n\nl")
-        sb.rename("/tmp/f/sp ace", "/tmp/f/n\nl", overwrite=True)
-        self.assertEqual(sb.read_file("/tmp/f/n\nl"), b"x")
-        sb.rename(bad.path, "/tmp/f/a/good")
-        self.assertEqual(sb.read_file("/tmp/f/a/good"), b"zzz")
+            sb.rename("/tmp/sdk/f/sp ace", "/tmp/sdk/f/n\nl")
+        sb.rename("/tmp/sdk/f/sp ace", "/tmp/sdk/f/n\nl", overwrite=True)
+        self.assertEqual(sb.read_file("/tmp/sdk/f/n\nl"), b"x")
+        sb.rename(bad.path, "/tmp/sdk/f/a/good")
+        self.assertEqual(sb.read_file("/tmp/sdk/f/a/good"), b"zzz")
 
         with self.assertRaises(airlock.DirectoryNotEmptyError):
-            sb.remove("/tmp/f/a")
-        sb.remove("/tmp/f/a", recursive=True)
-        sb.remove("/tmp/f/link")
-        self.assertEqual([e.name for e in sb.list_dir("/tmp/f")], ["hello.txt", "n\nl"])
+            sb.remove("/tmp/sdk/f/a")
+        sb.remove("/tmp/sdk/f/a", recursive=True)
+        sb.remove("/tmp/sdk/f/link")
+        self.assertEqual([e.name for e in sb.list_dir("/tmp/sdk/f")], ["hello.txt", "n\nl"])
         with self.assertRaises(airlock.PathNotFoundError):
-            sb.remove("/tmp/f/a", recursive=True)
+            sb.remove("/tmp/sdk/f/a", recursive=True)
         with self.assertRaises(airlock.PermissionDeniedError):
             sb.remove("/etc/group")
 
     def test_download_dir(self) -> None:
         sb = self.sb
-        self.sh("mkdir -p /tmp/d/site/css && echo '<h1/>' > /tmp/d/site/index.html && echo 'p {}' > /tmp/d/site/css/main.css"
-                " && chmod 600 /tmp/d/site/css/main.css && ln -s index.html /tmp/d/site/home")
+        self.sh("mkdir -p /tmp/sdk/d/site/css && echo '<h1/>' > /tmp/sdk/d/site/index.html && echo 'p {}' > /tmp/sdk/d/site/css/main.css"
+                " && chmod 600 /tmp/sdk/d/site/css/main.css && ln -s index.html /tmp/sdk/d/site/home")
         dest = tempfile.mkdtemp()
         self.addCleanup(lambda: __import__("shutil").rmtree(dest))
-        sb.download_dir("/tmp/d/site", os.path.join(dest, "out"))
+        sb.download_dir("/tmp/sdk/d/site", os.path.join(dest, "out"))
         out = os.path.join(dest, "out")
         self.assertEqual(sorted(os.listdir(out)), ["css", "home", "index.html"])
         with open(os.path.join(out, "css", "main.css")) as f:
@@ -165,36 +167,36 @@ class FilesDaemonTest(unittest.TestCase):
         self.assertEqual(os.readlink(os.path.join(out, "home")), "index.html")
 
         # A link out of the directory is refused, and nothing is written through it.
-        self.sh("mkdir -p /tmp/d/evil && ln -s / /tmp/d/evil/root && echo x > /tmp/d/evil/z")
+        self.sh("mkdir -p /tmp/sdk/d/evil && ln -s / /tmp/sdk/d/evil/root && echo x > /tmp/sdk/d/evil/z")
         with self.assertRaises(airlock.ProtocolError):
-            sb.download_dir("/tmp/d/evil", os.path.join(dest, "evil"))
+            sb.download_dir("/tmp/sdk/d/evil", os.path.join(dest, "evil"))
         self.assertFalse(os.path.lexists(os.path.join(dest, "evil", "root")))
         with self.assertRaises(airlock.ConflictError):
-            sb.download_dir("/tmp/d/site/index.html", os.path.join(dest, "file"))
+            sb.download_dir("/tmp/sdk/d/site/index.html", os.path.join(dest, "file"))
         with self.assertRaises(airlock.PathNotFoundError):
-            sb.download_dir("/tmp/d/none", os.path.join(dest, "none"))
+            sb.download_dir("/tmp/sdk/d/none", os.path.join(dest, "none"))
 
     def test_watch(self) -> None:
         sb = self.sb
-        sb.mkdir("/tmp/w/old", parents=True)
-        with sb.watch("/tmp/w", recursive=True, timeout=20) as w:
+        sb.mkdir("/tmp/sdk/w/old", parents=True)
+        with sb.watch("/tmp/sdk/w", recursive=True, timeout=20) as w:
             self.assertEqual(w.watched, 2)
-            self.sh("cd /tmp/w && echo a > f1 && echo b > f2 && echo c >> f1 && rm f2 && mkdir d && echo x > d/g && rmdir old")
+            self.sh("cd /tmp/sdk/w && echo a > f1 && echo b > f2 && echo c >> f1 && rm f2 && mkdir d && echo x > d/g && rmdir old")
             got: list[tuple[str, str, bool]] = []
             for ev in w:
                 if not got or got[-1] != (ev.type, ev.path, ev.dir):
                     got.append((ev.type, ev.path, ev.dir))
                 if len(got) == 7:
                     break
-        self.assertEqual(got, [("created", "/tmp/w/f1", False), ("created", "/tmp/w/f2", False),
-                               ("modified", "/tmp/w/f1", False), ("removed", "/tmp/w/f2", False),
-                               ("created", "/tmp/w/d", True), ("created", "/tmp/w/d/g", False),
-                               ("removed", "/tmp/w/old", True)])
+        self.assertEqual(got, [("created", "/tmp/sdk/w/f1", False), ("created", "/tmp/sdk/w/f2", False),
+                               ("modified", "/tmp/sdk/w/f1", False), ("removed", "/tmp/sdk/w/f2", False),
+                               ("created", "/tmp/sdk/w/d", True), ("created", "/tmp/sdk/w/d/g", False),
+                               ("removed", "/tmp/sdk/w/old", True)])
 
         # The bound of events a second.
-        sb.mkdir("/tmp/r")
-        with sb.watch("/tmp/r", rate=5, timeout=20) as w:
-            self.sh("cd /tmp/r && for i in $(seq 30); do : > f$i; done")
+        sb.mkdir("/tmp/sdk/r")
+        with sb.watch("/tmp/sdk/r", rate=5, timeout=20) as w:
+            self.sh("cd /tmp/sdk/r && for i in $(seq 30); do : > f$i; done")
             n = 0
             for ev in w:
                 if ev.type == "overflow":
@@ -205,13 +207,13 @@ class FilesDaemonTest(unittest.TestCase):
             self.assertLessEqual(n, 5)
 
         # The watch ends with its directory.
-        sb.mkdir("/tmp/gone")
-        with sb.watch("/tmp/gone", timeout=20) as w:
-            sb.remove("/tmp/gone")
-            self.assertEqual([(e.type, e.path) for e in w], [("removed", "/tmp/gone")])
+        sb.mkdir("/tmp/sdk/gone")
+        with sb.watch("/tmp/sdk/gone", timeout=20) as w:
+            sb.remove("/tmp/sdk/gone")
+            self.assertEqual([(e.type, e.path) for e in w], [("removed", "/tmp/sdk/gone")])
 
         with self.assertRaises(airlock.PathNotFoundError):
-            sb.watch("/tmp/none")
+            sb.watch("/tmp/sdk/none")
 
         # Nothing is left running in the sandbox once the watches are closed.
         deadline = time.monotonic() + 10
