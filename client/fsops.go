@@ -4,14 +4,16 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"strconv"
-
-	"github.com/airlock-dev/airlock/internal/fsentry"
+	"strings"
+	"time"
+	"unicode/utf8"
 )
 
 // The files API beside read and write: list, stat, remove, mkdir, rename and
@@ -24,65 +26,198 @@ const (
 	ReasonPermissionDenied = "permission_denied" // 403: the sandbox's user may not do it
 )
 
-// FileEntry is one file of a sandbox as lstat sees it (Name, Path, Type,
-// Size, Mode, MTime, UID, GID, Target of a link). Its JSON gives a name that
-// is not UTF-8 in base64 beside it (package fsentry).
-type FileEntry = fsentry.Entry
-
-// FileEvent is one change under a watched directory.
-type FileEvent = fsentry.Event
+// FileEntry is one file of a sandbox as lstat sees it (a symbolic link is
+// described, not followed).
+type FileEntry struct {
+	Name   string    // base name
+	Path   string    // absolute path in the sandbox
+	Type   string    // FileTypeFile, FileTypeDir, FileTypeSymlink, "fifo", "socket", "char_device", "block_device"
+	Size   int64     // bytes
+	Mode   uint32    // permission bits with set-user-ID, set-group-ID and sticky (0 to 0o7777)
+	MTime  time.Time // last modification
+	UID    uint32
+	GID    uint32
+	Target string // a symbolic link's target, as written
+}
 
 // The types of a FileEntry.
 const (
-	FileTypeFile    = fsentry.TypeFile
-	FileTypeDir     = fsentry.TypeDir
-	FileTypeSymlink = fsentry.TypeSymlink
+	FileTypeFile    = "file"
+	FileTypeDir     = "dir"
+	FileTypeSymlink = "symlink"
 )
+
+// fileEntryJSON is FileEntry's JSON. A name, path or link target that is not
+// UTF-8 has its bytes in the field with the suffix _base64 (docs/api.md).
+type fileEntryJSON struct {
+	Name         string `json:"name"`
+	NameB64      string `json:"name_base64,omitempty"`
+	Path         string `json:"path"`
+	PathB64      string `json:"path_base64,omitempty"`
+	Type         string `json:"type"`
+	Size         int64  `json:"size"`
+	Mode         string `json:"mode"`
+	MTime        string `json:"mtime"`
+	UID          uint32 `json:"uid"`
+	GID          uint32 `json:"gid"`
+	LinkTarget   string `json:"link_target,omitempty"`
+	LinkTargetB6 string `json:"link_target_base64,omitempty"`
+}
+
+// encodeName is s as a JSON string's value and, when s is not valid UTF-8,
+// its bytes in base64 (else "").
+func encodeName(s string) (text, b64 string) {
+	if utf8.ValidString(s) {
+		return s, ""
+	}
+	return strings.ToValidUTF8(s, "\uFFFD"), base64.StdEncoding.EncodeToString([]byte(s))
+}
+
+// decodeName is the name encodeName gave as text and b64.
+func decodeName(field, text, b64 string) (string, error) {
+	if b64 == "" {
+		return text, nil
+	}
+	b, err := base64.StdEncoding.DecodeString(b64)
+	if err != nil {
+		return "", fmt.Errorf("%s_base64 is not base64: %v", field, err)
+	}
+	return string(b), nil
+}
+
+func (e FileEntry) wire() fileEntryJSON {
+	w := fileEntryJSON{Type: e.Type, Size: e.Size, Mode: fmt.Sprintf("%04o", e.Mode), MTime: e.MTime.UTC().Format(time.RFC3339Nano), UID: e.UID, GID: e.GID}
+	w.Name, w.NameB64 = encodeName(e.Name)
+	w.Path, w.PathB64 = encodeName(e.Path)
+	w.LinkTarget, w.LinkTargetB6 = encodeName(e.Target)
+	return w
+}
+
+// MarshalJSON writes the entry as the API does.
+func (e FileEntry) MarshalJSON() ([]byte, error) { return json.Marshal(e.wire()) }
+
+// UnmarshalJSON reads the API's entry.
+func (e *FileEntry) UnmarshalJSON(b []byte) error {
+	var w fileEntryJSON
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	var err error
+	out := FileEntry{Type: w.Type, Size: w.Size, UID: w.UID, GID: w.GID}
+	if out.Name, err = decodeName("name", w.Name, w.NameB64); err != nil {
+		return err
+	}
+	if out.Path, err = decodeName("path", w.Path, w.PathB64); err != nil {
+		return err
+	}
+	if out.Target, err = decodeName("link_target", w.LinkTarget, w.LinkTargetB6); err != nil {
+		return err
+	}
+	if w.Mode != "" {
+		m, err := strconv.ParseUint(w.Mode, 8, 32)
+		if err != nil {
+			return fmt.Errorf("mode %q is not octal", w.Mode)
+		}
+		out.Mode = uint32(m)
+	}
+	if w.MTime != "" {
+		if out.MTime, err = time.Parse(time.RFC3339Nano, w.MTime); err != nil {
+			return fmt.Errorf("mtime: %v", err)
+		}
+	}
+	*e = out
+	return nil
+}
+
+// FileEvent is one change under a watched directory.
+type FileEvent struct {
+	Type string // one of the FileEvent constants
+	Path string // absolute; "" for ready, overflow and error
+	Dir  bool   // the path is a directory
+	// Reason says, for an overflow, which bound was reached and what was
+	// lost; for an error, why the watch ended.
+	Reason  string
+	Dropped int // for an overflow of the events per second: how many were left out
+	Watched int // for ready: how many directories are watched
+}
 
 // The types of a FileEvent.
 const (
-	FileEventReady    = fsentry.EventReady
-	FileEventCreated  = fsentry.EventCreated
-	FileEventModified = fsentry.EventModified
-	FileEventRemoved  = fsentry.EventRemoved
-	FileEventOverflow = fsentry.EventOverflow
+	FileEventReady    = "ready"    // the watches are set: what changes from now on is reported
+	FileEventCreated  = "created"  // made, or moved in
+	FileEventModified = "modified" // content or attributes changed
+	FileEventRemoved  = "removed"  // removed, or moved out
+	FileEventOverflow = "overflow" // events were lost: a bound was reached
+	FileEventError    = "error"    // the watch failed and ends
 )
+
+type fileEventJSON struct {
+	Type    string `json:"type"`
+	Path    string `json:"path,omitempty"`
+	PathB64 string `json:"path_base64,omitempty"`
+	Dir     bool   `json:"dir,omitempty"`
+	Reason  string `json:"reason,omitempty"`
+	Dropped int    `json:"dropped,omitempty"`
+	Watched int    `json:"watched,omitempty"`
+}
+
+// MarshalJSON writes the event as the API does.
+func (ev FileEvent) MarshalJSON() ([]byte, error) {
+	w := fileEventJSON{Type: ev.Type, Dir: ev.Dir, Reason: ev.Reason, Dropped: ev.Dropped, Watched: ev.Watched}
+	w.Path, w.PathB64 = encodeName(ev.Path)
+	return json.Marshal(w)
+}
+
+// UnmarshalJSON reads the API's event.
+func (ev *FileEvent) UnmarshalJSON(b []byte) error {
+	var w fileEventJSON
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	p, err := decodeName("path", w.Path, w.PathB64)
+	if err != nil {
+		return err
+	}
+	*ev = FileEvent{Type: w.Type, Path: p, Dir: w.Dir, Reason: w.Reason, Dropped: w.Dropped, Watched: w.Watched}
+	return nil
+}
 
 // FileList is a listing: the entries of Path (and of its subdirectories, to
 // the depth asked for), Truncated when there were more than the limit.
 type FileList struct {
+	Path      string
+	Entries   []FileEntry
+	Truncated bool
+}
+
+type fileListJSON struct {
 	Path      string      `json:"path"`
+	PathB64   string      `json:"path_base64,omitempty"`
 	Entries   []FileEntry `json:"entries"`
 	Truncated bool        `json:"truncated"`
 }
 
-// MarshalJSON gives Path as an entry's path is given (fsentry).
+// MarshalJSON writes the listing as the API does.
 func (l FileList) MarshalJSON() ([]byte, error) {
-	w := fsentry.ListJSON{Entries: make([]fsentry.EntryJSON, len(l.Entries)), Truncated: l.Truncated}
-	w.Path, w.PathB64 = fsentry.Encode(l.Path)
-	for i, e := range l.Entries {
-		w.Entries[i] = e.Wire()
+	w := fileListJSON{Entries: l.Entries, Truncated: l.Truncated}
+	if w.Entries == nil {
+		w.Entries = []FileEntry{}
 	}
+	w.Path, w.PathB64 = encodeName(l.Path)
 	return json.Marshal(w)
 }
 
-// UnmarshalJSON reads what MarshalJSON wrote.
+// UnmarshalJSON reads the API's listing.
 func (l *FileList) UnmarshalJSON(b []byte) error {
-	var w fsentry.ListJSON
+	var w fileListJSON
 	if err := json.Unmarshal(b, &w); err != nil {
 		return err
 	}
-	p, err := fsentry.Decode("path", w.Path, w.PathB64)
+	p, err := decodeName("path", w.Path, w.PathB64)
 	if err != nil {
 		return err
 	}
-	out := FileList{Path: p, Entries: make([]FileEntry, len(w.Entries)), Truncated: w.Truncated}
-	for i, ew := range w.Entries {
-		if err := out.Entries[i].FromWire(ew); err != nil {
-			return err
-		}
-	}
-	*l = out
+	*l = FileList{Path: p, Entries: w.Entries, Truncated: w.Truncated}
 	return nil
 }
 
