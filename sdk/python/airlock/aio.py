@@ -35,13 +35,15 @@ from typing import IO, Any, Literal, TypeVar, overload
 from . import _ops
 from ._aioexecs import AsyncExec, AsyncExecOutput, AsyncOutputCallback, hand
 from ._aiotransport import AsyncResponse, AsyncTransport, AsyncUpgraded
+from ._files import AsyncFileWatch, AsyncFilesMixin
 from ._lifetime import Seconds
 from ._ops import DEFAULT_READY_TIMEOUT, DEFAULT_STOP_TIMEOUT, Flow
 from ._wire import Command, EventCursor, ExecCursor, Manifest, Output, Request
 from .errors import WaitTimeoutError
 from .models import Event, ExecFrame, ExecInfo, ExecResult, Health, Pool, PoolList, SandboxInfo
 
-__all__ = ["AsyncClient", "AsyncSandbox", "AsyncEventStream", "AsyncExecStream", "AsyncExec", "AsyncExecOutput"]
+__all__ = ["AsyncClient", "AsyncSandbox", "AsyncEventStream", "AsyncExecStream", "AsyncExec", "AsyncExecOutput",
+           "AsyncFileWatch"]
 
 log = logging.getLogger("airlock")
 
@@ -388,7 +390,7 @@ async def _close(handle: object) -> None:
         await handle.close()
 
 
-class AsyncSandbox:
+class AsyncSandbox(AsyncFilesMixin):
     """One sandbox, for asyncio: :class:`airlock.Sandbox`'s methods, awaited.
 
     Made by :meth:`AsyncClient.create` (or :meth:`AsyncClient.sandbox`). As an

@@ -12,6 +12,7 @@ from typing import IO, Any, Literal, TypeVar, overload
 
 from . import _ops
 from ._execs import Exec, ExecOutput, OutputCallback
+from ._files import FilesMixin
 from ._lifetime import Seconds
 from ._ops import DEFAULT_READY_TIMEOUT, DEFAULT_STOP_TIMEOUT, Flow
 from ._transport import Response, Transport, Upgraded
@@ -437,7 +438,7 @@ def _close(handle: object) -> None:
         handle.close()
 
 
-class Sandbox:
+class Sandbox(FilesMixin):
     """One sandbox: run commands in it, move files, follow its events, stop and delete it.
 
     Made by :meth:`Client.create` (or :meth:`Client.sandbox` for an existing

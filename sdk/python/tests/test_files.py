@@ -14,11 +14,15 @@ import tempfile
 import time
 import unittest
 import uuid
+from typing import Any
 
+import _bridge
+from _bridge import Flavor, both_clients
 from _daemon import Daemon
 
 import airlock
 from airlock._files import _query, _safe_member
+from airlock._wire import Request
 
 IMAGE = os.environ.get("AIRLOCK_TEST_IMAGE", "")
 
@@ -32,6 +36,7 @@ def setUpModule() -> None:
 
 
 def tearDownModule() -> None:
+    _bridge.close()
     if _daemon is not None:
         _daemon.stop()
 
@@ -54,9 +59,14 @@ class FilesUnitTest(unittest.TestCase):
         self.assertEqual((ev.type, ev.dropped), ("overflow", 7))
 
     def test_query(self) -> None:
-        self.assertEqual(_query(("path", "/t/" + BAD), ("depth", 2), ("recursive", True), ("limit", None), ("parents", False)),
-                         "path=%2Ft%2Fb%FFad&depth=2&recursive=true")
-        self.assertEqual(_query(("path", b"/a b"), ("to", "/n\nl")), "path=%2Fa+b&to=%2Fn%0Al")
+        def target(*pairs: tuple[str, object]) -> str:
+            return Request("GET", "/x", query=_query(*pairs)).target
+
+        self.assertEqual(target(("path", "/t/" + BAD), ("depth", 2), ("recursive", True), ("limit", None), ("parents", False)),
+                         "/x?path=%2Ft%2Fb%FFad&depth=2&recursive=true")
+        self.assertEqual(target(("path", b"/a b"), ("to", "/n\nl")), "/x?path=%2Fa+b&to=%2Fn%0Al")
+        # The read and write routes take such a name too.
+        self.assertEqual(Request("GET", "/x", query={"path": "/t/" + BAD}).target, "/x?path=%2Ft%2Fb%FFad")
 
     def test_safe_member(self) -> None:
         dest = tempfile.mkdtemp()
@@ -75,19 +85,20 @@ class FilesUnitTest(unittest.TestCase):
             self.assertFalse(_safe_member(bad, dest), (bad.name, bad.linkname))
 
 
-class FilesDaemonTest(unittest.TestCase):
-    """Against a daemon and the real Engine: one sandbox for every operation."""
+@both_clients
+class FilesDaemonTest(Flavor, unittest.TestCase):
+    """Against a daemon and the real Engine: one sandbox for every operation (through each client)."""
 
-    client: airlock.Client
-    sb: airlock.Sandbox
+    client: Any
+    sb: Any
 
     @classmethod
     def setUpClass(cls) -> None:
         if _daemon is None:
             raise unittest.SkipTest("needs AIRLOCK_BINARY and AIRLOCK_TEST_IMAGE (go test ./sdk/python sets them)")
-        cls.client = _daemon.client
+        cls.client = _daemon.client if cls.flavor == "sync" else cls.Client(_daemon.socket, timeout=60)
         cls.sb = cls.client.create(f'[sandbox]\nimage = "{IMAGE}"\nnetwork = "none"\nuser = "nobody"\n',
-                                   id=f"sdk-files-{uuid.uuid4().hex[:12]}")
+                                   id=f"sdk-files-{cls.flavor}-{uuid.uuid4().hex[:12]}")
         # A directory of the sandbox user's (written through the archive API).
         cls.sb.write_file("/tmp/sdk/.keep", "")
 
@@ -227,6 +238,23 @@ class FilesDaemonTest(unittest.TestCase):
             time.sleep(0.2)
 
 
+
+
+
+
+class FilesParityTest(unittest.TestCase):
+    """The asyncio client's files methods are the sync one's, awaited."""
+
+    def test_same(self) -> None:
+        import inspect
+
+        import airlock.aio
+        names = ["list_dir", "stat", "exists", "remove", "mkdir", "rename", "download_dir", "watch"]
+        for n in names:
+            sync, aio = getattr(airlock.Sandbox, n), getattr(airlock.aio.AsyncSandbox, n)
+            self.assertEqual(inspect.signature(sync).parameters.keys(), inspect.signature(aio).parameters.keys(), n)
+            self.assertTrue(inspect.iscoroutinefunction(aio), n)
+        self.assertTrue(inspect.iscoroutinefunction(airlock.AsyncFileWatch.close))
 
 
 if __name__ == "__main__":
