@@ -24,6 +24,7 @@ import (
 
 	"github.com/airlock-dev/airlock/client"
 	"github.com/airlock-dev/airlock/control"
+	"github.com/airlock-dev/airlock/internal/fsentry"
 )
 
 // The API's contract is control/openapi.json (served at GET /v1/openapi.json)
@@ -152,6 +153,9 @@ var wireTypes = []struct {
 	{client.Snapshot{}, "Snapshot", true},
 	{client.ForkRequest{}, "ForkRequest", false},
 	{client.Fork{}, "Fork", true},
+	{fsentry.EntryJSON{}, "FileEntry", true},
+	{fsentry.ListJSON{}, "FileList", true},
+	{fsentry.EventJSON{}, "FileEvent", true},
 }
 
 // jsonField is a field of a struct as encoding/json writes it.

@@ -72,6 +72,8 @@ type domain interface {
 
 	// Metrics are the daemon's metrics now (GET /metrics).
 	Metrics(ctx context.Context) ([]MetricFamily, error)
+
+	fileOps // the files operations beside read and write (fsops.go)
 }
 
 var _ domain = (*Service)(nil)
@@ -130,6 +132,12 @@ var apiRoutes = []struct {
 	{"GET", "/v1/sandboxes/{id}/execs/{exec}/output", (*server).execOutput, true},
 	{"POST", "/v1/sandboxes/{id}/pause", (*server).pause, true},
 	{"POST", "/v1/sandboxes/{id}/unpause", (*server).unpause, true},
+	{"GET", "/v1/sandboxes/{id}/files/list", (*server).listFiles, true},
+	{"GET", "/v1/sandboxes/{id}/files/stat", (*server).statFile, true},
+	{"DELETE", "/v1/sandboxes/{id}/files", (*server).removeFile, true},
+	{"POST", "/v1/sandboxes/{id}/files/mkdir", (*server).makeDir, true},
+	{"POST", "/v1/sandboxes/{id}/files/rename", (*server).renameFile, true},
+	{"GET", "/v1/sandboxes/{id}/files/watch", (*server).watchFiles, true},
 }
 
 // routes is the API's handler; hosts, for the TCP listener, adds the checks

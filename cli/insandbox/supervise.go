@@ -72,7 +72,8 @@ func SuperviseCommand(o IO) *cobra.Command {
 	_ = f.MarkHidden("backoff-unit")
 	_ = f.MarkHidden("reset-after")
 	cmd.AddCommand(newSuperviseExecCommand(), newSuperviseWrapCommand(), newSuperviseDeliverCommand(), newSuperviseTailCommand(),
-		newSuperviseInstallCommand(), newSuperviseUntarCommand(), newSuperviseTarCommand(), newSuperviseSignalCommand(), newSuperviseKeepCommand(), newSuperviseAloneCommand())
+		newSuperviseInstallCommand(), newSuperviseUntarCommand(), newSuperviseTarCommand(), newSuperviseSignalCommand(), newSuperviseKeepCommand(), newSuperviseAloneCommand(),
+		newSuperviseFsCommand())
 	return cmd
 }
 

@@ -22,6 +22,7 @@ The guide: docs/sdk.md in the airlock repository.
 
 from typing import TYPE_CHECKING, Any
 
+from ._files import AsyncFileWatch, FileEntry, FileEvent, FileWatch
 from ._transport import Endpoint, default_socket, parse_host
 from .client import Client, Command, EventStream, Exec, ExecOutput, ExecStream, Manifest, Sandbox
 from . import errors as _errors
@@ -78,5 +79,9 @@ __all__ = [
     "PoolList",
     "SnapshotInfo",
     "SnapshotImage",
+    "FileEntry",
+    "FileEvent",
+    "FileWatch",
+    "AsyncFileWatch",
 ]
 __all__ += [n for n in _errors.__all__ if n != "error_from_response"]

@@ -73,7 +73,9 @@ class Request:
         if not self.query:
             return self.path
         q = list(self.query.items()) if isinstance(self.query, Mapping) else list(self.query)
-        return self.path + "?" + urllib.parse.urlencode(q)
+        # A path in the sandbox that is not UTF-8 is a str with surrogate
+        # escapes (os.fsdecode): it goes as its bytes.
+        return self.path + "?" + urllib.parse.urlencode(q, encoding="utf-8", errors="surrogateescape")
 
 
 def json_request(method: str, path: str, body: Any, *, accept: str = "", stream: bool = False) -> Request:

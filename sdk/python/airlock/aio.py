@@ -37,6 +37,7 @@ from typing import IO, Any, Literal, TypeVar, overload
 from . import _ops
 from ._aioexecs import AsyncExec, AsyncExecOutput, AsyncOutputCallback, hand
 from ._aiotransport import AsyncResponse, AsyncTransport, AsyncUpgraded
+from ._files import AsyncFileWatch, AsyncFilesMixin
 from ._lifetime import Seconds
 from . import _snapshots
 from ._snapshots import SnapshotInfo
@@ -45,7 +46,8 @@ from ._wire import Command, EventCursor, ExecCursor, Manifest, Output, Request
 from .errors import WaitTimeoutError
 from .models import Event, ExecFrame, ExecInfo, ExecResult, Health, Pool, PoolList, SandboxInfo
 
-__all__ = ["AsyncClient", "AsyncSandbox", "AsyncEventStream", "AsyncExecStream", "AsyncExec", "AsyncExecOutput"]
+__all__ = ["AsyncClient", "AsyncSandbox", "AsyncEventStream", "AsyncExecStream", "AsyncExec", "AsyncExecOutput",
+           "AsyncFileWatch"]
 
 log = logging.getLogger("airlock")
 
@@ -403,7 +405,7 @@ async def _close(handle: object) -> None:
         await handle.close()
 
 
-class AsyncSandbox:
+class AsyncSandbox(AsyncFilesMixin):
     """One sandbox, for asyncio: :class:`airlock.Sandbox`'s methods, awaited.
 
     Made by :meth:`AsyncClient.create` (or :meth:`AsyncClient.sandbox`). As an

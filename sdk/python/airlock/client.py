@@ -13,6 +13,7 @@ from typing import IO, Any, Literal, TypeVar, overload
 
 from . import _ops
 from ._execs import Exec, ExecOutput, OutputCallback
+from ._files import FilesMixin
 from ._lifetime import Seconds
 from . import _snapshots
 from ._snapshots import SnapshotInfo
@@ -455,7 +456,7 @@ def _close(handle: object) -> None:
         handle.close()
 
 
-class Sandbox:
+class Sandbox(FilesMixin):
     """One sandbox: run commands in it, move files, follow its events, stop and delete it.
 
     Made by :meth:`Client.create` (or :meth:`Client.sandbox` for an existing

@@ -36,6 +36,9 @@ __all__ = [
     "InvalidStateError",
     "IDAlreadyUsedError",
     "TooLargeError",
+    "PathExistsError",
+    "DirectoryNotEmptyError",
+    "PermissionDeniedError",
     "ServerError",
     "EngineError",
     "InternalError",
@@ -193,6 +196,24 @@ class IDAlreadyUsedError(ConflictError):
     default_reason = "id_already_used"
 
 
+class PathExistsError(ConflictError):
+    """409 ``already_exists``: a directory made, or a path renamed, where a path exists."""
+
+    default_reason = "already_exists"
+
+
+class DirectoryNotEmptyError(ConflictError):
+    """409 ``not_empty``: a directory that holds entries, removed without ``recursive`` (or replaced)."""
+
+    default_reason = "not_empty"
+
+
+class PermissionDeniedError(ForbiddenError):
+    """403 ``permission_denied``: the sandbox's user may not do that to the path."""
+
+    default_reason = "permission_denied"
+
+
 class TooLargeError(AirlockError):
     """413 ``too_large``: a file, archive or body over the daemon's ``artifacts.output_max``."""
 
@@ -272,6 +293,9 @@ _BY_REASON: dict[str, type[AirlockError]] = {
     "invalid_state": InvalidStateError,
     "id_already_used": IDAlreadyUsedError,
     "too_large": TooLargeError,
+    "already_exists": PathExistsError,
+    "not_empty": DirectoryNotEmptyError,
+    "permission_denied": PermissionDeniedError,
     "engine_error": EngineError,
     "internal": InternalError,
     "not_supported": NotSupportedError,

@@ -25,7 +25,7 @@ import airlock.aio
 C = TypeVar("C", bound=type)
 
 #: What the async client hands back unopened: a stream, seen as an iterator and a ``with`` block.
-STREAMS = (airlock.aio.AsyncEventStream, airlock.aio.AsyncExecStream, airlock.aio.AsyncExecOutput)
+STREAMS = (airlock.aio.AsyncEventStream, airlock.aio.AsyncExecStream, airlock.aio.AsyncExecOutput, airlock.aio.AsyncFileWatch)
 
 
 class Flavor:

@@ -1,0 +1,355 @@
+package client
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// The files API beside read and write: list, stat, remove, mkdir, rename and
+// watch (docs/api.md, "Files").
+
+// Error reasons of the files operations, beside those of read and write.
+const (
+	ReasonAlreadyExists    = "already_exists"    // 409: mkdir or rename onto a path that exists
+	ReasonNotEmpty         = "not_empty"         // 409: a directory removed without recursive, or replaced, holds entries
+	ReasonPermissionDenied = "permission_denied" // 403: the sandbox's user may not do it
+)
+
+// FileEntry is one file of a sandbox as lstat sees it (a symbolic link is
+// described, not followed).
+type FileEntry struct {
+	Name   string    // base name
+	Path   string    // absolute path in the sandbox
+	Type   string    // FileTypeFile, FileTypeDir, FileTypeSymlink, "fifo", "socket", "char_device", "block_device"
+	Size   int64     // bytes
+	Mode   uint32    // permission bits with set-user-ID, set-group-ID and sticky (0 to 0o7777)
+	MTime  time.Time // last modification
+	UID    uint32
+	GID    uint32
+	Target string // a symbolic link's target, as written
+}
+
+// The types of a FileEntry.
+const (
+	FileTypeFile    = "file"
+	FileTypeDir     = "dir"
+	FileTypeSymlink = "symlink"
+)
+
+// fileEntryJSON is FileEntry's JSON. A name, path or link target that is not
+// UTF-8 has its bytes in the field with the suffix _base64 (docs/api.md).
+type fileEntryJSON struct {
+	Name         string `json:"name"`
+	NameB64      string `json:"name_base64,omitempty"`
+	Path         string `json:"path"`
+	PathB64      string `json:"path_base64,omitempty"`
+	Type         string `json:"type"`
+	Size         int64  `json:"size"`
+	Mode         string `json:"mode"`
+	MTime        string `json:"mtime"`
+	UID          uint32 `json:"uid"`
+	GID          uint32 `json:"gid"`
+	LinkTarget   string `json:"link_target,omitempty"`
+	LinkTargetB6 string `json:"link_target_base64,omitempty"`
+}
+
+// encodeName is s as a JSON string's value and, when s is not valid UTF-8,
+// its bytes in base64 (else "").
+func encodeName(s string) (text, b64 string) {
+	if utf8.ValidString(s) {
+		return s, ""
+	}
+	return strings.ToValidUTF8(s, "\uFFFD"), base64.StdEncoding.EncodeToString([]byte(s))
+}
+
+// decodeName is the name encodeName gave as text and b64.
+func decodeName(field, text, b64 string) (string, error) {
+	if b64 == "" {
+		return text, nil
+	}
+	b, err := base64.StdEncoding.DecodeString(b64)
+	if err != nil {
+		return "", fmt.Errorf("%s_base64 is not base64: %v", field, err)
+	}
+	return string(b), nil
+}
+
+func (e FileEntry) wire() fileEntryJSON {
+	w := fileEntryJSON{Type: e.Type, Size: e.Size, Mode: fmt.Sprintf("%04o", e.Mode), MTime: e.MTime.UTC().Format(time.RFC3339Nano), UID: e.UID, GID: e.GID}
+	w.Name, w.NameB64 = encodeName(e.Name)
+	w.Path, w.PathB64 = encodeName(e.Path)
+	w.LinkTarget, w.LinkTargetB6 = encodeName(e.Target)
+	return w
+}
+
+// MarshalJSON writes the entry as the API does.
+func (e FileEntry) MarshalJSON() ([]byte, error) { return json.Marshal(e.wire()) }
+
+// UnmarshalJSON reads the API's entry.
+func (e *FileEntry) UnmarshalJSON(b []byte) error {
+	var w fileEntryJSON
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	var err error
+	out := FileEntry{Type: w.Type, Size: w.Size, UID: w.UID, GID: w.GID}
+	if out.Name, err = decodeName("name", w.Name, w.NameB64); err != nil {
+		return err
+	}
+	if out.Path, err = decodeName("path", w.Path, w.PathB64); err != nil {
+		return err
+	}
+	if out.Target, err = decodeName("link_target", w.LinkTarget, w.LinkTargetB6); err != nil {
+		return err
+	}
+	if w.Mode != "" {
+		m, err := strconv.ParseUint(w.Mode, 8, 32)
+		if err != nil {
+			return fmt.Errorf("mode %q is not octal", w.Mode)
+		}
+		out.Mode = uint32(m)
+	}
+	if w.MTime != "" {
+		if out.MTime, err = time.Parse(time.RFC3339Nano, w.MTime); err != nil {
+			return fmt.Errorf("mtime: %v", err)
+		}
+	}
+	*e = out
+	return nil
+}
+
+// FileEvent is one change under a watched directory.
+type FileEvent struct {
+	Type string // one of the FileEvent constants
+	Path string // absolute; "" for ready, overflow and error
+	Dir  bool   // the path is a directory
+	// Reason says, for an overflow, which bound was reached and what was
+	// lost; for an error, why the watch ended.
+	Reason  string
+	Dropped int // for an overflow of the events per second: how many were left out
+	Watched int // for ready: how many directories are watched
+}
+
+// The types of a FileEvent.
+const (
+	FileEventReady    = "ready"    // the watches are set: what changes from now on is reported
+	FileEventCreated  = "created"  // made, or moved in
+	FileEventModified = "modified" // content or attributes changed
+	FileEventRemoved  = "removed"  // removed, or moved out
+	FileEventOverflow = "overflow" // events were lost: a bound was reached
+	FileEventError    = "error"    // the watch failed and ends
+)
+
+type fileEventJSON struct {
+	Type    string `json:"type"`
+	Path    string `json:"path,omitempty"`
+	PathB64 string `json:"path_base64,omitempty"`
+	Dir     bool   `json:"dir,omitempty"`
+	Reason  string `json:"reason,omitempty"`
+	Dropped int    `json:"dropped,omitempty"`
+	Watched int    `json:"watched,omitempty"`
+}
+
+// MarshalJSON writes the event as the API does.
+func (ev FileEvent) MarshalJSON() ([]byte, error) {
+	w := fileEventJSON{Type: ev.Type, Dir: ev.Dir, Reason: ev.Reason, Dropped: ev.Dropped, Watched: ev.Watched}
+	w.Path, w.PathB64 = encodeName(ev.Path)
+	return json.Marshal(w)
+}
+
+// UnmarshalJSON reads the API's event.
+func (ev *FileEvent) UnmarshalJSON(b []byte) error {
+	var w fileEventJSON
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	p, err := decodeName("path", w.Path, w.PathB64)
+	if err != nil {
+		return err
+	}
+	*ev = FileEvent{Type: w.Type, Path: p, Dir: w.Dir, Reason: w.Reason, Dropped: w.Dropped, Watched: w.Watched}
+	return nil
+}
+
+// FileList is a listing: the entries of Path (and of its subdirectories, to
+// the depth asked for), Truncated when there were more than the limit.
+type FileList struct {
+	Path      string
+	Entries   []FileEntry
+	Truncated bool
+}
+
+type fileListJSON struct {
+	Path      string      `json:"path"`
+	PathB64   string      `json:"path_base64,omitempty"`
+	Entries   []FileEntry `json:"entries"`
+	Truncated bool        `json:"truncated"`
+}
+
+// MarshalJSON writes the listing as the API does.
+func (l FileList) MarshalJSON() ([]byte, error) {
+	w := fileListJSON{Entries: l.Entries, Truncated: l.Truncated}
+	if w.Entries == nil {
+		w.Entries = []FileEntry{}
+	}
+	w.Path, w.PathB64 = encodeName(l.Path)
+	return json.Marshal(w)
+}
+
+// UnmarshalJSON reads the API's listing.
+func (l *FileList) UnmarshalJSON(b []byte) error {
+	var w fileListJSON
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	p, err := decodeName("path", w.Path, w.PathB64)
+	if err != nil {
+		return err
+	}
+	*l = FileList{Path: p, Entries: w.Entries, Truncated: w.Truncated}
+	return nil
+}
+
+// ListFiles lists the directory path of a ready sandbox: depth 1 (or 0) its
+// entries, more the entries of its subdirectories to that depth; at most
+// limit (0: the daemon's default, 10000).
+func (c *Client) ListFiles(ctx context.Context, id, path string, depth, limit int) (*FileList, error) {
+	q := url.Values{"path": {path}}
+	if depth != 0 {
+		q.Set("depth", strconv.Itoa(depth))
+	}
+	if limit != 0 {
+		q.Set("limit", strconv.Itoa(limit))
+	}
+	var l FileList
+	if err := c.filesJSON(ctx, http.MethodGet, id, "/files/list", q, &l); err != nil {
+		return nil, err
+	}
+	return &l, nil
+}
+
+// StatFile describes path in a ready sandbox (a link is not followed).
+func (c *Client) StatFile(ctx context.Context, id, path string) (*FileEntry, error) {
+	var e FileEntry
+	if err := c.filesJSON(ctx, http.MethodGet, id, "/files/stat", url.Values{"path": {path}}, &e); err != nil {
+		return nil, err
+	}
+	return &e, nil
+}
+
+// RemoveFile removes path in a ready sandbox: a file, a link or an empty
+// directory; with recursive a directory and what it holds.
+func (c *Client) RemoveFile(ctx context.Context, id, path string, recursive bool) error {
+	q := url.Values{"path": {path}}
+	if recursive {
+		q.Set("recursive", "true")
+	}
+	return c.filesJSON(ctx, http.MethodDelete, id, "/files", q, nil)
+}
+
+// MakeDir makes the directory path in a ready sandbox; with parents the
+// missing ones on the way too, and an existing directory is no error.
+func (c *Client) MakeDir(ctx context.Context, id, path string, parents bool) error {
+	q := url.Values{"path": {path}}
+	if parents {
+		q.Set("parents", "true")
+	}
+	return c.filesJSON(ctx, http.MethodPost, id, "/files/mkdir", q, nil)
+}
+
+// RenameFile renames from as to in a ready sandbox (within one of its
+// filesystems); without overwrite an existing to is ReasonAlreadyExists.
+func (c *Client) RenameFile(ctx context.Context, id, from, to string, overwrite bool) error {
+	q := url.Values{"from": {from}, "to": {to}}
+	if overwrite {
+		q.Set("overwrite", "true")
+	}
+	return c.filesJSON(ctx, http.MethodPost, id, "/files/rename", q, nil)
+}
+
+func (c *Client) filesJSON(ctx context.Context, method, id, route string, q url.Values, out any) error {
+	resp, err := c.sendRaw(ctx, method, "/v1/sandboxes/"+url.PathEscape(id)+route+"?"+q.Encode(), nil, nil)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if out == nil {
+		_, _ = io.Copy(io.Discard, resp.Body)
+		return nil
+	}
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		return fmt.Errorf("cannot read the daemon's answer: %w", err)
+	}
+	return nil
+}
+
+// WatchOptions bound a watch: 0 for the daemon's defaults (1024 directories,
+// 1000 events a second).
+type WatchOptions struct {
+	Recursive bool
+	MaxDirs   int
+	Rate      int
+}
+
+// FileWatch is a watch of a sandbox's directory: Next returns its events,
+// the first a FileEventReady; Close ends it (and its process in the sandbox).
+type FileWatch struct {
+	body io.ReadCloser
+	sc   *bufio.Scanner
+}
+
+// WatchFiles watches the directory path of a ready sandbox (GET
+// …/files/watch, server-sent events).
+func (c *Client) WatchFiles(ctx context.Context, id, path string, o WatchOptions) (*FileWatch, error) {
+	q := url.Values{"path": {path}}
+	if o.Recursive {
+		q.Set("recursive", "true")
+	}
+	if o.MaxDirs != 0 {
+		q.Set("max_dirs", strconv.Itoa(o.MaxDirs))
+	}
+	if o.Rate != 0 {
+		q.Set("rate", strconv.Itoa(o.Rate))
+	}
+	resp, err := c.sendRaw(ctx, http.MethodGet, "/v1/sandboxes/"+url.PathEscape(id)+"/files/watch?"+q.Encode(), nil, http.Header{"Accept": {"text/event-stream"}})
+	if err != nil {
+		return nil, err
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	return &FileWatch{body: resp.Body, sc: sc}, nil
+}
+
+// Next returns the next event; io.EOF once the watch ended.
+func (w *FileWatch) Next() (FileEvent, error) {
+	for w.sc.Scan() {
+		line := w.sc.Bytes()
+		data, ok := bytes.CutPrefix(line, []byte("data: "))
+		if !ok {
+			continue // a comment (keep-alive), a blank line
+		}
+		var ev FileEvent
+		if err := json.Unmarshal(data, &ev); err != nil {
+			return ev, fmt.Errorf("cannot read the watch's event %.200q: %w", data, err)
+		}
+		return ev, nil
+	}
+	if err := w.sc.Err(); err != nil {
+		return FileEvent{}, err
+	}
+	return FileEvent{}, io.EOF
+}
+
+// Close ends the watch.
+func (w *FileWatch) Close() error { return w.body.Close() }
