@@ -85,6 +85,10 @@ func statusOf(reason string) int {
 		return http.StatusConflict
 	case client.ReasonNotSupported:
 		return http.StatusNotImplemented
+	case client.ReasonAlreadyExists, client.ReasonNotEmpty:
+		return http.StatusConflict
+	case client.ReasonPermissionDenied:
+		return http.StatusForbidden
 	}
 	return http.StatusInternalServerError
 }
