@@ -14,7 +14,8 @@ import asyncio
 import io
 import ssl
 from dataclasses import dataclass
-from typing import IO
+from collections.abc import Awaitable
+from typing import IO, TypeVar
 
 from ._transport import Target, check_runtime_dir
 from ._wire import (BODY_CHUNK, FRAME_HEADER, UPGRADE_HEADERS, Request, chunk, encode_frames, frame_length, no_answer,
@@ -25,6 +26,22 @@ __all__ = ["AsyncTransport", "AsyncResponse", "AsyncUpgraded"]
 
 #: The most a response's head may take.
 _HEAD_MAX = 1 << 20
+
+T = TypeVar("T")
+
+
+async def _bounded(aw: Awaitable[T], timeout: float | None) -> T:
+    """``await aw`` within ``timeout`` seconds (None: unbounded), else :class:`TimeoutError`.
+
+    Not :func:`asyncio.wait_for`: on Python 3.11 it returns the result (and
+    drops the cancellation) when the task is cancelled just as ``aw`` ends,
+    so a cancelled ``create`` would go on waiting. :func:`asyncio.timeout`
+    always lets a cancellation from outside through.
+    """
+    if timeout is None:
+        return await aw
+    async with asyncio.timeout(timeout):
+        return await aw
 
 
 class _Conn:
@@ -43,13 +60,13 @@ class _Conn:
         self.closed = True
         try:
             self.writer.close()
-            await asyncio.wait_for(self.writer.wait_closed(), 2)
+            await _bounded(self.writer.wait_closed(), 2)
         except (OSError, asyncio.TimeoutError):
             pass
         if self.proc is not None:
             # ssh ends once its standard input is closed.
             try:
-                await asyncio.wait_for(self.proc.wait(), 2)
+                await _bounded(self.proc.wait(), 2)
             except asyncio.TimeoutError:
                 self.proc.kill()
                 await self.proc.wait()
@@ -128,7 +145,7 @@ class AsyncResponse:
     async def _fill(self) -> bool:
         if self._timeout is None:
             return await self._body.fill()
-        return await asyncio.wait_for(self._body.fill(), self._timeout)
+        return await _bounded(self._body.fill(), self._timeout)
 
     async def read_all(self) -> bytes:
         """The whole body; closes the response."""
@@ -273,7 +290,7 @@ class AsyncTransport(Target):
         """
         bound = self._bound()
         try:
-            conn = await asyncio.wait_for(self._connect(), bound)
+            conn = await _bounded(self._connect(), bound)
         except DaemonUnreachableError:
             raise
         except (OSError, asyncio.TimeoutError) as e:
@@ -313,11 +330,11 @@ class AsyncTransport(Target):
                 piece = body.read(BODY_CHUNK) if isinstance(body, io.BytesIO) else \
                     await asyncio.to_thread(body.read, BODY_CHUNK)
                 w.write(chunk(piece))
-                await asyncio.wait_for(w.drain(), bound)
+                await _bounded(w.drain(), bound)
                 if not piece:
                     break
-        await asyncio.wait_for(w.drain(), bound)
-        raw = await asyncio.wait_for(conn.reader.readuntil(b"\r\n\r\n"), bound)
+        await _bounded(w.drain(), bound)
+        raw = await _bounded(conn.reader.readuntil(b"\r\n\r\n"), bound)
         lines = raw.decode("latin-1").split("\r\n")
         parts = lines[0].split(" ", 2)
         if len(parts) < 2 or not parts[0].startswith("HTTP/"):

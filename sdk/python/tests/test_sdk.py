@@ -31,6 +31,7 @@ from _bridge import Flavor, both_clients
 from _daemon import HERE, Daemon
 
 import airlock
+import airlock._ops
 import airlock.aio
 from airlock.errors import error_from_response
 
@@ -844,14 +845,22 @@ class AsyncNativeTest(unittest.IsolatedAsyncioTestCase):
         client = airlock.aio.AsyncClient(_daemon.socket)
         sid = _uid("sdk-aio-cancel")
         slow = self.manifest('\n[daemons.setup]\noneshot = true\ncommand = ["sleep", "60"]\n')
+        # Cancelled once create follows the sandbox's events (it waits for ready),
+        # not merely once the sandbox exists: its POST may not have answered yet.
+        following = asyncio.Event()
+        perform = client._perform
+
+        async def spied(op: Any, tasks: Any) -> object:
+            res = await perform(op, tasks)
+            if isinstance(op, airlock._ops.Follow):
+                following.set()
+            return res
+
+        client._perform = spied  # type: ignore[method-assign]
         task = asyncio.create_task(client.create(slow, id=sid, timeout=120))
-        while True:
-            try:
-                info = await client.get(sid)
-                break
-            except airlock.SandboxNotFoundError:
-                await asyncio.sleep(0.05)
-        self.assertNotEqual(info.state, "ready")
+        await asyncio.wait_for(following.wait(), 60)
+        self.assertFalse(task.done())
+        self.assertNotEqual((await client.get(sid)).state, "ready")
         task.cancel()
         with self.assertRaises(asyncio.CancelledError):
             await task
