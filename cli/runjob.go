@@ -279,18 +279,25 @@ func (j *runJob) start(waitCtx context.Context) error {
 		}
 		return setupErr(setupDaemonFailure(err))
 	}
+	// resumeAgain: a daemon went away since the resume was answered, and the
+	// one that answers now may not have seen it (the sandbox, left pending to
+	// this CLI, would wait for it forever): ask it again, on the daemon that
+	// answers, before waiting (a started sandbox refuses it, harmlessly).
+	resumeAgain := false
 	if _, err := retryDaemon(a, ctx, func() (*client.Sandbox, error) {
+		if resumeAgain {
+			if _, rerr := c.Resume(ctx, id, &client.ResumeRequest{Secrets: j.secretValues}); rerr != nil && lostDaemon(rerr) {
+				return nil, rerr
+			}
+			resumeAgain = false
+		}
 		// From the sandbox's first event, not from before.LastSeq: a daemon
 		// started again may have recorded the start already (found started
 		// as it recovered) before this CLI read the record.
 		_, err := c.WaitEvent(ctx, id, 0, "sandbox.started", "sandbox.ready", "sandbox.failed")
 		if lostDaemon(err) {
 			j.daemonLost.Store(true)
-			// The new daemon may not have seen the resume: ask again (a
-			// started sandbox refuses it, harmlessly).
-			if _, rerr := c.Resume(ctx, id, &client.ResumeRequest{Secrets: j.secretValues}); rerr != nil && lostDaemon(rerr) {
-				return nil, rerr
-			}
+			resumeAgain = true
 		}
 		return nil, err
 	}); err != nil {

@@ -29,6 +29,16 @@ func newSuperviseFsCommand() *cobra.Command {
 		Short:  "List, describe, remove, make, rename or watch files of the sandbox, as its user (JSON out)",
 		Hidden: true,
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
+			// Cobra runs only the nearest persistent hook: the root's (which
+			// refuses a bad --log-level, as every command does) first.
+			for p := cmd.Parent(); p != nil; p = p.Parent() {
+				if p.PersistentPreRunE != nil && p.Name() != "fs" {
+					if err := p.PersistentPreRunE(cmd, args); err != nil {
+						return err
+					}
+					break
+				}
+			}
 			for i, a := range args {
 				p, err := supervisor.FsPath(a)
 				if err != nil {
