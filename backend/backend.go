@@ -97,3 +97,10 @@ type LogSource interface {
 type DataDirer interface {
 	DataDir() (dir string, ok bool)
 }
+
+// OOMReporter is offered by a backend that can tell, once a primary has
+// stopped, whether it was killed for its memory limit: the daemon asks when a
+// primary's end (137) is reported before the kill's own event.
+type OOMReporter interface {
+	OOMKilled(ctx context.Context, containerID string) bool
+}

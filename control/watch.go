@@ -1,6 +1,7 @@
 package control
 
 import (
+	"context"
 	"time"
 
 	"github.com/airlock-dev/airlock/backend"
@@ -58,6 +59,15 @@ func (f *follower) primaryDied(id string, l *live, codep *int, why string) {
 	f.mu.Lock()
 	oom, stopping, auto := l.oom, l.stopping, l.removeOnExit
 	f.mu.Unlock()
+	if !oom && codep != nil && *codep == 137 && rec.ContainerID != "" {
+		// The end may be reported (the stream's follower found the primary
+		// stopped) before the Engine's oom event: ask the backend.
+		if r, ok := f.rtOf(id).(backend.OOMReporter); ok {
+			ctx, cancel := context.WithTimeout(f.ctx(), 5*time.Second)
+			oom = r.OOMKilled(ctx, rec.ContainerID)
+			cancel()
+		}
+	}
 	switch {
 	case oom:
 		if liveState(rec.State) || rec.State == store.StatePending {

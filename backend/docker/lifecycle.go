@@ -388,3 +388,12 @@ func (rt *Runtime) ExitCode(ctx context.Context, containerID string) *int {
 	code := ci.State.ExitCode
 	return &code
 }
+
+// OOMKilled reports whether the Engine says the container was killed for its
+// memory limit (backend.OOMReporter).
+func (rt *Runtime) OOMKilled(ctx context.Context, containerID string) bool {
+	ci, err := rt.Engine.ContainerInspect(ctx, containerID)
+	return err == nil && ci.ContainerJSONBase != nil && ci.State != nil && ci.State.OOMKilled
+}
+
+var _ backend.OOMReporter = (*Runtime)(nil)
