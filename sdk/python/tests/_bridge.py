@@ -119,7 +119,7 @@ def wrap(obj: Any) -> Any:
         return _StreamView(obj)
     if isinstance(obj, (airlock.aio.AsyncClient, airlock.aio.AsyncSandbox, airlock.aio.AsyncExec)):
         return _View(obj)
-    if isinstance(obj, list):
+    if type(obj) is list:  # a list of handles (fork's copies); a list type of the SDK's own (EntryList) stays itself
         return [wrap(o) for o in obj]
     return obj
 
