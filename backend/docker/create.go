@@ -73,6 +73,10 @@ func (rt *Runtime) Create(ctx context.Context, req *backend.Request) (sb *backen
 	if err := c.copies(ctx); err != nil {
 		return sb, err
 	}
+	if err := ctx.Err(); err != nil {
+		// Cancelled (the sandbox deleted meanwhile): what was made goes.
+		return sb, fmt.Errorf("cannot make sandbox %s: %w", sb.ID, err)
+	}
 	return sb, nil
 }
 
@@ -296,7 +300,10 @@ func (c *creation) primary(ctx context.Context) error {
 		cfg.Entrypoint = []string{backend.SupervisorIn, "supervise", supervisor.SpecFlag, string(specJSON)}
 	}
 	done := rt.step(req.ID, "create")
-	made, err := rt.Engine.ContainerCreate(ctx, cfg, host, netcfg, nil, sb.Name)
+	// Not cancelled half-way: an Engine finishes a create whose client went
+	// away (Engine 29 did, after the failure's clean-up had looked), so the
+	// clean-up must see what the call made.
+	made, err := rt.Engine.ContainerCreate(context.WithoutCancel(ctx), cfg, host, netcfg, nil, sb.Name)
 	if err != nil && ownState(sb).shard != "" && cerrdefs.IsNotFound(err) {
 		// The shared network was removed behind airlock's back (or it was a
 		// duplicate, removed by another process): find or make it again.
@@ -304,7 +311,7 @@ func (c *creation) primary(ctx context.Context) error {
 			sb.Network = id
 			host.NetworkMode = container.NetworkMode(id)
 			netcfg = &network.NetworkingConfig{EndpointsConfig: map[string]*network.EndpointSettings{id: {}}}
-			made, err = rt.Engine.ContainerCreate(ctx, cfg, host, netcfg, nil, sb.Name)
+			made, err = rt.Engine.ContainerCreate(context.WithoutCancel(ctx), cfg, host, netcfg, nil, sb.Name)
 		}
 	}
 	done()

@@ -58,7 +58,7 @@ func (e egressProxy) create(ctx context.Context, sb *backend.Sandbox, r *manifes
 		// (net.ipv4.ip_unprivileged_port_start) ask for it.
 		CapAdd: []string{"NET_BIND_SERVICE"},
 	}
-	c, err := e.engine.ContainerCreate(ctx, cfg, host, nil, nil, egressName(sb.ID))
+	c, err := e.engine.ContainerCreate(context.WithoutCancel(ctx), cfg, host, nil, nil, egressName(sb.ID)) // as the primary's
 	if err != nil {
 		return failed("cannot create the egress proxy (sandbox.egress.network %q): %v", eg.Network, err)
 	}

@@ -101,7 +101,7 @@ func (s *services) create(ctx context.Context, sb *backend.Sandbox, r *manifest.
 				return err
 			}
 		}
-		c, err := s.engine.ContainerCreate(ctx, cfg, host, netcfg, nil, serviceName(sb.ID, name))
+		c, err := s.engine.ContainerCreate(context.WithoutCancel(ctx), cfg, host, netcfg, nil, serviceName(sb.ID, name)) // as the primary's
 		if err != nil {
 			return failed("cannot create service %s: %v", name, err)
 		}
