@@ -104,7 +104,10 @@ func TestEnvAndCwd(t *testing.T) {
 		t.Fatal(err)
 	}
 	dump := func(name string) string {
-		return fmt.Sprintf(`{ env; pwd; if read x; then echo STDIN=data; else echo STDIN=eof; fi; } > %q`, s.path(name))
+		// Written whole, then renamed: the daemon's readiness check looks
+		// for the file, and a half-written one let the main command (and so
+		// the sandbox) end before the daemon had written its cwd.
+		return fmt.Sprintf(`{ env; pwd; if read x; then echo STDIN=data; else echo STDIN=eof; fi; } > %q && mv %q %q`, s.path(name)+".part", s.path(name)+".part", s.path(name))
 	}
 	d := s.daemon("d", sh(dump("daemon.env")+"; exec sleep 100"))
 	d.Env = []EnvEntry{literal("OWN", "daemon"), literal("SHARED", "from-daemon")}
