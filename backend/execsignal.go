@@ -3,7 +3,16 @@ package backend
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
+
+	"github.com/airlock-dev/airlock/supervisor"
 )
+
+// ErrExecNotRecorded is what SignalExec wraps when the sandbox has no record
+// of the exec's process: it was never started there, or it has not yet
+// recorded itself (it runs a moment after the backend started it).
+var ErrExecNotRecorded = errors.New(supervisor.ErrExecUnknown.Error())
 
 // SignalExec sends signal (a name or number, checked) to the process group of
 // API exec execID in a running container, through an exec of `supervise signal
@@ -19,6 +28,9 @@ func SignalExec(ctx context.Context, ex Execer, containerID, execID, signal stri
 	if code != 0 {
 		if bytes.Contains(msg, []byte("unknown flag: --exec")) {
 			return false, failed("cannot signal exec %s: the sandbox runs the supervisor of an older airlock, which cannot signal an exec; recreate the sandbox (airlock down, then airlock up -d)", execID)
+		}
+		if bytes.Contains(msg, []byte(supervisor.ErrExecUnknown.Error())) {
+			return false, &Error{Code: 125, Err: fmt.Errorf("cannot signal exec %s: %w", execID, ErrExecNotRecorded)}
 		}
 		return false, failed("cannot signal exec %s: %s", execID, bytes.TrimPrefix(msg, []byte("airlock: ")))
 	}

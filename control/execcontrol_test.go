@@ -156,6 +156,31 @@ func TestExecSignalListOutput(t *testing.T) {
 	}
 }
 
+// TestExecSignalAtOnce: a background exec signalled as soon as its create
+// answered gets the signal (the daemon's answer came before the exec's process
+// had recorded itself in the sandbox: the signal failed, "no record of its
+// process", and the exec ran on).
+func TestExecSignalAtOnce(t *testing.T) {
+	parallel(t)
+	e := newEnv(t)
+	c := e.startDaemon(binA).client
+	ctx := ctxT(t, 2*time.Minute)
+	id := e.createReady(ctx, c, "").ID
+	for i := range 8 {
+		ex, err := c.Exec(ctx, id, &client.ExecRequest{Cmd: []string{"sleep", "300"}, ExecControl: client.ExecControl{Background: true}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.SignalExec(ctx, id, ex.ID, "KILL"); err != nil {
+			t.Fatalf("exec %d signalled at once: %v", i, err)
+		}
+		rec, err := c.WaitExec(ctx, id, ex.ID)
+		if err != nil || rec.ExitCode == nil || *rec.ExitCode != 137 {
+			t.Fatalf("exec %d after SIGKILL: %+v %v, want exit code 137", i, rec, err)
+		}
+	}
+}
+
 // TestExecClientGone: a streamed exec and an attached one whose client goes
 // away are killed, their processes gone from the sandbox within seconds, and
 // their ends recorded; a background one runs on. An attached client's signal

@@ -35,6 +35,7 @@ type running struct {
 
 	mu      sync.Mutex
 	handle  *backend.Sandbox // set once the exec started
+	started chan struct{}    // closed when handle is set
 	changed chan struct{}    // closed and made anew at each write of its output files
 	// ended is closed once the command's output ended (or it never ran);
 	// done once its code is recorded.
@@ -48,7 +49,7 @@ func (e *Execs) track(id, execID string, sb Sandbox, grace time.Duration) *runni
 	if grace <= 0 {
 		grace = DefaultKillGrace
 	}
-	r := &running{sandboxID: id, execID: execID, sb: sb, grace: grace, changed: make(chan struct{}), ended: make(chan struct{}), done: make(chan struct{})}
+	r := &running{sandboxID: id, execID: execID, sb: sb, grace: grace, started: make(chan struct{}), changed: make(chan struct{}), ended: make(chan struct{}), done: make(chan struct{})}
 	e.mu.Lock()
 	if e.live == nil {
 		e.live = map[string]*running{}
@@ -74,10 +75,11 @@ func (e *Execs) lookup(execID string) *running {
 	return e.live[execID]
 }
 
-func (r *running) started(h *backend.Sandbox) {
+func (r *running) setStarted(h *backend.Sandbox) {
 	r.mu.Lock()
 	r.handle = h
 	r.mu.Unlock()
+	close(r.started)
 }
 
 func (r *running) end() { r.endOnce.Do(func() { close(r.ended) }) }
@@ -112,15 +114,44 @@ func (r *running) watch() (<-chan struct{}, bool) {
 	}
 }
 
-// signal sends sig to the exec's processes; gone: none is left.
+// startWait bounds how long a signal waits for an exec that was accepted to
+// start and to record its process in the sandbox.
+const startWait = 10 * time.Second
+
+// signal sends sig to the exec's processes; gone: none is left. An exec is
+// answered (a background one) before the backend has started it, and its
+// process records itself in the sandbox only once it runs: a signal sent in
+// between waits for both, as long as the exec has not ended.
 func (e *Execs) signal(r *running, sig string) (gone bool, err error) {
+	deadline := time.NewTimer(startWait)
+	defer deadline.Stop()
+	select {
+	case <-r.started:
+	case <-r.ended:
+		return false, fmt.Errorf("cannot signal exec %s: it ended: %w", r.execID, store.ErrInvalidState)
+	case <-e.ctx().Done():
+		return false, e.ctx().Err()
+	case <-deadline.C:
+		return false, fmt.Errorf("cannot signal exec %s: it has not started within %s: %w", r.execID, startWait, store.ErrInvalidState)
+	}
 	r.mu.Lock()
 	h := r.handle
 	r.mu.Unlock()
-	if h == nil {
-		return false, fmt.Errorf("cannot signal exec %s: it has not started yet: %w", r.execID, store.ErrInvalidState)
+	for {
+		gone, err = r.sb.Signal(e.ctx(), h, r.execID, sig)
+		if !errors.Is(err, backend.ErrExecNotRecorded) {
+			return gone, err
+		}
+		select {
+		case <-r.ended:
+			return true, nil
+		case <-e.ctx().Done():
+			return false, err
+		case <-deadline.C:
+			return false, err
+		case <-time.After(20 * time.Millisecond):
+		}
 	}
-	return r.sb.Signal(e.ctx(), h, r.execID, sig)
 }
 
 // kill ends the exec's processes, once: SIGTERM, then SIGKILL after its grace
@@ -208,7 +239,7 @@ func (e *Execs) Signal(id, execID, sig string) error {
 		return fmt.Errorf("cannot signal exec %s: its caller runs it, not the daemon: %w", execID, store.ErrInvalidState)
 	}
 	if _, err := e.signal(r, sig); err != nil {
-		if errors.Is(err, store.ErrInvalidState) || r.isEnded() {
+		if r.isEnded() {
 			return fmt.Errorf("cannot signal exec %s: it ended: %w", execID, store.ErrInvalidState)
 		}
 		return err

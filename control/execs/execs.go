@@ -204,7 +204,7 @@ func (e *Execs) collect(sb Sandbox, req *Request, recorded func() error, stdin i
 	if err != nil {
 		return e.failed(stderr, err)
 	}
-	r.started(h)
+	r.setStarted(h)
 	disarm := e.arm(r, req.Timeout)
 	defer disarm()
 	if started != nil {
