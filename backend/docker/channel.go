@@ -53,6 +53,11 @@ func (rt *Runtime) FollowFile(ctx context.Context, containerID, file string, fro
 // follower reports its progress in the sandbox, so that the supervisor lets it read
 // the stream's last lines before the container stops.
 func (rt *Runtime) FollowStatus(ctx context.Context, containerID string, from int64) (io.ReadCloser, error) {
+	if from == 0 {
+		if rc := rt.takeEarly(ctx, containerID); rc != nil {
+			return rc, nil
+		}
+	}
 	return backend.TailFile(ctx, rt, containerID, supervisor.StatusFile, from, true, backend.StatusReadIn)
 }
 

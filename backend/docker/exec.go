@@ -32,12 +32,14 @@ import (
 // that still does not start ends with the Engine's code (126 on Engine 20.10;
 // 126, 127 or 128 on a current one: notStartedCode) and its message on stderr.
 func (rt *Runtime) Exec(ctx context.Context, sb *backend.Sandbox, req backend.ExecRequest, s backend.Streams) (*backend.Exec, error) {
-	return (&execs{engine: rt.Engine}).start(ctx, sb, req, s)
+	return (&execs{engine: rt.Engine, channel: rt.channelOf(sb.PrimaryID)}).start(ctx, sb, req, s)
 }
 
-// execs are the commands run in sandboxes through the Engine's exec API.
+// execs are the commands run in sandboxes through the Engine's exec API, or a
+// sandbox's command channel when it has one (cmdchannel.go).
 type execs struct {
-	engine client.APIClient
+	engine  client.APIClient
+	channel *cmdChannel
 }
 
 // start is Exec.
@@ -51,6 +53,17 @@ func (x *execs) start(ctx context.Context, sb *backend.Sandbox, req backend.Exec
 	}
 	if !req.Stdin {
 		s.Stdin = nil
+	}
+	if ch := x.channel; ch.usable(req) {
+		if req.BeforeStart != nil {
+			if err := req.BeforeStart(); err != nil {
+				return nil, err
+			}
+		}
+		if ex, ok := ch.start(argv, s); ok {
+			return ex, nil
+		}
+		req.BeforeStart = nil // called once
 	}
 	id, hj, err := x.startExec(ctx, sb, argv, req, req.BeforeStart)
 	if err != nil {

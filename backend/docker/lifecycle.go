@@ -204,8 +204,11 @@ func (rt *Runtime) RemoveContainers(ctx context.Context, id string) error {
 	for _, c := range append(objs.services, objs.all...) {
 		if err := removeContainer(ctx, rt.Engine, c.ID, container.RemoveOptions{Force: true, RemoveVolumes: true}); err != nil && !cerrdefs.IsNotFound(err) {
 			errs = append(errs, err)
-		} else if s := c.Labels[LabelShard]; s != "" {
-			shards = append(shards, s)
+		} else {
+			rt.forgetWarm(c.ID)
+			if s := c.Labels[LabelShard]; s != "" {
+				shards = append(shards, s)
+			}
 		}
 	}
 	for _, s := range shards {

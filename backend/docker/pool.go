@@ -77,7 +77,12 @@ func (rt *Runtime) Claim(ctx context.Context, sb *backend.Sandbox, c backend.Cla
 // supervisor failed, a daemon exited or gave up, the container stopped — or
 // nil when ctx ends.
 func (rt *Runtime) WatchParked(ctx context.Context, sb *backend.Sandbox, parked func()) error {
-	return backend.WatchParkedStatus(ctx, rt, sb.PrimaryID, parked)
+	return backend.WatchParkedStatus(ctx, rt, sb.PrimaryID, func() {
+		// What its claim will want, opened now rather than in the claimer's
+		// wait: its command channel and its status stream.
+		rt.warm(sb.PrimaryID)
+		parked()
+	})
 }
 
 // CopiedPaths are the host paths whose content a sandbox made from r copies

@@ -117,6 +117,8 @@ type Runtime struct {
 	hostPIDs atomic.Bool
 	shared   sharednet.State
 	facts    engineFacts
+	// warmed is what parked sandboxes opened for their claim (cmdchannel.go).
+	warmed warmSet
 }
 
 // NewRuntime returns a runtime for the Engine at ep, over an open client.

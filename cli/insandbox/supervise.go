@@ -73,7 +73,7 @@ func SuperviseCommand(o IO) *cobra.Command {
 	_ = f.MarkHidden("reset-after")
 	cmd.AddCommand(newSuperviseExecCommand(), newSuperviseWrapCommand(), newSuperviseDeliverCommand(), newSuperviseTailCommand(),
 		newSuperviseInstallCommand(), newSuperviseUntarCommand(), newSuperviseTarCommand(), newSuperviseSignalCommand(), newSuperviseKeepCommand(), newSuperviseAloneCommand(),
-		newSuperviseFsCommand())
+		newSuperviseFsCommand(), newSuperviseChannelCommand())
 	return cmd
 }
 
@@ -314,6 +314,24 @@ func newSuperviseSignalCommand() *cobra.Command {
 // warnTo prints a warning line of a subcommand on its stderr.
 func warnTo(cmd *cobra.Command) func(string) {
 	return func(line string) { fmt.Fprintf(cmd.ErrOrStderr(), "airlock: warning: %s\n", line) }
+}
+
+// newSuperviseChannelCommand serves the exec channel on its stdin and stdout
+// (supervisor.ServeChannel): the host starts commands of the sandbox through
+// it without an Engine exec each.
+func newSuperviseChannelCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:    "channel",
+		Short:  "Start commands for the host, framed on stdin and stdout",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := supervisor.ServeChannel(os.Stdin, os.Stdout); err != nil {
+				return exitcode.With(exitcode.Airlock, fmt.Errorf("cannot serve the exec channel: %w", err))
+			}
+			return nil
+		},
+	}
 }
 
 // newSuperviseKeepCommand idles until it is told to stop (SIGTERM, SIGINT): the
