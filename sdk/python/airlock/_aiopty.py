@@ -44,6 +44,7 @@ class AsyncPty:
         self._exit_code: int | None = None
         self._error: BaseException | None = None
         self._closing = False
+        self._ended = False
         self._reader = asyncio.get_running_loop().create_task(self._read_frames(), name="airlock-pty")
 
     def __repr__(self) -> str:
@@ -66,12 +67,14 @@ class AsyncPty:
                         self._chunks.put_nowait(payload)
                 elif typ == FRAME_EXIT:
                     self.exec_id, self._exit_code = pty_exit(payload)
+                    self._ended = True
+                    await self._conn.close()  # the daemon closes it after the exit frame anyway
                     return
         except asyncio.CancelledError:
             raise
         except Exception as e:
             if not self._closing:
-                self._error = e
+                self._error, self._ended = e, True
                 await self._conn.close()  # an on_data that failed: the command is killed
         finally:
             self._chunks.put_nowait(None)
@@ -100,14 +103,14 @@ class AsyncPty:
     async def _send(self, frames: bytes, what: str) -> None:
         if self._closing:
             raise InvalidStateError(f"cannot {what}: the terminal was closed")
-        if self._reader.done():
+        if self._ended or self._reader.done():
             raise InvalidStateError(f"cannot {what}: the terminal's command ended")
         if not frames:
             return
         try:
             await self._conn.send(frames)
         except OSError as e:
-            if self._reader.done():
+            if self._ended or self._reader.done():
                 raise InvalidStateError(f"cannot {what}: the terminal's command ended") from e
             raise broken(e) from e
 

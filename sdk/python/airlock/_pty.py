@@ -175,6 +175,8 @@ class Pty:
         finally:
             self._chunks.put(None)
             self._ended.set()
+            if not self._closing:
+                self._conn.close()  # the daemon closes it after the exit frame anyway
 
     @property
     def exit_code(self) -> int | None:
