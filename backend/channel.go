@@ -79,6 +79,9 @@ func ExecArgv(ctx context.Context, ex Execer, containerID string, req ExecReques
 	if req.Workdir != "" {
 		argv = append(argv, "-w", req.Workdir)
 	}
+	if req.TTY && req.Height > 0 && req.Width > 0 {
+		argv = append(argv, "-e", supervisor.TTYSizeEnv+"="+supervisor.TTYSize(req.Width, req.Height))
+	}
 	return append(append(argv, "--"), req.Cmd...), nil
 }
 

@@ -25,7 +25,11 @@ type ExecRequest struct {
 	Env     []string // K=V from -e
 	Workdir string
 	TTY     bool
-	Stdin   bool
+	// Height and Width, with TTY, are the terminal's size from the start:
+	// the exec's process sets it before the command runs (ExecArgv), the
+	// Engine sizing an exec's terminal only once it started.
+	Height, Width uint
+	Stdin         bool
 	// Direct, with TTY and Stdin, asks for the exec's stream itself rather
 	// than having it copied (Exec.Direct): a local client's terminal then
 	// talks to the Engine with no hop between (a keystroke's echo).

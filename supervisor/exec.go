@@ -92,7 +92,8 @@ func Exec(o ExecOptions) (int, error) {
 			env = saved
 		}
 	}
-	extra := slices.Concat(o.Env, values)
+	// A terminal asked with a size has it before the command runs.
+	extra := takeTTYSize(slices.Concat(o.Env, values))
 	if id := execIDOf(extra); id != "" {
 		// An API exec: recorded so that it can be signalled (execpid.go).
 		// Failing that, it runs all the same; a signal then says why not.

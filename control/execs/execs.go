@@ -200,7 +200,7 @@ func (e *Execs) collect(sb Sandbox, req *Request, recorded func() error, stdin i
 	if err != nil {
 		return e.failed(stderr, err)
 	}
-	ex, err := sb.Exec(ctx, h, backend.ExecRequest{ID: r.execID, Cmd: req.Cmd, Env: req.Env, Workdir: req.Workdir, TTY: req.TTY, Stdin: stdin != nil, Direct: req.Direct, BeforeStart: recorded}, backend.Streams{Stdin: stdin, Stdout: stdout, Stderr: stderr})
+	ex, err := sb.Exec(ctx, h, backend.ExecRequest{ID: r.execID, Cmd: req.Cmd, Env: req.Env, Workdir: req.Workdir, TTY: req.TTY, Height: req.Height, Width: req.Width, Stdin: stdin != nil, Direct: req.Direct, BeforeStart: recorded}, backend.Streams{Stdin: stdin, Stdout: stdout, Stderr: stderr})
 	if err != nil {
 		return e.failed(stderr, err)
 	}

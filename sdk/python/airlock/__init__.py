@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._files import AsyncFileWatch, FileEntry, FileEvent, FileWatch
 from ._transport import Endpoint, default_socket, parse_host
-from .client import Client, Command, EventStream, Exec, ExecOutput, ExecStream, Manifest, Sandbox
+from .client import Client, Command, EventStream, Exec, ExecOutput, ExecStream, Manifest, Pty, Sandbox
 from . import errors as _errors
 from .errors import *  # noqa: F403 (the error classes, errors.__all__)
 from ._snapshots import SnapshotImage, SnapshotInfo
@@ -32,12 +32,12 @@ from .models import (DaemonCount, Event, ExecFrame, ExecInfo, ExecResult, Health
                      SandboxInfo)
 
 if TYPE_CHECKING:
-    from .aio import AsyncClient, AsyncEventStream, AsyncExec, AsyncExecOutput, AsyncExecStream, AsyncSandbox
+    from .aio import AsyncClient, AsyncEventStream, AsyncExec, AsyncExecOutput, AsyncExecStream, AsyncPty, AsyncSandbox
 
 __version__ = "0.1.0"
 
 #: Names of airlock.aio, imported (with asyncio) on first use.
-_AIO = ("AsyncClient", "AsyncSandbox", "AsyncEventStream", "AsyncExecStream", "AsyncExec", "AsyncExecOutput")
+_AIO = ("AsyncClient", "AsyncSandbox", "AsyncEventStream", "AsyncExecStream", "AsyncExec", "AsyncExecOutput", "AsyncPty")
 
 
 def __getattr__(name: str) -> Any:
@@ -61,6 +61,8 @@ __all__ = [
     "AsyncExecStream",
     "AsyncExec",
     "AsyncExecOutput",
+    "Pty",
+    "AsyncPty",
     "Command",
     "Manifest",
     "Endpoint",

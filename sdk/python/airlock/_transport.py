@@ -381,6 +381,17 @@ class Upgraded:
             raise ProtocolError("the stream ended within a frame")
         return typ, payload
 
+    def shutdown(self) -> None:
+        """Ends the connection both ways at once, waking a thread blocked reading it (close it still)."""
+        shut = getattr(self._sock, "shutdown", None)
+        try:
+            if shut is not None:
+                shut(socket.SHUT_RDWR)
+            else:
+                self._sock.close()  # ssh's pipes: ssh ends, its output with it
+        except OSError:
+            pass
+
     def close(self) -> None:
         """Closes the connection."""
         self._resp.close()

@@ -36,7 +36,9 @@ from typing import IO, Any, Literal, TypeVar, overload
 
 from . import _ops
 from ._aioexecs import AsyncExec, AsyncExecOutput, AsyncOutputCallback, hand
+from ._aiopty import AsyncDataCallback, AsyncPty
 from ._aiotransport import AsyncResponse, AsyncTransport, AsyncUpgraded
+from ._pty import pty_request
 from ._files import AsyncFileWatch, AsyncFilesMixin
 from ._lifetime import Seconds
 from . import _snapshots
@@ -47,7 +49,7 @@ from .errors import WaitTimeoutError
 from .models import Event, ExecFrame, ExecInfo, ExecResult, Health, Pool, PoolList, SandboxInfo
 
 __all__ = ["AsyncClient", "AsyncSandbox", "AsyncEventStream", "AsyncExecStream", "AsyncExec", "AsyncExecOutput",
-           "AsyncFileWatch"]
+           "AsyncFileWatch", "AsyncPty"]
 
 log = logging.getLogger("airlock")
 
@@ -576,6 +578,18 @@ class AsyncSandbox(AsyncFilesMixin):
     async def exec(self, exec_id: str) -> AsyncExec:
         """The handle of one of the sandbox's execs, by its ID (:class:`ExecNotFoundError` when none)."""
         return AsyncExec(self, await self.client._run(_ops.get_exec(self.id, exec_id)))
+
+    async def pty(self, cmd: Command | None = None, *, cols: int = 80, rows: int = 24,
+                  env: Mapping[str, str] | Sequence[str] | None = None, workdir: str | None = None,
+                  id: str | None = None, timeout: float | None = None, kill_grace: float | None = None,
+                  on_data: AsyncDataCallback | None = None) -> AsyncPty:
+        """Runs a command on a terminal of its own and returns it as it starts: an :class:`AsyncPty` (:meth:`airlock.Sandbox.pty`).
+
+        ``async with await sb.pty("sh") as term``; ``on_data`` may be a coroutine function (awaited).
+        """
+        req = pty_request(self.id, cmd, cols=cols, rows=rows, env=env, workdir=workdir, id=id, timeout=timeout,
+                          kill_grace=kill_grace)
+        return AsyncPty(self, await self.client._t.attach(req), exec_id=id or "", on_data=on_data)
 
     # Files.
 

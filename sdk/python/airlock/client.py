@@ -14,6 +14,7 @@ from typing import IO, Any, Literal, TypeVar, overload
 from . import _ops
 from ._execs import Exec, ExecOutput, OutputCallback
 from ._files import FilesMixin
+from ._pty import DataCallback, Pty, pty_request
 from ._lifetime import Seconds
 from . import _snapshots
 from ._snapshots import SnapshotInfo
@@ -23,7 +24,7 @@ from ._wire import Command, EventCursor, ExecCursor, Manifest, Output, Request
 from .errors import WaitTimeoutError
 from .models import Event, ExecFrame, ExecInfo, ExecResult, Health, Pool, PoolList, SandboxInfo
 
-__all__ = ["Client", "Sandbox", "EventStream", "ExecStream", "Exec", "ExecOutput", "Command", "Manifest"]
+__all__ = ["Client", "Sandbox", "EventStream", "ExecStream", "Exec", "ExecOutput", "Pty", "Command", "Manifest"]
 
 log = logging.getLogger("airlock")
 
@@ -672,6 +673,24 @@ class Sandbox(FilesMixin):
     def exec(self, exec_id: str) -> Exec:
         """The handle of one of the sandbox's execs, by its ID (:class:`ExecNotFoundError` when none)."""
         return Exec(self, self.client._run(_ops.get_exec(self.id, exec_id)))
+
+    def pty(self, cmd: Command | None = None, *, cols: int = 80, rows: int = 24,
+            env: Mapping[str, str] | Sequence[str] | None = None, workdir: str | None = None, id: str | None = None,
+            timeout: float | None = None, kill_grace: float | None = None,
+            on_data: DataCallback | None = None) -> Pty:
+        """Runs a command on a terminal of its own (``cols`` × ``rows``) and returns it as it starts: a :class:`Pty`.
+
+        Without ``cmd`` it is the sandbox's shell (``sandbox.shell``, else the
+        image's ``SHELL``, else ``/bin/sh``). ``env``, ``workdir``, ``id``,
+        ``timeout`` and ``kill_grace`` are those of :meth:`run`. ``write()``
+        types into it, ``read()`` (or iterating) gives its output, ``resize()``
+        and ``signal()`` reach it, ``wait()`` returns its exit code; closing it
+        (or the end of a ``with`` block) kills a command still running.
+        ``on_data`` is handed each chunk of output as it comes, instead.
+        """
+        req = pty_request(self.id, cmd, cols=cols, rows=rows, env=env, workdir=workdir, id=id, timeout=timeout,
+                          kill_grace=kill_grace)
+        return Pty(self, self.client._t.attach(req), exec_id=id or "", on_data=on_data)
 
     # Files.
 

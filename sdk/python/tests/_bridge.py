@@ -25,7 +25,8 @@ import airlock.aio
 C = TypeVar("C", bound=type)
 
 #: What the async client hands back unopened: a stream, seen as an iterator and a ``with`` block.
-STREAMS = (airlock.aio.AsyncEventStream, airlock.aio.AsyncExecStream, airlock.aio.AsyncExecOutput, airlock.aio.AsyncFileWatch)
+STREAMS = (airlock.aio.AsyncEventStream, airlock.aio.AsyncExecStream, airlock.aio.AsyncExecOutput, airlock.aio.AsyncFileWatch,
+           airlock.aio.AsyncPty)
 
 
 class Flavor:

@@ -882,7 +882,8 @@ class ParityTest(unittest.TestCase):
 
     PAIRS = [(airlock.Client, airlock.aio.AsyncClient), (airlock.Sandbox, airlock.aio.AsyncSandbox),
              (airlock.ExecStream, airlock.aio.AsyncExecStream), (airlock.EventStream, airlock.aio.AsyncEventStream),
-             (airlock.Exec, airlock.aio.AsyncExec), (airlock.ExecOutput, airlock.aio.AsyncExecOutput)]
+             (airlock.Exec, airlock.aio.AsyncExec), (airlock.ExecOutput, airlock.aio.AsyncExecOutput),
+             (airlock.Pty, airlock.aio.AsyncPty)]
 
     def test_same_methods(self) -> None:
         for sync, aio in self.PAIRS:
