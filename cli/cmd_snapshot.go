@@ -119,8 +119,10 @@ func newCreateCommand(a *app) *cobra.Command {
 		Use:   "create --from-snapshot NAME [--id ID] [--label K=V]",
 		Short: "Create and start a sandbox from a snapshot; prints its ID once it is ready",
 		Long: "create makes an up sandbox of a snapshot: the manifest it recorded, with the snapshot's images for the\n" +
-			"primary and each service. A snapshot whose manifest has substituted values (${NAME}, vault) needs them:\n" +
-			"give them through the API (secrets) or use `airlock fork`, which reuses the sandbox's.",
+			"primary and each service. A snapshot whose manifest has substituted values (${NAME}, vault) needs them\n" +
+			"again: create resolves them as `up` does (the environment, the vault) from the manifest file the\n" +
+			"snapshot was made from (or --file), and fails naming what it cannot resolve. The values go to the daemon\n" +
+			"only, as up's do; `airlock fork` reuses the sandbox's own.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if from == "" {
@@ -135,7 +137,11 @@ func newCreateCommand(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			sb, err := c.Create(ctx, &client.CreateRequest{ID: id, Kind: client.KindUp, FromSnapshot: from, Labels: lbl, Start: true})
+			secrets, err := a.snapshotSecrets(ctx, c, from)
+			if err != nil {
+				return err
+			}
+			sb, err := c.Create(ctx, &client.CreateRequest{ID: id, Kind: client.KindUp, FromSnapshot: from, Labels: lbl, Secrets: secrets, Start: true})
 			if err != nil {
 				return snapshotFailure(err)
 			}
