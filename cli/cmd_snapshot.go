@@ -119,8 +119,10 @@ func newCreateCommand(a *app) *cobra.Command {
 		Use:   "create --from-snapshot NAME [--id ID] [--label K=V]",
 		Short: "Create and start a sandbox from a snapshot; prints its ID once it is ready",
 		Long: "create makes an up sandbox of a snapshot: the manifest it recorded, with the snapshot's images for the\n" +
-			"primary and each service. A snapshot whose manifest has substituted values (${NAME}, vault) needs them:\n" +
-			"give them through the API (secrets) or use `airlock fork`, which reuses the sandbox's.",
+			"primary and each service. A snapshot whose manifest has substituted values (${NAME}, vault) needs them\n" +
+			"again: create resolves them as `up` does (the environment, the vault) from the manifest file the\n" +
+			"snapshot was made from (or --file), and fails naming what it cannot resolve. The values go to the daemon\n" +
+			"only, as up's do; `airlock fork` reuses the sandbox's own.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if from == "" {
@@ -135,7 +137,11 @@ func newCreateCommand(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			sb, err := c.Create(ctx, &client.CreateRequest{ID: id, Kind: client.KindUp, FromSnapshot: from, Labels: lbl, Start: true})
+			secrets, err := a.snapshotSecrets(ctx, c, from)
+			if err != nil {
+				return err
+			}
+			sb, err := c.Create(ctx, &client.CreateRequest{ID: id, Kind: client.KindUp, FromSnapshot: from, Labels: lbl, Secrets: secrets, Start: true})
 			if err != nil {
 				return snapshotFailure(err)
 			}
@@ -154,11 +160,14 @@ func newCreateCommand(a *app) *cobra.Command {
 
 func newForkCommand(a *app) *cobra.Command {
 	var n int
+	var ids []string
 	cmd := &cobra.Command{
-		Use:   "fork SANDBOX [-n N]",
+		Use:   "fork SANDBOX [-n N] [--id ID]...",
 		Short: "Make N copies of a running sandbox (a snapshot, then N sandboxes of it); prints their IDs once ready",
 		Long: "fork snapshots the sandbox (fork-…, kept: `airlock snapshots rm` it once the copies are gone) and creates N\n" +
-			"up sandboxes of it with its labels and values. The copies share nothing: a file one writes is not in another.",
+			"up sandboxes of it with its labels and values. The copies share nothing: a file one writes is not in another.\n" +
+			"--id names the copies (one a copy; -n may be left out). A fork is whole or nothing: when a copy cannot be\n" +
+			"made (its ID in use) the daemon deletes those made and the fork's snapshot, and fork fails.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := context.Background()
@@ -170,7 +179,11 @@ func newForkCommand(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			fk, err := c.Fork(ctx, list[0].ID, n)
+			req := &client.ForkRequest{Count: n, IDs: ids}
+			if len(ids) > 0 && !cmd.Flags().Changed("count") {
+				req.Count = len(ids)
+			}
+			fk, err := c.ForkWith(ctx, list[0].ID, req)
 			if err != nil {
 				return snapshotFailure(err)
 			}
@@ -187,6 +200,7 @@ func newForkCommand(a *app) *cobra.Command {
 		},
 	}
 	cmd.Flags().IntVarP(&n, "count", "n", 1, "how many copies (1 to 64)")
+	cmd.Flags().StringArrayVar(&ids, "id", nil, "a copy's ID (repeatable: one a copy; default: new UUIDs)")
 	return cmd
 }
 

@@ -46,9 +46,11 @@ type Snapshot struct {
 	Services []SnapshotImage `json:"services"`
 }
 
-// ForkRequest asks for Count copies of a running sandbox.
+// ForkRequest asks for Count copies of a running sandbox; IDs, when given,
+// are the copies' IDs (as many as Count, which may then be left out).
 type ForkRequest struct {
-	Count int `json:"count"`
+	Count int      `json:"count"`
+	IDs   []string `json:"ids,omitempty"`
 }
 
 // Fork is a fork's result: the snapshot the copies are made from and the
@@ -81,4 +83,12 @@ func (c *Client) DeleteSnapshot(ctx context.Context, name string) (*Snapshot, er
 func (c *Client) Fork(ctx context.Context, id string, count int) (*Fork, error) {
 	var out Fork
 	return &out, c.do(ctx, http.MethodPost, "/v1/sandboxes/"+url.PathEscape(id)+"/fork", &ForkRequest{Count: count}, &out)
+}
+
+// ForkWith makes the copies req asks for of running sandbox id (with their
+// IDs when req names them). A fork is whole or nothing: when a copy cannot be
+// made, those made are deleted and so is the fork's snapshot.
+func (c *Client) ForkWith(ctx context.Context, id string, req *ForkRequest) (*Fork, error) {
+	var out Fork
+	return &out, c.do(ctx, http.MethodPost, "/v1/sandboxes/"+url.PathEscape(id)+"/fork", req, &out)
 }

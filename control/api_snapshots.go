@@ -19,7 +19,7 @@ type snapshotDomain interface {
 	TakeSnapshot(ctx context.Context, id, name string) (backend.Snapshot, error)
 	Snapshots(ctx context.Context) ([]backend.Snapshot, error)
 	DeleteSnapshot(ctx context.Context, name string) (backend.Snapshot, error)
-	Fork(ctx context.Context, id string, count int) (backend.Snapshot, []Sandbox, error)
+	Fork(ctx context.Context, id string, count int, ids []string) (backend.Snapshot, []Sandbox, error)
 }
 
 var _ snapshotDomain = (*Service)(nil)
@@ -94,7 +94,7 @@ func (s *server) fork(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	snap, list, err := d.Fork(r.Context(), r.PathValue("id"), req.Count)
+	snap, list, err := d.Fork(r.Context(), r.PathValue("id"), req.Count, req.IDs)
 	if err != nil {
 		writeSnapshotError(w, err)
 		return

@@ -150,7 +150,8 @@ func (w *FileWatch) Close() {
 }
 
 // WatchFiles watches the directory p of sandbox id. The sandbox counts as
-// attached while it is watched: the idle reaper leaves it alone.
+// attached while it is watched: the idle reaper leaves it alone. It has at
+// most MaxFileWatches watches open (too_many_watches, 429, beyond).
 func (s *Service) WatchFiles(ctx context.Context, id, p string, o WatchOptions) (*FileWatch, error) {
 	p, err := filesPath(p)
 	if err != nil {
@@ -176,10 +177,16 @@ func (s *Service) WatchFiles(ctx context.Context, id, p string, o WatchOptions) 
 	if err != nil {
 		return nil, err
 	}
-	release, err := s.Attach(id)
+	slot, err := s.watches.take(id)
 	if err != nil {
 		return nil, err
 	}
+	attached, err := s.Attach(id)
+	if err != nil {
+		slot()
+		return nil, err
+	}
+	release := func() { attached(); slot() }
 	args := []string{"--max-dirs", strconv.Itoa(o.MaxDirs), "--rate", strconv.Itoa(o.Rate)}
 	if o.Recursive {
 		args = append(args, "--recursive")

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -349,7 +351,46 @@ func (s *Service) UpdateLifetime(id string, u LifetimeUpdate) (Sandbox, error) {
 	// The request is a use of the sandbox: its idle clock starts again.
 	s.lives.touch(id)
 	x.setLocked(id, rec.ExpiresAt)
+	if _, err := s.events.emit(id, store.Event{Kind: "sandbox.lifetime_changed", Extra: lifetimeChange(u, rec.Lifetime)}, ""); err != nil {
+		s.log.Warn("cannot record a change of a sandbox's lifetime", "sandbox", id, "error", err.Error())
+	} else if cur, err := s.store.Get(id); err == nil {
+		rec = cur
+	}
 	return s.view(rec), nil
+}
+
+// lifetimeChange is the extra of sandbox.lifetime_changed: changed, the
+// fields the update gave (comma-separated, in the API's names) and their
+// values (seconds, policies), then the lifetime that results: expires_at (RFC
+// 3339) with on_timeout while there is a deadline, idle_timeout (seconds) with
+// on_idle while the sandbox has an idle timeout of its own.
+func lifetimeChange(u LifetimeUpdate, lt store.Lifetime) map[string]string {
+	secs := func(d time.Duration) string { return strconv.FormatFloat(d.Seconds(), 'f', -1, 64) }
+	out := map[string]string{}
+	var changed []string
+	if u.Timeout != nil {
+		changed = append(changed, "timeout")
+		out["timeout"] = secs(*u.Timeout)
+	}
+	if u.OnTimeout != nil {
+		changed = append(changed, "on_timeout")
+	}
+	if u.IdleTimeout != nil {
+		changed = append(changed, "idle_timeout")
+	}
+	if u.OnIdle != nil {
+		changed = append(changed, "on_idle")
+	}
+	out["changed"] = strings.Join(changed, ",")
+	if !lt.ExpiresAt.IsZero() {
+		out["expires_at"] = lt.ExpiresAt.UTC().Format(time.RFC3339Nano)
+		out["on_timeout"] = orDelete(lt.OnTimeout)
+	}
+	if lt.IdleTimeout > 0 {
+		out["idle_timeout"] = secs(lt.IdleTimeout)
+		out["on_idle"] = orDelete(lt.OnIdle)
+	}
+	return out
 }
 
 // unwrapKind is the service's own error inside a store error that wraps it

@@ -94,6 +94,7 @@ type Service struct {
 	execs         *execs.Execs  // the API execs (exec.go, package execs)
 	gates         gates         // turns to make and start sandboxes, per Engine (gate.go)
 	expiry        *expiry       // the sandboxes' deadlines and own idle timeouts (lifetime.go)
+	watches       watchSlots    // the open file watches of each sandbox (watchcap.go)
 	aliases       aliases       // Engine IDs of sandboxes claimed under the caller's ID (alias.go)
 }
 

@@ -9,10 +9,12 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/control/store"
 	"github.com/airlock-dev/airlock/engine"
+	"github.com/airlock-dev/airlock/internal/ids"
 	"github.com/airlock-dev/airlock/manifest"
 )
 
@@ -230,10 +232,17 @@ func snapshotManifest(snap backend.Snapshot) (*manifest.Wire, error) {
 }
 
 // Fork makes count copies of ready sandbox id: a snapshot of it, then count
-// sandboxes created (and started) from it, with its labels and values.
-func (s *Service) Fork(ctx context.Context, id string, count int) (backend.Snapshot, []Sandbox, error) {
+// sandboxes created (and started) from it, with its labels and values, and
+// with copyIDs as their IDs when given (count may then be 0).
+func (s *Service) Fork(ctx context.Context, id string, count int, copyIDs []string) (backend.Snapshot, []Sandbox, error) {
+	if count == 0 && len(copyIDs) > 0 {
+		count = len(copyIDs)
+	}
 	if count < 1 || count > maxFork {
 		return backend.Snapshot{}, nil, errorf(ErrInvalidRequest, "count: must be between 1 and %d, not %d", maxFork, count)
+	}
+	if err := checkForkIDs(copyIDs, count); err != nil {
+		return backend.Snapshot{}, nil, err
 	}
 	rec, err := s.store.Get(id)
 	if err != nil {
@@ -252,17 +261,101 @@ func (s *Service) Fork(ctx context.Context, id string, count int) (backend.Snaps
 	}
 	w, err := snapshotManifest(snap)
 	if err != nil {
-		return snap, nil, err
+		return backend.Snapshot{}, nil, s.undoFork(rec, snap, nil, err)
 	}
 	out := make([]Sandbox, 0, count)
-	for range count {
+	for i := range count {
+		if err := ctx.Err(); err != nil {
+			return backend.Snapshot{}, nil, s.undoFork(rec, snap, out, fmt.Errorf("cannot fork sandbox %s: its client went away (%d of %d made): %w", id, len(out), count, err))
+		}
+		var copyID string
+		if len(copyIDs) > 0 {
+			copyID = copyIDs[i]
+		}
 		wc := *w
-		sb, err := s.Create(ctx, &CreateRequest{Kind: backend.KindUp, Manifest: &wc, Secrets: maps.Clone(values),
+		sb, err := s.Create(ctx, &CreateRequest{ID: copyID, Kind: backend.KindUp, Manifest: &wc, Secrets: maps.Clone(values),
 			Labels: maps.Clone(rec.Labels), Engine: eng, Start: true, NoPool: true, fromSnapshot: true})
 		if err != nil {
-			return snap, out, fmt.Errorf("cannot fork sandbox %s (%d of %d made): %w", id, len(out), count, err)
+			return backend.Snapshot{}, nil, s.undoFork(rec, snap, out, fmt.Errorf("cannot fork sandbox %s: copy %d of %d: %w", id, len(out)+1, count, err))
 		}
 		out = append(out, sb)
 	}
 	return snap, out, nil
+}
+
+// checkForkIDs checks the copies' IDs a fork names (none: the daemon's):
+// count of them, valid, each once. Whether one is in use the creates find.
+func checkForkIDs(copyIDs []string, count int) error {
+	if len(copyIDs) == 0 {
+		return nil
+	}
+	if len(copyIDs) != count {
+		return errorf(ErrInvalidRequest, "ids: %d given for a count of %d: give one a copy", len(copyIDs), count)
+	}
+	seen := map[string]bool{}
+	for i, c := range copyIDs {
+		if err := ids.Validate(c); err != nil {
+			return errorf(ErrInvalidRequest, "ids[%d]: %v", i, err)
+		}
+		if seen[c] {
+			return errorf(ErrInvalidRequest, "ids[%d]: %q is given twice", i, c)
+		}
+		seen[c] = true
+	}
+	return nil
+}
+
+// forkUndoTimeout bounds the removal of what a failed fork made.
+const forkUndoTimeout = 2 * time.Minute
+
+// undoFork removes what a fork of sandbox rec made before it failed with
+// cause: the copies (deleted, reason fork_failed, and waited for, so that
+// their containers and networks are gone), then the fork's snapshot (its
+// images). It returns cause, saying what could not be removed.
+func (s *Service) undoFork(rec store.Sandbox, snap backend.Snapshot, made []Sandbox, cause error) error {
+	ctx, cancel := context.WithTimeout(s.ctx, forkUndoTimeout)
+	defer cancel()
+	var left []string
+	for _, sb := range made {
+		if _, err := s.delete(sb.Record.ID, "fork_failed"); err != nil && !errors.Is(err, store.ErrNotFound) {
+			left = append(left, "sandbox "+sb.Record.ID+": "+err.Error())
+		}
+	}
+	for _, sb := range made {
+		if err := s.awaitDeleted(ctx, sb.Record.ID); err != nil {
+			left = append(left, "sandbox "+sb.Record.ID+": "+err.Error())
+		}
+	}
+	if snap.Name != "" {
+		if sn, err := s.snapshotter(s.endpointOf(rec)); err != nil {
+			left = append(left, "snapshot "+snap.Name+": "+err.Error())
+		} else if err := sn.RemoveSnapshot(ctx, snap.Name); err != nil && !errors.Is(err, backend.ErrSnapshotNotFound) {
+			left = append(left, "snapshot "+snap.Name+": "+err.Error())
+		}
+	}
+	s.log.Info("a fork failed: what it made is removed", "sandbox", rec.ID, "copies", len(made), "snapshot", snap.Name, "error", cause.Error(), "left", strings.Join(left, "; "))
+	if len(left) > 0 {
+		return fmt.Errorf("%w (and cannot remove what the fork made: %s)", cause, strings.Join(left, "; "))
+	}
+	return cause
+}
+
+// awaitDeleted waits until sandbox id is deleted (its record says so, or is
+// gone).
+func (s *Service) awaitDeleted(ctx context.Context, id string) error {
+	for {
+		rec, err := s.store.Get(id)
+		if errors.Is(err, store.ErrNotFound) || err == nil && rec.State == store.StateDeleted {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			st := "unknown"
+			if err == nil {
+				st = rec.State
+			}
+			return fmt.Errorf("not deleted in time (state %s)", st)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }

@@ -41,7 +41,7 @@ func TestSnapshotsNotSupportedOnKubernetes(t *testing.T) {
 	ep := kubeTyped
 	for what, err := range map[string]error{
 		"snapshot": func() error { _, err := s.TakeSnapshot(ctx, rec.ID, "k"); return err }(),
-		"fork":     func() error { _, _, err := s.Fork(ctx, rec.ID, 2); return err }(),
+		"fork":     func() error { _, _, err := s.Fork(ctx, rec.ID, 2, nil); return err }(),
 		"create":   func() error { _, err := s.Create(ctx, &CreateRequest{FromSnapshot: "k", Engine: &ep}); return err }(),
 	} {
 		if !errors.Is(err, ErrNotSupported) || !strings.Contains(err.Error(), "not supported by this backend") || !strings.Contains(err.Error(), "kubernetes") {

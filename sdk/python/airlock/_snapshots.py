@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import urllib.parse
 from dataclasses import dataclass, field
+from collections.abc import Sequence
 from typing import Any
 
 from ._ops import Flow, fetch_json, post_json, wait_ready
@@ -77,11 +78,29 @@ def delete_snapshot(name: str) -> Flow[SnapshotInfo]:
                                   SnapshotInfo.from_json))
 
 
-def fork(sandbox_id: str, n: int, *, wait: bool, timeout: float | None) -> Flow[list[SandboxInfo]]:
-    """``POST /v1/sandboxes/{id}/fork``; with ``wait`` the copies' records once each is ready."""
+def fork(sandbox_id: str, n: int | None, *, ids: Sequence[str] | None = None, wait: bool,
+         timeout: float | None) -> Flow[list[SandboxInfo]]:
+    """``POST /v1/sandboxes/{id}/fork``; with ``wait`` the copies' records once each is ready.
+
+    ``ids`` names the copies (``n``, when given, must be as many); the fork is
+    whole or nothing: a copy that cannot be made (its ID in use) fails it,
+    and the daemon removes the copies made before it and the fork's snapshot.
+    """
+    body: dict[str, Any] = {}
+    if ids is not None:
+        if isinstance(ids, str) or not all(isinstance(i, str) for i in ids) or not ids:
+            raise ValueError(f"fork: ids must be a list of sandbox IDs, one a copy, not {ids!r}")
+        body["ids"] = list(ids)
+        if n is None:
+            n = len(body["ids"])
+        elif n != len(body["ids"]):
+            raise ValueError(f"fork: {len(body['ids'])} ids given for n={n}: give one a copy")
+    if n is None:
+        n = 1
     if not isinstance(n, int) or isinstance(n, bool) or n < 1:
         raise ValueError(f"fork: n must be a whole number of copies, at least 1, not {n!r}")
-    doc = yield from post_json(sandbox_path(sandbox_id, "fork"), {"count": n})
+    body["count"] = n
+    doc = yield from post_json(sandbox_path(sandbox_id, "fork"), body)
     infos = [SandboxInfo.from_json(d) for d in (doc or {}).get("sandboxes") or []]
     if not wait:
         return infos

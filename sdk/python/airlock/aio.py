@@ -488,13 +488,17 @@ class AsyncSandbox(AsyncFilesMixin):
         """
         return await self.client._run(_snapshots.take_snapshot(self.id, name))
 
-    async def fork(self, n: int = 1, *, wait: bool = True, timeout: float | None = DEFAULT_READY_TIMEOUT) -> list[AsyncSandbox]:
+    async def fork(self, n: int | None = None, *, ids: Sequence[str] | None = None, wait: bool = True,
+             timeout: float | None = DEFAULT_READY_TIMEOUT) -> list[AsyncSandbox]:
         """``POST /v1/sandboxes/{id}/fork``: ``n`` copies of this running sandbox, each its own (ready, with ``wait``).
 
         A file one copy writes is in no other. The fork's snapshot (``fork-…``)
         stays until :meth:`Client.delete_snapshot` once the copies are deleted.
+        ``n`` defaults to one copy, or one for each of ``ids``, the copies' IDs.
+        A fork is whole or nothing: when a copy cannot be made (an ID in use:
+        :class:`IDAlreadyUsedError`) nothing of it stays.
         """
-        return [AsyncSandbox(self.client, i) for i in await self.client._run(_snapshots.fork(self.id, n, wait=wait, timeout=timeout))]
+        return [AsyncSandbox(self.client, i) for i in await self.client._run(_snapshots.fork(self.id, n, ids=ids, wait=wait, timeout=timeout))]
 
     async def pause(self) -> SandboxInfo:
         """``POST …/pause``: the sandbox frozen in place, memory kept (:meth:`airlock.Sandbox.pause`)."""

@@ -559,13 +559,17 @@ class Sandbox(FilesMixin):
         """
         return self.client._run(_snapshots.take_snapshot(self.id, name))
 
-    def fork(self, n: int = 1, *, wait: bool = True, timeout: float | None = DEFAULT_READY_TIMEOUT) -> list[Sandbox]:
+    def fork(self, n: int | None = None, *, ids: Sequence[str] | None = None, wait: bool = True,
+             timeout: float | None = DEFAULT_READY_TIMEOUT) -> list[Sandbox]:
         """``POST /v1/sandboxes/{id}/fork``: ``n`` copies of this running sandbox, each its own (ready, with ``wait``).
 
         A file one copy writes is in no other. The fork's snapshot (``fork-…``)
         stays until :meth:`Client.delete_snapshot` once the copies are deleted.
+        ``n`` defaults to one copy, or one for each of ``ids``, the copies' IDs.
+        A fork is whole or nothing: when a copy cannot be made (an ID in use:
+        :class:`IDAlreadyUsedError`) nothing of it stays.
         """
-        return [Sandbox(self.client, i) for i in self.client._run(_snapshots.fork(self.id, n, wait=wait, timeout=timeout))]
+        return [Sandbox(self.client, i) for i in self.client._run(_snapshots.fork(self.id, n, ids=ids, wait=wait, timeout=timeout))]
 
     def pause(self) -> SandboxInfo:
         """``POST …/pause``: freezes the sandbox in place, its memory kept; returns the record (state ``paused``).

@@ -36,6 +36,7 @@ __all__ = [
     "InvalidStateError",
     "IDAlreadyUsedError",
     "TooLargeError",
+    "TooManyWatchesError",
     "PathExistsError",
     "DirectoryNotEmptyError",
     "PermissionDeniedError",
@@ -220,6 +221,12 @@ class TooLargeError(AirlockError):
     default_reason = "too_large"
 
 
+class TooManyWatchesError(AirlockError):
+    """429 ``too_many_watches``: a watch of a sandbox that has as many open as it may (8); close one first."""
+
+    default_reason = "too_many_watches"
+
+
 class ServerError(AirlockError):
     """5xx: the daemon or the Docker Engine failed."""
 
@@ -293,6 +300,7 @@ _BY_REASON: dict[str, type[AirlockError]] = {
     "invalid_state": InvalidStateError,
     "id_already_used": IDAlreadyUsedError,
     "too_large": TooLargeError,
+    "too_many_watches": TooManyWatchesError,
     "already_exists": PathExistsError,
     "not_empty": DirectoryNotEmptyError,
     "permission_denied": PermissionDeniedError,
@@ -309,6 +317,7 @@ _BY_STATUS: dict[int, type[AirlockError]] = {
     406: NotAFileError,
     409: ConflictError,
     413: TooLargeError,
+    429: TooManyWatchesError,
 }
 
 

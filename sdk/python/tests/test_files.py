@@ -237,6 +237,35 @@ class FilesDaemonTest(Flavor, unittest.TestCase):
                 self.fail(f"watchers left in the sandbox: {left}")
             time.sleep(0.2)
 
+    def _watch_when_free(self, path: str) -> Any:
+        """A watch of path, waiting (10 s at most) for a place while the sandbox has 8 open."""
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                w = self.sb.watch(path, timeout=20)
+                return w
+            except airlock.TooManyWatchesError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
+
+    def test_watch_cap(self) -> None:
+        sb = self.sb
+        sb.mkdir("/tmp/sdk/cap", parents=True)
+        open_: list[Any] = []
+        try:
+            for _ in range(8):
+                open_.append(self._watch_when_free("/tmp/sdk/cap"))
+            with self.assertRaises(airlock.TooManyWatchesError) as cm:
+                sb.watch("/tmp/sdk/cap")
+            self.assertEqual(cm.exception.status, 429)
+            self.assertIn("8", str(cm.exception))
+            open_.pop(0).close()  # its place comes free
+            open_.append(self._watch_when_free("/tmp/sdk/cap"))
+        finally:
+            for w in open_:
+                w.close()
+
 
 
 

@@ -122,3 +122,29 @@ class SnapshotTest(Flavor, unittest.TestCase):
         self.assertFalse({name, fork_snaps[0]} & {s.name for s in self.client.snapshots()})
         with self.assertRaises(airlock.NotFoundError):
             self.client.delete_snapshot(name)
+
+    def test_fork_whole_or_nothing(self) -> None:
+        sb = self.client.create(f'[sandbox]\nimage = "{IMAGE}"\nnetwork = "none"\n')
+        self.addCleanup(sb.delete)
+        self.addCleanup(self.remove_snapshots_of, sb.id)
+        taken = self.client.create(f'[sandbox]\nimage = "{IMAGE}"\nnetwork = "none"\n',
+                                   id=f"sdk-taken-{uuid.uuid4().hex[:12]}")
+        self.addCleanup(taken.delete)
+        first = f"sdk-copy-{uuid.uuid4().hex[:12]}"
+        # The second copy's ID is in use: the fork fails, and nothing of it stays.
+        with self.assertRaises(airlock.IDAlreadyUsedError) as cm:
+            sb.fork(ids=[first, taken.id])
+        self.assertIn(taken.id, str(cm.exception))
+        info = self.client.get(first)
+        self.assertEqual((info.state, info.reason), ("deleted", "fork_failed"))
+        self.assertEqual([s.name for s in self.client.snapshots() if s.sandbox == sb.id], [])
+        with self.assertRaises(ValueError):
+            sb.fork(3, ids=["a", "b"])
+        # Free IDs: the copies have them.
+        ok = f"sdk-copy-{uuid.uuid4().hex[:12]}"
+        copies = sb.fork(ids=[ok])
+        for c in copies:
+            self.addCleanup(self.quietly, c.delete)
+        self.assertEqual([c.id for c in copies], [ok])
+        for c in copies:
+            c.delete()
