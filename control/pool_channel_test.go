@@ -132,3 +132,55 @@ func TestPoolChannelExecs(t *testing.T) {
 	}
 	testenv.AssertNoLeftovers(t, e.docker, labelProject, e.project)
 }
+
+// TestPoolCreateWaitsForOneBeingMade: a create that finds its pool empty
+// while the pool makes a sandbox waits for that one, due sooner than a cold
+// start, instead of starting cold (it missed, "empty", and started cold).
+func TestPoolCreateWaitsForOneBeingMade(t *testing.T) {
+	parallel(t)
+	e := newEnv(t)
+	c := e.startDaemon(binA).client
+	ctx := ctxT(t, 3*time.Minute)
+	src := client.ManifestSource{ManifestTOML: strings.ReplaceAll(poolChannelText, "{{image}}", e.image), ProjectDir: e.project}
+	if p, err := c.WarmPool(ctx, &client.WarmRequest{ManifestSource: src}); err != nil || p.Ready != 1 {
+		t.Fatalf("warm: %+v %v", p, err)
+	}
+	first, err := c.Create(ctx, &client.CreateRequest{Kind: "up", Start: true, ManifestSource: src})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The pool, empty now, makes its next one.
+	for p := poolOf(t, c, e.project); p.Starting == 0; p = poolOf(t, c, e.project) {
+		if p.Ready > 0 {
+			t.Fatalf("the pool refilled before the second create could find it making one: %+v", p)
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the pool does not refill: %+v", p)
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	second, err := c.Create(ctx, &client.CreateRequest{Kind: "up", Start: true, ManifestSource: src})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{first.ID, second.ID} {
+		waitReady(t, c, id)
+		if h := dumpEvents(c, id); !strings.Contains(h, "pool.claimed") || strings.Contains(h, "pool.missed") {
+			t.Errorf("sandbox %s did not take a parked sandbox:\n%s", id, h)
+		}
+	}
+	if p := poolOf(t, c, e.project); p.Hits != 2 || len(p.Misses) != 0 {
+		t.Errorf("pool counters: %d hits, misses %v; want 2 and none", p.Hits, p.Misses)
+	}
+	for _, id := range []string{first.ID, second.ID} {
+		if _, err := c.Delete(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+		waitState(t, c, id, time.Minute, client.StateDeleted)
+	}
+	if _, err := c.DrainPools(ctx, &client.DrainRequest{Project: e.project}); err != nil {
+		t.Fatal(err)
+	}
+	testenv.AssertNoLeftovers(t, e.docker, labelProject, e.project)
+}

@@ -229,14 +229,22 @@ func (rt *Runtime) warm(containerID string) {
 	rt.warmed.mu.Unlock()
 	// Both live until the container's removal (forgetWarm), not a caller's context.
 	ctx, cancel := context.WithCancel(context.Background())
-	ch, err := openChannel(ctx, rt.Engine, containerID)
-	if err != nil {
-		ch = nil
-	}
-	rc, err := backend.TailFile(ctx, rt, containerID, supervisor.StatusFile, 0, true, backend.StatusReadIn)
-	if err != nil {
-		rc = nil
-	}
+	var ch *cmdChannel
+	var rc io.ReadCloser
+	var opened sync.WaitGroup
+	opened.Go(func() {
+		var err error
+		if ch, err = openChannel(ctx, rt.Engine, containerID); err != nil {
+			ch = nil
+		}
+	})
+	opened.Go(func() {
+		var err error
+		if rc, err = backend.TailFile(ctx, rt, containerID, supervisor.StatusFile, 0, true, backend.StatusReadIn); err != nil {
+			rc = nil
+		}
+	})
+	opened.Wait()
 	rt.warmed.mu.Lock()
 	w.channel, w.early, w.cancel = ch, rc, cancel
 	rt.warmed.mu.Unlock()

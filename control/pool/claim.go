@@ -63,8 +63,29 @@ func (ps *Pools) Take(ctx context.Context, w Want) (m *Member, p *Pool, reason s
 		p.key, p.resolved = key, r
 		p.failures, p.lastError, p.backoff, p.retryAt = 0, "", 0, time.Time{}
 	}
+	var waitUntil time.Time
 	for reason == "" {
 		i := slices.IndexFunc(p.members, func(m *Member) bool { return m.ready && m.healthy })
+		if i < 0 && waitUntil.IsZero() {
+			waitUntil = p.dueLocked()
+		}
+		if i < 0 && time.Now().Before(waitUntil) {
+			// One being made parks sooner than a cold start would be made:
+			// wait for it (each change of the pool wakes this).
+			wake := p.wake
+			ps.mu.Unlock()
+			woken := sleepOr(ctx, time.Until(waitUntil), wake)
+			ps.mu.Lock()
+			if ps.closed {
+				return nil, nil, MissDisabled
+			}
+			if p.key != key || (!woken && ctx.Err() != nil) {
+				waitUntil = time.Time{}
+				reason = MissEmpty
+				break
+			}
+			continue
+		}
 		if i < 0 {
 			reason = MissEmpty
 			if slices.ContainsFunc(p.members, func(m *Member) bool { return m.ready && !m.healthy }) {
@@ -97,6 +118,18 @@ func (ps *Pools) Take(ctx context.Context, w Want) (m *Member, p *Pool, reason s
 	p.cold++
 	ps.fillLocked(p)
 	return nil, p, reason
+}
+
+// dueLocked is until when a create that finds p empty waits for a sandbox
+// being made: while the one begun first may still park sooner than a cold
+// start begun now would (both take about as long as the last one made took,
+// and longer when the host is busy: twice that from its begin). The zero time
+// when none is being made or none was made yet (ps.mu held).
+func (p *Pool) dueLocked() time.Time {
+	if len(p.makeStarts) == 0 || p.makeTook <= 0 {
+		return time.Time{}
+	}
+	return p.makeStarts[0].Add(2 * p.makeTook)
 }
 
 // ColdMiss says whether a miss of Take left its run to a cold start the pool

@@ -36,7 +36,7 @@ const poolRetryMax = time.Minute
 // waits before it makes the next ones: the claim (tens of milliseconds) does
 // not share the Engine and the CPU with the refill. Claims that follow do not
 // push it back (refillAt), so that creates back to back are refilled.
-const refillDelay = 150 * time.Millisecond
+const refillDelay = 50 * time.Millisecond
 
 // coldHoldMax bounds how long a pool's refill waits for the cold start of a
 // run that missed (ColdMiss): the refill begins refillDelay after that run's
@@ -102,8 +102,14 @@ type Pool struct {
 
 	members  []*Member
 	inflight int
-	filling  bool
-	wake     chan struct{} // a waiter of pool warm hears each change
+	// makeTook is how long the last sandbox made took to park, and
+	// makeStarts when the ones being made began (oldest first): a create that
+	// finds the pool empty waits for one of those rather than start cold when
+	// it is due sooner than a cold start would be (Take).
+	makeTook   time.Duration
+	makeStarts []time.Time
+	filling    bool
+	wake       chan struct{} // a waiter of pool warm hears each change
 
 	hits      int
 	misses    map[string]int

@@ -75,22 +75,31 @@ func (ps *Pools) fill(p *Pool) {
 		key, r := p.key, p.resolved
 		p.inflight++
 		ps.total++
+		began := time.Now()
+		p.makeStarts = append(p.makeStarts, began)
 		ps.wg.Add(1)
 		go func() {
 			defer ps.wg.Done()
 			m, err := ps.make(p, key, r)
-			ps.made(p, key, m, err)
+			ps.made(p, key, m, err, began)
 		}()
 		ps.mu.Unlock()
 	}
 }
 
-// made records the end of the making of one sandbox of p (of key): parked
-// (m), failed (err: the pool backs off), or of a key the pool left.
-func (ps *Pools) made(p *Pool, key string, m *Member, err error) {
+// made records the end of the making of one sandbox of p (of key), begun at
+// began: parked (m), failed (err: the pool backs off), or of a key the pool
+// left.
+func (ps *Pools) made(p *Pool, key string, m *Member, err error, began time.Time) {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	p.inflight--
+	if i := slices.Index(p.makeStarts, began); i >= 0 {
+		p.makeStarts = slices.Delete(p.makeStarts, i, i+1)
+	}
+	if err == nil {
+		p.makeTook = time.Since(began)
+	}
 	switch {
 	case err != nil:
 		ps.total--
