@@ -89,6 +89,8 @@ func statusOf(reason string) int {
 		return http.StatusConflict
 	case client.ReasonPermissionDenied:
 		return http.StatusForbidden
+	case client.ReasonTooManyWatches:
+		return http.StatusTooManyRequests
 	}
 	return http.StatusInternalServerError
 }
