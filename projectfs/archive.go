@@ -38,18 +38,14 @@ func ReadProject(dir string) (*Project, error) {
 }
 
 // WriteArchive writes the project dir as a tar archive of paths relative to
-// "/" (its parents first, so they exist in any image), owned by uid:gid,
-// leaving out what .airlockignore names (.git is copied unless it is named
-// there): what a copied-in project is on every backend.
+// "/", owned by uid:gid, leaving out what .airlockignore names (.git is
+// copied unless it is named there): what a copied-in project is on every
+// backend. The folders above the project are not in it: what extracts it (the
+// Engine, `supervise untar`) makes those missing (mode 0755, root's) and
+// leaves those of the image as they are (an entry for /tmp made it 0755).
 func (p *Project) WriteArchive(w io.Writer, uid, gid int) error {
 	target := strings.TrimPrefix(path.Clean(filepath.ToSlash(p.Dir)), "/")
 	tw := tar.NewWriter(w)
-	parts := strings.Split(target, "/")
-	for i := 1; i < len(parts); i++ {
-		if err := tw.WriteHeader(&tar.Header{Name: strings.Join(parts[:i], "/") + "/", Mode: 0o755, Typeflag: tar.TypeDir}); err != nil {
-			return err
-		}
-	}
 	if err := writeTreeTo(tw, p.Dir, target, p.ignore.excluded, uid, gid); err != nil {
 		return err
 	}
