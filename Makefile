@@ -30,7 +30,7 @@ CROSS_TARGETS := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
 # make test embeds the supervisors when they were built (make build or make cross ran).
 TEST_TAGS := $(if $(wildcard $(SUPERVISOR_DIR)/linux-arm64/airlock.gz $(SUPERVISOR_DIR)/linux-amd64/airlock.gz),-tags $(EMBED_TAG))
 
-.PHONY: all build supervisors cross image test test-engine29 engine29 lint bench demo engine kube faults soak clean
+.PHONY: all build supervisors cross image test test-sdk test-engine29 engine29 lint bench demo engine kube faults soak clean
 
 all: build
 
@@ -76,6 +76,15 @@ GO_TEST := $(GO) test -trimpath -ldflags=-w -race -count=1 $(TEST_TAGS)
 test: lint
 	$(GO_TEST) $(SLOW_PACKAGES) ./...
 
+# The Python SDK's suite (sdk/python/tests, sync and asyncio clients, mypy --strict), build tag
+# sdk: each of its tests starts daemons of its own against the real Engine (75 s); apart from make
+# test, which it would take past five minutes, and run by CI after it.
+comma := ,
+SDK_TAGS := -tags $(if $(TEST_TAGS),sdk$(comma)$(EMBED_TAG),sdk)
+test-sdk:
+	./scripts/engine.sh
+	$(GO) test -trimpath -ldflags=-w -race -count=1 $(SDK_TAGS) ./sdk/python/
+
 # The same suite against the current Docker Engine (29, containerd 2, runc 1.3: docs/engines.md),
 # which scripts/engine29.sh builds (cached under ~/.cache/airlock-engine29) and starts in the
 # network namespace e29 beside the 20.10 Engine. The tests run in that namespace (engine29.sh
@@ -85,6 +94,7 @@ test: lint
 PKGS ?= $(SLOW_PACKAGES) ./...
 test-engine29: engine29
 	./scripts/engine29.sh exec $(GO_TEST) $(PKGS)
+	./scripts/engine29.sh exec $(GO) test -trimpath -ldflags=-w -race -count=1 $(SDK_TAGS) ./sdk/python/
 
 engine29:
 	./scripts/engine.sh

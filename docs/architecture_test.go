@@ -28,7 +28,7 @@ type pkg struct {
 // soak, kube) included.
 func listPackages(t *testing.T) []pkg {
 	t.Helper()
-	cmd := exec.Command("go", "list", "-tags", "faults soak kube", "-json", "./...")
+	cmd := exec.Command("go", "list", "-tags", "faults soak kube sdk", "-json", "./...")
 	cmd.Dir = ".."
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr

@@ -1,5 +1,7 @@
+//go:build sdk
+
 // Package python_test runs the Python SDK's tests (sdk/python/tests) in
-// `make test`: against a control daemon they start from the airlock binary
+// `make test-sdk` (build tag sdk; CI runs it after make test): against a control daemon they start from the airlock binary
 // built here and the real Docker Engine, with the busybox test image.
 package python_test
 

@@ -115,7 +115,7 @@ func table(w io.Writer, title string, rows []sized, n int) {
 }
 
 func list() ([]pkg, error) {
-	cmd := exec.Command("go", "list", "-tags", "faults soak kube", "-json", "./...")
+	cmd := exec.Command("go", "list", "-tags", "faults soak kube sdk", "-json", "./...")
 	cmd.Stderr = os.Stderr
 	out, err := cmd.Output()
 	if err != nil {
