@@ -100,7 +100,10 @@ type DataDirer interface {
 
 // OOMReporter is offered by a backend that can tell, once a primary has
 // stopped, whether it was killed for its memory limit: the daemon asks when a
-// primary's end (137) is reported before the kill's own event.
+// primary's end (137) is reported before the kill's own event. limited says
+// whether the container had a memory limit at all (without one, it was not
+// killed for it: the daemon need not wait for a kill's event that comes
+// late).
 type OOMReporter interface {
-	OOMKilled(ctx context.Context, containerID string) bool
+	OOMKilled(ctx context.Context, containerID string) (killed, limited bool)
 }

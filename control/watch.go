@@ -37,8 +37,43 @@ func (f *follower) onPrimaryEvent(ev backend.PrimaryEvent) {
 	switch {
 	case ev.OOM:
 		f.setFlags(l, func() { l.oom = true })
+	case ev.Died && ev.ExitCode != nil && *ev.ExitCode == 137:
+		// Maybe killed for its memory: the kill's event may come after this
+		// one, on this stream, which must not wait for it (primaryDied may).
+		f.goAsync(func() { f.primaryDied(id, l, ev.ExitCode, ev.Reason) })
 	case ev.Died:
 		f.primaryDied(id, l, ev.ExitCode, ev.Reason)
+	}
+}
+
+// oomSettle bounds how long the end (137) of a primary with a memory limit
+// waits for the Engine to say it was killed for it.
+const oomSettle = 1500 * time.Millisecond
+
+// awaitOOM says whether a primary that ended with 137 was killed for its
+// memory limit: its oom event came (flag) or the backend says so. Engine
+// 20.10 reports a kill it learned of after the exit only by an oom event after
+// the die event, so for a container with a memory limit it asks again for a
+// short while (oomSettle); one without is answered at once.
+func awaitOOM(ctx context.Context, r backend.OOMReporter, containerID string, flag func() bool) bool {
+	ctx, cancel := context.WithTimeout(ctx, oomSettle)
+	defer cancel()
+	for {
+		if flag() {
+			return true
+		}
+		killed, limited := r.OOMKilled(ctx, containerID)
+		if killed || flag() {
+			return true
+		}
+		if !limited {
+			return false
+		}
+		select {
+		case <-ctx.Done():
+			return flag()
+		case <-time.After(25 * time.Millisecond):
+		}
 	}
 }
 
@@ -63,9 +98,11 @@ func (f *follower) primaryDied(id string, l *live, codep *int, why string) {
 		// The end may be reported (the stream's follower found the primary
 		// stopped) before the Engine's oom event: ask the backend.
 		if r, ok := f.rtOf(id).(backend.OOMReporter); ok {
-			ctx, cancel := context.WithTimeout(f.ctx(), 5*time.Second)
-			oom = r.OOMKilled(ctx, rec.ContainerID)
-			cancel()
+			oom = awaitOOM(f.ctx(), r, rec.ContainerID, func() bool {
+				f.mu.Lock()
+				defer f.mu.Unlock()
+				return l.oom
+			})
 		}
 	}
 	switch {

@@ -392,35 +392,16 @@ func (rt *Runtime) ExitCode(ctx context.Context, containerID string) *int {
 	return &code
 }
 
-// oomSettle bounds how long OOMKilled waits for the Engine to mark a stopped
-// container with a memory limit as killed for it.
-const oomSettle = 1500 * time.Millisecond
-
 // OOMKilled reports whether the Engine says the container was killed for its
-// memory limit (backend.OOMReporter). Engine 20.10 can report the exit before
-// it learns of the kill (its oom event comes after the exit), so for a
-// container with a memory limit it asks again for a short while; a container
-// without one cannot have been killed for it and is answered at once.
-func (rt *Runtime) OOMKilled(ctx context.Context, containerID string) bool {
-	ctx, cancel := context.WithTimeout(ctx, oomSettle)
-	defer cancel()
-	for {
-		ci, err := rt.Engine.ContainerInspect(ctx, containerID)
-		if err != nil || ci.ContainerJSONBase == nil || ci.State == nil {
-			return false
-		}
-		if ci.State.OOMKilled {
-			return true
-		}
-		if ci.HostConfig == nil || ci.HostConfig.Memory <= 0 || ci.State.Running {
-			return false
-		}
-		select {
-		case <-ctx.Done():
-			return false
-		case <-time.After(50 * time.Millisecond):
-		}
+// memory limit, and whether it has one (backend.OOMReporter). Engine 20.10
+// sets the flag only when it learned of the kill before the exit; else its
+// oom event alone says so, after the die event.
+func (rt *Runtime) OOMKilled(ctx context.Context, containerID string) (killed, limited bool) {
+	ci, err := rt.Engine.ContainerInspect(ctx, containerID)
+	if err != nil || ci.ContainerJSONBase == nil || ci.State == nil {
+		return false, false
 	}
+	return ci.State.OOMKilled, ci.HostConfig != nil && ci.HostConfig.Memory > 0
 }
 
 var _ backend.OOMReporter = (*Runtime)(nil)

@@ -2,42 +2,42 @@ package docker
 
 import (
 	"context"
-	"sync/atomic"
 	"testing"
 
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/client"
 )
 
-// lateOOMEngine answers ContainerInspect for a stopped container (exit 137)
-// whose OOMKilled flag the Engine sets only from its afterInspects'th answer
-// on: Engine 20.10 learns of the kill after the exit. Every other call panics.
-type lateOOMEngine struct {
+// oomEngine answers ContainerInspect for a stopped container (exit 137).
+// Every other call panics.
+type oomEngine struct {
 	client.APIClient
-	memory        int64
-	afterInspects int32
-	inspects      atomic.Int32
+	memory   int64
+	oom      bool
+	inspects int
 }
 
-func (e *lateOOMEngine) ContainerInspect(context.Context, string) (container.InspectResponse, error) {
-	n := e.inspects.Add(1)
+func (e *oomEngine) ContainerInspect(context.Context, string) (container.InspectResponse, error) {
+	e.inspects++
 	return container.InspectResponse{ContainerJSONBase: &container.ContainerJSONBase{
-		State:      &container.State{Status: container.StateExited, ExitCode: 137, OOMKilled: n >= e.afterInspects},
+		State:      &container.State{Status: container.StateExited, ExitCode: 137, OOMKilled: e.oom},
 		HostConfig: &container.HostConfig{Resources: container.Resources{Memory: e.memory}},
 	}}, nil
 }
 
-// TestOOMKilledWaitsForALateFlag: a container with a memory limit whose
-// OOMKilled flag comes after its exit is reported killed for memory (it was
-// reported a plain exit 137: an OOM-killed sandbox recorded "stopped"); one
-// without a limit is answered from one inspect.
-func TestOOMKilledWaitsForALateFlag(t *testing.T) {
-	late := &lateOOMEngine{memory: 32 << 20, afterInspects: 3}
-	if !(&Runtime{Engine: late}).OOMKilled(context.Background(), "c") {
-		t.Errorf("a memory-limited container whose OOM flag came on the 3rd inspect: not OOM-killed (%d inspects)", late.inspects.Load())
-	}
-	never := &lateOOMEngine{afterInspects: 1 << 30}
-	if (&Runtime{Engine: never}).OOMKilled(context.Background(), "c") || never.inspects.Load() != 1 {
-		t.Errorf("a container without a memory limit: OOM-killed, or inspected %d times (want once)", never.inspects.Load())
+// TestOOMKilledSaysLimited: the backend answers from one inspect whether the
+// Engine flagged an OOM kill and whether the container has a memory limit
+// (the daemon waits for a late kill event only for one that has).
+func TestOOMKilledSaysLimited(t *testing.T) {
+	for _, c := range []struct {
+		memory          int64
+		oom             bool
+		killed, limited bool
+	}{{32 << 20, true, true, true}, {32 << 20, false, false, true}, {0, false, false, false}} {
+		e := &oomEngine{memory: c.memory, oom: c.oom}
+		killed, limited := (&Runtime{Engine: e}).OOMKilled(context.Background(), "c")
+		if killed != c.killed || limited != c.limited || e.inspects != 1 {
+			t.Errorf("memory %d, flag %v: killed %v limited %v after %d inspects; want %v %v after 1", c.memory, c.oom, killed, limited, e.inspects, c.killed, c.limited)
+		}
 	}
 }
