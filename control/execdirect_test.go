@@ -75,6 +75,14 @@ func TestExecDirect(t *testing.T) {
 	})
 	rec, err := d.client.WaitExec(ctx, id, execID)
 	if err != nil || rec.ExitCode == nil || *rec.ExitCode <= 128 {
-		t.Errorf("the exec whose client went away: %+v, %v; want it killed (a code above 128)", rec, err)
+		t.Errorf("the exec whose client went away: %+v (code %v), %v; want it killed (a code above 128)", rec, deref(rec), err)
 	}
+}
+
+// deref is the exit code of an exec record, -1 for none.
+func deref(rec *client.Exec) int {
+	if rec == nil || rec.ExitCode == nil {
+		return -1
+	}
+	return *rec.ExitCode
 }

@@ -121,18 +121,24 @@ const startWait = 10 * time.Second
 // signal sends sig to the exec's processes; gone: none is left. An exec is
 // answered (a background one) before the backend has started it, and its
 // process records itself in the sandbox only once it runs: a signal sent in
-// between waits for both, as long as the exec has not ended.
+// between waits for both, as long as the exec's end is not recorded.
 func (e *Execs) signal(r *running, sig string) (gone bool, err error) {
 	deadline := time.NewTimer(startWait)
 	defer deadline.Stop()
+	// Its output may have ended (a client gone) while it runs on: only its
+	// recorded end (done) means it ended.
 	select {
 	case <-r.started:
-	case <-r.ended:
-		return false, fmt.Errorf("cannot signal exec %s: it ended: %w", r.execID, store.ErrInvalidState)
-	case <-e.ctx().Done():
-		return false, e.ctx().Err()
-	case <-deadline.C:
-		return false, fmt.Errorf("cannot signal exec %s: it has not started within %s: %w", r.execID, startWait, store.ErrInvalidState)
+	default:
+		select {
+		case <-r.started:
+		case <-r.done:
+			return false, fmt.Errorf("cannot signal exec %s: it ended: %w", r.execID, store.ErrInvalidState)
+		case <-e.ctx().Done():
+			return false, e.ctx().Err()
+		case <-deadline.C:
+			return false, fmt.Errorf("cannot signal exec %s: it has not started within %s: %w", r.execID, startWait, store.ErrInvalidState)
+		}
 	}
 	r.mu.Lock()
 	h := r.handle
@@ -143,7 +149,7 @@ func (e *Execs) signal(r *running, sig string) (gone bool, err error) {
 			return gone, err
 		}
 		select {
-		case <-r.ended:
+		case <-r.done:
 			return true, nil
 		case <-e.ctx().Done():
 			return false, err
