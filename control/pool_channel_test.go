@@ -30,6 +30,21 @@ network = "none"
 size = 1
 `
 
+// warmPoolOfOne starts a daemon of its own and warms a pool of one idle
+// sandbox (poolChannelText): the env, its client, a context and the
+// manifest source of the pool.
+func warmPoolOfOne(t *testing.T) (*env, *client.Client, context.Context, client.ManifestSource) {
+	t.Helper()
+	e := newEnv(t)
+	c := e.startDaemon(binA).client
+	ctx := ctxT(t, 3*time.Minute)
+	src := client.ManifestSource{ManifestTOML: strings.ReplaceAll(poolChannelText, "{{image}}", e.image), ProjectDir: e.project}
+	if p, err := c.WarmPool(ctx, &client.WarmRequest{ManifestSource: src}); err != nil || p.Ready != 1 {
+		t.Fatalf("warm: %+v %v", p, err)
+	}
+	return e, c, ctx, src
+}
+
 // TestPoolChannelExecs: a sandbox a program claimed from a warm pool runs its
 // plain execs through the command channel it opened while parked (no Engine
 // exec is made for one), each with its own output, stderr and exit code, its
@@ -38,13 +53,7 @@ size = 1
 // still run (through the Engine).
 func TestPoolChannelExecs(t *testing.T) {
 	parallel(t)
-	e := newEnv(t)
-	c := e.startDaemon(binA).client
-	ctx := ctxT(t, 3*time.Minute)
-	src := client.ManifestSource{ManifestTOML: strings.ReplaceAll(poolChannelText, "{{image}}", e.image), ProjectDir: e.project}
-	if p, err := c.WarmPool(ctx, &client.WarmRequest{ManifestSource: src}); err != nil || p.Ready != 1 {
-		t.Fatalf("warm: %+v %v", p, err)
-	}
+	e, c, ctx, src := warmPoolOfOne(t)
 	sb, err := c.Create(ctx, &client.CreateRequest{Kind: "up", Start: true, ManifestSource: src})
 	if err != nil {
 		t.Fatal(err)
@@ -138,13 +147,7 @@ func TestPoolChannelExecs(t *testing.T) {
 // start, instead of starting cold (it missed, "empty", and started cold).
 func TestPoolCreateWaitsForOneBeingMade(t *testing.T) {
 	parallel(t)
-	e := newEnv(t)
-	c := e.startDaemon(binA).client
-	ctx := ctxT(t, 3*time.Minute)
-	src := client.ManifestSource{ManifestTOML: strings.ReplaceAll(poolChannelText, "{{image}}", e.image), ProjectDir: e.project}
-	if p, err := c.WarmPool(ctx, &client.WarmRequest{ManifestSource: src}); err != nil || p.Ready != 1 {
-		t.Fatalf("warm: %+v %v", p, err)
-	}
+	e, c, ctx, src := warmPoolOfOne(t)
 	first, err := c.Create(ctx, &client.CreateRequest{Kind: "up", Start: true, ManifestSource: src})
 	if err != nil {
 		t.Fatal(err)
