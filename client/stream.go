@@ -33,7 +33,7 @@ const (
 	FrameStderr byte = 2 // daemon to client
 	FrameExit   byte = 3 // daemon to client, last: ExitFrame as JSON
 	FrameResize byte = 4 // client to daemon: ResizeFrame as JSON
-	FrameSignal byte = 5 // client to daemon: SignalFrame as JSON (the main command only)
+	FrameSignal byte = 5 // client to daemon: SignalFrame as JSON (to the main command, or to an attached exec's processes)
 	// FrameDirect, daemon to client, first on an exec asked for with
 	// ExecRequest.Direct: with the payload DirectFD, it carries the
 	// terminal's stream itself as an SCM_RIGHTS descriptor (a Unix socket
@@ -468,8 +468,8 @@ func (s *ExecSession) Resize(height, width uint) error {
 	return s.write(FrameResize, b)
 }
 
-// Signal sends a signal (a number, or a name such as "SIGTERM") to the main
-// command (an attached exec takes none).
+// Signal sends a signal (a number, or a name such as "SIGTERM") to what the
+// session runs: the main command of an attach, or an exec's process group.
 func (s *ExecSession) Signal(signal string) error {
 	b, _ := json.Marshal(SignalFrame{Signal: signal})
 	return s.write(FrameSignal, b)
