@@ -104,7 +104,7 @@ func (f freezer) converge(ctx context.Context, id string, cs []container.Summary
 			}
 		}
 		_, err := each(needing(cs, want), f.op(ctx, want))
-		if err == nil || attempt == 4 || !staleFlag(err) {
+		if err == nil || attempt == 4 || !(staleFlag(err) || freezeRace(err)) {
 			return err
 		}
 		select {
@@ -140,6 +140,30 @@ func (f freezer) op(ctx context.Context, want string) func(container.Summary) er
 func staleFlag(err error) bool {
 	msg := err.Error()
 	return strings.Contains(msg, "is already paused") || strings.Contains(msg, "is not paused")
+}
+
+// freezeRace reports whether err is runc's failure to freeze a container
+// whose processes were being made meanwhile ("unable to freeze": the cgroup
+// v1 freezer gave up; Engine 29 with runc 1.3 answered it once to a
+// snapshot's pause): another try usually freezes it.
+func freezeRace(err error) bool {
+	return strings.Contains(err.Error(), "unable to freeze")
+}
+
+// pauseRetrying pauses container id, again (up to 4 tries) while runc fails
+// to freeze it for a passing race (freezeRace).
+func pauseRetrying(ctx context.Context, engine client.APIClient, id string) error {
+	for attempt := 1; ; attempt++ {
+		err := engine.ContainerPause(ctx, id)
+		if err == nil || attempt == 4 || !freezeRace(err) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(time.Duration(attempt) * 25 * time.Millisecond):
+		}
+	}
 }
 
 // each runs op on every container at once and returns those it succeeded on,

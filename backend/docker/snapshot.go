@@ -119,7 +119,7 @@ func (rt *Runtime) Snapshot(ctx context.Context, sb *backend.Sandbox, req backen
 		if !j.running {
 			continue
 		}
-		if err := rt.Engine.ContainerPause(ctx, j.container); err != nil {
+		if err := pauseRetrying(ctx, rt.Engine, j.container); err != nil {
 			return nil, failed("cannot pause the sandbox for its snapshot: %v", err)
 		}
 		paused = append(paused, j.container)

@@ -84,6 +84,16 @@ func (r *running) setStarted(h *backend.Sandbox) {
 
 func (r *running) end() { r.endOnce.Do(func() { close(r.ended) }) }
 
+// isDone says whether the exec's end (its code) is recorded.
+func (r *running) isDone() bool {
+	select {
+	case <-r.done:
+		return true
+	default:
+		return false
+	}
+}
+
 func (r *running) isEnded() bool {
 	select {
 	case <-r.ended:
@@ -161,16 +171,19 @@ func (e *Execs) signal(r *running, sig string) (gone bool, err error) {
 }
 
 // kill ends the exec's processes, once: SIGTERM, then SIGKILL after its grace
-// unless its output ended first. why names the cause in the daemon's log.
+// unless its end was recorded first. why names the cause in the daemon's log.
+// Its output's end is no proof of its end: the holder of a direct stream that
+// goes away says first that the stream ended (its copy of it did), and the
+// command runs on.
 func (e *Execs) kill(r *running, why string) {
-	if r.isEnded() || !r.killing.CompareAndSwap(false, true) {
+	if r.isDone() || !r.killing.CompareAndSwap(false, true) {
 		return
 	}
 	e.host.Go(func() {
 		log := e.host.Log().With("sandbox", r.sandboxID, "exec", r.execID, "why", why)
 		gone, err := e.signal(r, "TERM")
 		if err != nil {
-			if !r.isEnded() && e.ctx().Err() == nil {
+			if !r.isDone() && e.ctx().Err() == nil {
 				log.Warn("cannot stop the exec", "error", err.Error())
 			}
 			return
@@ -179,14 +192,14 @@ func (e *Execs) kill(r *running, why string) {
 			return
 		}
 		select {
-		case <-r.ended:
+		case <-r.done:
 			return
 		case <-e.ctx().Done():
 			return
 		case <-time.After(r.grace):
 		}
 		log.Info("the exec outlived its grace after SIGTERM: SIGKILL", "grace", r.grace.String())
-		if _, err := e.signal(r, "KILL"); err != nil && !r.isEnded() {
+		if _, err := e.signal(r, "KILL"); err != nil && !r.isDone() {
 			log.Warn("cannot kill the exec", "error", err.Error())
 		}
 	})
