@@ -4,16 +4,15 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 	"time"
-	"unicode/utf8"
+
+	"github.com/airlock-dev/airlock/internal/fsentry"
 )
 
 // The files API beside read and write: list, stat, remove, mkdir, rename and
@@ -47,85 +46,18 @@ const (
 	FileTypeSymlink = "symlink"
 )
 
-// fileEntryJSON is FileEntry's JSON. A name, path or link target that is not
-// UTF-8 has its bytes in the field with the suffix _base64 (docs/api.md).
-type fileEntryJSON struct {
-	Name         string `json:"name"`
-	NameB64      string `json:"name_base64,omitempty"`
-	Path         string `json:"path"`
-	PathB64      string `json:"path_base64,omitempty"`
-	Type         string `json:"type"`
-	Size         int64  `json:"size"`
-	Mode         string `json:"mode"`
-	MTime        string `json:"mtime"`
-	UID          uint32 `json:"uid"`
-	GID          uint32 `json:"gid"`
-	LinkTarget   string `json:"link_target,omitempty"`
-	LinkTargetB6 string `json:"link_target_base64,omitempty"`
-}
-
-// encodeName is s as a JSON string's value and, when s is not valid UTF-8,
-// its bytes in base64 (else "").
-func encodeName(s string) (text, b64 string) {
-	if utf8.ValidString(s) {
-		return s, ""
-	}
-	return strings.ToValidUTF8(s, "\uFFFD"), base64.StdEncoding.EncodeToString([]byte(s))
-}
-
-// decodeName is the name encodeName gave as text and b64.
-func decodeName(field, text, b64 string) (string, error) {
-	if b64 == "" {
-		return text, nil
-	}
-	b, err := base64.StdEncoding.DecodeString(b64)
-	if err != nil {
-		return "", fmt.Errorf("%s_base64 is not base64: %v", field, err)
-	}
-	return string(b), nil
-}
-
-func (e FileEntry) wire() fileEntryJSON {
-	w := fileEntryJSON{Type: e.Type, Size: e.Size, Mode: fmt.Sprintf("%04o", e.Mode), MTime: e.MTime.UTC().Format(time.RFC3339Nano), UID: e.UID, GID: e.GID}
-	w.Name, w.NameB64 = encodeName(e.Name)
-	w.Path, w.PathB64 = encodeName(e.Path)
-	w.LinkTarget, w.LinkTargetB6 = encodeName(e.Target)
-	return w
-}
-
-// MarshalJSON writes the entry as the API does.
-func (e FileEntry) MarshalJSON() ([]byte, error) { return json.Marshal(e.wire()) }
+// MarshalJSON writes the entry as the API does (a name, path or link target
+// that is not UTF-8 has its bytes in the field with the suffix _base64:
+// docs/api.md): the daemon's own form of it.
+func (e FileEntry) MarshalJSON() ([]byte, error) { return json.Marshal(fsentry.Entry(e).Wire()) }
 
 // UnmarshalJSON reads the API's entry.
 func (e *FileEntry) UnmarshalJSON(b []byte) error {
-	var w fileEntryJSON
-	if err := json.Unmarshal(b, &w); err != nil {
+	var x fsentry.Entry
+	if err := json.Unmarshal(b, &x); err != nil {
 		return err
 	}
-	var err error
-	out := FileEntry{Type: w.Type, Size: w.Size, UID: w.UID, GID: w.GID}
-	if out.Name, err = decodeName("name", w.Name, w.NameB64); err != nil {
-		return err
-	}
-	if out.Path, err = decodeName("path", w.Path, w.PathB64); err != nil {
-		return err
-	}
-	if out.Target, err = decodeName("link_target", w.LinkTarget, w.LinkTargetB6); err != nil {
-		return err
-	}
-	if w.Mode != "" {
-		m, err := strconv.ParseUint(w.Mode, 8, 32)
-		if err != nil {
-			return fmt.Errorf("mode %q is not octal", w.Mode)
-		}
-		out.Mode = uint32(m)
-	}
-	if w.MTime != "" {
-		if out.MTime, err = time.Parse(time.RFC3339Nano, w.MTime); err != nil {
-			return fmt.Errorf("mtime: %v", err)
-		}
-	}
-	*e = out
+	*e = FileEntry(x)
 	return nil
 }
 
@@ -164,7 +96,7 @@ type fileEventJSON struct {
 // MarshalJSON writes the event as the API does.
 func (ev FileEvent) MarshalJSON() ([]byte, error) {
 	w := fileEventJSON{Type: ev.Type, Dir: ev.Dir, Reason: ev.Reason, Dropped: ev.Dropped, Watched: ev.Watched}
-	w.Path, w.PathB64 = encodeName(ev.Path)
+	w.Path, w.PathB64 = fsentry.Encode(ev.Path)
 	return json.Marshal(w)
 }
 
@@ -174,7 +106,7 @@ func (ev *FileEvent) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &w); err != nil {
 		return err
 	}
-	p, err := decodeName("path", w.Path, w.PathB64)
+	p, err := fsentry.Decode("path", w.Path, w.PathB64)
 	if err != nil {
 		return err
 	}
@@ -203,7 +135,7 @@ func (l FileList) MarshalJSON() ([]byte, error) {
 	if w.Entries == nil {
 		w.Entries = []FileEntry{}
 	}
-	w.Path, w.PathB64 = encodeName(l.Path)
+	w.Path, w.PathB64 = fsentry.Encode(l.Path)
 	return json.Marshal(w)
 }
 
@@ -213,7 +145,7 @@ func (l *FileList) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &w); err != nil {
 		return err
 	}
-	p, err := decodeName("path", w.Path, w.PathB64)
+	p, err := fsentry.Decode("path", w.Path, w.PathB64)
 	if err != nil {
 		return err
 	}
