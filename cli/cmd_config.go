@@ -2,7 +2,6 @@ package cli
 
 import (
 	"bufio"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -31,11 +30,7 @@ func newConfigCommand(a *app) *cobra.Command {
 			}
 			switch {
 			case layers && asJSON:
-				b, err := json.MarshalIndent(r.Settings(), "", "  ")
-				if err != nil {
-					return err
-				}
-				fmt.Fprintln(a.stdout, string(b))
+				return a.printJSON(r.Settings())
 			case layers:
 				return printLayers(a.stdout, r.Settings())
 			case asJSON:
@@ -53,7 +48,6 @@ func newConfigCommand(a *app) *cobra.Command {
 				_, err = a.stdout.Write(b)
 				return err
 			}
-			return nil
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON (with the TOML key names)")

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -50,12 +49,7 @@ func newPoolLsCommand(a *app) *cobra.Command {
 				return apiFailure(err)
 			}
 			if asJSON {
-				b, err := json.MarshalIndent(list, "", "  ")
-				if err != nil {
-					return err
-				}
-				fmt.Fprintln(a.stdout, string(b))
-				return nil
+				return a.printJSON(list)
 			}
 			a.printPools(list)
 			return nil

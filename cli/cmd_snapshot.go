@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"text/tabwriter"
@@ -72,12 +71,7 @@ func newSnapshotsCommand(a *app) *cobra.Command {
 				return snapshotFailure(err)
 			}
 			if asJSON {
-				b, err := json.MarshalIndent(list, "", "  ")
-				if err != nil {
-					return err
-				}
-				fmt.Fprintln(a.stdout, string(b))
-				return nil
+				return a.printJSON(list)
 			}
 			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "NAME\tSANDBOX\tCREATED\tSERVICES\tPRIMARY IMAGE")

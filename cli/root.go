@@ -3,6 +3,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -79,6 +80,16 @@ func withCode(code int, err error) error { return exitcode.With(code, err) }
 
 // exitCode returns the exit code a command with no message should end with.
 func exitCode(code int) error { return exitcode.Only(code) }
+
+// printJSON prints v on stdout as indented JSON (a command's --json).
+func (a *app) printJSON(v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(a.stdout, string(b))
+	return nil
+}
 
 // commandFactories lists the constructors of the top-level commands; each
 // cmd_<name>.go file adds its own in an init function.
