@@ -317,6 +317,10 @@ func (s *Service) undoFork(rec store.Sandbox, snap backend.Snapshot, made []Sand
 	defer cancel()
 	var left []string
 	for _, sb := range made {
+		// A copy still being made is let finish first: a delete during its
+		// create could be recorded before the container it was making
+		// appeared, and that container then ran on.
+		s.awaitSettled(ctx, sb.Record.ID)
 		if _, err := s.delete(sb.Record.ID, "fork_failed"); err != nil && !errors.Is(err, store.ErrNotFound) {
 			left = append(left, "sandbox "+sb.Record.ID+": "+err.Error())
 		}
@@ -338,6 +342,22 @@ func (s *Service) undoFork(rec store.Sandbox, snap backend.Snapshot, made []Sand
 		return fmt.Errorf("%w (and cannot remove what the fork made: %s)", cause, strings.Join(left, "; "))
 	}
 	return cause
+}
+
+// awaitSettled waits until sandbox id is no longer being made (its state is
+// not pending), or ctx ends.
+func (s *Service) awaitSettled(ctx context.Context, id string) {
+	for {
+		rec, err := s.store.Get(id)
+		if err != nil || rec.State != store.StatePending {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }
 
 // awaitDeleted waits until sandbox id is deleted (its record says so, or is

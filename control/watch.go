@@ -37,13 +37,34 @@ func (f *follower) onPrimaryEvent(ev backend.PrimaryEvent) {
 	switch {
 	case ev.OOM:
 		f.setFlags(l, func() { l.oom = true })
-	case ev.Died && ev.ExitCode != nil && *ev.ExitCode == 137:
+	case ev.Died && ev.ExitCode != nil && *ev.ExitCode == 137 && f.mayBeLateOOM(id, l):
 		// Maybe killed for its memory: the kill's event may come after this
 		// one, on this stream, which must not wait for it (primaryDied may).
+		// Any other death is handled here, in the stream's order (a sandbox
+		// started again after it must not be failed by it).
 		f.goAsync(func() { f.primaryDied(id, l, ev.ExitCode, ev.Reason) })
 	case ev.Died:
 		f.primaryDied(id, l, ev.ExitCode, ev.Reason)
 	}
+}
+
+// mayBeLateOOM says whether sandbox id's primary, which ended with 137, may
+// have been killed for its memory limit with the Engine's word of it still to
+// come: it has a limit, and neither the oom event nor the Engine's flag said
+// so yet.
+func (f *follower) mayBeLateOOM(id string, l *live) bool {
+	f.mu.Lock()
+	oom := l.oom
+	f.mu.Unlock()
+	rec, err := f.store.Get(id)
+	r, ok := f.rtOf(id).(backend.OOMReporter)
+	if oom || err != nil || rec.ContainerID == "" || !ok {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(f.ctx(), 5*time.Second)
+	defer cancel()
+	killed, limited := r.OOMKilled(ctx, rec.ContainerID)
+	return limited && !killed
 }
 
 // oomSettle bounds how long the end (137) of a primary with a memory limit
