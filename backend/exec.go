@@ -53,8 +53,12 @@ type Exec struct {
 	// Engine to say the exec ended). The caller closes it. Nil otherwise: the
 	// Streams given to Exec carry the terminal.
 	Direct *os.File
-	ended  chan struct{}
-	once   sync.Once
+	// DirectAhead is the terminal's output the Engine sent with its answer to
+	// the attach, read with that answer before Direct could be handed over:
+	// it comes before Direct's bytes.
+	DirectAhead []byte
+	ended       chan struct{}
+	once        sync.Once
 }
 
 // NewExec is a started exec: done ends with its output, exitCode reads its code once it finished, resize sets its

@@ -46,7 +46,7 @@ func (p primaryTarget) running() <-chan struct{} {
 func (p primaryTarget) resize(height, width uint) error { return p.ap.Resize(height, width) }
 func (p primaryTarget) signal(sig string) error         { return p.ap.Signal(sig) }
 func (p primaryTarget) close()                          { p.ap.Close() }
-func (p primaryTarget) direct() *os.File                { return nil }
+func (p primaryTarget) direct() (*os.File, []byte)      { return nil, nil }
 func (p primaryTarget) endDirect()                      {}
 func (p primaryTarget) wait() client.ExitFrame {
 	end := <-p.ap.Done

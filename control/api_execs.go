@@ -230,9 +230,9 @@ func (e execTarget) resize(height, width uint) error { return e.se.Resize(height
 func (e execTarget) signal(sig string) error         { return e.se.Signal(sig) }
 
 // close: the client went away; the command is killed unless it ended.
-func (e execTarget) close()           { e.se.Kill() }
-func (e execTarget) direct() *os.File { return e.se.Direct() }
-func (e execTarget) endDirect()       { e.se.EndDirect() }
+func (e execTarget) close()                     { e.se.Kill() }
+func (e execTarget) direct() (*os.File, []byte) { return e.se.Direct() }
+func (e execTarget) endDirect()                 { e.se.EndDirect() }
 func (e execTarget) wait() client.ExitFrame {
 	return client.ExitFrame{ExecID: e.se.Record.ID, ExitCode: <-e.se.Done}
 }
@@ -244,10 +244,14 @@ func (e execTarget) wait() client.ExitFrame {
 // to and from frames here.
 func handOver(conn net.Conn, sink *frameSink, target streamTarget, stdin io.Reader, stdout func([]byte) func() error) {
 	<-target.running()
-	f := target.direct()
+	f, ahead := target.direct()
 	uc, unix := conn.(*net.UnixConn)
 	sink.mu.Lock()
 	defer sink.mu.Unlock()
+	if len(ahead) > 0 {
+		// Before the stream: the client writes the frames it reads in order.
+		sink.sendLocked(stdout(ahead))
+	}
 	if f == nil || !unix {
 		sink.sendLocked(func() error { return client.WriteFrame(conn, client.FrameDirect, nil) })
 		if f != nil {
@@ -275,9 +279,10 @@ type streamTarget interface {
 	resize(height, width uint) error
 	signal(sig string) error
 	// direct is, once running is closed, the terminal stream handed over
-	// for the client (nil: the streams given to start carry it); endDirect
-	// says its holder read its end.
-	direct() *os.File
+	// for the client (nil: the streams given to start carry it) and the
+	// output read before it, which goes first; endDirect says its holder
+	// read its end.
+	direct() (*os.File, []byte)
 	endDirect()
 	// wait gives the exit frame once the target ended and its output was sent.
 	wait() client.ExitFrame

@@ -82,9 +82,18 @@ func (x *execs) start(ctx context.Context, sb *backend.Sandbox, req backend.Exec
 	}
 	if req.Direct && req.TTY && req.Stdin {
 		if f := rawFile(hj.Conn); f != nil {
+			// What came with the Engine's answer was read with it, into the
+			// client's buffer: it goes first (the command's first output).
+			var ahead []byte
+			if n := hj.Reader.Buffered(); n > 0 {
+				b, _ := hj.Reader.Peek(n)
+				ahead = append([]byte(nil), b...)
+			}
 			hj.Close() // f holds the stream
 			ended := make(chan struct{})
-			return backend.NewDirectExec(id, f, ended, x.directDone(ctx, cur, ended), exitCode, resize), nil
+			ex := backend.NewDirectExec(id, f, ended, x.directDone(ctx, cur, ended), exitCode, resize)
+			ex.DirectAhead = ahead
+			return ex, nil
 		}
 	}
 	if req.Stdin {
@@ -138,9 +147,10 @@ func (x *execs) pumpRetrying(ctx context.Context, sb *backend.Sandbox, argv []st
 	return done
 }
 
-// rawFile is a duplicate of a hijacked connection's socket when nothing of it
-// was read ahead (the Engine client then gives the socket itself), so that
-// its stream can be handed over whole; nil otherwise (TLS, a read-ahead).
+// rawFile is a duplicate of a hijacked connection's socket (the Engine client
+// gives the socket itself when it is a plain one), so that its stream can be
+// handed over; nil otherwise (TLS). What the client read ahead with the
+// answer is in its reader, not in the socket (Exec hands it over apart).
 func rawFile(conn net.Conn) *os.File {
 	var f *os.File
 	var err error

@@ -87,19 +87,21 @@ type Streamed struct {
 	running chan struct{}
 	once    sync.Once
 	direct  *os.File
+	ahead   []byte
 	kill    func()
 	signal  func(sig string) error
 }
 
 // Direct is, once Running is closed, the terminal stream the backend handed
 // over for a Request.Direct (nil when it did not: the streams given to
-// Stream carry it); the caller takes it over and closes it.
-func (e *Streamed) Direct() *os.File {
+// Stream carry it), and the output read before it that comes first
+// (backend.Exec.DirectAhead); the caller takes it over and closes it.
+func (e *Streamed) Direct() (*os.File, []byte) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	f := e.direct
-	e.direct = nil
-	return f
+	f, ahead := e.direct, e.ahead
+	e.direct, e.ahead = nil, nil
+	return f, ahead
 }
 
 // EndDirect says the Direct stream's holder read its end: the exit code follows.
@@ -116,7 +118,7 @@ func (e *Streamed) started(ex *backend.Exec) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.ex = ex
-	e.direct = ex.Direct
+	e.direct, e.ahead = ex.Direct, ex.DirectAhead
 	if e.height > 0 && e.width > 0 {
 		_ = ex.Resize(e.ctx, e.height, e.width)
 	}
