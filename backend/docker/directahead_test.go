@@ -35,6 +35,12 @@ func (e *aheadEngine) ContainerExecAttach(context.Context, string, container.Exe
 	return types.HijackedResponse{Conn: e.conn, Reader: r}, nil
 }
 
+// ContainerExecInspect says the exec ended (the handed-over exec's end is
+// asked of the Engine once a second).
+func (e *aheadEngine) ContainerExecInspect(context.Context, string) (container.ExecInspect, error) {
+	return container.ExecInspect{}, nil
+}
+
 // TestDirectExecKeepsOutputReadAhead: a terminal exec handed over raw keeps
 // the output its Engine client read with the attach's answer (it was lost: the
 // command's first output, under load on Engine 29).
@@ -63,6 +69,7 @@ func TestDirectExecKeepsOutputReadAhead(t *testing.T) {
 		t.Fatal("the stream was not handed over")
 	}
 	defer ex.Direct.Close()
+	defer func() { ex.EndDirect(); <-ex.Done }()
 	if string(ex.DirectAhead) != "early" {
 		t.Errorf("output read ahead with the answer: %q, want %q", ex.DirectAhead, "early")
 	}
