@@ -82,18 +82,18 @@ func (a *app) run(parent context.Context, o runOptions, args []string) error {
 	if err := j.prepare(args); err != nil {
 		return err
 	}
-	id, err := a.createRun(su.ctx, j.c, j.req)
+	rec, err := a.createRun(su.ctx, j.c, j.req)
 	if err != nil {
 		return su.err(err)
 	}
-	j.id = id
+	j.id = rec.ID
 	defer j.finish()
 	qctx, qcancel := context.WithCancel(su.ctx)
 	defer qcancel()
-	a.sayQueued(qctx, j.c, id, 0)
+	a.sayQueued(qctx, j.c, j.id, 0)
 	// j.id may change here: a sandbox whose making a daemon that went away cut
 	// short is replaced (the deferred removal follows j.id).
-	if err := a.awaitCreated(su.ctx, j.c, j.req, o.id != "", &j.id); err != nil {
+	if j.createdSeq, err = a.awaitCreated(su.ctx, j.c, j.req, rec, o.id != "", &j.id); err != nil {
 		return su.err(err)
 	}
 	waitCtx, waitCancel := context.WithCancel(context.WithoutCancel(parent))
@@ -209,7 +209,7 @@ const maxReplaced = 5
 // daemon that goes away meanwhile is started again (retryDaemon) and asked
 // again under the same ID; one that answers the ID is taken, by a create the
 // daemon that went away accepted, gets that sandbox.
-func (a *app) createRun(ctx context.Context, c *client.Client, req *client.CreateRequest) (string, error) {
+func (a *app) createRun(ctx context.Context, c *client.Client, req *client.CreateRequest) (*client.Sandbox, error) {
 	lost := false
 	rec, err := retryDaemon(a, ctx, func() (*client.Sandbox, error) {
 		sb, err := c.Create(ctx, req)
@@ -224,28 +224,33 @@ func (a *app) createRun(ctx context.Context, c *client.Client, req *client.Creat
 		return nil, err
 	})
 	if err != nil {
-		return "", setupDaemonFailure(err)
+		return nil, setupDaemonFailure(err)
 	}
-	return rec.ID, nil
+	return rec, nil
 }
 
-// awaitCreated follows sandbox *id until it is created (or fails: its
-// reason, exit code). When the daemon goes away meanwhile, the one that
-// answers next tells how far the making got: a sandbox with its container is
-// created; one without, whose making ended with the daemon (nothing of it
-// ran), is removed and made again under a new ID, which *id then holds (not
-// with a caller's --id: idGiven).
-func (a *app) awaitCreated(ctx context.Context, c *client.Client, req *client.CreateRequest, idGiven bool, id *string) error {
+// awaitCreated follows sandbox *id, as the create answered it (rec), until it
+// is created (or fails: its reason, exit code), and returns the sequence of an
+// event recorded once it was: what follows is the start's. A parked sandbox
+// of a warm pool is created when the create answers (its container known).
+// When the daemon goes away meanwhile, the one that answers next tells how far
+// the making got: a sandbox with its container is created; one without, whose
+// making ended with the daemon (nothing of it ran), is removed and made again
+// under a new ID, which *id then holds (not with a caller's --id: idGiven).
+func (a *app) awaitCreated(ctx context.Context, c *client.Client, req *client.CreateRequest, rec *client.Sandbox, idGiven bool, id *string) (uint64, error) {
+	if rec.State == client.StatePending && rec.Container != "" {
+		return rec.LastSeq, nil
+	}
 	for replaced := 0; ; replaced++ {
 		ev, err := c.WaitEvent(ctx, *id, 0, "sandbox.created", "sandbox.failed")
 		if err == nil {
 			if ev.Kind == "sandbox.failed" {
-				return failure(ev)
+				return 0, failure(ev)
 			}
-			return nil
+			return ev.Sequence, nil
 		}
 		if !lostDaemon(err) {
-			return apiFailure(err)
+			return 0, apiFailure(err)
 		}
 		// The next daemon does not know what this one was asked (the
 		// removal at the main command's end): the CLI removes it.
@@ -253,33 +258,33 @@ func (a *app) awaitCreated(ctx context.Context, c *client.Client, req *client.Cr
 		cur := *id
 		sb, err := retryDaemon(a, ctx, func() (*client.Sandbox, error) { return c.Get(ctx, cur) })
 		if err != nil {
-			return setupDaemonFailure(err)
+			return 0, setupDaemonFailure(err)
 		}
 		switch {
 		case sb.State != client.StatePending || sb.Container != "":
 			// Created (the event may not be recorded: its container is), or
 			// ended: its history says which.
 			if sb.State == client.StatePending {
-				return nil
+				return sb.LastSeq, nil
 			}
 			continue
 		case replaced == maxReplaced:
-			return withCode(ExitAirlock, fmt.Errorf("cannot make sandbox %s: the airlock daemon went away while it was being made, %d times", cur, replaced+1))
+			return 0, withCode(ExitAirlock, fmt.Errorf("cannot make sandbox %s: the airlock daemon went away while it was being made, %d times", cur, replaced+1))
 		case idGiven:
 			_, _ = retryDaemon(a, ctx, func() (*client.Sandbox, error) { return c.Delete(ctx, cur) })
-			return withCode(ExitAirlock, fmt.Errorf("cannot make sandbox %s: the airlock daemon went away while it was being made, and its ID (--id) is taken now: run again with another", cur))
+			return 0, withCode(ExitAirlock, fmt.Errorf("cannot make sandbox %s: the airlock daemon went away while it was being made, and its ID (--id) is taken now: run again with another", cur))
 		}
 		// Its making ended with the daemon that did it: that one is removed,
 		// another made (the same request, a new ID).
 		if _, err := retryDaemon(a, ctx, func() (*client.Sandbox, error) { return c.Delete(ctx, cur) }); err != nil {
-			return setupDaemonFailure(err)
+			return 0, setupDaemonFailure(err)
 		}
 		req.ID = ids.New()
 		next, err := a.createRun(ctx, c, req)
 		if err != nil {
-			return err
+			return 0, err
 		}
-		*id = next
+		*id = next.ID
 	}
 }
 

@@ -41,10 +41,12 @@ type runJob struct {
 	// exited; waitRemoved: the run returns once it is removed.
 	removeOnExit, waitRemoved bool
 
-	id         string
-	session    *layerSession
-	main       *mainStream
-	before     *client.Sandbox
+	id      string
+	session *layerSession
+	main    *mainStream
+	// createdSeq is the sequence of an event of the sandbox once created:
+	// what the run waits for comes after it.
+	createdSeq uint64
 	failed     <-chan client.Event
 	restore    func()
 	mainExited bool
@@ -247,15 +249,6 @@ func (j *runJob) start(waitCtx context.Context) error {
 	if j.main, err = a.attachMain(waitCtx, c, id, j.stdin, &j.daemonLost); err != nil {
 		return setupErr(runFailure(ctx, c, id, err))
 	}
-	if j.before, err = retryDaemon(a, ctx, func() (*client.Sandbox, error) {
-		sb, err := c.Get(ctx, id)
-		if lostDaemon(err) {
-			j.daemonLost.Store(true)
-		}
-		return sb, err
-	}); err != nil {
-		return setupErr(setupDaemonFailure(err))
-	}
 	j.failed = j.waitFor(waitCtx, "sandbox.failed", true)
 	if j.tty {
 		j.restore = rawTerminal(a.stdin)
@@ -307,13 +300,13 @@ func (j *runJob) start(waitCtx context.Context) error {
 }
 
 // waitFor sends on the returned channel the sandbox's first event of kind
-// after the record read before the start, following the daemon that answers
+// after the sandbox was created, following the daemon that answers
 // next if one goes away (lost: and marks that the daemon was lost).
 func (j *runJob) waitFor(waitCtx context.Context, kind string, lost bool) <-chan client.Event {
 	got := make(chan client.Event, 1)
 	go func() {
 		for {
-			ev, err := j.c.WaitEvent(waitCtx, j.id, j.before.LastSeq, kind)
+			ev, err := j.c.WaitEvent(waitCtx, j.id, j.createdSeq, kind)
 			if err == nil {
 				got <- ev
 				return

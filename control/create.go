@@ -130,13 +130,29 @@ func (s *Service) Create(ctx context.Context, req *CreateRequest) (Sandbox, erro
 			id = engineID
 		}
 	}
-	rec, _, err := s.store.CreateSandbox(store.Sandbox{
+	// A parked sandbox is made already: its record is written with its
+	// container and the events of its making (one write, not four).
+	// Its live state is held until its claim is set: a resume (by a client
+	// that gave the ID) waits for it.
+	evs := []store.Event{{Kind: "sandbox.accepted"}}
+	var containerID string
+	var claimed *live
+	if pooled != nil {
+		containerID = pooled.Sandbox().PrimaryID
+		evs = append(evs, s.claimedEvents(pooled, pl)...)
+		claimed = s.lives.of(id)
+		claimed.mu.Lock()
+	}
+	rec, evs, err := s.store.CreateSandboxEvents(store.Sandbox{
 		ID: id, Kind: req.Kind, Project: req.Manifest.ProjectDir, Labels: labels, Engine: eng,
 		Plan: req.Manifest.Resolved, Sources: req.Manifest.Sources, CLIPid: req.CLIPid, CLIStart: req.CLIStart,
 		EndMarker: endMarker, Parked: pooled != nil, Lifetime: req.Lifetime.record(time.Now()),
-		EngineID: engineIDOf(id, engineID),
-	}, store.Event{Kind: "sandbox.accepted"})
+		EngineID: engineIDOf(id, engineID), ContainerID: containerID,
+	}, evs)
 	if err != nil {
+		if claimed != nil {
+			claimed.mu.Unlock()
+		}
 		if pooled != nil {
 			s.pools.Discard(pl, pooled)
 		} else if pl != nil && pool.ColdMiss(miss) {
@@ -165,8 +181,13 @@ func (s *Service) Create(ctx context.Context, req *CreateRequest) (Sandbox, erro
 		KeepFiles: req.Kind == backend.KindRun && !req.RemoveOnExit, ClientFiles: req.ClientFiles, EndMarker: endMarker, ToolEnv: req.ToolEnv,
 		FromSnapshot: req.fromSnapshot}
 	if pooled != nil {
+		l.handle = pooled.Sandbox()
 		l.claim = &backend.Claim{Manifest: resolved, Command: req.Command, Idle: req.Kind == backend.KindUp, Env: req.Env, EnvSecrets: req.EnvSecrets,
 			Workdir: req.Workdir, Stdin: req.Stdin, Quiet: req.Quiet, EndMarker: endMarker}
+		claimed.mu.Unlock()
+		for _, ev := range evs[1:] {
+			s.events.recorded(ev)
+		}
 		s.goAsync(func() { s.prepareClaimed(rec.ID, pooled, pl, req.Start) })
 		return s.view(rec), nil
 	}
@@ -206,21 +227,29 @@ func engineIDOf(id, engineID string) string {
 	return engineID
 }
 
-// prepareClaimed makes a sandbox of a parked one a create took: created
-// already, started, waiting for its claim (delivered by the start).
+// claimedEvents are the events of the making of a parked sandbox m a create
+// took from pool p, written with its record: preparing, created, its
+// services' results, pool.claimed (reasons redacted).
+func (s *Service) claimedEvents(m *pool.Member, p *pool.Pool) []store.Event {
+	sb := m.Sandbox()
+	evs := []store.Event{{Kind: "sandbox.preparing"}, {Kind: "sandbox.created", Extra: map[string]string{"container": sb.PrimaryID}}}
+	evs = append(evs, s.pools.TakeEarly(sb.ID)...)
+	evs = append(evs, store.Event{Kind: "pool.claimed", Extra: map[string]string{"pool": p.Key(), "parked_ms": fmt.Sprint(time.Since(m.Since()).Milliseconds())}})
+	for i := range evs {
+		evs[i].Reason = string(s.events.redactor.Redact([]byte(evs[i].Reason)))
+	}
+	return evs
+}
+
+// prepareClaimed goes on with a sandbox of a parked one a create took
+// (created already, its record and handle written by the create): its status
+// stream opened for an idle one, and started when asked (the start delivers
+// the claim).
 func (s *Service) prepareClaimed(id string, m *pool.Member, p *pool.Pool, start bool) {
 	l := s.lives.of(id)
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	s.events.emit(id, store.Event{Kind: "sandbox.preparing"}, "")
 	sb := m.Sandbox()
-	l.handle = sb
-	_, _ = s.store.Update(id, func(r *store.Sandbox) error { r.ContainerID = sb.PrimaryID; return nil })
-	s.events.emit(id, store.Event{Kind: "sandbox.created", Extra: map[string]string{"container": sb.PrimaryID}}, "")
-	for _, ev := range s.pools.TakeEarly(sb.ID) {
-		s.events.emit(id, ev, "") // its services' results
-	}
-	s.events.emit(id, store.Event{Kind: "pool.claimed", Extra: map[string]string{"pool": p.Key(), "parked_ms": fmt.Sprint(time.Since(m.Since()).Milliseconds())}}, "")
 	if start && l.claim != nil && l.claim.Idle {
 		// Its readiness comes on the status stream: open it while the
 		// claim is delivered (prefollow.go).

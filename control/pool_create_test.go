@@ -68,8 +68,17 @@ func TestPoolCreateUp(t *testing.T) {
 	if sb.ID != id {
 		t.Fatalf("the create answered sandbox %s, want the caller's %s", sb.ID, id)
 	}
+	// A parked sandbox is created when the create answers: its container
+	// and the events of its making are in the answer (a run does not wait
+	// for them).
+	if !parked[sb.Container] || sb.LastSeq < 4 {
+		t.Errorf("the create's answer: container %q (parked: %v), last sequence %d; want a parked container and 4 events recorded", sb.Container, parked[sb.Container], sb.LastSeq)
+	}
 	ready := waitReady(t, c, id)
 	evs := allEvents(t, c, id)
+	if got := kinds(evs); len(got) < 4 || !slices.Equal(got[:4], []string{"sandbox.accepted", "sandbox.preparing", "sandbox.created", "pool.claimed"}) {
+		t.Errorf("the history of a claimed sandbox starts %v, want accepted, preparing, created, pool.claimed", got)
+	}
 	if !slices.Contains(kinds(evs), "pool.claimed") {
 		t.Fatalf("the create did not take a parked sandbox (no pool.claimed):\n%s", dumpEvents(c, id))
 	}

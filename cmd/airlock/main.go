@@ -11,10 +11,12 @@ import (
 
 	"github.com/airlock-dev/airlock/cli"
 	"github.com/airlock-dev/airlock/daemon"
+	"github.com/airlock-dev/airlock/internal/startgc"
 )
 
 // The command line speaks to the daemon through its API; `airlock daemon run`
 // is the daemon itself, handed to it here.
 func main() {
+	startgc.Done()
 	os.Exit(cli.Main(os.Args[1:], cli.Options{RunDaemon: daemon.Main}))
 }

@@ -137,6 +137,18 @@ func getSandbox(tx *bolt.Tx, id string) (Sandbox, error) {
 // be empty or pending; CreatedAt and UpdatedAt default to now and LastSeq is
 // set by the store. Errors: ErrInvalidID, ErrIDUsed, ErrInvalidState.
 func (s *Store) CreateSandbox(rec Sandbox, first Event) (Sandbox, Event, error) {
+	sb, evs, err := s.CreateSandboxEvents(rec, []Event{first})
+	if err != nil {
+		return Sandbox{}, Event{}, err
+	}
+	return sb, evs[0], nil
+}
+
+// CreateSandboxEvents is CreateSandbox with more events after the first (a
+// parked sandbox a create took is created already: its making's events go with
+// its record), all in one write. Each takes the record's state, pending; a
+// zero time is the write's.
+func (s *Store) CreateSandboxEvents(rec Sandbox, evs []Event) (Sandbox, []Event, error) {
 	if rec.ID == "" {
 		rec.ID = ids.New()
 	}
@@ -144,7 +156,10 @@ func (s *Store) CreateSandbox(rec Sandbox, first Event) (Sandbox, Event, error) 
 		rec.State = StatePending
 	}
 	if rec.State != StatePending {
-		return Sandbox{}, Event{}, fmt.Errorf("cannot create the sandbox %q in state %q: %w: a new sandbox is pending", rec.ID, rec.State, ErrInvalidState)
+		return Sandbox{}, nil, fmt.Errorf("cannot create the sandbox %q in state %q: %w: a new sandbox is pending", rec.ID, rec.State, ErrInvalidState)
+	}
+	if len(evs) == 0 {
+		evs = []Event{{}}
 	}
 	now := s.now().UTC()
 	if rec.CreatedAt.IsZero() {
@@ -153,24 +168,27 @@ func (s *Store) CreateSandbox(rec Sandbox, first Event) (Sandbox, Event, error) 
 	rec.CreatedAt = rec.CreatedAt.UTC()
 	rec.DeletedAt = time.Time{}
 	rec = rec.clone()
-	if first.Kind == "" {
-		first.Kind = "sandbox.accepted"
+	if evs[0].Kind == "" {
+		evs[0].Kind = "sandbox.accepted"
 	}
-	if first.Time.IsZero() {
-		first.Time = now
+	out := make([]Event, len(evs))
+	for i, ev := range evs {
+		if ev.Time.IsZero() {
+			ev.Time = now
+		}
+		ev.Time = ev.Time.UTC()
+		ev.SandboxID = rec.ID
+		ev.Sequence = uint64(i + 1)
+		ev.State = rec.State
+		out[i] = ev.clone()
 	}
-	first.Time = first.Time.UTC()
-	first.SandboxID = rec.ID
-	first.Sequence = 1
-	first.State = rec.State
-	first = first.clone()
-	rec.LastSeq = 1
-	rec.UpdatedAt = first.Time
+	rec.LastSeq = uint64(len(out))
+	rec.UpdatedAt = out[len(out)-1].Time
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return Sandbox{}, Event{}, fmt.Errorf("cannot create the sandbox %q: %w", rec.ID, ErrClosed)
+		return Sandbox{}, nil, fmt.Errorf("cannot create the sandbox %q: %w", rec.ID, ErrClosed)
 	}
 	err := s.update(func(tx *bolt.Tx) error {
 		if err := reserve(tx, KindSandbox, rec.ID, reservation{ReservedAt: now}); err != nil {
@@ -179,18 +197,27 @@ func (s *Store) CreateSandbox(rec Sandbox, first Event) (Sandbox, Event, error) 
 		if err := putJSON(tx.Bucket(bucketSandboxes), []byte(rec.ID), rec); err != nil {
 			return err
 		}
-		evs, err := tx.Bucket(bucketEvents).CreateBucket([]byte(rec.ID))
+		b, err := tx.Bucket(bucketEvents).CreateBucket([]byte(rec.ID))
 		if err != nil {
 			return err
 		}
-		return putJSON(evs, seqKey(1), first)
+		for _, ev := range out {
+			if err := putJSON(b, seqKey(ev.Sequence), ev); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 	if err != nil {
-		return Sandbox{}, Event{}, fmt.Errorf("cannot create the sandbox %q: %w", rec.ID, err)
+		return Sandbox{}, nil, fmt.Errorf("cannot create the sandbox %q: %w", rec.ID, err)
 	}
 	// Nobody can be subscribed yet: Subscribe needs the record, which was
 	// not visible before this commit, and we still hold the publish lock.
-	return rec.clone(), first.clone(), nil
+	res := make([]Event, len(out))
+	for i, ev := range out {
+		res[i] = ev.clone()
+	}
+	return rec.clone(), res, nil
 }
 
 // Get returns the record of sandbox id (ErrNotFound when it has none, also

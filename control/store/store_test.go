@@ -996,3 +996,42 @@ func BenchmarkAppendWithSubscriber(b *testing.B) {
 	}
 	sub.Cancel()
 }
+
+// TestCreateWithEvents: a record created with the events of its making has
+// them in order, numbered from 1, pending, in its history after a reopen; the
+// next append follows them; an ID taken refuses the whole write.
+func TestCreateWithEvents(t *testing.T) {
+	path := dbPath(t)
+	s := openAt(t, path, Options{})
+	sb, evs, err := s.CreateSandboxEvents(Sandbox{ID: "made-sb", ContainerID: "c1"},
+		[]Event{{}, {Kind: "sandbox.preparing"}, {Kind: "sandbox.created", Extra: map[string]string{"container": "c1"}}, {Kind: "pool.claimed"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sb.LastSeq != 4 || sb.State != StatePending || sb.ContainerID != "c1" || len(evs) != 4 || evs[0].Kind != "sandbox.accepted" || evs[3].Sequence != 4 {
+		t.Fatalf("created %+v with %+v", sb, evs)
+	}
+	if _, _, err := s.CreateSandboxEvents(Sandbox{ID: "made-sb"}, []Event{{}, {Kind: "sandbox.created"}}); !errors.Is(err, ErrIDUsed) {
+		t.Fatalf("a second create of the ID: %v, want ErrIDUsed", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openAt(t, path, Options{})
+	if ev := appendT(t, s, "made-sb", "sandbox.started", ""); ev.Sequence != 5 {
+		t.Fatalf("the append after the made events: %+v", ev)
+	}
+	got, err := s.Events("made-sb", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"sandbox.accepted", "sandbox.preparing", "sandbox.created", "pool.claimed", "sandbox.started"}
+	for i, ev := range got {
+		if i >= len(want) || ev.Kind != want[i] || ev.Sequence != uint64(i+1) || (i < 4 && ev.State != StatePending) {
+			t.Fatalf("history %+v, want %v", got, want)
+		}
+	}
+	if len(got) != len(want) || got[2].Extra["container"] != "c1" {
+		t.Fatalf("history %+v, want %v", got, want)
+	}
+}
