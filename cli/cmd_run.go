@@ -82,11 +82,13 @@ func (a *app) run(parent context.Context, o runOptions, args []string) error {
 	if err := j.prepare(args); err != nil {
 		return err
 	}
+	a.steps.mark("prepare")
 	rec, err := a.createRun(su.ctx, j.c, j.req)
 	if err != nil {
 		return su.err(err)
 	}
 	j.id = rec.ID
+	a.steps.mark("create")
 	defer j.finish()
 	qctx, qcancel := context.WithCancel(su.ctx)
 	defer qcancel()
@@ -96,6 +98,7 @@ func (a *app) run(parent context.Context, o runOptions, args []string) error {
 	if j.createdSeq, err = a.awaitCreated(su.ctx, j.c, j.req, rec, o.id != "", &j.id); err != nil {
 		return su.err(err)
 	}
+	a.steps.mark("created")
 	waitCtx, waitCancel := context.WithCancel(context.WithoutCancel(parent))
 	defer waitCancel()
 	defer func() { j.restore() }()
@@ -103,6 +106,7 @@ func (a *app) run(parent context.Context, o runOptions, args []string) error {
 		j.restore()
 		return err
 	}
+	a.steps.mark("started")
 	qcancel()
 	su.end()
 	if sig := su.interrupted(); sig != nil {

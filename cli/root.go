@@ -61,6 +61,8 @@ type app struct {
 	redactor *secrets.Redactor
 	// daemonMain is Options.RunDaemon: `airlock daemon run`.
 	daemonMain func(context.Context, daemonfiles.Run) error
+	// steps is when a run reached each of its steps (timeline.go).
+	steps timeline
 }
 
 // Options are what the program gives the command line besides its arguments.
@@ -143,6 +145,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(s
 
 func runWith(o Options, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) (string, bool)) int {
 	a := &app{stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv, redactor: secrets.NewRedactor(), daemonMain: o.RunDaemon}
+	a.steps.mark("init")
 	root := newRootCommand(a)
 	root.SetArgs(args)
 	err := root.Execute()

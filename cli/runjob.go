@@ -66,6 +66,7 @@ func (j *runJob) prepare(args []string) error {
 	if err := a.checkLayers(ctx, r, layers); err != nil {
 		return setupErr(err)
 	}
+	a.steps.mark("manifest")
 	envSecrets, err := a.parseEnvFlagsPrivate(o.env)
 	if err != nil {
 		return err
@@ -103,6 +104,7 @@ func (j *runJob) prepare(args []string) error {
 		return setupErr(err)
 	}
 	j.c = c
+	a.steps.mark("daemon")
 	// What the sandbox is made from (through a daemon on another machine,
 	// the image built from the context sent instead of [sandbox.build]).
 	made, err := a.prepareViaDaemon(ctx, c, r, tgt.engine)
@@ -173,12 +175,14 @@ func (j *runJob) finish() {
 	if a.opts.logLevel == "debug" {
 		// The whole breakdown, removal included: wait for its end.
 		defer func() {
+			a.steps.mark("end")
 			if !o.keep {
 				wctx, wcancel := context.WithTimeout(bg, 30*time.Second)
 				_, _, _ = c.WaitState(wctx, id, client.StateDeleted)
 				wcancel()
 			}
 			a.printBreakdown(bg, c, id)
+			fmt.Fprintf(a.stderr, "airlock: debug: steps of this command (since its start): %s\n", &a.steps)
 		}()
 	}
 	if o.keep {
@@ -249,6 +253,7 @@ func (j *runJob) start(waitCtx context.Context) error {
 	if j.main, err = a.attachMain(waitCtx, c, id, j.stdin, &j.daemonLost); err != nil {
 		return setupErr(runFailure(ctx, c, id, err))
 	}
+	a.steps.mark("attach")
 	j.failed = j.waitFor(waitCtx, "sandbox.failed", true)
 	if j.tty {
 		j.restore = rawTerminal(a.stdin)
@@ -272,6 +277,7 @@ func (j *runJob) start(waitCtx context.Context) error {
 		}
 		return setupErr(setupDaemonFailure(err))
 	}
+	a.steps.mark("resume")
 	// resumeAgain: a daemon went away since the resume was answered, and the
 	// one that answers now may not have seen it (the sandbox, left pending to
 	// this CLI, would wait for it forever): ask it again, on the daemon that
@@ -335,6 +341,7 @@ func (j *runJob) wait(waitCtx context.Context) error {
 	// is drained and --output copied back.
 	mainDone := func(code int, daemonsStopping bool) error {
 		j.mainExited = true
+		a.steps.mark("main exited")
 		// After --output wrote. Once the primary has exited the sandbox
 		// writes no more: its session ends here; with daemons still shutting
 		// down (a fast end) it stays open until the sandbox is found stopped.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -108,6 +109,10 @@ func TestWarmPool(t *testing.T) {
 	}
 	contains(t, "stdout", r.Stdout, "\neof\n")
 	contains(t, "stderr", r.Stderr, "err\n", "warm pool: hit")
+	// The command's own steps, in order (docs/benchmarks.md reads them).
+	if !regexp.MustCompile(`steps of this command \(since its start\): init [0-9.]+ms, manifest [0-9.]+ms, daemon [0-9.]+ms, prepare [0-9.]+ms, create [0-9.]+ms, created [0-9.]+ms, attach [0-9.]+ms, resume [0-9.]+ms, started [0-9.]+ms, main exited [0-9.]+ms, end [0-9.]+ms\n`).MatchString(r.Stderr) {
+		t.Errorf("a debug run did not print its steps in order:\n%s", r.Stderr)
+	}
 	eventually(t, cmdTimeout, "the claimed run to be removed", func() bool {
 		return strings.Contains(e.MustRun("events", id).Stdout, "sandbox.deleted")
 	})

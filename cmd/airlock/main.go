@@ -11,12 +11,12 @@ import (
 
 	"github.com/airlock-dev/airlock/cli"
 	"github.com/airlock-dev/airlock/daemon"
-	"github.com/airlock-dev/airlock/internal/startgc"
+	"github.com/airlock-dev/airlock/internal/startup"
 )
 
 // The command line speaks to the daemon through its API; `airlock daemon run`
 // is the daemon itself, handed to it here.
 func main() {
-	startgc.Done()
+	startup.GCOn()
 	os.Exit(cli.Main(os.Args[1:], cli.Options{RunDaemon: daemon.Main}))
 }
