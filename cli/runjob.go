@@ -50,6 +50,9 @@ type runJob struct {
 	failed     <-chan client.Event
 	restore    func()
 	mainExited bool
+	// health is the daemon's answer to a health check asked once the main
+	// command ended (askHealth).
+	health     chan error
 	daemonLost atomic.Bool
 }
 
@@ -206,7 +209,7 @@ func (j *runJob) finish() {
 		}
 	}
 	if j.mainExited && j.removeOnExit && !j.daemonLost.Load() && !a.daemonLost.Load() {
-		if _, err := c.Health(bg); err == nil {
+		if err := <-j.health; err == nil {
 			// The daemon removes it (see RemoveOnExit).
 			if j.waitRemoved {
 				removed()
@@ -237,20 +240,40 @@ func (j *runJob) finish() {
 func (j *runJob) start(waitCtx context.Context) error {
 	a, c, id, ctx, setupErr := j.a, j.c, j.id, j.su.ctx, j.su.err
 	// Created, not started (resume starts it): the trust record knows it
-	// before any of its code runs.
-	session, err := a.beginLayers(j.r, j.layers, j.projectCopied, len(j.o.outputs) > 0, id, j.protected)
-	if err != nil {
-		return setupErr(err)
+	// before any of its code runs. It is written while the main command's
+	// streams are attached (a local file, a request to the daemon).
+	type begun struct {
+		session *layerSession
+		err     error
 	}
-	j.session = session
+	began := make(chan begun, 1)
+	go func() {
+		session, err := a.beginLayers(j.r, j.layers, j.projectCopied, len(j.o.outputs) > 0, id, j.protected)
+		began <- begun{session, err}
+	}()
+	awaitBegun := func() error {
+		b := <-began
+		j.session = b.session
+		return b.err
+	}
 	if j.tgt.clientFiles {
+		if err := awaitBegun(); err != nil {
+			return setupErr(err)
+		}
 		if err := a.uploadFiles(ctx, c, id, j.r, j.projectCopied); err != nil {
 			return setupErr(err)
 		}
 	}
 	// The main command's streams, through the daemon, attached before the
 	// start so that no output is missed.
-	if j.main, err = a.attachMain(waitCtx, c, id, j.stdin, &j.daemonLost); err != nil {
+	var err error
+	j.main, err = a.attachMain(waitCtx, c, id, j.stdin, &j.daemonLost)
+	if !j.tgt.clientFiles {
+		if berr := awaitBegun(); berr != nil && err == nil {
+			return setupErr(berr)
+		}
+	}
+	if err != nil {
 		return setupErr(runFailure(ctx, c, id, err))
 	}
 	a.steps.mark("attach")
@@ -258,6 +281,16 @@ func (j *runJob) start(waitCtx context.Context) error {
 	if j.tty {
 		j.restore = rawTerminal(a.stdin)
 	}
+	// The start is waited for from before the resume is asked (one round
+	// trip less): from the sandbox's first event, not from createdSeq: a
+	// daemon started again may have recorded the start already (found
+	// started as it recovered) before this CLI read the record.
+	waitStart := func() error {
+		_, err := c.WaitEvent(ctx, id, 0, "sandbox.started", "sandbox.ready", "sandbox.failed")
+		return err
+	}
+	firstWait := make(chan error, 1)
+	go func() { firstWait <- waitStart() }()
 	// A daemon that goes away here (killed, upgraded) is started again and
 	// asked again: it kept the created sandbox for this CLI.
 	resume := func() (*client.Sandbox, error) {
@@ -290,10 +323,12 @@ func (j *runJob) start(waitCtx context.Context) error {
 			}
 			resumeAgain = false
 		}
-		// From the sandbox's first event, not from before.LastSeq: a daemon
-		// started again may have recorded the start already (found started
-		// as it recovered) before this CLI read the record.
-		_, err := c.WaitEvent(ctx, id, 0, "sandbox.started", "sandbox.ready", "sandbox.failed")
+		var err error
+		if firstWait != nil {
+			err, firstWait = <-firstWait, nil
+		} else {
+			err = waitStart()
+		}
 		if lostDaemon(err) {
 			j.daemonLost.Store(true)
 			resumeAgain = true
@@ -333,6 +368,19 @@ func (j *runJob) waitFor(waitCtx context.Context, kind string, lost bool) <-chan
 	return got
 }
 
+// askHealth asks, once the main command ended, whether the daemon that
+// knew to remove the sandbox still answers (finish reads the answer): asked
+// while the trust record and --output are done.
+func (j *runJob) askHealth() {
+	j.health = make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(j.parent), 30*time.Second)
+		defer cancel()
+		_, err := j.c.Health(ctx)
+		j.health <- err
+	}()
+}
+
 // wait follows the started sandbox until its main command ends: signals go
 // to the supervisor, which forwards them to CMD; a failure ends the run.
 func (j *runJob) wait(waitCtx context.Context) error {
@@ -342,6 +390,7 @@ func (j *runJob) wait(waitCtx context.Context) error {
 	mainDone := func(code int, daemonsStopping bool) error {
 		j.mainExited = true
 		a.steps.mark("main exited")
+		j.askHealth()
 		// After --output wrote. Once the primary has exited the sandbox
 		// writes no more: its session ends here; with daemons still shutting
 		// down (a fast end) it stays open until the sandbox is found stopped.
