@@ -258,15 +258,28 @@ func (s *projectSync) send(ctx context.Context, batch map[string]bool) error {
 	if len(there) == 0 {
 		return nil
 	}
-	var res *projectfs.SyncResult
-	pr, pw := io.Pipe()
-	go func() {
-		var err error
-		res, err = proj.WritePaths(pw, there)
-		pw.CloseWithError(err)
-	}()
-	err := s.c.WriteArchive(ctx, s.id, path.Dir(s.inside), pr)
-	pr.CloseWithError(io.ErrClosedPipe)
+	res, err := s.write(ctx, proj, there)
+	if isReason(err, client.ReasonIsDirectory) || isReason(err, client.ReasonNotDirectory) {
+		// A path changed kind (a file where the copy has a directory, or
+		// the other way round), which a write does not replace: what is
+		// sent is removed first, then written again.
+		var again []string
+		for _, rel := range there {
+			if rel != "." {
+				again = append(again, rel)
+			}
+		}
+		if len(again) < len(there) {
+			// The whole project: its dir is not removed. Said once, not
+			// tried again.
+			s.warn("cannot bring all of the project into sandbox %s: %v (`airlock down` then `airlock up` makes a fresh copy)", s.id, apiFailure(err))
+			return nil
+		}
+		if err := s.remove(ctx, again); err != nil {
+			return err
+		}
+		res, err = s.write(ctx, proj, there)
+	}
 	if err != nil {
 		return apiFailure(err)
 	}
@@ -277,6 +290,23 @@ func (s *projectSync) send(ctx context.Context, batch map[string]bool) error {
 		}
 	}
 	return nil
+}
+
+// write writes the project's paths rels into the sandbox's copy: one tar.
+func (s *projectSync) write(ctx context.Context, proj *projectfs.Project, rels []string) (*projectfs.SyncResult, error) {
+	var res *projectfs.SyncResult
+	pr, pw := io.Pipe()
+	wrote := make(chan struct{})
+	go func() {
+		defer close(wrote)
+		var err error
+		res, err = proj.WritePaths(pw, rels)
+		pw.CloseWithError(err)
+	}()
+	err := s.c.WriteArchive(ctx, s.id, path.Dir(s.inside), pr)
+	pr.CloseWithError(io.ErrClosedPipe)
+	<-wrote
+	return res, err
 }
 
 // remove removes rels from the sandbox's copy, a batch a request; a path a

@@ -25,7 +25,8 @@ const syncFiles = 1000
 // TestUpSyncRemote: `up` through a daemon on another machine (here one on
 // tcp://, which copies the project in through the files API) keeps the
 // sandbox's copy in step with this host's edits while its shell runs: an
-// edit, a new directory, a deletion and a rename arrive; what .airlockignore
+// edit, a new directory, a deletion, renames and a file replaced by a
+// directory arrive; what .airlockignore
 // names does not; 1000 files changed at once (a branch switch) all arrive.
 // With --sync=false nothing is kept in step; `up` of the stopped sandbox
 // brings the edits made meanwhile before its shell opens.
@@ -36,6 +37,7 @@ func TestUpSyncRemote(t *testing.T) {
 	me.WriteFile("hello.txt", "v1\n")
 	me.WriteFile("old-name.txt", "renamed\n")
 	me.WriteFile("doomed.txt", "doomed\n")
+	me.WriteFile("kind", "a file\n")
 	me.WriteFile(".airlockignore", "secret.txt\nbuild/\n")
 	for i := range syncFiles {
 		me.WriteFile(fmt.Sprintf("tree/d%d/f%d", i%10, i), "old\n")
@@ -98,6 +100,13 @@ func TestUpSyncRemote(t *testing.T) {
 			t.Fatal(err)
 		}
 		waitFor(t, "a deletion and renames", "ls doomed.txt old-name.txt new 2>&1 | grep -c 'No such'; cat new-name.txt moved/dir/made.txt", "3\nrenamed\nmade\n")
+	})
+	t.Run("kind changed", func(t *testing.T) {
+		if err := os.Remove(filepath.Join(me.Project, "kind")); err != nil {
+			t.Fatal(err)
+		}
+		me.WriteFile("kind/inner.txt", "now a directory\n")
+		waitFor(t, "a file replaced by a directory", "cat kind/inner.txt", "now a directory\n")
 	})
 	t.Run("ignored", func(t *testing.T) {
 		me.WriteFile("secret.txt", "host-only\n")
