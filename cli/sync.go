@@ -56,6 +56,7 @@ type projectSync struct {
 	kick    chan struct{}   // a change was marked (1-buffered)
 	polling bool            // scanning instead of watching
 	scan    map[string]scanEntry
+	warned  map[string]bool // what was said once
 
 	stopWatch func()
 	cancel    context.CancelFunc
@@ -204,6 +205,16 @@ func (s *projectSync) run(ctx context.Context) {
 			if ctx.Err() != nil {
 				return
 			}
+			switch {
+			case isReason(err, client.ReasonSandboxNotFound):
+				s.warn("cannot bring the project's changes into sandbox %s: %v; no more changes are sent", s.id, err)
+				return
+			case isReason(err, client.ReasonTooLarge) || isReason(err, client.ReasonPermissionDenied) || isReason(err, client.ReasonInvalidRequest):
+				// Not better a second time: these changes are dropped,
+				// and sent again once they change again.
+				s.warn("cannot bring the project's changes into sandbox %s: %v; left out until they change again", s.id, err)
+				continue
+			}
 			s.warn("cannot bring the project's changes into sandbox %s: %v; trying again", s.id, err)
 			for rel := range batch {
 				s.mark(rel)
@@ -272,7 +283,7 @@ func (s *projectSync) send(ctx context.Context, batch map[string]bool) error {
 		if len(again) < len(there) {
 			// The whole project: its dir is not removed. Said once, not
 			// tried again.
-			s.warn("cannot bring all of the project into sandbox %s: %v (`airlock down` then `airlock up` makes a fresh copy)", s.id, apiFailure(err))
+			s.warn("cannot bring all of the project into sandbox %s: %v (`airlock down` then `airlock up` makes a fresh copy)", s.id, err)
 			return nil
 		}
 		if err := s.remove(ctx, again); err != nil {
@@ -281,15 +292,32 @@ func (s *projectSync) send(ctx context.Context, batch map[string]bool) error {
 		res, err = s.write(ctx, proj, there)
 	}
 	if err != nil {
-		return apiFailure(err)
+		return err
 	}
 	if res != nil {
 		// Gone or changed while read: sent (or removed) with the next burst.
 		for _, rel := range append(res.Vanished, res.Changed...) {
 			s.mark(rel)
 		}
+		for _, rel := range res.Unreadable {
+			s.warnOnce(rel, "cannot read %s: left out of the sandbox's copy", filepath.Join(s.dir, filepath.FromSlash(rel)))
+		}
 	}
 	return nil
+}
+
+// warnOnce warns about key the first time only.
+func (s *projectSync) warnOnce(key, format string, args ...any) {
+	s.mu.Lock()
+	if s.warned == nil {
+		s.warned = map[string]bool{}
+	}
+	seen := s.warned[key]
+	s.warned[key] = true
+	s.mu.Unlock()
+	if !seen {
+		s.warn(format, args...)
+	}
 }
 
 // write writes the project's paths rels into the sandbox's copy: one tar.
@@ -317,7 +345,7 @@ func (s *projectSync) remove(ctx context.Context, rels []string) error {
 		p := path.Join(s.inside, rel)
 		if !utf8.ValidString(p) {
 			if err := s.c.RemoveFile(ctx, s.id, p, true); err != nil && !isReason(err, client.ReasonPathNotFound) {
-				return apiFailure(err)
+				return err
 			}
 			continue
 		}
@@ -326,7 +354,7 @@ func (s *projectSync) remove(ctx context.Context, rels []string) error {
 	for len(paths) > 0 {
 		n := min(len(paths), syncRemoveBatch)
 		if err := s.c.RemoveFiles(ctx, s.id, &client.RemoveFilesRequest{Paths: paths[:n], Recursive: true, MissingOK: true}); err != nil {
-			return apiFailure(err)
+			return err
 		}
 		paths = paths[n:]
 	}

@@ -29,9 +29,10 @@ func (p *Project) Excluded(rel string) bool {
 // paths gone when they were read, Changed the files that changed while they
 // were read (their bytes in the archive may be torn: send them again).
 type SyncResult struct {
-	Vanished []string
-	Changed  []string
-	Files    int // regular files written
+	Vanished   []string
+	Changed    []string
+	Unreadable []string // files and directories this user cannot read: left out
+	Files      int      // regular files written
 }
 
 // WritePaths writes the project's paths rels (slash paths relative to the
@@ -94,14 +95,18 @@ func (p *Project) WritePaths(w io.Writer, rels []string) (*SyncResult, error) {
 			continue
 		}
 		err = filepath.WalkDir(abs, func(fp string, d fs.DirEntry, err error) error {
+			r, _ := filepath.Rel(p.Dir, fp)
+			r = filepath.ToSlash(r)
 			if err != nil {
 				if errors.Is(err, fs.ErrNotExist) {
 					return nil // gone meanwhile: its removal is an event of its own
 				}
+				if errors.Is(err, fs.ErrPermission) {
+					res.Unreadable = append(res.Unreadable, r)
+					return nil
+				}
 				return err
 			}
-			r, _ := filepath.Rel(p.Dir, fp)
-			r = filepath.ToSlash(r)
 			if p.Excluded(r) {
 				if d.IsDir() {
 					return filepath.SkipDir
@@ -156,6 +161,10 @@ func writeSyncEntry(tw *tar.Writer, dir, base, rel string, info fs.FileInfo, res
 		if f, err = os.Open(abs); err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
 				res.Vanished = append(res.Vanished, rel)
+				return nil
+			}
+			if errors.Is(err, fs.ErrPermission) {
+				res.Unreadable = append(res.Unreadable, rel)
 				return nil
 			}
 			return fmt.Errorf("cannot read %s: %w", abs, err)
