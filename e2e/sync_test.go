@@ -152,3 +152,39 @@ func TestUpSyncRemote(t *testing.T) {
 	}
 	box.assertClean()
 }
+
+// TestUpSyncLocalCopy: a local daemon with sandbox.project = "copy" keeps the
+// copy in step too; a bind-mounted project, live already, is not synced.
+func TestUpSyncLocalCopy(t *testing.T) {
+	limit(t)
+	e := newEnv(t, syncManifest+"project = \"copy\"\n")
+	e.WriteFile("hello.txt", "v1\n")
+	cmd := e.Command(t.Context(), "up")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	up := clitest.StartCmd(t, cmd)
+	var got string
+	eventually(t, time.Minute, "the copy", func() bool {
+		got = e.Run("exec", "--", "cat", "hello.txt").Stdout
+		return got == "v1\n"
+	})
+	e.WriteFile("hello.txt", "v2\n")
+	eventually(t, time.Minute, "an edit in the copy", func() bool {
+		return e.Run("exec", "--", "cat", "hello.txt").Stdout == "v2\n"
+	})
+	stdin.Close()
+	if r := up.MustWait(t, 2*time.Minute); r.Code != 0 || !strings.Contains(r.Stderr, "keeping") {
+		t.Errorf("up of a copied project: %s", r)
+	}
+	e.MustRun("down")
+
+	bind := newEnv(t, plainManifest)
+	c := bind.Command(t.Context(), "up")
+	c.Stdin = strings.NewReader("true\n")
+	if r := clitest.RunCmd(t, c); r.Code != 0 || strings.Contains(r.Stderr, "keeping") {
+		t.Errorf("up of a bind-mounted project: want no sync, got %s", r)
+	}
+	bind.MustRun("down")
+}
