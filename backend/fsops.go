@@ -66,9 +66,15 @@ func fsArgv(op string, args []string, paths ...string) []string {
 // FsCall runs `supervise fs op args -- paths` in containerID and decodes its
 // answer into out (nil: none is read).
 func FsCall(ctx context.Context, ex Execer, containerID, op string, args []string, out any, paths ...string) error {
+	return FsCallInput(ctx, ex, containerID, op, args, nil, out, paths...)
+}
+
+// FsCallInput is FsCall with stdin the command's standard input (nil: none):
+// the NUL-terminated paths of `supervise fs rm --stdin`, say.
+func FsCallInput(ctx context.Context, ex Execer, containerID, op string, args []string, stdin io.Reader, out any, paths ...string) error {
 	var stdout bytes.Buffer
 	stderr := &limitedBuffer{n: 4096}
-	code, err := ex.ExecIn(ctx, containerID, fsArgv(op, args, paths...), nil, &limitWriter{w: &stdout, n: maxFsOutput}, stderr)
+	code, err := ex.ExecIn(ctx, containerID, fsArgv(op, args, paths...), stdin, &limitWriter{w: &stdout, n: maxFsOutput}, stderr)
 	if err != nil {
 		return failed("cannot %s in the sandbox: %v", fsVerb(op), err)
 	}

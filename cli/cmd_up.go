@@ -15,6 +15,7 @@ func init() { addCommand(newUpCommand) }
 
 func newUpCommand(a *app) *cobra.Command {
 	var detach bool
+	sync := true
 	var id string
 	var lt lifetimeFlags
 	cmd := &cobra.Command{
@@ -30,16 +31,17 @@ func newUpCommand(a *app) *cobra.Command {
 			if err := lt.check(); err != nil {
 				return err
 			}
-			return a.up(detach, id, &lt)
+			return a.up(detach, sync, id, &lt)
 		},
 	}
 	lt.add(cmd.Flags())
 	cmd.Flags().BoolVarP(&detach, "detach", "d", false, "leave the sandbox running without a shell and print its ID")
 	cmd.Flags().StringVar(&id, "id", "", "sandbox ID for a new sandbox (default: a new UUID)")
+	cmd.Flags().BoolVar(&sync, "sync", true, "while the shell runs, keep a copied project in step with this host's edits (--sync=false: the copy stays as it was made)")
 	return cmd
 }
 
-func (a *app) up(detach bool, id string, lt *lifetimeFlags) error {
+func (a *app) up(detach, sync bool, id string, lt *lifetimeFlags) error {
 	su, r, layers, err := a.beginWithManifest()
 	defer su.close()
 	if err != nil {
@@ -85,6 +87,18 @@ func (a *app) up(detach bool, id string, lt *lifetimeFlags) error {
 		return su.err(err)
 	}
 	defer session.done()
+	// A copied project is kept in step while the shell runs: the watches
+	// are set before the copy is made, so that no edit falls between.
+	var ps *projectSync
+	if sync && !detach && tgt.projectCopied(r) && r.ProjectDir != "" {
+		ps, err = newProjectSync(c, r.ProjectDir, r.ProjectDir, a.syncWarn)
+		if err != nil {
+			a.syncWarn("cannot keep the sandbox's copy of the project in step: %v", err)
+			ps = nil
+		} else {
+			defer ps.stop()
+		}
+	}
 	sbID, created, from, running, err := a.upSandbox(ctx, c, tgt, made, id, detach, lt)
 	if err == nil && !created {
 		// A sandbox that was there: the lifetime asked for replaces its own.
@@ -125,7 +139,25 @@ func (a *app) up(detach bool, id string, lt *lifetimeFlags) error {
 		fmt.Fprintln(a.stdout, sbID)
 		return nil
 	}
-	return a.upShell(c, sbID, r, session)
+	if ps != nil {
+		// A sandbox started again has its last session's copy: all of the
+		// project is sent once.
+		ps.start(sbID, !created)
+		if !a.opts.quiet {
+			fmt.Fprintln(a.stderr, syncNotice(r.ProjectDir, r.ProjectDir))
+		}
+	}
+	return a.upShell(c, sbID, r, session, ps)
+}
+
+// syncWarn says what the sync of up's project could not do (a line of its
+// own under a terminal in raw mode too).
+func (a *app) syncWarn(format string, args ...any) {
+	end := "\n"
+	if isTerminal(a.stderr) {
+		end = "\r\n"
+	}
+	fmt.Fprintf(a.stderr, "airlock: "+format+end, args...)
 }
 
 // awaitUpReady waits for the sandbox up started to be ready; one that failed or
@@ -179,9 +211,12 @@ func (a *app) abandonUp(c *client.Client, sbID string, created bool) {
 
 // upShell runs the interactive shell of up in the ready sandbox, then stops
 // the sandbox (its shutdown lines relayed) and ends the trust session.
-func (a *app) upShell(c *client.Client, sbID string, r *manifest.Resolved, session *layerSession) error {
+func (a *app) upShell(c *client.Client, sbID string, r *manifest.Resolved, session *layerSession, ps *projectSync) error {
 	tty := isTerminal(a.stdin) && isTerminal(a.stdout)
 	code, err := a.execAttached(context.Background(), c, sbID, &client.ExecRequest{Shell: true, TTY: tty}, tty || forwardsStdin(a.stdin))
+	if ps != nil {
+		ps.stop()
+	}
 	stopCtx, stopCancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer stopCancel()
 	var shutdownLines <-chan struct{}

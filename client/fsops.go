@@ -190,6 +190,20 @@ func (c *Client) RemoveFile(ctx context.Context, id, path string, recursive bool
 	return c.filesJSON(ctx, http.MethodDelete, id, "/files", q, nil)
 }
 
+// RemoveFilesRequest is the body of POST …/files/remove: many paths removed
+// in one request, in order, stopping at the first failure.
+type RemoveFilesRequest struct {
+	Paths     []string `json:"paths"`                // absolute paths in the sandbox (at most 10000)
+	Recursive bool     `json:"recursive,omitempty"`  // a directory and all it holds
+	MissingOK bool     `json:"missing_ok,omitempty"` // a path that is not there is no error
+}
+
+// RemoveFiles removes many paths of a ready sandbox in one request (one exec
+// in it): each as RemoveFile does.
+func (c *Client) RemoveFiles(ctx context.Context, id string, req *RemoveFilesRequest) error {
+	return c.do(ctx, http.MethodPost, "/v1/sandboxes/"+url.PathEscape(id)+"/files/remove", req, nil)
+}
+
 // MakeDir makes the directory path in a ready sandbox; with parents the
 // missing ones on the way too, and an existing directory is no error.
 func (c *Client) MakeDir(ctx context.Context, id, path string, parents bool) error {

@@ -63,6 +63,21 @@ func (s *server) removeFile(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
+// removeFiles: POST /v1/sandboxes/{id}/files/remove, a RemoveFilesRequest:
+// many paths removed in one exec.
+func (s *server) removeFiles(w http.ResponseWriter, r *http.Request) {
+	var req client.RemoveFilesRequest
+	err := decode(r, &req)
+	if err == nil {
+		err = s.svc.RemoveFiles(r.Context(), r.PathValue("id"), req)
+	}
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
 // makeDir: POST /v1/sandboxes/{id}/files/mkdir?path=P[&parents=true].
 func (s *server) makeDir(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()

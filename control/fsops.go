@@ -1,8 +1,10 @@
 package control
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 
@@ -24,6 +26,7 @@ type fileOps interface {
 	ListFiles(ctx context.Context, id, p string, depth, limit int) (*client.FileList, error)
 	StatFile(ctx context.Context, id, p string) (*client.FileEntry, error)
 	RemoveFile(ctx context.Context, id, p string, recursive bool) error
+	RemoveFiles(ctx context.Context, id string, req client.RemoveFilesRequest) error
 	MakeDir(ctx context.Context, id, p string, parents bool) error
 	RenameFile(ctx context.Context, id, from, to string, overwrite bool) error
 	WatchFiles(ctx context.Context, id, p string, o WatchOptions) (*FileWatch, error)
@@ -92,6 +95,50 @@ func (s *Service) RemoveFile(ctx context.Context, id, p string, recursive bool) 
 		args = []string{"--recursive"}
 	}
 	return s.fsCall(ctx, id, "rm", args, nil, p)
+}
+
+// RemoveFiles removes many paths of sandbox id in one exec (POST
+// …/files/remove): each as RemoveFile does, in order, stopping at the first
+// failure; with MissingOK a path not there is skipped. At most
+// supervisor.MaxRemovePaths paths.
+func (s *Service) RemoveFiles(ctx context.Context, id string, req client.RemoveFilesRequest) error {
+	if len(req.Paths) == 0 {
+		return errorf(ErrInvalidRequest, "paths is empty: name at least one absolute path in the sandbox")
+	}
+	if len(req.Paths) > supervisor.MaxRemovePaths {
+		return errorf(ErrInvalidRequest, "paths names %d paths, over the limit of %d a request", len(req.Paths), supervisor.MaxRemovePaths)
+	}
+	var in bytes.Buffer
+	for i, p := range req.Paths {
+		c, err := filesPathOf(fmt.Sprintf("paths[%d]", i), p)
+		if err != nil {
+			return errorf(ErrInvalidRequest, "paths[%d]: %v", i, err)
+		}
+		if c == "/" {
+			return errorf(ErrInvalidRequest, "paths[%d]: / cannot be removed", i)
+		}
+		in.WriteString(c)
+		in.WriteByte(0)
+	}
+	if in.Len() > supervisor.MaxRemoveInput {
+		return errorf(ErrInvalidRequest, "paths hold %d bytes, over the limit of %d a request", in.Len(), supervisor.MaxRemoveInput)
+	}
+	args := []string{"--stdin"}
+	if req.Recursive {
+		args = append(args, "--recursive")
+	}
+	if req.MissingOK {
+		args = append(args, "--missing-ok")
+	}
+	rt, cid, err := s.files.target(id, store.StateReady)
+	if err != nil {
+		return err
+	}
+	ex, err := execer(rt)
+	if err != nil {
+		return err
+	}
+	return fsAPIError(backend.FsCallInput(ctx, ex, cid, "rm", args, &in, nil))
 }
 
 // MakeDir makes the directory p of sandbox id; with parents, the missing

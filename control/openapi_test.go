@@ -134,6 +134,7 @@ var wireTypes = []struct {
 	{client.SignalFrame{}, "SignalFrame", false},
 	{client.AttachRequest{}, "AttachRequest", false},
 	{client.CompareRequest{}, "CompareRequest", false},
+	{client.RemoveFilesRequest{}, "RemoveFilesRequest", false},
 	{client.Comparison{}, "Comparison", true},
 	{client.PrepareRequest{}, "PrepareRequest", false},
 	{client.RegistryAuth{}, "RegistryAuth", false},

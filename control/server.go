@@ -135,6 +135,7 @@ var apiRoutes = []struct {
 	{"GET", "/v1/sandboxes/{id}/files/list", (*server).listFiles, true},
 	{"GET", "/v1/sandboxes/{id}/files/stat", (*server).statFile, true},
 	{"DELETE", "/v1/sandboxes/{id}/files", (*server).removeFile, true},
+	{"POST", "/v1/sandboxes/{id}/files/remove", (*server).removeFiles, true},
 	{"POST", "/v1/sandboxes/{id}/files/mkdir", (*server).makeDir, true},
 	{"POST", "/v1/sandboxes/{id}/files/rename", (*server).renameFile, true},
 	{"GET", "/v1/sandboxes/{id}/files/watch", (*server).watchFiles, true},

@@ -238,6 +238,33 @@ func FsRemove(p string, recursive bool) error {
 	return nil
 }
 
+// Bounds of one batched remove (`supervise fs rm --stdin`, POST
+// …/files/remove): how many paths, and their bytes with a NUL each.
+const (
+	MaxRemovePaths = 10000
+	MaxRemoveInput = 4 << 20
+)
+
+// FsRemoveAll removes each of paths as FsRemove does, in order; with
+// missingOK a path that is not there is no error (nor is one whose parent is
+// not a directory any more). It stops at the first failure.
+func FsRemoveAll(paths []string, recursive, missingOK bool) error {
+	for _, p := range paths {
+		if !strings.HasPrefix(p, "/") {
+			return &FsError{Kind: fsentry.KindInvalid, Msg: fmt.Sprintf("cannot remove %q: not an absolute path", p)}
+		}
+		err := FsRemove(p, recursive)
+		var fe *FsError
+		if missingOK && errors.As(err, &fe) && (fe.Kind == fsentry.KindNotFound || fe.Kind == fsentry.KindNotDirectory) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // FsMkdir makes the directory p (mode 0755 less the umask); with parents the
 // missing ones on the way too, and p already a directory is no error.
 func FsMkdir(p string, parents bool) error {

@@ -3,6 +3,7 @@
 package insandbox
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -76,14 +77,40 @@ func newSuperviseFsCommand() *cobra.Command {
 		},
 	}
 
-	var recursive bool
+	var recursive, missingOK, fromStdin bool
 	rm := &cobra.Command{
-		Use: "rm [--recursive] -- PATH", Args: cobra.ExactArgs(1),
+		Use: "rm [--recursive] [--missing-ok] [--stdin] -- [PATH]", Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return fsOut(cmd, struct{}{}, supervisor.FsRemove(args[0], recursive))
+			if !fromStdin {
+				if len(args) != 1 {
+					return fsFail(cmd, &supervisor.FsError{Kind: fsentry.KindInvalid, Msg: "cannot remove: name one path, or give --stdin"})
+				}
+				if missingOK {
+					return fsOut(cmd, struct{}{}, supervisor.FsRemoveAll(args, recursive, true))
+				}
+				return fsOut(cmd, struct{}{}, supervisor.FsRemove(args[0], recursive))
+			}
+			// The paths, NUL-terminated, on stdin: as many as a batch holds,
+			// whatever bytes they are.
+			b, err := io.ReadAll(io.LimitReader(cmd.InOrStdin(), supervisor.MaxRemoveInput+1))
+			if err != nil {
+				return fsFail(cmd, err)
+			}
+			if len(b) > supervisor.MaxRemoveInput {
+				return fsFail(cmd, &supervisor.FsError{Kind: fsentry.KindInvalid, Msg: "cannot remove: the list of paths is too long"})
+			}
+			var paths []string
+			for _, p := range bytes.Split(b, []byte{0}) {
+				if len(p) > 0 {
+					paths = append(paths, string(p))
+				}
+			}
+			return fsOut(cmd, struct{}{}, supervisor.FsRemoveAll(append(args, paths...), recursive, missingOK))
 		},
 	}
 	rm.Flags().BoolVarP(&recursive, "recursive", "r", false, "a directory and all it holds")
+	rm.Flags().BoolVar(&missingOK, "missing-ok", false, "a path that is not there is no error")
+	rm.Flags().BoolVar(&fromStdin, "stdin", false, "remove the NUL-terminated paths read from stdin too")
 
 	var parents bool
 	mkdir := &cobra.Command{
