@@ -239,7 +239,7 @@ func (c *creation) network(ctx context.Context) (reserved func(), err error) {
 			return nil, failed("cannot create network %s: %v", sb.Name, err)
 		}
 		sb.Network = sb.Name
-		if err := (egressProxy{engine: rt.Engine}).create(ctx, sb, r, c.imageRef, c.labels); err != nil {
+		if err := (egressProxy{rt: rt}).create(ctx, sb, r); err != nil {
 			return nil, err
 		}
 	case r.Sandbox.Network == "bridge":

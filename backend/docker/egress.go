@@ -5,8 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net/netip"
 	"slices"
-	"strconv"
+	"strings"
+	"time"
 
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/mount"
@@ -18,70 +20,161 @@ import (
 	"github.com/airlock-dev/airlock/manifest"
 )
 
-// Egress rules (design.md §7, docs/egress.md): a sandbox with [sandbox.egress] and its
-// services sit on a network of their own made with Internal: true (no route out).
-// The only way out is an egress proxy: airlock itself (`airlock egress-proxy`),
-// run from the injected supervisor volume in a container of the sandbox's image,
-// on both that network (as EgressAlias) and the egress network; it forwards HTTP
-// and HTTPS (CONNECT) to allowed destinations only and prints a JSON line per
-// denied request, which the daemon reads from its logs.
+// Egress rules (docs/egress.md): a sandbox with [sandbox.egress] and its
+// services sit on a network of their own made with Internal: true (no route
+// out). The only way out is the daemon's egress proxy for the sandbox's egress
+// network: airlock itself (`airlock egress-proxy --shared`), run from the
+// supervisor volume in one long-lived container on that egress network
+// (egressHub), connected to each sandbox's network as EgressAlias. The daemon
+// gives it, for the address it got on a sandbox's network, that sandbox's
+// allow list; it serves each address with listeners of its own, forwards HTTP
+// and HTTPS (CONNECT) to allowed destinations only, and prints a JSON line per
+// denied request with the address it arrived on, which tells the daemon whose
+// it is. The proxy exits (and the Engine removes it) once no sandbox used it
+// for egressLinger.
 
-// RoleEgress labels the proxy container.
+// RoleEgress labels a sandbox's own egress proxy container (made by airlock
+// before the proxy was shared: found, started and removed with the sandbox).
 const RoleEgress = "egress"
 
-// egressName is the Docker name of a sandbox's egress proxy.
+// RoleEgressShared labels a daemon's shared egress proxy.
+const RoleEgressShared = "egress-shared"
+
+// egressSharedPrefix starts the names of shared egress proxies.
+const egressSharedPrefix = "airlock-egress-"
+
+// egressLinger is how long a shared proxy waits, with no sandbox to serve,
+// before it exits.
+const egressLinger = 2 * time.Minute
+
+// egressRootImage is the empty root file system the shared proxy runs in
+// (its binary is the supervisor volume's): no sandbox's image.
+const egressRootImage = "airlock-egress-root:1"
+
+// egressName is the Docker name of a sandbox's own egress proxy (before the
+// proxy was shared).
 func egressName(sandboxID string) string { return objectName(sandboxID) + "-egress" }
 
-// egressProxy is a sandbox's egress proxy container on the Engine.
+// egressProxy is the part of a sandbox's Create, Start and Stop that concerns
+// its egress proxy.
 type egressProxy struct {
-	engine client.APIClient
+	rt *Runtime
 }
 
-// create creates the sandbox's egress proxy container on the egress network,
-// connected to the sandbox's internal network as EgressAlias, and starts it.
-func (e egressProxy) create(ctx context.Context, sb *backend.Sandbox, r *manifest.Resolved, imageRef string, labels map[string]string) error {
+// create connects the daemon's proxy for the sandbox's egress network (made
+// or found) to the sandbox's internal network as EgressAlias and gives it the
+// sandbox's rules for its address there, which becomes the DNS server of the
+// sandbox's containers.
+func (e egressProxy) create(ctx context.Context, sb *backend.Sandbox, r *manifest.Resolved) error {
 	eg := r.Sandbox.Egress
-	cmd := []string{backend.SupervisorIn, "egress-proxy", "--listen", ":" + strconv.Itoa(backend.EgressPort), "--dns", ":53"}
-	for _, a := range eg.Allow {
-		cmd = append(cmd, "--allow", a)
-	}
-	cfg := &container.Config{
-		Image: imageRef, Entrypoint: cmd, Cmd: []string{}, User: "0",
-		Labels: copyLabels(labels, backend.LabelRole, RoleEgress), Hostname: backend.EgressAlias,
-	}
-	host := &container.HostConfig{
-		NetworkMode: container.NetworkMode(eg.Network),
-		Mounts:      []mount.Mount{{Type: mount.TypeVolume, Source: ownState(sb).supervisorVolume, Target: backend.BinMount, ReadOnly: true}},
-		SecurityOpt: []string{"no-new-privileges"},
-		CapDrop:     []string{"ALL"},
-		// Port 53, where Engines that do not open low ports to everyone
-		// (net.ipv4.ip_unprivileged_port_start) ask for it.
-		CapAdd: []string{"NET_BIND_SERVICE"},
-	}
-	c, err := e.engine.ContainerCreate(context.WithoutCancel(ctx), cfg, host, nil, nil, egressName(sb.ID)) // as the primary's
+	hub, err := e.rt.egressHub(ctx, eg.Network, ownState(sb).supervisorVolume)
 	if err != nil {
-		return failed("cannot create the egress proxy (sandbox.egress.network %q): %v", eg.Network, err)
-	}
-	ownState(sb).egressID = c.ID
-	if err := e.engine.NetworkConnect(ctx, sb.Network, c.ID, &network.EndpointSettings{Aliases: []string{backend.EgressAlias}}); err != nil {
-		return failed("cannot connect the egress proxy to the sandbox network: %v", err)
-	}
-	// The proxy starts now, first on the sandbox network, so that its address
-	// there is known (the lowest one after the gateway's, which it gets again
-	// at every start since it starts before the rest of the sandbox) and the
-	// services and the primary get it as their only DNS server.
-	if err := e.start(ctx, sb); err != nil {
 		return err
 	}
-	ci, err := e.engine.ContainerInspect(ctx, c.ID)
+	done := e.rt.step(sb.ID, "egress")
+	defer done()
+	addr, err := hub.join(ctx, sb.Network)
 	if err != nil {
-		return failed("cannot inspect the egress proxy: %v", err)
+		return err
 	}
-	if ci.NetworkSettings == nil || ci.NetworkSettings.Networks[sb.Network] == nil || ci.NetworkSettings.Networks[sb.Network].IPAddress == "" {
-		return failed("cannot find the egress proxy's address on the sandbox network")
+	if err := hub.site(ctx, addr, eg.Allow); err != nil {
+		return err
 	}
-	ownState(sb).egressDNS = ci.NetworkSettings.Networks[sb.Network].IPAddress
+	ownState(sb).egressDNS = addr
+	e.rt.egress.bind(sb.ID, hub, addr)
 	return nil
+}
+
+// start gives the proxy the sandbox's rules again when the sandbox starts
+// again (the proxy may have gone meanwhile, or the daemon restarted), or
+// starts the sandbox's own proxy of an older airlock.
+func (e egressProxy) start(ctx context.Context, sb *backend.Sandbox) error {
+	if id := ownState(sb).egressID; id != "" {
+		if err := e.rt.Engine.ContainerStart(ctx, id, container.StartOptions{}); err != nil {
+			return failed("cannot start the egress proxy: %v", err)
+		}
+		return nil
+	}
+	r := ownState(sb).manifest
+	if r == nil || r.Sandbox.Egress == nil || sb.Network == "" || ownState(sb).fresh {
+		return nil // a fresh sandbox's site was given at its creation
+	}
+	vol := ownState(sb).supervisorVolume
+	if vol == "" {
+		vol = supervisorVolumeOf(ctx, e.rt.Engine, sb.PrimaryID)
+	}
+	hub, err := e.rt.egressHub(ctx, r.Sandbox.Egress.Network, vol)
+	if err != nil {
+		return err
+	}
+	addr, err := hub.join(ctx, sb.Network)
+	if err != nil {
+		return err
+	}
+	if err := hub.site(ctx, addr, r.Sandbox.Egress.Allow); err != nil {
+		return err
+	}
+	ownState(sb).egressDNS = addr
+	e.rt.egress.bind(sb.ID, hub, addr)
+	return nil
+}
+
+// supervisorVolumeOf is the supervisor volume a sandbox's primary mounts.
+func supervisorVolumeOf(ctx context.Context, eng client.APIClient, primaryID string) string {
+	ci, err := eng.ContainerInspect(ctx, primaryID)
+	if err != nil {
+		return ""
+	}
+	for _, m := range ci.Mounts {
+		if m.Type == mount.TypeVolume && m.Destination == backend.BinMount {
+			return m.Name
+		}
+	}
+	return ""
+}
+
+// egressRelease ends the sandbox's site on its proxy (stop and removal):
+// its listeners close, and its denial follower ends once every denial the
+// proxy printed before is delivered. With leave, the proxy also leaves the
+// sandbox's network (so that it can be removed).
+func (rt *Runtime) egressRelease(ctx context.Context, id string, leave bool) {
+	hub, addr := rt.egress.of(id)
+	if hub == nil {
+		hub, addr = rt.egressFind(ctx, id)
+	}
+	if hub == nil {
+		return
+	}
+	_ = hub.drop(ctx, addr)
+	rt.egress.unbind(id)
+	if leave {
+		_ = rt.Engine.NetworkDisconnect(context.WithoutCancel(ctx), objectName(id), hub.name, true)
+	}
+}
+
+// egressFind finds which shared proxy serves sandbox id, and at which
+// address, from the sandbox network's endpoints (a daemon that restarted
+// knows only what the Engine says).
+func (rt *Runtime) egressFind(ctx context.Context, id string) (*egressHub, string) {
+	n, err := rt.Engine.NetworkInspect(ctx, objectName(id), network.InspectOptions{})
+	if err != nil || !ownerKey(rt.Owner).owns(n.Labels) {
+		return nil, ""
+	}
+	for _, ep := range n.Containers {
+		if !strings.HasPrefix(ep.Name, egressSharedPrefix) {
+			continue
+		}
+		p, err := netip.ParsePrefix(ep.IPv4Address)
+		if err != nil {
+			continue
+		}
+		hub, err := rt.egressHubByName(ctx, ep.Name)
+		if err != nil {
+			return nil, ""
+		}
+		return hub, p.Addr().String()
+	}
+	return nil, ""
 }
 
 // egressNetworkOptions are the driver options of a sandbox network with
@@ -102,21 +195,31 @@ func egressDNS(sb *backend.Sandbox) []string {
 	return []string{ownState(sb).egressDNS}
 }
 
-// start starts the proxy (before the services and the primary).
-func (e egressProxy) start(ctx context.Context, sb *backend.Sandbox) error {
-	if ownState(sb).egressID == "" {
-		return nil
+// FollowEgress calls denied for each request the egress proxy refuses to
+// sandbox sandboxID, until the sandbox's site ends (its stop or removal), the
+// proxy stops or ctx ends. Lines are bounded; anything that does not decode is
+// skipped.
+func (rt *Runtime) FollowEgress(ctx context.Context, sandboxID string, denied func(backend.EgressDenial)) error {
+	hub, addr := rt.egress.of(sandboxID)
+	if hub == nil {
+		hub, addr = rt.egressFind(ctx, sandboxID)
 	}
-	if err := e.engine.ContainerStart(ctx, ownState(sb).egressID, container.StartOptions{}); err != nil {
-		return failed("cannot start the egress proxy: %v", err)
+	if hub == nil {
+		return rt.followOwnEgress(ctx, sandboxID, denied)
+	}
+	end := hub.subscribe(addr, denied)
+	defer hub.unsubscribe(addr, end)
+	select {
+	case <-end:
+	case <-hub.done:
+	case <-ctx.Done():
 	}
 	return nil
 }
 
-// FollowEgress calls denied for each request a sandbox's egress proxy refuses,
-// read from its output through the Engine API, until the proxy stops or ctx ends.
-// Lines are bounded; anything that does not decode is skipped.
-func (rt *Runtime) FollowEgress(ctx context.Context, sandboxID string, denied func(backend.EgressDenial)) error {
+// followOwnEgress follows a sandbox's own proxy (of an older airlock) through
+// its output, until it stops.
+func (rt *Runtime) followOwnEgress(ctx context.Context, sandboxID string, denied func(backend.EgressDenial)) error {
 	rc, err := rt.Engine.ContainerLogs(ctx, egressName(sandboxID), container.LogsOptions{ShowStdout: true, Follow: true})
 	if err != nil {
 		return err
@@ -140,6 +243,17 @@ const maxDenialLine = 4096
 // CONNECT target) is skipped, up to its end, without ending the scan: one such
 // line must not stop the recording of every later denial.
 func scanDenials(r io.Reader, denied func(backend.EgressDenial)) error {
+	return scanLines(r, func(line []byte) {
+		var d backend.EgressDenial
+		if json.Unmarshal(line, &d) == nil && d.Host != "" && len(d.Host) <= 255 {
+			denied(d)
+		}
+	})
+}
+
+// scanLines calls each for each line of r of at most maxDenialLine bytes;
+// longer lines are skipped to their end.
+func scanLines(r io.Reader, each func([]byte)) error {
 	br := bufio.NewReaderSize(r, maxDenialLine)
 	long := false
 	for {
@@ -151,10 +265,7 @@ func scanDenials(r io.Reader, denied func(backend.EgressDenial)) error {
 		case long:
 			long = false // the end of a skipped line
 		default:
-			var d backend.EgressDenial
-			if json.Unmarshal(line, &d) == nil && d.Host != "" && len(d.Host) <= 255 {
-				denied(d)
-			}
+			each(line)
 		}
 		if err == io.EOF {
 			return nil

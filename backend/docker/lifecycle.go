@@ -28,7 +28,7 @@ func (rt *Runtime) Start(ctx context.Context, sb *backend.Sandbox) error {
 	if ownState(sb).manifest == nil {
 		return errors.New("cannot start a sandbox without its manifest")
 	}
-	if err := (egressProxy{engine: rt.Engine}).start(ctx, sb); err != nil {
+	if err := (egressProxy{rt: rt}).start(ctx, sb); err != nil {
 		return err
 	}
 	if !ownState(sb).hold {
@@ -166,6 +166,7 @@ func (rt *Runtime) Stop(ctx context.Context, id string) error {
 			_ = rt.Engine.ContainerStop(ctx, c.ID, container.StopOptions{})
 		}
 	}
+	rt.egressRelease(ctx, id, false)
 	return nil
 }
 
@@ -182,6 +183,7 @@ func stopTimeout(labels map[string]string) int {
 // not exist is not an error.
 func (rt *Runtime) Remove(ctx context.Context, id string) error {
 	cerr := rt.RemoveContainers(ctx, id)
+	rt.egressRelease(ctx, id, true) // the shared proxy leaves the network
 	nerr := rt.RemoveNetworks(ctx, id)
 	var verr error
 	if cerr == nil {
