@@ -90,10 +90,17 @@ type egressHub struct {
 	done  chan struct{} // closed when the stream ended (the proxy stopped)
 }
 
+// egressSub is where the denials of a site go: kept (up to
+// maxPendingDenials) until its follower comes, then to the follower.
 type egressSub struct {
-	denied func(backend.EgressDenial)
-	end    chan struct{}
+	denied  func(backend.EgressDenial)
+	pending []backend.EgressDenial
+	end     chan struct{}
 }
+
+// maxPendingDenials bounds the denials of a site kept until its follower
+// comes (a main command denied at once, before the daemon follows it).
+const maxPendingDenials = 10000
 
 func (h *egressHub) ended() bool {
 	select {
@@ -300,10 +307,17 @@ func (h *egressHub) line(b []byte) {
 		}
 		return
 	}
+	defer h.mu.Unlock()
 	sub := h.subs[v.Addr]
-	h.mu.Unlock()
-	if sub != nil && v.Host != "" && len(v.Host) <= 255 {
-		sub.denied(backend.EgressDenial{Host: v.Host, Port: v.Port, Method: v.Method})
+	if sub == nil || v.Host == "" || len(v.Host) > 255 {
+		return
+	}
+	d := backend.EgressDenial{Host: v.Host, Port: v.Port, Method: v.Method}
+	switch {
+	case sub.denied != nil:
+		sub.denied(d) // under mu: in the proxy's order, the kept ones first
+	case len(sub.pending) < maxPendingDenials:
+		sub.pending = append(sub.pending, d)
 	}
 }
 
@@ -377,6 +391,14 @@ func (h *egressHub) addrOn(ctx context.Context, netName string) string {
 
 // site gives the proxy a sandbox's allow list for its address addr.
 func (h *egressHub) site(ctx context.Context, addr string, allow []string) error {
+	h.mu.Lock()
+	if sub := h.subs[addr]; sub == nil || sub.denied != nil {
+		if sub != nil {
+			close(sub.end)
+		}
+		h.subs[addr] = &egressSub{end: make(chan struct{})}
+	}
+	h.mu.Unlock()
 	if err := h.call(ctx, egress.Command{Op: "site", Addr: addr, Allow: allow}); err != nil {
 		return failed("cannot give the egress proxy the sandbox's rules: %v", err)
 	}
@@ -402,13 +424,22 @@ func (h *egressHub) drop(ctx context.Context, addr string) error {
 // subscribe sends the denials of the site at addr to denied until the
 // returned channel closes (the site dropped).
 func (h *egressHub) subscribe(addr string, denied func(backend.EgressDenial)) chan struct{} {
-	s := &egressSub{denied: denied, end: make(chan struct{})}
 	h.mu.Lock()
+	defer h.mu.Unlock()
+	if s := h.subs[addr]; s != nil && s.denied == nil {
+		// The site's denials so far, then the next ones.
+		s.denied = denied
+		for _, d := range s.pending {
+			denied(d)
+		}
+		s.pending = nil
+		return s.end
+	}
 	if old := h.subs[addr]; old != nil {
 		close(old.end)
 	}
+	s := &egressSub{denied: denied, end: make(chan struct{})}
 	h.subs[addr] = s
-	h.mu.Unlock()
 	return s.end
 }
 
