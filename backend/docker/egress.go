@@ -40,8 +40,14 @@ const RoleEgress = "egress"
 // RoleEgressShared labels a daemon's shared egress proxy.
 const RoleEgressShared = "egress-shared"
 
-// egressSharedPrefix starts the names of shared egress proxies.
-const egressSharedPrefix = "airlock-egress-"
+// egressSharedPrefix starts the names of shared egress proxies, and
+// egressNetPrefix those of the internal networks made for sandboxes behind
+// egress rules. A sandbox's objects are named airlock-ID, and an ID has no
+// dot: no sandbox's name starts so.
+const (
+	egressSharedPrefix = "airlock.egress-"
+	egressNetPrefix    = "airlock.egress-net-"
+)
 
 // egressLinger is how long a shared proxy waits, with no sandbox to serve,
 // before it exits.
@@ -61,10 +67,12 @@ type egressProxy struct {
 	rt *Runtime
 }
 
-// create connects the daemon's proxy for the sandbox's egress network (made
-// or found) to the sandbox's internal network as EgressAlias and gives it the
-// sandbox's rules for its address there, which becomes the DNS server of the
-// sandbox's containers.
+// create puts the sandbox on an internal network of the daemon's proxy for
+// its egress network (made or found): one parked ahead of time, the proxy
+// on it already (else one made now), and gives the proxy the sandbox's rules
+// for its address there, which becomes the DNS server of the sandbox's
+// containers. The network is the sandbox's until its removal, which gives it
+// back to the park (egresspark.go).
 func (e egressProxy) create(ctx context.Context, sb *backend.Sandbox, r *manifest.Resolved) error {
 	eg := r.Sandbox.Egress
 	hub, err := e.rt.egressHub(ctx, eg.Network, ownState(sb).supervisorVolume)
@@ -73,15 +81,16 @@ func (e egressProxy) create(ctx context.Context, sb *backend.Sandbox, r *manifes
 	}
 	done := e.rt.step(sb.ID, "egress")
 	defer done()
-	addr, err := hub.join(ctx, sb.Network)
+	netName, addr, err := e.rt.claimEgressNet(ctx, hub)
 	if err != nil {
 		return err
 	}
+	sb.Network = netName
+	e.rt.egress.bind(sb.ID, hub, addr, netName) // a failed create's removal gives it back
 	if err := hub.site(ctx, addr, eg.Allow); err != nil {
 		return err
 	}
 	ownState(sb).egressDNS = addr
-	e.rt.egress.bind(sb.ID, hub, addr)
 	return nil
 }
 
@@ -115,7 +124,7 @@ func (e egressProxy) start(ctx context.Context, sb *backend.Sandbox) error {
 		return err
 	}
 	ownState(sb).egressDNS = addr
-	e.rt.egress.bind(sb.ID, hub, addr)
+	e.rt.egress.bind(sb.ID, hub, addr, sb.Network)
 	return nil
 }
 
@@ -133,32 +142,44 @@ func supervisorVolumeOf(ctx context.Context, eng client.APIClient, primaryID str
 	return ""
 }
 
-// egressRelease ends the sandbox's site on its proxy (stop and removal):
-// its listeners close, and its denial follower ends once every denial the
-// proxy printed before is delivered. With leave, the proxy also leaves the
-// sandbox's network (so that it can be removed).
-func (rt *Runtime) egressRelease(ctx context.Context, id string, leave bool) {
-	hub, addr := rt.egress.of(id)
-	if hub == nil {
-		hub, addr = rt.egressFind(ctx, id)
-	}
-	if hub == nil {
-		return
-	}
-	_ = hub.drop(ctx, addr)
-	rt.egress.unbind(id)
-	if leave {
-		_ = rt.Engine.NetworkDisconnect(context.WithoutCancel(ctx), objectName(id), hub.name, true)
+// egressRelease ends the sandbox's site on its proxy (at its stop): its
+// listeners close, and its denial follower ends once every denial the proxy
+// printed before is delivered.
+func (rt *Runtime) egressRelease(ctx context.Context, id string) {
+	if b := rt.egressLookup(ctx, id); b.hub != nil {
+		_ = b.hub.drop(ctx, b.addr)
 	}
 }
 
-// egressFind finds which shared proxy serves sandbox id, and at which
-// address, from the sandbox network's endpoints (a daemon that restarted
-// knows only what the Engine says).
-func (rt *Runtime) egressFind(ctx context.Context, id string) (*egressHub, string) {
-	n, err := rt.Engine.NetworkInspect(ctx, objectName(id), network.InspectOptions{})
+// egressLeave ends the site of a removed sandbox b (egressLookup, before its
+// containers went) and gives its network back to the park, or removes it.
+func (rt *Runtime) egressLeave(ctx context.Context, id string, b egressBinding) {
+	if b.hub == nil {
+		return
+	}
+	_ = b.hub.drop(ctx, b.addr)
+	rt.egress.unbind(id)
+	if strings.HasPrefix(b.net, egressNetPrefix) {
+		rt.giveBackEgressNet(ctx, b.hub, b.net, b.addr)
+		return
+	}
+	_ = rt.Engine.NetworkDisconnect(context.WithoutCancel(ctx), b.net, b.hub.name, true)
+}
+
+// egressLookup finds which shared proxy serves sandbox id, at which address,
+// on which network: known to this process, else from the Engine (a daemon
+// that restarted knows only what the Engine says).
+func (rt *Runtime) egressLookup(ctx context.Context, id string) egressBinding {
+	if b := rt.egress.of(id); b.hub != nil {
+		return b
+	}
+	netName := rt.egressNetOf(ctx, id)
+	if netName == "" {
+		return egressBinding{}
+	}
+	n, err := rt.Engine.NetworkInspect(ctx, netName, network.InspectOptions{})
 	if err != nil || !ownerKey(rt.Owner).owns(n.Labels) {
-		return nil, ""
+		return egressBinding{}
 	}
 	for _, ep := range n.Containers {
 		if !strings.HasPrefix(ep.Name, egressSharedPrefix) {
@@ -170,11 +191,24 @@ func (rt *Runtime) egressFind(ctx context.Context, id string) (*egressHub, strin
 		}
 		hub, err := rt.egressHubByName(ctx, ep.Name)
 		if err != nil {
-			return nil, ""
+			return egressBinding{}
 		}
-		return hub, p.Addr().String()
+		return egressBinding{hub: hub, addr: p.Addr().String(), net: netName}
 	}
-	return nil, ""
+	return egressBinding{}
+}
+
+// egressNetOf is the network of sandbox id behind egress rules: a parked one
+// its primary joined, or one named after the sandbox; "" for none.
+func (rt *Runtime) egressNetOf(ctx context.Context, id string) string {
+	objs, err := listObjects(ctx, rt.Engine, ownerKey(rt.Owner), id)
+	if err == nil && objs.primary != nil && strings.HasPrefix(objs.primary.HostConfig.NetworkMode, egressNetPrefix) {
+		return objs.primary.HostConfig.NetworkMode
+	}
+	if n, err := rt.Engine.NetworkInspect(ctx, objectName(id), network.InspectOptions{}); err == nil && ownerKey(rt.Owner).owns(n.Labels) {
+		return n.Name
+	}
+	return ""
 }
 
 // egressNetworkOptions are the driver options of a sandbox network with
@@ -200,13 +234,11 @@ func egressDNS(sb *backend.Sandbox) []string {
 // proxy stops or ctx ends. Lines are bounded; anything that does not decode is
 // skipped.
 func (rt *Runtime) FollowEgress(ctx context.Context, sandboxID string, denied func(backend.EgressDenial)) error {
-	hub, addr := rt.egress.of(sandboxID)
-	if hub == nil {
-		hub, addr = rt.egressFind(ctx, sandboxID)
-	}
-	if hub == nil {
+	b := rt.egressLookup(ctx, sandboxID)
+	if b.hub == nil {
 		return rt.followOwnEgress(ctx, sandboxID, denied)
 	}
+	hub, addr := b.hub, b.addr
 	end := hub.subscribe(addr, denied)
 	defer hub.unsubscribe(addr, end)
 	select {

@@ -42,18 +42,21 @@ type egressHubs struct {
 	sbs  map[string]egressBinding
 }
 
+// egressBinding is where a sandbox is served: the proxy, its address on the
+// sandbox's network, that network.
 type egressBinding struct {
 	hub  *egressHub
 	addr string
+	net  string
 }
 
-func (h *egressHubs) bind(id string, hub *egressHub, addr string) {
+func (h *egressHubs) bind(id string, hub *egressHub, addr, net string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.sbs == nil {
 		h.sbs = map[string]egressBinding{}
 	}
-	h.sbs[id] = egressBinding{hub, addr}
+	h.sbs[id] = egressBinding{hub, addr, net}
 }
 
 func (h *egressHubs) unbind(id string) {
@@ -64,14 +67,14 @@ func (h *egressHubs) unbind(id string) {
 
 // of is the proxy serving sandbox id and its address there (nil when not
 // known to this process, or when that proxy is gone).
-func (h *egressHubs) of(id string) (*egressHub, string) {
+func (h *egressHubs) of(id string) egressBinding {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	b, ok := h.sbs[id]
 	if !ok || b.hub.ended() {
-		return nil, ""
+		return egressBinding{}
 	}
-	return b.hub, b.addr
+	return b
 }
 
 // egressHub is the daemon's connection to a shared proxy: commands written to
@@ -88,6 +91,11 @@ type egressHub struct {
 	waits map[int64]chan egress.Reply
 	subs  map[string]*egressSub
 	done  chan struct{} // closed when the stream ended (the proxy stopped)
+
+	// The internal networks parked for the next sandboxes, the proxy on them
+	// (egresspark.go), and how many are being made.
+	park   []parkedNet
+	making int
 }
 
 // egressSub is where the denials of a site go: kept (up to
@@ -157,7 +165,7 @@ func (rt *Runtime) egressHubAt(ctx context.Context, name string, make func(conte
 		}
 		ci, err := rt.Engine.ContainerInspect(ctx, name)
 		switch {
-		case err == nil && ci.State != nil && ci.State.Running && ci.Config != nil && ownerKey(rt.Owner).owns(ci.Config.Labels):
+		case err == nil && ci.State != nil && ci.State.Running && ci.Config != nil && ownerKey(rt.Owner).owns(ci.Config.Labels) && ci.Config.Labels[backend.LabelRole] == RoleEgressShared:
 			hub, err := attachEgressHub(rt.Engine, name, ci.ID)
 			if err != nil {
 				return nil, err
@@ -165,6 +173,11 @@ func (rt *Runtime) egressHubAt(ctx context.Context, name string, make func(conte
 			if hub.ended() {
 				continue // it exited as it was attached to
 			}
+			rt.sweepEgressNets(ctx, hub)
+			go func() {
+				<-hub.done
+				rt.unparkAll(hub)
+			}()
 			hs.mu.Lock()
 			if hs.hubs == nil {
 				hs.hubs = map[string]*egressHub{}
