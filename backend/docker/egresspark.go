@@ -22,8 +22,13 @@ import (
 // daemon that finds some of an earlier one takes them over or removes them
 // (sweepEgressNets).
 
-// egressParked is how many networks a proxy keeps parked.
-const egressParked = 2
+// egressSpare is how many parked networks a proxy makes ahead of time when
+// it has none; egressParked how many it keeps at most (given back by the
+// sandboxes removed: sandboxes run one after the other use the same two).
+const (
+	egressSpare  = 1
+	egressParked = 4
+)
 
 // roleEgressNetwork labels a network made for sandboxes behind egress rules;
 // labelEgressHub names its proxy.
@@ -71,11 +76,11 @@ func (rt *Runtime) makeEgressNet(ctx context.Context, hub *egressHub) (name, add
 	return name, addr, nil
 }
 
-// refillEgressNets makes networks until hub has egressParked of them.
+// refillEgressNets makes networks until hub has egressSpare of them.
 func (rt *Runtime) refillEgressNets(hub *egressHub) {
 	for {
 		hub.mu.Lock()
-		if hub.ended() || len(hub.park)+hub.making >= egressParked {
+		if hub.ended() || len(hub.park)+hub.making >= egressSpare {
 			hub.mu.Unlock()
 			return
 		}
@@ -84,7 +89,7 @@ func (rt *Runtime) refillEgressNets(hub *egressHub) {
 		name, addr, err := rt.makeEgressNet(context.Background(), hub)
 		hub.mu.Lock()
 		hub.making--
-		keep := err == nil && !hub.ended() && len(hub.park) < egressParked
+		keep := err == nil && !hub.ended() && len(hub.park) < egressSpare
 		if keep {
 			hub.park = append(hub.park, parkedNet{name, addr})
 		}
@@ -100,7 +105,8 @@ func (rt *Runtime) refillEgressNets(hub *egressHub) {
 }
 
 // giveBackEgressNet parks the network of a removed sandbox (its site
-// dropped, its containers gone), or removes it when the park is full.
+// dropped, its containers gone), or removes it when the park is full (after
+// the removal: it holds nothing of the sandbox any more).
 func (rt *Runtime) giveBackEgressNet(ctx context.Context, hub *egressHub, name, addr string) {
 	hub.mu.Lock()
 	keep := !hub.ended() && len(hub.park) < egressParked && rt.egressNetEmpty(ctx, hub, name)
@@ -109,7 +115,7 @@ func (rt *Runtime) giveBackEgressNet(ctx context.Context, hub *egressHub, name, 
 	}
 	hub.mu.Unlock()
 	if !keep {
-		rt.removeEgressNet(context.WithoutCancel(ctx), hub, name)
+		go rt.removeEgressNet(context.Background(), hub, name)
 	}
 }
 
