@@ -47,7 +47,8 @@ type Sites struct {
 }
 
 // Command is a line from the daemon: "site" serves Addr with the allow list
-// Allow (replacing what served it), "drop" stops serving Addr.
+// Allow (replacing what served it), "drop" stops serving Addr, "sync" does
+// nothing (its reply comes after every denial printed before it).
 type Command struct {
 	Op    string   `json:"op"`
 	Seq   int64    `json:"seq"`
@@ -187,6 +188,8 @@ func (s *Sites) Do(c Command) error {
 				s.idle = time.Now()
 			}
 		}
+		return nil
+	case "sync":
 		return nil
 	}
 	return fmt.Errorf("unknown command %q", c.Op)

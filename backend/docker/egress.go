@@ -17,6 +17,7 @@ import (
 	"github.com/docker/docker/pkg/stdcopy"
 
 	"github.com/airlock-dev/airlock/backend"
+	"github.com/airlock-dev/airlock/egress"
 	"github.com/airlock-dev/airlock/manifest"
 )
 
@@ -247,6 +248,16 @@ func (rt *Runtime) FollowEgress(ctx context.Context, sandboxID string, denied fu
 	case <-ctx.Done():
 	}
 	return nil
+}
+
+// SyncEgress returns once the denials the proxy made for sandbox id so far
+// were passed to its follower: the reply to a command comes after them.
+func (rt *Runtime) SyncEgress(ctx context.Context, id string) error {
+	b := rt.egressLookup(ctx, id)
+	if b.hub == nil {
+		return nil
+	}
+	return b.hub.call(ctx, egress.Command{Op: "sync", Addr: b.addr})
 }
 
 // followOwnEgress follows a sandbox's own proxy (of an older airlock) through
