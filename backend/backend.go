@@ -107,3 +107,11 @@ type DataDirer interface {
 type OOMReporter interface {
 	OOMKilled(ctx context.Context, containerID string) (killed, limited bool)
 }
+
+// EgressSyncer is offered by a backend whose egress denials come through a
+// stream shared by several sandboxes: SyncEgress returns once every denial the
+// proxy made for sandbox id so far was passed to its FollowEgress, so that
+// the daemon can record them as the sandbox stops, before its removal.
+type EgressSyncer interface {
+	SyncEgress(ctx context.Context, id string) error
+}

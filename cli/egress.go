@@ -61,3 +61,18 @@ func (a *app) egressSummary(ctx context.Context, c *client.Client, id string) {
 		fmt.Fprintf(a.stderr, "airlock: egress denied %d× to other destinations (past the first %s, destinations are counted, not recorded)\n", other, termsafe.Line(otherLimit))
 	}
 }
+
+// egressCountedAtStop reports whether the daemon recorded sandbox id's egress
+// denials as it stopped (extra egress_counted of sandbox.stopped).
+func egressCountedAtStop(ctx context.Context, c *client.Client, id string) bool {
+	evs, err := c.History(ctx, id, 0)
+	if err != nil {
+		return false
+	}
+	for _, ev := range evs {
+		if ev.Kind == "sandbox.stopped" && ev.Extra["egress_counted"] == "true" {
+			return true
+		}
+	}
+	return false
+}

@@ -163,14 +163,15 @@ func (j *runJob) finish() {
 	bg, bcancel := context.WithTimeout(context.WithoutCancel(j.parent), 2*time.Minute)
 	defer bcancel()
 	if manifest.HasEgress(j.r) && !a.opts.quiet {
-		// The denials are counted until the sandbox is removed (or kept).
+		// The denials are counted until the sandbox is removed (or kept),
+		// or as it stops when the daemon says so (its sandbox.stopped
+		// event's extra egress_counted).
 		defer func() {
-			want := client.StateDeleted
-			if o.keep {
-				want = client.StateStopped
-			}
 			wctx, wcancel := context.WithTimeout(bg, 30*time.Second)
-			_, _, _ = c.WaitState(wctx, id, want, client.StateFailed, client.StateDeleted)
+			sb, _, _ := c.WaitState(wctx, id, client.StateStopped, client.StateFailed, client.StateDeleted)
+			if !o.keep && sb != nil && sb.State == client.StateStopped && !egressCountedAtStop(wctx, c, id) {
+				_, _, _ = c.WaitState(wctx, id, client.StateDeleted, client.StateFailed)
+			}
 			wcancel()
 			a.egressSummary(bg, c, id)
 		}()

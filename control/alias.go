@@ -130,3 +130,10 @@ func (s *Service) claimedFromPool(id string) bool {
 	evs, err := s.store.Events(id, 0)
 	return err == nil && slices.ContainsFunc(evs, func(e store.Event) bool { return e.Kind == "pool.claimed" })
 }
+
+func (a aliased) SyncEgress(ctx context.Context, id string) error {
+	if s, ok := a.Backend.(backend.EgressSyncer); ok {
+		return s.SyncEgress(ctx, a.obj(id))
+	}
+	return nil
+}

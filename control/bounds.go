@@ -1,12 +1,14 @@
 package control
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 	"time"
 
 	"golang.org/x/time/rate"
 
+	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/control/store"
 )
 
@@ -149,13 +151,27 @@ func (f *follower) countInside(id string) (recorded, dropped int) {
 // flushCounts records the counts kept in memory since they were last recorded:
 // denials of each destination and past the cap (egress.go), events dropped past
 // the budget. It runs when the sandbox stops and when it is removed; a sandbox
-// removed once its primary exits records them once, at its removal.
-func (f *follower) flushCounts(id string, l *live, removal bool) {
+// removed once its primary exits records them once, at its removal, unless its
+// backend can say when it has passed every denial so far (EgressSyncer): then
+// its egress counts are recorded as it stops too (its run's summary need not
+// wait for the removal), and at the removal what came after.
+// counted reports whether the egress counts were recorded at a stop so.
+func (f *follower) flushCounts(id string, l *live, removal bool) (counted bool) {
 	f.mu.Lock()
 	later := !removal && l.removeOnExit
+	following := l.bounds.egressDone != nil
 	f.mu.Unlock()
 	if later {
-		return
+		if s, ok := f.rtOf(id).(backend.EgressSyncer); ok && following {
+			ctx, cancel := context.WithTimeout(f.ctx(), egressDrain)
+			err := s.SyncEgress(ctx, id)
+			cancel()
+			if err == nil {
+				f.flushEgress(id, l)
+				return true
+			}
+		}
+		return false
 	}
 	f.flushEgress(id, l)
 	f.mu.Lock()
@@ -164,6 +180,7 @@ func (f *follower) flushCounts(id string, l *live, removal bool) {
 	if n > 0 {
 		f.emit(id, droppedEvent(n), "")
 	}
+	return false
 }
 
 // awaitEgress waits, up to egressDrain, until the egress follower of l read

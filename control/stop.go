@@ -44,8 +44,13 @@ func (s *Service) markStopped(id, reason string, exitCode *int) {
 	}
 	switch rec.State {
 	case store.StateReady, store.StatePaused:
-		s.status.flushCounts(id, s.lives.of(id), false)
-		s.events.emit(id, store.Event{Kind: "sandbox.stopped", Reason: reason, ExitCode: exitCode}, store.StateStopped)
+		ev := store.Event{Kind: "sandbox.stopped", Reason: reason, ExitCode: exitCode}
+		if s.status.flushCounts(id, s.lives.of(id), false) {
+			// A run's egress denials so far are recorded: its summary
+			// need not wait for the removal.
+			ev.Extra = map[string]string{"egress_counted": "true"}
+		}
+		s.events.emit(id, ev, store.StateStopped)
 	case store.StatePending:
 		s.status.flushCounts(id, s.lives.of(id), false)
 		s.events.emit(id, store.Event{Kind: "sandbox.failed", Reason: reason + " before it was ready", ExitCode: exitCode,

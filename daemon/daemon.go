@@ -110,6 +110,11 @@ func Main(ctx context.Context, o Options) error {
 		TLSCert: o.TLSCert, TLSKey: o.TLSKey,
 		LogLevel: level, Stderr: logCopy, Service: openService, Redactor: redactor,
 	})
+	// The networks parked for sandboxes behind egress rules are the
+	// daemon's: they go with it (docs/egress.md).
+	cctx, ccancel := context.WithTimeout(context.Background(), 30*time.Second)
+	rt.CloseEgress(cctx)
+	ccancel()
 	if errors.Is(err, control.ErrAlreadyRunning) {
 		return exitcode.With(exitcode.Failure, err)
 	}

@@ -4,9 +4,11 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -189,5 +191,66 @@ ready = { cmd = ["test", "-f", "/tmp/go"], timeout = "30s" }
 	noEscapes("ps", e.MustRun("ps", "-a").Stdout)
 
 	e.MustRun("rm", "-f", id)
+	e.assertClean()
+}
+
+// TestEgressDenialsApart: two sandboxes of one daemon run at once behind
+// egress rules (its one shared proxy serves both, on their own networks);
+// each sandbox's egress.denied events name only its own destinations, and the
+// proxy is one container.
+func TestEgressDenialsApart(t *testing.T) {
+	limit(t)
+	skipOnPodman(t, "sandbox.egress is refused there (TestEgressRefusedOnPodman)")
+	e := newEnv(t, `
+[sandbox]
+image = "{{image}}"
+
+[sandbox.egress]
+allow = ["allowed.example.org"]
+`)
+	ids := []string{uniq("egress-a"), uniq("egress-b")}
+	// Both start at once; each is denied its own destinations, three rounds,
+	// interleaved with the other's.
+	script := func(me string) string {
+		return fmt.Sprintf(`i=0; while [ $i -lt 3 ]; do wget -q -O /dev/null http://%s-$i.denied.example/ 2>/dev/null; sleep 0.3; i=$((i+1)); done; echo done-%s`, me, me)
+	}
+	results := make([]result, 2)
+	var wg sync.WaitGroup
+	for i, who := range []string{"alpha", "beta"} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i] = e.Run("run", "--id", ids[i], "--", "sh", "-c", "sleep 1; "+script(who))
+		}()
+	}
+	wg.Wait()
+	for i, who := range []string{"alpha", "beta"} {
+		if r := results[i]; r.Code != 0 || !strings.Contains(r.Stdout, "done-"+who) {
+			t.Fatalf("run %s: %s", who, r)
+		}
+	}
+	for i, who := range []string{"alpha", "beta"} {
+		other := map[string]string{"alpha": "beta", "beta": "alpha"}[who]
+		got := map[string]bool{}
+		for _, ev := range e.jsonEvents(ids[i]) {
+			if ev.Kind != "egress.denied" {
+				continue
+			}
+			host := ev.Extra["host"]
+			if strings.HasPrefix(host, other+"-") || !strings.HasPrefix(host, who+"-") {
+				t.Errorf("sandbox %s (%s) recorded a denial of %q", ids[i], who, host)
+			}
+			got[host] = true
+		}
+		for j := 0; j < 3; j++ {
+			if h := fmt.Sprintf("%s-%d.denied.example", who, j); !got[h] {
+				t.Errorf("sandbox %s (%s) did not record its denial of %s; got %v", ids[i], who, h, got)
+			}
+		}
+		contains(t, "summary of "+who, results[i].Stderr, "egress denied 1× to "+who+"-0.denied.example:80")
+		if strings.Contains(results[i].Stderr, other+"-") {
+			t.Errorf("the summary of %s names the other sandbox's destinations:\n%s", who, results[i].Stderr)
+		}
+	}
 	e.assertClean()
 }

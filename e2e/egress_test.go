@@ -419,3 +419,94 @@ func TestEgressRefusedOnPodman(t *testing.T) {
 	}
 	e.startFails(cmdTimeout, "cannot apply sandbox.egress: the Engine (Podman ", "does not support it", "inhibit_ipv4")
 }
+
+// TestEgressAcrossDaemonRestart: the daemon's shared egress proxy outlives the
+// daemon; the next daemon finds it by its name and uses it again (the same
+// container, on the same network of the sandbox), the sandbox started again
+// gets its rules back and its denials are recorded; its removal gives its
+// network back to the park, and the daemon's stop removes the park.
+func TestEgressAcrossDaemonRestart(t *testing.T) {
+	limit(t)
+	skipOnPodman(t, "sandbox.egress is refused there (TestEgressRefusedOnPodman)")
+	e := newEnv(t, `
+[sandbox]
+image = "{{image}}"
+
+[sandbox.egress]
+allow = ["allowed.example.org"]
+`)
+	ctx := context.Background()
+	id := strings.TrimSpace(e.MustRun("up", "-d").Stdout)
+	where := func() (netName, proxy string) {
+		t.Helper()
+		ci, err := e.Cli.ContainerInspect(ctx, "airlock-"+id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		netName = string(ci.HostConfig.NetworkMode)
+		n, err := e.Cli.NetworkInspect(ctx, netName, network.InspectOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ep := range n.Containers {
+			if strings.HasPrefix(ep.Name, "airlock.egress-") {
+				if proxy != "" {
+					t.Fatalf("two proxies on %s: %s, %s", netName, proxy, ep.Name)
+				}
+				proxy = ep.Name
+			}
+		}
+		if proxy == "" {
+			t.Fatalf("no egress proxy on the sandbox's network %s", netName)
+		}
+		return netName, proxy
+	}
+	denied := func(host string) {
+		t.Helper()
+		r := e.Run("exec", "--", "sh", "-c", "wget -q -O /dev/null http://"+host+"/ 2>&1; echo end")
+		if !strings.Contains(r.Stdout, "403") {
+			t.Fatalf("wget of %s: want 403, got %s", host, r)
+		}
+	}
+	denied("before.denied.example")
+	net1, proxy1 := where()
+
+	e.MustRun("stop")
+	e.StopDaemon()
+	if ci, err := e.Cli.ContainerInspect(ctx, proxy1); err != nil || ci.State == nil || !ci.State.Running {
+		t.Fatalf("the shared proxy did not outlive the daemon: %v", err)
+	}
+	e.MustRun("up", "-d")
+	net2, proxy2 := where()
+	if net2 != net1 || proxy2 != proxy1 {
+		t.Fatalf("after the restart: network %s, proxy %s; want %s, %s (found again)", net2, proxy2, net1, proxy1)
+	}
+	denied("after.denied.example")
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		found := false
+		for _, ev := range e.jsonEvents(id) {
+			found = found || (ev.Kind == "egress.denied" && ev.Extra["host"] == "after.denied.example")
+		}
+		if found {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the denial after the restart was not recorded: %v", e.jsonEvents(id))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+
+	e.MustRun("down")
+	if n, err := e.Cli.NetworkInspect(ctx, net1, network.InspectOptions{}); err == nil {
+		for _, ep := range n.Containers {
+			if !strings.HasPrefix(ep.Name, "airlock.egress-") {
+				t.Errorf("after down, %s is still on the sandbox's network %s", ep.Name, net1)
+			}
+		}
+	}
+	e.StopDaemon()
+	if _, err := e.Cli.NetworkInspect(ctx, net1, network.InspectOptions{}); err == nil {
+		t.Errorf("the daemon stopped and its parked network %s remains", net1)
+	}
+}

@@ -222,8 +222,8 @@ func (c *creation) handle() *backend.Sandbox {
 	return sb
 }
 
-// network puts the sandbox on its network: an internal one of its own with
-// its egress proxy (egress rules), or its bridge network (bridgeNetwork),
+// network puts the sandbox on its network: an internal one claimed from the
+// daemon's egress proxy (egress rules), or its bridge network (bridgeNetwork),
 // whose reservation reserved ends (nil for none).
 func (c *creation) network(ctx context.Context) (reserved func(), err error) {
 	rt, sb, r := c.rt, c.sb, c.r
@@ -234,12 +234,9 @@ func (c *creation) network(ctx context.Context) (reserved func(), err error) {
 		if err := rt.kind().egressSupported(ctx); err != nil {
 			return nil, err
 		}
-		nl := copyLabels(c.labels, backend.LabelRole, "network")
-		if _, err := rt.Engine.NetworkCreate(ctx, sb.Name, network.CreateOptions{Driver: "bridge", Internal: true, Options: egressNetworkOptions, Labels: nl}); err != nil {
-			return nil, failed("cannot create network %s: %v", sb.Name, err)
-		}
-		sb.Network = sb.Name
-		if err := (egressProxy{engine: rt.Engine}).create(ctx, sb, r, c.imageRef, c.labels); err != nil {
+		// An internal network of the daemon's, parked with the shared proxy
+		// on it (egresspark.go).
+		if err := (egressProxy{rt: rt}).create(ctx, sb, r); err != nil {
 			return nil, err
 		}
 	case r.Sandbox.Network == "bridge":

@@ -5,8 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net/netip"
 	"slices"
-	"strconv"
+	"strings"
+	"time"
 
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/mount"
@@ -15,73 +17,199 @@ import (
 	"github.com/docker/docker/pkg/stdcopy"
 
 	"github.com/airlock-dev/airlock/backend"
+	"github.com/airlock-dev/airlock/egress"
 	"github.com/airlock-dev/airlock/manifest"
 )
 
-// Egress rules (design.md §7, docs/egress.md): a sandbox with [sandbox.egress] and its
-// services sit on a network of their own made with Internal: true (no route out).
-// The only way out is an egress proxy: airlock itself (`airlock egress-proxy`),
-// run from the injected supervisor volume in a container of the sandbox's image,
-// on both that network (as EgressAlias) and the egress network; it forwards HTTP
-// and HTTPS (CONNECT) to allowed destinations only and prints a JSON line per
-// denied request, which the daemon reads from its logs.
+// Egress rules (docs/egress.md): a sandbox with [sandbox.egress] and its
+// services sit on a network of their own made with Internal: true (no route
+// out). The only way out is the daemon's egress proxy for the sandbox's egress
+// network: airlock itself (`airlock egress-proxy --shared`), run from the
+// supervisor volume in one long-lived container on that egress network
+// (egressHub), connected to each sandbox's network as EgressAlias. The daemon
+// gives it, for the address it got on a sandbox's network, that sandbox's
+// allow list; it serves each address with listeners of its own, forwards HTTP
+// and HTTPS (CONNECT) to allowed destinations only, and prints a JSON line per
+// denied request with the address it arrived on, which tells the daemon whose
+// it is. The proxy exits (and the Engine removes it) once no sandbox used it
+// for egressLinger.
 
-// RoleEgress labels the proxy container.
+// RoleEgress labels a sandbox's own egress proxy container (made by airlock
+// before the proxy was shared: found, started and removed with the sandbox).
 const RoleEgress = "egress"
 
-// egressName is the Docker name of a sandbox's egress proxy.
+// RoleEgressShared labels a daemon's shared egress proxy.
+const RoleEgressShared = "egress-shared"
+
+// egressSharedPrefix starts the names of shared egress proxies, and
+// egressNetPrefix those of the internal networks made for sandboxes behind
+// egress rules. A sandbox's objects are named airlock-ID, and an ID has no
+// dot: no sandbox's name starts so.
+const (
+	egressSharedPrefix = "airlock.egress-"
+	egressNetPrefix    = "airlock.egress-net-"
+)
+
+// egressLinger is how long a shared proxy waits, with no sandbox to serve,
+// before it exits.
+const egressLinger = 2 * time.Minute
+
+// egressRootImage is the empty root file system the shared proxy runs in
+// (its binary is the supervisor volume's): no sandbox's image.
+const egressRootImage = "airlock-egress-root:1"
+
+// egressName is the Docker name of a sandbox's own egress proxy (before the
+// proxy was shared).
 func egressName(sandboxID string) string { return objectName(sandboxID) + "-egress" }
 
-// egressProxy is a sandbox's egress proxy container on the Engine.
+// egressProxy is the part of a sandbox's Create, Start and Stop that concerns
+// its egress proxy.
 type egressProxy struct {
-	engine client.APIClient
+	rt *Runtime
 }
 
-// create creates the sandbox's egress proxy container on the egress network,
-// connected to the sandbox's internal network as EgressAlias, and starts it.
-func (e egressProxy) create(ctx context.Context, sb *backend.Sandbox, r *manifest.Resolved, imageRef string, labels map[string]string) error {
+// create puts the sandbox on an internal network of the daemon's proxy for
+// its egress network (made or found): one parked ahead of time, the proxy
+// on it already (else one made now), and gives the proxy the sandbox's rules
+// for its address there, which becomes the DNS server of the sandbox's
+// containers. The network is the sandbox's until its removal, which gives it
+// back to the park (egresspark.go).
+func (e egressProxy) create(ctx context.Context, sb *backend.Sandbox, r *manifest.Resolved) error {
 	eg := r.Sandbox.Egress
-	cmd := []string{backend.SupervisorIn, "egress-proxy", "--listen", ":" + strconv.Itoa(backend.EgressPort), "--dns", ":53"}
-	for _, a := range eg.Allow {
-		cmd = append(cmd, "--allow", a)
-	}
-	cfg := &container.Config{
-		Image: imageRef, Entrypoint: cmd, Cmd: []string{}, User: "0",
-		Labels: copyLabels(labels, backend.LabelRole, RoleEgress), Hostname: backend.EgressAlias,
-	}
-	host := &container.HostConfig{
-		NetworkMode: container.NetworkMode(eg.Network),
-		Mounts:      []mount.Mount{{Type: mount.TypeVolume, Source: ownState(sb).supervisorVolume, Target: backend.BinMount, ReadOnly: true}},
-		SecurityOpt: []string{"no-new-privileges"},
-		CapDrop:     []string{"ALL"},
-		// Port 53, where Engines that do not open low ports to everyone
-		// (net.ipv4.ip_unprivileged_port_start) ask for it.
-		CapAdd: []string{"NET_BIND_SERVICE"},
-	}
-	c, err := e.engine.ContainerCreate(context.WithoutCancel(ctx), cfg, host, nil, nil, egressName(sb.ID)) // as the primary's
+	hub, err := e.rt.egressHub(ctx, eg.Network, ownState(sb).supervisorVolume)
 	if err != nil {
-		return failed("cannot create the egress proxy (sandbox.egress.network %q): %v", eg.Network, err)
-	}
-	ownState(sb).egressID = c.ID
-	if err := e.engine.NetworkConnect(ctx, sb.Network, c.ID, &network.EndpointSettings{Aliases: []string{backend.EgressAlias}}); err != nil {
-		return failed("cannot connect the egress proxy to the sandbox network: %v", err)
-	}
-	// The proxy starts now, first on the sandbox network, so that its address
-	// there is known (the lowest one after the gateway's, which it gets again
-	// at every start since it starts before the rest of the sandbox) and the
-	// services and the primary get it as their only DNS server.
-	if err := e.start(ctx, sb); err != nil {
 		return err
 	}
-	ci, err := e.engine.ContainerInspect(ctx, c.ID)
+	done := e.rt.step(sb.ID, "egress")
+	defer done()
+	netName, addr, err := e.rt.claimEgressNet(ctx, hub)
 	if err != nil {
-		return failed("cannot inspect the egress proxy: %v", err)
+		return err
 	}
-	if ci.NetworkSettings == nil || ci.NetworkSettings.Networks[sb.Network] == nil || ci.NetworkSettings.Networks[sb.Network].IPAddress == "" {
-		return failed("cannot find the egress proxy's address on the sandbox network")
+	sb.Network = netName
+	e.rt.egress.bind(sb.ID, hub, addr, netName) // a failed create's removal gives it back
+	if err := hub.site(ctx, addr, eg.Allow); err != nil {
+		return err
 	}
-	ownState(sb).egressDNS = ci.NetworkSettings.Networks[sb.Network].IPAddress
+	ownState(sb).egressDNS = addr
 	return nil
+}
+
+// start gives the proxy the sandbox's rules again when the sandbox starts
+// again (the proxy may have gone meanwhile, or the daemon restarted), or
+// starts the sandbox's own proxy of an older airlock.
+func (e egressProxy) start(ctx context.Context, sb *backend.Sandbox) error {
+	if id := ownState(sb).egressID; id != "" {
+		if err := e.rt.Engine.ContainerStart(ctx, id, container.StartOptions{}); err != nil {
+			return failed("cannot start the egress proxy: %v", err)
+		}
+		return nil
+	}
+	r := ownState(sb).manifest
+	if r == nil || r.Sandbox.Egress == nil || sb.Network == "" || ownState(sb).fresh {
+		return nil // a fresh sandbox's site was given at its creation
+	}
+	vol := ownState(sb).supervisorVolume
+	if vol == "" {
+		vol = supervisorVolumeOf(ctx, e.rt.Engine, sb.PrimaryID)
+	}
+	hub, err := e.rt.egressHub(ctx, r.Sandbox.Egress.Network, vol)
+	if err != nil {
+		return err
+	}
+	addr, err := hub.join(ctx, sb.Network)
+	if err != nil {
+		return err
+	}
+	if err := hub.site(ctx, addr, r.Sandbox.Egress.Allow); err != nil {
+		return err
+	}
+	ownState(sb).egressDNS = addr
+	e.rt.egress.bind(sb.ID, hub, addr, sb.Network)
+	return nil
+}
+
+// supervisorVolumeOf is the supervisor volume a sandbox's primary mounts.
+func supervisorVolumeOf(ctx context.Context, eng client.APIClient, primaryID string) string {
+	ci, err := eng.ContainerInspect(ctx, primaryID)
+	if err != nil {
+		return ""
+	}
+	for _, m := range ci.Mounts {
+		if m.Type == mount.TypeVolume && m.Destination == backend.BinMount {
+			return m.Name
+		}
+	}
+	return ""
+}
+
+// egressRelease ends the sandbox's site on its proxy (at its stop): its
+// listeners close, and its denial follower ends once every denial the proxy
+// printed before is delivered.
+func (rt *Runtime) egressRelease(ctx context.Context, id string) {
+	if b := rt.egressLookup(ctx, id); b.hub != nil {
+		_ = b.hub.drop(ctx, b.addr)
+	}
+}
+
+// egressLeave ends the site of a removed sandbox b (egressLookup, before its
+// containers went) and gives its network back to the park, or removes it.
+func (rt *Runtime) egressLeave(ctx context.Context, id string, b egressBinding) {
+	if b.hub == nil {
+		return
+	}
+	_ = b.hub.drop(ctx, b.addr)
+	rt.egress.unbind(id)
+	if strings.HasPrefix(b.net, egressNetPrefix) {
+		rt.giveBackEgressNet(ctx, b.hub, b.net, b.addr)
+		return
+	}
+	_ = rt.Engine.NetworkDisconnect(context.WithoutCancel(ctx), b.net, b.hub.name, true)
+}
+
+// egressLookup finds which shared proxy serves sandbox id, at which address,
+// on which network: known to this process, else from the Engine (a daemon
+// that restarted knows only what the Engine says).
+func (rt *Runtime) egressLookup(ctx context.Context, id string) egressBinding {
+	if b := rt.egress.of(id); b.hub != nil {
+		return b
+	}
+	netName := rt.egressNetOf(ctx, id)
+	if netName == "" {
+		return egressBinding{}
+	}
+	n, err := rt.Engine.NetworkInspect(ctx, netName, network.InspectOptions{})
+	if err != nil || !ownerKey(rt.Owner).owns(n.Labels) {
+		return egressBinding{}
+	}
+	for _, ep := range n.Containers {
+		if !strings.HasPrefix(ep.Name, egressSharedPrefix) {
+			continue
+		}
+		p, err := netip.ParsePrefix(ep.IPv4Address)
+		if err != nil {
+			continue
+		}
+		hub, err := rt.egressHubByName(ctx, ep.Name)
+		if err != nil {
+			return egressBinding{}
+		}
+		return egressBinding{hub: hub, addr: p.Addr().String(), net: netName}
+	}
+	return egressBinding{}
+}
+
+// egressNetOf is the network of sandbox id behind egress rules: a parked one
+// its primary joined, or one named after the sandbox; "" for none.
+func (rt *Runtime) egressNetOf(ctx context.Context, id string) string {
+	objs, err := listObjects(ctx, rt.Engine, ownerKey(rt.Owner), id)
+	if err == nil && objs.primary != nil && strings.HasPrefix(objs.primary.HostConfig.NetworkMode, egressNetPrefix) {
+		return objs.primary.HostConfig.NetworkMode
+	}
+	if n, err := rt.Engine.NetworkInspect(ctx, objectName(id), network.InspectOptions{}); err == nil && ownerKey(rt.Owner).owns(n.Labels) {
+		return n.Name
+	}
+	return ""
 }
 
 // egressNetworkOptions are the driver options of a sandbox network with
@@ -102,21 +230,39 @@ func egressDNS(sb *backend.Sandbox) []string {
 	return []string{ownState(sb).egressDNS}
 }
 
-// start starts the proxy (before the services and the primary).
-func (e egressProxy) start(ctx context.Context, sb *backend.Sandbox) error {
-	if ownState(sb).egressID == "" {
-		return nil
+// FollowEgress calls denied for each request the egress proxy refuses to
+// sandbox sandboxID, until the sandbox's site ends (its stop or removal), the
+// proxy stops or ctx ends. Lines are bounded; anything that does not decode is
+// skipped.
+func (rt *Runtime) FollowEgress(ctx context.Context, sandboxID string, denied func(backend.EgressDenial)) error {
+	b := rt.egressLookup(ctx, sandboxID)
+	if b.hub == nil {
+		return rt.followOwnEgress(ctx, sandboxID, denied)
 	}
-	if err := e.engine.ContainerStart(ctx, ownState(sb).egressID, container.StartOptions{}); err != nil {
-		return failed("cannot start the egress proxy: %v", err)
+	hub, addr := b.hub, b.addr
+	end := hub.subscribe(addr, denied)
+	defer hub.unsubscribe(addr, end)
+	select {
+	case <-end:
+	case <-hub.done:
+	case <-ctx.Done():
 	}
 	return nil
 }
 
-// FollowEgress calls denied for each request a sandbox's egress proxy refuses,
-// read from its output through the Engine API, until the proxy stops or ctx ends.
-// Lines are bounded; anything that does not decode is skipped.
-func (rt *Runtime) FollowEgress(ctx context.Context, sandboxID string, denied func(backend.EgressDenial)) error {
+// SyncEgress returns once the denials the proxy made for sandbox id so far
+// were passed to its follower: the reply to a command comes after them.
+func (rt *Runtime) SyncEgress(ctx context.Context, id string) error {
+	b := rt.egressLookup(ctx, id)
+	if b.hub == nil {
+		return nil
+	}
+	return b.hub.call(ctx, egress.Command{Op: "sync", Addr: b.addr})
+}
+
+// followOwnEgress follows a sandbox's own proxy (of an older airlock) through
+// its output, until it stops.
+func (rt *Runtime) followOwnEgress(ctx context.Context, sandboxID string, denied func(backend.EgressDenial)) error {
 	rc, err := rt.Engine.ContainerLogs(ctx, egressName(sandboxID), container.LogsOptions{ShowStdout: true, Follow: true})
 	if err != nil {
 		return err
@@ -140,6 +286,17 @@ const maxDenialLine = 4096
 // CONNECT target) is skipped, up to its end, without ending the scan: one such
 // line must not stop the recording of every later denial.
 func scanDenials(r io.Reader, denied func(backend.EgressDenial)) error {
+	return scanLines(r, func(line []byte) {
+		var d backend.EgressDenial
+		if json.Unmarshal(line, &d) == nil && d.Host != "" && len(d.Host) <= 255 {
+			denied(d)
+		}
+	})
+}
+
+// scanLines calls each for each line of r of at most maxDenialLine bytes;
+// longer lines are skipped to their end.
+func scanLines(r io.Reader, each func([]byte)) error {
 	br := bufio.NewReaderSize(r, maxDenialLine)
 	long := false
 	for {
@@ -151,10 +308,7 @@ func scanDenials(r io.Reader, denied func(backend.EgressDenial)) error {
 		case long:
 			long = false // the end of a skipped line
 		default:
-			var d backend.EgressDenial
-			if json.Unmarshal(line, &d) == nil && d.Host != "" && len(d.Host) <= 255 {
-				denied(d)
-			}
+			each(line)
 		}
 		if err == io.EOF {
 			return nil

@@ -28,7 +28,7 @@ func (rt *Runtime) Start(ctx context.Context, sb *backend.Sandbox) error {
 	if ownState(sb).manifest == nil {
 		return errors.New("cannot start a sandbox without its manifest")
 	}
-	if err := (egressProxy{engine: rt.Engine}).start(ctx, sb); err != nil {
+	if err := (egressProxy{rt: rt}).start(ctx, sb); err != nil {
 		return err
 	}
 	if !ownState(sb).hold {
@@ -166,6 +166,7 @@ func (rt *Runtime) Stop(ctx context.Context, id string) error {
 			_ = rt.Engine.ContainerStop(ctx, c.ID, container.StopOptions{})
 		}
 	}
+	rt.egressRelease(ctx, id)
 	return nil
 }
 
@@ -181,7 +182,9 @@ func stopTimeout(labels map[string]string) int {
 // the sandbox's state lives in its container and goes with it. Removing what does
 // not exist is not an error.
 func (rt *Runtime) Remove(ctx context.Context, id string) error {
+	eb := rt.egressLookup(ctx, id) // before its primary goes
 	cerr := rt.RemoveContainers(ctx, id)
+	rt.egressLeave(ctx, id, eb) // its network back to the park
 	nerr := rt.RemoveNetworks(ctx, id)
 	var verr error
 	if cerr == nil {
@@ -360,7 +363,9 @@ func (rt *Runtime) Open(ctx context.Context, id string, r *manifest.Resolved) (*
 			ownState(sb).egressID = c.ID
 		}
 	}
-	if _, err := rt.Engine.NetworkInspect(ctx, sb.Name, network.InspectOptions{}); err == nil {
+	if strings.HasPrefix(p.HostConfig.NetworkMode, egressNetPrefix) {
+		sb.Network = p.HostConfig.NetworkMode // a parked network (egress rules)
+	} else if _, err := rt.Engine.NetworkInspect(ctx, sb.Name, network.InspectOptions{}); err == nil {
 		sb.Network = sb.Name
 	}
 	ci, err := rt.Engine.ContainerInspect(ctx, p.ID)

@@ -119,6 +119,8 @@ type Runtime struct {
 	facts    engineFacts
 	// warmed is what parked sandboxes opened for their claim (cmdchannel.go).
 	warmed warmSet
+	// egress are the daemon's shared egress proxies (egresshub.go).
+	egress egressHubs
 }
 
 // NewRuntime returns a runtime for the Engine at ep, over an open client.

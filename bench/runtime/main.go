@@ -166,7 +166,7 @@ func (r *runtimeBench) settle(engine dockerclient.APIClient) error {
 }
 
 // addEgress makes a project dir for the same run with egress rules (an
-// internal network and a proxy container) and warms its run up.
+// internal network parked by the daemon, its shared proxy) and warms its run up.
 func (r *runtimeBench) addEgress() error {
 	var err error
 	r.egressProject, err = r.p.AddDir("egress-project", map[string]string{"sandbox.toml": fmt.Sprintf("[sandbox]\nimage = %q\n[sandbox.egress]\nallow = [\"example.org\"]\n", r.image)})
@@ -320,7 +320,7 @@ func (r *runtimeBench) rows(requests float64, steps map[string][]time.Duration, 
 		{Measure: "1 GiB on stdout, `airlock run` into a pipe (mean of 2)", Result: mibps(r.airlockBps)},
 		{Measure: "throughput ratio airlock / docker", Result: fmt.Sprintf("%.2f×", mean(r.airlockBps)/mean(r.dockerBps)), Target: "≥ 0.80×"},
 		{Measure: "control daemon: `GET /v1/sandboxes/{id}`, 8 concurrent clients", Result: fmt.Sprintf("%.0f requests/s", requests)},
-		{Measure: "`airlock run -- true` with `[sandbox.egress]` (internal network + egress proxy, median)", Result: fmt.Sprintf("%s (%.2f× without)", benchdoc.MS(benchdoc.Median(r.egressRun)), float64(benchdoc.Median(r.egressRun))/float64(ar))},
+		{Measure: "`airlock run -- true` with `[sandbox.egress]` (a parked internal network, the daemon's shared egress proxy, median)", Result: fmt.Sprintf("%s (%.2f× without)", benchdoc.MS(benchdoc.Median(r.egressRun)), float64(benchdoc.Median(r.egressRun))/float64(ar))},
 	}
 	if len(r.remoteRun) > 0 {
 		rr := benchdoc.Median(r.remoteRun)

@@ -8,6 +8,7 @@ import (
 	"log"
 	"net"
 	"net/http"
+	"os"
 	"os/signal"
 	"strconv"
 	"sync"
@@ -34,6 +35,8 @@ func EgressProxyCommand(o IO) *cobra.Command {
 		listen string
 		dns    string
 		allow  []string
+		shared bool
+		linger time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:    "egress-proxy [--listen ADDR] [--dns ADDR] [--allow ENTRY]...",
@@ -42,6 +45,9 @@ func EgressProxyCommand(o IO) *cobra.Command {
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if shared {
+				return serveShared(o, linger)
+			}
 			rules, err := egress.ParseRules(allow)
 			if err != nil {
 				return exitcode.With(exitcode.Usage, fmt.Errorf("invalid --allow entry %w", err))
@@ -90,6 +96,8 @@ func EgressProxyCommand(o IO) *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&listen, "listen", ":"+strconv.Itoa(egress.DefaultPort), "address to listen on")
 	f.StringVar(&dns, "dns", "", "address to serve DNS on (UDP and TCP): allowed names only; empty: no DNS")
+	f.BoolVar(&shared, "shared", false, "serve the sandboxes of a daemon: sites given as JSON commands on stdin (egress.Sites)")
+	f.DurationVar(&linger, "linger", 0, "with --shared: exit once no site was served this long (0: never)")
 	f.StringArrayVar(&allow, "allow", nil, "an allowed destination: host, host:port or *.domain (repeatable; none: deny everything)")
 	return cmd
 }
@@ -118,4 +126,16 @@ func serveDNS(addr string, rules []egress.Rule, errLog *log.Logger, failed chan<
 		}
 	}()
 	return func() { pc.Close(); l.Close() }, nil
+}
+
+// serveShared is the daemon's shared proxy (docs/egress.md, Implementation):
+// sites added and dropped by commands on stdin, replies and denials on stdout.
+func serveShared(o IO, linger time.Duration) error {
+	ctx, cancel := signal.NotifyContext(context.Background(), unix.SIGTERM, unix.SIGINT)
+	defer cancel()
+	s := &egress.Sites{Out: o.Stdout, ErrorLog: log.New(o.Stderr, "airlock: ", 0), Linger: linger}
+	if err := s.Serve(ctx, os.Stdin); err != nil {
+		return exitcode.With(exitcode.Airlock, fmt.Errorf("egress proxy: %w", err))
+	}
+	return nil
 }
