@@ -16,6 +16,7 @@ import (
 	"github.com/airlock-dev/airlock/client"
 	"github.com/airlock-dev/airlock/daemonfiles"
 	"github.com/airlock-dev/airlock/engine"
+	"github.com/airlock-dev/airlock/internal/startup"
 	"github.com/airlock-dev/airlock/userconfig"
 )
 
@@ -223,6 +224,9 @@ func (a *app) runDaemon(d daemonArgs) error {
 	if a.opts.logLevelSet {
 		level = a.opts.logLevel
 	}
+	// The daemon runs for long: the collector's usual setting (GOGC's, else
+	// 100), not a short command's.
+	startup.GCOn()
 	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer cancel()
 	return a.daemonMain(ctx, daemonfiles.Run{

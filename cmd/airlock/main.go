@@ -17,6 +17,6 @@ import (
 // The command line speaks to the daemon through its API; `airlock daemon run`
 // is the daemon itself, handed to it here.
 func main() {
-	startup.GCOn()
+	startup.GCForCommand()
 	os.Exit(cli.Main(os.Args[1:], cli.Options{RunDaemon: daemon.Main}))
 }
