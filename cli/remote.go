@@ -119,7 +119,11 @@ func (a *app) remoteClient(address string) (*client.Client, error) {
 	case t.transport == "unix":
 		return client.New(t.path), nil
 	case t.transport == "ssh":
-		return client.NewCommand(t.argv), nil
+		o, err := a.sshOptions()
+		if err != nil {
+			return nil, err
+		}
+		return client.NewSSHMux(address, o)
 	case !t.tls:
 		return client.NewTCP(t.addr, t.token), nil
 	case t.ca == "":
@@ -141,6 +145,9 @@ func (a *app) remoteDaemonClient(ctx context.Context, address string) (*client.C
 	}
 	hctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
+	if err := a.connectRemote(hctx, c, address); err != nil {
+		return nil, err
+	}
 	if _, err := c.Health(hctx); err != nil {
 		return nil, withCode(ExitAirlock, fmt.Errorf("cannot reach the airlock daemon at %s: %w%s", address, err, tlsHint(address, err)))
 	}
