@@ -339,7 +339,7 @@ func (s *SSHD) serve(configFile string) error {
 	if s.sshd, err = s.r.startProcess(sshd); err != nil {
 		return fmt.Errorf("cannot run sshd: %w", err)
 	}
-	inner := s.nsenter("socat", "-t", socatHalfClose, "UNIX-LISTEN:"+s.sock+",fork,mode=600,unlink-early", "TCP:127.0.0.1:"+strconv.Itoa(s.port))
+	inner := s.nsenter("socat", "-t", socatHalfClose, "UNIX-LISTEN:"+s.sock+",fork,mode=600,unlink-early", "TCP:127.0.0.1:"+strconv.Itoa(s.port)+",nodelay")
 	inner.Stdout, inner.Stderr = &s.log, &s.log
 	inner.SysProcAttr = ownGroupDying(syscall.SIGKILL)
 	if s.inner, err = s.r.startProcess(inner); err != nil {
@@ -349,7 +349,7 @@ func (s *SSHD) serve(configFile string) error {
 		return err
 	}
 	_, port, _ := net.SplitHostPort(s.Addr)
-	outer := exec.Command("socat", "-t", socatHalfClose, "TCP-LISTEN:"+port+",bind=127.0.0.1,fork,reuseaddr", "UNIX-CONNECT:"+s.sock)
+	outer := exec.Command("socat", "-t", socatHalfClose, "TCP-LISTEN:"+port+",bind=127.0.0.1,fork,reuseaddr,nodelay", "UNIX-CONNECT:"+s.sock)
 	outer.Stdout, outer.Stderr = &s.log, &s.log
 	outer.SysProcAttr = ownGroupDying(syscall.SIGKILL)
 	if s.outer, err = s.r.startProcess(outer); err != nil {
