@@ -64,6 +64,9 @@ type app struct {
 	redactor *secrets.Redactor
 	// daemonMain is Options.RunDaemon: `airlock daemon run`.
 	daemonMain func(context.Context, daemonfiles.Run) error
+	// remotes holds the clients of remote daemons this invocation reached,
+	// by address: one ssh connection per command (remote.go).
+	remotes remoteClients
 }
 
 // Options are what the program gives the command line besides its arguments.
