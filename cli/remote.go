@@ -168,11 +168,15 @@ func (a *app) newRemoteDaemonClient(ctx context.Context, address string) (*clien
 	if err != nil {
 		return nil, withCode(ExitUsage, err)
 	}
+	if strings.HasPrefix(address, "ssh://") {
+		// The remote dial-stdio says its hello once its daemon answered.
+		if err := a.connectRemote(ctx, c, address); err != nil {
+			return nil, err
+		}
+		return c, nil
+	}
 	hctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	if err := a.connectRemote(hctx, c, address); err != nil {
-		return nil, err
-	}
 	if _, err := c.Health(hctx); err != nil {
 		return nil, withCode(ExitAirlock, fmt.Errorf("cannot reach the airlock daemon at %s: %w%s", address, err, tlsHint(address, err)))
 	}

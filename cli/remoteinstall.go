@@ -116,7 +116,12 @@ func (a *app) remoteCommandSource() string {
 // or yes to a prompt on a terminal) and connects again; else it fails with
 // the command to run, exit 2.
 func (a *app) connectRemote(ctx context.Context, c *client.Client, address string) error {
-	err := c.Connect(ctx)
+	connect := func() error {
+		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		return c.Connect(cctx)
+	}
+	err := connect()
 	if err == nil {
 		return nil
 	}
@@ -134,7 +139,7 @@ func (a *app) connectRemote(ctx context.Context, c *client.Client, address strin
 	if err := a.installRemote(ctx, address, re.Platform); err != nil {
 		return err
 	}
-	if err := c.Connect(ctx); err != nil {
+	if err := connect(); err != nil {
 		return withCode(ExitAirlock, fmt.Errorf("cannot reach the airlock daemon at %s after installing this build there: %w", address, err))
 	}
 	return nil
