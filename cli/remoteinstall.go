@@ -24,6 +24,11 @@ import (
 // remoteCommandEnv names the airlock an ssh:// host runs, as --remote-command.
 const remoteCommandEnv = "AIRLOCK_REMOTE_COMMAND"
 
+// remoteBinaryEnv names the file an install copies to an ssh:// host instead
+// of this build for its platform (ownBuildFor): a Linux build of the same
+// commit, say, on a machine without the cross builds.
+const remoteBinaryEnv = "AIRLOCK_REMOTE_BINARY"
+
 func init() { addCommand(newRemoteCommand) }
 
 // newRemoteCommand is `airlock remote`: the airlock of an ssh:// host.
@@ -40,7 +45,8 @@ func newRemoteCommand(a *app) *cobra.Command {
 			"${XDG_CACHE_HOME:-~/.cache}/airlock/bin/BUILD_ID/airlock of the remote user, checks its SHA-256 there\n" +
 			"and its build ID, and does nothing when that build is there already. The host is the argument, else\n" +
 			"-H, else " + hostEnv + ". A build for another architecture than this machine's is the file\n" +
-			"airlock-linux-ARCH beside this binary (make cross builds them). See docs/daemon.md.",
+			"airlock-linux-ARCH beside this binary (make cross builds them), or the file " + remoteBinaryEnv + "\n" +
+			"names. See docs/daemon.md.",
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			address := a.remoteHost()
@@ -172,7 +178,7 @@ func (a *app) checkInstallable(address string, re *client.RemoteError) error {
 
 // confirmInstall asks on a terminal whether to install this build.
 func (a *app) confirmInstall(address string, re *client.RemoteError) bool {
-	if !isTerminal(a.stdin) || !isTerminal(a.stderr) {
+	if !isTerminal(a.stdin) {
 		return false
 	}
 	fmt.Fprintf(a.stderr, "%s: %s%s.\nInstall this build of airlock (%s) into the remote user's ~/.cache/airlock/bin? [y/N] ", address, re, platformNote(re), BuildID)
@@ -220,6 +226,9 @@ func (a *app) installRemote(ctx context.Context, address, platform string) error
 		return withCode(ExitUsage, fmt.Errorf("cannot install airlock on %s: it runs %s; airlock's daemon runs on Linux x86_64 and aarch64", address, platform))
 	}
 	bin, err := ownBuildFor(p[0], p[1])
+	if v, _ := a.getenv(remoteBinaryEnv); v != "" {
+		bin, err = v, nil
+	}
 	if err != nil {
 		return withCode(ExitUsage, err)
 	}
