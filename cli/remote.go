@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/airlock-dev/airlock/client"
@@ -119,7 +120,11 @@ func (a *app) remoteClient(address string) (*client.Client, error) {
 	case t.transport == "unix":
 		return client.New(t.path), nil
 	case t.transport == "ssh":
-		return client.NewCommand(t.argv), nil
+		o, err := a.sshOptions()
+		if err != nil {
+			return nil, err
+		}
+		return client.NewSSHMux(address, o)
 	case !t.tls:
 		return client.NewTCP(t.addr, t.token), nil
 	case t.ca == "":
@@ -135,9 +140,40 @@ func (a *app) remoteClient(address string) (*client.Client, error) {
 // remoteDaemonClient connects to the daemon at address and checks that it
 // answers.
 func (a *app) remoteDaemonClient(ctx context.Context, address string) (*client.Client, error) {
+	a.remotes.mu.Lock()
+	defer a.remotes.mu.Unlock()
+	if c := a.remotes.m[address]; c != nil {
+		return c, nil
+	}
+	c, err := a.newRemoteDaemonClient(ctx, address)
+	if err != nil {
+		return nil, err
+	}
+	if a.remotes.m == nil {
+		a.remotes.m = map[string]*client.Client{}
+	}
+	a.remotes.m[address] = c
+	return c, nil
+}
+
+// remoteClients are the clients of remote daemons one invocation reached.
+type remoteClients struct {
+	mu sync.Mutex
+	m  map[string]*client.Client
+}
+
+// newRemoteDaemonClient is remoteDaemonClient for an address not reached yet.
+func (a *app) newRemoteDaemonClient(ctx context.Context, address string) (*client.Client, error) {
 	c, err := a.remoteClient(address)
 	if err != nil {
 		return nil, withCode(ExitUsage, err)
+	}
+	if strings.HasPrefix(address, "ssh://") {
+		// The remote dial-stdio says its hello once its daemon answered.
+		if err := a.connectRemote(ctx, c, address); err != nil {
+			return nil, err
+		}
+		return c, nil
 	}
 	hctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()

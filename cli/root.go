@@ -44,6 +44,9 @@ type globalOptions struct {
 	backendSet bool
 	// host is -H/--host: a daemon other than the local one (see remoteHost).
 	host string
+	// remoteCommand is --remote-command, install --install (remoteinstall.go).
+	remoteCommand string
+	install       bool
 }
 
 // app carries the global options and the streams of one invocation, so tests
@@ -63,6 +66,9 @@ type app struct {
 	daemonMain func(context.Context, daemonfiles.Run) error
 	// steps is when a run reached each of its steps (timeline.go).
 	steps timeline
+	// remotes holds the clients of remote daemons this invocation reached,
+	// by address: one ssh connection per command (remote.go).
+	remotes remoteClients
 }
 
 // Options are what the program gives the command line besides its arguments.
@@ -124,6 +130,8 @@ func newRootCommand(a *app) *cobra.Command {
 	pf.StringVar(&a.opts.project, "project", "", "the project dir: what the sandbox sees and starts in, where relative paths start (default: the folder of the sandbox.toml)")
 	pf.StringVar(&a.opts.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	pf.StringVarP(&a.opts.host, "host", "H", "", "the daemon to use: unix:///path, tcp://host:port, https://host:port or ssh://[user@]host[:port] (default: "+hostEnv+", else this user's local daemon)")
+	pf.StringVar(&a.opts.remoteCommand, "remote-command", "", "the airlock an ssh:// host runs, a name or a path there (default: "+remoteCommandEnv+", else remote.command of config.toml, else this build from the remote's cache, else airlock on its PATH)")
+	pf.BoolVar(&a.opts.install, "install", false, "install this build on an ssh:// host that has no airlock or another build (as `airlock remote install` does)")
 	pf.StringVar(&a.opts.backend, "backend", "", "where sandboxes run: docker or kubernetes (default: "+backendEnv+", else runtime.backend of config.toml, else docker)")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return withCode(ExitUsage, fmt.Errorf("%w\nSee '%s --help'.", err, c.CommandPath()))

@@ -26,6 +26,8 @@ type Client struct {
 	http  *http.Client
 	// socket is the daemon's Unix socket (New), "" over TCP.
 	socket string
+	// mux is the one multiplexed connection of NewSSHMux (nil for others).
+	mux *muxDialer
 }
 
 // New returns a client of the daemon listening on the Unix socket at path.

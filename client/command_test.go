@@ -25,6 +25,10 @@ func TestMain(m *testing.M) {
 		serveStdio()
 		return
 	}
+	if build := os.Getenv(muxServerEnv); build != "" {
+		serveMux(build)
+		return
+	}
 	os.Exit(m.Run())
 }
 

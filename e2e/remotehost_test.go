@@ -72,10 +72,15 @@ func TestRemoteDaemonHost(t *testing.T) {
 			env.WriteString(" '" + kv + "'")
 		}
 	}
-	ssh := "#!/bin/sh\n# ssh -T [-l user] [-p port] -- host airlock daemon dial-stdio\n" +
+	// As ssh does, it hands the remote user's shell the command line, with
+	// the remote user's PATH, where `airlock` is the binary under test.
+	remoteBin := t.TempDir()
+	if err := os.Symlink(clitest.Bin, filepath.Join(remoteBin, "airlock")); err != nil {
+		t.Fatal(err)
+	}
+	ssh := "#!/bin/sh\n# ssh -T [-l user] [-p port] -- host COMMAND…\n" +
 		"while [ \"$1\" != -- ]; do shift; done; shift 2\n" +
-		"[ \"$1\" = airlock ] || exit 255; shift\n" +
-		"exec env" + env.String() + " '" + clitest.Bin + "' \"$@\"\n"
+		"exec env" + env.String() + " 'PATH=" + remoteBin + ":/usr/bin:/bin' sh -c \"$*\"\n"
 	if err := os.WriteFile(filepath.Join(bin, "ssh"), []byte(ssh), 0o755); err != nil {
 		t.Fatal(err)
 	}

@@ -74,6 +74,15 @@ type Config struct {
 	Vault      Vault
 	Kubernetes Kubernetes
 	Services   Services
+	Remote     Remote
+}
+
+// Remote is [remote]: how the CLI reaches the daemon of an ssh:// host.
+type Remote struct {
+	// Command (command) is the airlock the remote runs, a name on its PATH
+	// or a path there (~/ for its home); "" = this build from the remote
+	// user's cache, else airlock on its PATH (docs/daemon.md).
+	Command string
 }
 
 // Services is [services]: what the user allows the services of every manifest.
@@ -211,6 +220,9 @@ type file struct {
 	Services *struct {
 		EnvFilesOutside []string `toml:"env_files_outside"`
 	} `toml:"services"`
+	Remote *struct {
+		Command *string `toml:"command"`
+	} `toml:"remote"`
 	Kubernetes *struct {
 		Namespace       *string `toml:"namespace"`
 		Image           *string `toml:"image"`
@@ -261,7 +273,7 @@ func Parse(name string, data []byte, home string) (*Config, error) {
 		}
 		reported = append(reported, key)
 		if len(k) == 1 {
-			p.add(key, "unknown key (the tables are runtime, artifacts, vault, kubernetes and services)")
+			p.add(key, "unknown key (the tables are runtime, artifacts, vault, kubernetes, services and remote)")
 		} else {
 			p.add(key, "unknown key")
 		}
@@ -280,6 +292,13 @@ func Parse(name string, data []byte, home string) (*Config, error) {
 		}
 	}
 	p.kubernetes(&f, c)
+	if r := f.Remote; r != nil && r.Command != nil {
+		if *r.Command == "" || strings.ContainsAny(*r.Command, " \t\n'\"$`\\;&|<>()*?[]{}#!") {
+			p.add("remote.command", fmt.Sprintf("%q is not a command name or path (no spaces, quotes or shell characters)", *r.Command))
+		} else {
+			c.Remote.Command = *r.Command
+		}
+	}
 	if len(p.errs) > 0 {
 		sort.SliceStable(p.errs, func(i, j int) bool { return p.errs[i].Line < p.errs[j].Line })
 		return nil, p.errs

@@ -103,7 +103,8 @@ func TestLoadReadsFile(t *testing.T) {
 func TestErrors(t *testing.T) {
 	t.Parallel()
 	cases := []struct{ name, src, want string }{
-		{"unknown table", "[runtme]\nidle_ttl = \"1m\"\n", "config.toml:1: runtme: unknown key (the tables are runtime, artifacts, vault, kubernetes and services)"},
+		{"unknown table", "[runtme]\nidle_ttl = \"1m\"\n", "config.toml:1: runtme: unknown key (the tables are runtime, artifacts, vault, kubernetes, services and remote)"},
+		{"bad remote command", "[remote]\ncommand = \"airlock; rm\"\n", "config.toml:2: remote.command: \"airlock; rm\" is not a command name or path (no spaces, quotes or shell characters)"},
 		{"unknown key", "[runtime]\nidle_ttl = \"1m\"\nidle = \"1m\"\n", "config.toml:3: runtime.idle: unknown key"},
 		{"unknown top key", "storage = \"file\"\n", "config.toml:1: storage: unknown key"},
 		{"bad duration", "[runtime]\nidle_ttl = \"30\"\n", `config.toml:2: runtime.idle_ttl: invalid duration "30"`},

@@ -79,7 +79,8 @@ type SSHD struct {
 }
 
 // StartSSHD starts sshd in the stand-in's namespaces, with airlockBin as the
-// remote user's `airlock`, and stops it when the test ends (see Stop). The
+// remote user's `airlock` ("": none, a machine airlock was never installed
+// on), and stops it when the test ends (see Stop). The
 // test fails when it cannot start (it needs openssh-server and
 // openssh-client: ./scripts/engine.sh installs them).
 func (r *RemoteEngine) StartSSHD(t testing.TB, airlockBin string) *SSHD {
@@ -98,12 +99,32 @@ func (r *RemoteEngine) StartSSHD(t testing.TB, airlockBin string) *SSHD {
 		}
 	})
 	begin := time.Now()
-	if err := s.start(t, airlockBin); err != nil {
+	if err := s.start(t.TempDir(), airlockBin); err != nil {
 		t.Fatalf("cannot start sshd in the stand-in remote Engine's namespaces: %v\nsshd's log:\n%s", err, s.log.String())
 	}
 	t.Logf("testenv: sshd (pid %d) in the namespaces of %s, on %s, answered in %v",
 		s.sshd.cmd.Process.Pid, r.Host, s.Addr, time.Since(begin).Round(time.Millisecond))
 	return s
+}
+
+// StartSSHDFor is StartSSHD outside a test (make bench): local is a
+// directory of this host for the client's keys and configuration; stop ends
+// sshd and reports what it could not clean.
+func (r *RemoteEngine) StartSSHDFor(local, airlockBin string) (s *SSHD, stop func() error, err error) {
+	s = &SSHD{r: r, Alias: sshdAlias, mark: strings.ToLower(rand.Text()[:12])}
+	s.RemoteDir = "/tmp/airlock-sshd-" + s.mark
+	s.sock = filepath.Join(r.Dir, "sshd-"+s.mark+".sock")
+	stop = func() error {
+		if problems := s.Stop(); len(problems) > 0 {
+			return fmt.Errorf("stopping sshd: %s", strings.Join(problems, "; "))
+		}
+		return nil
+	}
+	if err := s.start(local, airlockBin); err != nil {
+		_ = stop()
+		return nil, nil, fmt.Errorf("cannot start sshd in the stand-in remote Engine's namespaces: %v\nsshd's log:\n%s", err, s.log.String())
+	}
+	return s, stop, nil
 }
 
 // Log is what sshd and the socats have logged (sshd at LogLevel VERBOSE).
@@ -120,8 +141,7 @@ func (s *SSHD) remote(path string) string {
 // start makes the key pairs, the remote user's files and sshd's
 // configuration, starts sshd and the socats, writes the client side and checks
 // that ssh reaches the remote user.
-func (s *SSHD) start(t testing.TB, airlockBin string) error {
-	local := t.TempDir()
+func (s *SSHD) start(local, airlockBin string) error {
 	clientKey, hostKey := filepath.Join(local, "id_ed25519"), filepath.Join(local, "host_ed25519_key")
 	if err := sshKeygen(clientKey); err != nil {
 		return err
@@ -175,8 +195,10 @@ func (s *SSHD) makeRemoteDir(airlockBin, hostKey, clientPub string) error {
 			return err
 		}
 	}
-	if err := copyFile(airlockBin, s.remote(filepath.Join(bin, "airlock")), 0o755); err != nil {
-		return fmt.Errorf("cannot copy the airlock binary: %w", err)
+	if airlockBin != "" {
+		if err := copyFile(airlockBin, s.remote(filepath.Join(bin, "airlock")), 0o755); err != nil {
+			return fmt.Errorf("cannot copy the airlock binary: %w", err)
+		}
 	}
 	if err := copyFile(hostKey, s.remote(filepath.Join(s.RemoteDir, "ssh_host_ed25519_key")), 0o600); err != nil {
 		return err
@@ -317,7 +339,7 @@ func (s *SSHD) serve(configFile string) error {
 	if s.sshd, err = s.r.startProcess(sshd); err != nil {
 		return fmt.Errorf("cannot run sshd: %w", err)
 	}
-	inner := s.nsenter("socat", "-t", socatHalfClose, "UNIX-LISTEN:"+s.sock+",fork,mode=600,unlink-early", "TCP:127.0.0.1:"+strconv.Itoa(s.port))
+	inner := s.nsenter("socat", "-t", socatHalfClose, "UNIX-LISTEN:"+s.sock+",fork,mode=600,unlink-early", "TCP:127.0.0.1:"+strconv.Itoa(s.port)+",nodelay")
 	inner.Stdout, inner.Stderr = &s.log, &s.log
 	inner.SysProcAttr = ownGroupDying(syscall.SIGKILL)
 	if s.inner, err = s.r.startProcess(inner); err != nil {
@@ -327,7 +349,7 @@ func (s *SSHD) serve(configFile string) error {
 		return err
 	}
 	_, port, _ := net.SplitHostPort(s.Addr)
-	outer := exec.Command("socat", "-t", socatHalfClose, "TCP-LISTEN:"+port+",bind=127.0.0.1,fork,reuseaddr", "UNIX-CONNECT:"+s.sock)
+	outer := exec.Command("socat", "-t", socatHalfClose, "TCP-LISTEN:"+port+",bind=127.0.0.1,fork,reuseaddr,nodelay", "UNIX-CONNECT:"+s.sock)
 	outer.Stdout, outer.Stderr = &s.log, &s.log
 	outer.SysProcAttr = ownGroupDying(syscall.SIGKILL)
 	if s.outer, err = s.r.startProcess(outer); err != nil {
@@ -472,7 +494,10 @@ func (s *SSHD) Stop() []string {
 	var problems []string
 	if s.sshd != nil && !s.sshd.exited() && s.BinDir != "" {
 		ctx, cancel := context.WithTimeout(context.Background(), remoteStopTimeout)
-		if out, err := s.SSH(ctx, "root", "airlock", "daemon", "stop").CombinedOutput(); err != nil {
+		// The remote user's airlock: on its PATH, else one installed in its
+		// cache (`airlock remote install`), else there is no daemon to stop.
+		stop := `sh -c 'for a in $(command -v airlock) "$HOME"/.cache/airlock/bin/*/airlock; do [ -x "$a" ] && exec "$a" daemon stop; done; true'`
+		if out, err := s.SSH(ctx, "root", stop).CombinedOutput(); err != nil {
 			problems = append(problems, fmt.Sprintf("ssh %s airlock daemon stop: %v: %s", s.Alias, err, out))
 		}
 		cancel()

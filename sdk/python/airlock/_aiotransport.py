@@ -2,9 +2,10 @@
 
 The same transports as the sync client's (``_transport``), with the same
 rules (:class:`~airlock._transport.Target`): a Unix socket (the default one's
-directory checked first), TCP with the token and TLS, or ``ssh … airlock daemon
-dial-stdio`` run as an asyncio subprocess. Every request opens a connection
-of its own and closes it once its answer was read; the requests and what the
+directory checked first), TCP with the token and TLS, or a stream of the
+client's one ``ssh … airlock daemon dial-stdio --mux``, run as an asyncio
+subprocess (:mod:`airlock._mux`). Every request opens a connection of its own
+and closes it once its answer was read; the requests and what the
 answers mean are the wire code both clients share (``_wire``).
 """
 
@@ -13,10 +14,11 @@ from __future__ import annotations
 import asyncio
 import io
 import ssl
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from collections.abc import Awaitable
-from typing import IO, TypeVar
+from typing import IO, TypeVar, cast
 
+from ._mux import AsyncMux
 from ._transport import Target, check_runtime_dir
 from ._wire import (BODY_CHUNK, FRAME_HEADER, UPGRADE_HEADERS, Request, chunk, encode_frames, frame_length, no_answer,
                     not_switched, unreachable)
@@ -246,8 +248,28 @@ class AsyncTransport(Target):
     with the sync client.
     """
 
+    _mux: AsyncMux | None = field(default=None, init=False, repr=False)
+    _mux_lock: asyncio.Lock | None = field(default=None, init=False, repr=False)
+
     def _bound(self) -> float | None:
         return None if self.endpoint.scheme == "ssh" else self.timeout
+
+    async def _mux_session(self) -> AsyncMux:
+        """The client's one ssh connection, started on first use (again once it ended)."""
+        if self._mux_lock is None:
+            self._mux_lock = asyncio.Lock()
+        async with self._mux_lock:
+            if self._mux is None or not self._mux.alive:
+                if self._mux is not None:
+                    await self._mux.close()
+                self._mux = await AsyncMux.start(self.ssh_argv() + ["--mux"], self.describe())
+            return self._mux
+
+    async def close(self) -> None:
+        """Ends the client's ssh connection, if it has one."""
+        if self._mux is not None:
+            m, self._mux = self._mux, None
+            await m.close()
 
     async def _connect(self) -> _Conn:
         ep = self.endpoint
@@ -257,10 +279,8 @@ class AsyncTransport(Target):
             r, w = await asyncio.open_unix_connection(ep.path, limit=_HEAD_MAX)
             return _Conn(r, w)
         if ep.scheme == "ssh":
-            proc = await asyncio.create_subprocess_exec(*self.ssh_argv(), stdin=asyncio.subprocess.PIPE,
-                                                        stdout=asyncio.subprocess.PIPE, limit=_HEAD_MAX)
-            assert proc.stdin is not None and proc.stdout is not None
-            return _Conn(proc.stdout, proc.stdin, proc)
+            st = await (await self._mux_session()).open()
+            return _Conn(cast(asyncio.StreamReader, st), cast(asyncio.StreamWriter, st))
         ctx: ssl.SSLContext | None = None
         if ep.tls:
             ctx = self.tls_context or ssl.create_default_context()

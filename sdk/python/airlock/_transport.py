@@ -4,9 +4,9 @@ Which daemon and how (:class:`Target`: the address, the token, TLS, ssh's
 command line) is shared with the asyncio client's transport (``_aiotransport``).
 Every request opens a connection of its own and closes it once its answer was
 read: a Unix socket costs nothing to open, and a stream (events, a streamed
-exec) holds its connection for as long as it is read anyway. Over ssh each
-request runs one ``ssh`` process; an ssh ``ControlMaster`` in ``~/.ssh/config``
-makes that cheap.
+exec) holds its connection for as long as it is read anyway. Over ssh a
+connection is a stream of the client's one ``ssh … airlock daemon dial-stdio
+--mux`` (:mod:`airlock._mux`), which costs nothing to open either.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ import os
 import socket
 import ssl
 import stat
-import subprocess
 import sys
 import threading
 import urllib.parse
@@ -30,6 +29,7 @@ from typing import IO, Any, cast
 from ._wire import (BODY_CHUNK, FRAME_EXIT, FRAME_HEADER, FRAME_STDERR, FRAME_STDIN, FRAME_STDOUT, LOCAL_HOST, MAX_FRAME,
                     STREAM_PROTOCOL, UPGRADE_HEADERS, Request, chunk, encode_frames, frame_length, head_fields,
                     no_answer, not_switched, unreachable)
+from ._mux import SyncMux
 from .errors import DaemonUnreachableError, ProtocolError, UnsafeRuntimeDirError, error_from_response
 
 __all__ = ["Endpoint", "default_socket", "parse_host", "is_loopback", "Target", "Transport", "Response", "Upgraded",
@@ -228,58 +228,15 @@ class _UnixConnection(http.client.HTTPConnection):
         self.sock = s
 
 
-class _PipeSocket:
-    """The part of a socket http.client uses, over an ssh process's stdin and stdout."""
-
-    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
-        self._proc = proc
-        assert proc.stdout is not None
-        # http.client peeks into what it reads (chunked bodies, lines): the
-        # pipe itself is unbuffered (a FileIO, no peek), so it reads through a
-        # buffer, one for the whole connection.
-        self._reader = io.BufferedReader(cast(io.RawIOBase, proc.stdout))
-
-    def sendall(self, data: bytes) -> None:
-        assert self._proc.stdin is not None
-        try:
-            self._proc.stdin.write(data)
-            self._proc.stdin.flush()
-        except BrokenPipeError as e:
-            raise ConnectionError(f"ssh ended (exit code {self._proc.poll()})") from e
-
-    def makefile(self, mode: str, *args: Any, **kwargs: Any) -> IO[bytes]:
-        return self._reader
-
-    def settimeout(self, timeout: float | None) -> None:
-        """Timeouts are not supported over ssh; ssh's own keep-alive options apply."""
-
-    def setsockopt(self, *args: Any) -> None:
-        """No socket options on a pipe."""
-
-    def close(self) -> None:
-        for f in (self._proc.stdin, self._reader):
-            try:
-                if f is not None:
-                    f.close()
-            except OSError:
-                pass
-        try:
-            self._proc.wait(timeout=2)
-        except subprocess.TimeoutExpired:
-            self._proc.kill()
-            self._proc.wait()
-
-
 class _SSHConnection(http.client.HTTPConnection):
-    """HTTP over ``ssh [user@]host airlock daemon dial-stdio``'s standard input and output."""
+    """HTTP over a stream of the client's one ``ssh … airlock daemon dial-stdio --mux`` (:mod:`airlock._mux`)."""
 
-    def __init__(self, argv: Sequence[str], timeout: float | None) -> None:
+    def __init__(self, transport: Transport, timeout: float | None) -> None:
         super().__init__(LOCAL_HOST, timeout=timeout)
-        self._argv = list(argv)
+        self._transport = transport
 
     def connect(self) -> None:
-        proc = subprocess.Popen(self._argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0)
-        self.sock = _PipeSocket(proc)
+        self.sock = self._transport._mux_session().open()
 
 
 class Response:
@@ -388,7 +345,7 @@ class Upgraded:
             if shut is not None:
                 shut(socket.SHUT_RDWR)
             else:
-                self._sock.close()  # ssh's pipes: ssh ends, its output with it
+                self._sock.close()
         except OSError:
             pass
 
@@ -482,13 +439,31 @@ class Transport(Target):
     """Sends requests to one daemon with blocking I/O. Made by :class:`airlock.Client`."""
 
     _tls: ssl.SSLContext | None = field(default=None, init=False, repr=False)
+    _mux: SyncMux | None = field(default=None, init=False, repr=False)
+    _mux_lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
+
+    def _mux_session(self) -> SyncMux:
+        """The client's one ssh connection, started on first use (again once it ended)."""
+        with self._mux_lock:
+            if self._mux is None or not self._mux.alive:
+                if self._mux is not None:
+                    self._mux.close()
+                self._mux = SyncMux(self.ssh_argv() + ["--mux"], self.describe())
+            return self._mux
+
+    def close(self) -> None:
+        """Ends the client's ssh connection, if it has one."""
+        with self._mux_lock:
+            if self._mux is not None:
+                self._mux.close()
+                self._mux = None
 
     def _connection(self, timeout: float | None) -> http.client.HTTPConnection:
         ep = self.endpoint
         if ep.scheme == "unix":
             return _UnixConnection(ep.path, timeout, self.check_runtime_dir)
         if ep.scheme == "ssh":
-            return _SSHConnection(self.ssh_argv(), timeout)
+            return _SSHConnection(self, timeout)
         assert ep.port is not None
         if ep.tls:
             if self._tls is None:

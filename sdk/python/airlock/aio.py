@@ -222,7 +222,12 @@ class AsyncClient:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        """Nothing to release: each request opens and closes its own connection."""
+        """Ends the client's ssh connection, if it has one (:meth:`close`)."""
+        await self.close()
+
+    async def close(self) -> None:
+        """Ends the client's one ssh connection, if it has one (an ssh:// address); a later request starts another."""
+        await self._t.close()
 
     # The daemon.
 

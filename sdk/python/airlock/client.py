@@ -212,7 +212,12 @@ class Client:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        """Nothing to release: each request opens and closes its own connection."""
+        """Ends the client's ssh connection, if it has one (:meth:`close`)."""
+        self.close()
+
+    def close(self) -> None:
+        """Ends the client's one ssh connection, if it has one (an ssh:// address); a later request starts another."""
+        self._t.close()
 
     # The daemon.
 

@@ -600,17 +600,19 @@ def _until(events: Any, kind: str) -> list[Any]:
     return seen
 
 
-def _ssh_stand_in_client(make: Any, stderr: str = "") -> Any:
+def _ssh_stand_in_client(make: Any, stderr: str = "", log: str = "") -> Any:
     """A client of the tests' daemon over ssh://, with a stand-in for ssh that runs the remote command here.
 
     The stand-in drops ssh's options and host and runs `airlock daemon
     dial-stdio` as the daemon's user, through pipes as ssh's are; what the
     remote command writes to stderr (what ssh shows the user) is appended to
-    the file ``stderr`` when given.
+    the file ``stderr`` when given. Each start of the stand-in adds a line to
+    the file ``log`` when given.
     """
     assert _daemon is not None
     redirect = f' 2>>"{stderr}"' if stderr else ""
-    fake_ssh = ["sh", "-c", 'while [ "$1" != -- ]; do shift; done; shift 2; exec "$@"' + redirect, "fake-ssh"]
+    count = f'echo started >>"{log}"; ' if log else ""
+    fake_ssh = ["sh", "-c", count + 'while [ "$1" != -- ]; do shift; done; shift 2; exec "$@"' + redirect, "fake-ssh"]
     env = [f"{k}={_daemon.env[k]}" for k in ("HOME", "XDG_RUNTIME_DIR", "XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_STATE_HOME")]
     return make("ssh://someone@remote-box:2222", ssh_command=fake_ssh,
                           remote_command=["env", *env, _daemon.binary, "daemon", "dial-stdio"])
@@ -627,10 +629,44 @@ class StdioTest(DaemonTest):
     def test_dial_stdio(self) -> None:
         assert _daemon is not None
         c = _ssh_stand_in_client(self.Client)
+        self.addCleanup(c.close)
         self.assertEqual(c.health().pid, _daemon.proc.pid)
         with self.assertRaises(airlock.SandboxNotFoundError):
             c.sandbox("no-such-sandbox").run("true")
         self.assertIsInstance(c.list(), list)
+
+    def test_one_ssh_per_client(self) -> None:
+        """Every request and stream of a client goes through its one ssh, started on first use; close ends it."""
+        log = tempfile.NamedTemporaryFile(prefix="airlock-ssh-log-", delete=False)
+        log.close()
+        self.addCleanup(os.unlink, log.name)
+        c = _ssh_stand_in_client(self.Client, log=log.name)
+        self.assertEqual(Path(log.name).read_text(), "")
+        for _ in range(3):
+            c.health()
+        with self.assertRaises(airlock.SandboxNotFoundError):
+            c.sandbox("no-such-sandbox").run("true")
+        self.assertIsInstance(c.list(), list)
+        self.assertEqual(c.health().pid, self.client.health().pid)
+        self.assertEqual(Path(log.name).read_text(), "started\n")
+        c.close()
+        c.health()
+        self.assertEqual(Path(log.name).read_text(), "started\n" * 2)
+        c.close()
+
+    def test_ssh_errors(self) -> None:
+        """ssh that fails, an airlock there too old to multiplex, a connection that dies: what ssh said is in the error."""
+        for script, want in (
+            ("echo 'ssh: connect to host remote-box port 2222: Connection refused' >&2; exit 255", "Connection refused"),
+            ("echo 'Error: unknown flag: --mux' >&2; exit 2", "older than this SDK"),
+            ("echo 'airlock-mux 1 b linux amd64'; echo 'ssh: connection closed by remote host' >&2; exit 255",
+             "connection closed by remote host"),
+        ):
+            c = self.Client("ssh://someone@remote-box:2222", ssh_command=["sh", "-c", script, "fake-ssh"])
+            with self.assertRaises(airlock.DaemonUnreachableError) as cm:
+                c.health()
+            self.assertIn(want, str(cm.exception))
+            c.close()
 
     def test_streams_over_ssh(self) -> None:
         """Every streamed answer over ssh: create (which follows the events), exec streams, run, events."""
@@ -638,6 +674,7 @@ class StdioTest(DaemonTest):
         stderr.close()
         self.addCleanup(os.unlink, stderr.name)
         c = _ssh_stand_in_client(self.Client, stderr.name)
+        self.addCleanup(c.close)
         manifest = f'[sandbox]\nimage = "{IMAGE}"\nnetwork = "none"\n\n[env]\nWHO = "${{WHO}}"\n'
         sid = _uid("sdk-ssh")
         with c.create(manifest, vars={"WHO": "over ssh"}, id=sid, timeout=120) as sb:
@@ -875,6 +912,7 @@ class AsyncNativeTest(unittest.IsolatedAsyncioTestCase):
         self.assertEqual((r.exit_code, r.stdout_text, r.stderr_text), (4, "piped over ssh\n", "to-stderr\n"))
         await c.sandbox(r.sandbox_id).delete()  # removed on exit: wait until it is
         await self.assertGone(c, r.sandbox_id)
+        await c.close()
 
 
 class ParityTest(unittest.TestCase):
