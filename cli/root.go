@@ -131,7 +131,7 @@ func newRootCommand(a *app) *cobra.Command {
 	pf.StringVar(&a.opts.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	pf.StringVarP(&a.opts.host, "host", "H", "", "the daemon to use: unix:///path, tcp://host:port, https://host:port or ssh://[user@]host[:port] (default: "+hostEnv+", else this user's local daemon)")
 	pf.StringVar(&a.opts.remoteCommand, "remote-command", "", "the airlock an ssh:// host runs, a name or a path there (default: "+remoteCommandEnv+", else remote.command of config.toml, else this build from the remote's cache, else airlock on its PATH)")
-	pf.BoolVar(&a.opts.install, "install", false, "install this build on an ssh:// host that has no airlock or another build (as `airlock remote install` does)")
+	pf.BoolVar(&a.opts.install, "install", false, "install this build on an ssh:// host that has no airlock or another build (as airlock remote install does)")
 	pf.StringVar(&a.opts.backend, "backend", "", "where sandboxes run: docker or kubernetes (default: "+backendEnv+", else runtime.backend of config.toml, else docker)")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return withCode(ExitUsage, fmt.Errorf("%w\nSee '%s --help'.", err, c.CommandPath()))
