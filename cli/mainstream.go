@@ -18,6 +18,9 @@ import (
 type mainStream struct {
 	// ended gives the main command's exit code, or why it is not known.
 	ended chan mainEnd
+	// exited is closed once the main command's exit code came (before it is
+	// sent on ended): the sandbox started, whether or not its start was seen.
+	exited chan struct{}
 
 	mu   sync.Mutex
 	sess *client.ExecSession
@@ -51,11 +54,12 @@ func (a *app) attachMain(ctx context.Context, c *client.Client, id string, withS
 	if err != nil {
 		return nil, err
 	}
-	m := &mainStream{ended: make(chan mainEnd, 1), sess: sess}
+	m := &mainStream{ended: make(chan mainEnd, 1), exited: make(chan struct{}), sess: sess}
 	go func() {
 		for {
 			_, code, err := sess.Wait()
 			if err == nil {
+				close(m.exited)
 				m.ended <- mainEnd{code: code, daemonsStopping: sess.Exit().DaemonsStopping}
 				return
 			}

@@ -326,7 +326,13 @@ func (j *runJob) start(waitCtx context.Context) error {
 		}
 		var err error
 		if firstWait != nil {
-			err, firstWait = <-firstWait, nil
+			// A main command that ended with its code started: its end
+			// may come before sandbox.started is written.
+			select {
+			case err = <-firstWait:
+			case <-j.main.exited:
+			}
+			firstWait = nil
 		} else {
 			err = waitStart()
 		}

@@ -92,10 +92,25 @@ func (e *events) emit(id string, ev store.Event, state string) (store.Event, err
 	return e.emitLocked(id, ev, state)
 }
 
+// emitWith is emit that also changes the sandbox's record with change in the
+// same write (store.AppendWith).
+func (e *events) emitWith(id string, ev store.Event, state string, change func(*store.Sandbox) error) (store.Event, error) {
+	if phaseKind(ev.Kind) {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+	}
+	return e.emitLockedWith(id, ev, state, change)
+}
+
 // emitLocked is emit with e.mu held for an event of a phaseKind.
 func (e *events) emitLocked(id string, ev store.Event, state string) (store.Event, error) {
+	return e.emitLockedWith(id, ev, state, nil)
+}
+
+// emitLockedWith is emitWith with e.mu held for an event of a phaseKind.
+func (e *events) emitLockedWith(id string, ev store.Event, state string, change func(*store.Sandbox) error) (store.Event, error) {
 	ev.Reason = string(e.redactor.Redact([]byte(ev.Reason)))
-	ev, err := e.store.Append(id, ev, state)
+	ev, err := e.store.AppendWith(id, ev, state, change)
 	if err != nil {
 		e.log().Warn("cannot record event", "sandbox", id, "kind", ev.Kind, "error", err.Error())
 		return ev, err

@@ -33,11 +33,14 @@ func (s *Service) startLocked(ctx context.Context, id string, l *live) {
 	l.ingestMu.Unlock()
 	s.lives.setFlags(l, func() { l.up = map[string]bool{} })
 	var err error
+	// unpark: a parked sandbox's record says so no longer once its claim was
+	// delivered, written with its sandbox.started (one write, not two).
+	var unpark func(*store.Sandbox) error
 	if c := l.claim; c != nil {
 		// A parked sandbox: started already; its claim starts the run.
 		l.claim = nil
 		if err = s.rtOf(id).Claim(ctx, l.handle, *c); err == nil {
-			_, _ = s.store.Update(id, func(r *store.Sandbox) error { r.Parked = false; return nil })
+			unpark = func(r *store.Sandbox) error { r.Parked = false; return nil }
 		}
 	} else {
 		var leave func()
@@ -67,7 +70,7 @@ func (s *Service) startLocked(ctx context.Context, id string, l *live) {
 	if len(l.handle.Ports) > 0 || (l.resolved != nil && len(l.resolved.Sandbox.Ports) > 0) {
 		s.recordPorts(id, l.handle.Ports)
 	}
-	s.events.emit(id, store.Event{Kind: "sandbox.started", Extra: s.lives.takeSteps(l)}, "")
+	s.events.emitWith(id, store.Event{Kind: "sandbox.started", Extra: s.lives.takeSteps(l)}, "", unpark)
 	if final != nil {
 		s.status.finalLocked(id, l, final) // the run ended while it was being started
 	}

@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"bytes"
 	"os"
 	"strconv"
 	"syscall"
@@ -37,19 +38,46 @@ func sealSandbox(wait time.Duration) bool {
 }
 
 // onlyInitLeft reports whether /proc (the sandbox's PID namespace) lists no
-// process but PID 1 and self: the others are gone and reaped (the host checks
-// the same through the Engine before it believes the marker).
+// live process but PID 1 and self: the others are gone, or dead and not yet
+// reaped (the host checks the same through the Engine before it believes the
+// marker: a container's cgroup lists no dead process). A process an Engine
+// exec started (the host's followers of the status stream, a command channel)
+// is reaped by the container's runtime outside the sandbox, some milliseconds
+// after it died: waiting for that is not needed, since a dead process writes
+// nothing.
 func onlyInitLeft(self int) bool {
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
 		return false
 	}
 	for _, e := range ents {
-		if pid, err := strconv.Atoi(e.Name()); err == nil && pid != 1 && pid != self {
+		if pid, err := strconv.Atoi(e.Name()); err == nil && pid != 1 && pid != self && !dead(e.Name()) {
 			return false
 		}
 	}
 	return true
+}
+
+// dead reports whether process pid (a name in /proc) has ended and waits to
+// be reaped: it is a zombie, and no thread of it runs on (a thread group's
+// leader that ended before its other threads shows as a zombie while they
+// run). One gone meanwhile is dead too.
+func dead(pid string) bool {
+	b, err := os.ReadFile("/proc/" + pid + "/stat")
+	if err != nil {
+		return os.IsNotExist(err)
+	}
+	// The state follows the command's name, which is in parentheses and may
+	// hold any byte: the last ')'.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 || i+2 >= len(b) || (b[i+2] != 'Z' && b[i+2] != 'X') {
+		return false
+	}
+	tasks, err := os.ReadDir("/proc/" + pid + "/task")
+	if err != nil {
+		return os.IsNotExist(err)
+	}
+	return len(tasks) <= 1
 }
 
 // Alone reports whether nothing but PID 1 and this process runs in this PID

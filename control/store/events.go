@@ -64,6 +64,14 @@ func (e Event) clone() Event {
 // current state (see CanTransition) or the sandbox is deleted (a deleted
 // sandbox's history is closed).
 func (s *Store) Append(id string, ev Event, newState string) (Event, error) {
+	return s.AppendWith(id, ev, newState, nil)
+}
+
+// AppendWith is Append that also changes the sandbox's record with change
+// (when not nil) in the same transaction: one write where two would be (the
+// start of a parked sandbox no longer parked, say). A change that fails
+// writes nothing.
+func (s *Store) AppendWith(id string, ev Event, newState string, change func(*Sandbox) error) (Event, error) {
 	ev, err := s.prepareEvent(id, ev, newState)
 	if err != nil {
 		return Event{}, err
@@ -73,7 +81,26 @@ func (s *Store) Append(id string, ev Event, newState string) (Event, error) {
 	if s.closed {
 		return Event{}, fmt.Errorf("cannot append to the history of the sandbox %q: %w", id, ErrClosed)
 	}
-	err = s.update(func(tx *bolt.Tx) error { return appendTx(tx, id, &ev, newState) })
+	err = s.update(func(tx *bolt.Tx) error {
+		if change != nil {
+			old, err := getSandbox(tx, id)
+			if err != nil {
+				return err
+			}
+			sb := old.clone()
+			if err := change(&sb); err != nil {
+				return err
+			}
+			if sb.ID != old.ID || sb.State != old.State || sb.Reason != old.Reason || sb.LastSeq != old.LastSeq ||
+				!sb.CreatedAt.Equal(old.CreatedAt) || !sb.DeletedAt.Equal(old.DeletedAt) {
+				return errReadOnlyField
+			}
+			if err := putJSON(tx.Bucket(bucketSandboxes), []byte(id), sb); err != nil {
+				return err
+			}
+		}
+		return appendTx(tx, id, &ev, newState)
+	})
 	if err != nil {
 		return Event{}, fmt.Errorf("cannot append %s to the history of the sandbox %q: %w", ev.Kind, id, err)
 	}

@@ -1035,3 +1035,26 @@ func TestCreateWithEvents(t *testing.T) {
 		t.Fatalf("history %+v, want %v", got, want)
 	}
 }
+
+// TestAppendWithChangesRecord: an event appended with a change of the record
+// writes both; a change of a field the store keeps writes neither.
+func TestAppendWithChangesRecord(t *testing.T) {
+	s := openT(t)
+	if _, _, err := s.CreateSandboxEvents(Sandbox{ID: "park-sb", Parked: true}, nil); err != nil {
+		t.Fatal(err)
+	}
+	ev, err := s.AppendWith("park-sb", Event{Kind: "sandbox.started"}, "", func(r *Sandbox) error { r.Parked = false; return nil })
+	if err != nil || ev.Sequence != 2 {
+		t.Fatalf("AppendWith = %+v, %v", ev, err)
+	}
+	if sb, _ := s.Get("park-sb"); sb.Parked || sb.LastSeq != 2 {
+		t.Fatalf("the record after AppendWith: %+v", sb)
+	}
+	_, err = s.AppendWith("park-sb", Event{Kind: "sandbox.ready"}, StateReady, func(r *Sandbox) error { r.LastSeq = 9; return nil })
+	if !errors.Is(err, errReadOnlyField) {
+		t.Fatalf("a change of LastSeq: %v, want errReadOnlyField", err)
+	}
+	if sb, _ := s.Get("park-sb"); sb.LastSeq != 2 || sb.State != StatePending {
+		t.Fatalf("a refused AppendWith wrote: %+v", sb)
+	}
+}
