@@ -155,6 +155,14 @@ func (s *Service) Resume(id string, secrets map[string]string) (Sandbox, error) 
 		if rec.State != store.StatePending {
 			l.handle = nil // reopen: the Engine knows best what ran before
 		}
+		if rec.State == store.StateFailed && rec.ContainerID != "" && s.rtOf(id).Running(s.ctx, rec.ContainerID) {
+			// The stop or kill that follows a failure (one the status stream
+			// reported, one that broke its bounds) may still be on its way:
+			// it is done now, so that it cannot end the new start.
+			if err := s.rtOf(id).Stop(s.ctx, id); err != nil && s.ctx.Err() == nil {
+				s.log.Warn("cannot stop a failed sandbox before its start", "sandbox", id, "error", err.Error())
+			}
+		}
 		s.startLocked(s.lives.beginOp(l), id, l)
 	})
 	return s.view(rec), nil
