@@ -12,9 +12,10 @@ import (
 	"strings"
 	"sync"
 	"syscall"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/airlock-dev/airlock/internal/inotifyev"
 )
 
 // syncMask is what a watched directory of the project reports.
@@ -123,22 +124,15 @@ func (w *inotifyWatch) read(f *os.File, done chan struct{}) {
 // handle marks what the events of one read name; a reason to scan instead
 // when the watches cannot go on.
 func (w *inotifyWatch) handle(b []byte) string {
-	for off := 0; off+unix.SizeofInotifyEvent <= len(b); {
-		raw := (*unix.InotifyEvent)(unsafe.Pointer(&b[off]))
-		nameLen := int(raw.Len)
-		name := ""
-		if nameLen > 0 && off+unix.SizeofInotifyEvent+nameLen <= len(b) {
-			name = strings.TrimRight(string(b[off+unix.SizeofInotifyEvent:off+unix.SizeofInotifyEvent+nameLen]), "\x00")
-		}
-		off += unix.SizeofInotifyEvent + nameLen
-		mask := raw.Mask
+	for _, ev := range inotifyev.Parse(b) {
+		name, mask := ev.Name, ev.Mask
 		if mask&unix.IN_Q_OVERFLOW != 0 {
 			// Changes were lost: the whole project is sent again.
 			w.s.mark(".")
 			continue
 		}
 		w.mu.Lock()
-		dir, ok := w.wds[int(raw.Wd)]
+		dir, ok := w.wds[ev.Wd]
 		w.mu.Unlock()
 		if !ok {
 			continue
@@ -151,7 +145,7 @@ func (w *inotifyWatch) handle(b []byte) string {
 		switch {
 		case mask&unix.IN_IGNORED != 0:
 			w.mu.Lock()
-			delete(w.wds, int(raw.Wd))
+			delete(w.wds, ev.Wd)
 			w.mu.Unlock()
 		case mask&unix.IN_MOVE_SELF != 0:
 			if dir != "." {

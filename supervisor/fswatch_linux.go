@@ -10,13 +10,12 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"strings"
 	"time"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/airlock-dev/airlock/internal/fsentry"
+	"github.com/airlock-dev/airlock/internal/inotifyev"
 )
 
 // dirMask is what a watched directory reports.
@@ -190,40 +189,33 @@ func (w *watcher) add(p string) bool {
 
 // handle writes the events of one read of inotify; done once Path is gone.
 func (w *watcher) handle(b []byte) (done bool, err error) {
-	for off := 0; off+unix.SizeofInotifyEvent <= len(b); {
-		raw := (*unix.InotifyEvent)(unsafe.Pointer(&b[off]))
-		nameLen := int(raw.Len)
-		name := ""
-		if nameLen > 0 && off+unix.SizeofInotifyEvent+nameLen <= len(b) {
-			name = strings.TrimRight(string(b[off+unix.SizeofInotifyEvent:off+unix.SizeofInotifyEvent+nameLen]), "\x00")
-		}
-		off += unix.SizeofInotifyEvent + nameLen
-		mask := raw.Mask
+	for _, ev := range inotifyev.Parse(b) {
+		name, mask := ev.Name, ev.Mask
 		if mask&unix.IN_Q_OVERFLOW != 0 {
 			err = w.emit(fsentry.Event{Type: fsentry.EventOverflow, Reason: "queue: the kernel's queue of changes overflowed; some were lost"}, true)
 			continue
 		}
-		dir, ok := w.dirs[int(raw.Wd)]
+		dir, ok := w.dirs[ev.Wd]
 		if !ok {
 			continue
 		}
 		isDir := mask&unix.IN_ISDIR != 0
 		switch {
 		case mask&unix.IN_IGNORED != 0:
-			delete(w.dirs, int(raw.Wd))
-			if int(raw.Wd) == w.root {
+			delete(w.dirs, ev.Wd)
+			if ev.Wd == w.root {
 				return true, err
 			}
 		case mask&(unix.IN_DELETE_SELF|unix.IN_MOVE_SELF) != 0:
-			if int(raw.Wd) == w.root {
+			if ev.Wd == w.root {
 				err = w.emit(fsentry.Event{Type: fsentry.EventRemoved, Path: dir, Dir: true}, true)
 				return true, err
 			}
 			if mask&unix.IN_MOVE_SELF != 0 {
 				// Moved within the tree, it is watched again at its
 				// new path (IN_MOVED_TO); moved out, not at all.
-				_, _ = unix.InotifyRmWatch(w.fd, uint32(raw.Wd))
-				delete(w.dirs, int(raw.Wd))
+				_, _ = unix.InotifyRmWatch(w.fd, uint32(ev.Wd))
+				delete(w.dirs, ev.Wd)
 			}
 		case mask&(unix.IN_CREATE|unix.IN_MOVED_TO) != 0:
 			p := path.Join(dir, name)
