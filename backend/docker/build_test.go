@@ -35,12 +35,17 @@ func TestBuildImage(t *testing.T) {
 	g := newRig(t)
 	ctx := testContext(t, 3*time.Minute)
 	project := filepath.Join(t.TempDir(), "Build_Project")
+	nonce := ids.New()
 	writeFiles(t, project, map[string]string{
-		"docker/Dockerfile": "FROM " + g.busybox + "\nARG WHO\nCOPY greeting.txt /greeting.txt\nRUN echo \"built for $WHO\" > /who.txt\n",
+		// The label keeps every step of this build its own: another test's
+		// removal of its build steps (their cache) cannot take one this build
+		// reuses (the containerd image store of Engine 29 said "unable to find
+		// image" for a step removed under the second build).
+		"docker/Dockerfile": "FROM " + g.busybox + "\nLABEL airlock.test.build=" + nonce + "\nARG WHO\nCOPY greeting.txt /greeting.txt\nRUN echo \"built for $WHO\" > /who.txt\n",
 		"greeting.txt":      "hello v1\n",
 		// A nonce keeps this run's tag its own: a concurrent or earlier run of this
 		// test must not provide the image.
-		"nonce.txt":     ids.New(),
+		"nonce.txt":     nonce,
 		"scratch.log":   "ignored\n",
 		".dockerignore": "*.log\n",
 	})
