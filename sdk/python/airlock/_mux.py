@@ -76,6 +76,18 @@ class _State:
             raise ProtocolError(f"stream {self.id} sent beyond its window")
         self.buf += data
 
+    def apply(self, typ: int, payload: bytes) -> bool:
+        """Takes in one frame of this stream; True once both sides closed it (the mux forgets it)."""
+        if typ == DATA:
+            self.receive(payload)
+        elif typ == WINDOW_UPDATE and len(payload) == 4:
+            self.send_window += struct.unpack(">I", payload)[0]
+        elif typ == CLOSE_WRITE:
+            self.eof = True
+        elif typ == CLOSE:
+            self.eof, self.peer_closed, self.peer_msg = True, True, payload.decode("utf-8", "replace")
+        return typ == CLOSE and self.closed
+
     def take(self, n: int) -> tuple[bytes, int]:
         """Up to n buffered bytes, and the window to grant back for them (0: none yet)."""
         n = len(self.buf) if n < 0 else n
@@ -287,19 +299,10 @@ class SyncStream:
 
     def _on_frame(self, typ: int, payload: bytes) -> None:
         with self._cond:
-            s = self._s
-            if typ == DATA:
-                s.receive(payload)
-            elif typ == WINDOW_UPDATE and len(payload) == 4:
-                s.send_window += struct.unpack(">I", payload)[0]
-            elif typ == CLOSE_WRITE:
-                s.eof = True
-            elif typ == CLOSE:
-                s.eof, s.peer_closed, s.peer_msg = True, True, payload.decode("utf-8", "replace")
+            forget = self._s.apply(typ, payload)
             self._cond.notify_all()
-            forget = typ == CLOSE and s.closed
         if forget:
-            self._mux.forget(s.id)
+            self._mux.forget(self._s.id)
 
     def _fail(self, err: BaseException) -> None:
         with self._cond:
@@ -505,17 +508,8 @@ class AsyncStream:
         self._pending = bytearray()
 
     def _on_frame(self, typ: int, payload: bytes) -> None:
-        s = self._s
-        if typ == DATA:
-            s.receive(payload)
-        elif typ == WINDOW_UPDATE and len(payload) == 4:
-            s.send_window += struct.unpack(">I", payload)[0]
-        elif typ == CLOSE_WRITE:
-            s.eof = True
-        elif typ == CLOSE:
-            s.eof, s.peer_closed, s.peer_msg = True, True, payload.decode("utf-8", "replace")
-            if s.closed:
-                self._mux._streams.pop(s.id, None)
+        if self._s.apply(typ, payload):
+            self._mux._streams.pop(self._s.id, None)
         self._changed.set()
 
     def _fail(self, err: BaseException) -> None:
