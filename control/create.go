@@ -188,7 +188,10 @@ func (s *Service) Create(ctx context.Context, req *CreateRequest) (Sandbox, erro
 		for _, ev := range evs[1:] {
 			s.events.recorded(ev)
 		}
-		s.goAsync(func() { s.prepareClaimed(rec.ID, pooled, pl, req.Start) })
+		if req.Start {
+			primary := pooled.Sandbox().PrimaryID
+			s.goAsync(func() { s.startClaimed(rec.ID, primary) })
+		}
 		return s.view(rec), nil
 	}
 	if pl != nil && miss != "" {
@@ -241,26 +244,22 @@ func (s *Service) claimedEvents(m *pool.Member, p *pool.Pool) []store.Event {
 	return evs
 }
 
-// prepareClaimed goes on with a sandbox of a parked one a create took
-// (created already, its record and handle written by the create): its status
-// stream opened for an idle one, and started when asked (the start delivers
-// the claim).
-func (s *Service) prepareClaimed(id string, m *pool.Member, p *pool.Pool, start bool) {
+// startClaimed starts a sandbox of a parked one a create took (created
+// already, its record and handle written by the create): the start delivers
+// the claim; an idle one's status stream is opened meanwhile.
+func (s *Service) startClaimed(id, primaryID string) {
 	l := s.lives.of(id)
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	sb := m.Sandbox()
-	if start && l.claim != nil && l.claim.Idle {
+	if l.claim != nil && l.claim.Idle {
 		// Its readiness comes on the status stream: open it while the
 		// claim is delivered (prefollow.go).
-		early := openEarly(s.ctx, s.rtOf(id), sb.PrimaryID)
+		early := openEarly(s.ctx, s.rtOf(id), primaryID)
 		l.ingestMu.Lock()
 		l.early = early
 		l.ingestMu.Unlock()
 	}
-	if start {
-		s.startLocked(s.lives.beginOp(l), id, l)
-	}
+	s.startLocked(s.lives.beginOp(l), id, l)
 }
 
 // checkCreate checks a create request before anything is reserved or created:

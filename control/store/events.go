@@ -91,9 +91,8 @@ func (s *Store) AppendWith(id string, ev Event, newState string, change func(*Sa
 			if err := change(&sb); err != nil {
 				return err
 			}
-			if sb.ID != old.ID || sb.State != old.State || sb.Reason != old.Reason || sb.LastSeq != old.LastSeq ||
-				!sb.CreatedAt.Equal(old.CreatedAt) || !sb.DeletedAt.Equal(old.DeletedAt) {
-				return errReadOnlyField
+			if err := keptFields(old, sb); err != nil {
+				return err
 			}
 			if err := putJSON(tx.Bucket(bucketSandboxes), []byte(id), sb); err != nil {
 				return err

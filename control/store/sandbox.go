@@ -213,11 +213,7 @@ func (s *Store) CreateSandboxEvents(rec Sandbox, evs []Event) (Sandbox, []Event,
 	}
 	// Nobody can be subscribed yet: Subscribe needs the record, which was
 	// not visible before this commit, and we still hold the publish lock.
-	res := make([]Event, len(out))
-	for i, ev := range out {
-		res[i] = ev.clone()
-	}
-	return rec.clone(), res, nil
+	return rec.clone(), out, nil
 }
 
 // Get returns the record of sandbox id (ErrNotFound when it has none, also
@@ -309,9 +305,8 @@ func (s *Store) Update(id string, fn func(*Sandbox) error) (Sandbox, error) {
 		if err := fn(&sb); err != nil {
 			return err
 		}
-		if sb.ID != old.ID || sb.State != old.State || sb.Reason != old.Reason || sb.LastSeq != old.LastSeq ||
-			!sb.CreatedAt.Equal(old.CreatedAt) || !sb.DeletedAt.Equal(old.DeletedAt) {
-			return errReadOnlyField
+		if err := keptFields(old, sb); err != nil {
+			return err
 		}
 		sb.UpdatedAt = s.now().UTC()
 		out = sb
@@ -321,6 +316,16 @@ func (s *Store) Update(id string, fn func(*Sandbox) error) (Sandbox, error) {
 		return Sandbox{}, fmt.Errorf("cannot update the sandbox %q: %w", id, err)
 	}
 	return out, nil
+}
+
+// keptFields refuses a change of a record that touches a field the store
+// keeps: its ID, state, reason, last sequence, creation and deletion times.
+func keptFields(old, sb Sandbox) error {
+	if sb.ID != old.ID || sb.State != old.State || sb.Reason != old.Reason || sb.LastSeq != old.LastSeq ||
+		!sb.CreatedAt.Equal(old.CreatedAt) || !sb.DeletedAt.Equal(old.DeletedAt) {
+		return errReadOnlyField
+	}
+	return nil
 }
 
 // Purge removes the records, events and exec records of sandboxes that became
