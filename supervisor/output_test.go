@@ -74,7 +74,9 @@ func TestOutputAtShutdown(t *testing.T) {
 	bye := s.daemon("bye", sh(`trap 'echo bye-out; echo bye-err >&2; exit 0' TERM; echo up; sleep 100 & wait $!`))
 	bye.Ready = &Ready{Log: "^up$", Timeout: "20s"}
 	pidFile := s.path("escaped.pid")
-	esc := s.daemon("esc", sh(fmt.Sprintf(`setsid sh -c 'echo $$ > %q; echo escaped; exec sleep 60' & echo up; exec sleep 100`, pidFile)))
+	esc := s.daemon("esc", sh(fmt.Sprintf(`echo up; setsid sh -c 'echo $$ > %q; echo escaped; exec sleep 60' & exec sleep 100`, pidFile)))
+	// (up is written before the escaping child starts, so when escaped is
+	// seen both lines are in the pipe: the stop cannot come between them.)
 	esc.Ready = &Ready{Log: "^escaped$", Timeout: "20s"}
 	t.Cleanup(func() {
 		if b, err := os.ReadFile(pidFile); err == nil {
