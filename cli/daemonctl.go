@@ -85,9 +85,7 @@ func (a *app) localDaemonClient(ctx context.Context) (*client.Client, error) {
 		return nil, err
 	}
 	c := client.New(p.Socket())
-	hctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	h, err := c.Health(hctx)
-	cancel()
+	h, err := a.localHealth(ctx, c)
 	var args daemonArgs
 	if err == nil {
 		if h.BuildID == BuildID {
@@ -102,6 +100,52 @@ func (a *app) localDaemonClient(ctx context.Context) (*client.Client, error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// healthAnswer is a daemon's answer to a health check.
+type healthAnswer struct {
+	h   *client.Health
+	err error
+}
+
+// askHealthEarly asks the local daemon for its health (its build) while the
+// command does its own work (a run reads its manifest meanwhile): the first
+// localDaemonClient takes the answer. Not for a daemon elsewhere.
+func (a *app) askHealthEarly(ctx context.Context) {
+	if a.remoteHost() != "" || a.earlyHealth != nil {
+		return
+	}
+	p, err := a.daemonPaths()
+	if err != nil {
+		return // said again by localDaemonClient
+	}
+	ch := make(chan healthAnswer, 1)
+	a.earlyHealth = ch
+	go func() {
+		h, err := healthOf(ctx, client.New(p.Socket()))
+		ch <- healthAnswer{h, err}
+	}()
+}
+
+// localHealth is the health of the local daemon c: the answer asked early
+// (askHealthEarly) the first time, asked now after that.
+func (a *app) localHealth(ctx context.Context, c *client.Client) (*client.Health, error) {
+	if ch := a.earlyHealth; ch != nil {
+		a.earlyHealth = nil
+		r := <-ch
+		if r.err == nil || ctx.Err() != nil {
+			return r.h, r.err
+		}
+		// Asked again: the daemon may have started meanwhile.
+	}
+	return healthOf(ctx, c)
+}
+
+// healthOf asks daemon c for its health, for at most two seconds.
+func healthOf(ctx context.Context, c *client.Client) (*client.Health, error) {
+	hctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	return c.Health(hctx)
 }
 
 // replaceDaemon stops a daemon of another build (its sandboxes keep running)

@@ -69,6 +69,8 @@ type app struct {
 	// remotes holds the clients of remote daemons this invocation reached,
 	// by address: one ssh connection per command (remote.go).
 	remotes remoteClients
+	// earlyHealth is the local daemon's health, asked ahead (askHealthEarly).
+	earlyHealth chan healthAnswer
 }
 
 // Options are what the program gives the command line besides its arguments.

@@ -61,6 +61,7 @@ type runJob struct {
 // image made, and the create request.
 func (j *runJob) prepare(args []string) error {
 	a, o, ctx, setupErr := j.a, j.o, j.su.ctx, j.su.err
+	a.askHealthEarly(ctx)
 	r, layers, err := a.loadManifestLayers()
 	if err != nil {
 		return err

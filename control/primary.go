@@ -257,7 +257,10 @@ func (w *primaryWait) atMarker(ctx context.Context, m markedEnd) PrimaryEnd {
 	}); ok && sc.OnlyInitRuns(ctx, w.h.PrimaryID) {
 		end.DaemonsStopping = false
 		if m.status != nil {
-			w.status.finalStatus(w.id, w.l, m.status)
+			// Its events are recorded while the code goes to the client
+			// (a store write each); what follows the stop waits for them
+			// (expectFinal).
+			w.status.goAsync(func() { w.status.finalStatus(w.id, w.l, m.status) })
 		}
 		return end
 	}

@@ -383,6 +383,13 @@ func (rt *Runtime) Open(ctx context.Context, id string, r *manifest.Resolved) (*
 // Running reports whether a container runs (false when it is gone or the Engine
 // cannot say).
 func (rt *Runtime) Running(ctx context.Context, containerID string) bool {
+	// On this host, a container whose cgroup lists a process runs (read
+	// where its cgroup is kept, once learned: procsPlace); else the Engine says.
+	if !rt.Remote {
+		if n, ok := rt.procsAt.count(containerID); ok && n > 0 {
+			return true
+		}
+	}
 	ci, err := rt.Engine.ContainerInspect(ctx, containerID)
 	return err == nil && ci.State != nil && ci.State.Running
 }

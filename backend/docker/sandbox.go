@@ -112,9 +112,11 @@ type Runtime struct {
 	// What the runtime's jobs learn of the Engine and keep (each job is made
 	// for a call from the fields above, and holds its part of these):
 	// hostPIDs is set once the Engine's container PIDs are proven to be this
-	// host's (enginePIDs); shared is what is known of the shared network's
+	// host's (enginePIDs), procsAt where its containers' cgroups list their
+	// processes (procsPlace); shared is what is known of the shared network's
 	// shards (sharednet); facts what the Engine is (engineKind).
 	hostPIDs atomic.Bool
+	procsAt  procsPlace
 	shared   sharednet.State
 	facts    engineFacts
 	// warmed is what parked sandboxes opened for their claim (cmdchannel.go).

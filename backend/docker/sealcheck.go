@@ -30,6 +30,11 @@ import (
 // it asks the Engine to list them (`docker top`: a ps of the Engine's host,
 // ~50 ms).
 func (rt *Runtime) OnlyInitRuns(ctx context.Context, containerID string) bool {
+	if !rt.Remote {
+		if n, ok := rt.procsAt.count(containerID); ok {
+			return n <= 1
+		}
+	}
 	ci, err := rt.Engine.ContainerInspect(ctx, containerID)
 	if err != nil || ci.ContainerJSONBase == nil || ci.State == nil {
 		return false
@@ -38,7 +43,7 @@ func (rt *Runtime) OnlyInitRuns(ctx context.Context, containerID string) bool {
 		return true
 	}
 	if !rt.Remote && ci.State.Pid > 0 {
-		pids := enginePIDs{engine: rt.Engine, proven: &rt.hostPIDs}
+		pids := enginePIDs{engine: rt.Engine, proven: &rt.hostPIDs, procsAt: &rt.procsAt}
 		if n, ok := pids.cgroupProcs(ci); ok {
 			return n <= 1
 		}
@@ -64,12 +69,19 @@ func (rt *Runtime) OnlyInitRuns(ctx context.Context, containerID string) bool {
 // The pids hierarchy of cgroup v1, else the unified one of v2. A cgroup gone
 // (the container exited meanwhile) has none.
 func cgroupProcs(pid int, id string) (int, bool) {
+	n, _, ok := cgroupProcsFile(pid, id)
+	return n, ok
+}
+
+// cgroupProcsFile is cgroupProcs with the cgroup.procs file it read ("" when
+// the cgroup was gone).
+func cgroupProcsFile(pid int, id string) (int, string, bool) {
 	if id == "" {
-		return 0, false
+		return 0, "", false
 	}
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
 	if err != nil {
-		return 0, false
+		return 0, "", false
 	}
 	var dirs []string
 	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
@@ -85,17 +97,66 @@ func cgroupProcs(pid int, id string) (int, bool) {
 		}
 	}
 	for _, d := range dirs {
-		procs, err := os.ReadFile(filepath.Join(d, "cgroup.procs"))
+		file := filepath.Join(d, "cgroup.procs")
+		procs, err := os.ReadFile(file)
 		if err == nil {
-			return len(strings.Fields(string(procs))), true
+			return len(strings.Fields(string(procs))), file, true
 		}
 		if errors.Is(err, os.ErrNotExist) {
 			if _, serr := os.Stat(filepath.Dir(d)); serr == nil {
-				return 0, true // the container's cgroup went with it
+				return 0, "", true // the container's cgroup went with it
 			}
 		}
 	}
-	return 0, false
+	return 0, "", false
+}
+
+// procsPlace is where this host keeps a container's cgroup.procs: the path
+// of one container's with its ID cut out, learned from the first container
+// counted through the Engine (cgroupfs names it /docker/ID, systemd
+// docker-ID.scope: the same for every container of an Engine). A sealed end
+// is then checked with one file read, without asking the Engine first (an
+// inspect, some milliseconds of a warm run).
+type procsPlace struct {
+	at atomic.Pointer[[2]string] // the path before the ID, and after it
+}
+
+// learn keeps the place of file, container id's cgroup.procs.
+func (p *procsPlace) learn(file, id string) {
+	i := strings.LastIndex(file, id)
+	if i < 0 || !fullID(id) {
+		return
+	}
+	p.at.Store(&[2]string{file[:i], file[i+len(id):]})
+}
+
+// count counts the processes in container id's cgroup at the place learned:
+// not ok when none was learned or the file is not there (a container that
+// exited, or not of this Engine: the Engine is asked then).
+func (p *procsPlace) count(id string) (int, bool) {
+	at := p.at.Load()
+	if at == nil || !fullID(id) {
+		return 0, false
+	}
+	b, err := os.ReadFile(at[0] + id + at[1])
+	if err != nil {
+		return 0, false
+	}
+	return len(strings.Fields(string(b))), true
+}
+
+// fullID reports whether id is a container's full ID (64 hex digits): what
+// a cgroup's path names, and nothing that could lead elsewhere in a path.
+func fullID(id string) bool {
+	if len(id) != 64 {
+		return false
+	}
+	for _, c := range id {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // enginePIDs tells whether the PIDs of an Engine's containers are this
@@ -104,6 +165,8 @@ func cgroupProcs(pid int, id string) (int, bool) {
 type enginePIDs struct {
 	engine client.APIClient
 	proven *atomic.Bool
+	// procsAt, when set, learns where containers' cgroup.procs are.
+	procsAt *procsPlace
 }
 
 // cgroupProcs is cgroupProcs of the PID 1 of a container the Engine
@@ -112,9 +175,12 @@ func (e enginePIDs) cgroupProcs(ci container.InspectResponse) (int, bool) {
 	if ci.State.Pid <= 0 {
 		return 0, false
 	}
-	n, ok := cgroupProcs(ci.State.Pid, ci.ID)
+	n, file, ok := cgroupProcsFile(ci.State.Pid, ci.ID)
 	if ok {
 		e.proven.Store(true)
+		if file != "" && e.procsAt != nil {
+			e.procsAt.learn(file, ci.ID)
+		}
 	}
 	return n, ok
 }

@@ -48,6 +48,14 @@ func TestOnlyInitRuns(t *testing.T) {
 	if _, ok := cgroupProcs(ci.State.Pid, other); ok {
 		t.Errorf("cgroupProcs of its PID 1 named as another container's: counted")
 	}
+	// The first count through the Engine taught where this host keeps a
+	// container's cgroup.procs: the others are read there, the Engine not asked.
+	if n, ok := rt.procsAt.count(other); !ok || n != 1 {
+		t.Errorf("procsAt.count of another container running its PID 1 alone = %d, %v; want 1, true", n, ok)
+	}
+	if _, ok := rt.procsAt.count("../" + other[3:]); ok {
+		t.Errorf("procsAt.count of a name that is not a container's ID: counted")
+	}
 	ex, err := cli.ContainerExecCreate(ctx, id, container.ExecOptions{Cmd: []string{"sleep", "300"}})
 	if err != nil {
 		t.Fatal(err)
@@ -64,6 +72,9 @@ func TestOnlyInitRuns(t *testing.T) {
 	}
 	if n, ok := cgroupProcs(ci.State.Pid, ci.ID); !ok || n != 2 {
 		t.Errorf("cgroupProcs with an exec = %d, %v; want 2, true", n, ok)
+	}
+	if n, ok := rt.procsAt.count(id); !ok || n != 2 {
+		t.Errorf("procsAt.count with an exec = %d, %v; want 2, true", n, ok)
 	}
 	remote := &Runtime{Engine: cli, Remote: true} // through the Engine's list
 	if remote.OnlyInitRuns(ctx, id) {
@@ -94,5 +105,8 @@ func TestOnlyInitRuns(t *testing.T) {
 	}
 	if !rt.OnlyInitRuns(ctx, id) {
 		t.Errorf("a stopped container: want true")
+	}
+	if _, ok := rt.procsAt.count(id); ok {
+		t.Errorf("procsAt.count of a stopped container: counted (its cgroup is gone: the Engine says)")
 	}
 }
