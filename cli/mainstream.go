@@ -18,8 +18,9 @@ import (
 type mainStream struct {
 	// ended gives the main command's exit code, or why it is not known.
 	ended chan mainEnd
-	// exited is closed once the main command's exit code came (before it is
-	// sent on ended): the sandbox started, whether or not its start was seen.
+	// exited is closed once the stream ended (before what it ended with is
+	// sent on ended): with the main command's exit code, the sandbox started,
+	// whether or not its start was seen.
 	exited chan struct{}
 
 	mu   sync.Mutex
@@ -68,6 +69,7 @@ func (a *app) attachMain(ctx context.Context, c *client.Client, id string, withS
 				if errors.As(err, &ce) {
 					err = errors.New(ce.Message)
 				}
+				close(m.exited)
 				m.ended <- mainEnd{err: withCode(ExitAirlock, err)}
 				return
 			}
@@ -85,6 +87,7 @@ func (a *app) attachMain(ctx context.Context, c *client.Client, id string, withS
 				return nil, err
 			})
 			if err != nil {
+				close(m.exited)
 				m.ended <- mainEnd{err: withCode(ExitAirlock, apiFailure(err))}
 				return
 			}
@@ -101,6 +104,10 @@ func (m *mainStream) current() *client.ExecSession {
 
 // signal sends a signal (its number) to the main command.
 func (m *mainStream) signal(sig string) error { return m.current().Signal(sig) }
+
+// resume asks for the sandbox's start on the stream (FrameResume): no
+// request of its own; a start refused ends the stream.
+func (m *mainStream) resume() error { return m.current().Resume() }
 
 // resize sets the main command's terminal size.
 func (m *mainStream) resize(height, width uint) error { return m.current().Resize(height, width) }

@@ -306,11 +306,15 @@ func (j *runJob) start(waitCtx context.Context) error {
 		}
 		return sb, err
 	}
-	if _, err := retryDaemon(a, ctx, resume); err != nil {
-		if !lostDaemon(err) {
-			return setupErr(runFailure(ctx, c, id, err))
+	// On the main command's stream (no request of its own), unless a daemon
+	// went away meanwhile: the one that answers now needs the values again.
+	if j.daemonLost.Load() || j.main.resume() != nil {
+		if _, err := retryDaemon(a, ctx, resume); err != nil {
+			if !lostDaemon(err) {
+				return setupErr(runFailure(ctx, c, id, err))
+			}
+			return setupErr(setupDaemonFailure(err))
 		}
-		return setupErr(setupDaemonFailure(err))
 	}
 	a.steps.mark("resume")
 	// resumeAgain: a daemon went away since the resume was answered, and the

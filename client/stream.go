@@ -45,6 +45,11 @@ const (
 	// FrameDirectEnded, client to daemon: the direct stream ended (the exit
 	// frame follows).
 	FrameDirectEnded byte = 7
+	// FrameResume, client to daemon, on an attached main command of a
+	// sandbox created without start (empty payload): start it, as POST
+	// /v1/sandboxes/{id}/resume would, without a request of its own. A
+	// start refused ends the stream with an exit frame naming why.
+	FrameResume byte = 8
 )
 
 // DirectFD is the payload of a FrameDirect that carries a descriptor.
@@ -474,6 +479,10 @@ func (s *ExecSession) Signal(signal string) error {
 	b, _ := json.Marshal(SignalFrame{Signal: signal})
 	return s.write(FrameSignal, b)
 }
+
+// Resume asks, on an attached main command's stream, for its sandbox's
+// start (FrameResume): a refusal ends the stream (Wait says why).
+func (s *ExecSession) Resume() error { return s.write(FrameResume, nil) }
 
 // Done is closed once the exit code (or an error) is known.
 func (s *ExecSession) Done() <-chan struct{} { return s.done }

@@ -31,12 +31,26 @@ func (s *server) attachPrimary(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			return nil, err
 		}
-		return primaryTarget{ap}, nil
+		return primaryTarget{ap: ap, start: func() error { _, err := s.svc.Resume(id, nil); return err }, refused: make(chan error, 1)}, nil
 	})
 }
 
-// primaryTarget is an attached main command as serveStream drives it.
-type primaryTarget struct{ ap *AttachedPrimary }
+// primaryTarget is an attached main command as serveStream drives it: start
+// resumes its sandbox (FrameResume), and a start refused ends the stream.
+type primaryTarget struct {
+	ap      *AttachedPrimary
+	start   func() error
+	refused chan error
+}
+
+func (p primaryTarget) resume() {
+	if err := p.start(); err != nil {
+		select {
+		case p.refused <- err:
+		default:
+		}
+	}
+}
 
 func (p primaryTarget) running() <-chan struct{} {
 	c := make(chan struct{})
@@ -49,7 +63,13 @@ func (p primaryTarget) close()                          { p.ap.Close() }
 func (p primaryTarget) direct() (*os.File, []byte)      { return nil, nil }
 func (p primaryTarget) endDirect()                      {}
 func (p primaryTarget) wait() client.ExitFrame {
-	end := <-p.ap.Done
+	var end PrimaryEnd
+	select {
+	case end = <-p.ap.Done:
+	case err := <-p.refused:
+		p.ap.Close()
+		return client.ExitFrame{ExitCode: -1, Error: err.Error()}
+	}
 	if end.Err != nil {
 		return client.ExitFrame{ExitCode: -1, Error: end.Err.Error()}
 	}

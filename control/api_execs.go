@@ -233,6 +233,7 @@ func (e execTarget) signal(sig string) error         { return e.se.Signal(sig) }
 func (e execTarget) close()                     { e.se.Kill() }
 func (e execTarget) direct() (*os.File, []byte) { return e.se.Direct() }
 func (e execTarget) endDirect()                 { e.se.EndDirect() }
+func (e execTarget) resume()                    {}
 func (e execTarget) wait() client.ExitFrame {
 	return client.ExitFrame{ExecID: e.se.Record.ID, ExitCode: <-e.se.Done}
 }
@@ -284,6 +285,9 @@ type streamTarget interface {
 	// read its end.
 	direct() (*os.File, []byte)
 	endDirect()
+	// resume starts the sandbox of an attached main command (FrameResume);
+	// nothing for an exec.
+	resume()
 	// wait gives the exit frame once the target ended and its output was sent.
 	wait() client.ExitFrame
 	// close ends the attachment early: the client went away (an exec runs
@@ -383,6 +387,8 @@ func serveStream(w http.ResponseWriter, tty, direct bool, start func(stdin io.Re
 				}
 			case client.FrameDirectEnded:
 				target.endDirect()
+			case client.FrameResume:
+				target.resume()
 			}
 		}
 	}()

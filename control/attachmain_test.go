@@ -81,3 +81,51 @@ func TestAttachMain(t *testing.T) {
 		t.Errorf("live attach to a stopped sandbox: %v, want invalid_state", err)
 	}
 }
+
+// TestAttachMainResumeFrame: a run's sandbox is started by a resume frame on
+// its main command's stream (no request of its own): the command's output and
+// code come back. A resume frame the daemon refuses (the sandbox runs already)
+// ends the stream with the reason.
+func TestAttachMainResumeFrame(t *testing.T) {
+	parallel(t)
+	e := newEnv(t)
+	c := e.startDaemon(binA).client
+	ctx := ctxT(t, 2*time.Minute)
+	wm, secrets := e.wire()
+	sb, err := c.Create(ctx, &client.CreateRequest{Kind: "run", Manifest: wm, Secrets: secrets,
+		Command: []string{"sh", "-c", "echo started-by-frame; exit 3"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.WaitEvent(ctx, sb.ID, 0, "sandbox.created"); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	s, err := c.AttachMain(ctx, sb.ID, &client.AttachRequest{}, nil, &stdout, &stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	if _, code, err := s.Wait(); err != nil || code != 3 || stdout.String() != "started-by-frame\n" {
+		t.Fatalf("started by a resume frame: code %d, %v, stdout %q (stderr %q); want 3, started-by-frame", code, err, stdout.String(), stderr.String())
+	}
+
+	up, err := c.Create(ctx, &client.CreateRequest{Kind: "up", Manifest: wm, Secrets: secrets, Start: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = c.Delete(ctxT(t, time.Minute), up.ID) })
+	waitState(t, c, up.ID, time.Minute, client.StateReady)
+	s, err = c.AttachMain(ctx, up.ID, &client.AttachRequest{}, nil, io.Discard, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.Wait(); err == nil || !strings.Contains(err.Error(), "is ready") {
+		t.Errorf("a resume frame on a running sandbox's stream: %v, want the refusal", err)
+	}
+}
