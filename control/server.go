@@ -141,6 +141,9 @@ var apiRoutes = []struct {
 	{"GET", "/v1/sandboxes/{id}/files/watch", (*server).watchFiles, true},
 }
 
+// MCPPath is where Options.MCP is served.
+const MCPPath = "/v1/mcp"
+
 // routes is the API's handler; hosts, for the TCP listener, adds the checks
 // of every TCP request (guardTCP, requireJSON) around the token's.
 func (s *server) routes(hosts *hostCheck) http.Handler {
@@ -151,6 +154,10 @@ func (s *server) routes(hosts *hostCheck) http.Handler {
 		}
 		h := rt.handler
 		mux.HandleFunc(rt.method+" "+rt.path, func(w http.ResponseWriter, r *http.Request) { h(s, w, r) })
+	}
+	if s.opts.MCP != nil && s.svc != nil {
+		// Not a route of the API's document: another protocol (docs/mcp.md).
+		mux.Handle(MCPPath, s.opts.MCP)
 	}
 	var h http.Handler = noRoute(mux)
 	if hosts == nil {
