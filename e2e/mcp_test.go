@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -43,7 +44,7 @@ ready = { log = "web-started" }
 // npm package's over stdio (test/mcp-npm).
 func TestMCP(t *testing.T) {
 	limit(t)
-	e := newEnv(t, "")
+	e := newEnv(t, mcpManifest) // the project's sandbox.toml, for a create from project_dir alone
 	token := "mcp-token-" + strconv.FormatInt(time.Now().UnixNano(), 36)
 	tokenFile := filepath.Join(e.Home, "token")
 	if err := os.WriteFile(tokenFile, []byte(token+"\n"), 0o600); err != nil {
@@ -76,13 +77,24 @@ func TestMCP(t *testing.T) {
 		hc := &http.Client{Transport: bearer{token: token, next: http.DefaultTransport}}
 		cs := mcpConnect(t, ctx, &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: hc, MaxRetries: -1, DisableStandaloneSSE: true})
 		sb := callTool[mcpserver.SandboxInfo](t, ctx, cs, "create_sandbox", map[string]any{
-			"manifest": manifest, "project_dir": e.Project, "vars": map[string]string{"API_KEY": mcpSecret},
+			"project_dir": e.Project, "vars": map[string]string{"API_KEY": mcpSecret},
 		})
+		if sb.Project != e.Project || sb.State != "ready" {
+			t.Errorf("create_sandbox from project_dir: %+v", sb)
+		}
 		echo := callTool[mcpserver.RunOutput](t, ctx, cs, "run_command", map[string]any{"sandbox_id": sb.ID, "argv": []string{"echo", "over http"}})
 		if echo.ExitCode != 0 || echo.Stdout != "over http\n" {
 			t.Errorf("run_command over HTTP: %+v", echo)
 		}
 		callTool[mcpserver.SandboxInfo](t, ctx, cs, "delete_sandbox", map[string]any{"sandbox_id": sb.ID})
+
+		// The Unix socket serves it too, with no token (only its owner can
+		// open the socket).
+		unix := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, "unix", e.Socket())
+		}}}
+		us := mcpConnect(t, ctx, &mcp.StreamableClientTransport{Endpoint: "http://airlockd" + mcpserver.Path, HTTPClient: unix, MaxRetries: -1, DisableStandaloneSSE: true})
+		callTool[mcpserver.ListOutput](t, ctx, us, "list_sandboxes", map[string]any{})
 	})
 	t.Run("npm", func(t *testing.T) {
 		t.Parallel()

@@ -126,10 +126,20 @@ func (s *server) run(ctx context.Context, _ *mcp.CallToolRequest, in RunInput) (
 		return nil, RunOutput{}, toolError(what, err)
 	}
 	out := RunOutput{ExitCode: code, Stdout: stdout.String(), Stderr: stderr.String()}
+	var notes []string
 	if ex != nil {
+		// The stream's record is the one of its start: the end's says
+		// whether its timeout ended it and whether the daemon cut its output.
+		if fin, err := s.c.GetExec(ctx, in.SandboxID, ex.ID); err == nil {
+			ex = fin
+		}
 		out.ExecID, out.TimedOut = termsafe.Line(ex.ID), ex.TimedOut
+		if ex.Truncated {
+			notes = append(notes, "the daemon cut this command's output at its own limit (artifacts.exec_output_max)")
+		}
 	}
-	out.Note = joinNotes(cutNote("stdout", stdout.cut(), stdout.total), cutNote("stderr", stderr.cut(), stderr.total))
+	notes = append(notes, cutNote("stdout", stdout.cut(), stdout.total), cutNote("stderr", stderr.cut(), stderr.total))
+	out.Note = joinNotes(notes...)
 	return nil, out, nil
 }
 
