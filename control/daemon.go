@@ -51,8 +51,8 @@ type Options struct {
 	// Service opens the service that runs the API's operations, once the lock is
 	// held; nil serves only health (tests).
 	Service func() (*Service, error)
-	// MCP, when set, is served at /v1/mcp on every listener, behind the
-	// same checks as the API (daemon.Main sets the MCP server of mcpserver).
+	// MCP, when set, serves POST /v1/mcp on every listener, behind the same
+	// checks as every route (daemon.Main sets mcpserver's).
 	MCP http.Handler
 }
 

@@ -139,10 +139,8 @@ var apiRoutes = []struct {
 	{"POST", "/v1/sandboxes/{id}/files/mkdir", (*server).makeDir, true},
 	{"POST", "/v1/sandboxes/{id}/files/rename", (*server).renameFile, true},
 	{"GET", "/v1/sandboxes/{id}/files/watch", (*server).watchFiles, true},
+	{"POST", "/v1/mcp", (*server).mcp, true},
 }
-
-// MCPPath is where Options.MCP is served.
-const MCPPath = "/v1/mcp"
 
 // routes is the API's handler; hosts, for the TCP listener, adds the checks
 // of every TCP request (guardTCP, requireJSON) around the token's.
@@ -154,10 +152,6 @@ func (s *server) routes(hosts *hostCheck) http.Handler {
 		}
 		h := rt.handler
 		mux.HandleFunc(rt.method+" "+rt.path, func(w http.ResponseWriter, r *http.Request) { h(s, w, r) })
-	}
-	if s.opts.MCP != nil && s.svc != nil {
-		// Not a route of the API's document: another protocol (docs/mcp.md).
-		mux.Handle(MCPPath, s.opts.MCP)
 	}
 	var h http.Handler = noRoute(mux)
 	if hosts == nil {
@@ -268,4 +262,13 @@ func (s *server) health(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	writeJSON(w, http.StatusOK, h)
+}
+
+// mcp serves Options.MCP, the MCP server over streamable HTTP (docs/mcp.md).
+func (s *server) mcp(w http.ResponseWriter, r *http.Request) {
+	if s.opts.MCP == nil {
+		writeError(w, &client.Error{Reason: client.ReasonRouteNotFound, Message: "this daemon serves no MCP server"})
+		return
+	}
+	s.opts.MCP.ServeHTTP(w, r)
 }
