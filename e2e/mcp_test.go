@@ -166,6 +166,7 @@ func toolFails(t *testing.T, ctx context.Context, cs *mcp.ClientSession, name st
 		t.Errorf("%s %v: succeeded, want a tool error", name, args)
 		return
 	}
+	t.Logf("%s: %s", name, resultText(r))
 	contains(t, name+"'s error", resultText(r), wants...)
 }
 
