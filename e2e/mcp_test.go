@@ -198,6 +198,8 @@ func mcpTools(t *testing.T, ctx context.Context, cs *mcp.ClientSession, manifest
 
 	toolFails(t, ctx, cs, "create_sandbox", map[string]any{"manifest": "[sandbox]\nimage = 3\n"}, "cannot create the sandbox", "sandbox.image")
 	toolFails(t, ctx, cs, "run_command", map[string]any{"sandbox_id": "no-such-sandbox", "argv": []string{"true"}}, "cannot run true in no-such-sandbox", "sandbox_not_found")
+	// A value the daemon quotes in an error is masked there.
+	toolFails(t, ctx, cs, "create_sandbox", map[string]any{"manifest": "[sandbox]\nimage = \"Bad/${API_KEY}\"\n", "vars": map[string]string{"API_KEY": mcpSecret}}, "cannot create the sandbox")
 
 	sb := callTool[mcpserver.SandboxInfo](t, ctx, cs, "create_sandbox", map[string]any{
 		"manifest": manifest, "project_dir": project, "vars": map[string]string{"API_KEY": mcpSecret}, "labels": map[string]string{"client": "go"},
@@ -222,6 +224,10 @@ func mcpTools(t *testing.T, ctx context.Context, cs *mcp.ClientSession, manifest
 	echo := callTool[mcpserver.RunOutput](t, ctx, cs, "run_command", map[string]any{"sandbox_id": id, "argv": []string{"sh", "-c", "echo hello; echo oops >&2; exit 3"}})
 	if echo.ExitCode != 3 || echo.Stdout != "hello\n" || echo.Stderr != "oops\n" || echo.Note != "" {
 		t.Errorf("run_command: %+v", echo)
+	}
+	// The sandbox has the value (its length says so without showing it).
+	if n := callTool[mcpserver.RunOutput](t, ctx, cs, "run_command", map[string]any{"sandbox_id": id, "argv": []string{"sh", "-c", `printf %s "$API_KEY" | wc -c`}}); strings.TrimSpace(n.Stdout) != strconv.Itoa(len(mcpSecret)) {
+		t.Errorf("the sandbox's API_KEY: %+v", n)
 	}
 	big := callTool[mcpserver.RunOutput](t, ctx, cs, "run_command", map[string]any{"sandbox_id": id,
 		"argv": []string{"sh", "-c", `printf '\033[31mred\n'; head -c 200000 /dev/zero | tr '\0' a; printf '\nlast line\n'`}})
@@ -311,6 +317,11 @@ func mcpNPM(t *testing.T, e *clitest.Env) {
 	node, err := exec.LookPath("node")
 	if err != nil {
 		t.Fatalf("the MCP npm client test needs Node 20 or later and npm: %v", err)
+	}
+	if v, err := exec.Command(node, "--version").Output(); err != nil {
+		t.Fatalf("node --version: %v", err)
+	} else if major, _ := strconv.Atoi(strings.SplitN(strings.TrimPrefix(strings.TrimSpace(string(v)), "v"), ".", 2)[0]); major < 20 {
+		t.Fatalf("the MCP npm client test needs Node 20 or later; %s is %s", node, strings.TrimSpace(string(v)))
 	}
 	dir := t.TempDir()
 	for _, f := range []string{"package.json", "package-lock.json", "client.mjs"} {

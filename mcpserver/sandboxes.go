@@ -151,14 +151,19 @@ func (s *server) create(ctx context.Context, _ *mcp.CallToolRequest, in CreateIn
 		return nil, infoOf(got), nil
 	}
 	// Not ready: say why, and leave nothing behind.
-	why := "it did not get ready within " + wait.String()
-	if err == nil {
+	var why string
+	switch {
+	case err == nil && got.State == client.StateFailed:
+		why = "it failed"
+	case err == nil:
 		why = "it is " + got.State
-		if got.Reason != "" {
-			why += ": " + got.Reason
-		}
-	} else if wctx.Err() == nil {
-		return nil, SandboxInfo{}, toolError(what+" "+sb.ID+" (it may still be starting)", err)
+	case wctx.Err() != nil && ctx.Err() == nil:
+		why = "it was not ready within " + wait.String()
+	default:
+		why = "cannot follow its start: " + err.Error()
+	}
+	if err == nil && got.Reason != "" {
+		why += ": " + got.Reason
 	}
 	dctx, dcancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 	defer dcancel()
