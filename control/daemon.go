@@ -51,6 +51,9 @@ type Options struct {
 	// Service opens the service that runs the API's operations, once the lock is
 	// held; nil serves only health (tests).
 	Service func() (*Service, error)
+	// MCP, when set, serves POST /v1/mcp on every listener, behind the same
+	// checks as every route (daemon.Main sets mcpserver's).
+	MCP http.Handler
 }
 
 // Run runs the daemon until ctx ends. The lock is taken before the socket is

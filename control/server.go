@@ -139,6 +139,7 @@ var apiRoutes = []struct {
 	{"POST", "/v1/sandboxes/{id}/files/mkdir", (*server).makeDir, true},
 	{"POST", "/v1/sandboxes/{id}/files/rename", (*server).renameFile, true},
 	{"GET", "/v1/sandboxes/{id}/files/watch", (*server).watchFiles, true},
+	{"POST", "/v1/mcp", (*server).mcp, true},
 }
 
 // routes is the API's handler; hosts, for the TCP listener, adds the checks
@@ -261,4 +262,13 @@ func (s *server) health(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	writeJSON(w, http.StatusOK, h)
+}
+
+// mcp serves Options.MCP, the MCP server over streamable HTTP (docs/mcp.md).
+func (s *server) mcp(w http.ResponseWriter, r *http.Request) {
+	if s.opts.MCP == nil {
+		writeError(w, &client.Error{Reason: client.ReasonRouteNotFound, Message: "this daemon serves no MCP server"})
+		return
+	}
+	s.opts.MCP.ServeHTTP(w, r)
 }

@@ -18,12 +18,14 @@ import (
 
 	"github.com/airlock-dev/airlock/backend"
 	"github.com/airlock-dev/airlock/backend/docker"
+	"github.com/airlock-dev/airlock/client"
 	"github.com/airlock-dev/airlock/control"
 	"github.com/airlock-dev/airlock/control/store"
 	"github.com/airlock-dev/airlock/daemonfiles"
 	"github.com/airlock-dev/airlock/engine"
 	"github.com/airlock-dev/airlock/engine/dial"
 	"github.com/airlock-dev/airlock/internal/exitcode"
+	"github.com/airlock-dev/airlock/mcpserver"
 	"github.com/airlock-dev/airlock/secrets"
 	"github.com/airlock-dev/airlock/userconfig"
 )
@@ -109,6 +111,9 @@ func Main(ctx context.Context, o Options) error {
 		Paths: p, Version: o.Version, BuildID: o.BuildID, Host: o.Host, Port: o.Port, Token: o.Token, TokenFile: o.TokenFile, NoToken: o.NoToken,
 		TLSCert: o.TLSCert, TLSKey: o.TLSKey,
 		LogLevel: level, Stderr: logCopy, Service: openService, Redactor: redactor,
+		// The MCP server at /v1/mcp calls the API on the daemon's own socket:
+		// the one door, behind the listener's checks the request passed.
+		MCP: mcpserver.Handler(mcpserver.New(mcpserver.Options{Client: client.New(p.Socket()), Version: o.Version, ProjectsHere: true})),
 	})
 	// The networks parked for sandboxes behind egress rules are the
 	// daemon's: they go with it (docs/egress.md).
