@@ -6,12 +6,18 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/image"
 
 	"github.com/airlock-dev/airlock/client"
 	"github.com/airlock-dev/airlock/test/clitest"
+	"github.com/airlock-dev/airlock/test/testenv"
 )
 
 // poolManifest has a daemon that takes no value (started while parked) and
@@ -236,4 +242,52 @@ size = 3
 	if p := pools(e); p.Hits+p.Misses["empty"] != n || p.Hits < len(parked) {
 		t.Errorf("pool ls: %+v; want %d claims, at least %d hits", p, n, len(parked))
 	}
+}
+
+// TestWarmPoolImageRetagged: the image a manifest names is moved to another
+// between two runs (moments apart): the second run finds its pool stale and
+// runs the new image, though the daemon keeps what its last prepare found of
+// an image for the create that follows.
+func TestWarmPoolImageRetagged(t *testing.T) {
+	limit(t)
+	cli := testenv.Client(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	base := testenv.BusyboxImage(t)
+	tag := "airlock-test/retagged:" + strings.ToLower(t.Name()) + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	commit := func(marker string) {
+		t.Helper()
+		c, err := cli.ContainerCreate(ctx, &container.Config{Image: base, Cmd: []string{"sh", "-c", "echo " + marker + " > /marker"}}, nil, nil, nil, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = cli.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true}) }()
+		if err := cli.ContainerStart(ctx, c.ID, container.StartOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		waitC, errC := cli.ContainerWait(ctx, c.ID, container.WaitConditionNotRunning)
+		select {
+		case <-waitC:
+		case err := <-errC:
+			t.Fatal(err)
+		}
+		if _, err := cli.ContainerCommit(ctx, c.ID, container.CommitOptions{Reference: tag}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	commit("first")
+	t.Cleanup(func() { _, _ = cli.ImageRemove(context.Background(), tag, image.RemoveOptions{Force: true}) })
+	e := newEnv(t, "[sandbox]\nimage = \""+tag+"\"\n[sandbox.pool]\nsize = 1\n")
+	if r := e.Run("run", "--", "cat", "/marker"); r.Code != 0 || r.Stdout != "first\n" {
+		t.Fatalf("run of the first image: %s", r)
+	}
+	eventually(t, time.Minute, "a sandbox parked", func() bool { return pools(e).Ready == 1 })
+	if r := e.Run("--log-level", "debug", "run", "--", "cat", "/marker"); r.Code != 0 || r.Stdout != "first\n" || !strings.Contains(r.Stderr, "warm pool: hit") {
+		t.Fatalf("warm run of the first image: %s", r)
+	}
+	commit("second")
+	if r := e.Run("--log-level", "debug", "run", "--", "cat", "/marker"); r.Code != 0 || r.Stdout != "second\n" || !strings.Contains(r.Stderr, "warm pool: miss (stale)") {
+		t.Fatalf("run right after the image's tag moved: want the new image, cold (stale pool), got %s", r)
+	}
+	_ = e.MustRun("pool", "drain")
 }

@@ -117,8 +117,10 @@ type Runtime struct {
 	// shards (sharednet); facts what the Engine is (engineKind).
 	hostPIDs atomic.Bool
 	procsAt  procsPlace
-	shared   sharednet.State
-	facts    engineFacts
+	// recent are the images the last prepares found (recentImages).
+	recent recentImages
+	shared sharednet.State
+	facts  engineFacts
 	// warmed is what parked sandboxes opened for their claim (cmdchannel.go).
 	warmed warmSet
 	// egress are the daemon's shared egress proxies (egresshub.go).
