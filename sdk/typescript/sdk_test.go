@@ -1,0 +1,218 @@
+// Package typescript_test runs the TypeScript SDK's tests (sdk/typescript/test,
+// `node --test`) in make test: it builds the SDK (npm ci of its dev
+// dependencies and tsc, in a temporary copy), starts one control daemon of
+// the airlock binary built here, in a hermetic home, listening on its Unix
+// socket and on loopback TCP with a token, and runs the suite against it and
+// the real Docker Engine with the busybox test image.
+package typescript_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/airlock-dev/airlock/backend"
+	"github.com/airlock-dev/airlock/control"
+	"github.com/airlock-dev/airlock/test/clitest"
+	"github.com/airlock-dev/airlock/test/testenv"
+)
+
+// TestMain builds airlock (or takes $AIRLOCK_BINARY) and checks that the
+// tests write nothing into the package directory (no node_modules, no out/).
+func TestMain(m *testing.M) { os.Exit(clitest.Main(m, "sdk-ts", "AIRLOCK_BINARY")) }
+
+// suiteTimeout bounds the build and the node suite.
+const suiteTimeout = 4 * time.Minute
+
+// sources are what is copied to build the SDK and its tests.
+var sources = []string{"package.json", "package-lock.json", "tsconfig.json", "tsconfig.test.json", "src", "test"}
+
+// TestTypeScriptSDK builds the SDK and runs `node --test` over its suite
+// against one daemon, failing with node's output.
+func TestTypeScriptSDK(t *testing.T) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Fatalf("the TypeScript SDK's tests need Node.js 20 or later (node and npm on PATH): %v", err)
+	}
+	npm, err := exec.LookPath("npm")
+	if err != nil {
+		t.Fatalf("the TypeScript SDK's tests need npm (it comes with Node.js): %v", err)
+	}
+	checkNodeVersion(t, node)
+	src, err := filepath.Abs(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), suiteTimeout)
+	defer cancel()
+
+	// Build first: it needs no Engine, and a type error is found early.
+	work := t.TempDir()
+	for _, s := range sources {
+		from, to := filepath.Join(src, s), filepath.Join(work, s)
+		if isFile(from) {
+			copyFile(t, from, to)
+		} else if err := os.CopyFS(to, os.DirFS(from)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	start := time.Now()
+	run(t, ctx, work, nil, npm, "ci", "--ignore-scripts", "--no-audit", "--no-fund", "--prefer-offline", "--loglevel=error",
+		"--cache", npmCache(t))
+	run(t, ctx, work, nil, filepath.Join(work, "node_modules", ".bin", "tsc"), "-p", "tsconfig.test.json", "--outDir", filepath.Join(work, "out"))
+	t.Logf("npm ci and tsc: %v", time.Since(start).Round(time.Millisecond))
+
+	e := clitest.New(t, "[sandbox]\nimage = \"{{image}}\"\nnetwork = \"none\"\n")
+	cli := e.Cli
+	token := randomHex(t)
+	tokenFile := filepath.Join(e.Home, "token")
+	if err := os.WriteFile(tokenFile, []byte(token+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	port := freePort(t)
+	e.MustRun("daemon", "start", "--host", "127.0.0.1", "--port", strconv.Itoa(port), "--token-file", tokenFile)
+	owner, err := control.OwnerKey(e.Paths())
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	tests, err := filepath.Glob(filepath.Join(work, "out", "test", "*.test.js"))
+	if err != nil || len(tests) == 0 {
+		t.Fatalf("no compiled tests under %s: %v", filepath.Join(work, "out", "test"), err)
+	}
+	daemonEnv, err := json.Marshal(e.Environ())
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := []string{
+		"AIRLOCK_BINARY=" + clitest.Bin,
+		"AIRLOCK_TEST_IMAGE=" + e.Image,
+		"AIRLOCK_TEST_SOCKET=" + e.Socket(),
+		"AIRLOCK_TEST_RUNTIME_DIR=" + e.Runtime,
+		"AIRLOCK_TEST_TCP=tcp://127.0.0.1:" + strconv.Itoa(port),
+		"AIRLOCK_TEST_TOKEN=" + token,
+		"AIRLOCK_TEST_PROJECT=" + e.Project,
+		"AIRLOCK_TEST_DAEMON_ENV=" + string(daemonEnv),
+		"AIRLOCK_SDK_SOURCE=" + src,
+		"AIRLOCK_SDK_BUILD=" + filepath.Join(work, "out"),
+	}
+	args := append([]string{"--test", "--test-concurrency=8", "--test-reporter=spec"}, tests...)
+	cmd := exec.CommandContext(ctx, node, args...)
+	cmd.Dir = work
+	cmd.Env = append(cleanEnv(), env...)
+	cmd.WaitDelay = 10 * time.Second
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	start = time.Now()
+	runErr := cmd.Run()
+	took := time.Since(start).Round(time.Millisecond)
+	t.Logf("node --test (%v):\n%s", took, out.String())
+	e.StopDaemon()
+
+	// Whatever happened, nothing of the daemon's sandboxes may stay on the Engine.
+	if runErr == nil {
+		lctx, lcancel := context.WithTimeout(context.Background(), time.Minute)
+		left, err := testenv.Leftovers(lctx, cli, backend.LabelOwner, owner)
+		lcancel()
+		if err != nil {
+			t.Error(err)
+		}
+		left = slices.DeleteFunc(left, func(s string) bool { return strings.HasPrefix(s, "volume airlock-supervisor-") })
+		if len(left) > 0 {
+			t.Errorf("the TypeScript tests left %d Engine object(s):\n  %s", len(left), strings.Join(left, "\n  "))
+		}
+	}
+	testenv.ForceRemove(cli, backend.LabelOwner, owner)
+
+	if ctx.Err() != nil {
+		t.Fatalf("the TypeScript SDK's tests did not end within %v", suiteTimeout)
+	}
+	if runErr != nil {
+		t.Fatalf("node --test: %v (output above)", runErr)
+	}
+}
+
+// checkNodeVersion fails the test on a Node.js older than 20.
+func checkNodeVersion(t *testing.T, node string) {
+	out, err := exec.Command(node, "--version").Output()
+	if err != nil {
+		t.Fatalf("node --version: %v", err)
+	}
+	v := strings.TrimPrefix(strings.TrimSpace(string(out)), "v")
+	major, _, _ := strings.Cut(v, ".")
+	if n, err := strconv.Atoi(major); err != nil || n < 20 {
+		t.Fatalf("the TypeScript SDK needs Node.js 20 or later, not %s", strings.TrimSpace(string(out)))
+	}
+}
+
+// cleanEnv is the test's environment without the variables that pick a daemon.
+func cleanEnv() []string {
+	return slices.DeleteFunc(os.Environ(), func(kv string) bool {
+		k, _, _ := strings.Cut(kv, "=")
+		return k == "AIRLOCK_HOST" || k == "AIRLOCK_TOKEN" || k == "AIRLOCK_TLS_CA" || k == "NODE_OPTIONS"
+	})
+}
+
+// npmCache is npm's cache: the user's (~/.npm), or one under the test's
+// temporary directory when there is no home.
+func npmCache(t *testing.T) string {
+	if h, err := os.UserHomeDir(); err == nil && h != "" {
+		return filepath.Join(h, ".npm")
+	}
+	return filepath.Join(t.TempDir(), "npm-cache")
+}
+
+func run(t *testing.T, ctx context.Context, dir string, env []string, name string, args ...string) {
+	t.Helper()
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Dir = dir
+	cmd.Env = append(cleanEnv(), env...)
+	cmd.WaitDelay = 10 * time.Second
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%s %s: %v\n%s", filepath.Base(name), strings.Join(args, " "), err, out)
+	}
+}
+
+func isFile(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && st.Mode().IsRegular()
+}
+
+func copyFile(t *testing.T, from, to string) {
+	b, err := os.ReadFile(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(to, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func randomHex(t *testing.T) string {
+	b := make([]byte, 16)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	return hex.EncodeToString(b)
+}
+
+// freePort is a TCP port on loopback nothing listens on now.
+func freePort(t *testing.T) int {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
