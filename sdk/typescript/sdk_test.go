@@ -12,7 +12,10 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -57,7 +60,28 @@ func TestTypeScriptSDK(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), suiteTimeout)
 	defer cancel()
 
-	// Build first: it needs no Engine, and a type error is found early.
+	e := clitest.New(t, "")
+	cli := e.Cli
+	token := randomHex(t)
+	tokenFile := filepath.Join(e.Home, "token")
+	if err := os.WriteFile(tokenFile, []byte(token+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	port := freePort(t)
+	e.MustRun("daemon", "start", "--host", "127.0.0.1", "--port", strconv.Itoa(port), "--token-file", tokenFile)
+	owner, err := control.OwnerKey(e.Paths())
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// The tests' sandboxes of the plain manifest come from a warm pool, filled
+	// while the SDK is built.
+	warmed := make(chan error, 1)
+	go func() {
+		warmed <- poolRequest(ctx, e.Socket(), "warm", map[string]any{"manifest_toml": testManifest(e.Image), "size": poolSize})
+	}()
+
+	// The SDK and its tests, built meanwhile in a copy of the sources.
 	work := t.TempDir()
 	for _, s := range sources {
 		from, to := filepath.Join(src, s), filepath.Join(work, s)
@@ -73,18 +97,8 @@ func TestTypeScriptSDK(t *testing.T) {
 	run(t, ctx, work, nil, filepath.Join(work, "node_modules", ".bin", "tsc"), "-p", "tsconfig.test.json", "--outDir", filepath.Join(work, "out"))
 	t.Logf("npm ci and tsc: %v", time.Since(start).Round(time.Millisecond))
 
-	e := clitest.New(t, "[sandbox]\nimage = \"{{image}}\"\nnetwork = \"none\"\n")
-	cli := e.Cli
-	token := randomHex(t)
-	tokenFile := filepath.Join(e.Home, "token")
-	if err := os.WriteFile(tokenFile, []byte(token+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	port := freePort(t)
-	e.MustRun("daemon", "start", "--host", "127.0.0.1", "--port", strconv.Itoa(port), "--token-file", tokenFile)
-	owner, err := control.OwnerKey(e.Paths())
-	if err != nil {
-		t.Fatal(err)
+	if err := <-warmed; err != nil {
+		t.Fatalf("cannot fill the tests' warm pool: %v", err)
 	}
 
 	tests, err := filepath.Glob(filepath.Join(work, "out", "test", "*.test.js"))
@@ -103,6 +117,7 @@ func TestTypeScriptSDK(t *testing.T) {
 		"AIRLOCK_TEST_TCP=tcp://127.0.0.1:" + strconv.Itoa(port),
 		"AIRLOCK_TEST_TOKEN=" + token,
 		"AIRLOCK_TEST_PROJECT=" + e.Project,
+		"AIRLOCK_TEST_MANIFEST=" + testManifest(e.Image),
 		"AIRLOCK_TEST_DAEMON_ENV=" + string(daemonEnv),
 		"AIRLOCK_SDK_SOURCE=" + src,
 		"AIRLOCK_SDK_BUILD=" + filepath.Join(work, "out"),
@@ -118,6 +133,9 @@ func TestTypeScriptSDK(t *testing.T) {
 	runErr := cmd.Run()
 	took := time.Since(start).Round(time.Millisecond)
 	t.Logf("node --test (%v):\n%s", took, out.String())
+	if err := poolRequest(context.Background(), e.Socket(), "drain", map[string]any{"all": true}); err != nil {
+		t.Error(err)
+	}
 	e.StopDaemon()
 
 	// Whatever happened, nothing of the daemon's sandboxes may stay on the Engine.
@@ -141,6 +159,41 @@ func TestTypeScriptSDK(t *testing.T) {
 	if runErr != nil {
 		t.Fatalf("node --test: %v (output above)", runErr)
 	}
+}
+
+// poolSize is how many sandboxes of the tests' manifest are parked for them.
+const poolSize = 5
+
+// testManifest is the manifest of most of the tests' sandboxes (helpers.ts
+// takes it from AIRLOCK_TEST_MANIFEST): the busybox image, no network.
+func testManifest(image string) string {
+	return "[sandbox]\nimage = \"" + image + "\"\nnetwork = \"none\"\n"
+}
+
+// poolRequest POSTs /v1/pools/{verb} to the daemon on its socket.
+func poolRequest(ctx context.Context, socket, verb string, body map[string]any) error {
+	b, err := json.Marshal(body)
+	if err != nil {
+		return err
+	}
+	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "unix", socket)
+	}}}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://airlockd/v1/pools/"+verb, bytes.NewReader(b))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := hc.Do(req)
+	if err != nil {
+		return fmt.Errorf("cannot %s the pool: %w", verb, err)
+	}
+	defer resp.Body.Close()
+	answer, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("cannot %s the pool: %s: %s", verb, resp.Status, answer)
+	}
+	return nil
 }
 
 // checkNodeVersion fails the test on a Node.js older than 20.

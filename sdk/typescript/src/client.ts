@@ -603,7 +603,15 @@ export class Sandbox {
   async resume(options: { wait?: boolean; timeout?: number } = {}): Promise<SandboxInfo> {
     this.info = await this.client.postJSON<SandboxInfo>(sandboxPath(this.id, "resume"), {});
     if (!(options.wait ?? true)) return this.info;
-    return this.waitReady(options.timeout ?? DEFAULT_READY_TIMEOUT);
+    // The record says stopped until the sandbox is ready again (sandbox.started
+    // comes first, in state stopped): only a failure or a deletion ends the wait early.
+    await this.client.waitUntil(this.id, {
+      what: "ready",
+      timeout: options.timeout ?? DEFAULT_READY_TIMEOUT,
+      done: (kind, state) => kind === "sandbox.ready" || state === "ready",
+      failed: (kind, state) => kind === "sandbox.failed" || ["failed", "deleting", "deleted"].includes(state),
+    });
+    return this.refresh();
   }
 
   /**

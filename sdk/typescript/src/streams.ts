@@ -75,7 +75,11 @@ abstract class Lazy<T> implements AsyncIterable<T> {
   close(): void {
     this.closed = true;
     this.res?.destroy();
+    this.ended();
   }
+
+  /** Called once closed: what a stream holds beside its connection goes. */
+  protected ended(): void {}
 }
 
 /**
@@ -94,14 +98,19 @@ export class EventStream extends Lazy<Event> {
     this.timeout = timeout;
   }
 
+  private timer: NodeJS.Timeout | undefined;
+
+  protected override ended(): void {
+    clearTimeout(this.timer);
+  }
+
   protected async *decode(res: IncomingMessage): AsyncGenerator<Event> {
-    let timer: NodeJS.Timeout | undefined;
     let timedOut = false;
     if (this.timeout !== undefined) {
-      timer = setTimeout(() => {
+      this.timer = setTimeout(() => {
         timedOut = true;
         res.destroy();
-      }, this.timeout * 1000);
+      }, Math.max(0, this.timeout * 1000));
     }
     try {
       for await (const line of lines(res)) {
@@ -120,7 +129,7 @@ export class EventStream extends Lazy<Event> {
       if (e instanceof ProtocolError) throw e;
       throw new ProtocolError(`the event stream broke: ${(e as Error).message}`);
     } finally {
-      clearTimeout(timer);
+      clearTimeout(this.timer);
     }
     if (timedOut) throw new WaitTimeoutError(`no end of the events within ${this.timeout} s`);
   }

@@ -132,6 +132,8 @@ export class Transport {
             ? e
             : new DaemonUnreachableError(`cannot reach the airlock daemon at ${this.where}: ${(e as Error).message}`);
         }
+        // A connection of its own per request, made by createConnection: no agent.
+        delete o.agent;
         o.createConnection = () => mux.open() as unknown as import("node:net").Socket;
         break;
       }

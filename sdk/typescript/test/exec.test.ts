@@ -8,7 +8,7 @@ import { client, manifest, uid } from "./helpers.js";
 describe("exec", { concurrency: true }, () => {
   let sb: Sandbox;
   before(async () => {
-    sb = await client().create(manifest('[env]\nFROM_MANIFEST = "m"\n'), { labels: { suite: "sdk-ts" }, env: { FROM_CREATE: "c" }, noPool: true });
+    sb = await client().create(manifest(), { labels: { suite: "sdk-ts" }, env: { FROM_CREATE: "c", SHARED: "create" } });
   });
   after(async () => {
     await sb?.delete();
@@ -24,15 +24,15 @@ describe("exec", { concurrency: true }, () => {
     await assert.rejects(sb.run("exit 5", { check: true }), (e: unknown) => e instanceof CommandFailedError && e.exitCode === 5);
   });
 
-  test("stdin, env (manifest, create, exec), workdir, an exec ID", async () => {
+  test("stdin, env (create's, the exec's over it), workdir, an exec ID", async () => {
     const id = uid("exec");
-    const r = await sb.run(["sh", "-c", 'cat; echo "$FROM_MANIFEST $FROM_CREATE $FROM_EXEC"; pwd'], {
+    const r = await sb.run(["sh", "-c", 'cat; echo "$FROM_CREATE $FROM_EXEC $SHARED"; pwd'], {
       stdin: "input\n",
-      env: { FROM_EXEC: "e" },
+      env: ["FROM_EXEC=e", "SHARED=exec"],
       workdir: "/tmp",
       id,
     });
-    assert.equal(r.stdoutText, "input\nm c e\n/tmp\n");
+    assert.equal(r.stdoutText, "input\nc e exec\n/tmp\n");
     assert.equal(r.execId, id);
     const bin = await sb.run("cat", { stdin: Buffer.from([0, 255, 1, 254]) });
     assert.deepEqual([...bin.stdout], [0, 255, 1, 254]);

@@ -13,7 +13,7 @@ import { client, manifest } from "./helpers.js";
 describe("files", { concurrency: true }, () => {
   let sb: Sandbox;
   before(async () => {
-    sb = await client().create(manifest(), { labels: { suite: "sdk-ts" }, noPool: true });
+    sb = await client().create(manifest(), { labels: { suite: "sdk-ts" } });
   });
   after(async () => {
     await sb?.delete();

@@ -49,9 +49,13 @@ export function client(options: ClientOptions = {}): Client {
   return new Client({ host: daemon.socket, timeout: 60, ...options });
 }
 
-/** A manifest of the busybox test image, with no network. */
+/**
+ * A manifest of the busybox test image, with no network: the driver's own
+ * text (AIRLOCK_TEST_MANIFEST), whose warm pool it filled, when nothing is added.
+ */
 export function manifest(extra = ""): string {
-  return `[sandbox]\nimage = "${daemon.image}"\nnetwork = "none"\n${extra}`;
+  const base = process.env["AIRLOCK_TEST_MANIFEST"] ?? `[sandbox]\nimage = "${daemon.image}"\nnetwork = "none"\n`;
+  return (base.endsWith("\n") ? base : `${base}\n`) + extra;
 }
 
 /** A unique ID for a test's sandbox or exec. */
@@ -59,9 +63,9 @@ export function uid(prefix = "ts"): string {
   return `${prefix}-${randomUUID().slice(0, 12)}`;
 }
 
-/** Runs fn with a new sandbox, deleted afterwards whatever happened. */
+/** Runs fn with a new sandbox (from the warm pool unless options say otherwise), deleted afterwards whatever happened. */
 export async function withSandbox<T>(fn: (sb: Sandbox, c: Client) => Promise<T>, options: CreateOptions = {}, c = client()): Promise<T> {
-  const sb = await c.create(manifest(), { labels: { suite: "sdk-ts" }, noPool: true, ...options });
+  const sb = await c.create(manifest(), { labels: { suite: "sdk-ts" }, ...options });
   try {
     return await fn(sb, c);
   } finally {

@@ -45,7 +45,7 @@ p.on("exit", (code, sig) => process.exit(code ?? 1));
       const h = await c.health();
       assert.ok(h.pid > 0);
       await assert.rejects(c.get("no-such-sandbox"), SandboxNotFoundError);
-      const sb = await c.create(manifest(), { labels: { suite: "sdk-ts" }, noPool: true });
+      const sb = await c.create(manifest(), { labels: { suite: "sdk-ts" } });
       try {
         const chunks: Buffer[] = [];
         const r = await sb.run("echo a; echo b >&2; exit 3", { onStdout: (b) => void chunks.push(b) });
