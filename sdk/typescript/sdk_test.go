@@ -22,6 +22,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -41,8 +42,15 @@ const suiteTimeout = 4 * time.Minute
 // sources are what is copied to build the SDK and its tests.
 var sources = []string{"package.json", "package-lock.json", "tsconfig.json", "tsconfig.test.json", "src", "test"}
 
-// TestTypeScriptSDK builds the SDK and runs `node --test` over its suite
-// against one daemon, failing with node's output.
+// offline are the test files that need no daemon (the address table, the
+// runtime directory's checks, the types against control/openapi.json): they
+// run without an Engine too.
+var offline = []string{"unit.test.js", "openapi.test.js"}
+
+// TestTypeScriptSDK builds the SDK and runs `node --test` over its suite,
+// failing with node's output: the offline files at once, the others against
+// one daemon (which needs the Engine: without one they fail, unless
+// AIRLOCK_SKIP_DOCKER=1).
 func TestTypeScriptSDK(t *testing.T) {
 	node, err := exec.LookPath("node")
 	if err != nil {
@@ -58,107 +66,156 @@ func TestTypeScriptSDK(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), suiteTimeout)
-	defer cancel()
+	t.Cleanup(cancel)
 
-	e := clitest.New(t, "")
-	cli := e.Cli
-	token := randomHex(t)
-	tokenFile := filepath.Join(e.Home, "token")
-	if err := os.WriteFile(tokenFile, []byte(token+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	port := freePort(t)
-	e.MustRun("daemon", "start", "--host", "127.0.0.1", "--port", strconv.Itoa(port), "--token-file", tokenFile)
-	owner, err := control.OwnerKey(e.Paths())
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	// The tests' sandboxes of the plain manifest come from a warm pool, filled
-	// while the SDK is built.
-	warmed := make(chan error, 1)
-	go func() {
-		warmed <- poolRequest(ctx, e.Socket(), "warm", map[string]any{"manifest_toml": testManifest(e.Image), "size": poolSize})
-	}()
-
-	// The SDK and its tests, built meanwhile in a copy of the sources.
+	// The SDK and its tests, built in a copy of the sources while the daemon
+	// starts and fills its pool.
 	work := t.TempDir()
+	built := make(chan error, 1)
+	go func() { built <- build(ctx, t, npm, src, work) }()
+	var once sync.Once
+	var buildErr error
+	awaitBuild := func(t *testing.T) {
+		once.Do(func() { buildErr = <-built })
+		if buildErr != nil {
+			t.Fatal(buildErr)
+		}
+	}
+	base := []string{"AIRLOCK_SDK_SOURCE=" + src, "AIRLOCK_SDK_BUILD=" + filepath.Join(work, "out")}
+	compiled := func(names ...string) []string {
+		var out []string
+		for _, n := range names {
+			out = append(out, filepath.Join(work, "out", "test", n))
+		}
+		return out
+	}
+
+	t.Run("offline", func(t *testing.T) {
+		t.Parallel()
+		awaitBuild(t)
+		if err := runNode(ctx, t, node, work, compiled(offline...), base); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("daemon", func(t *testing.T) {
+		t.Parallel()
+		e := clitest.New(t, "") // fails (or skips) without an Engine
+		token := randomHex(t)
+		tokenFile := filepath.Join(e.Home, "token")
+		if err := os.WriteFile(tokenFile, []byte(token+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		port := freePort(t)
+		e.MustRun("daemon", "start", "--host", "127.0.0.1", "--port", strconv.Itoa(port), "--token-file", tokenFile)
+		owner, err := control.OwnerKey(e.Paths())
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Whatever happens, nothing of the daemon's sandboxes stays on the Engine.
+		t.Cleanup(func() { testenv.ForceRemove(e.Cli, backend.LabelOwner, owner) })
+		// The tests' sandboxes of the plain manifest come from a warm pool.
+		if err := poolRequest(ctx, e.Socket(), "warm", map[string]any{"manifest_toml": testManifest(e.Image), "size": poolSize}); err != nil {
+			t.Fatalf("cannot fill the tests' warm pool: %v", err)
+		}
+		awaitBuild(t)
+
+		all, err := filepath.Glob(filepath.Join(work, "out", "test", "*.test.js"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tests := slices.DeleteFunc(all, func(p string) bool { return slices.Contains(offline, filepath.Base(p)) })
+		if len(tests) == 0 {
+			t.Fatalf("no compiled tests under %s", filepath.Join(work, "out", "test"))
+		}
+		daemonEnv, err := json.Marshal(e.Environ())
+		if err != nil {
+			t.Fatal(err)
+		}
+		env := append(base,
+			"AIRLOCK_BINARY="+clitest.Bin,
+			"AIRLOCK_TEST_IMAGE="+e.Image,
+			"AIRLOCK_TEST_SOCKET="+e.Socket(),
+			"AIRLOCK_TEST_RUNTIME_DIR="+e.Runtime,
+			"AIRLOCK_TEST_TCP=tcp://127.0.0.1:"+strconv.Itoa(port),
+			"AIRLOCK_TEST_TOKEN="+token,
+			"AIRLOCK_TEST_PROJECT="+e.Project,
+			"AIRLOCK_TEST_MANIFEST="+testManifest(e.Image),
+			"AIRLOCK_TEST_DAEMON_ENV="+string(daemonEnv),
+		)
+		runErr := runNode(ctx, t, node, work, tests, env)
+		if err := poolRequest(context.Background(), e.Socket(), "drain", map[string]any{"all": true}); err != nil {
+			t.Error(err)
+		}
+		e.StopDaemon()
+		if runErr == nil {
+			lctx, lcancel := context.WithTimeout(context.Background(), time.Minute)
+			left, err := testenv.Leftovers(lctx, e.Cli, backend.LabelOwner, owner)
+			lcancel()
+			if err != nil {
+				t.Error(err)
+			}
+			left = slices.DeleteFunc(left, func(s string) bool { return strings.HasPrefix(s, "volume airlock-supervisor-") })
+			if len(left) > 0 {
+				t.Errorf("the TypeScript tests left %d Engine object(s):\n  %s", len(left), strings.Join(left, "\n  "))
+			}
+		}
+		if runErr != nil {
+			t.Fatal(runErr)
+		}
+	})
+}
+
+// build copies the SDK's sources to work, installs its dev dependencies there
+// (npm ci, from npm's cache once fetched) and compiles the sources and the
+// tests with tsc into work/out.
+func build(ctx context.Context, t *testing.T, npm, src, work string) error {
 	for _, s := range sources {
 		from, to := filepath.Join(src, s), filepath.Join(work, s)
 		if isFile(from) {
-			copyFile(t, from, to)
+			b, err := os.ReadFile(from)
+			if err != nil {
+				return err
+			}
+			if err := os.WriteFile(to, b, 0o644); err != nil {
+				return err
+			}
 		} else if err := os.CopyFS(to, os.DirFS(from)); err != nil {
-			t.Fatal(err)
+			return err
 		}
 	}
 	start := time.Now()
-	run(t, ctx, work, nil, npm, "ci", "--ignore-scripts", "--no-audit", "--no-fund", "--prefer-offline", "--loglevel=error",
-		"--cache", npmCache(t))
-	run(t, ctx, work, nil, filepath.Join(work, "node_modules", ".bin", "tsc"), "-p", "tsconfig.test.json", "--outDir", filepath.Join(work, "out"))
+	if err := command(ctx, work, npm, "ci", "--ignore-scripts", "--no-audit", "--no-fund", "--prefer-offline",
+		"--loglevel=error", "--cache", npmCache(work)); err != nil {
+		return err
+	}
+	if err := command(ctx, work, filepath.Join(work, "node_modules", ".bin", "tsc"), "-p", "tsconfig.test.json",
+		"--outDir", filepath.Join(work, "out")); err != nil {
+		return err
+	}
 	t.Logf("npm ci and tsc: %v", time.Since(start).Round(time.Millisecond))
+	return nil
+}
 
-	if err := <-warmed; err != nil {
-		t.Fatalf("cannot fill the tests' warm pool: %v", err)
-	}
-
-	tests, err := filepath.Glob(filepath.Join(work, "out", "test", "*.test.js"))
-	if err != nil || len(tests) == 0 {
-		t.Fatalf("no compiled tests under %s: %v", filepath.Join(work, "out", "test"), err)
-	}
-	daemonEnv, err := json.Marshal(e.Environ())
-	if err != nil {
-		t.Fatal(err)
-	}
-	env := []string{
-		"AIRLOCK_BINARY=" + clitest.Bin,
-		"AIRLOCK_TEST_IMAGE=" + e.Image,
-		"AIRLOCK_TEST_SOCKET=" + e.Socket(),
-		"AIRLOCK_TEST_RUNTIME_DIR=" + e.Runtime,
-		"AIRLOCK_TEST_TCP=tcp://127.0.0.1:" + strconv.Itoa(port),
-		"AIRLOCK_TEST_TOKEN=" + token,
-		"AIRLOCK_TEST_PROJECT=" + e.Project,
-		"AIRLOCK_TEST_MANIFEST=" + testManifest(e.Image),
-		"AIRLOCK_TEST_DAEMON_ENV=" + string(daemonEnv),
-		"AIRLOCK_SDK_SOURCE=" + src,
-		"AIRLOCK_SDK_BUILD=" + filepath.Join(work, "out"),
-	}
-	args := append([]string{"--test", "--test-concurrency=8", "--test-reporter=spec"}, tests...)
+// runNode runs `node --test` over files (the files at once), logging its
+// output; an error when a test failed.
+func runNode(ctx context.Context, t *testing.T, node, dir string, files, env []string) error {
+	args := append([]string{"--test", "--test-concurrency=8", "--test-reporter=spec"}, files...)
 	cmd := exec.CommandContext(ctx, node, args...)
-	cmd.Dir = work
+	cmd.Dir = dir
 	cmd.Env = append(cleanEnv(), env...)
 	cmd.WaitDelay = 10 * time.Second
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
-	start = time.Now()
-	runErr := cmd.Run()
-	took := time.Since(start).Round(time.Millisecond)
-	t.Logf("node --test (%v):\n%s", took, out.String())
-	if err := poolRequest(context.Background(), e.Socket(), "drain", map[string]any{"all": true}); err != nil {
-		t.Error(err)
-	}
-	e.StopDaemon()
-
-	// Whatever happened, nothing of the daemon's sandboxes may stay on the Engine.
-	if runErr == nil {
-		lctx, lcancel := context.WithTimeout(context.Background(), time.Minute)
-		left, err := testenv.Leftovers(lctx, cli, backend.LabelOwner, owner)
-		lcancel()
-		if err != nil {
-			t.Error(err)
-		}
-		left = slices.DeleteFunc(left, func(s string) bool { return strings.HasPrefix(s, "volume airlock-supervisor-") })
-		if len(left) > 0 {
-			t.Errorf("the TypeScript tests left %d Engine object(s):\n  %s", len(left), strings.Join(left, "\n  "))
-		}
-	}
-	testenv.ForceRemove(cli, backend.LabelOwner, owner)
-
+	start := time.Now()
+	err := cmd.Run()
+	t.Logf("node --test, %d files (%v):\n%s", len(files), time.Since(start).Round(time.Millisecond), out.String())
 	if ctx.Err() != nil {
-		t.Fatalf("the TypeScript SDK's tests did not end within %v", suiteTimeout)
+		return fmt.Errorf("the TypeScript SDK's tests did not end within %v", suiteTimeout)
 	}
-	if runErr != nil {
-		t.Fatalf("node --test: %v (output above)", runErr)
+	if err != nil {
+		return fmt.Errorf("node --test: %v (output above)", err)
 	}
+	return nil
 }
 
 // poolSize is how many sandboxes of the tests' manifest are parked for them.
@@ -217,39 +274,29 @@ func cleanEnv() []string {
 	})
 }
 
-// npmCache is npm's cache: the user's (~/.npm), or one under the test's
-// temporary directory when there is no home.
-func npmCache(t *testing.T) string {
+// npmCache is npm's cache: the user's (~/.npm), or one in the build's
+// directory when there is no home.
+func npmCache(work string) string {
 	if h, err := os.UserHomeDir(); err == nil && h != "" {
 		return filepath.Join(h, ".npm")
 	}
-	return filepath.Join(t.TempDir(), "npm-cache")
+	return filepath.Join(work, ".npm-cache")
 }
 
-func run(t *testing.T, ctx context.Context, dir string, env []string, name string, args ...string) {
-	t.Helper()
+func command(ctx context.Context, dir, name string, args ...string) error {
 	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Dir = dir
-	cmd.Env = append(cleanEnv(), env...)
+	cmd.Env = cleanEnv()
 	cmd.WaitDelay = 10 * time.Second
 	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("%s %s: %v\n%s", filepath.Base(name), strings.Join(args, " "), err, out)
+		return fmt.Errorf("%s %s: %v\n%s", filepath.Base(name), strings.Join(args, " "), err, out)
 	}
+	return nil
 }
 
 func isFile(p string) bool {
 	st, err := os.Stat(p)
 	return err == nil && st.Mode().IsRegular()
-}
-
-func copyFile(t *testing.T, from, to string) {
-	b, err := os.ReadFile(from)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(to, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
 }
 
 func randomHex(t *testing.T) string {

@@ -230,6 +230,14 @@ export class Client {
     this.t.close();
   }
 
+  // Printed or serialised, a client shows its address, never its token.
+  [Symbol.for("nodejs.util.inspect.custom")](): string {
+    return `Client <${this.address}>`;
+  }
+  toJSON(): { address: string } {
+    return { address: this.address };
+  }
+
   /** GET /v1/health: who the daemon is. */
   health(): Promise<Health> {
     return this.t.json<Health>({ method: "GET", path: "/v1/health" });

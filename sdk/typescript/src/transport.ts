@@ -78,6 +78,14 @@ export class Transport {
     return this.mux;
   }
 
+  // Printed or serialised, a transport shows where it goes, never its token.
+  [Symbol.for("nodejs.util.inspect.custom")](): string {
+    return `Transport <${this.where}>`;
+  }
+  toJSON(): { address: string } {
+    return { address: this.where };
+  }
+
   /** Ends the client's ssh connection, if it has one (a later request starts another). */
   close(): void {
     const m = this.mux;

@@ -87,22 +87,18 @@ describe("lifecycle", { concurrency: true }, () => {
       assert.deepEqual([snap.name, snap.sandbox], [name, sb.id]);
       assert.ok(snap.primary.image);
       assert.ok((await c.snapshots()).some((s) => s.name === name));
-      const other = await c.create(null, { fromSnapshot: name, labels: { suite: "sdk-ts" } });
-      try {
-        assert.equal(await other.readText("/tmp/state.txt"), "from the original");
-        await assert.rejects(c.deleteSnapshot(name), ConflictError);
-      } finally {
-        await other.delete();
-      }
-      const copies = await sb.fork(1);
+      // A sandbox of the snapshot and a fork, made at once.
+      const [other, copies] = await Promise.all([c.create(null, { fromSnapshot: name, labels: { suite: "sdk-ts" } }), sb.fork(1)]);
       const [copy] = copies;
       try {
         assert.ok(copy && copy.id !== sb.id);
+        assert.equal(await other.readText("/tmp/state.txt"), "from the original");
+        await assert.rejects(c.deleteSnapshot(name), ConflictError);
         assert.equal(await copy.readText("/tmp/state.txt"), "from the original");
         await copy.writeFile("/tmp/state.txt", "changed");
         assert.equal(await sb.readText("/tmp/state.txt"), "from the original", "a fork shares nothing");
       } finally {
-        await copy?.delete();
+        await Promise.all([other.delete(), copy?.delete()]);
         await c.deleteSnapshot(copies.snapshot.name);
       }
     });

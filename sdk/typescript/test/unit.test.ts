@@ -2,11 +2,14 @@
 // sdk/testdata/hosts.json), the checks of the default socket's directory, TLS
 // off loopback, the errors of answers.
 import assert from "node:assert/strict";
-import { mkdirSync, mkdtempSync, rmSync, chmodSync, symlinkSync, readFileSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { mkdirSync, mkdtempSync, rmSync, chmodSync, symlinkSync, readFileSync, writeFileSync } from "node:fs";
 import { createServer as createHTTPServer, type Server } from "node:http";
+import { createServer as createHTTPSServer } from "node:https";
 import { createServer as createTCPServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { inspect } from "node:util";
 import { describe, test } from "node:test";
 import {
   Client,
@@ -73,6 +76,15 @@ test("AIRLOCK_HOST resolves as sdk/testdata/hosts.json says (the table of the CL
   }
 });
 
+test("a client printed or serialised shows no token", () => {
+  const c = new Client({ host: "tcp://127.0.0.1:7878", token: "sk-secret-token", env: {} });
+  const sb = c.sandbox("x");
+  for (const shown of [inspect(c, { depth: 9 }), JSON.stringify(c), inspect(sb, { depth: 9 }), JSON.stringify({ sb })]) {
+    assert.ok(!shown.includes("sk-secret-token"), shown);
+  }
+  assert.equal(inspect(c), "Client <http://127.0.0.1:7878>");
+});
+
 test("options beat the environment; ssh's command line takes options", () => {
   const t = resolveTarget({ host: "tcp://127.0.0.1:7878", token: "mine", tlsCa: "/ca.pem" }, { AIRLOCK_TOKEN: "env" });
   assert.deepEqual([t.transport, t.transport === "tcp" && t.tls, t.transport === "tcp" && t.ca, t.transport === "tcp" && t.token], [
@@ -111,6 +123,46 @@ test("tcp:// off loopback speaks TLS first: a plain listener never sees the toke
   assert.ok(sent.length > 0, "nothing was sent");
   assert.equal(sent[0], 0x16, "not a TLS handshake record");
   assert.ok(!sent.includes(token), "the token was sent");
+});
+
+test("TLS with a CA of its own (tlsCa): the token inside TLS; the system's CAs do not know it", async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), "airlock-ts-tls-"));
+  try {
+    const openssl = (...args: string[]): void => void execFileSync("openssl", args, { cwd: dir, stdio: "pipe" });
+    try {
+      openssl("version");
+    } catch {
+      t.skip("no openssl to make a certificate");
+      return;
+    }
+    const ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes"];
+    openssl("req", "-x509", ...ec, "-days", "2", "-subj", "/CN=airlock test CA", "-keyout", "ca.key", "-out", "ca.pem");
+    openssl("req", ...ec, "-subj", "/CN=127.0.0.1", "-keyout", "d.key", "-out", "d.csr");
+    writeFileSync(join(dir, "d.ext"), "subjectAltName = IP:127.0.0.1\nextendedKeyUsage = serverAuth\n");
+    openssl("x509", "-req", "-in", "d.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial", "-days", "2", "-extfile", "d.ext", "-out", "d.pem");
+    const auth: string[] = [];
+    const srv = createHTTPSServer({ cert: readFileSync(join(dir, "d.pem")), key: readFileSync(join(dir, "d.key")) }, (req, res) => {
+      auth.push(String(req.headers.authorization));
+      res.setHeader("Content-Type", "application/json");
+      res.end(JSON.stringify({ pid: 7, build_id: "tls", version: "", log_path: "" }));
+    });
+    await new Promise<void>((r) => srv.listen(0, "127.0.0.1", r));
+    const port = (srv.address() as { port: number }).port;
+    try {
+      const c = new Client({ host: `tcp://127.0.0.1:${port}`, token: "tok-tls", tlsCa: join(dir, "ca.pem"), env: {} });
+      assert.equal(c.address, `https://127.0.0.1:${port}`, "a CA makes tcp:// TLS on loopback too");
+      assert.equal((await c.health()).build_id, "tls");
+      assert.deepEqual(auth, ["Bearer tok-tls"]);
+      const viaEnv = new Client({ env: { AIRLOCK_HOST: `https://127.0.0.1:${port}`, AIRLOCK_TOKEN: "tok-env", AIRLOCK_TLS_CA: join(dir, "ca.pem") } });
+      assert.equal((await viaEnv.health()).pid, 7);
+      await assert.rejects(new Client({ host: `https://127.0.0.1:${port}`, token: "x", env: {} }).health(), DaemonUnreachableError);
+      assert.deepEqual(auth, ["Bearer tok-tls", "Bearer tok-env"], "a certificate not trusted gets no request");
+    } finally {
+      srv.close();
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 /** A listener on a Unix socket that answers every request with a health JSON, counting connections. */
