@@ -35,7 +35,9 @@ ready = { cmd = ["test", "-e", "/tmp/trapped"] }
 	if r.Code != 3 || r.Stdout != "out\n" {
 		t.Fatalf("want exit 3 and stdout %q, got %s", "out\n", r)
 	}
-	contains(t, "stderr", r.Stderr, "err\n", "✔ daemon quick: shut down")
+	// (The quick daemon's shut-down line shows when it stopped within 20 ms,
+	// which a busy host does not promise: not asserted.)
+	contains(t, "stderr", r.Stderr, "err\n")
 	if strings.Contains(r.Stderr, "daemon slow") || strings.Contains(r.Stderr, "airlock-end") {
 		t.Errorf("stderr shows the slow daemon's end or the end marker:\n%s", r.Stderr)
 	}

@@ -33,7 +33,7 @@ const cmdTimeout = clitest.CmdTimeout
 // parallel limits how many tests drive sandboxes at once: most of a test's
 // time is spent waiting on the Engine, not on the 2 cores
 // (AIRLOCK_E2E_PARALLEL overrides the default).
-var parallel = make(chan struct{}, testenv.Parallelism("AIRLOCK_E2E_PARALLEL", 3))
+var parallel = make(chan struct{}, testenv.Parallelism("AIRLOCK_E2E_PARALLEL", 4))
 
 func TestMain(m *testing.M) {
 	testenv.LiftParallelFlag(cap(parallel))

@@ -460,12 +460,20 @@ def wait_until(sandbox_id: str, *, what: str, done: Callable[[str, str], bool], 
             raise ProtocolError(f"the daemon ended the events of sandbox {sandbox_id} before it was {what}")
 
 
-def wait_ready(sandbox_id: str, timeout: float | None) -> Flow[SandboxInfo]:
-    """Waits for ``sandbox.ready`` (or state ``ready``); failed, stopped or deleted first raises. The record then."""
+def wait_ready(sandbox_id: str, timeout: float | None, *, resumed: bool = False) -> Flow[SandboxInfo]:
+    """Waits for ``sandbox.ready`` (or state ``ready``); failed, stopped or deleted first raises. The record then.
+
+    After a resume (``resumed``) the record says ``stopped`` until the start is
+    recorded (``sandbox.started`` still carries it): only a ``sandbox.stopped``
+    event then means it stopped again.
+    """
+    def stopped(kind: str, state: str) -> bool:
+        return kind == "sandbox.stopped" if resumed else state == "stopped"
+
     yield from wait_until(sandbox_id, what="ready", timeout=timeout,
                     done=lambda kind, state: kind == "sandbox.ready" or state == "ready",
-                    failed=lambda kind, state: kind == "sandbox.failed" or state in ("failed", "stopped", "deleting",
-                                                                                      "deleted"))
+                    failed=lambda kind, state: kind == "sandbox.failed" or stopped(kind, state) or
+                    state in ("failed", "deleting", "deleted"))
     return (yield from get(sandbox_id))
 
 
@@ -485,7 +493,7 @@ def resume(sandbox_id: str, *, wait: bool, timeout: float | None) -> Flow[Sandbo
     info = _sandbox_info((yield from post_json(sandbox_path(sandbox_id, "resume"), {})))
     if not wait:
         return info
-    return (yield from wait_ready(sandbox_id, timeout))
+    return (yield from wait_ready(sandbox_id, timeout, resumed=True))
 
 
 def delete(sandbox_id: str, *, wait: bool, timeout: float | None) -> Flow[SandboxInfo | None]:

@@ -502,6 +502,11 @@ GREETING = "${{GREETING}}"
                 sb.run("true")
             self.assertEqual((cm3.exception.status, cm3.exception.reason), (409, "invalid_state"))
 
+            # Resume: ready again (its record says stopped until it started), its files as they were.
+            resumed = sb.resume()
+            self.assertEqual(resumed.state, "ready")
+            self.assertEqual(sb.read_file("/tmp/agent/out/result.txt"), b"hello from vars, world\n")
+
         # The context manager deleted it.
         self.assertGone(sid)
 
