@@ -36,17 +36,13 @@ type mainEnd struct {
 }
 
 // attachMain attaches to the main command of run sandbox id, forwarding stdin
-// when withStdin.
-func (a *app) attachMain(ctx context.Context, c *client.Client, id string, withStdin bool, daemonLost *atomic.Bool) (*mainStream, error) {
+// when not nil.
+func (a *app) attachMain(ctx context.Context, c *client.Client, id string, stdin io.Reader, daemonLost *atomic.Bool) (*mainStream, error) {
 	stdout, stderr := &countingWriter{w: a.stdout}, &countingWriter{w: a.stderr}
-	var stdin io.Reader
-	if withStdin {
-		stdin = a.stdin
-	}
 	// Attached before the start (the main command has written nothing): a
 	// daemon that goes away meanwhile is started again and asked again.
 	sess, err := retryDaemon(a, ctx, func() (*client.ExecSession, error) {
-		sess, err := c.AttachMain(ctx, id, &client.AttachRequest{Stdin: withStdin}, stdin, stdout, stderr)
+		sess, err := c.AttachMain(ctx, id, &client.AttachRequest{Stdin: stdin != nil}, stdin, stdout, stderr)
 		if lostDaemon(err) {
 			daemonLost.Store(true)
 		}
@@ -125,3 +121,17 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 }
 
 func (c *countingWriter) written() int64 { return c.n.Load() }
+
+// heldReader reads r once open is closed: stdin forwarded from the start on,
+// not before (the daemon takes a stream's frames in order, and a stdin frame
+// waits for the main command to read it: a start asked on the stream after
+// one would never be read).
+type heldReader struct {
+	r    io.Reader
+	open <-chan struct{}
+}
+
+func (h heldReader) Read(p []byte) (int, error) {
+	<-h.open
+	return h.r.Read(p)
+}

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -267,9 +269,18 @@ func (j *runJob) start(waitCtx context.Context) error {
 		}
 	}
 	// The main command's streams, through the daemon, attached before the
-	// start so that no output is missed.
+	// start so that no output is missed; stdin forwarded once the start was
+	// asked (heldReader).
+	var stdin io.Reader
+	started := make(chan struct{})
+	var startOnce sync.Once
+	release := func() { startOnce.Do(func() { close(started) }) }
+	defer release()
+	if j.stdin {
+		stdin = heldReader{r: a.stdin, open: started}
+	}
 	var err error
-	j.main, err = a.attachMain(waitCtx, c, id, j.stdin, &j.daemonLost)
+	j.main, err = a.attachMain(waitCtx, c, id, stdin, &j.daemonLost)
 	if !j.tgt.clientFiles {
 		if berr := awaitBegun(); berr != nil && err == nil {
 			return setupErr(berr)
@@ -316,6 +327,7 @@ func (j *runJob) start(waitCtx context.Context) error {
 			return setupErr(setupDaemonFailure(err))
 		}
 	}
+	release()
 	a.steps.mark("resume")
 	// resumeAgain: a daemon went away since the resume was answered, and the
 	// one that answers now may not have seen it (the sandbox, left pending to
