@@ -76,9 +76,10 @@ func TestRemoteInstallPrompt(t *testing.T) {
 		t.Fatalf("yes to the question: %v; stderr %q", err, r.stderr)
 	}
 	// The connection, the install, the connection again (the stand-in build
-	// then ends: the request fails, which is not the install's business).
-	if n := f.sshRuns(); n != 1+3 {
-		t.Errorf("ssh ran %d times for an install, want 3", n-1)
+	// then ends: the request fails, which is not the install's business, and
+	// may be tried again on a busy host).
+	if n := f.sshRuns(); n < 1+3 {
+		t.Errorf("ssh ran %d times for an install, want the connection, the install and the connection again", n-1)
 	}
 	if r := airlockEnv(t, h.env, "remote", "install", "ssh://me@box"); r.code != 0 || r.stdout != "airlock build "+BuildID+" is on ssh://me@box already\n" {
 		t.Errorf("remote install of a build that is there: %d %q %q", r.code, r.stdout, r.stderr)
