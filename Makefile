@@ -30,7 +30,7 @@ CROSS_TARGETS := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
 # make test embeds the supervisors when they were built (make build or make cross ran).
 TEST_TAGS := $(if $(wildcard $(SUPERVISOR_DIR)/linux-arm64/airlock.gz $(SUPERVISOR_DIR)/linux-amd64/airlock.gz),-tags $(EMBED_TAG))
 
-.PHONY: all build supervisors cross image test test-sdk test-engine29 engine29 lint bench demo engine kube faults soak clean
+.PHONY: all build supervisors cross image test test-projects test-sdk test-engine29 engine29 lint bench demo engine kube faults soak clean
 
 all: build
 
@@ -76,10 +76,21 @@ GO_TEST := $(GO) test -trimpath -ldflags=-w -race -count=1 $(TEST_TAGS)
 test: lint
 	$(GO_TEST) $(SLOW_PACKAGES) ./...
 
+# The end-to-end tests of real projects and networks (build tag projects: the presets' PostgreSQL
+# and MariaDB on Debian images, compose projects, the egress suite, containment, the shared
+# network's shards, a real sshd): the most CPU of the suite, apart from make test to keep that
+# under five minutes on 2 cores, and run by CI after it (and in the Engine 29 lap).
+comma := ,
+PROJECTS_TAGS := -tags $(if $(TEST_TAGS),projects$(comma)$(EMBED_TAG),projects)
+PROJECTS_E2E := $(shell grep -l '^//go:build projects' e2e/*_test.go 2>/dev/null)
+PROJECTS_TESTS := $(shell grep -ho '^func Test[A-Za-z0-9_]*' $(PROJECTS_E2E) /dev/null | sed 's/^func //' | paste -sd'|')
+test-projects:
+	./scripts/engine.sh
+	$(GO) test -trimpath -ldflags=-w -race -count=1 $(PROJECTS_TAGS) -run '^($(PROJECTS_TESTS))$$' ./e2e/
+
 # The Python SDK's suite (sdk/python/tests, sync and asyncio clients, mypy --strict), build tag
 # sdk: each of its tests starts daemons of its own against the real Engine (75 s); apart from make
 # test, which it would take past five minutes, and run by CI after it.
-comma := ,
 SDK_TAGS := -tags $(if $(TEST_TAGS),sdk$(comma)$(EMBED_TAG),sdk)
 test-sdk:
 	./scripts/engine.sh
@@ -93,7 +104,7 @@ test-sdk:
 # cache in seconds). PKGS narrows it.
 PKGS ?= $(SLOW_PACKAGES) ./...
 test-engine29: engine29
-	./scripts/engine29.sh exec $(GO_TEST) $(PKGS)
+	./scripts/engine29.sh exec $(GO) test -trimpath -ldflags=-w -race -count=1 $(PROJECTS_TAGS) $(PKGS)
 	./scripts/engine29.sh exec $(GO) test -trimpath -ldflags=-w -race -count=1 $(SDK_TAGS) ./sdk/python/
 
 engine29:
@@ -111,6 +122,7 @@ lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet -trimpath ./...
+	$(GO) vet -trimpath -tags projects ./e2e/
 
 bench: build
 	./scripts/bench.sh
