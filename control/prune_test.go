@@ -63,8 +63,10 @@ func TestPrune(t *testing.T) {
 		}
 	})
 
-	// Two builds of the project, each used by a kept run.
-	if err := os.WriteFile(filepath.Join(e.project, "Dockerfile"), []byte("FROM "+e.image+"\nCOPY marker /marker\n"), 0o644); err != nil {
+	// Two builds of the project, each used by a kept run. (The label keeps
+	// its steps this run's: an Engine with the containerd image store can take
+	// away a cached step of another test's build, as its prune may.)
+	if err := os.WriteFile(filepath.Join(e.project, "Dockerfile"), []byte("FROM "+e.image+"\nLABEL dev.airlock.test-nonce="+randHex(8)+"\nCOPY marker /marker\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	e.writeManifest(buildManifest)
