@@ -87,7 +87,7 @@ func (rc *recovery) recover() {
 					// command): its stream and end are recorded now; it is
 					// not started again.
 					rc.foundStarted(id)
-					rc.status.primaryDied(id, rc.liveOf(id), code, "")
+					rc.status.primaryDied(id, rc.liveOf(id), code, "", false)
 					continue
 				}
 			}

@@ -112,7 +112,7 @@ func (f *follower) follow(id string, l *live, gen int) {
 			if f.ctx().Err() == nil && l.current(gen) {
 				// The Engine's die event may never come (the watch began after
 				// it, the Engine restarted): record the stop from here too.
-				f.primaryDied(id, l, f.rtOf(id).ExitCode(f.ctx(), rec.ContainerID), "")
+				f.primaryDied(id, l, f.rtOf(id).ExitCode(f.ctx(), rec.ContainerID), "", false)
 			}
 			return
 		}

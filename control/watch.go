@@ -42,9 +42,9 @@ func (f *follower) onPrimaryEvent(ev backend.PrimaryEvent) {
 		// one, on this stream, which must not wait for it (primaryDied may).
 		// Any other death is handled here, in the stream's order (a sandbox
 		// started again after it must not be failed by it).
-		f.goAsync(func() { f.primaryDied(id, l, ev.ExitCode, ev.Reason) })
+		f.goAsync(func() { f.primaryDied(id, l, ev.ExitCode, ev.Reason, true) })
 	case ev.Died:
-		f.primaryDied(id, l, ev.ExitCode, ev.Reason)
+		f.primaryDied(id, l, ev.ExitCode, ev.Reason, true)
 	}
 }
 
@@ -102,14 +102,22 @@ func awaitOOM(ctx context.Context, r backend.OOMReporter, containerID string, fl
 // Engine's die event, or when the stream's follower finds it stopped (a die
 // event missed: the watch began late, the Engine restarted). why, when the
 // backend took the primary away (a Pod evicted, its node lost), fails the
-// sandbox with that reason.
-func (f *follower) primaryDied(id string, l *live, codep *int, why string) {
+// sandbox with that reason. fromEvent says the Engine's event reports it: such
+// an event may reach the daemon late, after the sandbox was started again (a
+// stop recorded, then a resume), and a primary that runs again does not
+// answer for an earlier run's death.
+func (f *follower) primaryDied(id string, l *live, codep *int, why string, fromEvent bool) {
 	l.diedMu.Lock() // the die event and the follower may both report it
 	defer l.diedMu.Unlock()
 	// Let the status stream's last lines in first.
 	f.catchUp(id, l)
 	rec, err := f.store.Get(id)
 	if err != nil {
+		return
+	}
+	if fromEvent && rec.State != store.StateDeleting && rec.State != store.StateDeleted && rec.ContainerID != "" &&
+		f.rtOf(id).Running(f.ctx(), rec.ContainerID) {
+		f.log().Debug("an earlier run's death, reported late", "sandbox", id)
 		return
 	}
 	f.mu.Lock()
