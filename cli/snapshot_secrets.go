@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/airlock-dev/airlock/client"
+	"github.com/airlock-dev/airlock/manifest"
 )
 
 // snapshotSecrets resolves again the substituted values (${NAME} from the
@@ -67,6 +68,12 @@ func (a *app) snapshotSecrets(ctx context.Context, c *client.Client, name string
 	}
 	if len(missing) > 0 {
 		return nil, fail(fmt.Errorf("%s no longer substitutes %s", r.File, strings.Join(missing, ", ")))
+	}
+	for k, v := range values {
+		// The secret variables' values inside them, masked on their own too.
+		if manifest.IsPieceKey(k) && slices.ContainsFunc(keys, func(key string) bool { return strings.HasPrefix(k, key+".${") }) {
+			out[k] = v
+		}
 	}
 	return out, nil
 }

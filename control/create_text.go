@@ -57,7 +57,8 @@ func (s *Service) resolveText(mt *ManifestText) (*manifest.Wire, map[string]stri
 		return nil, nil, errorf(ErrConfig, "project_dir %s is not a directory on the daemon's host", dir)
 	}
 	l := &manifest.Loader{
-		Builtin: presets.FS,
+		Builtin:   presets.FS,
+		SecretEnv: true, // the caller's values: a key, a password
 		Getenv: func(name string) (string, bool) {
 			v, ok := mt.Vars[name]
 			return v, ok

@@ -51,6 +51,10 @@ type Loader struct {
 	Getenv func(string) (string, bool)
 	// Vault is asked for the names the host environment lacks; nil means no vault.
 	Vault Lookup
+	// SecretEnv says every value Getenv gives is a secret (an API caller's
+	// values): one that is part of a longer value is masked on its own too,
+	// wherever it is, as a vault's value is (Resolved.Redacted).
+	SecretEnv bool
 	// ReadFile reads layer files; nil means ReadLayer.
 	ReadFile func(string) ([]byte, error)
 	// Display shortens file names in errors and origins; nil means as given.
@@ -92,6 +96,9 @@ type Resolved struct {
 	origins map[string]origin
 	// aliases lists the tool aliases the layers used, each with its canonical name.
 	aliases map[string]string
+	// pieces are, by key path, the secret values of the variables inside a
+	// substituted value that is not just one of them (Redacted).
+	pieces map[string][]piece
 }
 
 func (l *Loader) readFile(p string) ([]byte, error) {
@@ -214,7 +221,7 @@ func (l *Loader) envFileCheck(manifestDir string) func(p string) error {
 }
 
 func (l *Loader) substituter() *substituter {
-	s := &substituter{getenv: l.Getenv, vault: l.Vault}
+	s := &substituter{getenv: l.Getenv, vault: l.Vault, secretEnv: l.SecretEnv}
 	if s.getenv == nil {
 		s.getenv = os.LookupEnv
 	}

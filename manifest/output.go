@@ -134,7 +134,10 @@ func tomlValue(v any) string {
 
 // Redacted returns a copy of the manifest in which every substituted value (from
 // the host environment or the vault) is replaced by Mask, and those values by key
-// path: what a record may keep, and what must travel privately.
+// path: what a record may keep, and what must travel privately. A value that
+// holds a secret variable's value (the vault's, or an API caller's) among other
+// text brings that variable's value too, by PieceKey: whoever masks the values
+// masks each piece on its own as well.
 func (r *Resolved) Redacted() (Manifest, map[string]string) {
 	values := map[string]string{}
 	m := r.Manifest
@@ -144,11 +147,24 @@ func (r *Resolved) Redacted() (Manifest, map[string]string) {
 			return v
 		}
 		values[key] = v
+		for _, p := range r.pieces[key] {
+			values[PieceKey(key, p.name)] = p.val
+		}
 		return Mask
 	}
 	walkSubstituted(&m, hide)
 	return m, values
 }
+
+// PieceKey is the key under which Redacted gives the value of variable name
+// inside the substituted value at key path: "sandbox.image.${API_KEY}" for
+// image = "registry/${API_KEY}". Such a value is masked on its own too, so an
+// error that quotes the field in parts (a registry's URL) does not show it.
+// No key path of a manifest has a "$".
+func PieceKey(keyPath, name string) string { return keyPath + ".${" + name + "}" }
+
+// IsPieceKey reports whether a key of Redacted's values is a PieceKey.
+func IsPieceKey(key string) bool { return strings.HasSuffix(key, "}") && strings.Contains(key, ".${") }
 
 // Restore builds a Resolved from a redacted manifest and the values Redacted
 // took out of it: the second half of the wire round trip, called by FromWire.

@@ -29,7 +29,7 @@ func resolve(stack []*layer, sub *substituter, read func(string) ([]byte, error)
 		return nil, err
 	}
 	written := rawImages(&m)
-	sources, vaultNames, errs := substitute(&m, sub, origins)
+	sources, vaultNames, pieces, errs := substitute(&m, sub, origins)
 	if err := errs.orNil(); err != nil {
 		return nil, err
 	}
@@ -46,7 +46,8 @@ func resolve(stack []*layer, sub *substituter, read func(string) ([]byte, error)
 	if err := checkImages(&m, written, origins, sub.getenv).orNil(); err != nil {
 		return nil, err
 	}
-	r := &Resolved{Manifest: m, Sources: sources, Parsed: parseValues(&m), origins: origins, aliases: canonicalTools(&m.Tools)}
+	r := &Resolved{Manifest: m, Sources: sources, Parsed: parseValues(&m), origins: origins, aliases: canonicalTools(&m.Tools),
+		pieces: pieces}
 	for _, l := range stack {
 		r.Layers = append(r.Layers, LayerInfo{Name: l.name, Builtin: l.builtin})
 	}
@@ -83,15 +84,17 @@ func locate(origins map[string]origin, path []string, msg string) *Error {
 }
 
 // substitute expands ${VAR} in the places design.md §5 lists and records where each
-// substituted value came from, and which vault variables each key used. In [env],
+// substituted value came from, which vault variables each key used, and the
+// variables' values in a value that is not one of them whole. In [env],
 // ${daemons.<name>.env.<VAR>} and ${services.<name>.env.<VAR>} name the value
 // (after substitution) of a daemon's or a service's variable.
-func substitute(m *Manifest, sub *substituter, origins map[string]origin) (map[string]Source, map[string][]string, Errors) {
+func substitute(m *Manifest, sub *substituter, origins map[string]origin) (map[string]Source, map[string][]string, map[string][]piece, Errors) {
 	sources := map[string]Source{}
 	vaultNames := map[string][]string{}
+	pieces := map[string][]piece{}
 	var errs Errors
 	do := func(path []string, v *string) {
-		sub.fromVault = nil
+		sub.fromVault, sub.used = nil, nil
 		out, src, err := sub.expand(*v)
 		if len(sub.fromVault) > 0 {
 			vaultNames[KeyPath(path...)] = sub.fromVault
@@ -104,6 +107,15 @@ func substitute(m *Manifest, sub *substituter, origins map[string]origin) (map[s
 		if src != Literal {
 			sources[KeyPath(path...)] = src
 		}
+		for _, p := range sub.used {
+			// The vault's values and an API caller's (Loader.SecretEnv) are
+			// secrets, in part too; the host's are the user's own (`airlock
+			// config` shows them), masked only as whole values.
+			secret := p.src == Vault || sub.secretEnv
+			if secret && p.val != "" && p.val != out && !slices.Contains(pieces[KeyPath(path...)], p) {
+				pieces[KeyPath(path...)] = append(pieces[KeyPath(path...)], p)
+			}
+		}
 	}
 	refs := map[string]refValue{}
 	env := func(prefix []string, vars map[string]string) {
@@ -114,7 +126,7 @@ func substitute(m *Manifest, sub *substituter, origins map[string]origin) (map[s
 			vars[k] = v
 			if prefix[0] != "env" {
 				kp := KeyPath(path...)
-				refs[kp] = refValue{val: v, src: sources[kp], vault: vaultNames[kp]}
+				refs[kp] = refValue{val: v, src: sources[kp], vault: vaultNames[kp], pieces: pieces[kp]}
 			}
 		}
 	}
@@ -139,7 +151,7 @@ func substitute(m *Manifest, sub *substituter, origins map[string]origin) (map[s
 		do([]string{"copies", name, "source"}, &e.Source)
 		m.Copies[name] = e
 	}
-	return sources, vaultNames, errs
+	return sources, vaultNames, pieces, errs
 }
 
 // canonicalTools replaces tool aliases by their canonical names, keeping the first

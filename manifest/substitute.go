@@ -48,6 +48,12 @@ type substituter struct {
 	vault  Lookup
 	// fromVault collects the names whose vault values expand used, in order.
 	fromVault []string
+	// used collects the values expand put in (each variable's own, with its
+	// name and source), in order: the pieces of a value that mixes them with
+	// literal text, which are masked on their own too (Resolved.Redacted).
+	used []piece
+	// secretEnv: getenv's values are secrets (Loader.SecretEnv).
+	secretEnv bool
 	// refs holds, while [env] is substituted, the values of daemons.*.env and
 	// services.*.env after their own substitution, by key path: a ${…} that
 	// names one (${daemons.db.env.USER}) takes it.
@@ -55,11 +61,19 @@ type substituter struct {
 }
 
 // refValue is a substituted value another key may name: the value, where it
-// came from and the vault variables it used.
+// came from, the vault variables it used and the values it was made of.
 type refValue struct {
-	val   string
-	src   Source
-	vault []string
+	val    string
+	src    Source
+	vault  []string
+	pieces []piece
+}
+
+// piece is one variable's value inside a substituted value.
+type piece struct {
+	name string
+	val  string
+	src  Source
 }
 
 // isRef reports whether the name of a ${…} token is the key path of a variable
@@ -149,7 +163,11 @@ func (s *substituter) expand(tmpl string) (string, Source, error) {
 			if err != nil {
 				return "", Literal, err
 			}
-		} else if from == Vault {
+		} else if from != Literal {
+			s.used = append(s.used, piece{name: name, val: val, src: from})
+			s.used = append(s.used, ref.pieces...)
+		}
+		if !useDefault && from == Vault {
 			names := []string{name}
 			if ref.src == Vault {
 				names = ref.vault

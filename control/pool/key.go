@@ -37,7 +37,8 @@ func (ps *Pools) Key(ctx context.Context, rt Backend, r *manifest.Resolved, valu
 	delivered := deliveredAtClaim(r)
 	baked := map[string]string{}
 	for k, v := range values {
-		if !delivered[k] {
+		// A piece is part of a field's value, which is keyed already.
+		if !delivered[k] && !manifest.IsPieceKey(k) {
 			baked[k] = v
 		}
 	}
