@@ -2,6 +2,8 @@ package control_test
 
 import (
 	"context"
+	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -10,6 +12,7 @@ import (
 	"github.com/airlock-dev/airlock/client"
 	"github.com/airlock-dev/airlock/control"
 	"github.com/airlock-dev/airlock/control/store"
+	"github.com/airlock-dev/airlock/daemonfiles"
 	"github.com/airlock-dev/airlock/test/testenv"
 )
 
@@ -125,6 +128,14 @@ func startInProcessConfig(t *testing.T, e *env, rt *docker.Runtime, cfg control.
 			}})
 	}()
 	t.Cleanup(func() {
+		if t.Failed() {
+			// What the daemon saw of a failure (a request it answered with
+			// a closed connection leaves no other trace).
+			if b, err := os.ReadFile(daemonfiles.LogFile(e.paths)); err == nil {
+				lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+				t.Logf("the in-process daemon's log, last lines:\n%s", strings.Join(lines[max(0, len(lines)-80):], "\n"))
+			}
+		}
 		cancel()
 		select {
 		case err := <-done:
