@@ -78,7 +78,8 @@ test: lint
 
 # The end-to-end tests of real projects and networks (build tag projects: the presets' PostgreSQL
 # and MariaDB on Debian images, compose projects, the egress suite, containment, the shared
-# network's shards, a real sshd): the most CPU of the suite, apart from make test to keep that
+# network's shards, a real sshd, the stand-in remote Engine, the go tool as a non-root user
+# compiling a module): the most CPU of the suite, apart from make test to keep that
 # under five minutes on 2 cores, and run by CI after it (and in the Engine 29 lap).
 comma := ,
 PROJECTS_TAGS := -tags $(if $(TEST_TAGS),projects$(comma)$(EMBED_TAG),projects)

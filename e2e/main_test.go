@@ -35,6 +35,11 @@ const cmdTimeout = clitest.CmdTimeout
 // (AIRLOCK_E2E_PARALLEL overrides the default).
 var parallel = make(chan struct{}, testenv.Parallelism("AIRLOCK_E2E_PARALLEL", 4))
 
+// sharedRemote is the stand-in remote Engine the package's tests share (TestMain
+// stops it): each test's objects carry its own project label, which is what
+// newRemoteEnv checks the Engine for.
+var sharedRemote testenv.SharedRemoteEngine
+
 func TestMain(m *testing.M) {
 	testenv.LiftParallelFlag(cap(parallel))
 	code := clitest.Main(m, "e2e", "AIRLOCK_E2E_BINARY")

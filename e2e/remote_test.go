@@ -1,3 +1,5 @@
+//go:build projects
+
 package e2e
 
 import (
@@ -27,11 +29,6 @@ TOKEN = "${REMOTE_TOK}"
 command = ["sh", "-c", "mkdir -p /www && echo from-daemon > /www/index.html && exec httpd -f -p 8080 -h /www"]
 ready = { http = "http://127.0.0.1:8080/", timeout = "10s" }
 `
-
-// sharedRemote is the stand-in remote Engine the package's tests share (TestMain
-// stops it): each test's objects carry its own project label, which is what
-// newRemoteEnv checks the Engine for.
-var sharedRemote testenv.SharedRemoteEngine
 
 // newRemoteEnv is newEnv with the stand-in remote Engine: {{image}} is the busybox
 // image built there, and when the test ends nothing of the project may be left

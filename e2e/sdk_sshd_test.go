@@ -1,3 +1,5 @@
+//go:build projects
+
 package e2e
 
 import (
