@@ -354,11 +354,16 @@ func (s *ExecSession) startDirect(payload []byte, stdout io.Writer) {
 
 // directStream is a handed-over stream's socket in blocking mode. Its reader
 // releases the descriptor once it read the end; Close shuts the socket down,
-// which ends that read, so the descriptor is never used once released.
+// which ends that read. Once released, the descriptor's number is never used
+// again: the process may have reused it for another socket (an HTTP
+// connection), which a late shutdown or write would cut.
 type directStream struct {
-	fd     int
-	mu     sync.Mutex
-	closed bool
+	fd int
+	// life is held for reading while fd is used (a Write, a Close's
+	// shutdown) and for writing to release it.
+	life   sync.RWMutex
+	closed bool       // guarded by life
+	wmu    sync.Mutex // one Write at a time
 }
 
 func (d *directStream) Read(p []byte) (int, error) {
@@ -377,8 +382,10 @@ func (d *directStream) Read(p []byte) (int, error) {
 }
 
 func (d *directStream) Write(p []byte) (int, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
+	d.wmu.Lock()
+	defer d.wmu.Unlock()
+	d.life.RLock()
+	defer d.life.RUnlock()
 	if d.closed {
 		return 0, net.ErrClosed
 	}
@@ -396,16 +403,24 @@ func (d *directStream) Write(p []byte) (int, error) {
 	return written, nil
 }
 
-// Close ends the stream both ways (the reader then releases it).
+// Close ends the stream both ways (the reader then releases it); after the
+// release it does nothing.
 func (d *directStream) Close() error {
+	d.life.RLock()
+	defer d.life.RUnlock()
+	if d.closed {
+		return nil
+	}
 	return unix.Shutdown(d.fd, unix.SHUT_RDWR)
 }
 
-// release closes the descriptor, once its reader is done with it.
+// release closes the descriptor, once its reader is done with it (only its
+// reader calls it, once).
 func (d *directStream) release() {
-	_ = unix.Shutdown(d.fd, unix.SHUT_RDWR) // a writer blocked on a full socket returns
-	d.mu.Lock()
-	defer d.mu.Unlock()
+	// A writer blocked on a full socket returns, and gives life back.
+	_ = unix.Shutdown(d.fd, unix.SHUT_RDWR)
+	d.life.Lock()
+	defer d.life.Unlock()
 	if !d.closed {
 		d.closed = true
 		_ = unix.Close(d.fd)
