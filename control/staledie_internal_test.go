@@ -111,3 +111,31 @@ func TestStaleDieAfterResume(t *testing.T) {
 		}
 	})
 }
+
+// TestTakenAwayWhileReportedRunning (e2e/kube's TestNodeLost and
+// TestEvictedPod): a primary the backend took away (its Pod evicted, its node
+// lost) fails the sandbox though the backend still reports it running (the
+// Pod of a lost node reads Running until it is collected).
+func TestTakenAwayWhileReportedRunning(t *testing.T) {
+	rt := &restartedEngine{}
+	rt.running.Store(true)
+	s, st := startedService(t, rt)
+	rec, _, err := st.CreateSandbox(store.Sandbox{Kind: backend.KindUp, ContainerID: "pod"}, store.Event{Kind: "sandbox.accepted"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, kind := range []string{"sandbox.started", "sandbox.ready"} {
+		state := ""
+		if kind == "sandbox.ready" {
+			state = store.StateReady
+		}
+		if _, err := st.Append(rec.ID, store.Event{Kind: kind}, state); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.status.onPrimaryEvent(backend.PrimaryEvent{SandboxID: rec.ID, Died: true, Reason: "evicted from node n1"})
+	s.wg.Wait()
+	if got, _ := st.Get(rec.ID); got.State != store.StateFailed || got.Reason != "evicted from node n1" {
+		t.Errorf("after the backend took its primary away: state %s (%s), want failed with the reason", got.State, got.Reason)
+	}
+}

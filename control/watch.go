@@ -115,7 +115,9 @@ func (f *follower) primaryDied(id string, l *live, codep *int, why string, fromE
 	if err != nil {
 		return
 	}
-	if fromEvent && rec.State != store.StateDeleting && rec.State != store.StateDeleted && rec.ContainerID != "" &&
+	// A primary the backend took away (why) is gone whatever its record
+	// says: a lost node's Pod still reads Running.
+	if fromEvent && why == "" && rec.State != store.StateDeleting && rec.State != store.StateDeleted && rec.ContainerID != "" &&
 		f.rtOf(id).Running(f.ctx(), rec.ContainerID) {
 		f.log().Debug("an earlier run's death, reported late", "sandbox", id)
 		return
