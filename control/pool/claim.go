@@ -67,7 +67,7 @@ func (ps *Pools) Take(ctx context.Context, w Want) (m *Member, p *Pool, reason s
 	for reason == "" {
 		i := slices.IndexFunc(p.members, func(m *Member) bool { return m.ready && m.healthy })
 		if i < 0 && waitUntil.IsZero() {
-			waitUntil = p.dueLocked()
+			waitUntil = p.dueLocked(time.Now())
 		}
 		if i < 0 && time.Now().Before(waitUntil) {
 			// One being made parks sooner than a cold start would be made:
@@ -120,16 +120,22 @@ func (ps *Pools) Take(ctx context.Context, w Want) (m *Member, p *Pool, reason s
 	return nil, p, reason
 }
 
-// dueLocked is until when a create that finds p empty waits for a sandbox
-// being made: while the one begun first may still park sooner than a cold
-// start begun now would (both take about as long as the last one made took,
-// and longer when the host is busy: twice that from its begin). The zero time
-// when none is being made or none was made yet (ps.mu held).
-func (p *Pool) dueLocked() time.Time {
+// dueLocked is until when a create that finds p empty at now waits for a
+// sandbox being made: while the one begun first may still park sooner than a
+// cold start begun now would (both take about as long as the last one made
+// took, and longer when the host is busy: twice that from its begin, and never
+// less than a cold start's time from now, since a create may come long after
+// the refill began). The zero time when none is being made or none was made
+// yet (ps.mu held).
+func (p *Pool) dueLocked(now time.Time) time.Time {
 	if len(p.makeStarts) == 0 || p.makeTook <= 0 {
 		return time.Time{}
 	}
-	return p.makeStarts[0].Add(2 * p.makeTook)
+	due := p.makeStarts[0].Add(2 * p.makeTook)
+	if cold := now.Add(p.makeTook); due.Before(cold) {
+		return cold
+	}
+	return due
 }
 
 // ColdMiss says whether a miss of Take left its run to a cold start the pool
