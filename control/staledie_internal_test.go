@@ -16,12 +16,15 @@ import (
 type restartedEngine struct {
 	stopRecorder
 	running atomic.Bool
+	// exited: the Engine says the primary exited though processes of it
+	// are still counted (running says so).
+	exited atomic.Bool
 }
 
 func (b *restartedEngine) Running(context.Context, string) bool { return b.running.Load() }
 
 func (b *restartedEngine) ExitCode(context.Context, string) *int {
-	if b.running.Load() {
+	if b.running.Load() && !b.exited.Load() {
 		return nil
 	}
 	code := 143
@@ -96,6 +99,18 @@ func TestStaleDieAfterResume(t *testing.T) {
 		die(s, id)
 		if got, _ := st.Get(id); got.State != store.StateStopped || got.Reason != "exited" {
 			t.Errorf("its primary died: state %s (%s), want stopped (exited)", got.State, got.Reason)
+		}
+	})
+	// e2e.TestRunOOMKilledIsRemoved: the primary's init was killed, the
+	// Engine reported its death, and processes of it were still counted in
+	// its cgroup for a moment: the death is its own, not an earlier run's.
+	t.Run("its processes linger", func(t *testing.T) {
+		s, st, rt, id := newSandbox(t)
+		history(t, st, id, store.Event{Kind: "sandbox.ready"})
+		rt.exited.Store(true)
+		die(s, id)
+		if got, _ := st.Get(id); got.State != store.StateStopped {
+			t.Errorf("the Engine says its primary exited, its cgroup still counts processes: state %s, want stopped", got.State)
 		}
 	})
 	t.Run("before ready", func(t *testing.T) {

@@ -116,9 +116,11 @@ func (f *follower) primaryDied(id string, l *live, codep *int, why string, fromE
 		return
 	}
 	// A primary the backend took away (why) is gone whatever its record
-	// says: a lost node's Pod still reads Running.
+	// says: a lost node's Pod still reads Running. Running alone is not
+	// enough either: an init killed for its memory leaves processes counted
+	// in its cgroup for a moment; the Engine's own state says it exited.
 	if fromEvent && why == "" && rec.State != store.StateDeleting && rec.State != store.StateDeleted && rec.ContainerID != "" &&
-		f.rtOf(id).Running(f.ctx(), rec.ContainerID) {
+		f.rtOf(id).Running(f.ctx(), rec.ContainerID) && f.rtOf(id).ExitCode(f.ctx(), rec.ContainerID) == nil {
 		f.log().Debug("an earlier run's death, reported late", "sandbox", id)
 		return
 	}
