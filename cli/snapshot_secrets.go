@@ -71,7 +71,7 @@ func (a *app) snapshotSecrets(ctx context.Context, c *client.Client, name string
 	}
 	for k, v := range values {
 		// The secret variables' values inside them, masked on their own too.
-		if manifest.IsPieceKey(k) && slices.ContainsFunc(keys, func(key string) bool { return strings.HasPrefix(k, key+".${") }) {
+		if field, ok := manifest.PieceField(k); ok && slices.Contains(keys, field) {
 			out[k] = v
 		}
 	}

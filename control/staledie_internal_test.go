@@ -58,38 +58,15 @@ func TestStaleDieAfterResume(t *testing.T) {
 		s.status.onPrimaryEvent(backend.PrimaryEvent{SandboxID: id, Died: true, ExitCode: &code})
 		s.wg.Wait()
 	}
-	history := func(t *testing.T, st *store.Store, id string, evs ...store.Event) {
-		t.Helper()
-		for _, ev := range evs {
-			state := ""
-			switch ev.Kind {
-			case "sandbox.ready":
-				state = store.StateReady
-			case "sandbox.stopped":
-				state = store.StateStopped
-			}
-			if _, err := st.Append(id, ev, state); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
 	newSandbox := func(t *testing.T) (*Service, *store.Store, *restartedEngine, string) {
-		rt := &restartedEngine{}
-		rt.running.Store(true) // resumed: its primary runs again
-		s, st := startedService(t, rt)
-		rec, _, err := st.CreateSandbox(store.Sandbox{Kind: backend.KindUp, ContainerID: "primary"}, store.Event{Kind: "sandbox.accepted"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		history(t, st, rec.ID,
-			store.Event{Kind: "sandbox.started"}, store.Event{Kind: "sandbox.ready"},
+		// Resumed: its primary runs again.
+		return runningSandbox(t, store.Event{Kind: "sandbox.started"}, store.Event{Kind: "sandbox.ready"},
 			store.Event{Kind: "sandbox.stopped", Reason: "stopped"}, store.Event{Kind: "sandbox.started"})
-		return s, st, rt, rec.ID
 	}
 
 	t.Run("after ready", func(t *testing.T) {
 		s, st, rt, id := newSandbox(t)
-		history(t, st, id, store.Event{Kind: "sandbox.ready"})
+		appendHistory(t, st, id, store.Event{Kind: "sandbox.ready"})
 		die(s, id)
 		if got, _ := st.Get(id); got.State != store.StateReady {
 			t.Fatalf("a resumed sandbox, ready, after its previous run's die event: state %s (%s), want ready", got.State, got.Reason)
@@ -106,7 +83,7 @@ func TestStaleDieAfterResume(t *testing.T) {
 	// its cgroup for a moment: the death is its own, not an earlier run's.
 	t.Run("its processes linger", func(t *testing.T) {
 		s, st, rt, id := newSandbox(t)
-		history(t, st, id, store.Event{Kind: "sandbox.ready"})
+		appendHistory(t, st, id, store.Event{Kind: "sandbox.ready"})
 		rt.exited.Store(true)
 		die(s, id)
 		if got, _ := st.Get(id); got.State != store.StateStopped {
@@ -132,25 +109,42 @@ func TestStaleDieAfterResume(t *testing.T) {
 // lost) fails the sandbox though the backend still reports it running (the
 // Pod of a lost node reads Running until it is collected).
 func TestTakenAwayWhileReportedRunning(t *testing.T) {
+	s, st, _, id := runningSandbox(t, store.Event{Kind: "sandbox.started"}, store.Event{Kind: "sandbox.ready"})
+	s.status.onPrimaryEvent(backend.PrimaryEvent{SandboxID: id, Died: true, Reason: "evicted from node n1"})
+	s.wg.Wait()
+	if got, _ := st.Get(id); got.State != store.StateFailed || got.Reason != "evicted from node n1" {
+		t.Errorf("after the backend took its primary away: state %s (%s), want failed with the reason", got.State, got.Reason)
+	}
+}
+
+// runningSandbox is a service over a restartedEngine whose primary runs, and
+// the record of a sandbox in it with history after sandbox.accepted.
+func runningSandbox(t *testing.T, history ...store.Event) (*Service, *store.Store, *restartedEngine, string) {
+	t.Helper()
 	rt := &restartedEngine{}
 	rt.running.Store(true)
 	s, st := startedService(t, rt)
-	rec, _, err := st.CreateSandbox(store.Sandbox{Kind: backend.KindUp, ContainerID: "pod"}, store.Event{Kind: "sandbox.accepted"})
+	rec, _, err := st.CreateSandbox(store.Sandbox{Kind: backend.KindUp, ContainerID: "primary"}, store.Event{Kind: "sandbox.accepted"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, kind := range []string{"sandbox.started", "sandbox.ready"} {
+	appendHistory(t, st, rec.ID, history...)
+	return s, st, rt, rec.ID
+}
+
+// appendHistory records evs, each in the state its kind brings.
+func appendHistory(t *testing.T, st *store.Store, id string, evs ...store.Event) {
+	t.Helper()
+	for _, ev := range evs {
 		state := ""
-		if kind == "sandbox.ready" {
+		switch ev.Kind {
+		case "sandbox.ready":
 			state = store.StateReady
+		case "sandbox.stopped":
+			state = store.StateStopped
 		}
-		if _, err := st.Append(rec.ID, store.Event{Kind: kind}, state); err != nil {
+		if _, err := st.Append(id, ev, state); err != nil {
 			t.Fatal(err)
 		}
-	}
-	s.status.onPrimaryEvent(backend.PrimaryEvent{SandboxID: rec.ID, Died: true, Reason: "evicted from node n1"})
-	s.wg.Wait()
-	if got, _ := st.Get(rec.ID); got.State != store.StateFailed || got.Reason != "evicted from node n1" {
-		t.Errorf("after the backend took its primary away: state %s (%s), want failed with the reason", got.State, got.Reason)
 	}
 }

@@ -163,8 +163,15 @@ func (r *Resolved) Redacted() (Manifest, map[string]string) {
 // No key path of a manifest has a "$".
 func PieceKey(keyPath, name string) string { return keyPath + ".${" + name + "}" }
 
-// IsPieceKey reports whether a key of Redacted's values is a PieceKey.
-func IsPieceKey(key string) bool { return strings.HasSuffix(key, "}") && strings.Contains(key, ".${") }
+// PieceField is the key path of the field a PieceKey names a piece of; ok is
+// false for a key that is not a PieceKey.
+func PieceField(key string) (field string, ok bool) {
+	i := strings.LastIndex(key, ".${")
+	if i < 0 || !strings.HasSuffix(key, "}") {
+		return "", false
+	}
+	return key[:i], true
+}
 
 // Restore builds a Resolved from a redacted manifest and the values Redacted
 // took out of it: the second half of the wire round trip, called by FromWire.

@@ -47,7 +47,7 @@ URL = "postgres://app:${PW}@localhost/app"
 	}
 	pieces := map[string]string{}
 	for k, v := range values {
-		if manifest.IsPieceKey(k) {
+		if _, ok := manifest.PieceField(k); ok {
 			pieces[k] = v
 		}
 	}

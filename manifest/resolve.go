@@ -104,16 +104,17 @@ func substitute(m *Manifest, sub *substituter, origins map[string]origin) (map[s
 			return
 		}
 		*v = out
+		kp := KeyPath(path...)
 		if src != Literal {
-			sources[KeyPath(path...)] = src
+			sources[kp] = src
 		}
 		for _, p := range sub.used {
 			// The vault's values and an API caller's (Loader.SecretEnv) are
 			// secrets, in part too; the host's are the user's own (`airlock
 			// config` shows them), masked only as whole values.
 			secret := p.src == Vault || sub.secretEnv
-			if secret && p.val != "" && p.val != out && !slices.Contains(pieces[KeyPath(path...)], p) {
-				pieces[KeyPath(path...)] = append(pieces[KeyPath(path...)], p)
+			if secret && p.val != "" && p.val != out && !slices.Contains(pieces[kp], p) {
+				pieces[kp] = append(pieces[kp], p)
 			}
 		}
 	}

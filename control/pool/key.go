@@ -38,7 +38,7 @@ func (ps *Pools) Key(ctx context.Context, rt Backend, r *manifest.Resolved, valu
 	baked := map[string]string{}
 	for k, v := range values {
 		// A piece is part of a field's value, which is keyed already.
-		if !delivered[k] && !manifest.IsPieceKey(k) {
+		if _, piece := manifest.PieceField(k); !delivered[k] && !piece {
 			baked[k] = v
 		}
 	}
