@@ -87,7 +87,7 @@ PROJECTS_E2E := $(shell grep -l '^//go:build projects' e2e/*_test.go 2>/dev/null
 PROJECTS_TESTS := $(shell grep -ho '^func Test[A-Za-z0-9_]*' $(PROJECTS_E2E) /dev/null | sed 's/^func //' | paste -sd'|')
 test-projects:
 	./scripts/engine.sh
-	$(GO) test -trimpath -ldflags=-w -race -count=1 $(PROJECTS_TAGS) -run '^($(PROJECTS_TESTS))$$' ./e2e/
+	$(GO) test -trimpath -ldflags=-w -race -count=1 -timeout 30m $(PROJECTS_TAGS) -run '^($(PROJECTS_TESTS))$$' ./e2e/
 
 # The Python SDK's suite (sdk/python/tests, sync and asyncio clients, mypy --strict), build tag
 # sdk: each of its tests starts daemons of its own against the real Engine (75 s); apart from make
@@ -105,7 +105,7 @@ test-sdk:
 # cache in seconds). PKGS narrows it.
 PKGS ?= $(SLOW_PACKAGES) ./...
 test-engine29: engine29
-	./scripts/engine29.sh exec $(GO) test -trimpath -ldflags=-w -race -count=1 $(PROJECTS_TAGS) $(PKGS)
+	./scripts/engine29.sh exec $(GO) test -trimpath -ldflags=-w -race -count=1 -timeout 30m $(PROJECTS_TAGS) $(PKGS)
 	./scripts/engine29.sh exec $(GO) test -trimpath -ldflags=-w -race -count=1 $(SDK_TAGS) ./sdk/python/
 
 engine29:
