@@ -74,10 +74,17 @@ hostnet=()
 if [ -n "${AIRLOCK_HOST_NETNS:-}" ]; then
   hostnet=(nsenter --net="$AIRLOCK_HOST_NETNS" --)
 fi
+# Tests build several images at once: one install at a time (flock), and apt waits for a lock
+# another apt holds instead of failing.
 apt_install() {
   export DEBIAN_FRONTEND=noninteractive
-  "${hostnet[@]}" apt-get install -y -qq "$@" >/dev/null 2>&1 ||
-    { "${hostnet[@]}" apt-get update -qq >/dev/null && "${hostnet[@]}" apt-get install -y -qq "$@" >/dev/null; }
+  local apt=(apt-get -o DPkg::Lock::Timeout=600 -y -qq)
+  (
+    flock 9
+    command -v "$1" >/dev/null 2>&1 && exit 0
+    "${hostnet[@]}" "${apt[@]}" install "$@" >/dev/null 2>&1 ||
+      { "${hostnet[@]}" "${apt[@]}" update >/dev/null && "${hostnet[@]}" "${apt[@]}" install "$@" >/dev/null; }
+  ) 9>/var/lock/airlock-debian-image-apt.lock
 }
 command -v debootstrap >/dev/null 2>&1 || { echo "debian-image.sh: installing debootstrap" >&2; apt_install debootstrap; }
 mirror=$(debian_mirror)

@@ -6,7 +6,8 @@
 # qemu-user-static (a test runs the linux/arm64 supervisor under qemu-aarch64-static) and
 # openssh-server and openssh-client (a test runs sshd in the stand-in's namespaces and reaches it
 # with ssh), starts dockerd in the background with its log in $AIRLOCK_DOCKERD_LOG (default
-# /var/log/airlock-dockerd.log) and waits for it. It installs mypy too: it checks the Python SDK's type hints.
+# /var/log/airlock-dockerd.log) and waits for it. It installs mypy too (it checks the Python SDK's type hints)
+# and debootstrap (scripts/debian-image.sh makes the Debian test images with it).
 set -euo pipefail
 
 log=${AIRLOCK_DOCKERD_LOG:-/var/log/airlock-dockerd.log}
@@ -24,6 +25,7 @@ command -v python3 >/dev/null 2>&1 || need_pkgs+=(python3)  # the Python SDK's t
 command -v mypy >/dev/null 2>&1 || need_pkgs+=(mypy)  # the Python SDK's type check (sdk/python)
 command -v qemu-aarch64-static >/dev/null 2>&1 || need_pkgs+=(qemu-user-static)
 [ -x /usr/sbin/sshd ] || need_pkgs+=(openssh-server)  # e2e.TestRemoteDaemonOverSSHD
+command -v debootstrap >/dev/null 2>&1 || need_pkgs+=(debootstrap)  # scripts/debian-image.sh (the Debian test images)
 command -v ssh >/dev/null 2>&1 && command -v ssh-keygen >/dev/null 2>&1 || need_pkgs+=(openssh-client)
 if [ ${#need_pkgs[@]} -gt 0 ]; then
   if [ "$(id -u)" != 0 ]; then
@@ -32,8 +34,8 @@ if [ ${#need_pkgs[@]} -gt 0 ]; then
   fi
   echo "engine.sh: installing ${need_pkgs[*]}" >&2
   export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq >/dev/null
-  apt-get install -y -qq "${need_pkgs[@]}" >/dev/null
+  apt-get -o DPkg::Lock::Timeout=600 update -qq >/dev/null
+  apt-get -o DPkg::Lock::Timeout=600 install -y -qq "${need_pkgs[@]}" >/dev/null
 fi
 
 ping_engine() {
