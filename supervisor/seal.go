@@ -1,11 +1,12 @@
 package supervisor
 
 import (
-	"bytes"
 	"os"
 	"strconv"
 	"syscall"
 	"time"
+
+	procinfo "github.com/airlock-dev/airlock/internal/proc"
 )
 
 // sealWait bounds how long a sealed end waits for the processes it killed to
@@ -38,46 +39,25 @@ func sealSandbox(wait time.Duration) bool {
 }
 
 // onlyInitLeft reports whether /proc (the sandbox's PID namespace) lists no
-// live process but PID 1 and self: the others are gone, or dead and not yet
-// reaped (the host checks the same through the Engine before it believes the
-// marker: a container's cgroup lists no dead process). A process an Engine
-// exec started (the host's followers of the status stream, a command channel)
-// is reaped by the container's runtime outside the sandbox, some milliseconds
-// after it died: waiting for that is not needed, since a dead process writes
-// nothing.
+// process but PID 1 and self that can still run code of its own: the others
+// are gone, dead and not yet reaped, or in the kernel's exit, where nothing of
+// theirs runs any more (procinfo.Ended). The host checks the same of the
+// container's cgroup before it believes the marker. Waiting for the end of
+// that exit is not needed: a process the host's follower of the status stream
+// is, with its inotify instance, takes milliseconds to be torn down, and a
+// process an Engine exec started is reaped by the container's runtime outside
+// the sandbox some milliseconds later still; neither writes anything.
 func onlyInitLeft(self int) bool {
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
 		return false
 	}
 	for _, e := range ents {
-		if pid, err := strconv.Atoi(e.Name()); err == nil && pid != 1 && pid != self && !dead(e.Name()) {
+		if pid, err := strconv.Atoi(e.Name()); err == nil && pid != 1 && pid != self && !procinfo.Ended(pid) {
 			return false
 		}
 	}
 	return true
-}
-
-// dead reports whether process pid (a name in /proc) has ended and waits to
-// be reaped: it is a zombie, and no thread of it runs on (a thread group's
-// leader that ended before its other threads shows as a zombie while they
-// run). One gone meanwhile is dead too.
-func dead(pid string) bool {
-	b, err := os.ReadFile("/proc/" + pid + "/stat")
-	if err != nil {
-		return os.IsNotExist(err)
-	}
-	// The state follows the command's name, which is in parentheses and may
-	// hold any byte: the last ')'.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 || i+2 >= len(b) || (b[i+2] != 'Z' && b[i+2] != 'X') {
-		return false
-	}
-	tasks, err := os.ReadDir("/proc/" + pid + "/task")
-	if err != nil {
-		return os.IsNotExist(err)
-	}
-	return len(tasks) <= 1
 }
 
 // Alone reports whether nothing but PID 1 and this process runs in this PID

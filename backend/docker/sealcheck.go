@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -16,6 +17,7 @@ import (
 	"github.com/docker/docker/client"
 
 	"github.com/airlock-dev/airlock/backend"
+	"github.com/airlock-dev/airlock/internal/proc"
 )
 
 // OnlyInitRuns reports whether the Engine lists no process in a container
@@ -100,7 +102,7 @@ func cgroupProcsFile(pid int, id string) (int, string, bool) {
 		file := filepath.Join(d, "cgroup.procs")
 		procs, err := os.ReadFile(file)
 		if err == nil {
-			return len(strings.Fields(string(procs))), file, true
+			return running(procs), file, true
 		}
 		if errors.Is(err, os.ErrNotExist) {
 			if _, serr := os.Stat(filepath.Dir(d)); serr == nil {
@@ -142,7 +144,27 @@ func (p *procsPlace) count(id string) (int, bool) {
 	if err != nil {
 		return 0, false
 	}
-	return len(strings.Fields(string(b))), true
+	return running(b), true
+}
+
+// running counts the processes a cgroup.procs lists that can still run code
+// of their own: one in the kernel's exit (killed by a sealed end, its inotify
+// instance being torn down) is listed until that exit is done, milliseconds
+// later, though nothing of it runs (proc.Ended, the supervisor's own check).
+// A cgroup of at most one process is not looked into.
+func running(procs []byte) int {
+	pids := strings.Fields(string(procs))
+	if len(pids) <= 1 {
+		return len(pids)
+	}
+	n := 0
+	for _, p := range pids {
+		pid, err := strconv.Atoi(p)
+		if err != nil || !proc.Ended(pid) {
+			n++
+		}
+	}
+	return n
 }
 
 // fullID reports whether id is a container's full ID (64 hex digits): what

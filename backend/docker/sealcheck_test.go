@@ -3,12 +3,14 @@ package docker
 import (
 	"os"
 	"os/exec"
+	"strconv"
 	"testing"
 	"time"
 
 	"github.com/docker/docker/api/types/container"
 
 	"github.com/airlock-dev/airlock/backend"
+	"github.com/airlock-dev/airlock/internal/proc"
 	"github.com/airlock-dev/airlock/test/testenv"
 )
 
@@ -109,4 +111,39 @@ func TestOnlyInitRuns(t *testing.T) {
 	if _, ok := rt.procsAt.count(id); ok {
 		t.Errorf("procsAt.count of a stopped container: counted (its cgroup is gone: the Engine says)")
 	}
+}
+
+// A cgroup's processes that can no longer run (a zombie, one gone since the
+// list was read, one in the kernel's exit) are not counted against a sealed
+// end; a live one, or a PID not of this namespace (listed as 0), is.
+func TestRunningSkipsEnded(t *testing.T) {
+	zombie := exec.Command("true")
+	if err := zombie.Start(); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 30*time.Second, "the process to be a zombie", func() bool {
+		st, _, _ := proc.State(zombie.Process.Pid)
+		return st == "Z"
+	})
+	gone := exec.Command("true")
+	if err := gone.Run(); err != nil {
+		t.Fatal(err)
+	}
+	self := strconv.Itoa(os.Getpid())
+	for _, c := range []struct {
+		procs string
+		want  int
+	}{
+		{"", 0},
+		{self + "\n", 1},
+		{strconv.Itoa(gone.Process.Pid) + "\n", 1}, // one alone is not looked into
+		{self + "\n" + strconv.Itoa(zombie.Process.Pid) + "\n" + strconv.Itoa(gone.Process.Pid) + "\n", 1},
+		{self + "\n0\n", 2},
+		{self + "\n" + self + "\n", 2},
+	} {
+		if got := running([]byte(c.procs)); got != c.want {
+			t.Errorf("running(%q) = %d, want %d", c.procs, got, c.want)
+		}
+	}
+	_ = zombie.Wait()
 }

@@ -17,6 +17,22 @@ func State(pid int) (state, start string, ok bool) {
 	return readState(pid)
 }
 
+// Ended reports whether process pid can run no more code of its own: it is
+// gone, or every thread of it is a zombie or in the kernel's exit (killed,
+// past the point where it could return to its program), where only the
+// kernel's teardown is left: closing an inotify instance, for one, waits for
+// the kernel's next grace period, milliseconds on a busy machine, and the
+// process is listed (in /proc, in its cgroup) until it is done. A thread still
+// in a system call (a write under way) is not ended. On Linux from
+// /proc/PID/task/TID/stat (the state, and the flags' PF_EXITING); elsewhere
+// false: the OS does not tell.
+func Ended(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	return readEnded(pid)
+}
+
 // Args returns the command line of pid when it is a process of the current
 // user's: from /proc/PID/cmdline on Linux, sysctl kern.procargs2 on macOS. ok
 // is false for another user's process, a gone one, or where the OS does not

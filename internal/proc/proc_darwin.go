@@ -41,3 +41,6 @@ func readArgs(pid int) ([]string, bool) {
 	argv := parseProcArgs2(raw)
 	return argv, argv != nil
 }
+
+// readEnded cannot tell here (see Ended).
+func readEnded(int) bool { return false }

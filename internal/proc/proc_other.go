@@ -14,3 +14,6 @@ func readState(pid int) (state, start string, ok bool) {
 
 // readArgs cannot tell here.
 func readArgs(int) ([]string, bool) { return nil, false }
+
+// readEnded cannot tell here (see Ended).
+func readEnded(int) bool { return false }
