@@ -10,15 +10,18 @@ import (
 )
 
 // sealWait bounds how long a sealed end waits for the processes it killed to
-// be gone. One that outlives it (in uninterruptible sleep, or another user's
+// have ended. One that outlives it (in uninterruptible sleep, or another user's
 // that a non-root supervisor cannot signal) leaves the end unsealed: the
 // container's exit ends the run, as without a marker.
 const sealWait = 200 * time.Millisecond
 
+// sealPoll is how often a sealed end looks whether what it killed ended.
+const sealPoll = 100 * time.Microsecond
+
 // sealSandbox ends every process of the sandbox but the supervisor, which
 // must be PID 1 of the sandbox's PID namespace (kill(-1) then reaches all of
-// them and nothing outside), and reports whether none is left once the
-// reaper collected them: after it, nothing in the sandbox can write.
+// them and nothing outside), and reports whether none of them can run any
+// more (onlyInitLeft): after it, nothing in the sandbox can write.
 func sealSandbox(wait time.Duration) bool {
 	if os.Getpid() != 1 {
 		return false
@@ -34,7 +37,10 @@ func sealSandbox(wait time.Duration) bool {
 		if time.Now().After(deadline) {
 			return false
 		}
-		time.Sleep(time.Millisecond)
+		// The processes killed enter their exit within microseconds of
+		// being scheduled: a finer wait than a millisecond is what the
+		// run's end waits for.
+		time.Sleep(sealPoll)
 	}
 }
 
