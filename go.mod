@@ -103,3 +103,7 @@ require (
 	sigs.k8s.io/structured-merge-diff/v6 v6.3.0 // indirect
 	sigs.k8s.io/yaml v1.6.0 // indirect
 )
+
+// compose-go's JSON Schema library, v6.0.1 with one change: the metaschemas of
+// its five drafts are compiled on first use, not in its init (third_party/jsonschema/README.md).
+replace github.com/santhosh-tekuri/jsonschema/v6 => ./third_party/jsonschema
