@@ -412,13 +412,14 @@ func (j *runJob) wait(waitCtx context.Context) error {
 	// mainDone ends the run with the main command's exit code, once its output
 	// is drained and --output copied back.
 	mainDone := func(code int, daemonsStopping bool) error {
+		at := time.Now()
 		j.mainExited = true
 		a.steps.mark("main exited")
 		j.askHealth()
 		// After --output wrote. Once the primary has exited the sandbox
 		// writes no more: its session ends here; with daemons still shutting
 		// down (a fast end) it stays open until the sandbox is found stopped.
-		defer j.session.ended(!daemonsStopping)
+		defer j.session.endedAt(!daemonsStopping, at)
 		j.restore()
 		if err := a.copyOutputs(c, id, j.projectCopied, j.outCopy, o.outputs); err != nil {
 			// The copy failed (exit 125): say what the command's code was.

@@ -78,10 +78,10 @@ func (s *Store) Begin(manifest string, roots, protected []string, pid int, pidSt
 // are read-only in them: a change of those is never theirs.
 func (s *Store) BeginPool(manifest string, roots, protected []string) error {
 	now := s.now()
-	return s.update(func(st *state) error {
+	return s.modify(func(st *state) (bool, error) {
 		for _, ss := range st.Sessions {
 			if ss.Pool && ss.Manifest == manifest && ss.Ended.IsZero() {
-				return nil
+				return false, nil // open already: nothing to write
 			}
 		}
 		ss := &Session{Manifest: manifest, Started: now, Sealed: now, Pool: true}
@@ -94,7 +94,7 @@ func (s *Store) BeginPool(manifest string, roots, protected []string) error {
 		st.NextSerial++
 		ss.Serial = st.NextSerial
 		st.Sessions = append(st.Sessions, ss)
-		return nil
+		return true, nil
 	})
 }
 
@@ -126,6 +126,15 @@ func (s *Store) Drop(serial uint64) error {
 // stays open, for its other files, until a Resolver says its sandbox is gone
 // (daemons may still run). It returns the flagged changes.
 func (s *Store) Ended(serial uint64, snap *Snapshot, closed bool) ([]Change, error) {
+	return s.EndedAt(serial, snap, closed, time.Time{})
+}
+
+// EndedAt is Ended at time at, when the CLI learnt the main command's end
+// (nothing of the sandbox wrote after it, unless daemons still run: closed is
+// false then), rather than now, once the layers were read: the wait for the
+// file clock to pass the end (settle) is then mostly over. A zero at, or one
+// before the session started or after now, is taken as now.
+func (s *Store) EndedAt(serial uint64, snap *Snapshot, closed bool, at time.Time) ([]Change, error) {
 	var out []Change
 	var end time.Time
 	defer func() { s.settle(end) }()
@@ -139,13 +148,16 @@ func (s *Store) Ended(serial uint64, snap *Snapshot, closed bool) ([]Change, err
 		if ss == nil {
 			return false, nil
 		}
+		if now := s.now(); at.IsZero() || at.Before(ss.Started) || at.After(now) {
+			at = now
+		}
 		save := false
 		if ss.Sealed.IsZero() {
-			ss.Sealed = s.now()
+			ss.Sealed = at
 			save = true
 		}
 		if closed && ss.Ended.IsZero() {
-			ss.Ended = s.now()
+			ss.Ended = at
 			end = ss.Ended
 			save = true
 		}
