@@ -3,6 +3,7 @@ package trust
 import (
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 	"time"
 )
@@ -71,5 +72,19 @@ func TestEndedAt(t *testing.T) {
 				return nil
 			})
 		})
+	}
+}
+
+// The coarse clock files are stamped with has passed a time a tick ago, and
+// not one to come.
+func TestCoarsePassed(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("Linux's coarse clock")
+	}
+	if !coarsePassed(time.Now().Add(-time.Second)) {
+		t.Error("a second ago: not passed")
+	}
+	if coarsePassed(time.Now().Add(time.Second)) {
+		t.Error("a second from now: passed")
 	}
 }
