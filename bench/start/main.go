@@ -107,7 +107,8 @@ func bench(airlock, doc, command string, runs int) error {
 	return benchdoc.Write(doc, "CLI start", intro, rows, notes)
 }
 
-const notes = "Every command starts with these inits, whether or not it reads a compose file: the heaviest is the JSON\n" +
-	"Schema library compose-go validates compose files with, which compiles the meta-schemas of five drafts in its\n" +
-	"own init (about 3 ms here). The CLI keeps the garbage collector off while its packages initialise (they\n" +
-	"allocate about 5 MB), and turns it on as its main starts."
+const notes = "Every command starts with these inits, whether or not it reads a compose file. The JSON Schema library\n" +
+	"compose-go validates compose files with used to be the heaviest (3-5 ms: it compiled the meta-schemas of five\n" +
+	"drafts in its init); airlock's copy of it (third_party/jsonschema) compiles them on first use. The heaviest now\n" +
+	"compiles regular expressions of image references. The CLI keeps the garbage collector off while its packages\n" +
+	"initialise (they allocate about 2 MB), and turns it on as its main starts."
