@@ -83,7 +83,7 @@ func (a *app) run(parent context.Context, o runOptions, args []string) error {
 		return err
 	}
 	a.steps.mark("prepare")
-	rec, err := a.createRun(su.ctx, j.c, j.req)
+	rec, taken, err := a.createRun(su.ctx, j.c, j.req)
 	if err != nil {
 		return su.err(err)
 	}
@@ -95,7 +95,7 @@ func (a *app) run(parent context.Context, o runOptions, args []string) error {
 	a.sayQueued(qctx, j.c, j.id, 0)
 	// j.id may change here: a sandbox whose making a daemon that went away cut
 	// short is replaced (the deferred removal follows j.id).
-	if j.createdSeq, err = a.awaitCreated(su.ctx, j.c, j.req, rec, o.id != "", &j.id); err != nil {
+	if j.createdSeq, err = a.awaitCreated(su.ctx, j.c, j.req, rec, taken, o.id != "", &j.id); err != nil {
 		return su.err(err)
 	}
 	a.steps.mark("created")
@@ -209,13 +209,14 @@ const daemonRetryLimit = 10 * time.Second
 // daemon went away while making it.
 const maxReplaced = 5
 
-// createRun asks for the run's sandbox (req.ID set) and returns its ID. A
+// createRun asks for the run's sandbox (req.ID set) and returns its record. A
 // daemon that goes away meanwhile is started again (retryDaemon) and asked
 // again under the same ID; one that answers the ID is taken, by a create the
-// daemon that went away accepted, gets that sandbox.
-func (a *app) createRun(ctx context.Context, c *client.Client, req *client.CreateRequest) (*client.Sandbox, error) {
+// daemon that went away accepted, gets that sandbox: taken says so (its
+// making may have ended with that daemon: awaitCreated).
+func (a *app) createRun(ctx context.Context, c *client.Client, req *client.CreateRequest) (rec *client.Sandbox, taken bool, err error) {
 	lost := false
-	rec, err := retryDaemon(a, ctx, func() (*client.Sandbox, error) {
+	rec, err = retryDaemon(a, ctx, func() (*client.Sandbox, error) {
 		sb, err := c.Create(ctx, req)
 		switch {
 		case err == nil:
@@ -223,38 +224,43 @@ func (a *app) createRun(ctx context.Context, c *client.Client, req *client.Creat
 		case lostDaemon(err):
 			lost = true
 		case lost && apiReason(err) == client.ReasonIDAlreadyUsed:
+			taken = true
 			return c.Get(ctx, req.ID)
 		}
 		return nil, err
 	})
 	if err != nil {
-		return nil, setupDaemonFailure(err)
+		return nil, false, setupDaemonFailure(err)
 	}
-	return rec, nil
+	return rec, taken, nil
 }
 
 // awaitCreated follows sandbox *id, as the create answered it (rec), until it
 // is created (or fails: its reason, exit code), and returns the sequence of an
 // event recorded once it was: what follows is the start's. A parked sandbox
 // of a warm pool is created when the create answers (its container known).
-// When the daemon goes away meanwhile, the one that answers next tells how far
-// the making got: a sandbox with its container is created; one without, whose
-// making ended with the daemon (nothing of it ran), is removed and made again
-// under a new ID, which *id then holds (not with a caller's --id: idGiven).
-func (a *app) awaitCreated(ctx context.Context, c *client.Client, req *client.CreateRequest, rec *client.Sandbox, idGiven bool, id *string) (uint64, error) {
+// When the daemon goes away meanwhile, or went away before it answered the
+// create (taken: the record came from the next one), the one that answers
+// tells how far the making got: a sandbox with its container is created; one
+// without, whose making ended with the daemon (nothing of it ran, and nothing
+// makes it any more), is removed and made again under a new ID, which *id
+// then holds (not with a caller's --id: idGiven).
+func (a *app) awaitCreated(ctx context.Context, c *client.Client, req *client.CreateRequest, rec *client.Sandbox, taken, idGiven bool, id *string) (uint64, error) {
 	if rec.State == client.StatePending && rec.Container != "" {
 		return rec.LastSeq, nil
 	}
 	for replaced := 0; ; replaced++ {
-		ev, err := c.WaitEvent(ctx, *id, 0, "sandbox.created", "sandbox.failed")
-		if err == nil {
-			if ev.Kind == "sandbox.failed" {
-				return 0, failure(ev)
+		if !taken {
+			ev, err := c.WaitEvent(ctx, *id, 0, "sandbox.created", "sandbox.failed")
+			if err == nil {
+				if ev.Kind == "sandbox.failed" {
+					return 0, failure(ev)
+				}
+				return ev.Sequence, nil
 			}
-			return ev.Sequence, nil
-		}
-		if !lostDaemon(err) {
-			return 0, apiFailure(err)
+			if !lostDaemon(err) {
+				return 0, apiFailure(err)
+			}
 		}
 		// The next daemon does not know what this one was asked (the
 		// removal at the main command's end): the CLI removes it.
@@ -264,6 +270,7 @@ func (a *app) awaitCreated(ctx context.Context, c *client.Client, req *client.Cr
 		if err != nil {
 			return 0, setupDaemonFailure(err)
 		}
+		taken = false // judged from this record; its events say the rest
 		switch {
 		case sb.State != client.StatePending || sb.Container != "":
 			// Created (the event may not be recorded: its container is), or
@@ -284,11 +291,14 @@ func (a *app) awaitCreated(ctx context.Context, c *client.Client, req *client.Cr
 			return 0, setupDaemonFailure(err)
 		}
 		req.ID = ids.New()
-		next, err := a.createRun(ctx, c, req)
+		next, nextTaken, err := a.createRun(ctx, c, req)
 		if err != nil {
 			return 0, err
 		}
-		*id = next.ID
+		*id, taken = next.ID, nextTaken
+		if next.State == client.StatePending && next.Container != "" {
+			return next.LastSeq, nil
+		}
 	}
 }
 

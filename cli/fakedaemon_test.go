@@ -57,6 +57,11 @@ type fakeDaemon struct {
 	attached map[string]int
 	ended    map[string]bool
 	health   client.Health
+	// dropCreates is how many creates the daemon accepts and then goes
+	// away before answering: the sandbox is recorded, pending without a
+	// container (as the daemon that starts next finds it), and the
+	// connection closed.
+	dropCreates int
 }
 
 // pendingChange is an accepted stop or delete that has not completed yet.
@@ -415,6 +420,7 @@ func (f *fakeDaemon) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/health", f.serveHealth)
 	mux.HandleFunc("GET /v1/sandboxes", f.serveList)
+	mux.HandleFunc("POST /v1/sandboxes", f.serveCreate)
 	mux.HandleFunc("GET /v1/sandboxes/{id}", f.forBox(f.serveGet))
 	mux.HandleFunc("DELETE /v1/sandboxes/{id}", f.forBox(f.serveDelete))
 	mux.HandleFunc("POST /v1/sandboxes/{id}/stop", f.forBox(f.serveStop))
@@ -547,6 +553,39 @@ func (f *fakeDaemon) forBox(serve func(http.ResponseWriter, *client.Sandbox)) ht
 	return func(w http.ResponseWriter, r *http.Request) {
 		f.withBox(w, r, func(sb *client.Sandbox) { serve(w, sb) })
 	}
+}
+
+// serveCreate makes a sandbox of the request's ID (the CLI names a run's):
+// accepted, then created with container c-<ID>, answered 202; an ID used
+// already is refused (409). See dropCreates.
+func (f *fakeDaemon) serveCreate(w http.ResponseWriter, r *http.Request) {
+	var req client.CreateRequest
+	if !decodeBody(w, r, &req) {
+		return
+	}
+	f.mu.Lock()
+	if _, ok := f.boxes[req.ID]; ok || req.ID == "" {
+		f.mu.Unlock()
+		fakeError(w, &client.Error{Reason: client.ReasonIDAlreadyUsed, Message: fmt.Sprintf("sandbox ID %q is already used", req.ID)})
+		return
+	}
+	sb := &client.Sandbox{ID: req.ID, Kind: req.Kind, State: client.StatePending, CreatedAt: fakeEpoch, Engine: &client.Engine{Host: f.engine.host}}
+	f.boxes[sb.ID] = sb
+	f.order = append(f.order, sb.ID)
+	f.emitLocked(sb.ID, client.Event{Kind: "sandbox.accepted"})
+	if f.dropCreates > 0 {
+		f.dropCreates--
+		f.mu.Unlock()
+		if conn, _, err := w.(http.Hijacker).Hijack(); err == nil {
+			conn.Close()
+		}
+		return
+	}
+	sb.Container = "c-" + sb.ID
+	f.emitLocked(sb.ID, client.Event{Kind: "sandbox.created"})
+	rec := *sb
+	f.mu.Unlock()
+	fakeJSON(w, http.StatusAccepted, rec)
 }
 
 func (f *fakeDaemon) serveGet(w http.ResponseWriter, sb *client.Sandbox) {
