@@ -36,6 +36,10 @@ func clusterAPI(t *testing.T, e *clitest.Env) *client.Client {
 // waits until it is ready.
 func createOnCluster(t *testing.T, ctx context.Context, c *client.Client, cs kubernetes.Interface, e *clitest.Env, life client.LifetimeRequest) *client.Sandbox {
 	t.Helper()
+	// The request names its cluster, and airlock makes a namespace only when
+	// the config allows it (create_namespace): on a fresh cluster, before
+	// any other test made it, the sandbox would fail for want of it.
+	ensureNamespace(t, cs)
 	req := &client.CreateRequest{
 		Kind:  "up",
 		Start: true,
