@@ -246,10 +246,10 @@ func (a *app) createRun(ctx context.Context, c *client.Client, req *client.Creat
 // makes it any more), is removed and made again under a new ID, which *id
 // then holds (not with a caller's --id: idGiven).
 func (a *app) awaitCreated(ctx context.Context, c *client.Client, req *client.CreateRequest, rec *client.Sandbox, taken, idGiven bool, id *string) (uint64, error) {
-	if rec.State == client.StatePending && rec.Container != "" {
-		return rec.LastSeq, nil
-	}
 	for replaced := 0; ; replaced++ {
+		if rec.State == client.StatePending && rec.Container != "" {
+			return rec.LastSeq, nil
+		}
 		if !taken {
 			ev, err := c.WaitEvent(ctx, *id, 0, "sandbox.created", "sandbox.failed")
 			if err == nil {
@@ -291,14 +291,10 @@ func (a *app) awaitCreated(ctx context.Context, c *client.Client, req *client.Cr
 			return 0, setupDaemonFailure(err)
 		}
 		req.ID = ids.New()
-		next, nextTaken, err := a.createRun(ctx, c, req)
-		if err != nil {
+		if rec, taken, err = a.createRun(ctx, c, req); err != nil {
 			return 0, err
 		}
-		*id, taken = next.ID, nextTaken
-		if next.State == client.StatePending && next.Container != "" {
-			return next.LastSeq, nil
-		}
+		*id = rec.ID
 	}
 }
 

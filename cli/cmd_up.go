@@ -231,7 +231,7 @@ func (a *app) upShell(c *client.Client, sbID string, r *manifest.Resolved, sessi
 		}
 		stopped = serr == nil
 	}
-	session.ended(stopped)
+	session.ended(stopped, time.Time{})
 	if shutdownLines != nil {
 		select {
 		case <-shutdownLines:

@@ -419,7 +419,7 @@ func (j *runJob) wait(waitCtx context.Context) error {
 		// After --output wrote. Once the primary has exited the sandbox
 		// writes no more: its session ends here; with daemons still shutting
 		// down (a fast end) it stays open until the sandbox is found stopped.
-		defer j.session.endedAt(!daemonsStopping, at)
+		defer j.session.ended(!daemonsStopping, at)
 		j.restore()
 		if err := a.copyOutputs(c, id, j.projectCopied, j.outCopy, o.outputs); err != nil {
 			// The copy failed (exit 125): say what the command's code was.

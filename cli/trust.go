@@ -464,12 +464,9 @@ func (s *layerSession) started(id string) {
 
 // ended compares the layers with those the sandbox started from, as its main
 // command (or shell) ended: a difference is flagged, and said. closed: the
-// sandbox is stopped.
-func (s *layerSession) ended(closed bool) { s.endedAt(closed, time.Time{}) }
-
-// endedAt is ended with the time the CLI learnt of the end (a run's main
-// command's code: nothing of its sandbox wrote after it when closed).
-func (s *layerSession) endedAt(closed bool, at time.Time) {
+// sandbox is stopped. at is when the CLI learnt of the end (a run's main
+// command's code), zero for now.
+func (s *layerSession) ended(closed bool, at time.Time) {
 	if s == nil || s.id == "" {
 		return
 	}
@@ -477,7 +474,7 @@ func (s *layerSession) endedAt(closed bool, at time.Time) {
 	for _, p := range s.snap.Paths() {
 		_, _ = now.ReadFile(p)
 	}
-	changes, err := s.store.EndedAt(s.serial, now, closed, at)
+	changes, err := s.store.Ended(s.serial, now, closed, at)
 	if err != nil {
 		fmt.Fprintf(s.a.stderr, "airlock: warning: cannot check the manifest's layers after sandbox %s: %v\n", s.id, err)
 		return

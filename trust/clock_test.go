@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 )
 
 // TestEditRightAfterTheEnd: with the real clock and the kernel's file times, a
@@ -45,7 +46,7 @@ func TestEditRightAfterTheEnd(t *testing.T) {
 			t.Fatal(err)
 		}
 		if i%2 == 0 {
-			_, err = store.Ended(ss.Serial, snap(), true) // run's end
+			_, err = store.Ended(ss.Serial, snap(), true, time.Time{}) // run's end
 		} else {
 			_, err = store.Stopped(id) // stop, down
 		}

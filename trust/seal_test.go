@@ -52,7 +52,7 @@ func TestSealedRun(t *testing.T) {
 		w.at(sec(10))
 		ss := w.beginRun("r1")
 		w.at(sec(20))
-		if ch, err := w.store.Ended(ss.Serial, w.snap(), false); err != nil || len(ch) != 0 {
+		if ch, err := w.store.Ended(ss.Serial, w.snap(), false, time.Time{}); err != nil || len(ch) != 0 {
 			t.Fatalf("Ended: %v %+v", err, ch)
 		}
 		w.at(sec(23))
@@ -74,7 +74,7 @@ func TestSealedRun(t *testing.T) {
 		w.at(sec(10))
 		ss := w.beginRun("r1")
 		w.at(sec(20))
-		if _, err := w.store.Ended(ss.Serial, w.snap(), false); err != nil {
+		if _, err := w.store.Ended(ss.Serial, w.snap(), false, time.Time{}); err != nil {
 			t.Fatal(err)
 		}
 		w.at(sec(21))

@@ -122,19 +122,16 @@ func (s *Store) Drop(serial uint64) error {
 // accepted layers of its manifest: a difference was made inside the sandbox
 // and is flagged whatever the file times say. The session is sealed then: its
 // protected files (read-only in its sandbox) changed later are the user's.
-// With closed, the session ends now (its sandbox is stopped); otherwise it
-// stays open, for its other files, until a Resolver says its sandbox is gone
+// With closed, the session ends (its sandbox is stopped); otherwise it stays
+// open, for its other files, until a Resolver says its sandbox is gone
 // (daemons may still run). It returns the flagged changes.
-func (s *Store) Ended(serial uint64, snap *Snapshot, closed bool) ([]Change, error) {
-	return s.EndedAt(serial, snap, closed, time.Time{})
-}
-
-// EndedAt is Ended at time at, when the CLI learnt the main command's end
-// (nothing of the sandbox wrote after it, unless daemons still run: closed is
-// false then), rather than now, once the layers were read: the wait for the
-// file clock to pass the end (settle) is then mostly over. A zero at, or one
-// before the session started or after now, is taken as now.
-func (s *Store) EndedAt(serial uint64, snap *Snapshot, closed bool, at time.Time) ([]Change, error) {
+//
+// The seal and the end are at time at, when the CLI learnt the main command's
+// end (nothing of the sandbox wrote after it, unless daemons still run),
+// rather than now, once the layers were read: the wait for the file clock to
+// pass the end (settle) is then mostly over. A zero at, or one before the
+// session started or after now, is taken as now.
+func (s *Store) Ended(serial uint64, snap *Snapshot, closed bool, at time.Time) ([]Change, error) {
 	var out []Change
 	var end time.Time
 	defer func() { s.settle(end) }()

@@ -240,7 +240,7 @@ func TestCheck(t *testing.T) {
 		w.at(min(1))
 		w.write(w.local, "[sandbox]\nprivileged = true\n")
 		w.ctimes[w.local] = w.clock.Add(min(60)) // as if the user touched it later
-		changes, err := w.store.Ended(ss.Serial, w.snap(), true)
+		changes, err := w.store.Ended(ss.Serial, w.snap(), true, time.Time{})
 		if err != nil || len(changes) != 1 || !changes[0].Inside || changes[0].Sandbox != "s1" {
 			t.Fatalf("Ended: %v %+v", err, changes)
 		}

@@ -34,7 +34,7 @@ func TestBeginPoolOpenWritesNothing(t *testing.T) {
 	}
 }
 
-// A run's session ends when its CLI learnt the main command's end (EndedAt),
+// A run's session ends when its CLI learnt the main command's end (Ended's at),
 // not when the record is written after reading the layers; a time before the
 // session's start or after now is not taken.
 func TestEndedAt(t *testing.T) {
@@ -58,7 +58,7 @@ func TestEndedAt(t *testing.T) {
 			if c.at != 0 {
 				at = start.Add(c.at)
 			}
-			if _, err := w.store.EndedAt(ss.Serial, w.snap(), true, at); err != nil {
+			if _, err := w.store.Ended(ss.Serial, w.snap(), true, at); err != nil {
 				t.Fatal(err)
 			}
 			_ = w.store.view(func(st *state) error {
